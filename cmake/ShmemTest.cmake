@@ -1,0 +1,55 @@
+# shmem_add_mp_test(<name> <target>
+#                   NPES <n>...
+#                   [LAUNCHER_TIMEOUT <s>]    shmemrun's own watchdog (default 120)
+#                   [TIMEOUT <s>]             ctest's watchdog (default 180)
+#                   [LABELS <label>...]       default: mp
+#                   [ARGS <arg>...]           arguments of the program
+#                   [ENVIRONMENT <VAR=value>...])
+#
+# Adds one test per PE count, <name>.np<n>, running `shmemrun -n <n> --timeout <s> <target>`.
+# A hang is a failure: shmemrun kills the job at its timeout, ctest at TIMEOUT. PROCESSORS is
+# capped at 2 (the CI machine's cores) so ctest -j2 schedules big jobs alone; 8 PEs on 2 cores
+# must work anyway (ARCHITECTURE.md §4).
+include_guard(GLOBAL)
+
+function(shmem_add_mp_test name target)
+    cmake_parse_arguments(PARSE_ARGV 2 arg "" "LAUNCHER_TIMEOUT;TIMEOUT"
+        "NPES;LABELS;ARGS;ENVIRONMENT")
+    if(arg_UNPARSED_ARGUMENTS)
+        message(FATAL_ERROR "shmem_add_mp_test(${name}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
+    endif()
+    if(NOT arg_NPES)
+        message(FATAL_ERROR "shmem_add_mp_test(${name}): NPES is required")
+    endif()
+    if(NOT TARGET ${target})
+        message(FATAL_ERROR "shmem_add_mp_test(${name}): ${target} is not a target")
+    endif()
+    if(NOT DEFINED arg_LAUNCHER_TIMEOUT)
+        set(arg_LAUNCHER_TIMEOUT 120)
+    endif()
+    if(NOT DEFINED arg_TIMEOUT)
+        set(arg_TIMEOUT 180)
+    endif()
+    if(NOT arg_LABELS)
+        set(arg_LABELS mp)
+    endif()
+
+    foreach(npes IN LISTS arg_NPES)
+        set(test_name ${name}.np${npes})
+        add_test(NAME ${test_name}
+            COMMAND $<TARGET_FILE:shmem::shmemrun> -n ${npes} --timeout ${arg_LAUNCHER_TIMEOUT}
+                $<TARGET_FILE:${target}> ${arg_ARGS})
+        if(npes GREATER 2)
+            set(procs 2)
+        else()
+            set(procs ${npes})
+        endif()
+        set_tests_properties(${test_name} PROPERTIES
+            PROCESSORS ${procs}
+            TIMEOUT ${arg_TIMEOUT}
+            LABELS "${arg_LABELS}")
+        if(arg_ENVIRONMENT)
+            set_tests_properties(${test_name} PROPERTIES ENVIRONMENT "${arg_ENVIRONMENT}")
+        endif()
+    endforeach()
+endfunction()

@@ -1,0 +1,127 @@
+// init.cpp: starting and ending the library, job queries, and the shared error reporting.
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "internal.h"
+#include "rust/cxx.h"
+#include "shmem-core/src/ffi.rs.h"
+
+namespace shmem::detail {
+
+State g;
+
+void fail(const char *call, const char *fmt, ...) {
+    char msg[512];
+    int head = std::snprintf(msg, sizeof msg, "%s: ", call);
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(msg + head, sizeof msg - static_cast<size_t>(head), fmt, ap);
+    va_end(ap);
+    core::log_error(msg);
+    fail_logged();
+}
+
+void fail_logged() {
+    std::fflush(nullptr);
+    core::global_exit(1);
+    std::_Exit(1);  // global_exit does not return; this keeps [[noreturn]] honest
+}
+
+void require_running(const char *call) {
+    switch (g.phase.load(std::memory_order_acquire)) {
+    case kRunning: return;
+    case kNotStarted: fail(call, "the library is not initialized (call shmem_init first)");
+    default: fail(call, "called after shmem_finalize");
+    }
+}
+
+void fail_pe(const char *call, int pe) {
+    require_running(call);
+    fail(call, "invalid argument pe=%d: not in [0, %d)", pe, g.n_pes);
+}
+
+void fail_addr(const char *call, const char *arg, const void *addr, size_t n) {
+    fail(call,
+         "invalid argument %s=%p with %zu bytes: not inside the symmetric heap [%p, %p)", arg,
+         addr, n, reinterpret_cast<void *>(g.base), reinterpret_cast<void *>(g.base + g.size));
+}
+
+}  // namespace shmem::detail
+
+using namespace shmem::detail;
+namespace core = shmem::core;
+
+SHMEM_EXPORT void pshmem_init(void) {
+    if (g.phase.load(std::memory_order_acquire) != kNotStarted) {
+        fail("shmem_init", g.phase.load() == kRunning
+                               ? "called again while the library is initialized"
+                               : "called after shmem_finalize; the library cannot be restarted");
+    }
+    try {
+        core::Topology topo = core::init();
+        g.my_pe = topo.my_pe;
+        g.size = topo.heap_size;
+        g.peer.assign(topo.heap_bases.begin(), topo.heap_bases.end());
+        g.base = g.peer[static_cast<size_t>(topo.my_pe)];
+        g.n_pes = topo.n_pes;
+        g.phase.store(kRunning, std::memory_order_release);
+    } catch (const rust::Error &) {
+        fail_logged();
+    }
+}
+
+SHMEM_EXPORT void pshmem_finalize(void) {
+    require_running("shmem_finalize");
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    try {
+        core::finalize();
+    } catch (const rust::Error &) {
+        fail_logged();
+    }
+    g.phase.store(kFinalized, std::memory_order_release);
+    g.n_pes = 0;
+    g.base = 0;
+    g.size = 0;
+    g.peer.clear();
+}
+
+SHMEM_EXPORT void pshmem_global_exit(int status) {
+    std::fflush(nullptr);
+    core::global_exit(status);
+    std::_Exit(status);
+}
+
+SHMEM_EXPORT int pshmem_my_pe(void) {
+    require_running("shmem_my_pe");
+    return g.my_pe;
+}
+
+SHMEM_EXPORT int pshmem_n_pes(void) {
+    require_running("shmem_n_pes");
+    return g.n_pes;
+}
+
+SHMEM_EXPORT void pshmem_info_get_version(int *major, int *minor) {
+    if (major == nullptr || minor == nullptr) {
+        fail("shmem_info_get_version", "invalid argument %s=NULL",
+             major == nullptr ? "major" : "minor");
+    }
+    *major = SHMEM_MAJOR_VERSION;
+    *minor = SHMEM_MINOR_VERSION;
+}
+
+SHMEM_EXPORT void pshmem_info_get_name(char *name) {
+    if (name == nullptr) fail("shmem_info_get_name", "invalid argument name=NULL");
+    static_assert(sizeof SHMEM_VENDOR_STRING <= SHMEM_MAX_NAME_LEN);
+    std::memcpy(name, SHMEM_VENDOR_STRING, sizeof SHMEM_VENDOR_STRING);
+}
+
+SHMEM_WEAK_ALIAS(shmem_init)
+SHMEM_WEAK_ALIAS(shmem_finalize)
+SHMEM_WEAK_ALIAS(shmem_global_exit)
+SHMEM_WEAK_ALIAS(shmem_my_pe)
+SHMEM_WEAK_ALIAS(shmem_n_pes)
+SHMEM_WEAK_ALIAS(shmem_info_get_version)
+SHMEM_WEAK_ALIAS(shmem_info_get_name)

@@ -1,0 +1,74 @@
+// internal.h: state and helpers shared by the facade's files; never installed.
+//
+// The facade turns the C ABI into runtime calls and runs the data path itself: after init it
+// holds every PE's heap base, so a put is a bounds check and a copy into mapped memory. It
+// never allocates, locks, logs or calls into the runtime on that path.
+#pragma once
+
+#include <shmem.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+// Public entry points: default-visible, C linkage. pshmem_X is the definition, shmem_X a weak
+// alias (defined in the same file, as aliases must be).
+#define SHMEM_EXPORT extern "C" __attribute__((visibility("default")))
+#define SHMEM_WEAK_ALIAS(name)                                                                \
+    extern "C" __attribute__((visibility("default"), weak, alias("p" #name))) decltype(p##name) \
+        name;
+
+#define SHMEM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+namespace shmem::detail {
+
+// What the data path reads. Written by init and finalize only, on the thread that calls them,
+// while the program makes no other library calls (as the specification requires).
+struct State {
+    int my_pe = -1;
+    int n_pes = 0;  // 0 while not running: every PE check fails and reports why
+    uintptr_t base = 0;  // this PE's user heap
+    size_t size = 0;
+    std::vector<uintptr_t> peer;  // every PE's user heap as mapped here
+    std::atomic<int> phase{0};    // 0 not started, 1 running, 2 finalized
+};
+
+extern State g;
+
+enum Phase : int { kNotStarted = 0, kRunning = 1, kFinalized = 2 };
+
+// Logs "call: message" and ends the job with status 1. For errors the facade detects.
+[[noreturn]] void fail(const char *call, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), cold));
+// Ends the job with status 1 after an error the runtime already logged.
+[[noreturn]] void fail_logged();
+// Reports why `pe` was refused: library not running, or PE out of range.
+[[noreturn]] void fail_pe(const char *call, int pe) __attribute__((cold));
+// Reports a remote range that is not inside the symmetric heap.
+[[noreturn]] void fail_addr(const char *call, const char *arg, const void *addr, size_t n)
+    __attribute__((cold));
+// Fails unless the library is running.
+void require_running(const char *call);
+
+// Address of [addr, addr+n) on `pe` as mapped here; the range must be symmetric.
+inline char *remote(const char *call, const char *arg, const void *addr, size_t n, int pe) {
+    if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
+        fail_pe(call, pe);
+    }
+    uintptr_t off = reinterpret_cast<uintptr_t>(addr) - g.base;
+    if (SHMEM_UNLIKELY(off > g.size || n > g.size - off)) fail_addr(call, arg, addr, n);
+    return reinterpret_cast<char *>(g.peer[pe] + off);
+}
+
+// A local buffer argument that must not be NULL when it holds bytes.
+inline void require_buffer(const char *call, const char *arg, const void *p, size_t n) {
+    if (SHMEM_UNLIKELY(p == nullptr && n != 0)) {
+        fail(call, "invalid argument %s=NULL with nelems=%zu", arg, n);
+    }
+}
+
+// The copy used by every put and get.
+void copy(void *dst, const void *src, size_t n);
+
+}  // namespace shmem::detail

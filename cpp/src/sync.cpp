@@ -1,0 +1,40 @@
+// sync.cpp: ordering and barriers. Puts are plain stores into mapped memory, so fence and
+// quiet are CPU fences (a full fence also orders the non-temporal stores a large copy may use);
+// the barrier itself runs in the runtime on the heaps' reserved flags.
+#include <atomic>
+
+#include "internal.h"
+#include "rust/cxx.h"
+#include "shmem-core/src/ffi.rs.h"
+
+using namespace shmem::detail;
+namespace core = shmem::core;
+
+namespace {
+
+void sync_all(const char *call) {
+    require_running(call);
+    try {
+        core::sync_all();
+    } catch (const rust::Error &) {
+        fail_logged();
+    }
+}
+
+}  // namespace
+
+SHMEM_EXPORT void pshmem_fence(void) { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+SHMEM_EXPORT void pshmem_quiet(void) { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+SHMEM_EXPORT void pshmem_barrier_all(void) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    sync_all("shmem_barrier_all");
+}
+
+SHMEM_EXPORT void pshmem_sync_all(void) { sync_all("shmem_sync_all"); }
+
+SHMEM_WEAK_ALIAS(shmem_fence)
+SHMEM_WEAK_ALIAS(shmem_quiet)
+SHMEM_WEAK_ALIAS(shmem_barrier_all)
+SHMEM_WEAK_ALIAS(shmem_sync_all)

@@ -1,0 +1,811 @@
+//! Store server: the launcher's side of the control store.
+//!
+//! Owns the key-value state of one job (values, counters, passed descriptors) and one thread
+//! per PE connection that answers its requests in order. It reports what the launcher must act
+//! on (ABORT, BYE, disconnects, protocol errors) as [`StoreEvent`]s and never acts on them
+//! itself. Must never block on one connection on behalf of another: a stuck or hostile client
+//! only ever holds up its own thread, every read of a started frame and every send has a
+//! timeout, and no lock is held across socket I/O.
+
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rustix::net::sockopt::{set_socket_timeout, Timeout};
+
+use super::unix::{send_frame, FdReader};
+use super::wire::{self, Reply, Request, WireError, PROTOCOL_VERSION};
+
+/// Longest a started frame may take to arrive in full, and a reply to be taken by the peer.
+/// Idle time between frames is unlimited (a PE may compute for hours between store calls).
+const IO_STALL_LIMIT: Duration = Duration::from_secs(30);
+
+/// Stack of a connection thread: it only parses frames and touches a hash map.
+const CONNECTION_STACK: usize = 256 * 1024;
+
+/// Something the launcher must know about, sent on the channel [`Server::new`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreEvent {
+    /// PE `rank` asked for a global exit with `status` (`shmem_global_exit`).
+    Abort {
+        /// The PE.
+        rank: u32,
+        /// Exit status it asked for.
+        status: i32,
+    },
+    /// PE `rank` sent its goodbye (finalize); its later EOF is a clean exit.
+    Goodbye {
+        /// The PE.
+        rank: u32,
+    },
+    /// PE `rank`'s connection ended (sent once per served connection, last of its events).
+    Disconnected {
+        /// The PE.
+        rank: u32,
+        /// Whether it had said goodbye first.
+        said_goodbye: bool,
+    },
+    /// PE `rank` broke the protocol; its connection is closed right after.
+    ProtocolError {
+        /// The PE.
+        rank: u32,
+        /// What it did wrong.
+        message: String,
+    },
+}
+
+/// What the store knows about one PE's connection, at the moment it is asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PeerStatus {
+    /// The PE completed HELLO (it called `shmem_init`).
+    pub connected: bool,
+    /// The PE sent BYE (it called `shmem_finalize`).
+    pub said_goodbye: bool,
+    /// The status of the PE's ABORT, if it sent one.
+    pub abort_status: Option<i32>,
+    /// The connection has ended (EOF, error or protocol violation) and nothing more will come.
+    pub closed: bool,
+}
+
+/// The launcher's store: serves each PE's socket on its own thread.
+pub struct Server {
+    shared: Arc<Shared>,
+    events: Sender<StoreEvent>,
+    n_pes: u32,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("n_pes", &self.n_pes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// State every connection thread shares.
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled whenever a key is written, for GET and GET_FD waiters.
+    written: Condvar,
+}
+
+/// Key-value state of the job. Barrier and allgather rounds stay here until the job ends;
+/// collecting finished rounds later needs only a prefix removal under this same lock.
+struct State {
+    entries: HashMap<String, Entry>,
+    /// Indexed by rank; `None` until [`Server::serve_unix`] is called for that rank.
+    peers: Vec<Option<PeerStatus>>,
+}
+
+/// One stored value. Shared so that a reply can be sent after the lock is released.
+#[derive(Clone)]
+enum Entry {
+    Bytes(Arc<[u8]>),
+    Fd(Arc<OwnedFd>),
+}
+
+impl Server {
+    /// Creates the store of an `n_pes` job, and the channel its events arrive on.
+    pub fn new(n_pes: u32) -> (Server, Receiver<StoreEvent>) {
+        let (events, rx) = mpsc::channel();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                entries: HashMap::new(),
+                peers: vec![None; n_pes as usize],
+            }),
+            written: Condvar::new(),
+        });
+        (
+            Server {
+                shared,
+                events,
+                n_pes,
+            },
+            rx,
+        )
+    }
+
+    /// Serves one PE's inherited socket on its own thread.
+    ///
+    /// Fails if `rank` is out of range or already served, or if the socket or thread cannot be
+    /// set up.
+    pub fn serve_unix(&self, rank: u32, stream: UnixStream) -> io::Result<()> {
+        if rank >= self.n_pes {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("rank {rank} out of range for a {}-PE job", self.n_pes),
+            ));
+        }
+        set_socket_timeout(&stream, Timeout::Recv, Some(IO_STALL_LIMIT))?;
+        set_socket_timeout(&stream, Timeout::Send, Some(IO_STALL_LIMIT))?;
+        {
+            let mut state = self.shared.lock();
+            let slot = &mut state.peers[rank as usize];
+            if slot.is_some() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("rank {rank} is already served"),
+                ));
+            }
+            *slot = Some(PeerStatus::default());
+        }
+        let conn = Connection {
+            shared: Arc::clone(&self.shared),
+            events: self.events.clone(),
+            n_pes: self.n_pes,
+            rank,
+            stream,
+            fds: Vec::new(),
+            hello: false,
+            goodbye: false,
+        };
+        let spawned = std::thread::Builder::new()
+            .name(format!("shmem-store-{rank}"))
+            .stack_size(CONNECTION_STACK)
+            .spawn(move || conn.run());
+        if let Err(e) = spawned {
+            self.shared.lock().peers[rank as usize] = None;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// What the store knows about PE `rank` right now (`None` if that rank is not served).
+    ///
+    /// A BYE has been recorded before its reply leaves, and an ABORT before its event is sent,
+    /// so after [`PeerStatus::closed`] this is the PE's final word.
+    pub fn peer_status(&self, rank: u32) -> Option<PeerStatus> {
+        let state = self.shared.lock();
+        state.peers.get(rank as usize).copied().flatten()
+    }
+
+    /// Size of the job this store serves.
+    pub fn n_pes(&self) -> u32 {
+        self.n_pes
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panicking connection thread aborts the process (panic = "abort"), so a poisoned
+        // lock can only come from a test; the state is still consistent then.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn update_peer(&self, rank: u32, f: impl FnOnce(&mut PeerStatus)) {
+        let mut state = self.lock();
+        if let Some(Some(peer)) = state.peers.get_mut(rank as usize) {
+            f(peer);
+        }
+    }
+
+    fn insert(&self, key: String, entry: Entry) {
+        self.lock().entries.insert(key, entry);
+        self.written.notify_all();
+    }
+
+    /// Waits until `key` exists or `timeout` passes (an unrepresentable deadline waits forever).
+    fn wait_for(&self, key: &str, timeout: Duration) -> Option<Entry> {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut state = self.lock();
+        loop {
+            if let Some(entry) = state.entries.get(key) {
+                return Some(entry.clone());
+            }
+            state = match deadline {
+                None => self.written.wait(state).unwrap_or_else(|e| e.into_inner()),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return None;
+                    }
+                    self.written
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        }
+    }
+}
+
+/// One PE's connection, owned by its thread.
+struct Connection {
+    shared: Arc<Shared>,
+    events: Sender<StoreEvent>,
+    n_pes: u32,
+    rank: u32,
+    stream: UnixStream,
+    /// Descriptors received and not yet claimed by a PUT_FD frame.
+    fds: Vec<OwnedFd>,
+    hello: bool,
+    goodbye: bool,
+}
+
+/// What to do after a request.
+enum Next {
+    /// Send this reply (with this descriptor) and go on.
+    Reply(Reply, Option<Arc<OwnedFd>>),
+    /// Nothing to send; go on.
+    Silent,
+    /// Send this error and close: the peer broke the protocol.
+    Fatal(String),
+    /// Send this reply, then close for the given reason.
+    Close(Reply, String),
+}
+
+impl Connection {
+    fn run(mut self) {
+        if let Err(message) = self.serve() {
+            tracing::warn!(rank = self.rank, "store: {message}");
+            let _ = self.events.send(StoreEvent::ProtocolError {
+                rank: self.rank,
+                message,
+            });
+        }
+        // Record before telling, so that a launcher reacting to the event sees the final state.
+        self.shared.update_peer(self.rank, |p| p.closed = true);
+        let _ = self.events.send(StoreEvent::Disconnected {
+            rank: self.rank,
+            said_goodbye: self.goodbye,
+        });
+    }
+
+    /// Answers requests until EOF (`Ok`) or a protocol violation (`Err`, already answered).
+    fn serve(&mut self) -> Result<(), String> {
+        loop {
+            let frame = {
+                let mut reader = FdReader {
+                    sock: self.stream.as_fd(),
+                    fds: &mut self.fds,
+                };
+                match wire::read_frame(&mut reader) {
+                    Ok(frame) => frame,
+                    Err(WireError::Closed) => return Ok(()),
+                    // Idle between frames: fine, keep waiting.
+                    Err(WireError::TimedOut { partial: false }) => continue,
+                    Err(WireError::Io(e)) if e.kind() == io::ErrorKind::ConnectionReset => {
+                        return Ok(())
+                    }
+                    Err(e) => return Err(self.refuse(format!("bad frame: {e}"))),
+                }
+            };
+            let request = match Request::from_frame(&frame) {
+                Ok(r) => r,
+                Err(e) => return Err(self.refuse(e.to_string())),
+            };
+            let wants_fd = matches!(request, Request::PutFd { .. });
+            if self.fds.len() != usize::from(wants_fd) {
+                let n = self.fds.len();
+                self.fds.clear();
+                return Err(self.refuse(format!(
+                    "{} frame came with {n} file descriptors",
+                    request.name()
+                )));
+            }
+            match self.handle(request) {
+                Next::Reply(reply, fd) => {
+                    let fd = fd.as_deref().map(AsFd::as_fd);
+                    if let Err(e) = self.send(&reply, fd) {
+                        return Err(format!("cannot send {} reply: {e}", reply.name()));
+                    }
+                }
+                Next::Silent => {}
+                Next::Fatal(message) => return Err(self.refuse(message)),
+                Next::Close(reply, message) => {
+                    let _ = self.send(&reply, None);
+                    return Err(message);
+                }
+            }
+        }
+    }
+
+    /// Tells the peer why it is being dropped (best effort) and returns the message.
+    fn refuse(&self, message: String) -> String {
+        let _ = self.send(&Reply::Error(message.clone()), None);
+        message
+    }
+
+    fn send(&self, reply: &Reply, fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
+        let frame = reply.encode().map_err(io::Error::other)?;
+        send_frame(self.stream.as_fd(), &frame, fd)
+    }
+
+    fn handle(&mut self, request: Request) -> Next {
+        if !self.hello && !matches!(request, Request::Hello { .. }) {
+            return Next::Fatal(format!("{} before HELLO", request.name()));
+        }
+        match request {
+            Request::Hello {
+                version,
+                rank,
+                n_pes,
+            } => {
+                if self.hello {
+                    return Next::Fatal("second HELLO".into());
+                }
+                if version != PROTOCOL_VERSION {
+                    // Answer with our version so the client can name both.
+                    return Next::Close(
+                        Reply::HelloAck {
+                            version: PROTOCOL_VERSION,
+                            n_pes: self.n_pes,
+                        },
+                        format!(
+                            "protocol version mismatch: PE speaks {version}, \
+                             launcher {PROTOCOL_VERSION}"
+                        ),
+                    );
+                }
+                if rank != self.rank || n_pes != self.n_pes {
+                    return Next::Fatal(format!(
+                        "HELLO says PE {rank} of {n_pes}, but this socket belongs to PE {} of {}",
+                        self.rank, self.n_pes
+                    ));
+                }
+                self.hello = true;
+                self.shared.update_peer(self.rank, |p| p.connected = true);
+                Next::Reply(
+                    Reply::HelloAck {
+                        version: PROTOCOL_VERSION,
+                        n_pes: self.n_pes,
+                    },
+                    None,
+                )
+            }
+            Request::Set { key, value } => {
+                self.shared.insert(key, Entry::Bytes(value.into()));
+                Next::Reply(Reply::Ok, None)
+            }
+            Request::Get { key, timeout_ms } => {
+                match self
+                    .shared
+                    .wait_for(&key, Duration::from_millis(timeout_ms))
+                {
+                    None => Next::Reply(Reply::Timeout, None),
+                    Some(Entry::Bytes(v)) => Next::Reply(Reply::Value(v.to_vec()), None),
+                    Some(Entry::Fd(_)) => Next::Reply(
+                        Reply::Error("key holds a file descriptor; use GET_FD".into()),
+                        None,
+                    ),
+                }
+            }
+            Request::Add { key, delta } => {
+                let result = {
+                    let mut state = self.shared.lock();
+                    let old = match state.entries.get(&key) {
+                        None => Ok(0),
+                        Some(Entry::Bytes(v)) => match <[u8; 8]>::try_from(&v[..]) {
+                            Ok(b) => Ok(i64::from_le_bytes(b)),
+                            Err(_) => Err(format!(
+                                "key holds a {}-byte value, not an 8-byte counter",
+                                v.len()
+                            )),
+                        },
+                        Some(Entry::Fd(_)) => {
+                            Err("key holds a file descriptor, not a counter".into())
+                        }
+                    };
+                    old.map(|old| {
+                        let new = old.wrapping_add(delta);
+                        let bytes: Arc<[u8]> = new.to_le_bytes().into();
+                        state.entries.insert(key, Entry::Bytes(bytes));
+                        new
+                    })
+                };
+                match result {
+                    Ok(new) => {
+                        self.shared.written.notify_all();
+                        Next::Reply(Reply::Counter(new), None)
+                    }
+                    Err(message) => Next::Reply(Reply::Error(message), None),
+                }
+            }
+            Request::Delete { key } => {
+                self.shared.lock().entries.remove(&key);
+                Next::Reply(Reply::Ok, None)
+            }
+            Request::PutFd { key } => match self.fds.pop() {
+                Some(fd) => {
+                    self.shared.insert(key, Entry::Fd(Arc::new(fd)));
+                    Next::Reply(Reply::Ok, None)
+                }
+                // serve() checked that exactly one descriptor came with this frame.
+                None => Next::Fatal("PUT_FD frame came without a file descriptor".into()),
+            },
+            Request::GetFd { key, timeout_ms } => {
+                match self
+                    .shared
+                    .wait_for(&key, Duration::from_millis(timeout_ms))
+                {
+                    None => Next::Reply(Reply::Timeout, None),
+                    Some(Entry::Fd(fd)) => Next::Reply(Reply::Fd, Some(fd)),
+                    Some(Entry::Bytes(_)) => Next::Reply(
+                        Reply::Error("key holds a value, not a file descriptor".into()),
+                        None,
+                    ),
+                }
+            }
+            Request::Abort { status } => {
+                self.shared
+                    .update_peer(self.rank, |p| p.abort_status = Some(status));
+                let _ = self.events.send(StoreEvent::Abort {
+                    rank: self.rank,
+                    status,
+                });
+                Next::Silent
+            }
+            Request::Bye => {
+                self.goodbye = true;
+                self.shared
+                    .update_peer(self.rank, |p| p.said_goodbye = true);
+                let _ = self.events.send(StoreEvent::Goodbye { rank: self.rank });
+                Next::Reply(Reply::Ok, None)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{BootstrapError, Client};
+    use super::*;
+    use std::io::{Read, Seek, SeekFrom, Write};
+    use std::os::fd::OwnedFd;
+    use std::thread;
+
+    const T: Duration = Duration::from_secs(30);
+
+    /// A server with `n` served ranks; returns the PE ends of the sockets.
+    fn job(n: u32) -> (Server, Receiver<StoreEvent>, Vec<OwnedFd>) {
+        let (server, events) = Server::new(n);
+        let mut ends = Vec::new();
+        for rank in 0..n {
+            let (ours, theirs) = UnixStream::pair().unwrap();
+            server.serve_unix(rank, ours).unwrap();
+            ends.push(OwnedFd::from(theirs));
+        }
+        (server, events, ends)
+    }
+
+    fn next_event(events: &Receiver<StoreEvent>) -> StoreEvent {
+        events.recv_timeout(T).expect("an event")
+    }
+
+    /// Events until (and including) `rank`'s Disconnected.
+    fn events_until_disconnect(events: &Receiver<StoreEvent>, rank: u32) -> Vec<StoreEvent> {
+        let mut seen = Vec::new();
+        loop {
+            let ev = next_event(events);
+            let done = matches!(ev, StoreEvent::Disconnected { rank: r, .. } if r == rank);
+            seen.push(ev);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    #[test]
+    fn pes_exchange_values_counters_and_collectives() {
+        let n = 4;
+        let (server, events, ends) = job(n);
+        let handles: Vec<_> = ends
+            .into_iter()
+            .enumerate()
+            .map(|(rank, fd)| {
+                thread::spawn(move || {
+                    let rank = rank as u32;
+                    let c = Client::connect_inherited(fd, rank, n, T).unwrap();
+                    assert_eq!((c.rank(), c.n_pes()), (rank, n));
+                    c.set(&format!("addr/{rank}"), format!("pe{rank}").as_bytes())
+                        .unwrap();
+                    let peer = (rank + 1) % n;
+                    assert_eq!(
+                        c.get(&format!("addr/{peer}"), T).unwrap(),
+                        format!("pe{peer}").as_bytes()
+                    );
+                    let v = c.add("counter", 10).unwrap();
+                    assert!(v % 10 == 0 && (10..=40).contains(&v));
+                    c.barrier(T).unwrap();
+                    assert_eq!(c.get("counter", T).unwrap(), 40i64.to_le_bytes());
+                    for round in 0..3u8 {
+                        let all = c.allgather(&[rank as u8, round], T).unwrap();
+                        let want: Vec<Vec<u8>> = (0..n as u8).map(|r| vec![r, round]).collect();
+                        assert_eq!(all, want);
+                        c.barrier(T).unwrap();
+                    }
+                    c.goodbye().unwrap();
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let mut goodbyes = 0;
+        let mut clean = 0;
+        while clean < n {
+            match next_event(&events) {
+                StoreEvent::Goodbye { .. } => goodbyes += 1,
+                StoreEvent::Disconnected { said_goodbye, .. } => {
+                    assert!(said_goodbye);
+                    clean += 1;
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(goodbyes, n);
+        for rank in 0..n {
+            let st = server.peer_status(rank).unwrap();
+            assert!(st.connected && st.said_goodbye && st.closed);
+            assert_eq!(st.abort_status, None);
+        }
+    }
+
+    #[test]
+    fn get_waits_for_a_later_set() {
+        let (_server, _events, mut ends) = job(2);
+        let b = Client::connect_inherited(ends.pop().unwrap(), 1, 2, T).unwrap();
+        let a = Client::connect_inherited(ends.pop().unwrap(), 0, 2, T).unwrap();
+        let waiter = thread::spawn(move || a.get("late", T).unwrap());
+        // Whether the GET arrives before or after the SET, it must see the value.
+        b.set("late", b"here").unwrap();
+        assert_eq!(waiter.join().unwrap(), b"here");
+    }
+
+    #[test]
+    fn get_timeout_names_the_key_and_keeps_the_connection() {
+        let (_server, _events, mut ends) = job(1);
+        let c = Client::connect_inherited(ends.pop().unwrap(), 0, 1, T).unwrap();
+        let err = c.get("never/there", Duration::from_millis(50)).unwrap_err();
+        assert!(
+            matches!(&err, BootstrapError::Timeout { key, .. } if key == "never/there"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("never/there"));
+        let err = c.get_fd("no/fd", Duration::from_millis(20)).unwrap_err();
+        assert!(matches!(err, BootstrapError::Timeout { .. }), "{err}");
+        c.set("x", b"1").unwrap();
+        assert_eq!(c.get("x", T).unwrap(), b"1");
+    }
+
+    #[test]
+    fn counters_and_deletes() {
+        let (_server, _events, mut ends) = job(1);
+        let c = Client::connect_inherited(ends.pop().unwrap(), 0, 1, T).unwrap();
+        assert_eq!(c.add("n", 5).unwrap(), 5);
+        assert_eq!(c.add("n", -7).unwrap(), -2);
+        c.set("s", b"abc").unwrap();
+        let err = c.add("s", 1).unwrap_err();
+        assert!(matches!(err, BootstrapError::Refused { .. }), "{err}");
+        c.delete("n").unwrap();
+        c.delete("n").unwrap();
+        assert_eq!(c.add("n", 1).unwrap(), 1);
+        assert!(matches!(
+            c.set("", b"x"),
+            Err(BootstrapError::InvalidArgument { .. })
+        ));
+        assert!(matches!(
+            c.set(&"k".repeat(wire::MAX_KEY_LEN + 1), b"x"),
+            Err(BootstrapError::InvalidArgument { .. })
+        ));
+        // A maximal value goes through.
+        let big = vec![0x5a; wire::MAX_VALUE_LEN];
+        c.set("big", &big).unwrap();
+        assert!(c.get("big", T).unwrap() == big);
+    }
+
+    #[test]
+    fn memfd_is_shared_through_the_store() {
+        let (_server, _events, mut ends) = job(2);
+        let b = Client::connect_inherited(ends.pop().unwrap(), 1, 2, T).unwrap();
+        let a = Client::connect_inherited(ends.pop().unwrap(), 0, 2, T).unwrap();
+        let memfd = rustix::fs::memfd_create("heap", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        a.put_fd("heap/0", memfd.as_fd()).unwrap();
+        let got = b.get_fd("heap/0", T).unwrap();
+        let mut ours = std::fs::File::from(memfd);
+        let mut theirs = std::fs::File::from(got);
+        ours.write_all(b"written by PE 0").unwrap();
+        theirs.seek(SeekFrom::Start(0)).unwrap();
+        let mut s = String::new();
+        theirs.read_to_string(&mut s).unwrap();
+        assert_eq!(s, "written by PE 0");
+        // A value key is not a descriptor and back.
+        a.set("v", b"1").unwrap();
+        assert!(matches!(
+            b.get_fd("v", T),
+            Err(BootstrapError::Refused { .. })
+        ));
+        assert!(matches!(
+            b.get("heap/0", T),
+            Err(BootstrapError::Refused { .. })
+        ));
+    }
+
+    #[test]
+    fn abort_and_disconnect_events() {
+        let (server, events, mut ends) = job(2);
+        let quitter = Client::connect_inherited(ends.pop().unwrap(), 1, 2, T).unwrap();
+        let aborter = Client::connect_inherited(ends.pop().unwrap(), 0, 2, T).unwrap();
+        aborter.abort(7);
+        assert_eq!(
+            next_event(&events),
+            StoreEvent::Abort { rank: 0, status: 7 }
+        );
+        assert_eq!(server.peer_status(0).unwrap().abort_status, Some(7));
+        drop(quitter);
+        assert_eq!(
+            next_event(&events),
+            StoreEvent::Disconnected {
+                rank: 1,
+                said_goodbye: false
+            }
+        );
+        let st = server.peer_status(1).unwrap();
+        assert!(st.connected && !st.said_goodbye && st.closed);
+        assert!(server.peer_status(5).is_none());
+    }
+
+    #[test]
+    fn never_connected_pe_is_not_marked_connected() {
+        let (server, events, mut ends) = job(1);
+        drop(ends.pop());
+        assert_eq!(
+            next_event(&events),
+            StoreEvent::Disconnected {
+                rank: 0,
+                said_goodbye: false
+            }
+        );
+        let st = server.peer_status(0).unwrap();
+        assert!(!st.connected && st.closed);
+    }
+
+    /// Sends raw bytes as PE `rank`'s socket and returns the events until it is dropped.
+    fn raw_exchange(bytes: &[u8], hello_first: bool) -> Vec<StoreEvent> {
+        let (server, events, mut ends) = job(2);
+        let mut sock = UnixStream::from(ends.remove(0));
+        let other = Client::connect_inherited(ends.remove(0), 1, 2, T).unwrap();
+        if hello_first {
+            let hello = Request::Hello {
+                version: PROTOCOL_VERSION,
+                rank: 0,
+                n_pes: 2,
+            };
+            sock.write_all(&hello.encode().unwrap()).unwrap();
+            let mut reader = FdReader {
+                sock: sock.as_fd(),
+                fds: &mut Vec::new(),
+            };
+            let ack = Reply::from_frame(&wire::read_frame(&mut reader).unwrap()).unwrap();
+            assert!(matches!(ack, Reply::HelloAck { .. }));
+        }
+        sock.write_all(bytes).unwrap();
+        // EOF after the bytes, so a cut frame ends at once instead of after the stall limit.
+        sock.shutdown(std::net::Shutdown::Write).unwrap();
+        let seen = events_until_disconnect(&events, 0);
+        // The server is still fine for everyone else.
+        other.set("still", b"ok").unwrap();
+        assert_eq!(other.get("still", T).unwrap(), b"ok");
+        drop(server);
+        seen
+    }
+
+    fn assert_protocol_error(seen: &[StoreEvent], needle: &str) {
+        assert!(
+            seen.iter().any(|e| matches!(e,
+                StoreEvent::ProtocolError { rank: 0, message } if message.contains(needle))),
+            "no protocol error containing {needle:?} in {seen:?}"
+        );
+    }
+
+    #[test]
+    fn malformed_frames_close_only_that_connection() {
+        assert_protocol_error(&raw_exchange(&[0, 0, 0, 0], true), "frame length 0");
+        assert_protocol_error(&raw_exchange(&u32::MAX.to_le_bytes(), true), "out of range");
+        assert_protocol_error(&raw_exchange(&[1, 0, 0, 0, 0x42], true), "unknown op");
+        assert_protocol_error(&raw_exchange(&[3, 0, 0, 0, 0x05, 9, 0], true), "DELETE");
+        // Truncated frame, then EOF.
+        assert_protocol_error(&raw_exchange(&[9, 0, 0, 0, 0x02], true), "inside a frame");
+        // Anything but HELLO first.
+        let set = Request::Set {
+            key: "k".into(),
+            value: vec![],
+        };
+        assert_protocol_error(&raw_exchange(&set.encode().unwrap(), false), "before HELLO");
+        // HELLO naming another rank.
+        let wrong = Request::Hello {
+            version: PROTOCOL_VERSION,
+            rank: 1,
+            n_pes: 2,
+        };
+        assert_protocol_error(&raw_exchange(&wrong.encode().unwrap(), false), "PE 1 of 2");
+    }
+
+    #[test]
+    fn unexpected_descriptor_is_a_protocol_error() {
+        let (_server, events, mut ends) = job(1);
+        let sock = ends.pop().unwrap();
+        let hello = Request::Hello {
+            version: PROTOCOL_VERSION,
+            rank: 0,
+            n_pes: 1,
+        };
+        let memfd = rustix::fs::memfd_create("x", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        send_frame(sock.as_fd(), &hello.encode().unwrap(), Some(memfd.as_fd())).unwrap();
+        assert_protocol_error(&events_until_disconnect(&events, 0), "1 file descriptors");
+    }
+
+    #[test]
+    fn version_mismatch_is_reported() {
+        let (_server, _events, mut ends) = job(1);
+        let sock = ends.pop().unwrap();
+        let hello = Request::Hello {
+            version: PROTOCOL_VERSION + 1,
+            rank: 0,
+            n_pes: 1,
+        };
+        send_frame(sock.as_fd(), &hello.encode().unwrap(), None).unwrap();
+        let mut fds = Vec::new();
+        let mut reader = FdReader {
+            sock: sock.as_fd(),
+            fds: &mut fds,
+        };
+        let reply = Reply::from_frame(&wire::read_frame(&mut reader).unwrap()).unwrap();
+        assert_eq!(
+            reply,
+            Reply::HelloAck {
+                version: PROTOCOL_VERSION,
+                n_pes: 1
+            }
+        );
+    }
+
+    #[test]
+    fn client_rejects_wrong_job_size() {
+        let (_server, _events, mut ends) = job(2);
+        let err = Client::connect_inherited(ends.pop().unwrap(), 1, 3, T).unwrap_err();
+        assert!(err.to_string().contains("PE 1 of 3"), "{err}");
+    }
+
+    #[test]
+    fn serve_unix_checks_rank() {
+        let (server, _events) = Server::new(1);
+        let (a, _b) = UnixStream::pair().unwrap();
+        assert_eq!(
+            server.serve_unix(1, a).unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+        let (a, _b) = UnixStream::pair().unwrap();
+        server.serve_unix(0, a).unwrap();
+        let (a, _b) = UnixStream::pair().unwrap();
+        assert_eq!(
+            server.serve_unix(0, a).unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
+    }
+}

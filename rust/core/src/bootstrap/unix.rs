@@ -1,0 +1,140 @@
+//! Unix-socket transport of the control store: frames over a stream socket, with file
+//! descriptors passed beside them as `SCM_RIGHTS`.
+//!
+//! Owns the store's only `sendmsg`/`recvmsg` calls. Must never interpret frames (that is
+//! `wire`'s job) and never let a received descriptor leak: each one arrives close-on-exec and
+//! owned, and the caller decides whether the frame it came with may carry it. Sends never raise
+//! `SIGPIPE` (the host program may not ignore it).
+
+use std::io::{self, IoSlice, IoSliceMut, Read};
+use std::mem::MaybeUninit;
+use std::os::fd::{BorrowedFd, OwnedFd};
+
+use rustix::io::Errno;
+use rustix::net::{
+    recvmsg, send, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags,
+    SendAncillaryBuffer, SendAncillaryMessage, SendFlags,
+};
+
+/// Room for descriptors in one `recvmsg`; a frame carries at most one, the rest is slack so
+/// that a peer sending too many is detected (and the extra ones closed) instead of truncated.
+const MAX_FDS_PER_READ: usize = 4;
+
+/// A [`Read`] over a Unix stream socket that keeps every descriptor arriving with the bytes.
+pub(crate) struct FdReader<'a> {
+    /// The socket.
+    pub sock: BorrowedFd<'a>,
+    /// Where received descriptors go, in arrival order.
+    pub fds: &'a mut Vec<OwnedFd>,
+}
+
+impl Read for FdReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS_PER_READ))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let mut iov = [IoSliceMut::new(buf)];
+        let msg = recvmsg(self.sock, &mut iov, &mut control, RecvFlags::CMSG_CLOEXEC)?;
+        for message in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(fds) = message {
+                self.fds.extend(fds);
+            }
+        }
+        if msg.flags.contains(ReturnFlags::CTRUNC) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "peer sent more file descriptors than one frame may carry",
+            ));
+        }
+        Ok(msg.bytes)
+    }
+}
+
+/// Sends a whole frame, with `fd` attached to its first bytes when given.
+///
+/// The descriptor rides on the first `sendmsg`, so the receiver has it once it has read the
+/// frame's first byte; the rest of a long frame follows with plain sends.
+pub(crate) fn send_frame(
+    sock: BorrowedFd<'_>,
+    frame: &[u8],
+    fd: Option<BorrowedFd<'_>>,
+) -> io::Result<()> {
+    let mut sent = 0;
+    if let Some(fd) = fd {
+        let fds = [fd];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+            // The buffer is sized by cmsg_space!(ScmRights(1)) for exactly this message.
+            return Err(io::Error::other("ancillary buffer too small for one fd"));
+        }
+        let iov = [IoSlice::new(frame)];
+        sent = loop {
+            match sendmsg(sock, &iov, &mut control, SendFlags::NOSIGNAL) {
+                Ok(n) => break n,
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        };
+    }
+    while sent < frame.len() {
+        match send(sock, &frame[sent..], SendFlags::NOSIGNAL) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => sent += n,
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Seek, SeekFrom, Write};
+    use std::os::fd::AsFd;
+    use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn fd_travels_with_its_frame() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let memfd = rustix::fs::memfd_create("t", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        send_frame(a.as_fd(), b"hello", Some(memfd.as_fd())).unwrap();
+        send_frame(a.as_fd(), b"world", None).unwrap();
+        let mut fds = Vec::new();
+        let mut buf = [0u8; 5];
+        FdReader {
+            sock: b.as_fd(),
+            fds: &mut fds,
+        }
+        .read_exact(&mut buf)
+        .unwrap();
+        assert_eq!(&buf, b"hello");
+        assert_eq!(fds.len(), 1);
+        FdReader {
+            sock: b.as_fd(),
+            fds: &mut fds,
+        }
+        .read_exact(&mut buf)
+        .unwrap();
+        assert_eq!(&buf, b"world");
+        assert_eq!(fds.len(), 1);
+
+        let flags = rustix::io::fcntl_getfd(&fds[0]).unwrap();
+        assert!(flags.contains(rustix::io::FdFlags::CLOEXEC));
+        let mut theirs = std::fs::File::from(fds.pop().unwrap());
+        let mut ours = std::fs::File::from(memfd);
+        ours.write_all(b"shared").unwrap();
+        theirs.seek(SeekFrom::Start(0)).unwrap();
+        let mut back = String::new();
+        theirs.read_to_string(&mut back).unwrap();
+        assert_eq!(back, "shared");
+    }
+
+    #[test]
+    fn send_to_closed_peer_is_an_error_not_a_signal() {
+        let (a, b) = UnixStream::pair().unwrap();
+        drop(b);
+        let err = send_frame(a.as_fd(), b"x", None).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
+    }
+}

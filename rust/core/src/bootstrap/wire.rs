@@ -1,0 +1,925 @@
+//! Wire format of the control store: versioned, length-prefixed frames.
+//!
+//! Owns the byte layout of every request and reply, the size limits, and reading one whole
+//! frame from any [`Read`] (a Unix socket today, TLS over TCP later). Must never panic or
+//! allocate more than [`MAX_FRAME_LEN`] on hostile input, and never knows about sockets, file
+//! descriptors (they travel beside a frame, see `super::unix`) or the store's state.
+//!
+//! A frame is `u32 LE length | u8 op | payload`, where `length` counts the op byte and the
+//! payload. Inside a payload a key is `u16 LE length | UTF-8 bytes`, integers are little endian,
+//! and a value or message is "the rest of the frame". Every connection starts with HELLO.
+
+use std::io::{self, Read};
+
+/// Version spoken by this build; HELLO carries it and both ends must agree.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// First bytes of a HELLO payload, so a stray peer is told apart from an old version.
+pub const HELLO_MAGIC: [u8; 4] = *b"SHKV";
+/// Longest key, in bytes.
+pub const MAX_KEY_LEN: usize = 1024;
+/// Longest value, in bytes.
+pub const MAX_VALUE_LEN: usize = 16 << 20;
+/// Largest value of a frame's length field (op byte plus payload).
+pub const MAX_FRAME_LEN: usize = 17 << 20;
+/// Longest error message a reply carries; longer ones are cut.
+const MAX_MESSAGE_LEN: usize = 4096;
+
+/// Size of the length prefix.
+const HEADER_LEN: usize = 4;
+
+mod op {
+    pub const HELLO: u8 = 0x01;
+    pub const SET: u8 = 0x02;
+    pub const GET: u8 = 0x03;
+    pub const ADD: u8 = 0x04;
+    pub const DELETE: u8 = 0x05;
+    pub const PUT_FD: u8 = 0x06;
+    pub const GET_FD: u8 = 0x07;
+    pub const ABORT: u8 = 0x08;
+    pub const BYE: u8 = 0x09;
+
+    pub const HELLO_ACK: u8 = 0x81;
+    pub const OK: u8 = 0x82;
+    pub const VALUE: u8 = 0x83;
+    pub const COUNTER: u8 = 0x84;
+    pub const FD: u8 = 0x85;
+    pub const TIMEOUT: u8 = 0x86;
+    pub const ERROR: u8 = 0x87;
+}
+
+/// A frame sent by a PE to the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// First frame of every connection. Layout: magic, version, rank, n_pes (u32 each after
+    /// the magic); bytes after them are reserved for later versions and ignored.
+    Hello {
+        /// Protocol version of the client.
+        version: u32,
+        /// Rank of the PE speaking.
+        rank: u32,
+        /// Job size as the PE sees it.
+        n_pes: u32,
+    },
+    /// Store `value` under `key` (replaces any previous value). Layout: key, value.
+    Set {
+        /// Key.
+        key: String,
+        /// Value, at most [`MAX_VALUE_LEN`] bytes.
+        value: Vec<u8>,
+    },
+    /// Wait up to `timeout_ms` for `key`, answer its value. Layout: key, u64 timeout_ms.
+    Get {
+        /// Key.
+        key: String,
+        /// How long the server waits for the key to appear.
+        timeout_ms: u64,
+    },
+    /// Add `delta` to the counter under `key` (missing = 0), answer the new value.
+    /// Layout: key, i64 delta. A counter is stored as 8 LE bytes.
+    Add {
+        /// Key.
+        key: String,
+        /// Signed increment.
+        delta: i64,
+    },
+    /// Remove `key` (absent keys are fine). Layout: key.
+    Delete {
+        /// Key.
+        key: String,
+    },
+    /// Store the file descriptor sent beside this frame under `key`. Layout: key.
+    PutFd {
+        /// Key.
+        key: String,
+    },
+    /// Wait up to `timeout_ms` for an fd under `key`; the reply carries it. Layout as GET.
+    GetFd {
+        /// Key.
+        key: String,
+        /// How long the server waits for the key to appear.
+        timeout_ms: u64,
+    },
+    /// Global exit: the launcher stops the job with `status`. Layout: i32. No reply.
+    Abort {
+        /// Exit status for the whole job.
+        status: i32,
+    },
+    /// Goodbye sent by finalize; EOF after it is a clean exit. Empty payload.
+    Bye,
+}
+
+/// A frame sent by the store to a PE, answering the request before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Answer to HELLO. Layout: u32 version, u32 n_pes; later bytes ignored.
+    HelloAck {
+        /// Protocol version of the server.
+        version: u32,
+        /// Job size as the server sees it.
+        n_pes: u32,
+    },
+    /// Done (SET, DELETE, PUT_FD, BYE). Empty payload.
+    Ok,
+    /// Answer to GET: the value (rest of the frame).
+    Value(Vec<u8>),
+    /// Answer to ADD: the counter after the addition. Layout: i64.
+    Counter(i64),
+    /// Answer to GET_FD: the descriptor travels beside this frame. Empty payload.
+    Fd,
+    /// A GET or GET_FD waited its whole timeout without the key appearing. Empty payload.
+    Timeout,
+    /// The server refused the request; UTF-8 message (rest of the frame).
+    Error(String),
+}
+
+/// Why a frame could not be read, encoded or decoded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WireError {
+    /// The peer closed the stream cleanly between two frames.
+    #[error("connection closed")]
+    Closed,
+    /// The stream ended inside a frame.
+    #[error("connection closed inside a frame ({got} of {want} bytes read)")]
+    Truncated {
+        /// Bytes of the frame read before the end.
+        got: usize,
+        /// Bytes the frame should have had.
+        want: usize,
+    },
+    /// A frame's length field is zero or above [`MAX_FRAME_LEN`].
+    #[error("frame length {0} out of range (1..={MAX_FRAME_LEN})")]
+    BadLength(u32),
+    /// The op byte names no known operation (or a reply where a request was due, or back).
+    #[error("unknown op code {0:#04x}")]
+    UnknownOp(u8),
+    /// The payload does not match its op's layout.
+    #[error("malformed {op} frame: {why}")]
+    Malformed {
+        /// Operation whose payload was wrong.
+        op: &'static str,
+        /// What was wrong.
+        why: String,
+    },
+    /// Something to send breaks a limit (key or value too long, empty key).
+    #[error("{what} is {len} bytes, limit {max}")]
+    Limit {
+        /// What was too long.
+        what: &'static str,
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The empty string was given as a key.
+    #[error("empty key")]
+    EmptyKey,
+    /// A read hit the socket's timeout; `partial` says whether part of a frame was consumed
+    /// (then the stream is out of step and must be dropped).
+    #[error("timed out reading a frame{}", if *partial { " (frame cut short)" } else { "" })]
+    TimedOut {
+        /// Whether some bytes of the frame had already been read.
+        partial: bool,
+    },
+    /// Any other I/O error of the underlying stream.
+    #[error("i/o error: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Checks a key against the protocol's rules (non-empty, at most [`MAX_KEY_LEN`] bytes).
+pub fn check_key(key: &str) -> Result<(), WireError> {
+    if key.is_empty() {
+        return Err(WireError::EmptyKey);
+    }
+    if key.len() > MAX_KEY_LEN {
+        return Err(WireError::Limit {
+            what: "key",
+            len: key.len(),
+            max: MAX_KEY_LEN,
+        });
+    }
+    Ok(())
+}
+
+/// Checks a value's length against [`MAX_VALUE_LEN`].
+pub fn check_value(value: &[u8]) -> Result<(), WireError> {
+    if value.len() > MAX_VALUE_LEN {
+        return Err(WireError::Limit {
+            what: "value",
+            len: value.len(),
+            max: MAX_VALUE_LEN,
+        });
+    }
+    Ok(())
+}
+
+/// Builds one frame: reserves the header, lets the caller append the payload, then fills in
+/// the length.
+struct FrameBuilder(Vec<u8>);
+
+impl FrameBuilder {
+    fn new(op: u8, payload_hint: usize) -> Self {
+        let mut buf = Vec::with_capacity(HEADER_LEN + 1 + payload_hint);
+        buf.extend_from_slice(&[0; HEADER_LEN]);
+        buf.push(op);
+        FrameBuilder(buf)
+    }
+
+    fn key(mut self, key: &str) -> Result<Self, WireError> {
+        check_key(key)?;
+        // check_key bounds the length by MAX_KEY_LEN (1024), which fits in u16.
+        let len = key.len() as u16;
+        self.0.extend_from_slice(&len.to_le_bytes());
+        self.0.extend_from_slice(key.as_bytes());
+        Ok(self)
+    }
+
+    fn bytes(mut self, bytes: &[u8]) -> Self {
+        self.0.extend_from_slice(bytes);
+        self
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        // Every frame built here is at most 1 + 2 + MAX_KEY_LEN + MAX_VALUE_LEN (or + 16 bytes of
+        // integers, or + MAX_MESSAGE_LEN) long, far below u32::MAX and MAX_FRAME_LEN.
+        let len = (self.0.len() - HEADER_LEN) as u32;
+        self.0[..HEADER_LEN].copy_from_slice(&len.to_le_bytes());
+        self.0
+    }
+}
+
+impl Request {
+    /// Name of the operation, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Request::Hello { .. } => "HELLO",
+            Request::Set { .. } => "SET",
+            Request::Get { .. } => "GET",
+            Request::Add { .. } => "ADD",
+            Request::Delete { .. } => "DELETE",
+            Request::PutFd { .. } => "PUT_FD",
+            Request::GetFd { .. } => "GET_FD",
+            Request::Abort { .. } => "ABORT",
+            Request::Bye => "BYE",
+        }
+    }
+
+    /// Encodes the whole frame, header included. Fails only on a key or value over its limit.
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        Ok(match self {
+            Request::Hello {
+                version,
+                rank,
+                n_pes,
+            } => FrameBuilder::new(op::HELLO, 16)
+                .bytes(&HELLO_MAGIC)
+                .bytes(&version.to_le_bytes())
+                .bytes(&rank.to_le_bytes())
+                .bytes(&n_pes.to_le_bytes())
+                .finish(),
+            Request::Set { key, value } => {
+                check_value(value)?;
+                FrameBuilder::new(op::SET, 2 + key.len() + value.len())
+                    .key(key)?
+                    .bytes(value)
+                    .finish()
+            }
+            Request::Get { key, timeout_ms } => FrameBuilder::new(op::GET, 10 + key.len())
+                .key(key)?
+                .bytes(&timeout_ms.to_le_bytes())
+                .finish(),
+            Request::Add { key, delta } => FrameBuilder::new(op::ADD, 10 + key.len())
+                .key(key)?
+                .bytes(&delta.to_le_bytes())
+                .finish(),
+            Request::Delete { key } => FrameBuilder::new(op::DELETE, 2 + key.len())
+                .key(key)?
+                .finish(),
+            Request::PutFd { key } => FrameBuilder::new(op::PUT_FD, 2 + key.len())
+                .key(key)?
+                .finish(),
+            Request::GetFd { key, timeout_ms } => FrameBuilder::new(op::GET_FD, 10 + key.len())
+                .key(key)?
+                .bytes(&timeout_ms.to_le_bytes())
+                .finish(),
+            Request::Abort { status } => FrameBuilder::new(op::ABORT, 4)
+                .bytes(&status.to_le_bytes())
+                .finish(),
+            Request::Bye => FrameBuilder::new(op::BYE, 0).finish(),
+        })
+    }
+
+    /// Decodes a request frame (as returned by [`read_frame`]).
+    pub fn from_frame(frame: &Frame) -> Result<Request, WireError> {
+        Request::decode(frame.op(), frame.payload())
+    }
+
+    /// Decodes a request from its op byte and payload.
+    pub fn decode(op: u8, payload: &[u8]) -> Result<Request, WireError> {
+        let name = match op {
+            op::HELLO => "HELLO",
+            op::SET => "SET",
+            op::GET => "GET",
+            op::ADD => "ADD",
+            op::DELETE => "DELETE",
+            op::PUT_FD => "PUT_FD",
+            op::GET_FD => "GET_FD",
+            op::ABORT => "ABORT",
+            op::BYE => "BYE",
+            other => return Err(WireError::UnknownOp(other)),
+        };
+        let mut c = Cursor::new(name, payload);
+        let req = match op {
+            op::HELLO => {
+                let magic = c.take(4)?;
+                if magic != HELLO_MAGIC {
+                    return Err(c.malformed("bad magic: not a shmem store peer"));
+                }
+                let req = Request::Hello {
+                    version: c.u32()?,
+                    rank: c.u32()?,
+                    n_pes: c.u32()?,
+                };
+                // Later versions may append fields; they are not ours to judge.
+                return Ok(req);
+            }
+            op::SET => {
+                let key = c.key()?;
+                let value = c.rest();
+                if value.len() > MAX_VALUE_LEN {
+                    return Err(c.malformed(format!(
+                        "value is {} bytes, limit {MAX_VALUE_LEN}",
+                        value.len()
+                    )));
+                }
+                Request::Set {
+                    key,
+                    value: value.to_vec(),
+                }
+            }
+            op::GET => Request::Get {
+                key: c.key()?,
+                timeout_ms: c.u64()?,
+            },
+            op::ADD => Request::Add {
+                key: c.key()?,
+                delta: c.u64()? as i64,
+            },
+            op::DELETE => Request::Delete { key: c.key()? },
+            op::PUT_FD => Request::PutFd { key: c.key()? },
+            op::GET_FD => Request::GetFd {
+                key: c.key()?,
+                timeout_ms: c.u64()?,
+            },
+            op::ABORT => Request::Abort {
+                status: c.u32()? as i32,
+            },
+            _ => Request::Bye,
+        };
+        c.finish()?;
+        Ok(req)
+    }
+}
+
+impl Reply {
+    /// Name of the reply, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Reply::HelloAck { .. } => "HELLO_ACK",
+            Reply::Ok => "OK",
+            Reply::Value(_) => "VALUE",
+            Reply::Counter(_) => "COUNTER",
+            Reply::Fd => "FD",
+            Reply::Timeout => "TIMEOUT",
+            Reply::Error(_) => "ERROR",
+        }
+    }
+
+    /// Encodes the whole frame, header included. Fails only on a value over its limit; an
+    /// error message over 4 KiB is cut (at a character boundary) rather than refused.
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        Ok(match self {
+            Reply::HelloAck { version, n_pes } => FrameBuilder::new(op::HELLO_ACK, 8)
+                .bytes(&version.to_le_bytes())
+                .bytes(&n_pes.to_le_bytes())
+                .finish(),
+            Reply::Ok => FrameBuilder::new(op::OK, 0).finish(),
+            Reply::Value(value) => {
+                check_value(value)?;
+                FrameBuilder::new(op::VALUE, value.len())
+                    .bytes(value)
+                    .finish()
+            }
+            Reply::Counter(v) => FrameBuilder::new(op::COUNTER, 8)
+                .bytes(&v.to_le_bytes())
+                .finish(),
+            Reply::Fd => FrameBuilder::new(op::FD, 0).finish(),
+            Reply::Timeout => FrameBuilder::new(op::TIMEOUT, 0).finish(),
+            Reply::Error(msg) => {
+                let mut end = msg.len().min(MAX_MESSAGE_LEN);
+                while !msg.is_char_boundary(end) {
+                    end -= 1;
+                }
+                FrameBuilder::new(op::ERROR, end)
+                    .bytes(&msg.as_bytes()[..end])
+                    .finish()
+            }
+        })
+    }
+
+    /// Decodes a reply frame (as returned by [`read_frame`]).
+    pub fn from_frame(frame: &Frame) -> Result<Reply, WireError> {
+        Reply::decode(frame.op(), frame.payload())
+    }
+
+    /// Decodes a reply from its op byte and payload.
+    pub fn decode(op: u8, payload: &[u8]) -> Result<Reply, WireError> {
+        let name = match op {
+            op::HELLO_ACK => "HELLO_ACK",
+            op::OK => "OK",
+            op::VALUE => "VALUE",
+            op::COUNTER => "COUNTER",
+            op::FD => "FD",
+            op::TIMEOUT => "TIMEOUT",
+            op::ERROR => "ERROR",
+            other => return Err(WireError::UnknownOp(other)),
+        };
+        let mut c = Cursor::new(name, payload);
+        let reply = match op {
+            op::HELLO_ACK => {
+                // Later versions may append fields after these two.
+                return Ok(Reply::HelloAck {
+                    version: c.u32()?,
+                    n_pes: c.u32()?,
+                });
+            }
+            op::OK => Reply::Ok,
+            op::VALUE => {
+                let value = c.rest();
+                if value.len() > MAX_VALUE_LEN {
+                    return Err(c.malformed(format!(
+                        "value is {} bytes, limit {MAX_VALUE_LEN}",
+                        value.len()
+                    )));
+                }
+                Reply::Value(value.to_vec())
+            }
+            op::COUNTER => Reply::Counter(c.u64()? as i64),
+            op::FD => Reply::Fd,
+            op::TIMEOUT => Reply::Timeout,
+            _ => Reply::Error(String::from_utf8_lossy(c.rest()).into_owned()),
+        };
+        c.finish()?;
+        Ok(reply)
+    }
+}
+
+/// One frame as read from a stream: the op byte and its payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// Op byte followed by the payload; never empty.
+    body: Vec<u8>,
+}
+
+impl Frame {
+    /// The op byte.
+    pub fn op(&self) -> u8 {
+        self.body[0]
+    }
+
+    /// The payload after the op byte.
+    pub fn payload(&self) -> &[u8] {
+        &self.body[1..]
+    }
+}
+
+/// Reads one frame.
+///
+/// [`WireError::Closed`] means a clean end between frames; a read timeout gives
+/// [`WireError::TimedOut`] telling whether the frame was cut. A bad length is refused before
+/// anything is allocated for it.
+pub fn read_frame<R: Read + ?Sized>(r: &mut R) -> Result<Frame, WireError> {
+    let mut header = [0u8; HEADER_LEN];
+    let got = fill(r, &mut header, 0)?;
+    if got == 0 {
+        return Err(WireError::Closed);
+    }
+    if got < HEADER_LEN {
+        return Err(WireError::Truncated {
+            got,
+            want: HEADER_LEN,
+        });
+    }
+    let len = u32::from_le_bytes(header);
+    if len == 0 || len as usize > MAX_FRAME_LEN {
+        return Err(WireError::BadLength(len));
+    }
+    let mut body = vec![0u8; len as usize];
+    let got = fill(r, &mut body, HEADER_LEN)?;
+    if got < body.len() {
+        return Err(WireError::Truncated {
+            got: HEADER_LEN + got,
+            want: HEADER_LEN + body.len(),
+        });
+    }
+    // `len >= 1` was checked above, so `body` holds at least the op byte.
+    Ok(Frame { body })
+}
+
+/// Reads into `buf` until it is full or the stream ends; returns the bytes read.
+/// `before` is how many bytes of this frame were consumed earlier (for timeout reporting).
+fn fill<R: Read + ?Sized>(r: &mut R, buf: &mut [u8], before: usize) -> Result<usize, WireError> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(WireError::TimedOut {
+                    partial: before + got > 0,
+                })
+            }
+            Err(e) => return Err(WireError::Io(e)),
+        }
+    }
+    Ok(got)
+}
+
+/// Parses a payload front to back; every shortfall is a [`WireError::Malformed`].
+struct Cursor<'a> {
+    op: &'static str,
+    rest: &'a [u8],
+}
+
+impl<'a> Cursor<'a> {
+    fn new(op: &'static str, payload: &'a [u8]) -> Self {
+        Cursor { op, rest: payload }
+    }
+
+    fn malformed(&self, why: impl Into<String>) -> WireError {
+        WireError::Malformed {
+            op: self.op,
+            why: why.into(),
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
+        if self.rest.len() < n {
+            return Err(self.malformed(format!(
+                "payload too short: needs {n} more bytes, has {}",
+                self.rest.len()
+            )));
+        }
+        let (head, tail) = self.rest.split_at(n);
+        self.rest = tail;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
+    fn u32(&mut self) -> Result<u32, WireError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    fn u64(&mut self) -> Result<u64, WireError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+
+    fn key(&mut self) -> Result<String, WireError> {
+        let len = u16::from_le_bytes(self.array()?) as usize;
+        if len == 0 {
+            return Err(self.malformed("empty key"));
+        }
+        if len > MAX_KEY_LEN {
+            return Err(self.malformed(format!("key is {len} bytes, limit {MAX_KEY_LEN}")));
+        }
+        let bytes = self.take(len)?;
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Ok(s.to_owned()),
+            Err(_) => Err(self.malformed("key is not UTF-8")),
+        }
+    }
+
+    fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.rest)
+    }
+
+    fn finish(&self) -> Result<(), WireError> {
+        if self.rest.is_empty() {
+            Ok(())
+        } else {
+            Err(self.malformed(format!("{} trailing bytes", self.rest.len())))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_requests() -> Vec<Request> {
+        vec![
+            Request::Hello {
+                version: PROTOCOL_VERSION,
+                rank: 3,
+                n_pes: 8,
+            },
+            Request::Set {
+                key: "a/b".into(),
+                value: vec![1, 2, 3],
+            },
+            Request::Set {
+                key: "empty".into(),
+                value: vec![],
+            },
+            Request::Get {
+                key: "k".into(),
+                timeout_ms: 1234,
+            },
+            Request::Add {
+                key: "c".into(),
+                delta: -7,
+            },
+            Request::Delete { key: "d".into() },
+            Request::PutFd { key: "f".into() },
+            Request::GetFd {
+                key: "f".into(),
+                timeout_ms: u64::MAX,
+            },
+            Request::Abort { status: -3 },
+            Request::Bye,
+        ]
+    }
+
+    fn all_replies() -> Vec<Reply> {
+        vec![
+            Reply::HelloAck {
+                version: PROTOCOL_VERSION,
+                n_pes: 8,
+            },
+            Reply::Ok,
+            Reply::Value(vec![9; 100]),
+            Reply::Value(vec![]),
+            Reply::Counter(i64::MIN),
+            Reply::Fd,
+            Reply::Timeout,
+            Reply::Error("no such thing".into()),
+        ]
+    }
+
+    fn split(frame: &[u8]) -> (u8, Vec<u8>) {
+        let f = read_frame(&mut &frame[..]).expect("frame reads back");
+        (f.op(), f.payload().to_vec())
+    }
+
+    #[test]
+    fn requests_round_trip() {
+        for req in all_requests() {
+            let frame = req.encode().unwrap();
+            let len = u32::from_le_bytes(frame[..4].try_into().unwrap()) as usize;
+            assert_eq!(len, frame.len() - 4, "{req:?}");
+            let (op, payload) = split(&frame);
+            assert_eq!(Request::decode(op, &payload).unwrap(), req);
+        }
+    }
+
+    #[test]
+    fn replies_round_trip() {
+        for reply in all_replies() {
+            let (op, payload) = split(&reply.encode().unwrap());
+            assert_eq!(Reply::decode(op, &payload).unwrap(), reply);
+        }
+    }
+
+    #[test]
+    fn several_frames_in_one_stream() {
+        let mut stream = Vec::new();
+        for req in all_requests() {
+            stream.extend(req.encode().unwrap());
+        }
+        let mut r = &stream[..];
+        for req in all_requests() {
+            let frame = read_frame(&mut r).unwrap();
+            assert_eq!(Request::from_frame(&frame).unwrap(), req);
+        }
+        assert!(matches!(read_frame(&mut r), Err(WireError::Closed)));
+    }
+
+    #[test]
+    fn replies_are_not_requests_and_back() {
+        let (op, payload) = split(&Reply::Ok.encode().unwrap());
+        assert!(matches!(
+            Request::decode(op, &payload),
+            Err(WireError::UnknownOp(0x82))
+        ));
+        let (op, payload) = split(&Request::Bye.encode().unwrap());
+        assert!(matches!(
+            Reply::decode(op, &payload),
+            Err(WireError::UnknownOp(0x09))
+        ));
+    }
+
+    #[test]
+    fn truncated_input_is_an_error() {
+        let frame = Request::Set {
+            key: "key".into(),
+            value: vec![7; 50],
+        }
+        .encode()
+        .unwrap();
+        for cut in 1..frame.len() {
+            let err = read_frame(&mut &frame[..cut]).unwrap_err();
+            assert!(
+                matches!(err, WireError::Truncated { got, .. } if got == cut),
+                "cut at {cut}: {err}"
+            );
+        }
+        assert!(matches!(read_frame(&mut &[][..]), Err(WireError::Closed)));
+    }
+
+    #[test]
+    fn bad_lengths_are_refused_before_allocating() {
+        let zero = [0u8, 0, 0, 0];
+        assert!(matches!(
+            read_frame(&mut &zero[..]),
+            Err(WireError::BadLength(0))
+        ));
+        let huge = u32::MAX.to_le_bytes();
+        assert!(matches!(
+            read_frame(&mut &huge[..]),
+            Err(WireError::BadLength(u32::MAX))
+        ));
+        let just_over = ((MAX_FRAME_LEN + 1) as u32).to_le_bytes();
+        assert!(matches!(
+            read_frame(&mut &just_over[..]),
+            Err(WireError::BadLength(_))
+        ));
+    }
+
+    #[test]
+    fn malformed_payloads_are_errors() {
+        let cases: Vec<(u8, Vec<u8>)> = vec![
+            (0x00, vec![]),
+            (0x7f, vec![1, 2]),
+            (op::HELLO, b"XXXX\x01\0\0\0\0\0\0\0\x01\0\0\0".to_vec()),
+            (op::HELLO, b"SHKV\x01\0".to_vec()),
+            (op::GET, vec![]),
+            (op::GET, vec![1]),
+            (op::GET, vec![5, 0, b'a']),
+            (op::GET, vec![1, 0, b'a', 1, 2, 3]),
+            (op::GET, vec![1, 0, b'a', 0, 0, 0, 0, 0, 0, 0, 0, 9]),
+            (op::DELETE, vec![0, 0]),
+            (op::DELETE, vec![2, 0, 0xff, 0xfe]),
+            (op::DELETE, vec![1, 0, b'a', b'b']),
+            (op::ADD, vec![1, 0, b'a', 1]),
+            (op::ABORT, vec![1, 2, 3]),
+            (op::BYE, vec![0]),
+        ];
+        for (op, payload) in cases {
+            let err = Request::decode(op, &payload).expect_err(&format!("{op:#x} {payload:?}"));
+            assert!(
+                matches!(err, WireError::Malformed { .. } | WireError::UnknownOp(_)),
+                "{err}"
+            );
+        }
+        let mut long_key = vec![0u8; 2 + MAX_KEY_LEN + 1];
+        long_key[..2].copy_from_slice(&((MAX_KEY_LEN + 1) as u16).to_le_bytes());
+        assert!(Request::decode(op::DELETE, &long_key).is_err());
+        assert!(Reply::decode(op::COUNTER, &[1, 2, 3]).is_err());
+        assert!(Reply::decode(op::OK, &[1]).is_err());
+    }
+
+    #[test]
+    fn oversized_value_in_a_legal_frame_is_refused() {
+        let mut payload = vec![1u8, 0, b'k'];
+        payload.resize(3 + MAX_VALUE_LEN + 1, 0);
+        assert!(matches!(
+            Request::decode(op::SET, &payload),
+            Err(WireError::Malformed { .. })
+        ));
+        assert!(Reply::decode(op::VALUE, &payload).is_err());
+    }
+
+    #[test]
+    fn limits_are_checked_when_encoding() {
+        let long_key = "k".repeat(MAX_KEY_LEN + 1);
+        assert!(matches!(
+            Request::Delete { key: long_key }.encode(),
+            Err(WireError::Limit { what: "key", .. })
+        ));
+        assert!(matches!(
+            Request::Delete { key: String::new() }.encode(),
+            Err(WireError::EmptyKey)
+        ));
+        let max_key = "k".repeat(MAX_KEY_LEN);
+        let big = Request::Set {
+            key: max_key,
+            value: vec![0; MAX_VALUE_LEN],
+        }
+        .encode()
+        .unwrap();
+        assert!(big.len() - 4 <= MAX_FRAME_LEN);
+        let (op, payload) = split(&big);
+        assert!(Request::decode(op, &payload).is_ok());
+        assert!(matches!(
+            Request::Set {
+                key: "k".into(),
+                value: vec![0; MAX_VALUE_LEN + 1]
+            }
+            .encode(),
+            Err(WireError::Limit { what: "value", .. })
+        ));
+    }
+
+    #[test]
+    fn long_error_messages_are_cut_at_a_char_boundary() {
+        let msg = "é".repeat(MAX_MESSAGE_LEN);
+        let (op, payload) = split(&Reply::Error(msg).encode().unwrap());
+        match Reply::decode(op, &payload).unwrap() {
+            Reply::Error(m) => assert!(m.len() <= MAX_MESSAGE_LEN && m.chars().all(|c| c == 'é')),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn hello_tolerates_later_fields() {
+        let mut frame = Request::Hello {
+            version: 2,
+            rank: 1,
+            n_pes: 2,
+        }
+        .encode()
+        .unwrap();
+        frame.extend([0xaa; 8]);
+        let len = (frame.len() - 4) as u32;
+        frame[..4].copy_from_slice(&len.to_le_bytes());
+        let (op, payload) = split(&frame);
+        assert_eq!(
+            Request::decode(op, &payload).unwrap(),
+            Request::Hello {
+                version: 2,
+                rank: 1,
+                n_pes: 2
+            }
+        );
+    }
+
+    /// Simple deterministic fuzz: random bytes never panic the reader or decoders.
+    #[test]
+    fn random_bytes_never_panic() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            let len = (next() % 40) as usize;
+            let mut bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if len >= 4 && next() % 2 == 0 {
+                let body = (len - 4) as u32;
+                bytes[..4].copy_from_slice(&body.to_le_bytes());
+            }
+            if let Ok(frame) = read_frame(&mut &bytes[..]) {
+                let _ = Request::from_frame(&frame);
+                let _ = Reply::from_frame(&frame);
+            }
+        }
+    }
+
+    struct TimesOut(usize);
+    impl Read for TimesOut {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.0 == 0 {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let n = self.0.min(buf.len());
+            buf[..n].fill(1);
+            self.0 -= n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn timeouts_say_whether_a_frame_was_cut() {
+        assert!(matches!(
+            read_frame(&mut TimesOut(0)),
+            Err(WireError::TimedOut { partial: false })
+        ));
+        assert!(matches!(
+            read_frame(&mut TimesOut(2)),
+            Err(WireError::TimedOut { partial: true })
+        ));
+    }
+}

@@ -1,0 +1,298 @@
+//! The one table of every `SHMEM_*` environment variable: name, kind, default and help.
+//! The same table parses the variables into [`Config`] and prints them (`SHMEM_INFO=1`).
+//! Nothing else in the runtime reads the environment for `SHMEM_*` names.
+
+use crate::error::{Error, Result};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// How a variable's value is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A byte count with an optional K, M, G or T suffix (powers of 1024).
+    Size,
+    /// `1/y/yes/true/on` or `0/n/no/false/off`.
+    Bool,
+    /// A whole number of seconds.
+    Seconds,
+    /// One word from a fixed list.
+    Word(&'static [&'static str]),
+    /// Set by the launcher for its PEs; not for users.
+    Internal,
+}
+
+/// One row of the table.
+#[derive(Debug)]
+pub struct Var {
+    /// Full variable name.
+    pub name: &'static str,
+    /// How the value is read.
+    pub kind: Kind,
+    /// Value used when the variable is unset ("" for none).
+    pub default: &'static str,
+    /// One line for users.
+    pub help: &'static str,
+}
+
+const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace"];
+
+/// Every variable the library reads, in the order `SHMEM_INFO` prints them.
+pub static VARS: &[Var] = &[
+    Var {
+        name: "SHMEM_SYMMETRIC_SIZE",
+        kind: Kind::Size,
+        default: "512M",
+        help: "Bytes of symmetric heap per PE (K, M, G, T suffixes are powers of 1024)",
+    },
+    Var {
+        name: "SHMEM_VERSION",
+        kind: Kind::Bool,
+        default: "0",
+        help: "Print the library version at start-up (PE 0)",
+    },
+    Var {
+        name: "SHMEM_INFO",
+        kind: Kind::Bool,
+        default: "0",
+        help: "Print this table with current values at start-up (PE 0)",
+    },
+    Var {
+        name: "SHMEM_DEBUG",
+        kind: Kind::Bool,
+        default: "0",
+        help: "Enable expensive argument checks and debug messages",
+    },
+    Var {
+        name: "SHMEM_LOG_LEVEL",
+        kind: Kind::Word(LOG_LEVELS),
+        default: "warn",
+        help: "Least severe message printed: error, warn, info, debug or trace",
+    },
+    Var {
+        name: "SHMEM_INIT_TIMEOUT",
+        kind: Kind::Seconds,
+        default: "120",
+        help: "Seconds any start-up or control-plane step may take before the job fails",
+    },
+    Var {
+        name: "SHMEM_RUN_FD",
+        kind: Kind::Internal,
+        default: "",
+        help: "Set by shmemrun: inherited control socket of this PE",
+    },
+    Var {
+        name: "SHMEM_RUN_RANK",
+        kind: Kind::Internal,
+        default: "",
+        help: "Set by shmemrun: this PE's number",
+    },
+    Var {
+        name: "SHMEM_RUN_SIZE",
+        kind: Kind::Internal,
+        default: "",
+        help: "Set by shmemrun: number of PEs in the job",
+    },
+    Var {
+        name: "SHMEM_RUN_JOBID",
+        kind: Kind::Internal,
+        default: "",
+        help: "Set by shmemrun: identifier of the job",
+    },
+];
+
+/// Settings read from the environment once, at initialisation.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Usable bytes of symmetric heap per PE.
+    pub symmetric_size: usize,
+    /// Print the version at start-up.
+    pub print_version: bool,
+    /// Print the variable table at start-up.
+    pub print_info: bool,
+    /// Expensive checks on.
+    pub debug: bool,
+    /// Log level word, one of `error..trace`.
+    pub log_level: &'static str,
+    /// Bound on every blocking start-up and control step.
+    pub init_timeout: Duration,
+}
+
+fn var(name: &str) -> &'static Var {
+    // The names passed here are literals of this module, all present in VARS.
+    VARS.iter()
+        .find(|v| v.name == name)
+        .expect("variable missing from env::VARS")
+}
+
+/// The raw value of a variable, or its default.
+fn raw(v: &Var) -> String {
+    match std::env::var(v.name) {
+        Ok(s) if !s.trim().is_empty() => s.trim().to_string(),
+        _ => v.default.to_string(),
+    }
+}
+
+fn bad(v: &Var, value: &str, reason: impl Into<String>) -> Error {
+    Error::BadEnv {
+        name: v.name,
+        value: value.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// Parses a byte count such as `64M`, `2g`, `4096` or `1.5G`.
+pub fn parse_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (digits, shift) = match s.char_indices().last()? {
+        (i, c) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return None,
+            };
+            (&s[..i], shift)
+        }
+        _ => (s, 0),
+    };
+    if digits.contains('.') {
+        let x: f64 = digits.parse().ok()?;
+        let bytes = x * (1u64 << shift) as f64;
+        if !(bytes.is_finite() && bytes >= 0.0 && bytes < usize::MAX as f64) {
+            return None;
+        }
+        return Some(bytes as usize);
+    }
+    let n: usize = digits.parse().ok()?;
+    n.checked_mul(1usize << shift)
+}
+
+fn parse_bool(v: &Var) -> Result<bool> {
+    let s = raw(v);
+    match s.to_ascii_lowercase().as_str() {
+        "1" | "y" | "yes" | "true" | "on" => Ok(true),
+        "0" | "n" | "no" | "false" | "off" => Ok(false),
+        _ => Err(bad(v, &s, "expected 1/0, yes/no, true/false or on/off")),
+    }
+}
+
+fn parse_word(v: &Var) -> Result<&'static str> {
+    let s = raw(v).to_ascii_lowercase();
+    match v.kind {
+        Kind::Word(words) => words
+            .iter()
+            .find(|w| **w == s)
+            .copied()
+            .ok_or_else(|| bad(v, &s, format!("expected one of {}", words.join(", ")))),
+        _ => Err(bad(v, &s, "not a word variable")),
+    }
+}
+
+/// Reads every user variable; the first bad one is the error.
+pub fn load() -> Result<Config> {
+    let size_var = var("SHMEM_SYMMETRIC_SIZE");
+    let size_raw = raw(size_var);
+    let symmetric_size = parse_size(&size_raw).ok_or_else(|| {
+        bad(
+            size_var,
+            &size_raw,
+            "expected bytes with optional K/M/G/T suffix",
+        )
+    })?;
+    if symmetric_size == 0 {
+        return Err(bad(size_var, &size_raw, "the heap cannot be empty"));
+    }
+    let timeout_var = var("SHMEM_INIT_TIMEOUT");
+    let timeout_raw = raw(timeout_var);
+    let secs: u64 = timeout_raw.parse().ok().filter(|s| *s > 0).ok_or_else(|| {
+        bad(
+            timeout_var,
+            &timeout_raw,
+            "expected a positive number of seconds",
+        )
+    })?;
+    Ok(Config {
+        symmetric_size,
+        print_version: parse_bool(var("SHMEM_VERSION"))?,
+        print_info: parse_bool(var("SHMEM_INFO"))?,
+        debug: parse_bool(var("SHMEM_DEBUG"))?,
+        log_level: parse_word(var("SHMEM_LOG_LEVEL"))?,
+        init_timeout: Duration::from_secs(secs),
+    })
+}
+
+/// The log level to use before [`load`] ran (e.g. for its own errors): the variable if valid,
+/// `debug` when `SHMEM_DEBUG` is on, else the default.
+pub fn early_log_level() -> &'static str {
+    let level = parse_word(var("SHMEM_LOG_LEVEL")).unwrap_or("warn");
+    if std::env::var("SHMEM_LOG_LEVEL").is_err()
+        && matches!(parse_bool(var("SHMEM_DEBUG")), Ok(true))
+    {
+        "debug"
+    } else {
+        level
+    }
+}
+
+/// Renders the table with current values, for `SHMEM_INFO=1`.
+pub fn describe() -> String {
+    let mut out = String::from("shmem environment variables (name, value, default, meaning):\n");
+    for v in VARS.iter().filter(|v| v.kind != Kind::Internal) {
+        let value = std::env::var(v.name).unwrap_or_else(|_| "(unset)".into());
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            out,
+            "  {:<22} {:<10} {:<8} {}",
+            v.name, value, v.default, v.help
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_size_accepts_suffixes() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("64k"), Some(64 << 10));
+        assert_eq!(parse_size("64K"), Some(64 << 10));
+        assert_eq!(parse_size("512M"), Some(512 << 20));
+        assert_eq!(parse_size("2G"), Some(2 << 30));
+        assert_eq!(parse_size("1T"), Some(1 << 40));
+        assert_eq!(parse_size("1.5G"), Some(3 << 29));
+    }
+
+    #[test]
+    fn parse_size_refuses_garbage() {
+        assert_eq!(parse_size(""), None);
+        assert_eq!(parse_size("M"), None);
+        assert_eq!(parse_size("12Q"), None);
+        assert_eq!(parse_size("-5M"), None);
+        assert_eq!(parse_size("99999999999999999999999T"), None);
+        assert_eq!(parse_size("1e3"), None);
+    }
+
+    #[test]
+    fn table_names_are_unique_and_prefixed() {
+        for (i, v) in VARS.iter().enumerate() {
+            assert!(v.name.starts_with("SHMEM_"), "{}", v.name);
+            assert!(VARS[i + 1..].iter().all(|w| w.name != v.name), "{}", v.name);
+        }
+    }
+
+    #[test]
+    fn defaults_parse() {
+        for v in VARS {
+            match v.kind {
+                Kind::Size => assert!(parse_size(v.default).is_some(), "{}", v.name),
+                Kind::Seconds => assert!(v.default.parse::<u64>().is_ok(), "{}", v.name),
+                Kind::Word(w) => assert!(w.contains(&v.default), "{}", v.name),
+                Kind::Bool => assert!(v.default == "0" || v.default == "1", "{}", v.name),
+                Kind::Internal => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The cxx bridge: the only door between the C++ facade and the runtime. Every function here
+//! logs the error it returns (once, as one line), so the facade only decides what the public
+//! routine returns or whether the job must end.
+
+use crate::error::Error;
+use crate::runtime;
+
+#[cxx::bridge(namespace = "shmem::core")]
+mod bridge {
+    /// What the facade needs to run the data path without calling back into the runtime.
+    struct Topology {
+        my_pe: i32,
+        n_pes: i32,
+        /// Usable bytes of each PE's user heap.
+        heap_size: usize,
+        /// Address of every PE's user heap as mapped in this process, indexed by PE.
+        heap_bases: Vec<usize>,
+    }
+
+    extern "Rust" {
+        /// Starts the library on this PE (collective).
+        fn init() -> Result<Topology>;
+        /// Ends the library on this PE (collective).
+        fn finalize() -> Result<()>;
+        /// Ends the whole job with `status`; does not return.
+        fn global_exit(status: i32);
+        /// Barrier over all PEs (no completion of puts; the caller fences first if needed).
+        fn sync_all() -> Result<()>;
+        /// Collective symmetric allocation; returns the local address.
+        fn heap_alloc(call: &str, len: usize, align: usize, zero: bool) -> Result<usize>;
+        /// Collective free of a block from `heap_alloc`.
+        fn heap_free(call: &str, addr: usize) -> Result<()>;
+        /// Collective resize of a block from `heap_alloc`; returns the new local address.
+        fn heap_realloc(call: &str, addr: usize, len: usize) -> Result<usize>;
+        /// Logs one error line (for errors the facade detects itself).
+        fn log_error(message: &str);
+    }
+}
+
+use bridge::Topology;
+
+/// Logs an error as `call: message` (once; messages that already name a routine keep theirs).
+fn logged<T>(call: &str, r: Result<T, Error>) -> Result<T, Error> {
+    if let Err(e) = &r {
+        let msg = e.to_string();
+        if msg.starts_with("shmem_") {
+            tracing::error!("{msg}");
+        } else {
+            tracing::error!("{call}: {msg}");
+        }
+    }
+    r
+}
+
+fn init() -> Result<Topology, Error> {
+    logged("shmem_init", runtime::init().map(|rt| Topology {
+        my_pe: rt.my_pe as i32,
+        n_pes: rt.n_pes as i32,
+        heap_size: rt.heap.size(),
+        heap_bases: (0..rt.n_pes).map(|pe| rt.heap.user_base(pe)).collect(),
+    }))
+}
+
+fn finalize() -> Result<(), Error> {
+    logged("shmem_finalize", runtime::finalize())
+}
+
+fn global_exit(status: i32) {
+    runtime::global_exit(status)
+}
+
+fn sync_all() -> Result<(), Error> {
+    logged("shmem_sync_all", runtime::get("shmem_sync_all").map(|rt| rt.sync_all()))
+}
+
+fn heap_alloc(call: &str, len: usize, align: usize, zero: bool) -> Result<usize, Error> {
+    logged(call, runtime::get("shmem_malloc").and_then(|rt| rt.alloc(call, len, align, zero)))
+}
+
+fn heap_free(call: &str, addr: usize) -> Result<(), Error> {
+    logged(call, runtime::get("shmem_free").and_then(|rt| rt.free(call, addr)))
+}
+
+fn heap_realloc(call: &str, addr: usize, len: usize) -> Result<usize, Error> {
+    logged(call, runtime::get("shmem_realloc").and_then(|rt| rt.realloc(call, addr, len)))
+}
+
+fn log_error(message: &str) {
+    crate::log::install(crate::env::early_log_level());
+    tracing::error!("{message}");
+}

@@ -1,0 +1,150 @@
+//! The symmetric heap of this PE and the mappings of its peers' heaps on the same node.
+//!
+//! Layout of every PE's heap file (one memfd per PE, mapped by every PE of the node):
+//! `[0, RESERVED)` holds the runtime's synchronisation words (barrier flags, later team areas);
+//! `[RESERVED, RESERVED + size)` is the user heap that `shmem_malloc` carves. A remote address is
+//! `peer_base[pe] + (addr - my_base)`. Allocation is collective and deterministic (see
+//! [`alloc`]); this module never touches the store beyond the one-time descriptor exchange.
+
+pub mod alloc;
+
+use crate::bootstrap::Client;
+use crate::error::{Error, Result};
+use crate::mapping::{self, Mapping};
+use alloc::{AllocError, Allocator};
+use rustix::fd::AsFd;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Bytes at the start of each heap reserved for the runtime.
+pub const RESERVED: usize = 64 * 1024;
+
+/// Offset of the barrier flags: one 64-byte line per dissemination round.
+pub const BARRIER_FLAGS: usize = 0;
+/// Most dissemination rounds (enough for 2^32 PEs).
+pub const BARRIER_ROUNDS: usize = 32;
+
+const PAGE: usize = 4096;
+
+/// This PE's heap and its view of every peer's heap.
+#[derive(Debug)]
+pub struct Heap {
+    my_pe: usize,
+    /// Mapping of each PE's heap file, indexed by PE (this PE's own heap included).
+    maps: Vec<Mapping>,
+    /// Usable bytes of the user part.
+    size: usize,
+    allocator: Mutex<Allocator>,
+}
+
+impl Heap {
+    /// Creates this PE's heap of `size` user bytes and, with a store, exchanges heap files with
+    /// every peer and maps theirs.
+    pub fn create(
+        my_pe: usize,
+        n_pes: usize,
+        size: usize,
+        store: Option<&Client>,
+        timeout: Duration,
+    ) -> Result<Heap> {
+        let size = size
+            .checked_add(PAGE - 1)
+            .map(|s| s & !(PAGE - 1))
+            .ok_or_else(|| Error::BadEnv {
+                name: "SHMEM_SYMMETRIC_SIZE",
+                value: size.to_string(),
+                reason: "too large".into(),
+            })?;
+        let total = RESERVED.checked_add(size).ok_or_else(|| Error::BadEnv {
+            name: "SHMEM_SYMMETRIC_SIZE",
+            value: size.to_string(),
+            reason: "too large".into(),
+        })?;
+        let own = mapping::memfd(&format!("shmem-heap-pe{my_pe}"), total)?;
+        let mut maps = Vec::with_capacity(n_pes);
+        match store {
+            None => maps.push(Mapping::map_shared(&own, total)?),
+            Some(store) => {
+                store.put_fd(&format!("heap/{my_pe}"), own.as_fd())?;
+                for pe in 0..n_pes {
+                    if pe == my_pe {
+                        maps.push(Mapping::map_shared(&own, total)?);
+                        continue;
+                    }
+                    let fd = store.get_fd(&format!("heap/{pe}"), timeout)?;
+                    let len = mapping::file_len(fd.as_fd())?;
+                    if len != total {
+                        return Err(Error::Mismatch {
+                            pe: pe as i32,
+                            what: format!(
+                                "symmetric heap is {} bytes there and {} here; \
+                                 SHMEM_SYMMETRIC_SIZE must be the same on every PE",
+                                len.saturating_sub(RESERVED),
+                                size
+                            ),
+                        });
+                    }
+                    maps.push(Mapping::map_shared(&fd, total)?);
+                }
+            }
+        }
+        Ok(Heap {
+            my_pe,
+            maps,
+            size,
+            allocator: Mutex::new(Allocator::new(size)),
+        })
+    }
+
+    /// Usable user bytes per PE.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Address of the first user byte of `pe`'s heap as mapped in this process.
+    pub fn user_base(&self, pe: usize) -> usize {
+        self.maps[pe].addr() + RESERVED
+    }
+
+    /// Mapping of `pe`'s whole heap file (reserved part included).
+    pub fn map(&self, pe: usize) -> &Mapping {
+        &self.maps[pe]
+    }
+
+    /// This PE's own mapping.
+    pub fn local(&self) -> &Mapping {
+        &self.maps[self.my_pe]
+    }
+
+    /// Offset in the user heap of a local address, if it lies inside it.
+    pub fn offset_of(&self, addr: usize) -> Option<usize> {
+        addr.checked_sub(self.user_base(self.my_pe))
+            .filter(|off| *off < self.size)
+    }
+
+    /// Runs `f` on the allocator. Only the collective allocation calls use it.
+    pub fn with_allocator<T>(&self, f: impl FnOnce(&mut Allocator) -> T) -> T {
+        // A poisoned lock means a panic mid-allocation, which aborts the process (panic=abort),
+        // so recovering the guard is never observed with broken state.
+        let mut guard = self.allocator.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard)
+    }
+}
+
+/// Describes an allocation failure for the log.
+pub fn describe(call: &str, err: &AllocError, heap_size: usize) -> String {
+    match err {
+        AllocError::Exhausted {
+            wanted,
+            largest_free,
+            total_free,
+        } => format!(
+            "{call}: out of symmetric memory: {wanted} bytes wanted, largest free block is \
+             {largest_free} bytes ({total_free} of {heap_size} bytes free); \
+             raise SHMEM_SYMMETRIC_SIZE"
+        ),
+        AllocError::NotABlock { offset } => {
+            format!("{call}: address at heap offset {offset} is not the start of a symmetric block")
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Logging: one `tracing` subscriber writing `shmem: PE <n>: <LEVEL>: <message>` lines to stderr.
+//! Installed once, at initialisation; the PE number is filled in as soon as it is known.
+//! Never used on the data path.
+
+use std::fmt;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Once;
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
+
+static PE: AtomicI32 = AtomicI32::new(-1);
+static INSTALL: Once = Once::new();
+
+/// Records this process's PE number for every following log line.
+pub fn set_pe(pe: i32) {
+    PE.store(pe, Ordering::Relaxed);
+}
+
+struct Line;
+
+impl<S, N> FormatEvent<S, N> for Line
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut w: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let level = match *event.metadata().level() {
+            Level::ERROR => "ERROR",
+            Level::WARN => "WARN",
+            Level::INFO => "INFO",
+            Level::DEBUG => "DEBUG",
+            Level::TRACE => "TRACE",
+        };
+        match PE.load(Ordering::Relaxed) {
+            pe if pe >= 0 => write!(w, "shmem: PE {pe}: {level}: ")?,
+            _ => write!(w, "shmem: {level}: ")?,
+        }
+        ctx.field_format().format_fields(w.by_ref(), event)?;
+        writeln!(w)
+    }
+}
+
+/// Installs the subscriber at `level` (one of the `SHMEM_LOG_LEVEL` words). Later calls do
+/// nothing, so the first level chosen stays.
+pub fn install(level: &str) {
+    let max = match level {
+        "error" => Level::ERROR,
+        "info" => Level::INFO,
+        "debug" => Level::DEBUG,
+        "trace" => Level::TRACE,
+        _ => Level::WARN,
+    };
+    INSTALL.call_once(|| {
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(max)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .event_format(Line)
+            .finish();
+        // Fails only if the host program installed its own global subscriber first; then its
+        // subscriber receives our events, which is what that program asked for.
+        let _ = tracing::subscriber::set_global_default(subscriber);
+    });
+}

@@ -1,0 +1,133 @@
+//! Shared-memory files and their mappings: the only place the runtime creates, sizes and maps
+//! memory or views mapped bytes as atomics. Every unsafe block here says why it is sound.
+//! Nothing here decides layout; `heap` does.
+
+use crate::error::{Error, Result};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{fstat, ftruncate, memfd_create, MemfdFlags};
+use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
+use std::ffi::c_void;
+use std::sync::atomic::AtomicU64;
+
+/// Creates an anonymous shared-memory file of `len` bytes (zero-filled, no name in any
+/// file system, gone when the last descriptor and mapping are).
+pub fn memfd(name: &str, len: usize) -> Result<OwnedFd> {
+    let fd = memfd_create(name, MemfdFlags::CLOEXEC)
+        .map_err(|e| Error::os(format!("memfd_create({name})"), e))?;
+    ftruncate(&fd, len as u64)
+        .map_err(|e| Error::os(format!("ftruncate({name}, {len} bytes)"), e))?;
+    Ok(fd)
+}
+
+/// Size in bytes of the file behind `fd`.
+pub fn file_len(fd: BorrowedFd<'_>) -> Result<usize> {
+    let st = fstat(fd).map_err(|e| Error::os("fstat of a peer's heap", e))?;
+    Ok(st.st_size as usize)
+}
+
+/// A read-write shared mapping of a whole file; unmapped on drop.
+#[derive(Debug)]
+pub struct Mapping {
+    ptr: *mut c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; concurrent access from several threads is what
+// the library's memory model is about, and the pointer itself is never mutated after creation.
+unsafe impl Send for Mapping {}
+// SAFETY: as above; `&Mapping` hands out only addresses.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps `len` bytes of `fd` shared and read-write at an address the kernel picks.
+    pub fn map_shared(fd: impl AsFd, len: usize) -> Result<Mapping> {
+        // SAFETY: a fresh mapping at a kernel-chosen address cannot overlap any Rust object;
+        // the memory is only reached through raw addresses handed out by this type.
+        let ptr = unsafe {
+            mmap(
+                std::ptr::null_mut(),
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED,
+                fd.as_fd(),
+                0,
+            )
+        }
+        .map_err(|e| Error::os(format!("mmap of {len} bytes of shared heap"), e))?;
+        Ok(Mapping { ptr, len })
+    }
+
+    /// First byte of the mapping.
+    pub fn addr(&self) -> usize {
+        self.ptr as usize
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for an empty mapping (never produced by `map_shared`).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The 8-byte word at `offset` as an atomic.
+    ///
+    /// Panics if the word does not lie inside the mapping or is misaligned.
+    pub fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
+        assert!(
+            offset % 8 == 0 && offset + 8 <= self.len,
+            "atomic_u64 offset {offset}"
+        );
+        // SAFETY: the word is inside the live mapping (checked above), 8-byte aligned (the
+        // mapping is page-aligned), and shared memory is only ever accessed atomically at
+        // these control-word offsets, so an AtomicU64 view is valid for the borrow of self.
+        unsafe { &*((self.ptr as *const u8).add(offset) as *const AtomicU64) }
+    }
+
+    /// Fills `len` bytes at `offset` with zeros.
+    pub fn zero(&self, offset: usize, len: usize) {
+        assert!(offset.checked_add(len).is_some_and(|end| end <= self.len));
+        // SAFETY: the range lies inside the live, writable mapping (checked above).
+        unsafe { std::ptr::write_bytes((self.ptr as *mut u8).add(offset), 0, len) }
+    }
+
+    /// Copies `len` bytes from `src` to `dst`, both offsets inside this mapping.
+    pub fn copy_within(&self, src: usize, dst: usize, len: usize) {
+        assert!(src.checked_add(len).is_some_and(|end| end <= self.len));
+        assert!(dst.checked_add(len).is_some_and(|end| end <= self.len));
+        let base = self.ptr as *mut u8;
+        // SAFETY: both ranges lie inside the live, writable mapping (checked above);
+        // `copy` allows overlap.
+        unsafe { std::ptr::copy(base.add(src), base.add(dst), len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len came from a successful mmap and are unmapped exactly once.
+        if let Err(e) = unsafe { munmap(self.ptr, self.len) } {
+            tracing::warn!("munmap of {} bytes failed: {e}", self.len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn two_mappings_of_one_memfd_share_bytes() {
+        let fd = memfd("test", 1 << 16).unwrap();
+        assert_eq!(file_len(fd.as_fd()).unwrap(), 1 << 16);
+        let a = Mapping::map_shared(&fd, 1 << 16).unwrap();
+        let b = Mapping::map_shared(&fd, 1 << 16).unwrap();
+        assert_ne!(a.addr(), b.addr());
+        a.atomic_u64(64).store(0xdead_beef, Ordering::Release);
+        assert_eq!(b.atomic_u64(64).load(Ordering::Acquire), 0xdead_beef);
+        b.zero(64, 8);
+        assert_eq!(a.atomic_u64(64).load(Ordering::Acquire), 0);
+    }
+}

@@ -1,0 +1,282 @@
+//! The running job as this PE sees it: configuration, control-store connection, heap and
+//! barrier, created by [`init`] and torn down by [`finalize`]. The facade asks here once for
+//! the addresses it needs and then runs the data path by itself.
+
+use crate::bootstrap::Client;
+use crate::env::{self, Config};
+use crate::error::{Error, Result};
+use crate::heap::{self, Heap};
+use crate::log;
+use crate::sync::barrier::Barrier;
+use rustix::fd::{FromRawFd, OwnedFd};
+use std::sync::{Arc, RwLock};
+
+/// Library name reported by `shmem_info_get_name`.
+pub const NAME: &str = "shmem";
+/// Library version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// One initialised job.
+#[derive(Debug)]
+pub struct Runtime {
+    /// Settings read at start-up.
+    pub config: Config,
+    /// This PE's number.
+    pub my_pe: usize,
+    /// Number of PEs.
+    pub n_pes: usize,
+    /// Connection to the launcher's store; `None` for a job started without a launcher.
+    pub store: Option<Client>,
+    /// The symmetric heap and the peers' mappings.
+    pub heap: Heap,
+    barrier: Barrier,
+}
+
+#[derive(Debug)]
+enum Phase {
+    Uninitialized,
+    Running(Arc<Runtime>),
+    Finalized,
+}
+
+static STATE: RwLock<Phase> = RwLock::new(Phase::Uninitialized);
+
+/// Where this process stands with the launcher.
+struct Launch {
+    my_pe: usize,
+    n_pes: usize,
+    socket: Option<OwnedFd>,
+}
+
+fn env_number(name: &'static str) -> Result<usize> {
+    let raw = std::env::var(name).unwrap_or_default();
+    raw.trim().parse().map_err(|_| Error::BadEnv {
+        name,
+        value: raw,
+        reason: "expected a non-negative whole number (set by shmemrun)".into(),
+    })
+}
+
+fn detect_launch() -> Result<Launch> {
+    if std::env::var_os("SHMEM_RUN_FD").is_none() {
+        return Ok(Launch {
+            my_pe: 0,
+            n_pes: 1,
+            socket: None,
+        });
+    }
+    let fd = env_number("SHMEM_RUN_FD")?;
+    let my_pe = env_number("SHMEM_RUN_RANK")?;
+    let n_pes = env_number("SHMEM_RUN_SIZE")?;
+    if n_pes == 0 || my_pe >= n_pes {
+        return Err(Error::BadEnv {
+            name: "SHMEM_RUN_RANK",
+            value: my_pe.to_string(),
+            reason: format!("not below SHMEM_RUN_SIZE={n_pes}"),
+        });
+    }
+    let fd = i32::try_from(fd).map_err(|_| Error::BadEnv {
+        name: "SHMEM_RUN_FD",
+        value: fd.to_string(),
+        reason: "not a descriptor number".into(),
+    })?;
+    rustix::io::fcntl_getfd(
+        // SAFETY: only borrowed for the duration of the check.
+        unsafe { rustix::fd::BorrowedFd::borrow_raw(fd) },
+    )
+    .map_err(|e| Error::os(format!("SHMEM_RUN_FD={fd} is not an open descriptor"), e))?;
+    // SAFETY: the launcher passed this descriptor to us alone; we checked it is open, and the
+    // variable is removed below so nothing else in this process takes ownership of it again.
+    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    rustix::io::fcntl_setfd(&socket, rustix::io::FdFlags::CLOEXEC)
+        .map_err(|e| Error::os("marking the control socket close-on-exec", e))?;
+    Ok(Launch {
+        my_pe,
+        n_pes,
+        socket: Some(socket),
+    })
+}
+
+/// Starts the library on this PE: reads the environment, joins the job, builds and exchanges
+/// the heap, and waits for every PE to get there.
+pub fn init() -> Result<Arc<Runtime>> {
+    log::install(env::early_log_level());
+    let mut state = STATE.write().unwrap_or_else(|p| p.into_inner());
+    match *state {
+        Phase::Uninitialized => {}
+        Phase::Running(_) => {
+            return Err(Error::State {
+                call: "shmem_init",
+                reason: "called again while the library is initialized",
+            })
+        }
+        Phase::Finalized => {
+            return Err(Error::State {
+                call: "shmem_init",
+                reason: "called after shmem_finalize; the library cannot be restarted",
+            })
+        }
+    }
+    let config = env::load()?;
+    let launch = detect_launch()?;
+    log::set_pe(launch.my_pe as i32);
+    let store = match launch.socket {
+        Some(fd) => Some(Client::connect_inherited(
+            fd,
+            launch.my_pe as u32,
+            launch.n_pes as u32,
+            config.init_timeout,
+        )?),
+        None => None,
+    };
+    let heap = Heap::create(
+        launch.my_pe,
+        launch.n_pes,
+        config.symmetric_size,
+        store.as_ref(),
+        config.init_timeout,
+    )?;
+    if let Some(store) = &store {
+        store.barrier(config.init_timeout)?;
+    }
+    if launch.my_pe == 0 {
+        if config.print_version {
+            println!("shmem {VERSION} (OpenSHMEM 1.5)");
+        }
+        if config.print_info {
+            print!("{}", env::describe());
+        }
+    }
+    tracing::debug!(
+        "initialized: {} PEs, {} bytes of symmetric heap",
+        launch.n_pes,
+        heap.size()
+    );
+    let rt = Arc::new(Runtime {
+        config,
+        my_pe: launch.my_pe,
+        n_pes: launch.n_pes,
+        store,
+        heap,
+        barrier: Barrier::new(),
+    });
+    *state = Phase::Running(rt.clone());
+    Ok(rt)
+}
+
+/// The running job, or a state error naming `call`.
+pub fn get(call: &'static str) -> Result<Arc<Runtime>> {
+    match &*STATE.read().unwrap_or_else(|p| p.into_inner()) {
+        Phase::Running(rt) => Ok(rt.clone()),
+        Phase::Uninitialized => Err(Error::State {
+            call,
+            reason: "the library is not initialized (call shmem_init first)",
+        }),
+        Phase::Finalized => Err(Error::State {
+            call,
+            reason: "called after shmem_finalize",
+        }),
+    }
+}
+
+/// Ends the library on this PE: waits for every PE, says goodbye to the launcher and unmaps
+/// the heaps.
+pub fn finalize() -> Result<()> {
+    let rt = get("shmem_finalize")?;
+    rt.sync_all();
+    if let Some(store) = &rt.store {
+        store.goodbye()?;
+    }
+    *STATE.write().unwrap_or_else(|p| p.into_inner()) = Phase::Finalized;
+    Ok(())
+}
+
+/// Ends the whole job with `status`: tells the launcher, then exits this process.
+pub fn global_exit(status: i32) -> ! {
+    if let Ok(Phase::Running(rt)) = STATE.try_read().as_deref() {
+        if let Some(store) = &rt.store {
+            store.abort(status);
+        }
+    }
+    std::process::exit(status)
+}
+
+impl Runtime {
+    /// Barrier over all PEs without the completion of outstanding puts (`shmem_sync_all`).
+    pub fn sync_all(&self) {
+        self.barrier.sync(&self.heap, self.my_pe, self.n_pes);
+    }
+
+    /// Collective symmetric allocation (`shmem_malloc` and friends): `len` > 0 bytes aligned to
+    /// `align`, zeroed if asked. Every PE must call it with the same arguments; all PEs get the
+    /// same offset. Returns the local address.
+    pub fn alloc(&self, call: &str, len: usize, align: usize, zero: bool) -> Result<usize> {
+        let result = self.heap.with_allocator(|a| a.alloc(len, align));
+        let offset = result.map_err(|e| Error::Heap(heap::describe(call, &e, self.heap.size())));
+        if let Ok(off) = offset {
+            if zero {
+                self.heap.local().zero(heap::RESERVED + off, len);
+            }
+        }
+        self.sync_all();
+        offset.map(|off| self.heap.user_base(self.my_pe) + off)
+    }
+
+    /// Collective free; `addr` must be a block start returned by [`Runtime::alloc`].
+    pub fn free(&self, call: &str, addr: usize) -> Result<()> {
+        self.sync_all();
+        let off = self.user_offset(call, addr)?;
+        self.heap
+            .with_allocator(|a| a.free(off))
+            .map_err(|e| self.bad_block(call, addr, &e))
+    }
+
+    /// Collective reallocation keeping the first `min(old, new)` bytes.
+    pub fn realloc(&self, call: &str, addr: usize, len: usize) -> Result<usize> {
+        let off = self.user_offset(call, addr)?;
+        let resized = self
+            .heap
+            .with_allocator(|a| a.resize_in_place(off, len))
+            .map_err(|e| self.bad_block(call, addr, &e))?;
+        if resized {
+            self.sync_all();
+            return Ok(addr);
+        }
+        let old_len = self.heap.with_allocator(|a| a.block_len(off)).unwrap_or(0);
+        let new_addr = self.alloc(call, len, alloc_align(off), false)?;
+        let new_off = new_addr - self.heap.user_base(self.my_pe);
+        self.heap.local().copy_within(
+            heap::RESERVED + off,
+            heap::RESERVED + new_off,
+            old_len.min(len),
+        );
+        self.heap
+            .with_allocator(|a| a.free(off))
+            .map_err(|e| self.bad_block(call, addr, &e))?;
+        Ok(new_addr)
+    }
+
+    fn user_offset(&self, call: &str, addr: usize) -> Result<usize> {
+        self.heap.offset_of(addr).ok_or_else(|| {
+            Error::Heap(format!(
+                "{call}: ptr={addr:#x} is not an address in the symmetric heap"
+            ))
+        })
+    }
+
+    fn bad_block(&self, call: &str, addr: usize, e: &heap::alloc::AllocError) -> Error {
+        Error::Heap(format!(
+            "{} (ptr={addr:#x}: already freed, or not a block start)",
+            heap::describe(call, e, self.heap.size())
+        ))
+    }
+}
+
+/// Alignment a block at `off` already has, so a moved block keeps it.
+fn alloc_align(off: usize) -> usize {
+    if off == 0 {
+        heap::alloc::MIN_ALIGN
+    } else {
+        1 << off.trailing_zeros().min(12)
+    }
+}

@@ -1,0 +1,490 @@
+//! One job: starts the PEs, serves their control store, and decides how the job ends.
+//!
+//! Owns the PE processes (one process group, PDEATHSIG, an inherited store socket each) and the
+//! event loop that merges child exits, store events, job signals and the `--timeout` deadline.
+//! The first failure decides the exit status; the rest of the job is then stopped with SIGTERM
+//! and, after a grace period, SIGKILL. Must never wait without a bound, never sleep to poll, and
+//! never leave a PE running when it returns.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::hash::{BuildHasher, Hasher};
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rustix::io::{fcntl_dupfd_cloexec, fcntl_setfd, Errno, FdFlags};
+use rustix::process::{
+    getpid, getppid, kill_process, kill_process_group, set_parent_process_death_signal, wait, Pid,
+    Signal, WaitOptions, WaitStatus,
+};
+use shmem_core::bootstrap::{PeerStatus, Server, StoreEvent};
+
+use crate::output::{self, Source};
+use crate::signals::{self, JobSignals};
+
+/// Time between SIGTERM and SIGKILL when the job is stopped.
+const TERM_GRACE: Duration = Duration::from_secs(2);
+/// How long to wait for the last PEs after SIGKILL before giving up on them.
+const KILL_GRACE: Duration = Duration::from_secs(5);
+/// How long a PE's exit waits for its store connection to be seen closed, so that a last
+/// ABORT or BYE still in the socket is read before the exit is judged. The kernel closes the
+/// socket before the exit is reported, so this only matters when a child process of the PE
+/// holds the socket open.
+const VERDICT_GRACE: Duration = Duration::from_secs(1);
+/// How long to wait, after the last PE exited, for its output to drain (`--tag-output`),
+/// in case a background child of a PE still holds a pipe.
+const OUTPUT_GRACE: Duration = Duration::from_secs(2);
+
+/// What to run, from the command line.
+pub struct Plan {
+    /// Number of PEs.
+    pub n_pes: u32,
+    /// Program of every PE.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// `--timeout`, if given.
+    pub timeout: Option<Duration>,
+    /// `--timeout` as the user wrote it, for the message.
+    pub timeout_text: String,
+    /// `--tag-output`.
+    pub tag_output: bool,
+}
+
+/// Everything the main loop waits for.
+enum Event {
+    Exited(Pid, WaitStatus),
+    Store(StoreEvent),
+    Signal(i32),
+    OutputDone,
+}
+
+struct Pe {
+    pid: Pid,
+    exit: Option<WaitStatus>,
+    /// When the exit must be judged even if the store connection still looks open.
+    verdict_due: Option<Instant>,
+}
+
+/// Where the stop sequence stands.
+enum Stopping {
+    No,
+    /// SIGTERM sent; SIGKILL at this instant.
+    Term(Instant),
+    /// SIGKILL sent; stop waiting at this instant.
+    Kill(Instant),
+}
+
+struct Job {
+    pes: Vec<Pe>,
+    by_pid: HashMap<i32, u32>,
+    pgid: Option<Pid>,
+    /// PEs whose exit has not been seen yet.
+    running: usize,
+    /// Exit status of the job, set by the first failure.
+    status: Option<i32>,
+    stopping: Stopping,
+}
+
+/// Runs the job and returns the launcher's exit status.
+pub fn run(plan: Plan, signals: JobSignals) -> i32 {
+    let (tx, rx) = mpsc::channel();
+    let (server, store_events) = Server::new(plan.n_pes);
+    let mut job = Job {
+        pes: Vec::with_capacity(plan.n_pes as usize),
+        by_pid: HashMap::new(),
+        pgid: None,
+        running: 0,
+        status: None,
+        stopping: Stopping::No,
+    };
+
+    let signal_tx = tx.clone();
+    if let Err(e) = signals::spawn_waiter(signals, move |sig| {
+        signal_tx.send(Event::Signal(sig)).is_ok()
+    }) {
+        eprintln!("shmemrun: cannot start the signal thread: {e}");
+        return 1;
+    }
+
+    let mut outputs = Vec::new();
+    let launch = spawn_all(&plan, &server, &mut job, &mut outputs);
+
+    // Threads that feed the loop; started after the spawns (the waiter reaps any child, and
+    // must not find "no children" before the first one exists).
+    let started = start_feeders(&tx, store_events, outputs, plan.tag_output);
+    let mut output_open = plan.tag_output;
+    if let Err(e) = launch.and(started) {
+        job.fail(e.status, &e.message, "");
+    }
+    drop(tx);
+
+    let deadline = plan.timeout.and_then(|t| Instant::now().checked_add(t));
+    while job.running > 0 || job.pes.iter().any(|pe| pe.verdict_due.is_some()) {
+        job.judge_exits(&server);
+        if job.running == 0 && job.pes.iter().all(|pe| pe.verdict_due.is_none()) {
+            break;
+        }
+        let wake = [
+            deadline.filter(|_| job.status.is_none()),
+            match job.stopping {
+                Stopping::No => None,
+                Stopping::Term(t) | Stopping::Kill(t) => Some(t),
+            },
+            job.pes.iter().filter_map(|pe| pe.verdict_due).min(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let event = match wake {
+            Some(wake) => rx.recv_timeout(wake.saturating_duration_since(Instant::now())),
+            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match event {
+            Ok(event) => job.handle(event, &mut output_open),
+            Err(RecvTimeoutError::Timeout) => {
+                let now = Instant::now();
+                if job.status.is_none() && deadline.is_some_and(|d| now >= d) {
+                    let message = format!("job timed out after {} s", plan.timeout_text);
+                    job.fail(124, &message, "");
+                }
+                match job.stopping {
+                    Stopping::Term(t) if now >= t => job.escalate(),
+                    Stopping::Kill(t) if now >= t => {
+                        eprintln!(
+                            "shmemrun: {} PE(s) still not gone {} s after SIGKILL; giving up",
+                            job.running,
+                            KILL_GRACE.as_secs()
+                        );
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                // Every feeder is gone, the waiter included: no exit can be learnt any more.
+                eprintln!("shmemrun: lost track of the PEs (internal error); stopping them");
+                job.fail(1, "internal error", "");
+                job.signal_all(Signal::KILL);
+                break;
+            }
+        }
+    }
+
+    // Let the relay print what the PEs wrote last.
+    let output_deadline = Instant::now() + OUTPUT_GRACE;
+    while output_open {
+        match rx.recv_timeout(output_deadline.saturating_duration_since(Instant::now())) {
+            Ok(event) => job.handle(event, &mut output_open),
+            Err(_) => break,
+        }
+    }
+    job.status.unwrap_or(0)
+}
+
+/// A failure to start the job.
+struct LaunchError {
+    status: i32,
+    message: String,
+}
+
+impl LaunchError {
+    fn new(status: i32, message: String) -> Self {
+        LaunchError { status, message }
+    }
+}
+
+/// Starts every PE (stops at the first that cannot be started).
+fn spawn_all(
+    plan: &Plan,
+    server: &Server,
+    job: &mut Job,
+    outputs: &mut Vec<Source>,
+) -> Result<(), LaunchError> {
+    let launcher = getpid();
+    let job_id = job_id(launcher);
+    let empty_mask = signals::empty_set();
+    for rank in 0..plan.n_pes {
+        let internal = |what: &str, e: io::Error| {
+            LaunchError::new(1, format!("cannot set up PE {rank}: {what}: {e}"))
+        };
+        let (ours, theirs) = UnixStream::pair().map_err(|e| internal("socketpair", e))?;
+        // Above 0-2, so that the child's stdio setup cannot overwrite it; close-on-exec here,
+        // so that only this PE inherits it.
+        let theirs: OwnedFd =
+            fcntl_dupfd_cloexec(&theirs, 3).map_err(|e| internal("dup", e.into()))?;
+        let raw = theirs.as_raw_fd();
+
+        let mut cmd = Command::new(&plan.program);
+        cmd.args(&plan.args)
+            .env("SHMEM_RUN_FD", raw.to_string())
+            .env("SHMEM_RUN_RANK", rank.to_string())
+            .env("SHMEM_RUN_SIZE", plan.n_pes.to_string())
+            .env("SHMEM_RUN_JOBID", &job_id)
+            .process_group(job.pgid.map_or(0, |p| p.as_raw_nonzero().get()));
+        if plan.tag_output {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        // SAFETY: `child_setup` only makes async-signal-safe system calls (sigprocmask,
+        // signal, prctl, getppid, fcntl, _exit) and allocates nothing, as required between
+        // fork and exec.
+        unsafe {
+            cmd.pre_exec(move || child_setup(raw, launcher, &empty_mask));
+        }
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                let status = if e.kind() == io::ErrorKind::PermissionDenied {
+                    126
+                } else {
+                    127
+                };
+                return Err(LaunchError::new(
+                    status,
+                    format!(
+                        "cannot start PE {rank}: '{}': {e}",
+                        plan.program.to_string_lossy()
+                    ),
+                ));
+            }
+        };
+        // Fits: pids are positive i32 on Linux; std hands them out as u32.
+        let pid = Pid::from_raw(child.id() as i32)
+            .ok_or_else(|| internal("spawn", io::Error::other("child has no pid")))?;
+        job.by_pid.insert(pid.as_raw_nonzero().get(), rank);
+        job.pes.push(Pe {
+            pid,
+            exit: None,
+            verdict_due: None,
+        });
+        job.running += 1;
+        job.pgid.get_or_insert(pid);
+        if let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) {
+            outputs.push(Source::new(rank, out.into(), false));
+            outputs.push(Source::new(rank, err.into(), true));
+        }
+        server
+            .serve_unix(rank, ours)
+            .map_err(|e| internal("store connection", e))?;
+        // `theirs` is closed here: from now on only the PE holds its end, so the PE's exit is
+        // EOF on ours.
+    }
+    Ok(())
+}
+
+/// Runs in the child between fork and exec.
+fn child_setup(fd: RawFd, launcher: Pid, empty_mask: &libc::sigset_t) -> io::Result<()> {
+    // SAFETY: sigprocmask and signal are async-signal-safe; the mask is an initialised,
+    // empty set. The launcher blocks its job signals and ignores SIGPIPE; a PE starts clean.
+    unsafe {
+        libc::sigprocmask(libc::SIG_SETMASK, empty_mask, std::ptr::null_mut());
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    set_parent_process_death_signal(Some(Signal::KILL))?;
+    if getppid() != Some(launcher) {
+        // The launcher died before PDEATHSIG was armed: nobody would ever reap or stop us.
+        // SAFETY: _exit is async-signal-safe and ends the child at once.
+        unsafe { libc::_exit(1) };
+    }
+    // SAFETY: `fd` is the PE's socket end, open in the launcher (which keeps it open until
+    // spawn returns) and so open in this forked child.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    fcntl_setfd(fd, FdFlags::empty())?;
+    Ok(())
+}
+
+/// A job id unique on this machine: launcher pid, start time, and a random part.
+fn job_id(launcher: Pid) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    // RandomState is seeded from the OS's random source once per process.
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    format!("{:x}-{:x}-{random:016x}", launcher.as_raw_nonzero(), nanos)
+}
+
+/// Starts the threads that turn child exits, store events and output EOF into [`Event`]s.
+fn start_feeders(
+    tx: &Sender<Event>,
+    store_events: Receiver<StoreEvent>,
+    outputs: Vec<Source>,
+    tag_output: bool,
+) -> Result<(), LaunchError> {
+    let thread_error = |what: &str, e: io::Error| {
+        LaunchError::new(1, format!("cannot start the {what} thread: {e}"))
+    };
+    let waiter_tx = tx.clone();
+    std::thread::Builder::new()
+        .name("waiter".into())
+        .stack_size(64 * 1024)
+        .spawn(move || loop {
+            match wait(WaitOptions::empty()) {
+                Ok(Some((pid, status))) => {
+                    if waiter_tx.send(Event::Exited(pid, status)).is_err() {
+                        return;
+                    }
+                }
+                Ok(None) | Err(Errno::INTR) => {}
+                // ECHILD: every child has been reaped.
+                Err(_) => return,
+            }
+        })
+        .map_err(|e| thread_error("waiter", e))?;
+
+    let store_tx = tx.clone();
+    std::thread::Builder::new()
+        .name("store-events".into())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            for event in store_events {
+                if store_tx.send(Event::Store(event)).is_err() {
+                    return;
+                }
+            }
+        })
+        .map_err(|e| thread_error("store event", e))?;
+
+    if tag_output {
+        let output_tx = tx.clone();
+        output::spawn_relay(outputs, move || {
+            let _ = output_tx.send(Event::OutputDone);
+        })
+        .map_err(|e| thread_error("output", e))?;
+    }
+    Ok(())
+}
+
+impl Job {
+    fn handle(&mut self, event: Event, output_open: &mut bool) {
+        match event {
+            Event::Exited(pid, status) => {
+                let Some(&rank) = self.by_pid.get(&pid.as_raw_nonzero().get()) else {
+                    return;
+                };
+                let pe = &mut self.pes[rank as usize];
+                if pe.exit.is_some() {
+                    return;
+                }
+                pe.exit = Some(status);
+                self.running -= 1;
+                if self.status.is_none() {
+                    pe.verdict_due = Some(Instant::now() + VERDICT_GRACE);
+                }
+            }
+            Event::Store(StoreEvent::Abort { rank, status }) => self.global_exit(rank, status),
+            Event::Store(StoreEvent::ProtocolError { rank, message }) => {
+                eprintln!("shmemrun: PE {rank} broke the store protocol: {message}");
+            }
+            // Exits are judged from the store's final state in judge_exits; these only wake
+            // the loop up so that it looks.
+            Event::Store(_) => {}
+            Event::Signal(sig) => {
+                if self.status.is_none() {
+                    let message = format!("caught {}", signals::name(sig));
+                    self.fail(128 + sig, &message, "");
+                } else if matches!(self.stopping, Stopping::Term(_)) {
+                    // Asked twice: no more grace.
+                    self.escalate();
+                }
+            }
+            Event::OutputDone => *output_open = false,
+        }
+    }
+
+    /// Judges every exited PE whose store connection has closed (or whose grace is over).
+    fn judge_exits(&mut self, server: &Server) {
+        let now = Instant::now();
+        for rank in 0..self.pes.len() {
+            let pe = &self.pes[rank];
+            let (Some(due), Some(exit)) = (pe.verdict_due, pe.exit) else {
+                continue;
+            };
+            // u32 ranks index `pes`, whose length is the u32 job size.
+            let rank = rank as u32;
+            let peer = server.peer_status(rank).unwrap_or_default();
+            if !peer.closed && now < due {
+                continue;
+            }
+            self.pes[rank as usize].verdict_due = None;
+            if self.status.is_none() {
+                self.judge(rank, exit, peer);
+            }
+        }
+    }
+
+    fn judge(&mut self, rank: u32, exit: WaitStatus, peer: PeerStatus) {
+        let pid = self.pes[rank as usize].pid.as_raw_nonzero();
+        if let Some(status) = peer.abort_status {
+            self.global_exit(rank, status);
+        } else if let Some(sig) = exit.terminating_signal() {
+            let message = format!(
+                "PE {rank} (pid {pid}) was killed by signal {sig} ({})",
+                signals::name(sig)
+            );
+            self.fail(128 + sig, &message, "the remaining ");
+        } else if let Some(code) = exit.exit_status().filter(|&c| c != 0) {
+            let message = format!("PE {rank} (pid {pid}) exited with status {code}");
+            self.fail(code, &message, "the remaining ");
+        } else if peer.connected && !peer.said_goodbye && self.running > 0 {
+            let message = format!("PE {rank} (pid {pid}) exited without calling shmem_finalize");
+            self.fail(1, &message, "the remaining ");
+        }
+    }
+
+    fn global_exit(&mut self, rank: u32, status: i32) {
+        if self.status.is_none() {
+            let message = format!("PE {rank} called shmem_global_exit({status})");
+            self.fail(status, &message, "the remaining ");
+        }
+    }
+
+    /// Records the job's status (first failure only), says why, and starts stopping the rest.
+    fn fail(&mut self, status: i32, message: &str, remaining: &str) {
+        if self.status.is_some() {
+            return;
+        }
+        self.status = Some(status);
+        for pe in &mut self.pes {
+            pe.verdict_due = None;
+        }
+        if self.running == 0 {
+            eprintln!("shmemrun: {message}");
+            return;
+        }
+        let plural = if self.running == 1 { "" } else { "s" };
+        eprintln!(
+            "shmemrun: {message}; stopping {remaining}{} PE{plural}",
+            self.running
+        );
+        self.signal_all(Signal::TERM);
+        self.stopping = Stopping::Term(Instant::now() + TERM_GRACE);
+    }
+
+    /// SIGKILL for whatever is left.
+    fn escalate(&mut self) {
+        self.signal_all(Signal::KILL);
+        self.stopping = Stopping::Kill(Instant::now() + KILL_GRACE);
+    }
+
+    /// Signals the process group (PEs and their children) and every PE not yet reaped (in case
+    /// one left the group).
+    fn signal_all(&self, sig: Signal) {
+        if self.running == 0 {
+            // Everyone is reaped; the group id may already belong to someone else.
+            return;
+        }
+        if let Some(pgid) = self.pgid {
+            let _ = kill_process_group(pgid, sig);
+        }
+        for pe in self.pes.iter().filter(|pe| pe.exit.is_none()) {
+            let _ = kill_process(pe.pid, sig);
+        }
+    }
+}

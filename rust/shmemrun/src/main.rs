@@ -1,0 +1,192 @@
+//! `shmemrun` (also installed as `oshrun`): starts an OpenSHMEM program as N PEs on this node.
+//!
+//! This file owns the command line; `job` runs the job, `output` relays tagged output and
+//! `signals` turns SIGINT/SIGTERM/SIGHUP into events. The launcher must never leave anything
+//! behind (no files, no PEs after it is gone) and never wait on anything without a bound.
+
+mod job;
+mod output;
+mod signals;
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::Parser;
+
+/// Largest job this launcher starts (one node).
+const MAX_PES: u32 = 4096;
+
+/// Run an OpenSHMEM program as N processing elements (PEs) on this node.
+///
+/// Each PE inherits a private socket to the launcher's control store. If a PE fails, the others
+/// are stopped and shmemrun exits with the first failing PE's status (128+N for signal N).
+#[derive(Debug, Parser)]
+#[command(
+    name = "shmemrun",
+    version,
+    override_usage = "shmemrun [OPTIONS] -n N [--] PROGRAM [ARGS]...",
+    after_help = "`-np N` is accepted as a synonym of `-n N`."
+)]
+struct Cli {
+    /// Number of PEs to start (1 to 4096).
+    #[arg(
+        short = 'n',
+        long = "np",
+        value_name = "N",
+        value_parser = parse_pes,
+        allow_negative_numbers = true
+    )]
+    pes: u32,
+
+    /// Stop the job and exit with status 124 if it runs longer than SECONDS.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    timeout: Option<f64>,
+
+    /// Prefix every line a PE writes to stdout or stderr with `[pe R] `.
+    #[arg(long)]
+    tag_output: bool,
+
+    /// Program to run, followed by its arguments.
+    #[arg(
+        value_name = "PROGRAM",
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        num_args = 1..
+    )]
+    command: Vec<OsString>,
+}
+
+fn parse_pes(s: &str) -> Result<u32, String> {
+    let n: u32 = s
+        .parse()
+        .map_err(|_| format!("not a whole number (expected 1 to {MAX_PES})"))?;
+    if n == 0 || n > MAX_PES {
+        return Err(format!("the number of PEs must be between 1 and {MAX_PES}"));
+    }
+    Ok(n)
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| "not a number of seconds".to_string())?;
+    // Keep it representable as a Duration and an Instant offset (about 30 years).
+    if !(secs > 0.0 && secs <= 1e9) {
+        return Err("must be more than 0 and at most 1e9 seconds".into());
+    }
+    Ok(secs)
+}
+
+/// Rewrites the single-dash long option `-np` (mpirun's spelling) to `--np`, in the options
+/// before the program only; the program's own arguments are never touched.
+fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut out = Vec::new();
+    let mut options_done = false;
+    let mut value_next = false;
+    for (i, arg) in args.into_iter().enumerate() {
+        if i == 0 || options_done {
+            out.push(arg);
+            continue;
+        }
+        if value_next {
+            value_next = false;
+            out.push(arg);
+            continue;
+        }
+        let text = arg.to_string_lossy();
+        let arg = if text == "-np" {
+            OsString::from("--np")
+        } else if let Some(v) = text.strip_prefix("-np=") {
+            OsString::from(format!("--np={v}"))
+        } else {
+            arg
+        };
+        let text = arg.to_string_lossy();
+        if text == "--" || !text.starts_with('-') || text == "-" {
+            options_done = true;
+        } else if matches!(text.as_ref(), "-n" | "--np" | "--timeout") {
+            value_next = true;
+        }
+        out.push(arg);
+    }
+    out
+}
+
+fn main() {
+    // Before any thread exists, so that every thread inherits the blocked mask and only the
+    // signal thread ever receives these signals.
+    let signals = signals::block_job_signals();
+    let cli = Cli::parse_from(normalize_args(std::env::args_os()));
+    let mut command = cli.command.into_iter();
+    let Some(program) = command.next() else {
+        // clap enforces `required = true` with at least one value.
+        eprintln!("shmemrun: no program given");
+        std::process::exit(2);
+    };
+    let plan = job::Plan {
+        n_pes: cli.pes,
+        program,
+        args: command.collect(),
+        timeout: cli.timeout.map(Duration::from_secs_f64),
+        timeout_text: cli.timeout.map(|s| s.to_string()).unwrap_or_default(),
+        tag_output: cli.tag_output,
+    };
+    std::process::exit(job::run(plan, signals));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(args: &[&str]) -> Vec<String> {
+        normalize_args(args.iter().map(OsString::from))
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn np_is_rewritten_only_before_the_program() {
+        assert_eq!(
+            norm(&["shmemrun", "-np", "4", "prog", "-np", "2"]),
+            ["shmemrun", "--np", "4", "prog", "-np", "2"]
+        );
+        assert_eq!(
+            norm(&["shmemrun", "-np=4", "--", "-np"]),
+            ["shmemrun", "--np=4", "--", "-np"]
+        );
+        assert_eq!(
+            norm(&["shmemrun", "--timeout", "-np", "x"]),
+            ["shmemrun", "--timeout", "-np", "x"]
+        );
+    }
+
+    #[test]
+    fn cli_parses_trailing_hyphen_arguments() {
+        let cli = Cli::parse_from(norm(&["shmemrun", "-n", "2", "prog", "-x", "--y"]));
+        assert_eq!(cli.pes, 2);
+        assert_eq!(cli.command, ["prog", "-x", "--y"]);
+        let cli = Cli::parse_from(norm(&["shmemrun", "--tag-output", "-np", "3", "--", "-p"]));
+        assert!(cli.tag_output);
+        assert_eq!((cli.pes, cli.command.len()), (3, 1));
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        assert!(parse_pes("0").is_err());
+        assert!(parse_pes("4097").is_err());
+        assert!(parse_pes("x").is_err());
+        assert_eq!(parse_pes("4096"), Ok(4096));
+        assert!(parse_seconds("0").is_err());
+        assert!(parse_seconds("nan").is_err());
+        assert!(parse_seconds("inf").is_err());
+        assert_eq!(parse_seconds("0.5"), Ok(0.5));
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# scripts/format-check.sh [--fix]
+# Formatting is by tools (STYLE.md): cargo fmt for Rust, clang-format (.clang-format at the
+# repo root; Debian 12's clang-format 14 is the reference) for C/C++ under cpp/, device/,
+# tests/, examples/ and bench/. Without --fix it only checks and fails on any difference;
+# with --fix it rewrites the files in place. CLANG_FORMAT may name another binary.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+fix=0
+case ${1:-} in
+    --fix) fix=1 ;;
+    "") ;;
+    -h | --help)
+        sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        exit 0
+        ;;
+    *) echo "format-check.sh: unknown argument '$1' (use --fix or nothing)" >&2; exit 2 ;;
+esac
+
+if ! command -v cargo >/dev/null 2>&1 && [[ -x $HOME/.cargo/bin/cargo ]]; then
+    PATH=$HOME/.cargo/bin:$PATH
+fi
+clang_format=${CLANG_FORMAT:-clang-format}
+
+status=0
+
+echo "== cargo fmt"
+if ((fix)); then
+    cargo fmt --all
+elif ! cargo fmt --all --check; then
+    echo "cargo fmt: Rust sources are not formatted; run scripts/format-check.sh --fix" >&2
+    status=1
+fi
+
+echo "== $clang_format ($("$clang_format" --version | sed 's/.*version //'))"
+dirs=()
+for d in cpp device tests examples bench; do
+    [[ -d $d ]] && dirs+=("$d")
+done
+files=()
+if ((${#dirs[@]})); then
+    mapfile -d '' files < <(find "${dirs[@]}" -type f \
+        \( -name '*.c' -o -name '*.h' -o -name '*.cc' -o -name '*.cpp' -o -name '*.hpp' \
+        -o -name '*.cu' -o -name '*.cuh' \) -print0 | sort -z)
+fi
+if ((${#files[@]} == 0)); then
+    echo "no C/C++ files"
+elif ((fix)); then
+    "$clang_format" -i "${files[@]}"
+elif ! "$clang_format" --dry-run --Werror "${files[@]}"; then
+    echo "clang-format: C/C++ sources are not formatted; run scripts/format-check.sh --fix" >&2
+    status=1
+else
+    echo "${#files[@]} files formatted"
+fi
+
+exit $status

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# check_exported_symbols.sh <libshmem.so>
+# Fails if the library exports (defines, dynamic table) any name outside the public families
+# shmem_*, pshmem_*, shmemx_*, aclshmem* (ARCHITECTURE.md §3); the version node symbol
+# (type A, e.g. SHMEM_0) is expected. Also fails on an empty export list or no shmem_init.
+# NM may name the nm to use (ctest passes CMake's).
+set -euo pipefail
+
+lib=${1:?usage: check_exported_symbols.sh <libshmem.so>}
+nm_tool=${NM:-nm}
+[[ -f $lib ]] || { echo "FAIL: $lib does not exist"; exit 1; }
+
+# "<value> <type> <name>[@@version]" per symbol; the versioned suffix is dropped.
+listing=$("$nm_tool" -D --defined-only "$lib")
+names=$(awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' <<<"$listing" | sort -u)
+count=$(grep -c . <<<"$names" || true)
+
+if [[ $count -eq 0 ]]; then
+    echo "FAIL: $lib exports no symbols (are public functions marked default-visible?)"
+    exit 1
+fi
+
+bad=$(grep -Ev '^(shmem_|pshmem_|shmemx_|aclshmem)' <<<"$names" || true)
+if [[ -n $bad ]]; then
+    echo "FAIL: $lib exports $(grep -c . <<<"$bad") name(s) outside shmem_*, pshmem_*, shmemx_*, aclshmem*:"
+    head -n 50 <<<"$bad" | sed 's/^/  /'
+    exit 1
+fi
+
+if ! grep -qx 'shmem_init' <<<"$names"; then
+    echo "FAIL: $lib does not export shmem_init"
+    exit 1
+fi
+
+echo "OK: $lib exports $count public names, nothing else"

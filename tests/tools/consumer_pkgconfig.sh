@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# consumer_pkgconfig.sh <pkg-config> <cc> <consumer-src> <work-dir> <stage-dir>
+# Builds ring.c with the flags `pkg-config --cflags --libs shmem` gives for the staged tree
+# and runs it under the staged launcher on 2 PEs.
+set -euo pipefail
+pkgconfig=${1:?}; cc=${2:?}; src=${3:?}; work=${4:?}; stage=${5:?}
+
+rm -rf "$work"
+mkdir -p "$work"
+libdir=$(dirname "$(ls -d "$stage"/lib*/pkgconfig | head -n 1)")
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+unset PKG_CONFIG_LIBDIR PKG_CONFIG_SYSROOT_DIR
+
+"$pkgconfig" --exists --print-errors shmem
+echo "shmem $("$pkgconfig" --modversion shmem)"
+flags=$("$pkgconfig" --cflags --libs shmem)
+echo "pkg-config --cflags --libs shmem: $flags"
+case $flags in *-lshmem*) ;; *) echo "FAIL: no -lshmem"; exit 1 ;; esac
+
+# shellcheck disable=SC2086  # the flags are meant to be split
+"$cc" -O2 "$src/ring.c" -o "$work/ring_c" $flags -Wl,-rpath,"$libdir"
+"$stage/bin/shmemrun" -n 2 --timeout 60 "$work/ring_c"
+echo "OK: pkg-config consumer builds and runs"
