@@ -53,12 +53,15 @@ fn logged<T>(call: &str, r: Result<T, Error>) -> Result<T, Error> {
 }
 
 fn init() -> Result<Topology, Error> {
-    logged("shmem_init", runtime::init().map(|rt| Topology {
-        my_pe: rt.my_pe as i32,
-        n_pes: rt.n_pes as i32,
-        heap_size: rt.heap.size(),
-        heap_bases: (0..rt.n_pes).map(|pe| rt.heap.user_base(pe)).collect(),
-    }))
+    logged(
+        "shmem_init",
+        runtime::init().map(|rt| Topology {
+            my_pe: rt.my_pe as i32,
+            n_pes: rt.n_pes as i32,
+            heap_size: rt.heap.size(),
+            heap_bases: (0..rt.n_pes).map(|pe| rt.heap.user_base(pe)).collect(),
+        }),
+    )
 }
 
 fn finalize() -> Result<(), Error> {
@@ -70,19 +73,31 @@ fn global_exit(status: i32) {
 }
 
 fn sync_all() -> Result<(), Error> {
-    logged("shmem_sync_all", runtime::get("shmem_sync_all").map(|rt| rt.sync_all()))
+    logged(
+        "shmem_sync_all",
+        runtime::get("shmem_sync_all").map(|rt| rt.sync_all()),
+    )
 }
 
 fn heap_alloc(call: &str, len: usize, align: usize, zero: bool) -> Result<usize, Error> {
-    logged(call, runtime::get("shmem_malloc").and_then(|rt| rt.alloc(call, len, align, zero)))
+    logged(
+        call,
+        runtime::get("shmem_malloc").and_then(|rt| rt.alloc(call, len, align, zero)),
+    )
 }
 
 fn heap_free(call: &str, addr: usize) -> Result<(), Error> {
-    logged(call, runtime::get("shmem_free").and_then(|rt| rt.free(call, addr)))
+    logged(
+        call,
+        runtime::get("shmem_free").and_then(|rt| rt.free(call, addr)),
+    )
 }
 
 fn heap_realloc(call: &str, addr: usize, len: usize) -> Result<usize, Error> {
-    logged(call, runtime::get("shmem_realloc").and_then(|rt| rt.realloc(call, addr, len)))
+    logged(
+        call,
+        runtime::get("shmem_realloc").and_then(|rt| rt.realloc(call, addr, len)),
+    )
 }
 
 fn log_error(message: &str) {

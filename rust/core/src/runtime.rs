@@ -120,6 +120,7 @@ pub fn init() -> Result<Arc<Runtime>> {
     let config = env::load()?;
     let launch = detect_launch()?;
     log::set_pe(launch.my_pe as i32);
+    crate::sync::wait::configure(launch.n_pes);
     let store = match launch.socket {
         Some(fd) => Some(Client::connect_inherited(
             fd,

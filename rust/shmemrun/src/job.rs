@@ -6,7 +6,7 @@
 //! and, after a grace period, SIGKILL. Must never wait without a bound, never sleep to poll, and
 //! never leave a PE running when it returns.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
 use std::hash::{BuildHasher, Hasher};
 use std::io;
@@ -19,8 +19,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustix::io::{fcntl_dupfd_cloexec, fcntl_setfd, Errno, FdFlags};
 use rustix::process::{
-    getpid, getppid, kill_process, kill_process_group, set_parent_process_death_signal, wait, Pid,
-    Signal, WaitOptions, WaitStatus,
+    getpid, getppid, getrlimit, kill_process, kill_process_group, set_parent_process_death_signal,
+    setrlimit, wait, Pid, Resource, Rlimit, Signal, WaitOptions, WaitStatus,
 };
 use shmem_core::bootstrap::{PeerStatus, Server, StoreEvent};
 
@@ -67,8 +67,6 @@ enum Event {
 struct Pe {
     pid: Pid,
     exit: Option<WaitStatus>,
-    /// When the exit must be judged even if the store connection still looks open.
-    verdict_due: Option<Instant>,
 }
 
 /// Where the stop sequence stands.
@@ -86,6 +84,9 @@ struct Job {
     pgid: Option<Pid>,
     /// PEs whose exit has not been seen yet.
     running: usize,
+    /// Exited PEs not judged yet, in the order they exited, each with the instant it must be
+    /// judged by even if its store connection still looks open.
+    unjudged: VecDeque<(u32, Instant)>,
     /// Exit status of the job, set by the first failure.
     status: Option<i32>,
     stopping: Stopping,
@@ -100,6 +101,7 @@ pub fn run(plan: Plan, signals: JobSignals) -> i32 {
         by_pid: HashMap::new(),
         pgid: None,
         running: 0,
+        unjudged: VecDeque::new(),
         status: None,
         stopping: Stopping::No,
     };
@@ -125,9 +127,9 @@ pub fn run(plan: Plan, signals: JobSignals) -> i32 {
     drop(tx);
 
     let deadline = plan.timeout.and_then(|t| Instant::now().checked_add(t));
-    while job.running > 0 || job.pes.iter().any(|pe| pe.verdict_due.is_some()) {
+    loop {
         job.judge_exits(&server);
-        if job.running == 0 && job.pes.iter().all(|pe| pe.verdict_due.is_none()) {
+        if job.running == 0 && job.unjudged.is_empty() {
             break;
         }
         let wake = [
@@ -136,7 +138,7 @@ pub fn run(plan: Plan, signals: JobSignals) -> i32 {
                 Stopping::No => None,
                 Stopping::Term(t) | Stopping::Kill(t) => Some(t),
             },
-            job.pes.iter().filter_map(|pe| pe.verdict_due).min(),
+            job.unjudged.front().map(|&(_, due)| due),
         ]
         .into_iter()
         .flatten()
@@ -209,6 +211,7 @@ fn spawn_all(
     let launcher = getpid();
     let job_id = job_id(launcher);
     let empty_mask = signals::empty_set();
+    let fd_limit = raise_fd_limit();
     for rank in 0..plan.n_pes {
         let internal = |what: &str, e: io::Error| {
             LaunchError::new(1, format!("cannot set up PE {rank}: {what}: {e}"))
@@ -231,18 +234,20 @@ fn spawn_all(
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
         // SAFETY: `child_setup` only makes async-signal-safe system calls (sigprocmask,
-        // signal, prctl, getppid, fcntl, _exit) and allocates nothing, as required between
-        // fork and exec.
+        // signal, prlimit, prctl, getppid, fcntl, _exit) and allocates nothing, as required
+        // between fork and exec.
         unsafe {
-            cmd.pre_exec(move || child_setup(raw, launcher, &empty_mask));
+            cmd.pre_exec(move || child_setup(raw, launcher, &empty_mask, fd_limit));
         }
         let mut child = match cmd.spawn() {
             Ok(child) => child,
             Err(e) => {
-                let status = if e.kind() == io::ErrorKind::PermissionDenied {
-                    126
-                } else {
-                    127
+                // As a shell does: 127 when there is no such program, 126 when it cannot be
+                // executed; anything else (out of processes, descriptors) is our failure.
+                let status = match e.raw_os_error() {
+                    Some(libc::ENOENT | libc::ENOTDIR) => 127,
+                    Some(libc::EACCES | libc::ENOEXEC | libc::EISDIR | libc::EPERM) => 126,
+                    _ => 1,
                 };
                 return Err(LaunchError::new(
                     status,
@@ -257,11 +262,7 @@ fn spawn_all(
         let pid = Pid::from_raw(child.id() as i32)
             .ok_or_else(|| internal("spawn", io::Error::other("child has no pid")))?;
         job.by_pid.insert(pid.as_raw_nonzero().get(), rank);
-        job.pes.push(Pe {
-            pid,
-            exit: None,
-            verdict_due: None,
-        });
+        job.pes.push(Pe { pid, exit: None });
         job.running += 1;
         job.pgid.get_or_insert(pid);
         if let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) {
@@ -277,13 +278,38 @@ fn spawn_all(
     Ok(())
 }
 
+/// Raises our open-file limit to the hard limit, since the launcher holds one to three
+/// descriptors per PE; returns the limit to give back to the PEs, if it was changed.
+fn raise_fd_limit() -> Option<Rlimit> {
+    let original = getrlimit(Resource::Nofile);
+    let raised = Rlimit {
+        current: original.maximum,
+        maximum: original.maximum,
+    };
+    if raised == original {
+        return None;
+    }
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => Some(original),
+        Err(_) => None,
+    }
+}
+
 /// Runs in the child between fork and exec.
-fn child_setup(fd: RawFd, launcher: Pid, empty_mask: &libc::sigset_t) -> io::Result<()> {
+fn child_setup(
+    fd: RawFd,
+    launcher: Pid,
+    empty_mask: &libc::sigset_t,
+    fd_limit: Option<Rlimit>,
+) -> io::Result<()> {
     // SAFETY: sigprocmask and signal are async-signal-safe; the mask is an initialised,
     // empty set. The launcher blocks its job signals and ignores SIGPIPE; a PE starts clean.
     unsafe {
         libc::sigprocmask(libc::SIG_SETMASK, empty_mask, std::ptr::null_mut());
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    if let Some(limit) = fd_limit {
+        setrlimit(Resource::Nofile, limit)?;
     }
     set_parent_process_death_signal(Some(Signal::KILL))?;
     if getppid() != Some(launcher) {
@@ -375,7 +401,8 @@ impl Job {
                 pe.exit = Some(status);
                 self.running -= 1;
                 if self.status.is_none() {
-                    pe.verdict_due = Some(Instant::now() + VERDICT_GRACE);
+                    self.unjudged
+                        .push_back((rank, Instant::now() + VERDICT_GRACE));
                 }
             }
             Event::Store(StoreEvent::Abort { rank, status }) => self.global_exit(rank, status),
@@ -398,22 +425,17 @@ impl Job {
         }
     }
 
-    /// Judges every exited PE whose store connection has closed (or whose grace is over).
+    /// Judges exited PEs in the order they exited, each once its store connection has closed
+    /// (or its grace is over), so that "the first failure" is the first to happen.
     fn judge_exits(&mut self, server: &Server) {
         let now = Instant::now();
-        for rank in 0..self.pes.len() {
-            let pe = &self.pes[rank];
-            let (Some(due), Some(exit)) = (pe.verdict_due, pe.exit) else {
-                continue;
-            };
-            // u32 ranks index `pes`, whose length is the u32 job size.
-            let rank = rank as u32;
+        while let Some(&(rank, due)) = self.unjudged.front() {
             let peer = server.peer_status(rank).unwrap_or_default();
             if !peer.closed && now < due {
-                continue;
+                return;
             }
-            self.pes[rank as usize].verdict_due = None;
-            if self.status.is_none() {
+            self.unjudged.pop_front();
+            if let Some(exit) = self.pes[rank as usize].exit {
                 self.judge(rank, exit, peer);
             }
         }
@@ -441,7 +463,8 @@ impl Job {
     fn global_exit(&mut self, rank: u32, status: i32) {
         if self.status.is_none() {
             let message = format!("PE {rank} called shmem_global_exit({status})");
-            self.fail(status, &message, "the remaining ");
+            // The caller itself is among the PEs still running.
+            self.fail(status, &message, "");
         }
     }
 
@@ -451,9 +474,7 @@ impl Job {
             return;
         }
         self.status = Some(status);
-        for pe in &mut self.pes {
-            pe.verdict_due = None;
-        }
+        self.unjudged.clear();
         if self.running == 0 {
             eprintln!("shmemrun: {message}");
             return;

@@ -426,7 +426,7 @@ fn abort_is_a_global_exit_with_its_status() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(5), "{err}");
     assert!(
-        err.contains("PE 0 called shmem_global_exit(5); stopping the remaining 3 PEs"),
+        err.contains("PE 0 called shmem_global_exit(5); stopping 3 PEs"),
         "{err}"
     );
 }

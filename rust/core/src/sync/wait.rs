@@ -2,12 +2,21 @@
 //! within a cache-line transfer), then `sched_yield` (with more PEs than cores the peer needs our
 //! core), then sleep in short naps that grow to a bound (a long wait must not burn a core).
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-const SPINS: u32 = 64;
-const YIELD_FOR: Duration = Duration::from_millis(2);
+/// Spins before the first yield; 0 when PEs outnumber cores (spinning then only delays the
+/// peer we wait for, which needs our core).
+static SPINS: AtomicU32 = AtomicU32::new(64);
+const YIELD_FOR: Duration = Duration::from_millis(20);
 const FIRST_NAP: Duration = Duration::from_micros(20);
 const LONGEST_NAP: Duration = Duration::from_millis(1);
+
+/// Chooses the spin phase for a node running `local_pes` PEs.
+pub fn configure(local_pes: usize) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    SPINS.store(if local_pes > cores { 0 } else { 64 }, Ordering::Relaxed);
+}
 
 /// State of one wait; call [`Backoff::snooze`] each time the condition is still false.
 #[derive(Debug, Default)]
@@ -25,7 +34,7 @@ impl Backoff {
 
     /// Waits a little before the caller checks its condition again.
     pub fn snooze(&mut self) {
-        if self.spins < SPINS {
+        if self.spins < SPINS.load(Ordering::Relaxed) {
             self.spins += 1;
             for _ in 0..(1 << self.spins.min(4)) {
                 std::hint::spin_loop();
