@@ -37,9 +37,11 @@ set(SHMEM_CARGO_ENV
 
 # Cargo's dep-info lists absolute paths of every Rust source it compiled (CMP0116 NEW makes
 # CMake rewrite them for Ninja). Two files, one per final artifact, merged into one depfile.
-# It does not list Cargo.toml/Cargo.lock, hence the DEPENDS below.
+# It does not list the manifests, Cargo.lock or build scripts, hence the DEPENDS below.
 cmake_policy(SET CMP0116 NEW)
 set(_depfile ${CMAKE_BINARY_DIR}/CMakeFiles/shmem_cargo.d)
+file(GLOB _crate_manifests CONFIGURE_DEPENDS
+    ${CMAKE_SOURCE_DIR}/rust/*/Cargo.toml ${CMAKE_SOURCE_DIR}/rust/*/build.rs)
 
 add_custom_command(
     OUTPUT ${SHMEM_RUST_ARCHIVE} ${SHMEM_SHMEMRUN_PATH}
@@ -62,9 +64,7 @@ add_custom_command(
     DEPENDS
         ${CMAKE_SOURCE_DIR}/Cargo.toml
         ${CMAKE_SOURCE_DIR}/Cargo.lock
-        ${CMAKE_SOURCE_DIR}/rust/core/Cargo.toml
-        ${CMAKE_SOURCE_DIR}/rust/core/build.rs
-        ${CMAKE_SOURCE_DIR}/rust/shmemrun/Cargo.toml
+        ${_crate_manifests}
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
     COMMENT "cargo build ${SHMEM_CARGO_PROFILE_ARGS} -p shmem-core -p shmemrun"
     USES_TERMINAL
@@ -73,7 +73,8 @@ add_custom_target(shmem_cargo ALL DEPENDS ${SHMEM_RUST_ARCHIVE} ${SHMEM_SHMEMRUN
 
 # Native libraries the Rust staticlib needs, from
 #   cargo rustc -p shmem-core --lib --release -- --print native-static-libs
-# on x86_64-unknown-linux-gnu (Rust 1.95): gcc_s util rt pthread m dl c.
+# on x86_64-unknown-linux-gnu (Rust 1.95): stdc++ gcc_s util rt pthread m dl c. stdc++ (from
+# cxx's link-cplusplus) comes with the C++ linker CMake uses for libshmem anyway.
 set(SHMEM_RUST_NATIVE_LIBS gcc_s util rt pthread m dl c)
 
 add_library(shmem_core_rust INTERFACE)

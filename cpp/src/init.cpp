@@ -43,8 +43,7 @@ void fail_pe(const char *call, int pe) {
 }
 
 void fail_addr(const char *call, const char *arg, const void *addr, size_t n) {
-    fail(call,
-         "invalid argument %s=%p with %zu bytes: not inside the symmetric heap [%p, %p)", arg,
+    fail(call, "invalid argument %s=%p with %zu bytes: not inside the symmetric heap [%p, %p)", arg,
          addr, n, reinterpret_cast<void *>(g.base), reinterpret_cast<void *>(g.base + g.size));
 }
 

@@ -15,9 +15,9 @@
 // Public entry points: default-visible, C linkage. pshmem_X is the definition, shmem_X a weak
 // alias (defined in the same file, as aliases must be).
 #define SHMEM_EXPORT extern "C" __attribute__((visibility("default")))
-#define SHMEM_WEAK_ALIAS(name)                                                                \
-    extern "C" __attribute__((visibility("default"), weak, alias("p" #name))) decltype(p##name) \
-        name;
+#define SHMEM_WEAK_ALIAS(name)                                                                     \
+    extern "C"                                                                                     \
+        __attribute__((visibility("default"), weak, alias("p" #name))) decltype(p##name) name;
 
 #define SHMEM_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -27,7 +27,7 @@ namespace shmem::detail {
 // while the program makes no other library calls (as the specification requires).
 struct State {
     int my_pe = -1;
-    int n_pes = 0;  // 0 while not running: every PE check fails and reports why
+    int n_pes = 0;       // 0 while not running: every PE check fails and reports why
     uintptr_t base = 0;  // this PE's user heap
     size_t size = 0;
     std::vector<uintptr_t> peer;  // every PE's user heap as mapped here

@@ -52,8 +52,7 @@ SHMEM_EXPORT void *pshmem_align(size_t alignment, size_t size) {
     if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
         char msg[128];
         std::snprintf(msg, sizeof msg,
-                      "shmem_align: invalid argument alignment=%zu: not a power of two",
-                      alignment);
+                      "shmem_align: invalid argument alignment=%zu: not a power of two", alignment);
         core::log_error(msg);
         return nullptr;
     }

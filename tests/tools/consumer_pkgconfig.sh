@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# consumer_pkgconfig.sh <pkg-config> <cc> <consumer-src> <work-dir> <stage-dir>
+# consumer_pkgconfig.sh <pkg-config> <cc> <consumer-src> <work-dir> <stage-dir> <libdir>
 # Builds ring.c with the flags `pkg-config --cflags --libs shmem` gives for the staged tree
 # and runs it under the staged launcher on 2 PEs.
 set -euo pipefail
-pkgconfig=${1:?}; cc=${2:?}; src=${3:?}; work=${4:?}; stage=${5:?}
+pkgconfig=${1:?}; cc=${2:?}; src=${3:?}; work=${4:?}; stage=${5:?}; libdir=${6:?}
 
 rm -rf "$work"
 mkdir -p "$work"
-libdir=$(dirname "$(ls -d "$stage"/lib*/pkgconfig | head -n 1)")
+libdir=$stage/$libdir
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 unset PKG_CONFIG_LIBDIR PKG_CONFIG_SYSROOT_DIR
 

@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# install_stage.sh <cmake> <build-dir> <stage-dir>
-# Installs the build tree into a fresh stage dir: the tree the install.* tests build against.
+# install_stage.sh <cmake> <build-dir> <stage-dir> <libdir>
+# Installs the build tree into a fresh stage dir (the tree the install.* tests build against)
+# and checks its shape; <libdir> is CMAKE_INSTALL_LIBDIR, relative to the prefix.
 set -euo pipefail
-cmake=${1:?}; build=${2:?}; stage=${3:?}
+cmake=${1:?}; build=${2:?}; stage=${3:?}; libdir=${4:?}
 rm -rf "$stage"
 "$cmake" --install "$build" --prefix "$stage"
 for f in bin/shmemrun bin/oshrun bin/oshcc bin/oshc++ include/shmem.h \
-         lib*/cmake/shmem/shmemConfig.cmake lib*/pkgconfig/shmem.pc; do
-    # shellcheck disable=SC2086  # the glob in lib* is meant
-    ls "$stage"/$f >/dev/null 2>&1 || { echo "FAIL: stage lacks $f"; exit 1; }
+         "$libdir/libshmem.so" "$libdir/libshmem.so.0" \
+         "$libdir/cmake/shmem/shmemConfig.cmake" "$libdir/cmake/shmem/shmemConfigVersion.cmake" \
+         "$libdir/pkgconfig/shmem.pc"; do
+    [[ -e $stage/$f ]] || { echo "FAIL: stage lacks $f"; exit 1; }
 done
 # The installed library carries no build-tree RPATH (consumers choose their own).
-for so in "$stage"/lib*/libshmem.so.0; do
-    if readelf -d "$so" | grep -Eq 'R(UN)?PATH'; then
-        echo "FAIL: $so has an RPATH/RUNPATH:"; readelf -d "$so" | grep -E 'R(UN)?PATH'; exit 1
-    fi
-done
+so=$stage/$libdir/libshmem.so.0
+if readelf -d "$so" | grep -Eq 'R(UN)?PATH'; then
+    echo "FAIL: $so has an RPATH/RUNPATH:"; readelf -d "$so" | grep -E 'R(UN)?PATH'; exit 1
+fi
+if ! readelf -d "$so" | grep -q 'SONAME.*\[libshmem\.so\.0\]'; then
+    echo "FAIL: $so has no SONAME libshmem.so.0"; exit 1
+fi
 echo "OK: staged $build into $stage"

@@ -12,8 +12,7 @@ using namespace shmem_test;
 
 namespace {
 
-// Gathers one address per PE onto every PE (through puts, so the allocator is exercised by a
-// peer's view too).
+// Gathers one word per PE onto every PE, through puts into a symmetric array.
 std::vector<uintptr_t> gather_addresses(const void *p) {
     auto *all = static_cast<uintptr_t *>(shmem_calloc(static_cast<size_t>(npes()), 8));
     EXPECT_NE(all, nullptr);
@@ -27,11 +26,22 @@ std::vector<uintptr_t> gather_addresses(const void *p) {
 
 }  // namespace
 
-TEST(MemTest, ShmemMalloc_SameAddressOnEveryPe_Test) {
-    void *p = shmem_malloc(1000);
-    ASSERT_NE(p, nullptr);
-    for (uintptr_t a : gather_addresses(p)) EXPECT_EQ(a, reinterpret_cast<uintptr_t>(p));
-    shmem_free(p);
+TEST(MemTest, ShmemMalloc_SameLayoutOnEveryPe_Test) {
+    // Symmetric means the same block on every PE: the distance between two blocks is the same
+    // everywhere (addresses themselves differ, each PE maps its heap where the kernel puts it),
+    // and a put to the address on a peer lands in that peer's block.
+    char *a = static_cast<char *>(shmem_malloc(1000));
+    char *b = static_cast<char *>(shmem_malloc(3000));
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    auto gap = static_cast<uintptr_t>(b - a);
+    for (uintptr_t g : gather_addresses(reinterpret_cast<void *>(gap))) EXPECT_EQ(g, gap);
+    char tag = static_cast<char>('A' + me());
+    shmem_putmem(b + 2999, &tag, 1, next_pe());
+    shmem_barrier_all();
+    EXPECT_EQ(b[2999], static_cast<char>('A' + prev_pe()));
+    shmem_free(b);
+    shmem_free(a);
 }
 
 TEST(MemTest, ShmemMalloc_BlocksAligned64AndDisjoint_Test) {
@@ -57,8 +67,8 @@ TEST(MemTest, ShmemMalloc_Exhaustion_ReturnsNullThenRecovers_Test) {
 }
 
 TEST(MemTest, ShmemMallocWithHints_UsableForPuts_Test) {
-    long *p = static_cast<long *>(
-        shmem_malloc_with_hints(sizeof(long), SHMEM_MALLOC_ATOMICS_REMOTE));
+    long *p =
+        static_cast<long *>(shmem_malloc_with_hints(sizeof(long), SHMEM_MALLOC_ATOMICS_REMOTE));
     ASSERT_NE(p, nullptr);
     long v = 1000 + me();
     shmem_putmem(p, &v, sizeof v, next_pe());

@@ -57,6 +57,74 @@ impl Mapping {
         Ok(Mapping { ptr, len })
     }
 
+    /// Maps `len` bytes of `fd` like [`Mapping::map_shared`], at an address `a` such that
+    /// `a + skew` is a multiple of `align` (a power of two). Reserves `len + align` bytes of
+    /// address space without access, maps the file over the aligned part and releases the rest.
+    pub fn map_shared_aligned(
+        fd: impl AsFd,
+        len: usize,
+        align: usize,
+        skew: usize,
+    ) -> Result<Mapping> {
+        debug_assert!(align.is_power_of_two() && align >= 4096);
+        let span = len.checked_add(align).ok_or_else(|| {
+            Error::os(
+                "reserving heap address space",
+                std::io::ErrorKind::OutOfMemory,
+            )
+        })?;
+        // SAFETY: a fresh inaccessible reservation at a kernel-chosen address overlaps nothing.
+        let base = unsafe {
+            rustix::mm::mmap_anonymous(
+                std::ptr::null_mut(),
+                span,
+                ProtFlags::empty(),
+                MapFlags::PRIVATE | MapFlags::NORESERVE,
+            )
+        }
+        .map_err(|e| Error::os(format!("reserving {span} bytes of address space"), e))?;
+        let start = base as usize;
+        let aligned = ((start + skew + align - 1) & !(align - 1)) - skew;
+        let aligned = if aligned < start {
+            aligned + align
+        } else {
+            aligned
+        };
+        // SAFETY: [aligned, aligned+len) lies inside the reservation made above, which this
+        // function owns, so replacing it with MAP_FIXED clobbers nothing else.
+        let mapped = unsafe {
+            mmap(
+                aligned as *mut c_void,
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED | MapFlags::FIXED,
+                fd.as_fd(),
+                0,
+            )
+        };
+        let head = aligned - start;
+        let tail_start = aligned + len;
+        let tail = start + span - tail_start;
+        // SAFETY: the head and tail are the unused ends of our own reservation.
+        unsafe {
+            if head > 0 {
+                let _ = munmap(base, head);
+            }
+            if tail > 0 {
+                let _ = munmap(tail_start as *mut c_void, tail);
+            }
+        }
+        let ptr = match mapped {
+            Ok(ptr) => ptr,
+            Err(e) => {
+                // SAFETY: the middle of the reservation is still ours and still mapped.
+                let _ = unsafe { munmap(aligned as *mut c_void, len) };
+                return Err(Error::os(format!("mmap of {len} bytes of shared heap"), e));
+            }
+        };
+        Ok(Mapping { ptr, len })
+    }
+
     /// First byte of the mapping.
     pub fn addr(&self) -> usize {
         self.ptr as usize
@@ -129,5 +197,17 @@ mod tests {
         assert_eq!(b.atomic_u64(64).load(Ordering::Acquire), 0xdead_beef);
         b.zero(64, 8);
         assert_eq!(a.atomic_u64(64).load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn aligned_mapping_honours_alignment_and_skew() {
+        let fd = memfd("test", 1 << 16).unwrap();
+        for (align, skew) in [(1usize << 21, 0usize), (1 << 30, 4096), (1 << 22, 1 << 16)] {
+            let m = Mapping::map_shared_aligned(&fd, 1 << 16, align, skew).unwrap();
+            assert_eq!((m.addr() + skew) % align, 0, "align {align} skew {skew}");
+            m.atomic_u64(0).store(7, Ordering::Relaxed);
+            let plain = Mapping::map_shared(&fd, 1 << 16).unwrap();
+            assert_eq!(plain.atomic_u64(0).load(Ordering::Relaxed), 7);
+        }
     }
 }

@@ -212,6 +212,13 @@ impl Runtime {
     /// `align`, zeroed if asked. Every PE must call it with the same arguments; all PEs get the
     /// same offset. Returns the local address.
     pub fn alloc(&self, call: &str, len: usize, align: usize, zero: bool) -> Result<usize> {
+        if align > heap::USER_BASE_ALIGN {
+            self.sync_all();
+            return Err(Error::Heap(format!(
+                "{call}: alignment={align} is larger than the largest supported ({})",
+                heap::USER_BASE_ALIGN
+            )));
+        }
         let result = self.heap.with_allocator(|a| a.alloc(len, align));
         let offset = result.map_err(|e| Error::Heap(heap::describe(call, &e, self.heap.size())));
         if let Ok(off) = offset {

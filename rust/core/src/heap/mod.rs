@@ -19,6 +19,10 @@ use std::time::Duration;
 /// Bytes at the start of each heap reserved for the runtime.
 pub const RESERVED: usize = 64 * 1024;
 
+/// The user heap of this PE starts on a multiple of this, so an alignment up to it is the same
+/// offset on every PE (`shmem_align` with a larger alignment is refused).
+pub const USER_BASE_ALIGN: usize = 1 << 30;
+
 /// Offset of the barrier flags: one 64-byte line per dissemination round.
 pub const BARRIER_FLAGS: usize = 0;
 /// Most dissemination rounds (enough for 2^32 PEs).
@@ -63,12 +67,22 @@ impl Heap {
         let own = mapping::memfd(&format!("shmem-heap-pe{my_pe}"), total)?;
         let mut maps = Vec::with_capacity(n_pes);
         match store {
-            None => maps.push(Mapping::map_shared(&own, total)?),
+            None => maps.push(Mapping::map_shared_aligned(
+                &own,
+                total,
+                USER_BASE_ALIGN,
+                RESERVED,
+            )?),
             Some(store) => {
                 store.put_fd(&format!("heap/{my_pe}"), own.as_fd())?;
                 for pe in 0..n_pes {
                     if pe == my_pe {
-                        maps.push(Mapping::map_shared(&own, total)?);
+                        maps.push(Mapping::map_shared_aligned(
+                            &own,
+                            total,
+                            USER_BASE_ALIGN,
+                            RESERVED,
+                        )?);
                         continue;
                     }
                     let fd = store.get_fd(&format!("heap/{pe}"), timeout)?;
