@@ -85,8 +85,10 @@ fn detect_launch() -> Result<Launch> {
         unsafe { rustix::fd::BorrowedFd::borrow_raw(fd) },
     )
     .map_err(|e| Error::os(format!("SHMEM_RUN_FD={fd} is not an open descriptor"), e))?;
-    // SAFETY: the launcher passed this descriptor to us alone; we checked it is open, and the
-    // variable is removed below so nothing else in this process takes ownership of it again.
+    // SAFETY: the launcher passed this descriptor to this process alone and we checked it is
+    // open; init runs once per process (the state lock and phase check above ensure it), so
+    // nothing else here takes ownership of it. It is made close-on-exec so programs this PE
+    // starts do not inherit the job's control connection.
     let socket = unsafe { OwnedFd::from_raw_fd(fd) };
     rustix::io::fcntl_setfd(&socket, rustix::io::FdFlags::CLOEXEC)
         .map_err(|e| Error::os("marking the control socket close-on-exec", e))?;
