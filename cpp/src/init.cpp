@@ -64,6 +64,10 @@ SHMEM_EXPORT void pshmem_init(void) {
         g.size = topo.heap_size;
         g.peer.assign(topo.heap_bases.begin(), topo.heap_bases.end());
         g.base = g.peer[static_cast<size_t>(topo.my_pe)];
+        g.data_base = topo.data_base;
+        g.data_size = topo.data_size;
+        g.data_peer.assign(topo.data_bases.begin(), topo.data_bases.end());
+        g.data_off_reason = std::string(topo.data_off_reason);
         g.n_pes = topo.n_pes;
         g.phase.store(kRunning, std::memory_order_release);
     } catch (const rust::Error &) {
@@ -84,6 +88,7 @@ SHMEM_EXPORT void pshmem_finalize(void) {
     g.base = 0;
     g.size = 0;
     g.peer.clear();
+    g.data_peer.clear();
 }
 
 SHMEM_EXPORT void pshmem_global_exit(int status) {

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 // Public entry points: default-visible, C linkage. pshmem_X is the definition, shmem_X a weak
@@ -31,6 +32,11 @@ struct State {
     uintptr_t base = 0;  // this PE's user heap
     size_t size = 0;
     std::vector<uintptr_t> peer;  // every PE's user heap as mapped here
+    // The executable's global and static variables (symmetric when data_peer is not empty).
+    uintptr_t data_base = 0;
+    size_t data_size = 0;
+    std::vector<uintptr_t> data_peer;
+    std::string data_off_reason;
     std::atomic<int> phase{0};    // 0 not started, 1 running, 2 finalized
 };
 
@@ -51,15 +57,25 @@ enum Phase : int { kNotStarted = 0, kRunning = 1, kFinalized = 2 };
 // Fails unless the library is running.
 void require_running(const char *call);
 
+// Address on `pe`, as mapped here, of a range outside the heap: a global or static variable,
+// or a bad address (which ends the job with a message).
+char *remote_static(const char *call, const char *arg, const void *addr, size_t n, int pe);
+
 // Address of [addr, addr+n) on `pe` as mapped here; the range must be symmetric.
 inline char *remote(const char *call, const char *arg, const void *addr, size_t n, int pe) {
     if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
         fail_pe(call, pe);
     }
     uintptr_t off = reinterpret_cast<uintptr_t>(addr) - g.base;
-    if (SHMEM_UNLIKELY(off > g.size || n > g.size - off)) fail_addr(call, arg, addr, n);
+    if (SHMEM_UNLIKELY(off > g.size || n > g.size - off)) {
+        return remote_static(call, arg, addr, n, pe);
+    }
     return reinterpret_cast<char *>(g.peer[pe] + off);
 }
+
+// Offset of a local symmetric address in its segment and the segment's peer table, or false.
+bool symmetric_offset(const void *addr, size_t n, uintptr_t *off,
+                      const std::vector<uintptr_t> **peers);
 
 // A local buffer argument that must not be NULL when it holds bytes.
 inline void require_buffer(const char *call, const char *arg, const void *p, size_t n) {

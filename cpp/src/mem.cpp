@@ -87,9 +87,10 @@ SHMEM_EXPORT void pshmem_free(void *ptr) {
 SHMEM_EXPORT void *pshmem_ptr(const void *dest, int pe) {
     require_running("shmem_ptr");
     if (static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes)) fail_pe("shmem_ptr", pe);
-    uintptr_t off = reinterpret_cast<uintptr_t>(dest) - g.base;
-    if (off >= g.size) return nullptr;
-    return reinterpret_cast<void *>(g.peer[pe] + off);
+    uintptr_t off = 0;
+    const std::vector<uintptr_t> *peers = nullptr;
+    if (!symmetric_offset(dest, 1, &off, &peers)) return nullptr;
+    return reinterpret_cast<void *>((*peers)[static_cast<size_t>(pe)] + off);
 }
 
 SHMEM_EXPORT int pshmem_pe_accessible(int pe) {
@@ -100,7 +101,9 @@ SHMEM_EXPORT int pshmem_pe_accessible(int pe) {
 SHMEM_EXPORT int pshmem_addr_accessible(const void *addr, int pe) {
     require_running("shmem_addr_accessible");
     if (static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes)) return 0;
-    return reinterpret_cast<uintptr_t>(addr) - g.base < g.size ? 1 : 0;
+    uintptr_t off = 0;
+    const std::vector<uintptr_t> *peers = nullptr;
+    return symmetric_offset(addr, 1, &off, &peers) ? 1 : 0;
 }
 
 SHMEM_WEAK_ALIAS(shmem_malloc)

@@ -15,6 +15,15 @@ mod bridge {
         heap_size: usize,
         /// Address of every PE's user heap as mapped in this process, indexed by PE.
         heap_bases: Vec<usize>,
+        /// The executable's symmetric static data (.data/.bss past RELRO) in this process:
+        /// start and length; 0/0 when the executable has no such range.
+        data_base: usize,
+        data_size: usize,
+        /// Where every PE's static data is mapped in this process, indexed by PE; empty when
+        /// static data is not symmetric in this job (then `data_off_reason` says why).
+        data_bases: Vec<usize>,
+        /// Why a global or static variable cannot be a target, for the error message.
+        data_off_reason: String,
     }
 
     extern "Rust" {
@@ -60,6 +69,10 @@ fn init() -> Result<Topology, Error> {
             n_pes: rt.n_pes as i32,
             heap_size: rt.heap.size(),
             heap_bases: (0..rt.n_pes).map(|pe| rt.heap.user_base(pe)).collect(),
+            data_base: 0,
+            data_size: 0,
+            data_bases: Vec::new(),
+            data_off_reason: "symmetric static data is not supported yet".into(),
         }),
     )
 }
