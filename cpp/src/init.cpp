@@ -47,6 +47,34 @@ void fail_addr(const char *call, const char *arg, const void *addr, size_t n) {
          addr, n, reinterpret_cast<void *>(g.base), reinterpret_cast<void *>(g.base + g.size));
 }
 
+bool symmetric_offset(const void *addr, size_t n, uintptr_t *off,
+                      const std::vector<uintptr_t> **peers) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    if (a - g.base <= g.size && n <= g.size - (a - g.base)) {
+        *off = a - g.base;
+        *peers = &g.peer;
+        return true;
+    }
+    if (!g.data_peer.empty() && a - g.data_base <= g.data_size &&
+        n <= g.data_size - (a - g.data_base)) {
+        *off = a - g.data_base;
+        *peers = &g.data_peer;
+        return true;
+    }
+    return false;
+}
+
+char *remote_static(const char *call, const char *arg, const void *addr, size_t n, int pe) {
+    uintptr_t off = reinterpret_cast<uintptr_t>(addr) - g.data_base;
+    bool in_data = off <= g.data_size && n <= g.data_size - off;
+    if (SHMEM_UNLIKELY(!in_data)) fail_addr(call, arg, addr, n);
+    if (SHMEM_UNLIKELY(g.data_peer.empty())) {
+        fail(call, "invalid argument %s=%p: a global or static variable, but %s", arg, addr,
+             g.data_off_reason.c_str());
+    }
+    return reinterpret_cast<char *>(g.data_peer[static_cast<size_t>(pe)] + off);
+}
+
 }  // namespace shmem::detail
 
 using namespace shmem::detail;

@@ -37,7 +37,7 @@ struct State {
     size_t data_size = 0;
     std::vector<uintptr_t> data_peer;
     std::string data_off_reason;
-    std::atomic<int> phase{0};    // 0 not started, 1 running, 2 finalized
+    std::atomic<int> phase{0};  // 0 not started, 1 running, 2 finalized
 };
 
 extern State g;
