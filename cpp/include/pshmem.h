@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "shmem/constants.h"
+#include "shmem/types.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "shmem/constants.h"
+#include "shmem/types.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -65,6 +65,9 @@ bool symmetric_offset(const void *addr, size_t n, uintptr_t *off,
 }
 
 char *remote_static(const char *call, const char *arg, const void *addr, size_t n, int pe) {
+    // Zero bytes touch nothing: any address will do (generic code passes NULL from a zero-size
+    // shmem_malloc).
+    if (n == 0) return const_cast<char *>(static_cast<const char *>(addr));
     uintptr_t off = reinterpret_cast<uintptr_t>(addr) - g.data_base;
     bool in_data = off <= g.data_size && n <= g.data_size - off;
     if (SHMEM_UNLIKELY(!in_data)) fail_addr(call, arg, addr, n);
@@ -101,6 +104,26 @@ SHMEM_EXPORT void pshmem_init(void) {
     } catch (const rust::Error &) {
         fail_logged();
     }
+}
+
+SHMEM_EXPORT int pshmem_init_thread(int requested, int *provided) {
+    if (requested < SHMEM_THREAD_SINGLE || requested > SHMEM_THREAD_MULTIPLE) {
+        fail("shmem_init_thread",
+             "invalid argument requested=%d: not one of SHMEM_THREAD_SINGLE..MULTIPLE", requested);
+    }
+    if (provided == nullptr) fail("shmem_init_thread", "invalid argument provided=NULL");
+    pshmem_init();
+    // The data path takes no locks and the runtime's shared state is synchronised, so every
+    // level is provided; tests/unit/thread_test.cc runs concurrent RMA, AMOs, quiet and waits
+    // from several threads per PE.
+    *provided = SHMEM_THREAD_MULTIPLE;
+    return 0;
+}
+
+SHMEM_EXPORT void pshmem_query_thread(int *provided) {
+    require_running("shmem_query_thread");
+    if (provided == nullptr) fail("shmem_query_thread", "invalid argument provided=NULL");
+    *provided = SHMEM_THREAD_MULTIPLE;
 }
 
 SHMEM_EXPORT void pshmem_finalize(void) {
@@ -151,6 +174,8 @@ SHMEM_EXPORT void pshmem_info_get_name(char *name) {
 }
 
 SHMEM_WEAK_ALIAS(shmem_init)
+SHMEM_WEAK_ALIAS(shmem_init_thread)
+SHMEM_WEAK_ALIAS(shmem_query_thread)
 SHMEM_WEAK_ALIAS(shmem_finalize)
 SHMEM_WEAK_ALIAS(shmem_global_exit)
 SHMEM_WEAK_ALIAS(shmem_my_pe)

@@ -1,5 +1,7 @@
-// rma.cpp: byte puts and gets. On this device every peer's heap is mapped here, so a put is a
-// copy into the peer's mapping and completes at once; the non-blocking forms are the same copy.
+// rma.cpp: puts and gets, byte, typed, sized and strided. On this device every peer's memory
+// is mapped here, so a put is a copy into the peer's mapping and completes at once; the
+// non-blocking forms are the same copy. Typed and sized routines are generated from the type
+// tables in <shmem/types.h>.
 #include <cstring>
 
 #include "internal.h"
@@ -14,6 +16,15 @@ void copy(void *dst, const void *src, size_t n) { std::memcpy(dst, src, n); }
 
 namespace {
 
+// Bytes in `nelems` elements of `size`, or a clear error on overflow.
+inline size_t extent(const char *call, size_t nelems, size_t size) {
+    size_t bytes;
+    if (SHMEM_UNLIKELY(__builtin_mul_overflow(nelems, size, &bytes))) {
+        fail(call, "invalid argument nelems=%zu: %zu-byte elements overflow size_t", nelems, size);
+    }
+    return bytes;
+}
+
 inline void put(const char *call, void *dest, const void *source, size_t n, int pe) {
     char *to = remote(call, "dest", dest, n, pe);
     require_buffer(call, "source", source, n);
@@ -24,6 +35,60 @@ inline void get(const char *call, void *dest, const void *source, size_t n, int 
     const char *from = remote(call, "source", source, n, pe);
     require_buffer(call, "dest", dest, n);
     copy(dest, from, n);
+}
+
+// One element; Size is known at compile time, so the copy is a load and a store.
+template <size_t Size>
+inline void put_one(const char *call, void *dest, const void *value, int pe) {
+    std::memcpy(remote(call, "dest", dest, Size, pe), value, Size);
+}
+
+template <size_t Size>
+inline void get_one(const char *call, void *value, const void *source, int pe) {
+    std::memcpy(value, remote(call, "source", source, Size, pe), Size);
+}
+
+// Lowest byte and byte span of `nelems` elements `stride` apart starting at `base`.
+inline const char *strided_span(const char *call, const char *arg, const void *base,
+                                ptrdiff_t stride, size_t nelems, size_t size, size_t *span) {
+    const char *first = static_cast<const char *>(base);
+    ptrdiff_t step;
+    ptrdiff_t reach;
+    if (SHMEM_UNLIKELY(nelems > static_cast<size_t>(PTRDIFF_MAX) ||
+                       __builtin_mul_overflow(stride, static_cast<ptrdiff_t>(size), &step) ||
+                       __builtin_mul_overflow(step, static_cast<ptrdiff_t>(nelems - 1), &reach))) {
+        fail(call, "invalid arguments %s stride=%td nelems=%zu: the range overflows", arg, stride,
+             nelems);
+    }
+    *span = static_cast<size_t>(reach < 0 ? -reach : reach) + size;
+    return reach < 0 ? first + reach : first;
+}
+
+// Strided copy of `nelems` elements of Size bytes, `dst` and `sst` elements apart.
+template <size_t Size>
+void strided(const char *call, bool is_put, void *dest, const void *source, ptrdiff_t dst,
+             ptrdiff_t sst, size_t nelems, int pe) {
+    if (nelems == 0) {
+        if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
+            fail_pe(call, pe);
+        }
+        return;
+    }
+    size_t dspan, sspan;
+    const char *dlow = strided_span(call, "dst", dest, dst, nelems, Size, &dspan);
+    const char *slow = strided_span(call, "sst", source, sst, nelems, Size, &sspan);
+    char *d = static_cast<char *>(dest);
+    const char *s = static_cast<const char *>(source);
+    if (is_put) {
+        require_buffer(call, "source", source, nelems);
+        d = remote(call, "dest", dlow, dspan, pe) + (d - dlow);
+    } else {
+        require_buffer(call, "dest", dest, nelems);
+        s = remote(call, "source", slow, sspan, pe) + (s - slow);
+    }
+    const ptrdiff_t dstep = dst * static_cast<ptrdiff_t>(Size);
+    const ptrdiff_t sstep = sst * static_cast<ptrdiff_t>(Size);
+    for (size_t i = 0; i < nelems; i++, d += dstep, s += sstep) std::memcpy(d, s, Size);
 }
 
 }  // namespace
@@ -48,3 +113,83 @@ SHMEM_WEAK_ALIAS(shmem_putmem)
 SHMEM_WEAK_ALIAS(shmem_getmem)
 SHMEM_WEAK_ALIAS(shmem_putmem_nbi)
 SHMEM_WEAK_ALIAS(shmem_getmem_nbi)
+
+#define SHMEM_DEFINE_RMA_TYPED(TYPE, NAME)                                                         \
+    SHMEM_EXPORT void pshmem_##NAME##_put(TYPE *dest, const TYPE *source, size_t nelems, int pe) { \
+        const char *call = "shmem_" #NAME "_put";                                                  \
+        put(call, dest, source, extent(call, nelems, sizeof(TYPE)), pe);                           \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_get(TYPE *dest, const TYPE *source, size_t nelems, int pe) { \
+        const char *call = "shmem_" #NAME "_get";                                                  \
+        get(call, dest, source, extent(call, nelems, sizeof(TYPE)), pe);                           \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_put_nbi(TYPE *dest, const TYPE *source, size_t nelems,       \
+                                              int pe) {                                            \
+        const char *call = "shmem_" #NAME "_put_nbi";                                              \
+        put(call, dest, source, extent(call, nelems, sizeof(TYPE)), pe);                           \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_get_nbi(TYPE *dest, const TYPE *source, size_t nelems,       \
+                                              int pe) {                                            \
+        const char *call = "shmem_" #NAME "_get_nbi";                                              \
+        get(call, dest, source, extent(call, nelems, sizeof(TYPE)), pe);                           \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_p(TYPE *dest, TYPE value, int pe) {                          \
+        put_one<sizeof(TYPE)>("shmem_" #NAME "_p", dest, &value, pe);                              \
+    }                                                                                              \
+    SHMEM_EXPORT TYPE pshmem_##NAME##_g(const TYPE *source, int pe) {                              \
+        TYPE value;                                                                                \
+        get_one<sizeof(TYPE)>("shmem_" #NAME "_g", &value, source, pe);                            \
+        return value;                                                                              \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_iput(TYPE *dest, const TYPE *source, ptrdiff_t dst,          \
+                                           ptrdiff_t sst, size_t nelems, int pe) {                 \
+        strided<sizeof(TYPE)>("shmem_" #NAME "_iput", true, dest, source, dst, sst, nelems, pe);   \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_iget(TYPE *dest, const TYPE *source, ptrdiff_t dst,          \
+                                           ptrdiff_t sst, size_t nelems, int pe) {                 \
+        strided<sizeof(TYPE)>("shmem_" #NAME "_iget", false, dest, source, dst, sst, nelems, pe);  \
+    }                                                                                              \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_put)                                                           \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_get)                                                           \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_put_nbi)                                                       \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_get_nbi)                                                       \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_p)                                                             \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_g)                                                             \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_iput)                                                          \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_iget)
+SHMEM_RMA_TYPES(SHMEM_DEFINE_RMA_TYPED)
+
+#define SHMEM_DEFINE_RMA_SIZED(BITS)                                                               \
+    SHMEM_EXPORT void pshmem_put##BITS(void *dest, const void *source, size_t nelems, int pe) {    \
+        const char *call = "shmem_put" #BITS;                                                      \
+        put(call, dest, source, extent(call, nelems, BITS / 8), pe);                               \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_get##BITS(void *dest, const void *source, size_t nelems, int pe) {    \
+        const char *call = "shmem_get" #BITS;                                                      \
+        get(call, dest, source, extent(call, nelems, BITS / 8), pe);                               \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_put##BITS##_nbi(void *dest, const void *source, size_t nelems,        \
+                                             int pe) {                                             \
+        const char *call = "shmem_put" #BITS "_nbi";                                               \
+        put(call, dest, source, extent(call, nelems, BITS / 8), pe);                               \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_get##BITS##_nbi(void *dest, const void *source, size_t nelems,        \
+                                             int pe) {                                             \
+        const char *call = "shmem_get" #BITS "_nbi";                                               \
+        get(call, dest, source, extent(call, nelems, BITS / 8), pe);                               \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_iput##BITS(void *dest, const void *source, ptrdiff_t dst,             \
+                                        ptrdiff_t sst, size_t nelems, int pe) {                    \
+        strided<BITS / 8>("shmem_iput" #BITS, true, dest, source, dst, sst, nelems, pe);           \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_iget##BITS(void *dest, const void *source, ptrdiff_t dst,             \
+                                        ptrdiff_t sst, size_t nelems, int pe) {                    \
+        strided<BITS / 8>("shmem_iget" #BITS, false, dest, source, dst, sst, nelems, pe);          \
+    }                                                                                              \
+    SHMEM_WEAK_ALIAS(shmem_put##BITS)                                                              \
+    SHMEM_WEAK_ALIAS(shmem_get##BITS)                                                              \
+    SHMEM_WEAK_ALIAS(shmem_put##BITS##_nbi)                                                        \
+    SHMEM_WEAK_ALIAS(shmem_get##BITS##_nbi)                                                        \
+    SHMEM_WEAK_ALIAS(shmem_iput##BITS)                                                             \
+    SHMEM_WEAK_ALIAS(shmem_iget##BITS)
+SHMEM_RMA_SIZES(SHMEM_DEFINE_RMA_SIZED)

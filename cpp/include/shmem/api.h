@@ -12,6 +12,11 @@
 
 /* Starts the library; collective over all PEs. Blocks until every PE has joined. */
 SHMEM_ROUTINE(void, init, (void))
+/* As shmem_init, asking for thread level `requested` (SHMEM_THREAD_*); stores the level given
+ * in `*provided` and returns 0 (this library always provides SHMEM_THREAD_MULTIPLE). */
+SHMEM_ROUTINE(int, init_thread, (int requested, int *provided))
+/* Stores the thread level the library was started with in `*provided`. */
+SHMEM_ROUTINE(void, query_thread, (int *provided))
 /* Ends the library on this PE; collective, with an implied barrier. */
 SHMEM_ROUTINE(void, finalize, (void))
 /* Ends the whole job with `status` from any PE; does not return. Flushes stdio first. */
@@ -58,6 +63,88 @@ SHMEM_ROUTINE(void, getmem, (void *dest, const void *source, size_t nelems, int 
 SHMEM_ROUTINE(void, putmem_nbi, (void *dest, const void *source, size_t nelems, int pe))
 SHMEM_ROUTINE(void, getmem_nbi, (void *dest, const void *source, size_t nelems, int pe))
 
+/* Typed forms, one per type of SHMEM_RMA_TYPES: `nelems` counts elements of TYPE. p and g move
+ * one element. iput/iget move `nelems` elements `sst` apart in `source` to elements `dst`
+ * apart in `dest` (strides count elements; 1 is contiguous). */
+#define SHMEM_API_RMA_TYPED(TYPE, NAME)                                                            \
+    SHMEM_ROUTINE(void, NAME##_put, (TYPE * dest, const TYPE *source, size_t nelems, int pe))      \
+    SHMEM_ROUTINE(void, NAME##_get, (TYPE * dest, const TYPE *source, size_t nelems, int pe))      \
+    SHMEM_ROUTINE(void, NAME##_put_nbi, (TYPE * dest, const TYPE *source, size_t nelems, int pe))  \
+    SHMEM_ROUTINE(void, NAME##_get_nbi, (TYPE * dest, const TYPE *source, size_t nelems, int pe))  \
+    SHMEM_ROUTINE(void, NAME##_p, (TYPE * dest, TYPE value, int pe))                               \
+    SHMEM_ROUTINE(TYPE, NAME##_g, (const TYPE *source, int pe))                                    \
+    SHMEM_ROUTINE(                                                                                 \
+        void, NAME##_iput,                                                                         \
+        (TYPE * dest, const TYPE *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe))    \
+    SHMEM_ROUTINE(                                                                                 \
+        void, NAME##_iget,                                                                         \
+        (TYPE * dest, const TYPE *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe))
+SHMEM_RMA_TYPES(SHMEM_API_RMA_TYPED)
+#undef SHMEM_API_RMA_TYPED
+
+/* Sized forms: elements of BITS/8 bytes, whatever their type. */
+#define SHMEM_API_RMA_SIZED(BITS)                                                                  \
+    SHMEM_ROUTINE(void, put##BITS, (void *dest, const void *source, size_t nelems, int pe))        \
+    SHMEM_ROUTINE(void, get##BITS, (void *dest, const void *source, size_t nelems, int pe))        \
+    SHMEM_ROUTINE(void, put##BITS##_nbi, (void *dest, const void *source, size_t nelems, int pe))  \
+    SHMEM_ROUTINE(void, get##BITS##_nbi, (void *dest, const void *source, size_t nelems, int pe))  \
+    SHMEM_ROUTINE(                                                                                 \
+        void, iput##BITS,                                                                          \
+        (void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe))     \
+    SHMEM_ROUTINE(                                                                                 \
+        void, iget##BITS,                                                                          \
+        (void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe))
+SHMEM_RMA_SIZES(SHMEM_API_RMA_SIZED)
+#undef SHMEM_API_RMA_SIZED
+
+/* ---- Atomic memory operations --------------------------------------------------------------
+ * Each updates one naturally aligned symmetric element on `pe` atomically with respect to every
+ * other AMO on it; the fetching forms return the value before the update. The _nbi forms store
+ * that value at local `fetch`, complete after shmem_quiet. */
+
+/* fetch, set, swap: SHMEM_AMO_EXTENDED_TYPES. */
+#define SHMEM_API_AMO_EXTENDED(TYPE, NAME)                                                         \
+    SHMEM_ROUTINE(TYPE, NAME##_atomic_fetch, (const TYPE *source, int pe))                         \
+    SHMEM_ROUTINE(void, NAME##_atomic_set, (TYPE * dest, TYPE value, int pe))                      \
+    SHMEM_ROUTINE(TYPE, NAME##_atomic_swap, (TYPE * dest, TYPE value, int pe))                     \
+    SHMEM_ROUTINE(void, NAME##_atomic_fetch_nbi, (TYPE * fetch, const TYPE *source, int pe))       \
+    SHMEM_ROUTINE(void, NAME##_atomic_swap_nbi, (TYPE * fetch, TYPE * dest, TYPE value, int pe))
+SHMEM_AMO_EXTENDED_TYPES(SHMEM_API_AMO_EXTENDED)
+#undef SHMEM_API_AMO_EXTENDED
+
+/* compare_swap, fetch_inc, inc, fetch_add, add: SHMEM_AMO_STANDARD_TYPES. compare_swap stores
+ * `value` only if the element equals `cond`. */
+#define SHMEM_API_AMO_STANDARD(TYPE, NAME)                                                         \
+    SHMEM_ROUTINE(TYPE, NAME##_atomic_compare_swap, (TYPE * dest, TYPE cond, TYPE value, int pe))  \
+    SHMEM_ROUTINE(TYPE, NAME##_atomic_fetch_inc, (TYPE * dest, int pe))                            \
+    SHMEM_ROUTINE(void, NAME##_atomic_inc, (TYPE * dest, int pe))                                  \
+    SHMEM_ROUTINE(TYPE, NAME##_atomic_fetch_add, (TYPE * dest, TYPE value, int pe))                \
+    SHMEM_ROUTINE(void, NAME##_atomic_add, (TYPE * dest, TYPE value, int pe))                      \
+    SHMEM_ROUTINE(void, NAME##_atomic_compare_swap_nbi,                                            \
+                  (TYPE * fetch, TYPE * dest, TYPE cond, TYPE value, int pe))                      \
+    SHMEM_ROUTINE(void, NAME##_atomic_fetch_inc_nbi, (TYPE * fetch, TYPE * dest, int pe))          \
+    SHMEM_ROUTINE(void, NAME##_atomic_fetch_add_nbi,                                               \
+                  (TYPE * fetch, TYPE * dest, TYPE value, int pe))
+SHMEM_AMO_STANDARD_TYPES(SHMEM_API_AMO_STANDARD)
+#undef SHMEM_API_AMO_STANDARD
+
+/* fetch_and/or/xor, and/or/xor: SHMEM_AMO_BITWISE_TYPES. */
+#define SHMEM_API_AMO_BITWISE(TYPE, NAME)                                                          \
+    SHMEM_ROUTINE(TYPE, NAME##_atomic_fetch_and, (TYPE * dest, TYPE value, int pe))                \
+    SHMEM_ROUTINE(TYPE, NAME##_atomic_fetch_or, (TYPE * dest, TYPE value, int pe))                 \
+    SHMEM_ROUTINE(TYPE, NAME##_atomic_fetch_xor, (TYPE * dest, TYPE value, int pe))                \
+    SHMEM_ROUTINE(void, NAME##_atomic_and, (TYPE * dest, TYPE value, int pe))                      \
+    SHMEM_ROUTINE(void, NAME##_atomic_or, (TYPE * dest, TYPE value, int pe))                       \
+    SHMEM_ROUTINE(void, NAME##_atomic_xor, (TYPE * dest, TYPE value, int pe))                      \
+    SHMEM_ROUTINE(void, NAME##_atomic_fetch_and_nbi,                                               \
+                  (TYPE * fetch, TYPE * dest, TYPE value, int pe))                                 \
+    SHMEM_ROUTINE(void, NAME##_atomic_fetch_or_nbi,                                                \
+                  (TYPE * fetch, TYPE * dest, TYPE value, int pe))                                 \
+    SHMEM_ROUTINE(void, NAME##_atomic_fetch_xor_nbi,                                               \
+                  (TYPE * fetch, TYPE * dest, TYPE value, int pe))
+SHMEM_AMO_BITWISE_TYPES(SHMEM_API_AMO_BITWISE)
+#undef SHMEM_API_AMO_BITWISE
+
 /* ---- Ordering and synchronisation --------------------------------------------------------- */
 
 /* Orders this PE's puts and AMOs to each PE: those before land before those after. */
@@ -68,3 +155,14 @@ SHMEM_ROUTINE(void, quiet, (void))
 SHMEM_ROUTINE(void, barrier_all, (void))
 /* Waits until every PE reaches it; completes no operations (use shmem_quiet for that). */
 SHMEM_ROUTINE(void, sync_all, (void))
+
+/* ---- Point-to-point synchronisation (SHMEM_SYNC_TYPES) -------------------------------------
+ * `ivar` is a local symmetric element that peers update with puts or AMOs; `cmp` is one of
+ * SHMEM_CMP_EQ, _NE, _GT, _GE, _LT, _LE. wait_until blocks until `*ivar cmp cmp_value` holds
+ * (spinning briefly, then yielding, then napping: it never burns a core for long); test
+ * returns 1 if it holds now, else 0. */
+#define SHMEM_API_SYNC(TYPE, NAME)                                                                 \
+    SHMEM_ROUTINE(void, NAME##_wait_until, (TYPE * ivar, int cmp, TYPE cmp_value))                 \
+    SHMEM_ROUTINE(int, NAME##_test, (TYPE * ivar, int cmp, TYPE cmp_value))
+SHMEM_SYNC_TYPES(SHMEM_API_SYNC)
+#undef SHMEM_API_SYNC

@@ -26,6 +26,13 @@ mod bridge {
         data_off_reason: String,
     }
 
+    /// Progress of one wait in the facade (see `sync::wait::Backoff`); start from zeros.
+    struct WaitState {
+        spins: u32,
+        yielding_since_ns: u64,
+        nap_ns: u64,
+    }
+
     extern "Rust" {
         /// Starts the library on this PE (collective).
         fn init() -> Result<Topology>;
@@ -41,12 +48,16 @@ mod bridge {
         fn heap_free(call: &str, addr: usize) -> Result<()>;
         /// Collective resize of a block from `heap_alloc`; returns the new local address.
         fn heap_realloc(call: &str, addr: usize, len: usize) -> Result<usize>;
+        /// Waits a little, by the library's one waiting policy, before the facade checks its
+        /// condition again.
+        fn wait_snooze(state: &mut WaitState);
         /// Logs one error line (for errors the facade detects itself).
         fn log_error(message: &str);
     }
 }
 
-use bridge::Topology;
+use crate::sync::wait::Backoff;
+use bridge::{Topology, WaitState};
 
 /// Logs an error as `call: message` (once; messages that already name a routine keep theirs).
 fn logged<T>(call: &str, r: Result<T, Error>) -> Result<T, Error> {
@@ -116,4 +127,18 @@ fn heap_realloc(call: &str, addr: usize, len: usize) -> Result<usize, Error> {
 fn log_error(message: &str) {
     crate::log::install(crate::env::early_log_level());
     tracing::error!("{message}");
+}
+
+fn wait_snooze(state: &mut WaitState) {
+    let mut b = Backoff {
+        spins: state.spins,
+        yielding_since_ns: state.yielding_since_ns,
+        nap_ns: state.nap_ns,
+    };
+    b.snooze();
+    *state = WaitState {
+        spins: b.spins,
+        yielding_since_ns: b.yielding_since_ns,
+        nap_ns: b.nap_ns,
+    };
 }

@@ -1,16 +1,18 @@
 //! The waiting policy, one for the whole library: spin a little (a peer on another core answers
 //! within a cache-line transfer), then `sched_yield` (with more PEs than cores the peer needs our
 //! core), then sleep in short naps that grow to a bound (a long wait must not burn a core).
+//! Waits in Rust use [`Backoff`]; the facade's waits (wait_until, signals) drive the same
+//! policy through the bridge, keeping their own condition check.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Spins before the first yield; 0 when PEs outnumber cores (spinning then only delays the
 /// peer we wait for, which needs our core).
 static SPINS: AtomicU32 = AtomicU32::new(64);
-const YIELD_FOR: Duration = Duration::from_millis(20);
-const FIRST_NAP: Duration = Duration::from_micros(20);
-const LONGEST_NAP: Duration = Duration::from_millis(1);
+const YIELD_FOR_NS: u64 = 20_000_000;
+const FIRST_NAP_NS: u64 = 20_000;
+const LONGEST_NAP_NS: u64 = 1_000_000;
 
 /// Chooses the spin phase for a node running `local_pes` PEs.
 pub fn configure(local_pes: usize) {
@@ -18,12 +20,20 @@ pub fn configure(local_pes: usize) {
     SPINS.store(if local_pes > cores { 0 } else { 64 }, Ordering::Relaxed);
 }
 
+fn now_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
+}
+
 /// State of one wait; call [`Backoff::snooze`] each time the condition is still false.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 pub struct Backoff {
-    spins: u32,
-    yielding_since: Option<Instant>,
-    nap: Duration,
+    /// Snoozes spent spinning so far.
+    pub spins: u32,
+    /// Monotonic time (ns) of the first yield; 0 before.
+    pub yielding_since_ns: u64,
+    /// Length of the last nap (ns); 0 before the first.
+    pub nap_ns: u64,
 }
 
 impl Backoff {
@@ -41,17 +51,20 @@ impl Backoff {
             }
             return;
         }
-        let since = *self.yielding_since.get_or_insert_with(Instant::now);
-        if since.elapsed() < YIELD_FOR {
+        let now = now_ns();
+        if self.yielding_since_ns == 0 {
+            self.yielding_since_ns = now;
+        }
+        if now - self.yielding_since_ns < YIELD_FOR_NS {
             std::thread::yield_now();
             return;
         }
-        self.nap = if self.nap.is_zero() {
-            FIRST_NAP
+        self.nap_ns = if self.nap_ns == 0 {
+            FIRST_NAP_NS
         } else {
-            (self.nap * 2).min(LONGEST_NAP)
+            (self.nap_ns * 2).min(LONGEST_NAP_NS)
         };
-        std::thread::sleep(self.nap);
+        std::thread::sleep(Duration::from_nanos(self.nap_ns));
     }
 }
 
@@ -60,5 +73,38 @@ pub fn until(mut done: impl FnMut() -> bool) {
     let mut backoff = Backoff::new();
     while !done() {
         backoff.snooze();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    #[test]
+    fn backoff_reaches_naps_and_bounds_them() {
+        let mut b = Backoff::new();
+        let start = std::time::Instant::now();
+        while b.nap_ns < LONGEST_NAP_NS {
+            b.snooze();
+        }
+        assert!(start.elapsed() >= Duration::from_nanos(YIELD_FOR_NS));
+        b.snooze();
+        assert_eq!(b.nap_ns, LONGEST_NAP_NS);
+    }
+
+    #[test]
+    fn until_sees_another_threads_store() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let setter = {
+            let flag = flag.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(30));
+                flag.store(true, Ordering::Release);
+            })
+        };
+        until(|| flag.load(Ordering::Acquire));
+        setter.join().unwrap();
     }
 }

@@ -1,0 +1,167 @@
+// amo.cpp: atomic memory operations. The target is mapped here, so an AMO is one CPU atomic on
+// the peer's memory; sequentially consistent, which on x86-64 costs nothing beyond the locked
+// instruction itself and orders it with this PE's puts as shmem_fence requires. Generated from
+// the AMO type tables in <shmem/types.h>.
+#include <cstdint>
+
+#include "internal.h"
+
+using namespace shmem::detail;
+
+namespace {
+
+constexpr int kOrder = __ATOMIC_SEQ_CST;
+
+// The target element on `pe`: symmetric and naturally aligned (a misaligned atomic would be a
+// split lock, or not atomic at all).
+template <typename T>
+inline T *target(const char *call, const char *arg, const void *dest, int pe) {
+    if (SHMEM_UNLIKELY(reinterpret_cast<uintptr_t>(dest) % sizeof(T) != 0)) {
+        fail(call, "invalid argument %s=%p: not aligned to its %zu-byte type", arg, dest,
+             sizeof(T));
+    }
+    return reinterpret_cast<T *>(remote(call, arg, dest, sizeof(T), pe));
+}
+
+template <typename T>
+inline T *fetch_buffer(const char *call, T *fetch) {
+    if (SHMEM_UNLIKELY(fetch == nullptr)) fail(call, "invalid argument fetch=NULL");
+    return fetch;
+}
+
+template <typename T>
+inline T fetch(const char *call, const T *source, int pe) {
+    T out;
+    __atomic_load(target<T>(call, "source", source, pe), &out, kOrder);
+    return out;
+}
+
+template <typename T>
+inline void set(const char *call, T *dest, T value, int pe) {
+    __atomic_store(target<T>(call, "dest", dest, pe), &value, kOrder);
+}
+
+template <typename T>
+inline T swap(const char *call, T *dest, T value, int pe) {
+    T out;
+    __atomic_exchange(target<T>(call, "dest", dest, pe), &value, &out, kOrder);
+    return out;
+}
+
+template <typename T>
+inline T compare_swap(const char *call, T *dest, T cond, T value, int pe) {
+    __atomic_compare_exchange_n(target<T>(call, "dest", dest, pe), &cond, value, false, kOrder,
+                                kOrder);
+    return cond;  // the value found, whether or not it matched
+}
+
+template <typename T>
+inline T fetch_add(const char *call, T *dest, T value, int pe) {
+    return __atomic_fetch_add(target<T>(call, "dest", dest, pe), value, kOrder);
+}
+
+template <typename T>
+inline T fetch_and(const char *call, T *dest, T value, int pe) {
+    return __atomic_fetch_and(target<T>(call, "dest", dest, pe), value, kOrder);
+}
+
+template <typename T>
+inline T fetch_or(const char *call, T *dest, T value, int pe) {
+    return __atomic_fetch_or(target<T>(call, "dest", dest, pe), value, kOrder);
+}
+
+template <typename T>
+inline T fetch_xor(const char *call, T *dest, T value, int pe) {
+    return __atomic_fetch_xor(target<T>(call, "dest", dest, pe), value, kOrder);
+}
+
+}  // namespace
+
+#define SHMEM_NAME(NAME, OP) "shmem_" #NAME "_atomic_" #OP
+
+#define SHMEM_DEFINE_AMO_EXTENDED(TYPE, NAME)                                                      \
+    SHMEM_EXPORT TYPE pshmem_##NAME##_atomic_fetch(const TYPE *source, int pe) {                   \
+        return fetch(SHMEM_NAME(NAME, fetch), source, pe);                                         \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_atomic_set(TYPE *dest, TYPE value, int pe) {                 \
+        set(SHMEM_NAME(NAME, set), dest, value, pe);                                               \
+    }                                                                                              \
+    SHMEM_EXPORT TYPE pshmem_##NAME##_atomic_swap(TYPE *dest, TYPE value, int pe) {                \
+        return swap(SHMEM_NAME(NAME, swap), dest, value, pe);                                      \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_atomic_fetch_nbi(TYPE *out, const TYPE *source, int pe) {    \
+        const char *call = SHMEM_NAME(NAME, fetch_nbi);                                            \
+        *fetch_buffer(call, out) = fetch(call, source, pe);                                        \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_atomic_swap_nbi(TYPE *out, TYPE *dest, TYPE value, int pe) { \
+        const char *call = SHMEM_NAME(NAME, swap_nbi);                                             \
+        *fetch_buffer(call, out) = swap(call, dest, value, pe);                                    \
+    }                                                                                              \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_fetch)                                                  \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_set)                                                    \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_swap)                                                   \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_fetch_nbi)                                              \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_swap_nbi)
+SHMEM_AMO_EXTENDED_TYPES(SHMEM_DEFINE_AMO_EXTENDED)
+
+#define SHMEM_DEFINE_AMO_STANDARD(TYPE, NAME)                                                      \
+    SHMEM_EXPORT TYPE pshmem_##NAME##_atomic_compare_swap(TYPE *dest, TYPE cond, TYPE value,       \
+                                                          int pe) {                                \
+        return compare_swap(SHMEM_NAME(NAME, compare_swap), dest, cond, value, pe);                \
+    }                                                                                              \
+    SHMEM_EXPORT TYPE pshmem_##NAME##_atomic_fetch_inc(TYPE *dest, int pe) {                       \
+        return fetch_add(SHMEM_NAME(NAME, fetch_inc), dest, static_cast<TYPE>(1), pe);             \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_atomic_inc(TYPE *dest, int pe) {                             \
+        fetch_add(SHMEM_NAME(NAME, inc), dest, static_cast<TYPE>(1), pe);                          \
+    }                                                                                              \
+    SHMEM_EXPORT TYPE pshmem_##NAME##_atomic_fetch_add(TYPE *dest, TYPE value, int pe) {           \
+        return fetch_add(SHMEM_NAME(NAME, fetch_add), dest, value, pe);                            \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_atomic_add(TYPE *dest, TYPE value, int pe) {                 \
+        fetch_add(SHMEM_NAME(NAME, add), dest, value, pe);                                         \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_atomic_compare_swap_nbi(TYPE *out, TYPE *dest, TYPE cond,    \
+                                                              TYPE value, int pe) {                \
+        const char *call = SHMEM_NAME(NAME, compare_swap_nbi);                                     \
+        *fetch_buffer(call, out) = compare_swap(call, dest, cond, value, pe);                      \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_atomic_fetch_inc_nbi(TYPE *out, TYPE *dest, int pe) {        \
+        const char *call = SHMEM_NAME(NAME, fetch_inc_nbi);                                        \
+        *fetch_buffer(call, out) = fetch_add(call, dest, static_cast<TYPE>(1), pe);                \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_atomic_fetch_add_nbi(TYPE *out, TYPE *dest, TYPE value,      \
+                                                           int pe) {                               \
+        const char *call = SHMEM_NAME(NAME, fetch_add_nbi);                                        \
+        *fetch_buffer(call, out) = fetch_add(call, dest, value, pe);                               \
+    }                                                                                              \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_compare_swap)                                           \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_fetch_inc)                                              \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_inc)                                                    \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_fetch_add)                                              \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_add)                                                    \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_compare_swap_nbi)                                       \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_fetch_inc_nbi)                                          \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_fetch_add_nbi)
+SHMEM_AMO_STANDARD_TYPES(SHMEM_DEFINE_AMO_STANDARD)
+
+#define SHMEM_DEFINE_AMO_BITWISE_OP(TYPE, NAME, OP)                                                \
+    SHMEM_EXPORT TYPE pshmem_##NAME##_atomic_fetch_##OP(TYPE *dest, TYPE value, int pe) {          \
+        return fetch_##OP(SHMEM_NAME(NAME, fetch_##OP), dest, value, pe);                          \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_atomic_##OP(TYPE *dest, TYPE value, int pe) {                \
+        fetch_##OP(SHMEM_NAME(NAME, OP), dest, value, pe);                                         \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_atomic_fetch_##OP##_nbi(TYPE *out, TYPE *dest, TYPE value,   \
+                                                              int pe) {                            \
+        const char *call = SHMEM_NAME(NAME, fetch_##OP##_nbi);                                     \
+        *fetch_buffer(call, out) = fetch_##OP(call, dest, value, pe);                              \
+    }                                                                                              \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_fetch_##OP)                                             \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_##OP)                                                   \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_atomic_fetch_##OP##_nbi)
+#define SHMEM_DEFINE_AMO_BITWISE(TYPE, NAME)                                                       \
+    SHMEM_DEFINE_AMO_BITWISE_OP(TYPE, NAME, and)                                                   \
+    SHMEM_DEFINE_AMO_BITWISE_OP(TYPE, NAME, or)                                                    \
+    SHMEM_DEFINE_AMO_BITWISE_OP(TYPE, NAME, xor)
+SHMEM_AMO_BITWISE_TYPES(SHMEM_DEFINE_AMO_BITWISE)

@@ -1,0 +1,80 @@
+// wait.cpp: point-to-point synchronisation on a local symmetric element that peers update.
+// The condition is checked here; between checks the facade asks the runtime to wait a little
+// by the library's one waiting policy (spin, yield, then bounded naps), so 8 PEs on 2 cores
+// make progress. Generated from SHMEM_SYNC_TYPES.
+#include "internal.h"
+#include "rust/cxx.h"
+#include "shmem-core/src/ffi.rs.h"
+
+using namespace shmem::detail;
+
+namespace {
+
+// Checks in a row before the first call into the runtime's policy: a peer on another core
+// usually answers within them, and they cost no call.
+constexpr int kInlineChecks = 32;
+
+template <typename T>
+inline bool holds(T value, int cmp, T target) {
+    switch (cmp) {
+    case SHMEM_CMP_EQ: return value == target;
+    case SHMEM_CMP_NE: return value != target;
+    case SHMEM_CMP_GT: return value > target;
+    case SHMEM_CMP_GE: return value >= target;
+    case SHMEM_CMP_LT: return value < target;
+    default: return value <= target;  // SHMEM_CMP_LE; checked on entry
+    }
+}
+
+// The element to watch: local, symmetric, aligned; `cmp` one of SHMEM_CMP_*.
+template <typename T>
+inline const T *watched(const char *call, const T *ivar, int cmp) {
+    require_running(call);
+    if (SHMEM_UNLIKELY(cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE)) {
+        fail(call, "invalid argument cmp=%d: not one of SHMEM_CMP_EQ..SHMEM_CMP_LE", cmp);
+    }
+    uintptr_t off;
+    const std::vector<uintptr_t> *peers;
+    if (SHMEM_UNLIKELY(!symmetric_offset(ivar, sizeof(T), &off, &peers))) {
+        fail(call, "invalid argument ivar=%p: not a symmetric address",
+             static_cast<const void *>(ivar));
+    }
+    if (SHMEM_UNLIKELY(reinterpret_cast<uintptr_t>(ivar) % sizeof(T) != 0)) {
+        fail(call, "invalid argument ivar=%p: not aligned to its %zu-byte type",
+             static_cast<const void *>(ivar), sizeof(T));
+    }
+    return ivar;
+}
+
+template <typename T>
+inline T load(const T *p) {
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+template <typename T>
+void wait_until(const char *call, const T *ivar, int cmp, T target) {
+    const T *p = watched(call, ivar, cmp);
+    for (int i = 0; i < kInlineChecks; i++) {
+        if (holds(load(p), cmp, target)) return;
+    }
+    shmem::core::WaitState state{};
+    while (!holds(load(p), cmp, target)) shmem::core::wait_snooze(state);
+}
+
+template <typename T>
+int test(const char *call, const T *ivar, int cmp, T target) {
+    return holds(load(watched(call, ivar, cmp)), cmp, target) ? 1 : 0;
+}
+
+}  // namespace
+
+#define SHMEM_DEFINE_SYNC(TYPE, NAME)                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_wait_until(TYPE *ivar, int cmp, TYPE cmp_value) {            \
+        wait_until("shmem_" #NAME "_wait_until", ivar, cmp, cmp_value);                            \
+    }                                                                                              \
+    SHMEM_EXPORT int pshmem_##NAME##_test(TYPE *ivar, int cmp, TYPE cmp_value) {                   \
+        return test("shmem_" #NAME "_test", ivar, cmp, cmp_value);                                 \
+    }                                                                                              \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_wait_until)                                                    \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_test)
+SHMEM_SYNC_TYPES(SHMEM_DEFINE_SYNC)
