@@ -22,7 +22,14 @@ class GlobalExitOnFailure : public ::testing::EmptyTestEventListener {
 
 int main(int argc, char **argv) {
     ::testing::InitGoogleTest(&argc, argv);
-    shmem_init();
+    // Started at the highest thread level, which thread_test.cc relies on; plain shmem_init is
+    // what the multi-PE C programs and examples use.
+    int provided = -1;
+    if (shmem_init_thread(SHMEM_THREAD_MULTIPLE, &provided) != 0 ||
+        provided != SHMEM_THREAD_MULTIPLE) {
+        std::fprintf(stderr, "shmem_init_thread gave level %d\n", provided);
+        return 1;
+    }
     auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
     if (shmem_my_pe() != 0) {
         // One report per job is enough; failures on other PEs are printed by the listener.
