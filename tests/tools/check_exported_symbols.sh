@@ -2,7 +2,8 @@
 # check_exported_symbols.sh <libshmem.so>
 # Fails if the library exports (defines, dynamic table) any name outside the public families
 # shmem_*, pshmem_*, shmemx_*, aclshmem* (ARCHITECTURE.md §3); the version node symbol
-# (type A, e.g. SHMEM_0) is expected. Also fails on an empty export list or no shmem_init.
+# (type A, e.g. SHMEM_0) is expected. Also fails on an empty export list or no shmem_init, and
+# unless every shmem_X is a weak alias with a strong pshmem_X twin (the profiling interface).
 # NM may name the nm to use (ctest passes CMake's).
 set -euo pipefail
 
@@ -32,4 +33,20 @@ if ! grep -qx 'shmem_init' <<<"$names"; then
     exit 1
 fi
 
-echo "OK: $lib exports $count public names, nothing else"
+# Profiling interface: shmem_X weak (W), pshmem_X strong (T), one for one.
+strong_shmem=$(awk '$2 == "T" && $3 ~ /^shmem_/ { sub(/@.*/, "", $3); print $3 }' <<<"$listing")
+if [[ -n $strong_shmem ]]; then
+    echo "FAIL: shmem_* routines defined strong instead of as weak aliases of pshmem_*:"
+    head -n 20 <<<"$strong_shmem" | sed 's/^/  /'
+    exit 1
+fi
+weak=$(awk '$2 == "W" && $3 ~ /^shmem_/ { sub(/@.*/, "", $3); print $3 }' <<<"$listing" | sort)
+twins=$(awk '$2 == "T" && $3 ~ /^pshmem_/ { sub(/@.*/, "", $3); print substr($3, 2) }' <<<"$listing" | sort)
+unpaired=$(comm -3 <(echo "$weak") <(echo "$twins"))
+if [[ -n $unpaired ]]; then
+    echo "FAIL: shmem_X without a pshmem_X twin, or the reverse:"
+    head -n 20 <<<"$unpaired" | sed 's/^/  /'
+    exit 1
+fi
+
+echo "OK: $lib exports $count public names, nothing else; $(grep -c . <<<"$weak") shmem_* weak, each with its pshmem_* twin"
