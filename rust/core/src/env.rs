@@ -35,6 +35,7 @@ pub struct Var {
 }
 
 const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace"];
+const SYMMETRIC_DATA: &[&str] = &["auto", "0", "1"];
 
 /// Every variable the library reads, in the order `SHMEM_INFO` prints them.
 pub static VARS: &[Var] = &[
@@ -73,6 +74,13 @@ pub static VARS: &[Var] = &[
         kind: Kind::Seconds,
         default: "120",
         help: "Seconds any start-up or control-plane step may take before the job fails",
+    },
+    Var {
+        name: "SHMEM_SYMMETRIC_DATA",
+        kind: Kind::Word(SYMMETRIC_DATA),
+        default: "auto",
+        help: "Global and static variables symmetric: auto (when libshmem is linked at start), \
+               1 (also under dlopen), 0 (never)",
     },
     Var {
         name: "SHMEM_RUN_FD",
@@ -115,6 +123,9 @@ pub struct Config {
     pub log_level: &'static str,
     /// Bound on every blocking start-up and control step.
     pub init_timeout: Duration,
+    /// `SHMEM_SYMMETRIC_DATA`: `auto`, `0` or `1` (acted on by the library constructor; read
+    /// here again so that a bad value fails init).
+    pub symmetric_data: &'static str,
 }
 
 fn var(name: &str) -> &'static Var {
@@ -219,7 +230,14 @@ pub fn load() -> Result<Config> {
         debug: parse_bool(var("SHMEM_DEBUG"))?,
         log_level: parse_word(var("SHMEM_LOG_LEVEL"))?,
         init_timeout: Duration::from_secs(secs),
+        symmetric_data: symmetric_data()?,
     })
+}
+
+/// `SHMEM_SYMMETRIC_DATA` alone (`auto`, `0` or `1`), for the library constructor, which runs
+/// before [`load`].
+pub fn symmetric_data() -> Result<&'static str> {
+    parse_word(var("SHMEM_SYMMETRIC_DATA"))
 }
 
 /// The log level to use before [`load`] ran (e.g. for its own errors): the variable if valid,

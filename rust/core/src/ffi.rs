@@ -53,6 +53,9 @@ mod bridge {
         fn wait_snooze(state: &mut WaitState);
         /// Logs one error line (for errors the facade detects itself).
         fn log_error(message: &str);
+        /// Makes global and static variables symmetric; called once by libshmem's constructor,
+        /// before `main`. Never fails: a failure becomes the reason static targets are refused.
+        fn static_data_prepare();
     }
 }
 
@@ -80,10 +83,10 @@ fn init() -> Result<Topology, Error> {
             n_pes: rt.n_pes as i32,
             heap_size: rt.heap.size(),
             heap_bases: (0..rt.n_pes).map(|pe| rt.heap.user_base(pe)).collect(),
-            data_base: 0,
-            data_size: 0,
-            data_bases: Vec::new(),
-            data_off_reason: "symmetric static data is not supported yet".into(),
+            data_base: rt.static_data.base,
+            data_size: rt.static_data.size,
+            data_bases: rt.static_data.bases.clone(),
+            data_off_reason: rt.static_data.off_reason.clone(),
         }),
     )
 }
@@ -122,6 +125,10 @@ fn heap_realloc(call: &str, addr: usize, len: usize) -> Result<usize, Error> {
         call,
         runtime::get("shmem_realloc").and_then(|rt| rt.realloc(call, addr, len)),
     )
+}
+
+fn static_data_prepare() {
+    crate::static_data::prepare()
 }
 
 fn log_error(message: &str) {

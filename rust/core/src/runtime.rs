@@ -7,6 +7,7 @@ use crate::env::{self, Config};
 use crate::error::{Error, Result};
 use crate::heap::{self, Heap};
 use crate::log;
+use crate::static_data::{self, StaticData};
 use crate::sync::barrier::Barrier;
 use rustix::fd::{FromRawFd, OwnedFd};
 use std::sync::{Arc, RwLock};
@@ -29,6 +30,8 @@ pub struct Runtime {
     pub store: Option<Client>,
     /// The symmetric heap and the peers' mappings.
     pub heap: Heap,
+    /// Global and static variables: this PE's range and the peers' mappings, or why not.
+    pub static_data: StaticData,
     barrier: Barrier,
 }
 
@@ -139,6 +142,12 @@ pub fn init() -> Result<Arc<Runtime>> {
         store.as_ref(),
         config.init_timeout,
     )?;
+    let static_data = static_data::exchange(
+        store.as_ref(),
+        launch.my_pe,
+        launch.n_pes,
+        config.init_timeout,
+    )?;
     if let Some(store) = &store {
         store.barrier(config.init_timeout)?;
     }
@@ -161,6 +170,7 @@ pub fn init() -> Result<Arc<Runtime>> {
         n_pes: launch.n_pes,
         store,
         heap,
+        static_data,
         barrier: Barrier::new(),
     });
     *state = Phase::Running(rt.clone());
