@@ -211,7 +211,17 @@ pub fn global_exit(status: i32) -> ! {
             store.abort(status);
         }
     }
-    std::process::exit(status)
+    // Flush what the program printed, then leave without running atexit handlers or static
+    // destructors: global_exit may be called from any thread, while other threads (or the
+    // caller itself, e.g. a test framework's listener) hold locks those destructors need.
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: fflush(NULL) flushes every C stdio stream; _exit ends the process at once.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+        libc::_exit(status)
+    }
 }
 
 impl Runtime {
