@@ -106,25 +106,34 @@ fn sync_all() -> Result<(), Error> {
     )
 }
 
+/// An allocation sequence that differs between PEs (found under `SHMEM_DEBUG`) means every
+/// later symmetric address may be wrong: the job ends here rather than corrupt data.
+fn end_job_on_mismatch<T>(r: Result<T, Error>) -> Result<T, Error> {
+    if let Err(Error::Mismatch { .. }) = &r {
+        runtime::global_exit(1);
+    }
+    r
+}
+
 fn heap_alloc(call: &str, len: usize, align: usize, zero: bool) -> Result<usize, Error> {
-    logged(
+    end_job_on_mismatch(logged(
         call,
         runtime::get("shmem_malloc").and_then(|rt| rt.alloc(call, len, align, zero)),
-    )
+    ))
 }
 
 fn heap_free(call: &str, addr: usize) -> Result<(), Error> {
-    logged(
+    end_job_on_mismatch(logged(
         call,
         runtime::get("shmem_free").and_then(|rt| rt.free(call, addr)),
-    )
+    ))
 }
 
 fn heap_realloc(call: &str, addr: usize, len: usize) -> Result<usize, Error> {
-    logged(
+    end_job_on_mismatch(logged(
         call,
         runtime::get("shmem_realloc").and_then(|rt| rt.realloc(call, addr, len)),
-    )
+    ))
 }
 
 fn static_data_prepare() {

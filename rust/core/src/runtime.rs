@@ -10,6 +10,7 @@ use crate::log;
 use crate::static_data::{self, StaticData};
 use crate::sync::barrier::Barrier;
 use rustix::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 /// Library name reported by `shmem_info_get_name`.
@@ -33,6 +34,8 @@ pub struct Runtime {
     /// Global and static variables: this PE's range and the peers' mappings, or why not.
     pub static_data: StaticData,
     barrier: Barrier,
+    /// Collective allocation calls made so far (numbers the `SHMEM_DEBUG` sequence check).
+    alloc_calls: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -172,6 +175,7 @@ pub fn init() -> Result<Arc<Runtime>> {
         heap,
         static_data,
         barrier: Barrier::new(),
+        alloc_calls: AtomicU64::new(0),
     });
     *state = Phase::Running(rt.clone());
     Ok(rt)
@@ -230,30 +234,62 @@ impl Runtime {
         self.barrier.sync(&self.heap, self.my_pe, self.n_pes);
     }
 
+    /// Under `SHMEM_DEBUG`, compares this collective allocation call with every PE's (through
+    /// the store) and names the first PE whose call differs: an asymmetric allocation sequence
+    /// would otherwise silently give PEs different blocks for the same address.
+    fn check_symmetric_call(&self, call: &str, args: std::fmt::Arguments<'_>) -> Result<()> {
+        let Some(store) = self.store.as_ref().filter(|_| self.config.debug) else {
+            return Ok(());
+        };
+        let n = self.alloc_calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let mine = format!("{call}({args}) as collective allocation call #{n}");
+        let all = store.allgather(mine.as_bytes(), self.config.init_timeout)?;
+        for (pe, theirs) in all.iter().enumerate() {
+            if theirs.as_slice() != mine.as_bytes() {
+                return Err(Error::Mismatch {
+                    pe: pe as i32,
+                    what: format!(
+                        "symmetric allocation sequence differs: that PE made {}, this PE made {mine}",
+                        String::from_utf8_lossy(theirs)
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Collective symmetric allocation (`shmem_malloc` and friends): `len` > 0 bytes aligned to
     /// `align`, zeroed if asked. Every PE must call it with the same arguments; all PEs get the
-    /// same offset. Returns the local address.
+    /// same offset. Returns the local address once every PE has its block.
     pub fn alloc(&self, call: &str, len: usize, align: usize, zero: bool) -> Result<usize> {
+        self.check_symmetric_call(call, format_args!("size={len}, align={align}"))?;
+        let result = self.alloc_local(call, len, align, zero);
+        self.sync_all();
+        result
+    }
+
+    /// This PE's half of an allocation, without the closing barrier.
+    fn alloc_local(&self, call: &str, len: usize, align: usize, zero: bool) -> Result<usize> {
         if align > heap::USER_BASE_ALIGN {
-            self.sync_all();
             return Err(Error::Heap(format!(
                 "{call}: alignment={align} is larger than the largest supported ({})",
                 heap::USER_BASE_ALIGN
             )));
         }
-        let result = self.heap.with_allocator(|a| a.alloc(len, align));
-        let offset = result.map_err(|e| Error::Heap(heap::describe(call, &e, self.heap.size())));
-        if let Ok(off) = offset {
-            if zero {
-                self.heap.local().zero(heap::RESERVED + off, len);
-            }
+        let off = self
+            .heap
+            .with_allocator(|a| a.alloc(len, align))
+            .map_err(|e| Error::Heap(heap::describe(call, &e, self.heap.size())))?;
+        if zero {
+            self.heap.local().zero(heap::RESERVED + off, len);
         }
-        self.sync_all();
-        offset.map(|off| self.heap.user_base(self.my_pe) + off)
+        Ok(self.heap.user_base(self.my_pe) + off)
     }
 
-    /// Collective free; `addr` must be a block start returned by [`Runtime::alloc`].
+    /// Collective free; `addr` must be a block start returned by [`Runtime::alloc`]. Waits for
+    /// every PE first, so no peer is still using the block.
     pub fn free(&self, call: &str, addr: usize) -> Result<()> {
+        self.check_symmetric_call(call, format_args!("offset={:?}", self.heap.offset_of(addr)))?;
         self.sync_all();
         let off = self.user_offset(call, addr)?;
         self.heap
@@ -261,19 +297,29 @@ impl Runtime {
             .map_err(|e| self.bad_block(call, addr, &e))
     }
 
-    /// Collective reallocation keeping the first `min(old, new)` bytes.
+    /// Collective reallocation keeping the first `min(old, new)` bytes. Returns once every PE
+    /// has its resized block with the old contents copied in.
     pub fn realloc(&self, call: &str, addr: usize, len: usize) -> Result<usize> {
+        self.check_symmetric_call(
+            call,
+            format_args!("offset={:?}, size={len}", self.heap.offset_of(addr)),
+        )?;
+        let result = self.realloc_local(call, addr, len);
+        self.sync_all();
+        result
+    }
+
+    fn realloc_local(&self, call: &str, addr: usize, len: usize) -> Result<usize> {
         let off = self.user_offset(call, addr)?;
         let resized = self
             .heap
             .with_allocator(|a| a.resize_in_place(off, len))
             .map_err(|e| self.bad_block(call, addr, &e))?;
         if resized {
-            self.sync_all();
             return Ok(addr);
         }
         let old_len = self.heap.with_allocator(|a| a.block_len(off)).unwrap_or(0);
-        let new_addr = self.alloc(call, len, alloc_align(off), false)?;
+        let new_addr = self.alloc_local(call, len, alloc_align(off), false)?;
         let new_off = new_addr - self.heap.user_base(self.my_pe);
         self.heap.local().copy_within(
             heap::RESERVED + off,

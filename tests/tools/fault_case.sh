@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# fault_case.sh SHMEMRUN PROGRAM CASE NPES STATUS REGEX [kill-launcher]
+# Runs `SHMEMRUN -n NPES --timeout 30 PROGRAM CASE` (SHMEM_FAULT_TIMEOUT overrides the 30) and passes only if the job ends with STATUS
+# and its output matches REGEX, and afterwards no PE process is left (each PE records its pid).
+# A hang ends as the launcher's timeout (124), which fails any case expecting another status.
+# With "kill-launcher", the launcher itself is killed with SIGKILL once every PE has started,
+# and the test checks that every PE dies with it.
+set -u
+shmemrun=$1 program=$2 case=$3 npes=$4 want=$5 regex=$6 mode=${7:-}
+here=$(cd "$(dirname "$0")" && pwd)
+piddir=$(mktemp -d)
+trap 'rm -rf "$piddir"' EXIT
+export SHMEM_TEST_PID_DIR=$piddir
+
+survivors() {
+    local left=""
+    for f in "$piddir"/*.pid; do
+        [ -e "$f" ] || continue
+        pid=$(cat "$f")
+        # A zombie is already dead; only a live process counts.
+        if [ -e "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null; then
+            left="$left $pid"
+        fi
+    done
+    echo "$left"
+}
+
+if [ "$mode" = kill-launcher ]; then
+    "$shmemrun" -n "$npes" --timeout 60 "$program" "$case" &
+    launcher=$!
+    for _ in $(seq 300); do
+        [ "$(ls "$piddir" | wc -l)" -ge "$npes" ] && break
+        sleep 0.1
+    done
+    [ "$(ls "$piddir" | wc -l)" -ge "$npes" ] || { echo "fault_case: PEs did not start"; exit 1; }
+    kill -9 "$launcher"
+    wait "$launcher" 2>/dev/null
+    status=0
+else
+    "$here/expect_failure.sh" "$want" "$regex" -- "$shmemrun" -n "$npes" \
+        --timeout "${SHMEM_FAULT_TIMEOUT:-30}" \
+        "$program" "$case"
+    status=$?
+fi
+
+# PDEATHSIG and the launcher's stop sequence act at once; allow the kernel a moment.
+for _ in $(seq 50); do
+    [ -z "$(survivors)" ] && break
+    sleep 0.1
+done
+left=$(survivors)
+if [ -n "$left" ]; then
+    echo "fault_case: PE processes still alive after the job ended:$left"
+    kill -9 $left 2>/dev/null
+    exit 1
+fi
+[ "$status" -eq 0 ] || exit "$status"
+echo "fault_case: no PE left behind"
