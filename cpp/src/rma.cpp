@@ -8,12 +8,6 @@
 
 using namespace shmem::detail;
 
-namespace shmem::detail {
-
-void copy(void *dst, const void *src, size_t n) { std::memcpy(dst, src, n); }
-
-}  // namespace shmem::detail
-
 namespace {
 
 // Bytes in `nelems` elements of `size`, or a clear error on overflow.

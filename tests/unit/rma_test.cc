@@ -138,3 +138,39 @@ TEST(RmaTest, ShmemGetmemNbi_CompleteAfterQuiet_Test) {
     shmem_barrier_all();
     shmem_free(buf);
 }
+
+TEST(RmaTest, ShmemPutmemGetmem_PageShiftedRanges_Test) {
+    // Destinations 1..64 bytes past the source modulo a page take the copy path that avoids
+    // 4 KiB aliasing (cpp/src/copy.cpp); every size class around its bounds must be exact.
+    const size_t cap = 320 * 1024;
+    auto *src = static_cast<unsigned char *>(shmem_align(4096, cap));
+    auto *dst = static_cast<unsigned char *>(shmem_align(4096, cap + 4096));
+    ASSERT_NE(src, nullptr);
+    ASSERT_NE(dst, nullptr);
+    int round = 0;
+    for (size_t shift :
+         {size_t{1}, size_t{7}, size_t{15}, size_t{16}, size_t{33}, size_t{63}, size_t{64}}) {
+        for (size_t n : {size_t{2047}, size_t{2048}, size_t{4097}, size_t{65541}, cap}) {
+            round++;
+            for (size_t i = 0; i < n; i++) src[i] = pattern(me(), i, round);
+            std::memset(dst, 0, cap + 4096);
+            shmem_barrier_all();
+            shmem_putmem(dst + shift, src, n, next_pe());  // put: peer's dst from my src
+            shmem_barrier_all();
+            for (size_t i = 0; i < n; i++) {
+                ASSERT_EQ(dst[shift + i], pattern(prev_pe(), i, round))
+                    << "put shift=" << shift << " n=" << n << " i=" << i;
+            }
+            ASSERT_EQ(dst[shift + n], 0) << "put wrote past the end, shift=" << shift;
+            std::vector<unsigned char> got(n + 64, 0);
+            shmem_getmem(got.data() + shift, src, n, next_pe());  // get: peer's src
+            for (size_t i = 0; i < n; i++) {
+                ASSERT_EQ(got[shift + i], pattern(next_pe(), i, round))
+                    << "get shift=" << shift << " n=" << n << " i=" << i;
+            }
+            shmem_barrier_all();
+        }
+    }
+    shmem_free(dst);
+    shmem_free(src);
+}
