@@ -55,8 +55,7 @@ bool symmetric_offset(const void *addr, size_t n, uintptr_t *off,
         *peers = &g.peer;
         return true;
     }
-    if (!g.data_peer.empty() && a - g.data_base <= g.data_size &&
-        n <= g.data_size - (a - g.data_base)) {
+    if (a - g.data_base <= g.data_span && n <= g.data_span - (a - g.data_base)) {
         *off = a - g.data_base;
         *peers = &g.data_peer;
         return true;
@@ -64,18 +63,17 @@ bool symmetric_offset(const void *addr, size_t n, uintptr_t *off,
     return false;
 }
 
-char *remote_static(const char *call, const char *arg, const void *addr, size_t n, int pe) {
+char *remote_other(const char *call, const char *arg, const void *addr, size_t n, int pe) {
     // Zero bytes touch nothing: any address will do (generic code passes NULL from a zero-size
     // shmem_malloc).
     if (n == 0) return const_cast<char *>(static_cast<const char *>(addr));
+    (void)pe;
     uintptr_t off = reinterpret_cast<uintptr_t>(addr) - g.data_base;
     bool in_data = off <= g.data_size && n <= g.data_size - off;
-    if (SHMEM_UNLIKELY(!in_data)) fail_addr(call, arg, addr, n);
-    if (SHMEM_UNLIKELY(g.data_peer.empty())) {
-        fail(call, "invalid argument %s=%p: a global or static variable, but %s", arg, addr,
-             g.data_off_reason.c_str());
-    }
-    return reinterpret_cast<char *>(g.data_peer[static_cast<size_t>(pe)] + off);
+    if (!in_data) fail_addr(call, arg, addr, n);
+    // Inside the static data, which remote() only misses when it is not symmetric.
+    fail(call, "invalid argument %s=%p: a global or static variable, but %s", arg, addr,
+         g.data_off_reason.c_str());
 }
 
 }  // namespace shmem::detail
@@ -98,6 +96,7 @@ SHMEM_EXPORT void pshmem_init(void) {
         g.data_base = topo.data_base;
         g.data_size = topo.data_size;
         g.data_peer.assign(topo.data_bases.begin(), topo.data_bases.end());
+        g.data_span = g.data_peer.empty() ? 0 : g.data_size;
         g.data_off_reason = std::string(topo.data_off_reason);
         g.n_pes = topo.n_pes;
         g.phase.store(kRunning, std::memory_order_release);
@@ -140,6 +139,7 @@ SHMEM_EXPORT void pshmem_finalize(void) {
     g.size = 0;
     g.peer.clear();
     g.data_peer.clear();
+    g.data_span = 0;
 }
 
 SHMEM_EXPORT void pshmem_global_exit(int status) {

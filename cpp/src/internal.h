@@ -36,6 +36,7 @@ struct State {
     // The executable's global and static variables (symmetric when data_peer is not empty).
     uintptr_t data_base = 0;
     size_t data_size = 0;
+    size_t data_span = 0;  // data_size when symmetric, else 0: the data path's one check
     std::vector<uintptr_t> data_peer;
     std::string data_off_reason;
     std::atomic<int> phase{0};  // 0 not started, 1 running, 2 finalized
@@ -58,18 +59,23 @@ enum Phase : int { kNotStarted = 0, kRunning = 1, kFinalized = 2 };
 // Fails unless the library is running.
 void require_running(const char *call);
 
-// Address on `pe`, as mapped here, of a range outside the heap: a global or static variable,
-// or a bad address (which ends the job with a message).
-char *remote_static(const char *call, const char *arg, const void *addr, size_t n, int pe);
+// Reports a range that is neither in the heap nor in symmetric static data (or accepts it when
+// it has no bytes); returns the address to use.
+char *remote_other(const char *call, const char *arg, const void *addr, size_t n, int pe);
 
-// Address of [addr, addr+n) on `pe` as mapped here; the range must be symmetric.
+// Address of [addr, addr+n) on `pe` as mapped here; the range must be symmetric: in the heap
+// or in the executable's global and static variables.
 inline char *remote(const char *call, const char *arg, const void *addr, size_t n, int pe) {
     if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
         fail_pe(call, pe);
     }
     uintptr_t off = reinterpret_cast<uintptr_t>(addr) - g.base;
     if (SHMEM_UNLIKELY(off > g.size || n > g.size - off)) {
-        return remote_static(call, arg, addr, n, pe);
+        off = reinterpret_cast<uintptr_t>(addr) - g.data_base;
+        if (SHMEM_UNLIKELY(off > g.data_span || n > g.data_span - off)) {
+            return remote_other(call, arg, addr, n, pe);
+        }
+        return reinterpret_cast<char *>(g.data_peer[pe] + off);
     }
     return reinterpret_cast<char *>(g.peer[pe] + off);
 }
