@@ -36,6 +36,7 @@ pub struct Var {
 
 const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace"];
 const SYMMETRIC_DATA: &[&str] = &["auto", "0", "1"];
+const BARRIERS: &[&str] = &["auto", "dissemination", "central"];
 
 /// Every variable the library reads, in the order `SHMEM_INFO` prints them.
 pub static VARS: &[Var] = &[
@@ -74,6 +75,13 @@ pub static VARS: &[Var] = &[
         kind: Kind::Seconds,
         default: "120",
         help: "Seconds any start-up or control-plane step may take before the job fails",
+    },
+    Var {
+        name: "SHMEM_BARRIER",
+        kind: Kind::Word(BARRIERS),
+        default: "auto",
+        help: "Barrier shape: dissemination (log2 n rounds, when PEs have cores of their own), \
+               central (one counter, when PEs outnumber cores) or auto",
     },
     Var {
         name: "SHMEM_SYMMETRIC_DATA",
@@ -126,6 +134,8 @@ pub struct Config {
     /// `SHMEM_SYMMETRIC_DATA`: `auto`, `0` or `1` (acted on by the library constructor; read
     /// here again so that a bad value fails init).
     pub symmetric_data: &'static str,
+    /// `SHMEM_BARRIER`: `auto`, `dissemination` or `central`.
+    pub barrier: &'static str,
 }
 
 fn var(name: &str) -> &'static Var {
@@ -231,6 +241,7 @@ pub fn load() -> Result<Config> {
         log_level: parse_word(var("SHMEM_LOG_LEVEL"))?,
         init_timeout: Duration::from_secs(secs),
         symmetric_data: symmetric_data()?,
+        barrier: parse_word(var("SHMEM_BARRIER"))?,
     })
 }
 

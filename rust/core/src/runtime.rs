@@ -167,6 +167,11 @@ pub fn init() -> Result<Arc<Runtime>> {
         launch.n_pes,
         heap.size()
     );
+    let central_barrier = match config.barrier {
+        "central" => true,
+        "dissemination" => false,
+        _ => crate::sync::wait::oversubscribed(launch.n_pes),
+    };
     let rt = Arc::new(Runtime {
         config,
         my_pe: launch.my_pe,
@@ -174,7 +179,7 @@ pub fn init() -> Result<Arc<Runtime>> {
         store,
         heap,
         static_data,
-        barrier: Barrier::new(),
+        barrier: Barrier::new(central_barrier),
         alloc_calls: AtomicU64::new(0),
     });
     *state = Phase::Running(rt.clone());

@@ -27,6 +27,9 @@ pub const USER_BASE_ALIGN: usize = 1 << 30;
 pub const BARRIER_FLAGS: usize = 0;
 /// Most dissemination rounds (enough for 2^32 PEs).
 pub const BARRIER_ROUNDS: usize = 32;
+/// Offset of the central barrier's counter and release word (used on PE 0's heap), after the
+/// dissemination flags.
+pub const BARRIER_CENTRAL: usize = BARRIER_FLAGS + BARRIER_ROUNDS * 64;
 
 const PAGE: usize = 4096;
 

@@ -14,10 +14,17 @@ const YIELD_FOR_NS: u64 = 20_000_000;
 const FIRST_NAP_NS: u64 = 20_000;
 const LONGEST_NAP_NS: u64 = 1_000_000;
 
+/// True when a node running `local_pes` PEs has fewer cores than PEs.
+pub fn oversubscribed(local_pes: usize) -> bool {
+    local_pes > std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Chooses the spin phase for a node running `local_pes` PEs.
 pub fn configure(local_pes: usize) {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    SPINS.store(if local_pes > cores { 0 } else { 64 }, Ordering::Relaxed);
+    SPINS.store(
+        if oversubscribed(local_pes) { 0 } else { 64 },
+        Ordering::Relaxed,
+    );
 }
 
 fn now_ns() -> u64 {
