@@ -7,14 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "PE %d: %s:%d: check failed: %s\n", shmem_my_pe(), __FILE__, __LINE__, \
-                    #cond);                                                                        \
-            shmem_global_exit(1);                                                                  \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 int main(void) {
     shmem_init();

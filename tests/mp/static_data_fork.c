@@ -15,14 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "PE %d: %s:%d: check failed: %s\n", shmem_my_pe(), __FILE__, __LINE__, \
-                    #cond);                                                                        \
-            shmem_global_exit(1);                                                                  \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 extern char **environ; /* referring to it copy-relocates it into this executable's .bss */
 
