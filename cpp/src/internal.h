@@ -99,7 +99,7 @@ void copy_aliasing(void *dst, const void *src, size_t n);
 inline void copy(void *dst, const void *src, size_t n) {
     uintptr_t shift = (reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)) & 4095;
     if (SHMEM_UNLIKELY(shift - 1 < 63 && n >= 2048 && n < (size_t{1} << 20)) &&
-        (shift < 16 || n >= 16384)) {
+        (shift < 16 || (n >= 16384 && shift != 16 && shift != 32))) {
         copy_aliasing(dst, src, n);
         return;
     }

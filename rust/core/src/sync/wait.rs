@@ -7,9 +7,12 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-/// Spins before the first yield; 0 when PEs outnumber cores (spinning then only delays the
-/// peer we wait for, which needs our core).
-static SPINS: AtomicU32 = AtomicU32::new(64);
+/// Spins (one `pause` each, the condition checked between them) before the first yield, about
+/// 50 us; 0 when PEs outnumber cores (spinning then only delays the peer we wait for, which
+/// needs our core). One pause per check keeps the reaction to a peer's store within a few
+/// nanoseconds of the cache-line transfer itself.
+const SPIN_BUDGET: u32 = 2048;
+static SPINS: AtomicU32 = AtomicU32::new(SPIN_BUDGET);
 const YIELD_FOR_NS: u64 = 20_000_000;
 const FIRST_NAP_NS: u64 = 20_000;
 const LONGEST_NAP_NS: u64 = 1_000_000;
@@ -27,9 +30,13 @@ pub fn configure(local_pes: usize) {
     );
 }
 
+/// Monotonic nanoseconds since the first call, never 0 (0 marks "not yet" in [`Backoff`]).
+/// Through std (libc's clock_gettime), not rustix's own vDSO reader, which crashes under
+/// valgrind; programs using this library must stay debuggable with valgrind.
 fn now_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let epoch = *EPOCH.get_or_init(std::time::Instant::now);
+    epoch.elapsed().as_nanos() as u64 + 1
 }
 
 /// State of one wait; call [`Backoff::snooze`] each time the condition is still false.
@@ -53,9 +60,7 @@ impl Backoff {
     pub fn snooze(&mut self) {
         if self.spins < SPINS.load(Ordering::Relaxed) {
             self.spins += 1;
-            for _ in 0..(1 << self.spins.min(4)) {
-                std::hint::spin_loop();
-            }
+            std::hint::spin_loop();
             return;
         }
         let now = now_ns();

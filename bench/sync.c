@@ -1,0 +1,223 @@
+/*
+ * sync.c: synchronisation and collectives over all PEs, ns per call on PE 0.
+ *
+ *   barrier_all   shmem_barrier_all                      (1.4 and 1.5)
+ *   sync_all      shmem_sync_all                         (1.4 and 1.5)
+ *
+ *   ---- placeholder: 1.5 team collectives, not in this library yet -----------------------
+ *   team_sync     shmem_team_sync(SHMEM_TEAM_WORLD)
+ *   broadcast     shmem_broadcastmem(SHMEM_TEAM_WORLD, ..., root 0)    by --sizes
+ *   fcollect      shmem_fcollectmem(SHMEM_TEAM_WORLD, ...)             by --sizes (per PE)
+ *   alltoall      shmem_alltoallmem(SHMEM_TEAM_WORLD, ...)             by --sizes (per pair)
+ *   sum_reduce    shmem_long_sum_reduce(SHMEM_TEAM_WORLD, ...)         by --sizes (bytes)
+ *   Compiled only with -DBENCH_HAVE_TEAMS=1, which scripts/bench.sh and bench/CMakeLists.txt
+ *   set when a probe program using these calls compiles against the library. OSHMEM 1.4 has
+ *   none of them; ours will report them as soon as it does.
+ *   ------------------------------------------------------------------------------------------
+ *
+ * Every PE runs the same loop; PE 0's time is reported. After the timed trials each operation
+ * is checked: for the barriers, every PE puts a counter to its right neighbour, synchronises,
+ * and checks the counter its left neighbour put (barrier_all completes the put itself,
+ * sync_all after a shmem_quiet); the collectives check every byte they moved. Sweep:
+ * sync.sweep (2, 4 and 8 PEs).
+ */
+#include "common.h"
+
+#ifndef BENCH_HAVE_TEAMS
+#define BENCH_HAVE_TEAMS 0
+#endif
+
+static bench_opts_t opt;
+static int me, npes;
+static double samples[BENCH_MAX_TRIALS];
+static long counter; /* symmetric: written by the left neighbour in the checks */
+
+static double loop_barrier(int sync_only, long iters) {
+    double t0 = bench_now_ns();
+    if (sync_only)
+        for (long i = 0; i < iters; i++) shmem_sync_all();
+    else
+        for (long i = 0; i < iters; i++) shmem_barrier_all();
+    return (bench_now_ns() - t0) / (double)iters;
+}
+
+static void check_barrier(int sync_only) {
+    const int right = (me + 1) % npes, left = (me + npes - 1) % npes;
+    for (long k = 1; k <= 20; k++) {
+        shmem_long_p(&counter, k * 1000 + me, right);
+        if (sync_only) {
+            shmem_quiet();
+            shmem_sync_all();
+        } else {
+            shmem_barrier_all();
+        }
+        if (counter != k * 1000 + left)
+            bench_die("%s: after round %ld counter is %ld, expected %ld",
+                      sync_only ? "sync_all" : "barrier_all", k, counter, k * 1000 + left);
+        shmem_barrier_all(); /* nobody overwrites counter before its owner read it */
+    }
+}
+
+static void emit(const char *name, const char *form, size_t size, long iters, size_t align) {
+    if (me != 0) return;
+    bench_fig_t f = {"sync", name,  form, "latency", "ns", npes,  size,
+                     "heap", align, 0,    0,         0,    iters, opt.trials};
+    bench_cg_dump(&f, iters * opt.trials);
+    bench_emit(&f, bench_stats(samples, opt.trials));
+}
+
+static void run_barrier(const char *name) {
+    const int sync_only = !strcmp(name, "sync_all");
+    const long iters = opt.iters;
+    for (int t = -opt.warmup; t < opt.trials; t++) {
+        shmem_barrier_all();
+        if (me == 0 && t >= 0) BENCH_CG_TOGGLE();
+        double ns = loop_barrier(sync_only, iters);
+        if (me == 0 && t >= 0) {
+            BENCH_CG_TOGGLE();
+            samples[t] = ns;
+        }
+    }
+    check_barrier(sync_only);
+    emit(name, sync_only ? "shmem_sync_all" : "shmem_barrier_all", 0, iters, 0);
+}
+
+#if BENCH_HAVE_TEAMS
+/* ---- 1.5 team collectives (placeholder until the library has them) ------------------------ */
+enum coll { TEAM_SYNC, BROADCAST, FCOLLECT, ALLTOALL, SUM_REDUCE };
+
+static double loop_coll(enum coll c, char *dst, const char *src, size_t n, long iters) {
+    double t0 = bench_now_ns();
+    for (long i = 0; i < iters; i++) {
+        switch (c) {
+        case TEAM_SYNC: shmem_team_sync(SHMEM_TEAM_WORLD); break;
+        case BROADCAST: shmem_broadcastmem(SHMEM_TEAM_WORLD, dst, src, n, 0); break;
+        case FCOLLECT: shmem_fcollectmem(SHMEM_TEAM_WORLD, dst, src, n); break;
+        case ALLTOALL: shmem_alltoallmem(SHMEM_TEAM_WORLD, dst, src, n); break;
+        case SUM_REDUCE:
+            shmem_long_sum_reduce(SHMEM_TEAM_WORLD, (long *)dst, (const long *)src,
+                                  n / sizeof(long));
+            break;
+        }
+    }
+    return (bench_now_ns() - t0) / (double)iters;
+}
+
+static void check_coll(enum coll c, const char *name, const char *dst, const char *src, size_t n,
+                       unsigned seed) {
+    switch (c) {
+    case TEAM_SYNC: break;
+    case BROADCAST:
+        if (me != 0)
+            bench_check(dst, n, seed, name); /* root 0's source; the root's dest is untouched */
+        break;
+    case FCOLLECT:
+        for (int p = 0; p < npes; p++)
+            bench_check(dst + (size_t)p * n, n, seed + (unsigned)p, name);
+        break;
+    case ALLTOALL:
+        /* block `me` of PE p's source, which PE p filled with seed + p. */
+        for (int p = 0; p < npes; p++)
+            for (size_t i = 0; i < n; i++)
+                if ((unsigned char)dst[(size_t)p * n + i] !=
+                    bench_byte((size_t)me * n + i, seed + (unsigned)p))
+                    bench_die("%s: byte %zu from PE %d is wrong", name, i, p);
+        break;
+    case SUM_REDUCE: {
+        const long *d = (const long *)dst;
+        for (size_t i = 0; i < n / sizeof(long); i++) {
+            long want = 0;
+            for (int p = 0; p < npes; p++) want += (long)(i + 1) * (p + 1);
+            if (d[i] != want)
+                bench_die("%s: element %zu is %ld, expected %ld", name, i, d[i], want);
+        }
+        break;
+    }
+    }
+    (void)src;
+}
+
+static void run_coll(enum coll c, const char *name, const char *form, size_t n) {
+    const size_t dst_bytes = c == FCOLLECT || c == ALLTOALL ? n * (size_t)npes : n;
+    const size_t src_bytes = c == ALLTOALL ? n * (size_t)npes : n;
+    char *dst = shmem_align(BENCH_PAGE, dst_bytes + 64);
+    char *src = shmem_align(BENCH_PAGE, src_bytes + 64);
+    if (!dst || !src) bench_die("shmem_align failed for %s %zu", name, n);
+    const long iters = bench_iters_for(&opt, dst_bytes);
+    const unsigned seed = 4242u + (unsigned)n;
+    if (c == SUM_REDUCE)
+        for (size_t i = 0; i < n / sizeof(long); i++) ((long *)src)[i] = (long)(i + 1) * (me + 1);
+    else if (c == ALLTOALL)
+        bench_fill(src, src_bytes, seed + (unsigned)me);
+    else
+        bench_fill(src, n, seed + (unsigned)(c == BROADCAST ? 0 : me));
+    for (int t = -opt.warmup; t < opt.trials; t++) {
+        shmem_barrier_all();
+        if (me == 0 && t >= 0) BENCH_CG_TOGGLE();
+        double ns = loop_coll(c, dst, src, n, iters);
+        if (me == 0 && t >= 0) {
+            BENCH_CG_TOGGLE();
+            samples[t] = ns;
+        }
+        shmem_barrier_all();
+        check_coll(c, name, dst, src, n, seed);
+    }
+    emit(name, form, n, iters, bench_alignment(dst));
+    shmem_free(src);
+    shmem_free(dst);
+}
+#endif /* BENCH_HAVE_TEAMS */
+
+int main(int argc, char **argv) {
+    me = bench_start();
+    npes = shmem_n_pes();
+    bench_parse(&opt, argc, argv, "barrier_all,sync_all", "8,1K,64K", 32u << 20);
+    for (int k = 0; k < opt.nops; k++) {
+        const char *op = opt.ops[k];
+        if (!strcmp(op, "barrier_all") || !strcmp(op, "sync_all")) {
+            run_barrier(op);
+            continue;
+        }
+#if BENCH_HAVE_TEAMS
+        static const struct {
+            const char *name, *form;
+            enum coll c;
+            int sized;
+        } colls[] = {
+            {"team_sync", "shmem_team_sync", TEAM_SYNC, 0},
+            {"broadcast", "shmem_broadcastmem", BROADCAST, 1},
+            {"fcollect", "shmem_fcollectmem", FCOLLECT, 1},
+            {"alltoall", "shmem_alltoallmem", ALLTOALL, 1},
+            {"sum_reduce", "shmem_long_sum_reduce", SUM_REDUCE, 1},
+        };
+        int done = 0;
+        for (size_t j = 0; j < sizeof colls / sizeof colls[0]; j++) {
+            if (strcmp(op, colls[j].name)) continue;
+            if (!colls[j].sized)
+                run_coll(colls[j].c, op, colls[j].form, 0);
+            else
+                for (int s = 0; s < opt.nsizes; s++) {
+                    size_t n = opt.sizes[s];
+                    if (colls[j].c == SUM_REDUCE && (n < sizeof(long) || n % sizeof(long)))
+                        bench_die("sum_reduce sizes must be multiples of %zu", sizeof(long));
+                    run_coll(colls[j].c, op, colls[j].form, n);
+                }
+            done = 1;
+        }
+        if (done) continue;
+#else
+        if (!strcmp(op, "team_sync") || !strcmp(op, "broadcast") || !strcmp(op, "fcollect") ||
+            !strcmp(op, "alltoall") || !strcmp(op, "sum_reduce")) {
+            if (me == 0)
+                fprintf(stderr,
+                        "sync: %s skipped: built without BENCH_HAVE_TEAMS (no 1.5 team "
+                        "collectives in this library)\n",
+                        op);
+            continue;
+        }
+#endif
+        bench_die("unknown op '%s'", op);
+    }
+    shmem_finalize();
+    return 0;
+}
