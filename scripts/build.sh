@@ -22,7 +22,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MAIN_DEMO=allgather
 DEMO_NPES=4
 SYSTEM_PACKAGES=(cmake ninja-build g++ libgtest-dev pkg-config clang-format
-    ca-certificates) # ca-certificates: cargo fetches crates over https
+    ca-certificates # ca-certificates: cargo fetches crates over https
+    openmpi-bin)    # openmpi-bin: /usr/bin/mpirun for the tests in tests/launchers
 
 build_type=Release
 prefix=$ROOT/install

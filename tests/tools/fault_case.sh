@@ -17,8 +17,11 @@ survivors() {
     for f in "$piddir"/*.pid; do
         [ -e "$f" ] || continue
         pid=$(cat "$f")
-        # A zombie is already dead; only a live process counts.
-        if [ -e "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null; then
+        # A zombie is already dead; only a live process counts, and only if it is still ours:
+        # pids are reused quickly (pid_max may be 32768), so check it carries this test's
+        # SHMEM_TEST_PID_DIR.
+        if [ -e "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null &&
+            tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SHMEM_TEST_PID_DIR=$piddir"; then
             left="$left $pid"
         fi
     done

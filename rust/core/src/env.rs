@@ -17,6 +17,8 @@ pub enum Kind {
     Seconds,
     /// One word from a fixed list.
     Word(&'static [&'static str]),
+    /// Free text, taken as given (surrounding blanks trimmed).
+    Text,
     /// Set by the launcher for its PEs; not for users.
     Internal,
 }
@@ -91,6 +93,13 @@ pub static VARS: &[Var] = &[
                1 (also under dlopen), 0 (never)",
     },
     Var {
+        name: "SHMEM_JOB_ID",
+        kind: Kind::Text,
+        default: "",
+        help: "Job id under launchers other than shmemrun (same on every PE, unique on the node); \
+               needed under MPICH/Hydra, overrides the launcher's own id elsewhere",
+    },
+    Var {
         name: "SHMEM_RUN_FD",
         kind: Kind::Internal,
         default: "",
@@ -136,6 +145,8 @@ pub struct Config {
     pub symmetric_data: &'static str,
     /// `SHMEM_BARRIER`: `auto`, `dissemination` or `central`.
     pub barrier: &'static str,
+    /// `SHMEM_JOB_ID`, if set: the job id for PEs of other launchers to meet under.
+    pub job_id: Option<String>,
 }
 
 fn var(name: &str) -> &'static Var {
@@ -242,6 +253,7 @@ pub fn load() -> Result<Config> {
         init_timeout: Duration::from_secs(secs),
         symmetric_data: symmetric_data()?,
         barrier: parse_word(var("SHMEM_BARRIER"))?,
+        job_id: Some(raw(var("SHMEM_JOB_ID"))).filter(|id| !id.is_empty()),
     })
 }
 
@@ -320,7 +332,7 @@ mod tests {
                 Kind::Seconds => assert!(v.default.parse::<u64>().is_ok(), "{}", v.name),
                 Kind::Word(w) => assert!(w.contains(&v.default), "{}", v.name),
                 Kind::Bool => assert!(v.default == "0" || v.default == "1", "{}", v.name),
-                Kind::Internal => {}
+                Kind::Text | Kind::Internal => {}
             }
         }
     }

@@ -39,6 +39,11 @@ pub enum Error {
         /// What was wrong with the library's state.
         reason: &'static str,
     },
+    /// The launcher's environment describes a job this build cannot run (PEs on several
+    /// nodes, no job id to meet under), or the PEs of a job without `shmemrun` could not meet
+    /// at PE 0's store.
+    #[error("{0}")]
+    Launch(String),
     /// The control plane (launcher store) failed: connection, protocol or timeout.
     #[error("bootstrap: {0}")]
     Bootstrap(#[from] BootstrapError),

@@ -2,6 +2,8 @@
 //! barrier, created by [`init`] and torn down by [`finalize`]. The facade asks here once for
 //! the addresses it needs and then runs the data path by itself.
 
+use crate::bootstrap::launch::{self, Launch};
+use crate::bootstrap::node::{self, NodeJob};
 use crate::bootstrap::Client;
 use crate::env::{self, Config};
 use crate::error::{Error, Result};
@@ -9,7 +11,6 @@ use crate::heap::{self, Heap};
 use crate::log;
 use crate::static_data::{self, StaticData};
 use crate::sync::barrier::Barrier;
-use rustix::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -27,8 +28,11 @@ pub struct Runtime {
     pub my_pe: usize,
     /// Number of PEs.
     pub n_pes: usize,
-    /// Connection to the launcher's store; `None` for a job started without a launcher.
+    /// Connection to the job's store (`shmemrun`'s, or PE 0's under other launchers); `None`
+    /// for a 1-PE job started without a launcher.
     pub store: Option<Client>,
+    /// Under launchers other than `shmemrun`: this PE's part in the node-local job.
+    node: Option<NodeJob>,
     /// The symmetric heap and the peers' mappings.
     pub heap: Heap,
     /// Global and static variables: this PE's range and the peers' mappings, or why not.
@@ -46,64 +50,6 @@ enum Phase {
 }
 
 static STATE: RwLock<Phase> = RwLock::new(Phase::Uninitialized);
-
-/// Where this process stands with the launcher.
-struct Launch {
-    my_pe: usize,
-    n_pes: usize,
-    socket: Option<OwnedFd>,
-}
-
-fn env_number(name: &'static str) -> Result<usize> {
-    let raw = std::env::var(name).unwrap_or_default();
-    raw.trim().parse().map_err(|_| Error::BadEnv {
-        name,
-        value: raw,
-        reason: "expected a non-negative whole number (set by shmemrun)".into(),
-    })
-}
-
-fn detect_launch() -> Result<Launch> {
-    if std::env::var_os("SHMEM_RUN_FD").is_none() {
-        return Ok(Launch {
-            my_pe: 0,
-            n_pes: 1,
-            socket: None,
-        });
-    }
-    let fd = env_number("SHMEM_RUN_FD")?;
-    let my_pe = env_number("SHMEM_RUN_RANK")?;
-    let n_pes = env_number("SHMEM_RUN_SIZE")?;
-    if n_pes == 0 || my_pe >= n_pes {
-        return Err(Error::BadEnv {
-            name: "SHMEM_RUN_RANK",
-            value: my_pe.to_string(),
-            reason: format!("not below SHMEM_RUN_SIZE={n_pes}"),
-        });
-    }
-    let fd = i32::try_from(fd).map_err(|_| Error::BadEnv {
-        name: "SHMEM_RUN_FD",
-        value: fd.to_string(),
-        reason: "not a descriptor number".into(),
-    })?;
-    rustix::io::fcntl_getfd(
-        // SAFETY: only borrowed for the duration of the check.
-        unsafe { rustix::fd::BorrowedFd::borrow_raw(fd) },
-    )
-    .map_err(|e| Error::os(format!("SHMEM_RUN_FD={fd} is not an open descriptor"), e))?;
-    // SAFETY: the launcher passed this descriptor to this process alone and we checked it is
-    // open; init runs once per process (the state lock and phase check above ensure it), so
-    // nothing else here takes ownership of it. It is made close-on-exec so programs this PE
-    // starts do not inherit the job's control connection.
-    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
-    rustix::io::fcntl_setfd(&socket, rustix::io::FdFlags::CLOEXEC)
-        .map_err(|e| Error::os("marking the control socket close-on-exec", e))?;
-    Ok(Launch {
-        my_pe,
-        n_pes,
-        socket: Some(socket),
-    })
-}
 
 /// Starts the library on this PE: reads the environment, joins the job, builds and exchanges
 /// the heap, and waits for every PE to get there.
@@ -126,35 +72,42 @@ pub fn init() -> Result<Arc<Runtime>> {
         }
     }
     let config = env::load()?;
-    let launch = detect_launch()?;
-    log::set_pe(launch.my_pe as i32);
-    crate::sync::wait::configure(launch.n_pes);
-    let store = match launch.socket {
-        Some(fd) => Some(Client::connect_inherited(
-            fd,
-            launch.my_pe as u32,
-            launch.n_pes as u32,
-            config.init_timeout,
-        )?),
-        None => None,
+    let launch = launch::detect(config.job_id.as_deref())?;
+    let (my_pe, n_pes) = (launch.my_pe() as usize, launch.n_pes() as usize);
+    log::set_pe(my_pe as i32);
+    crate::sync::wait::configure(n_pes);
+    let (store, node) = match launch {
+        Launch::Alone => (None, None),
+        Launch::Shmemrun {
+            my_pe,
+            n_pes,
+            socket,
+        } => (
+            Some(Client::connect_inherited(
+                socket,
+                my_pe,
+                n_pes,
+                config.init_timeout,
+            )?),
+            None,
+        ),
+        Launch::NodeLocal(plan) => {
+            let (client, job) = node::join(&plan, config.init_timeout)?;
+            (Some(client), Some(job))
+        }
     };
     let heap = Heap::create(
-        launch.my_pe,
-        launch.n_pes,
+        my_pe,
+        n_pes,
         config.symmetric_size,
         store.as_ref(),
         config.init_timeout,
     )?;
-    let static_data = static_data::exchange(
-        store.as_ref(),
-        launch.my_pe,
-        launch.n_pes,
-        config.init_timeout,
-    )?;
+    let static_data = static_data::exchange(store.as_ref(), my_pe, n_pes, config.init_timeout)?;
     if let Some(store) = &store {
         store.barrier(config.init_timeout)?;
     }
-    if launch.my_pe == 0 {
+    if my_pe == 0 {
         if config.print_version {
             println!("shmem {VERSION} (OpenSHMEM 1.5)");
         }
@@ -163,20 +116,20 @@ pub fn init() -> Result<Arc<Runtime>> {
         }
     }
     tracing::debug!(
-        "initialized: {} PEs, {} bytes of symmetric heap",
-        launch.n_pes,
+        "initialized: {n_pes} PEs, {} bytes of symmetric heap",
         heap.size()
     );
     let central_barrier = match config.barrier {
         "central" => true,
         "dissemination" => false,
-        _ => crate::sync::wait::oversubscribed(launch.n_pes),
+        _ => crate::sync::wait::oversubscribed(n_pes),
     };
     let rt = Arc::new(Runtime {
         config,
-        my_pe: launch.my_pe,
-        n_pes: launch.n_pes,
+        my_pe,
+        n_pes,
         store,
+        node,
         heap,
         static_data,
         barrier: Barrier::new(central_barrier),
@@ -201,28 +154,43 @@ pub fn get(call: &'static str) -> Result<Arc<Runtime>> {
     }
 }
 
-/// Ends the library on this PE: waits for every PE, says goodbye to the launcher and unmaps
-/// the heaps.
+/// Ends the library on this PE: waits for every PE, says goodbye to the store (PE 0 of a job
+/// without `shmemrun` then waits for every PE's goodbye) and unmaps the heaps.
 pub fn finalize() -> Result<()> {
     let rt = get("shmem_finalize")?;
     rt.sync_all();
+    if let Some(node) = &rt.node {
+        node.finalizing();
+    }
     if let Some(store) = &rt.store {
         store.goodbye()?;
+    }
+    if let Some(node) = &rt.node {
+        node.wait_for_goodbyes(rt.config.init_timeout)?;
     }
     *STATE.write().unwrap_or_else(|p| p.into_inner()) = Phase::Finalized;
     Ok(())
 }
 
-/// Ends the whole job with `status`: tells the launcher, then exits this process.
+/// Ends the whole job with `status`: tells the store's host (`shmemrun`, or PE 0, which
+/// then ends every other PE), then exits this process.
 pub fn global_exit(status: i32) -> ! {
     if let Ok(Phase::Running(rt)) = STATE.try_read().as_deref() {
+        if let Some(node) = rt.node.as_ref().filter(|n| n.hosts_store()) {
+            node.global_exit(status);
+        }
         if let Some(store) = &rt.store {
             store.abort(status);
         }
     }
-    // Flush what the program printed, then leave without running atexit handlers or static
-    // destructors: global_exit may be called from any thread, while other threads (or the
-    // caller itself, e.g. a test framework's listener) hold locks those destructors need.
+    exit_process(status)
+}
+
+/// Exits this process with `status` at once, after flushing what the program printed.
+pub(crate) fn exit_process(status: i32) -> ! {
+    // Leave without running atexit handlers or static destructors: this may be called from
+    // any thread, while other threads (or the caller itself, e.g. a test framework's listener)
+    // hold locks those destructors need.
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();

@@ -117,7 +117,7 @@ impl Client {
                 Err(BootstrapError::Refused { message, .. }) => {
                     return Err(BootstrapError::Protocol {
                         op,
-                        message: format!("the launcher refused PE {rank}: {message}"),
+                        message: format!("the store refused PE {rank}: {message}"),
                     })
                 }
                 Err(e) => return Err(e),
@@ -133,9 +133,7 @@ impl Client {
             Reply::HelloAck { n_pes: theirs, .. } if theirs != n_pes => {
                 Err(BootstrapError::Protocol {
                     op,
-                    message: format!(
-                        "the launcher runs {theirs} PEs, but this PE was told {n_pes}"
-                    ),
+                    message: format!("the store serves {theirs} PEs, but this PE was told {n_pes}"),
                 })
             }
             Reply::HelloAck { .. } => Ok(client),

@@ -1,13 +1,17 @@
 //! Bootstrap: the key-value control store that PEs use to find each other at setup time.
 //!
-//! Owns the store protocol ([`wire`]), the store server that `shmemrun` runs ([`Server`]) and
-//! the client each PE holds ([`Client`]): SET, GET with timeout, ADD, DELETE, descriptor
-//! passing, ABORT (global exit), BYE (finalize), and barrier/allgather built on them.
+//! Owns the store protocol ([`wire`]), the store server ([`Server`], run by `shmemrun`, or by
+//! PE 0 under other launchers) and the client each PE holds ([`Client`]): SET, GET with
+//! timeout, ADD, DELETE, descriptor passing, ABORT (global exit), BYE (finalize), and
+//! barrier/allgather built on them; which launcher started the job ([`launch`]) and how PEs
+//! meet without `shmemrun` ([`node`]).
 //! Must never be used on the data path (puts, gets, atomics, data-path waits): every call here
-//! is a round trip to the launcher. Every blocking step has a timeout, and errors name the
+//! is a round trip to the store. Every blocking step has a timeout, and errors name the
 //! operation and the key.
 
 mod client;
+pub(crate) mod launch;
+pub(crate) mod node;
 mod server;
 mod unix;
 pub mod wire;
@@ -64,8 +68,9 @@ pub enum BootstrapError {
         /// Version of the store.
         theirs: u32,
     },
-    /// The launcher closed the store connection (it is stopping the job, or it died).
-    #[error("store connection closed by the launcher during {op}")]
+    /// The store's host (`shmemrun`, or PE 0 under other launchers) closed the connection: it
+    /// is stopping the job, or it died.
+    #[error("store connection closed during {op} (the store's host, shmemrun or PE 0, stopped the job or died)")]
     Closed {
         /// Operation in progress.
         op: &'static str,

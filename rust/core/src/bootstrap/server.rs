@@ -1,7 +1,8 @@
-//! Store server: the launcher's side of the control store.
+//! Store server: the host's side of the control store (run by `shmemrun`, or by PE 0 itself
+//! under other launchers: `node`).
 //!
 //! Owns the key-value state of one job (values, counters, passed descriptors) and one thread
-//! per PE connection that answers its requests in order. It reports what the launcher must act
+//! per PE connection that answers its requests in order. It reports what its host must act
 //! on (ABORT, BYE, disconnects, protocol errors) as [`StoreEvent`]s and never acts on them
 //! itself. Must never block on one connection on behalf of another: a stuck or hostile client
 //! only ever holds up its own thread, every read of a started frame and every send has a
@@ -37,7 +38,8 @@ pub enum StoreEvent {
         /// Exit status it asked for.
         status: i32,
     },
-    /// PE `rank` sent its goodbye (finalize); its later EOF is a clean exit.
+    /// PE `rank` sent its goodbye (finalize) and the reply has left; its later EOF is a clean
+    /// exit.
     Goodbye {
         /// The PE.
         rank: u32,
@@ -98,7 +100,8 @@ struct Shared {
 /// collecting finished rounds later needs only a prefix removal under this same lock.
 struct State {
     entries: HashMap<String, Entry>,
-    /// Indexed by rank; `None` until [`Server::serve_unix`] is called for that rank.
+    /// Indexed by rank; `None` until [`Server::serve_unix`] is called for that rank, or a
+    /// connection from [`Server::serve_accepted`] says HELLO as that rank.
     peers: Vec<Option<PeerStatus>>,
 }
 
@@ -154,25 +157,50 @@ impl Server {
             }
             *slot = Some(PeerStatus::default());
         }
-        let conn = Connection {
-            shared: Arc::clone(&self.shared),
-            events: self.events.clone(),
-            n_pes: self.n_pes,
-            rank,
-            stream,
-            fds: Vec::new(),
-            hello: false,
-            goodbye: false,
-        };
-        let spawned = std::thread::Builder::new()
-            .name(format!("shmem-store-{rank}"))
-            .stack_size(CONNECTION_STACK)
-            .spawn(move || conn.run());
+        let spawned = self.spawn(rank, true, stream);
         if let Err(e) = spawned {
             self.shared.lock().peers[rank as usize] = None;
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Serves a connection accepted on the job's listening socket, on its own thread; the
+    /// caller has already checked who is at the other end (`node`'s SO_PEERCRED check).
+    ///
+    /// The PE is the one its HELLO names. A HELLO naming a rank out of range, a rank already
+    /// served or another job size is refused and the connection closed; so is a connection
+    /// that sends no HELLO within the stall limit. Such connections never joined the job: they
+    /// are logged and produce no [`StoreEvent`].
+    pub fn serve_accepted(&self, stream: UnixStream) -> io::Result<()> {
+        set_socket_timeout(&stream, Timeout::Recv, Some(IO_STALL_LIMIT))?;
+        set_socket_timeout(&stream, Timeout::Send, Some(IO_STALL_LIMIT))?;
+        self.spawn(u32::MAX, false, stream)
+    }
+
+    fn spawn(&self, rank: u32, claimed: bool, stream: UnixStream) -> io::Result<()> {
+        let conn = Connection {
+            shared: Arc::clone(&self.shared),
+            events: self.events.clone(),
+            n_pes: self.n_pes,
+            rank,
+            claimed,
+            started: Instant::now(),
+            stream,
+            fds: Vec::new(),
+            hello: false,
+            goodbye: false,
+        };
+        let name = if claimed {
+            format!("shmem-store-{rank}")
+        } else {
+            "shmem-store".into()
+        };
+        std::thread::Builder::new()
+            .name(name)
+            .stack_size(CONNECTION_STACK)
+            .spawn(move || conn.run())
+            .map(drop)
     }
 
     /// What the store knows about PE `rank` right now (`None` if that rank is not served).
@@ -239,7 +267,13 @@ struct Connection {
     shared: Arc<Shared>,
     events: Sender<StoreEvent>,
     n_pes: u32,
+    /// The PE; meaningless until `claimed`.
     rank: u32,
+    /// The connection holds `rank`'s slot: from the start for [`Server::serve_unix`], from a
+    /// valid HELLO for [`Server::serve_accepted`].
+    claimed: bool,
+    /// When serving began (bounds the wait for an accepted connection's HELLO).
+    started: Instant,
     stream: UnixStream,
     /// Descriptors received and not yet claimed by a PUT_FD frame.
     fds: Vec<OwnedFd>,
@@ -261,7 +295,15 @@ enum Next {
 
 impl Connection {
     fn run(mut self) {
-        if let Err(message) = self.serve() {
+        let result = self.serve();
+        if !self.claimed {
+            // Never joined the job: nothing for the launcher to act on.
+            if let Err(message) = result {
+                tracing::warn!("store: refused a connection that did not join the job: {message}");
+            }
+            return;
+        }
+        if let Err(message) = result {
             tracing::warn!(rank = self.rank, "store: {message}");
             let _ = self.events.send(StoreEvent::ProtocolError {
                 rank: self.rank,
@@ -287,8 +329,17 @@ impl Connection {
                 match wire::read_frame(&mut reader) {
                     Ok(frame) => frame,
                     Err(WireError::Closed) => return Ok(()),
-                    // Idle between frames: fine, keep waiting.
-                    Err(WireError::TimedOut { partial: false }) => continue,
+                    // Idle between frames: fine, keep waiting (but a connection from the
+                    // listening socket must say who it is first).
+                    Err(WireError::TimedOut { partial: false }) => {
+                        if !self.claimed && self.started.elapsed() >= IO_STALL_LIMIT {
+                            return Err(self.refuse(format!(
+                                "no HELLO within {} s",
+                                IO_STALL_LIMIT.as_secs()
+                            )));
+                        }
+                        continue;
+                    }
                     Err(WireError::Io(e)) if e.kind() == io::ErrorKind::ConnectionReset => {
                         return Ok(())
                     }
@@ -308,11 +359,17 @@ impl Connection {
                     request.name()
                 )));
             }
+            let bye = matches!(request, Request::Bye);
             match self.handle(request) {
                 Next::Reply(reply, fd) => {
                     let fd = fd.as_deref().map(AsFd::as_fd);
                     if let Err(e) = self.send(&reply, fd) {
                         return Err(format!("cannot send {} reply: {e}", reply.name()));
+                    }
+                    if bye {
+                        // After the reply: whoever waits for every goodbye may then end this
+                        // process without cutting a reply short.
+                        let _ = self.events.send(StoreEvent::Goodbye { rank: self.rank });
                     }
                 }
                 Next::Silent => {}
@@ -362,7 +419,11 @@ impl Connection {
                         ),
                     );
                 }
-                if rank != self.rank || n_pes != self.n_pes {
+                if !self.claimed {
+                    if let Err(message) = self.claim(rank, n_pes) {
+                        return Next::Fatal(message);
+                    }
+                } else if rank != self.rank || n_pes != self.n_pes {
                     return Next::Fatal(format!(
                         "HELLO says PE {rank} of {n_pes}, but this socket belongs to PE {} of {}",
                         self.rank, self.n_pes
@@ -464,10 +525,29 @@ impl Connection {
                 self.goodbye = true;
                 self.shared
                     .update_peer(self.rank, |p| p.said_goodbye = true);
-                let _ = self.events.send(StoreEvent::Goodbye { rank: self.rank });
+                // The Goodbye event follows the reply (serve).
                 Next::Reply(Reply::Ok, None)
             }
         }
+    }
+
+    /// Takes `rank`'s slot for a connection from the listening socket, as its HELLO asks.
+    fn claim(&mut self, rank: u32, n_pes: u32) -> Result<(), String> {
+        if n_pes != self.n_pes || rank >= self.n_pes {
+            return Err(format!(
+                "HELLO says PE {rank} of {n_pes}, but this job has {} PEs",
+                self.n_pes
+            ));
+        }
+        let mut state = self.shared.lock();
+        let slot = &mut state.peers[rank as usize];
+        if slot.is_some() {
+            return Err(format!("PE {rank} is already connected to this store"));
+        }
+        *slot = Some(PeerStatus::default());
+        self.rank = rank;
+        self.claimed = true;
+        Ok(())
     }
 }
 
@@ -790,6 +870,52 @@ mod tests {
         let (_server, _events, mut ends) = job(2);
         let err = Client::connect_inherited(ends.pop().unwrap(), 1, 3, T).unwrap_err();
         assert!(err.to_string().contains("PE 1 of 3"), "{err}");
+    }
+
+    #[test]
+    fn accepted_connections_join_as_their_hello_says() {
+        let (server, events) = Server::new(3);
+        let accept = |server: &Server| {
+            let (ours, theirs) = UnixStream::pair().unwrap();
+            server.serve_accepted(ours).unwrap();
+            OwnedFd::from(theirs)
+        };
+        let two = Client::connect_inherited(accept(&server), 2, 3, T).unwrap();
+        let zero = Client::connect_inherited(accept(&server), 0, 3, T).unwrap();
+        // A rank already taken, and a job of another size, are refused.
+        let err = Client::connect_inherited(accept(&server), 2, 3, T).unwrap_err();
+        assert!(
+            err.to_string().contains("PE 2 is already connected"),
+            "{err}"
+        );
+        let err = Client::connect_inherited(accept(&server), 1, 4, T).unwrap_err();
+        assert!(err.to_string().contains("this job has 3 PEs"), "{err}");
+        // A connection that leaves before HELLO never joined.
+        drop(accept(&server));
+        assert!(server.peer_status(1).is_none());
+        let st = server.peer_status(2).unwrap();
+        assert!(st.connected && !st.closed);
+        two.set("k", b"v").unwrap();
+        assert_eq!(zero.get("k", T).unwrap(), b"v");
+        two.goodbye().unwrap();
+        drop(two);
+        // Refused and stray connections sent nothing: PE 2's goodbye comes first.
+        assert_eq!(next_event(&events), StoreEvent::Goodbye { rank: 2 });
+        assert_eq!(
+            next_event(&events),
+            StoreEvent::Disconnected {
+                rank: 2,
+                said_goodbye: true
+            }
+        );
+        drop(zero);
+        assert_eq!(
+            next_event(&events),
+            StoreEvent::Disconnected {
+                rank: 0,
+                said_goodbye: false
+            }
+        );
     }
 
     #[test]

@@ -1,0 +1,549 @@
+//! Which launcher started this process and what it says about the job, read from the
+//! environment in one documented order: `shmemrun`, Open MPI `mpirun`, MPICH/Hydra, Slurm,
+//! torchrun, then none (a 1-PE job). The first launcher whose rank variable is set wins.
+//!
+//! Owns the reading of every launcher's variables (rank, size, PEs or nodes of the job, job id)
+//! and the refusal of jobs this build cannot bootstrap: PEs on several nodes, or no job id to
+//! meet under. Must never connect anywhere or start anything: `node` and the store client do.
+
+use crate::error::{Error, Result};
+use crate::log;
+use rustix::fd::{FromRawFd, OwnedFd};
+
+/// How this PE joins its job.
+#[derive(Debug)]
+pub(crate) enum Launch {
+    /// No launcher, or a launcher's job of one PE: no store at all.
+    Alone,
+    /// `shmemrun`: the store is the launcher's, reached through an inherited socket.
+    Shmemrun {
+        /// This PE.
+        my_pe: u32,
+        /// PEs in the job.
+        n_pes: u32,
+        /// The inherited socket, now owned and close-on-exec.
+        socket: OwnedFd,
+    },
+    /// Another launcher: PE 0 hosts the store and every PE of the node meets there (`node`).
+    NodeLocal(NodeLocal),
+}
+
+impl Launch {
+    /// This PE's number.
+    pub fn my_pe(&self) -> u32 {
+        match self {
+            Launch::Alone => 0,
+            Launch::Shmemrun { my_pe, .. } => *my_pe,
+            Launch::NodeLocal(plan) => plan.my_pe,
+        }
+    }
+
+    /// Number of PEs in the job.
+    pub fn n_pes(&self) -> u32 {
+        match self {
+            Launch::Alone => 1,
+            Launch::Shmemrun { n_pes, .. } => *n_pes,
+            Launch::NodeLocal(plan) => plan.n_pes,
+        }
+    }
+}
+
+/// A job started by a launcher other than `shmemrun`, all of whose PEs are on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NodeLocal {
+    /// The launcher, for messages ("Open MPI mpirun").
+    pub launcher: &'static str,
+    /// Short name of the launcher, part of the socket name ("ompi").
+    pub tag: &'static str,
+    /// This PE.
+    pub my_pe: u32,
+    /// PEs in the job (2 or more).
+    pub n_pes: u32,
+    /// Id shared by every PE of the job and by no other job on the node.
+    pub job_id: String,
+}
+
+/// Reads one variable: `None` when unset or blank.
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// One launcher's variables.
+struct Launcher {
+    name: &'static str,
+    tag: &'static str,
+    /// This process's rank; its presence means this launcher started us.
+    rank: &'static str,
+    size: &'static str,
+    /// PEs of the job on this node (first one set counts).
+    local_size: &'static [&'static str],
+    /// Nodes of the job (first one set counts).
+    nodes: &'static [&'static str],
+    /// The launcher's own id of the job, if it gives one.
+    job_id: fn(Env<'_>) -> Option<String>,
+}
+
+/// In detection order, after `shmemrun`.
+static LAUNCHERS: [Launcher; 4] = [
+    Launcher {
+        name: "Open MPI mpirun",
+        tag: "ompi",
+        rank: "OMPI_COMM_WORLD_RANK",
+        size: "OMPI_COMM_WORLD_SIZE",
+        local_size: &["OMPI_COMM_WORLD_LOCAL_SIZE"],
+        nodes: &[],
+        // Open MPI 4 (ORTE) sets the first, older ORTE the second; Open MPI 5 (PRRTE) sets
+        // neither, but names the job's PMIx namespace after the launcher's pid.
+        job_id: |env| {
+            env("OMPI_MCA_ess_base_jobid")
+                .or_else(|| env("OMPI_MCA_orte_ess_jobid"))
+                .or_else(|| env("PMIX_NAMESPACE"))
+        },
+    },
+    Launcher {
+        name: "MPICH/Hydra",
+        tag: "pmi",
+        rank: "PMI_RANK",
+        size: "PMI_SIZE",
+        local_size: &["MPI_LOCALNRANKS"],
+        nodes: &[],
+        job_id: |_| None,
+    },
+    Launcher {
+        name: "Slurm",
+        tag: "slurm",
+        rank: "SLURM_PROCID",
+        size: "SLURM_NTASKS",
+        local_size: &[],
+        nodes: &["SLURM_STEP_NUM_NODES", "SLURM_NNODES"],
+        job_id: |env| {
+            let job = env("SLURM_JOB_ID")?;
+            Some(match env("SLURM_STEP_ID").or_else(|| env("SLURM_STEPID")) {
+                Some(step) => format!("{job}.{step}"),
+                None => job,
+            })
+        },
+    },
+    Launcher {
+        name: "torchrun",
+        tag: "torch",
+        rank: "RANK",
+        size: "WORLD_SIZE",
+        local_size: &["LOCAL_WORLD_SIZE"],
+        nodes: &[],
+        // torchrun's run id defaults to "none" outside --standalone, so the store address
+        // (a port bound on the master while the job runs) goes with it.
+        job_id: |env| {
+            let run = env("TORCHELASTIC_RUN_ID");
+            let master = match (env("MASTER_ADDR"), env("MASTER_PORT")) {
+                (Some(addr), Some(port)) => Some(format!("{addr}:{port}")),
+                _ => None,
+            };
+            match (run, master) {
+                (Some(run), Some(master)) => Some(format!("{run}@{master}")),
+                (run, master) => run.or(master),
+            }
+        },
+    },
+];
+
+/// What the environment says, before any descriptor is taken over.
+#[derive(Debug, PartialEq, Eq)]
+enum Found {
+    Alone,
+    Shmemrun { my_pe: u32, n_pes: u32, fd: i32 },
+    NodeLocal(NodeLocal),
+}
+
+/// Detects the launcher from this process's environment. `job_id` is `SHMEM_JOB_ID`, which
+/// gives or overrides the job id of launchers other than `shmemrun`.
+pub(crate) fn detect(job_id: Option<&str>) -> Result<Launch> {
+    let env = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    Ok(match detect_in(&env, job_id)? {
+        Found::Alone => Launch::Alone,
+        Found::NodeLocal(plan) => Launch::NodeLocal(plan),
+        Found::Shmemrun { my_pe, n_pes, fd } => Launch::Shmemrun {
+            my_pe,
+            n_pes,
+            socket: take_inherited(fd)?,
+        },
+    })
+}
+
+fn detect_in(env: Env<'_>, job_id: Option<&str>) -> Result<Found> {
+    if env("SHMEM_RUN_FD").is_some() {
+        let fd = number(env, "SHMEM_RUN_FD", "shmemrun")?;
+        let (my_pe, n_pes) = rank_and_size(env, "SHMEM_RUN_RANK", "SHMEM_RUN_SIZE", "shmemrun")?;
+        let fd = i32::try_from(fd).map_err(|_| Error::BadEnv {
+            name: "SHMEM_RUN_FD",
+            value: fd.to_string(),
+            reason: "not a descriptor number".into(),
+        })?;
+        return Ok(Found::Shmemrun { my_pe, n_pes, fd });
+    }
+    let Some(l) = LAUNCHERS.iter().find(|l| env(l.rank).is_some()) else {
+        return Ok(Found::Alone);
+    };
+    let (my_pe, n_pes) = rank_and_size(env, l.rank, l.size, l.name)?;
+    if n_pes == 1 {
+        return Ok(Found::Alone);
+    }
+    if let Some(how) = several_nodes(env, l, n_pes)? {
+        return Err(Error::Launch(format!(
+            "PEs span several nodes ({how}, under {}); this build's bootstrap is node-local: \
+             run all PEs on one node",
+            l.name
+        )));
+    }
+    let job_id = match job_id.map(str::to_string).or_else(|| (l.job_id)(env)) {
+        Some(id) => id,
+        None => {
+            return Err(Error::Launch(format!(
+                "{} gives no job id for the PEs to meet under: set SHMEM_JOB_ID to one value, \
+                 the same for every PE of the job and unique on this node \
+                 (e.g. SHMEM_JOB_ID=$(date +%s%N))",
+                l.name
+            )))
+        }
+    };
+    Ok(Found::NodeLocal(NodeLocal {
+        launcher: l.name,
+        tag: l.tag,
+        my_pe,
+        n_pes,
+        job_id,
+    }))
+}
+
+/// A rank and a size below which it lies. Sets the log's PE number as soon as it is known, so
+/// that later refusals name it.
+fn rank_and_size(
+    env: Env<'_>,
+    rank: &'static str,
+    size: &'static str,
+    launcher: &str,
+) -> Result<(u32, u32)> {
+    let my_pe = number(env, rank, launcher)?;
+    log::set_pe(my_pe as i32);
+    let n_pes = number(env, size, launcher)?;
+    if n_pes == 0 || my_pe >= n_pes {
+        return Err(Error::BadEnv {
+            name: rank,
+            value: my_pe.to_string(),
+            reason: format!("not below {size}={n_pes} (set by {launcher})"),
+        });
+    }
+    Ok((my_pe, n_pes))
+}
+
+/// Why the job is on several nodes, if it is.
+fn several_nodes(env: Env<'_>, l: &Launcher, n_pes: u32) -> Result<Option<String>> {
+    if let Some(var) = l.local_size.iter().copied().find(|v| env(v).is_some()) {
+        let local = number(env, var, l.name)?;
+        if local < n_pes {
+            return Ok(Some(format!("{var}={local} < {}={n_pes}", l.size)));
+        }
+    }
+    if let Some(var) = l.nodes.iter().copied().find(|v| env(v).is_some()) {
+        let nodes = number(env, var, l.name)?;
+        if nodes > 1 {
+            return Ok(Some(format!("{var}={nodes}")));
+        }
+    }
+    Ok(None)
+}
+
+fn number(env: Env<'_>, name: &'static str, launcher: &str) -> Result<u32> {
+    let raw = env(name).unwrap_or_default();
+    raw.parse().map_err(|_| Error::BadEnv {
+        name,
+        reason: if raw.is_empty() {
+            format!("not set, though {launcher}'s other variables are")
+        } else {
+            format!("expected a non-negative whole number (set by {launcher})")
+        },
+        value: raw,
+    })
+}
+
+/// Takes over the store socket that `shmemrun` left open at `fd`.
+fn take_inherited(fd: i32) -> Result<OwnedFd> {
+    rustix::io::fcntl_getfd(
+        // SAFETY: only borrowed for the duration of the check.
+        unsafe { rustix::fd::BorrowedFd::borrow_raw(fd) },
+    )
+    .map_err(|e| Error::os(format!("SHMEM_RUN_FD={fd} is not an open descriptor"), e))?;
+    // SAFETY: the launcher passed this descriptor to this process alone and we checked it is
+    // open; init runs once per process (the runtime's state lock and phase check ensure it), so
+    // nothing else here takes ownership of it. It is made close-on-exec so programs this PE
+    // starts do not inherit the job's control connection.
+    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    rustix::io::fcntl_setfd(&socket, rustix::io::FdFlags::CLOEXEC)
+        .map_err(|e| Error::os("marking the control socket close-on-exec", e))?;
+    Ok(socket)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn found(vars: &[(&str, &str)], job_id: Option<&str>) -> Result<Found> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        detect_in(&|name| map.get(name).cloned(), job_id)
+    }
+
+    fn plan(vars: &[(&str, &str)], job_id: Option<&str>) -> NodeLocal {
+        match found(vars, job_id) {
+            Ok(Found::NodeLocal(plan)) => plan,
+            other => panic!("not a node-local job: {other:?}"),
+        }
+    }
+
+    fn refusal(vars: &[(&str, &str)], job_id: Option<&str>) -> String {
+        match found(vars, job_id) {
+            Err(e) => e.to_string(),
+            Ok(other) => panic!("accepted: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn nothing_set_is_a_one_pe_job() {
+        assert_eq!(found(&[], None).unwrap(), Found::Alone);
+        assert_eq!(found(&[], Some("x")).unwrap(), Found::Alone);
+    }
+
+    #[test]
+    fn shmemrun_comes_first() {
+        let vars = [
+            ("SHMEM_RUN_FD", "5"),
+            ("SHMEM_RUN_RANK", "1"),
+            ("SHMEM_RUN_SIZE", "4"),
+            ("OMPI_COMM_WORLD_RANK", "0"),
+            ("OMPI_COMM_WORLD_SIZE", "2"),
+        ];
+        assert_eq!(
+            found(&vars, None).unwrap(),
+            Found::Shmemrun {
+                my_pe: 1,
+                n_pes: 4,
+                fd: 5
+            }
+        );
+    }
+
+    #[test]
+    fn open_mpi() {
+        let p = plan(
+            &[
+                ("OMPI_COMM_WORLD_RANK", "1"),
+                ("OMPI_COMM_WORLD_SIZE", "2"),
+                ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
+                ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
+                ("OMPI_MCA_ess_base_jobid", "1327235073"),
+                // Lower in the order: ignored.
+                ("PMI_RANK", "0"),
+                ("SLURM_PROCID", "0"),
+                ("RANK", "0"),
+            ],
+            None,
+        );
+        assert_eq!(
+            p,
+            NodeLocal {
+                launcher: "Open MPI mpirun",
+                tag: "ompi",
+                my_pe: 1,
+                n_pes: 2,
+                job_id: "1327235073".into()
+            }
+        );
+        let older = plan(
+            &[
+                ("OMPI_COMM_WORLD_RANK", "0"),
+                ("OMPI_COMM_WORLD_SIZE", "3"),
+                ("OMPI_MCA_orte_ess_jobid", "77"),
+            ],
+            None,
+        );
+        assert_eq!(older.job_id, "77");
+        let prrte = plan(
+            &[
+                ("OMPI_COMM_WORLD_RANK", "0"),
+                ("OMPI_COMM_WORLD_SIZE", "3"),
+                ("PMIX_NAMESPACE", "prterun-vm-4242@1"),
+            ],
+            None,
+        );
+        assert_eq!(prrte.job_id, "prterun-vm-4242@1");
+    }
+
+    #[test]
+    fn shmem_job_id_overrides() {
+        let vars = [
+            ("OMPI_COMM_WORLD_RANK", "0"),
+            ("OMPI_COMM_WORLD_SIZE", "2"),
+            ("OMPI_MCA_ess_base_jobid", "1"),
+        ];
+        assert_eq!(plan(&vars, Some("mine")).job_id, "mine");
+    }
+
+    #[test]
+    fn hydra_needs_shmem_job_id() {
+        let vars = [
+            ("PMI_RANK", "2"),
+            ("PMI_SIZE", "4"),
+            ("MPI_LOCALNRANKS", "4"),
+        ];
+        let msg = refusal(&vars, None);
+        assert!(
+            msg.contains("SHMEM_JOB_ID") && msg.contains("MPICH/Hydra"),
+            "{msg}"
+        );
+        let p = plan(&vars, Some("j1"));
+        assert_eq!(
+            (p.tag, p.my_pe, p.n_pes, p.job_id.as_str()),
+            ("pmi", 2, 4, "j1")
+        );
+    }
+
+    #[test]
+    fn slurm() {
+        let p = plan(
+            &[
+                ("SLURM_PROCID", "3"),
+                ("SLURM_NTASKS", "4"),
+                ("SLURM_LOCALID", "3"),
+                ("SLURM_JOB_ID", "981"),
+                ("SLURM_STEP_ID", "2"),
+                ("SLURM_STEP_NUM_NODES", "1"),
+                ("SLURM_NNODES", "3"),
+            ],
+            None,
+        );
+        assert_eq!(
+            (p.tag, p.my_pe, p.n_pes, p.job_id.as_str()),
+            ("slurm", 3, 4, "981.2")
+        );
+        let no_step = plan(
+            &[
+                ("SLURM_PROCID", "0"),
+                ("SLURM_NTASKS", "2"),
+                ("SLURM_JOB_ID", "5"),
+            ],
+            None,
+        );
+        assert_eq!(no_step.job_id, "5");
+    }
+
+    #[test]
+    fn torchrun() {
+        let base = [
+            ("RANK", "1"),
+            ("WORLD_SIZE", "2"),
+            ("LOCAL_RANK", "1"),
+            ("LOCAL_WORLD_SIZE", "2"),
+        ];
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut v = base.to_vec();
+            v.extend_from_slice(extra);
+            v
+        };
+        let p = plan(
+            &with(&[
+                ("TORCHELASTIC_RUN_ID", "none"),
+                ("MASTER_ADDR", "127.0.0.1"),
+                ("MASTER_PORT", "29500"),
+            ]),
+            None,
+        );
+        assert_eq!(
+            (p.tag, p.job_id.as_str()),
+            ("torch", "none@127.0.0.1:29500")
+        );
+        let p = plan(&with(&[("TORCHELASTIC_RUN_ID", "abc")]), None);
+        assert_eq!(p.job_id, "abc");
+        let p = plan(&with(&[("MASTER_ADDR", "h"), ("MASTER_PORT", "1")]), None);
+        assert_eq!(p.job_id, "h:1");
+        let msg = refusal(&with(&[("MASTER_ADDR", "h")]), None);
+        assert!(
+            msg.contains("SHMEM_JOB_ID") && msg.contains("torchrun"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn several_nodes_are_refused() {
+        let msg = refusal(
+            &[
+                ("OMPI_COMM_WORLD_RANK", "0"),
+                ("OMPI_COMM_WORLD_SIZE", "4"),
+                ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
+                ("OMPI_MCA_ess_base_jobid", "1"),
+            ],
+            None,
+        );
+        assert!(
+            msg.starts_with(
+                "PEs span several nodes (OMPI_COMM_WORLD_LOCAL_SIZE=2 < OMPI_COMM_WORLD_SIZE=4"
+            ) && msg.contains("run all PEs on one node"),
+            "{msg}"
+        );
+        let msg = refusal(
+            &[
+                ("SLURM_PROCID", "0"),
+                ("SLURM_NTASKS", "4"),
+                ("SLURM_NNODES", "2"),
+                ("SLURM_JOB_ID", "1"),
+            ],
+            None,
+        );
+        assert!(msg.contains("SLURM_NNODES=2"), "{msg}");
+        let msg = refusal(
+            &[
+                ("RANK", "0"),
+                ("WORLD_SIZE", "8"),
+                ("LOCAL_WORLD_SIZE", "4"),
+            ],
+            Some("x"),
+        );
+        assert!(msg.contains("LOCAL_WORLD_SIZE=4 < WORLD_SIZE=8"), "{msg}");
+    }
+
+    #[test]
+    fn one_pe_under_a_launcher_needs_no_store() {
+        let vars = [("PMI_RANK", "0"), ("PMI_SIZE", "1")];
+        assert_eq!(found(&vars, None).unwrap(), Found::Alone);
+    }
+
+    #[test]
+    fn bad_numbers_name_the_variable() {
+        let msg = refusal(&[("OMPI_COMM_WORLD_RANK", "x")], None);
+        assert!(msg.contains("OMPI_COMM_WORLD_RANK"), "{msg}");
+        let msg = refusal(&[("SLURM_PROCID", "0")], None);
+        assert!(
+            msg.contains("SLURM_NTASKS") && msg.contains("not set"),
+            "{msg}"
+        );
+        let msg = refusal(&[("RANK", "2"), ("WORLD_SIZE", "2")], None);
+        assert!(
+            msg.contains("RANK") && msg.contains("WORLD_SIZE=2"),
+            "{msg}"
+        );
+        let msg = refusal(
+            &[
+                ("SHMEM_RUN_FD", "3"),
+                ("SHMEM_RUN_RANK", "4"),
+                ("SHMEM_RUN_SIZE", "4"),
+            ],
+            None,
+        );
+        assert!(msg.contains("SHMEM_RUN_RANK"), "{msg}");
+    }
+}

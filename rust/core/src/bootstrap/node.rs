@@ -1,0 +1,641 @@
+//! Node-local bootstrap for launchers other than `shmemrun` (Open MPI `mpirun`, MPICH/Hydra,
+//! Slurm, torchrun): PE 0 hosts the job's store in its own process, on threads, and every PE
+//! (PE 0 too, over a socket pair) is its client exactly as under `shmemrun`. PEs meet at an
+//! abstract Unix socket named after the user and the job, so nothing is left in any file
+//! system, even after `kill -9`.
+//!
+//! Owns that socket, the acceptor (only processes of this user get in: SO_PEERCRED), the job
+//! page (one shared word through which PE 0 tells every PE why the job ended), PE 0's thread
+//! that ends the job when a PE fails or calls `shmem_global_exit`, and the watcher in every
+//! other PE that ends that PE when PE 0's store goes away. So a failure ends every PE whatever
+//! the launcher does about failed processes. Must never let a PE wait for a peer that is gone,
+//! and never cut a PE's goodbye short: PE 0 keeps the store up until every PE has said it.
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::io::{fcntl_dupfd_cloexec, Errno};
+use rustix::net::sockopt::socket_peercred;
+
+use super::launch::NodeLocal;
+use super::{Client, Server, StoreEvent};
+use crate::error::{Error, Result};
+use crate::mapping::{self, Mapping};
+
+/// Longest abstract socket name (`sun_path` less its leading NUL).
+const MAX_NAME: usize = 107;
+/// Store key of the job page's descriptor.
+const JOB_PAGE_KEY: &str = "node/job-page";
+const JOB_PAGE_LEN: usize = 4096;
+/// Offset in the job page of the word saying why the job ended (0 while it runs).
+const END_WORD: usize = 0;
+const END_SET: u64 = 1 << 63;
+const END_GLOBAL_EXIT: u64 = 1 << 62;
+const END_PE_MASK: u64 = (1 << 30) - 1;
+/// Longest nap between attempts to reach PE 0's socket (PE 0 may start last).
+const LONGEST_CONNECT_NAP: Duration = Duration::from_millis(50);
+/// Stack of the job's helper threads: they wait on a channel, a socket or `accept`.
+const THREAD_STACK: usize = 128 * 1024;
+
+/// Why the job ended, as PE 0 records it in the job page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// PE `pe` called `shmem_global_exit(status)`.
+    GlobalExit { pe: u32, status: i32 },
+    /// PE `pe` left without `shmem_finalize`: it exited, died, or broke the store protocol.
+    Lost { pe: u32 },
+}
+
+impl Ending {
+    fn encode(self) -> u64 {
+        match self {
+            Ending::GlobalExit { pe, status } => {
+                END_SET
+                    | END_GLOBAL_EXIT
+                    | (u64::from(pe) & END_PE_MASK) << 32
+                    | status as u32 as u64
+            }
+            Ending::Lost { pe } => END_SET | (u64::from(pe) & END_PE_MASK) << 32,
+        }
+    }
+
+    fn decode(word: u64) -> Option<Ending> {
+        if word & END_SET == 0 {
+            return None;
+        }
+        let pe = ((word >> 32) & END_PE_MASK) as u32;
+        Some(if word & END_GLOBAL_EXIT != 0 {
+            Ending::GlobalExit {
+                pe,
+                status: word as u32 as i32,
+            }
+        } else {
+            Ending::Lost { pe }
+        })
+    }
+
+    /// Exit status of every PE the job's end reaches.
+    fn status(self) -> i32 {
+        match self {
+            Ending::GlobalExit { status, .. } => status,
+            Ending::Lost { .. } => 1,
+        }
+    }
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ending::GlobalExit { pe, status } => {
+                write!(f, "PE {pe} called shmem_global_exit({status})")
+            }
+            Ending::Lost { pe } => write!(f, "PE {pe} exited without shmem_finalize or died"),
+        }
+    }
+}
+
+/// This PE's part in a node-local job.
+#[derive(Debug)]
+pub(crate) struct NodeJob {
+    shared: Arc<Shared>,
+}
+
+/// What this PE's threads share about the job.
+#[derive(Debug)]
+struct Shared {
+    my_pe: u32,
+    /// The job page, mapped by every PE.
+    page: Mapping,
+    /// Set before this PE's goodbye: from then on PE 0's store closing is the normal end.
+    finalizing: AtomicBool,
+    /// PE 0: which PEs are done with the store.
+    progress: Mutex<Progress>,
+    changed: Condvar,
+}
+
+#[derive(Debug)]
+struct Progress {
+    /// Indexed by PE: its goodbye was answered, or its connection closed.
+    done: Vec<bool>,
+    /// PE 0 finished: every PE said goodbye, the job's end is no longer watched.
+    finished: bool,
+}
+
+impl Shared {
+    fn new(plan: &NodeLocal, page: Mapping) -> Shared {
+        Shared {
+            my_pe: plan.my_pe,
+            page,
+            finalizing: AtomicBool::new(false),
+            progress: Mutex::new(Progress {
+                done: vec![false; plan.n_pes as usize],
+                finished: false,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn progress(&self) -> MutexGuard<'_, Progress> {
+        // Panics abort the process (panic = "abort"); the state is plain flags.
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records that `pe` is done with the store; returns whether PE 0 has finished.
+    fn mark_done(&self, pe: u32) -> bool {
+        let mut p = self.progress();
+        if let Some(done) = p.done.get_mut(pe as usize) {
+            *done = true;
+        }
+        self.changed.notify_all();
+        p.finished
+    }
+
+    /// Ends this PE, and so the job, for `ending`; the first ending recorded wins.
+    fn end_job(&self, ending: Ending) -> ! {
+        let word = self.page.atomic_u64(END_WORD);
+        let ending =
+            match word.compare_exchange(0, ending.encode(), Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => ending,
+                Err(first) => Ending::decode(first).unwrap_or(ending),
+            };
+        match ending {
+            Ending::GlobalExit { status: 0, .. } => tracing::info!("{ending}; ending the job"),
+            _ => tracing::error!("{ending}; ending the job"),
+        }
+        crate::runtime::exit_process(ending.status())
+    }
+}
+
+/// `shmem-<uid>-<launcher>-<job id>`, or a hash in place of a job id too long for the name.
+fn socket_name(uid: u32, tag: &str, job_id: &str) -> Vec<u8> {
+    let name = format!("shmem-{uid}-{tag}-{job_id}");
+    if name.len() <= MAX_NAME {
+        return name.into_bytes();
+    }
+    // FNV-1a: the same on every PE (unlike std's seeded hashers).
+    let hash = job_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("shmem-{uid}-{tag}-h{hash:016x}").into_bytes()
+}
+
+/// The socket name as messages show it (`@` for the abstract namespace, as `ss` does).
+fn shown(name: &[u8]) -> String {
+    format!("@{}", String::from_utf8_lossy(name))
+}
+
+/// Joins the job `plan` describes: PE 0 opens the job's store and serves it; the others reach
+/// it, retrying until `timeout` since PE 0 may start last. Returns this PE's store client.
+pub(crate) fn join(plan: &NodeLocal, timeout: Duration) -> Result<(Client, NodeJob)> {
+    let uid = rustix::process::geteuid().as_raw();
+    let name = socket_name(uid, plan.tag, &plan.job_id);
+    let addr = SocketAddr::from_abstract_name(&name)
+        .map_err(|e| Error::os(format!("socket name {}", shown(&name)), e))?;
+    if plan.my_pe == 0 {
+        host(plan, &name, &addr, uid, timeout)
+    } else {
+        guest(plan, &name, &addr, timeout)
+    }
+}
+
+fn host(
+    plan: &NodeLocal,
+    name: &[u8],
+    addr: &SocketAddr,
+    uid: u32,
+    timeout: Duration,
+) -> Result<(Client, NodeJob)> {
+    let listener = UnixListener::bind_addr(addr).map_err(|e| {
+        if e.kind() == io::ErrorKind::AddrInUse {
+            Error::Launch(format!(
+                "cannot open the job's store at {}: a job with the same id ({}, from {}) runs \
+                 on this node already; give each job its own SHMEM_JOB_ID",
+                shown(name),
+                plan.job_id,
+                plan.launcher
+            ))
+        } else {
+            Error::os(format!("opening the job's store at {}", shown(name)), e)
+        }
+    })?;
+    let (server, events) = Server::new(plan.n_pes);
+    let server = Arc::new(server);
+    let (mine, theirs) =
+        UnixStream::pair().map_err(|e| Error::os("socket pair to PE 0's own store", e))?;
+    server
+        .serve_unix(0, theirs)
+        .map_err(|e| Error::os("serving PE 0's own store connection", e))?;
+    let acceptor = Arc::clone(&server);
+    spawn("shmem-accept", move || {
+        accept_loop(&listener, &acceptor, uid)
+    })?;
+    let client = Client::connect_inherited(mine.into(), 0, plan.n_pes, timeout)?;
+    let fd = mapping::memfd("shmem-job", JOB_PAGE_LEN)?;
+    client.put_fd(JOB_PAGE_KEY, fd.as_fd())?;
+    let shared = Arc::new(Shared::new(plan, Mapping::map_shared(&fd, JOB_PAGE_LEN)?));
+    let watched = Arc::clone(&shared);
+    spawn("shmem-job", move || {
+        // Keeps the server (and with it the job's state) alive as long as events can come.
+        let _server = server;
+        watch_events(events, &watched);
+    })?;
+    Ok((client, NodeJob { shared }))
+}
+
+fn guest(
+    plan: &NodeLocal,
+    name: &[u8],
+    addr: &SocketAddr,
+    timeout: Duration,
+) -> Result<(Client, NodeJob)> {
+    let stream = connect(plan, name, addr, timeout)?;
+    // The watcher's own handle on the connection: it outlives the client if need be.
+    let watched = fcntl_dupfd_cloexec(&stream, 0)
+        .map_err(|e| Error::os("duplicating the store connection", e))?;
+    let client = Client::connect_inherited(stream.into(), plan.my_pe, plan.n_pes, timeout)?;
+    let fd = client.get_fd(JOB_PAGE_KEY, timeout)?;
+    let len = mapping::file_len(fd.as_fd())?;
+    if len != JOB_PAGE_LEN {
+        return Err(Error::Launch(format!(
+            "the job page from PE 0's store is {len} bytes, not {JOB_PAGE_LEN}: PE 0 runs \
+             another build of the library"
+        )));
+    }
+    let shared = Arc::new(Shared::new(plan, Mapping::map_shared(&fd, JOB_PAGE_LEN)?));
+    let watcher = Arc::clone(&shared);
+    spawn("shmem-job", move || watch_store(&watched, &watcher))?;
+    Ok((client, NodeJob { shared }))
+}
+
+/// Connects to PE 0's socket, retrying while nobody listens there yet.
+fn connect(
+    plan: &NodeLocal,
+    name: &[u8],
+    addr: &SocketAddr,
+    timeout: Duration,
+) -> Result<UnixStream> {
+    let deadline = Instant::now() + timeout;
+    let mut nap = Duration::from_millis(1);
+    loop {
+        match UnixStream::connect_addr(addr) {
+            Ok(stream) => return Ok(stream),
+            // Not listening yet (refused), or its backlog is full (would block).
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionRefused
+                        | io::ErrorKind::NotFound
+                        | io::ErrorKind::WouldBlock
+                ) => {}
+            Err(e) => {
+                return Err(Error::os(
+                    format!("connecting to the job's store at {}", shown(name)),
+                    e,
+                ))
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::Launch(format!(
+                "PE 0 did not open the job's store at {} within {} s (SHMEM_INIT_TIMEOUT; \
+                 {} job id {}): PE 0 did not start, failed, or runs on another node",
+                shown(name),
+                timeout.as_secs(),
+                plan.launcher,
+                plan.job_id
+            )));
+        }
+        std::thread::sleep(nap.min(left));
+        nap = (nap * 2).min(LONGEST_CONNECT_NAP);
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<()> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .stack_size(THREAD_STACK)
+        .spawn(f)
+        .map(drop)
+        .map_err(|e| Error::os(format!("starting thread {name}"), e))
+}
+
+/// Serves every connection of this user's processes; refuses (and logs) the rest. Runs as
+/// long as the process, so that a stray connection is refused instead of left hanging.
+fn accept_loop(listener: &UnixListener, server: &Server, uid: u32) {
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => match admit(&stream, uid) {
+                Ok(()) => {
+                    if let Err(e) = server.serve_accepted(stream) {
+                        tracing::warn!("store: cannot serve a new connection: {e}");
+                    }
+                }
+                Err(why) => tracing::warn!("store: refused a connection: {why}"),
+            },
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                ) => {}
+            Err(e) => {
+                tracing::error!("store: stopped accepting connections: {e}");
+                return;
+            }
+        }
+    }
+}
+
+/// Lets in only processes running as this job's user: every process on the node can reach an
+/// abstract socket, but all PEs of a job run as one user.
+fn admit(stream: &UnixStream, uid: u32) -> std::result::Result<(), String> {
+    let cred = socket_peercred(stream)
+        .map_err(|e| format!("cannot read the peer's credentials (SO_PEERCRED): {e}"))?;
+    same_user(cred.uid.as_raw(), uid)
+        .map_err(|why| format!("pid {}: {why}", cred.pid.as_raw_nonzero()))
+}
+
+fn same_user(peer: u32, mine: u32) -> std::result::Result<(), String> {
+    if peer == mine {
+        Ok(())
+    } else {
+        Err(format!("uid {peer} is not this job's user (uid {mine})"))
+    }
+}
+
+/// PE 0: ends the job on the first PE that fails or calls `shmem_global_exit`; counts goodbyes.
+fn watch_events(events: Receiver<StoreEvent>, shared: &Shared) {
+    for event in events {
+        match event {
+            StoreEvent::Abort { rank, status } => {
+                shared.end_job(Ending::GlobalExit { pe: rank, status })
+            }
+            StoreEvent::Goodbye { rank }
+            | StoreEvent::Disconnected {
+                rank,
+                said_goodbye: true,
+            } => {
+                shared.mark_done(rank);
+            }
+            StoreEvent::Disconnected {
+                rank,
+                said_goodbye: false,
+            } => {
+                if !shared.mark_done(rank) {
+                    shared.end_job(Ending::Lost { pe: rank });
+                }
+            }
+            // Logged by the server; the connection's Disconnected follows.
+            StoreEvent::ProtocolError { .. } => {}
+        }
+    }
+}
+
+/// Other PEs: waits for PE 0's store to close, then, unless this PE is finalizing, ends this
+/// PE the way PE 0 ended the job (or with status 1 if PE 0 itself is gone).
+fn watch_store(sock: &OwnedFd, shared: &Shared) {
+    loop {
+        // RDHUP alone: data arriving for the client's calls never wakes this thread.
+        let mut fds = [PollFd::new(sock, PollFlags::RDHUP)];
+        match poll(&mut fds, None) {
+            Ok(_) if !fds[0].revents().is_empty() => break,
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(e) => {
+                tracing::warn!("cannot watch the store connection: {e}");
+                return;
+            }
+        }
+    }
+    if shared.finalizing.load(Ordering::SeqCst) {
+        return;
+    }
+    match Ending::decode(shared.page.atomic_u64(END_WORD).load(Ordering::SeqCst)) {
+        Some(ending) => {
+            tracing::debug!("PE 0 ended the job: {ending}");
+            crate::runtime::exit_process(ending.status())
+        }
+        None => {
+            tracing::error!(
+                "lost the job's store: PE 0 exited without shmem_finalize or died; ending this PE"
+            );
+            crate::runtime::exit_process(1)
+        }
+    }
+}
+
+impl NodeJob {
+    /// Whether this PE hosts the job's store (PE 0).
+    pub fn hosts_store(&self) -> bool {
+        self.shared.my_pe == 0
+    }
+
+    /// Call before this PE's goodbye: PE 0's store closing is then the normal end of the job.
+    pub fn finalizing(&self) {
+        self.shared.finalizing.store(true, Ordering::SeqCst);
+    }
+
+    /// PE 0, after its own goodbye: keeps the store up until every PE has said goodbye or
+    /// gone, at most `timeout`, so that PE 0's exit cuts no goodbye short. Other PEs return at
+    /// once.
+    pub fn wait_for_goodbyes(&self, timeout: Duration) -> Result<()> {
+        if !self.hosts_store() {
+            return Ok(());
+        }
+        let deadline = Instant::now() + timeout;
+        let mut p = self.shared.progress();
+        while !p.done.iter().all(|&d| d) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let missing: Vec<String> = (p.done.iter().enumerate())
+                    .filter(|(_, &d)| !d)
+                    .map(|(pe, _)| pe.to_string())
+                    .collect();
+                return Err(Error::Launch(format!(
+                    "shmem_finalize: PE 0 waited {} s (SHMEM_INIT_TIMEOUT) for the goodbye of \
+                     PE {} to the job's store",
+                    timeout.as_secs(),
+                    missing.join(", ")
+                )));
+            }
+            p = self
+                .shared
+                .changed
+                .wait_timeout(p, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        p.finished = true;
+        Ok(())
+    }
+
+    /// PE 0's own `shmem_global_exit`: ends the job at once (there is no one to tell first).
+    pub fn global_exit(&self, status: i32) -> ! {
+        self.shared.end_job(Ending::GlobalExit {
+            pe: self.shared.my_pe,
+            status,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Duration = Duration::from_secs(30);
+
+    #[test]
+    fn endings_round_trip() {
+        for e in [
+            Ending::GlobalExit { pe: 0, status: 0 },
+            Ending::GlobalExit { pe: 7, status: -3 },
+            Ending::GlobalExit {
+                pe: 1 << 20,
+                status: i32::MAX,
+            },
+            Ending::Lost { pe: 0 },
+            Ending::Lost { pe: 4095 },
+        ] {
+            assert_eq!(Ending::decode(e.encode()), Some(e));
+        }
+        assert_eq!(Ending::decode(0), None);
+        assert_eq!(Ending::Lost { pe: 2 }.status(), 1);
+        assert_eq!(
+            Ending::Lost { pe: 2 }.to_string(),
+            "PE 2 exited without shmem_finalize or died"
+        );
+    }
+
+    #[test]
+    fn socket_names_fit_and_differ() {
+        assert_eq!(socket_name(1000, "slurm", "17.0"), b"shmem-1000-slurm-17.0");
+        let long = "x".repeat(200);
+        let a = socket_name(0, "torch", &long);
+        let b = socket_name(0, "torch", &format!("{long}y"));
+        assert!(a.len() <= MAX_NAME && b.len() <= MAX_NAME);
+        assert_ne!(a, b);
+        assert_eq!(a, socket_name(0, "torch", &long));
+        assert_ne!(socket_name(0, "ompi", "1"), socket_name(1, "ompi", "1"));
+    }
+
+    #[test]
+    fn only_the_same_user_is_admitted() {
+        assert!(same_user(1000, 1000).is_ok());
+        let why = same_user(65534, 1000).unwrap_err();
+        assert!(
+            why.contains("uid 65534") && why.contains("uid 1000"),
+            "{why}"
+        );
+        // A real connection from this process passes the check.
+        let (a, _b) = UnixStream::pair().unwrap();
+        admit(&a, rustix::process::geteuid().as_raw()).unwrap();
+        let other = rustix::process::geteuid().as_raw().wrapping_add(1);
+        assert!(admit(&a, other)
+            .unwrap_err()
+            .contains("is not this job's user"));
+    }
+
+    /// A process running as another user cannot join: needs root to make one (skipped
+    /// otherwise, the check itself being covered above).
+    #[test]
+    fn stray_uid_is_refused() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("skipped: only root can start a process under another uid");
+            return;
+        }
+        let name = format!("shmem-test-stray-{}", std::process::id());
+        let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        let listener = UnixListener::bind_addr(&addr).unwrap();
+        // SAFETY: the child makes only async-signal-safe system calls before _exit.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0);
+        if child == 0 {
+            // SAFETY: raw system calls in the forked child; the address outlives them.
+            unsafe {
+                let nobody = 65534;
+                if libc::syscall(libc::SYS_setgid, nobody) != 0
+                    || libc::syscall(libc::SYS_setuid, nobody) != 0
+                {
+                    libc::_exit(2);
+                }
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+                let mut sa: libc::sockaddr_un = std::mem::zeroed();
+                sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
+                for (i, b) in name.bytes().enumerate() {
+                    sa.sun_path[i + 1] = b as libc::c_char;
+                }
+                let len = std::mem::size_of::<libc::sa_family_t>() + 1 + name.len();
+                let ok = libc::connect(fd, &sa as *const _ as *const libc::sockaddr, len as u32);
+                libc::_exit(if ok == 0 { 0 } else { 3 });
+            }
+        }
+        let (stream, _) = listener.accept().unwrap();
+        let mut status = 0;
+        // SAFETY: waits for our own child.
+        unsafe { libc::waitpid(child, &mut status, 0) };
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "child {status}"
+        );
+        let why = admit(&stream, rustix::process::geteuid().as_raw()).unwrap_err();
+        assert!(why.contains("uid 65534 is not this job's user"), "{why}");
+        assert!(why.contains(&format!("pid {child}")), "{why}");
+    }
+
+    #[test]
+    fn pes_meet_at_pe0s_store() {
+        let plan = |pe| NodeLocal {
+            launcher: "test",
+            tag: "test",
+            my_pe: pe,
+            n_pes: 3,
+            job_id: format!("meet-{}", std::process::id()),
+        };
+        // Guests first: they wait for PE 0 to open the store.
+        let guests: Vec<_> = (1..3)
+            .map(|pe| {
+                let p = plan(pe);
+                std::thread::spawn(move || join(&p, T).unwrap())
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(20));
+        let (c0, job0) = join(&plan(0), T).unwrap();
+        let mut joined: Vec<_> = guests.into_iter().map(|g| g.join().unwrap()).collect();
+        c0.set("from0", b"hi").unwrap();
+        for (c, _) in &joined {
+            assert_eq!(c.get("from0", T).unwrap(), b"hi");
+        }
+        // A second job with the same id cannot open its store.
+        let err = join(&plan(0), T).unwrap_err().to_string();
+        assert!(err.contains("same id"), "{err}");
+        // Every PE says goodbye; PE 0 sees them all.
+        for (c, job) in &joined {
+            job.finalizing();
+            c.goodbye().unwrap();
+        }
+        job0.finalizing();
+        c0.goodbye().unwrap();
+        job0.wait_for_goodbyes(T).unwrap();
+        joined.clear();
+    }
+
+    #[test]
+    fn unreachable_pe0_times_out_with_a_clear_error() {
+        let plan = NodeLocal {
+            launcher: "test",
+            tag: "test",
+            my_pe: 1,
+            n_pes: 2,
+            job_id: format!("nobody-{}", std::process::id()),
+        };
+        let err = join(&plan, Duration::from_millis(100))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("PE 0 did not open the job's store"), "{err}");
+    }
+}
