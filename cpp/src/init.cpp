@@ -97,6 +97,11 @@ SHMEM_EXPORT void pshmem_init(void) {
         g.data_size = topo.data_size;
         g.data_peer.assign(topo.data_bases.begin(), topo.data_bases.end());
         g.data_span = g.data_peer.empty() ? 0 : g.data_size;
+        g.bases.assign(2 * g.peer.size(), 0);
+        for (size_t pe = 0; pe < g.peer.size(); pe++) {
+            g.bases[2 * pe] = g.peer[pe];
+            g.bases[2 * pe + 1] = g.data_peer.empty() ? 0 : g.data_peer[pe];
+        }
         g.data_off_reason = std::string(topo.data_off_reason);
         g.n_pes = topo.n_pes;
         g.phase.store(kRunning, std::memory_order_release);
@@ -140,6 +145,7 @@ SHMEM_EXPORT void pshmem_finalize(void) {
     g.peer.clear();
     g.data_peer.clear();
     g.data_span = 0;
+    g.bases.clear();
 }
 
 SHMEM_EXPORT void pshmem_global_exit(int status) {

@@ -38,6 +38,8 @@ struct State {
     size_t data_size = 0;
     size_t data_span = 0;  // data_size when symmetric, else 0: the data path's one check
     std::vector<uintptr_t> data_peer;
+    // Per PE: {heap base, static data base (0 when not symmetric)}, as mapped here.
+    std::vector<uintptr_t> bases;
     std::string data_off_reason;
     std::atomic<int> phase{0};  // 0 not started, 1 running, 2 finalized
 };
@@ -69,15 +71,17 @@ inline char *remote(const char *call, const char *arg, const void *addr, size_t 
     if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
         fail_pe(call, pe);
     }
-    uintptr_t off = reinterpret_cast<uintptr_t>(addr) - g.base;
-    if (SHMEM_UNLIKELY(off > g.size || n > g.size - off)) {
-        off = reinterpret_cast<uintptr_t>(addr) - g.data_base;
-        if (SHMEM_UNLIKELY(off > g.data_span || n > g.data_span - off)) {
-            return remote_other(call, arg, addr, n, pe);
-        }
-        return reinterpret_cast<char *>(g.data_peer[pe] + off);
-    }
-    return reinterpret_cast<char *>(g.peer[pe] + off);
+    // Both segments are checked without a branch between them, so a static target costs the
+    // same as a heap one: the segment picks the column of g.bases.
+    uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    uintptr_t heap_off = a - g.base;
+    uintptr_t data_off = a - g.data_base;
+    bool in_heap = heap_off <= g.size && n <= g.size - heap_off;
+    bool in_data = data_off <= g.data_span && n <= g.data_span - data_off;
+    if (SHMEM_UNLIKELY(!(in_heap | in_data))) return remote_other(call, arg, addr, n, pe);
+    size_t column = in_heap ? 0 : 1;
+    uintptr_t off = in_heap ? heap_off : data_off;
+    return reinterpret_cast<char *>(g.bases[2 * static_cast<size_t>(pe) + column] + off);
 }
 
 // Offset of a local symmetric address in its segment and the segment's peer table, or false.
