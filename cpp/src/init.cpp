@@ -47,22 +47,6 @@ void fail_addr(const char *call, const char *arg, const void *addr, size_t n) {
          addr, n, reinterpret_cast<void *>(g.base), reinterpret_cast<void *>(g.base + g.size));
 }
 
-bool symmetric_offset(const void *addr, size_t n, uintptr_t *off,
-                      const std::vector<uintptr_t> **peers) {
-    uintptr_t a = reinterpret_cast<uintptr_t>(addr);
-    if (a - g.base <= g.size && n <= g.size - (a - g.base)) {
-        *off = a - g.base;
-        *peers = &g.peer;
-        return true;
-    }
-    if (a - g.data_base <= g.data_span && n <= g.data_span - (a - g.data_base)) {
-        *off = a - g.data_base;
-        *peers = &g.data_peer;
-        return true;
-    }
-    return false;
-}
-
 char *remote_other(const char *call, const char *arg, const void *addr, size_t n, int pe) {
     // Zero bytes touch nothing: any address will do (generic code passes NULL from a zero-size
     // shmem_malloc).
@@ -91,16 +75,15 @@ SHMEM_EXPORT void pshmem_init(void) {
         core::Topology topo = core::init();
         g.my_pe = topo.my_pe;
         g.size = topo.heap_size;
-        g.peer.assign(topo.heap_bases.begin(), topo.heap_bases.end());
-        g.base = g.peer[static_cast<size_t>(topo.my_pe)];
+        g.base = topo.heap_bases[static_cast<size_t>(topo.my_pe)];
         g.data_base = topo.data_base;
         g.data_size = topo.data_size;
-        g.data_peer.assign(topo.data_bases.begin(), topo.data_bases.end());
-        g.data_span = g.data_peer.empty() ? 0 : g.data_size;
-        g.bases.assign(2 * g.peer.size(), 0);
-        for (size_t pe = 0; pe < g.peer.size(); pe++) {
-            g.bases[2 * pe] = g.peer[pe];
-            g.bases[2 * pe + 1] = g.data_peer.empty() ? 0 : g.data_peer[pe];
+        bool data = !topo.data_bases.empty();
+        g.data_span = data ? g.data_size : 0;
+        g.bases.assign(2 * topo.heap_bases.size(), 0);
+        for (size_t pe = 0; pe < topo.heap_bases.size(); pe++) {
+            g.bases[2 * pe] = topo.heap_bases[pe];
+            g.bases[2 * pe + 1] = data ? topo.data_bases[pe] : 0;
         }
         g.data_off_reason = std::string(topo.data_off_reason);
         g.n_pes = topo.n_pes;
@@ -142,8 +125,6 @@ SHMEM_EXPORT void pshmem_finalize(void) {
     g.n_pes = 0;
     g.base = 0;
     g.size = 0;
-    g.peer.clear();
-    g.data_peer.clear();
     g.data_span = 0;
     g.bases.clear();
 }

@@ -32,12 +32,10 @@ struct State {
     int n_pes = 0;       // 0 while not running: every PE check fails and reports why
     uintptr_t base = 0;  // this PE's user heap
     size_t size = 0;
-    std::vector<uintptr_t> peer;  // every PE's user heap as mapped here
-    // The executable's global and static variables (symmetric when data_peer is not empty).
+    // The executable's global and static variables (symmetric when data_span is not 0).
     uintptr_t data_base = 0;
     size_t data_size = 0;
     size_t data_span = 0;  // data_size when symmetric, else 0: the data path's one check
-    std::vector<uintptr_t> data_peer;
     // Per PE: {heap base, static data base (0 when not symmetric)}, as mapped here.
     std::vector<uintptr_t> bases;
     std::string data_off_reason;
@@ -65,28 +63,31 @@ void require_running(const char *call);
 // it has no bytes); returns the address to use.
 char *remote_other(const char *call, const char *arg, const void *addr, size_t n, int pe);
 
-// Address of [addr, addr+n) on `pe` as mapped here; the range must be symmetric: in the heap
-// or in the executable's global and static variables.
-inline char *remote(const char *call, const char *arg, const void *addr, size_t n, int pe) {
-    if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
-        fail_pe(call, pe);
-    }
-    // Both segments are checked without a branch between them, so a static target costs the
-    // same as a heap one: the segment picks the column of g.bases.
+// Address of [addr, addr+n) on `pe` (a valid PE) as mapped here, or nullptr when the range is
+// in neither symmetric segment: the heap, or the executable's global and static variables.
+// Both segments are checked without a branch between them, so a static target costs the same
+// as a heap one: the segment picks the column of g.bases.
+inline char *translate(const void *addr, size_t n, int pe) {
     uintptr_t a = reinterpret_cast<uintptr_t>(addr);
     uintptr_t heap_off = a - g.base;
     uintptr_t data_off = a - g.data_base;
     bool in_heap = heap_off <= g.size && n <= g.size - heap_off;
     bool in_data = data_off <= g.data_span && n <= g.data_span - data_off;
-    if (SHMEM_UNLIKELY(!(in_heap | in_data))) return remote_other(call, arg, addr, n, pe);
+    if (SHMEM_UNLIKELY(!(in_heap | in_data))) return nullptr;
     size_t column = in_heap ? 0 : 1;
     uintptr_t off = in_heap ? heap_off : data_off;
     return reinterpret_cast<char *>(g.bases[2 * static_cast<size_t>(pe) + column] + off);
 }
 
-// Offset of a local symmetric address in its segment and the segment's peer table, or false.
-bool symmetric_offset(const void *addr, size_t n, uintptr_t *off,
-                      const std::vector<uintptr_t> **peers);
+// Address of [addr, addr+n) on `pe` as mapped here; the range must be symmetric.
+inline char *remote(const char *call, const char *arg, const void *addr, size_t n, int pe) {
+    if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
+        fail_pe(call, pe);
+    }
+    char *to = translate(addr, n, pe);
+    if (SHMEM_UNLIKELY(to == nullptr)) return remote_other(call, arg, addr, n, pe);
+    return to;
+}
 
 // A local buffer argument that must not be NULL when it holds bytes.
 inline void require_buffer(const char *call, const char *arg, const void *p, size_t n) {

@@ -87,10 +87,7 @@ SHMEM_EXPORT void pshmem_free(void *ptr) {
 SHMEM_EXPORT void *pshmem_ptr(const void *dest, int pe) {
     require_running("shmem_ptr");
     if (static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes)) fail_pe("shmem_ptr", pe);
-    uintptr_t off = 0;
-    const std::vector<uintptr_t> *peers = nullptr;
-    if (!symmetric_offset(dest, 1, &off, &peers)) return nullptr;
-    return reinterpret_cast<void *>((*peers)[static_cast<size_t>(pe)] + off);
+    return translate(dest, 1, pe);
 }
 
 SHMEM_EXPORT int pshmem_pe_accessible(int pe) {
@@ -101,9 +98,7 @@ SHMEM_EXPORT int pshmem_pe_accessible(int pe) {
 SHMEM_EXPORT int pshmem_addr_accessible(const void *addr, int pe) {
     require_running("shmem_addr_accessible");
     if (static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes)) return 0;
-    uintptr_t off = 0;
-    const std::vector<uintptr_t> *peers = nullptr;
-    return symmetric_offset(addr, 1, &off, &peers) ? 1 : 0;
+    return translate(addr, 1, pe) != nullptr ? 1 : 0;
 }
 
 SHMEM_WEAK_ALIAS(shmem_malloc)

@@ -33,9 +33,7 @@ inline const T *watched(const char *call, const T *ivar, int cmp) {
     if (SHMEM_UNLIKELY(cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE)) {
         fail(call, "invalid argument cmp=%d: not one of SHMEM_CMP_EQ..SHMEM_CMP_LE", cmp);
     }
-    uintptr_t off;
-    const std::vector<uintptr_t> *peers;
-    if (SHMEM_UNLIKELY(!symmetric_offset(ivar, sizeof(T), &off, &peers))) {
+    if (SHMEM_UNLIKELY(translate(ivar, sizeof(T), g.my_pe) == nullptr)) {
         fail(call, "invalid argument ivar=%p: not a symmetric address",
              static_cast<const void *>(ivar));
     }
