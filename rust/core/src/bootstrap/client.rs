@@ -202,10 +202,14 @@ impl Client {
                 link::handshake(sock, conn).map_err(|e| {
                     fatal(match e {
                         HandshakeError::PeerIsPlain => format!(
-                            "the store at {target} answers in plain TCP: it runs without TLS                              (SHMEM_TLS_DISABLE=1 there); set SHMEM_TLS_DISABLE=1 for every                              PE too, or enable TLS on the store"
+                            "the store at {target} answers in plain TCP: it runs without TLS \
+                            (SHMEM_TLS_DISABLE=1 there); set SHMEM_TLS_DISABLE=1 for every \
+                            PE too, or enable TLS on the store"
                         ),
                         HandshakeError::Tls(e) => format!(
-                            "TLS handshake with the store at {target} failed: {e} (the store's                              certificate is not signed by this PE's CA, is expired or revoked,                              or does not name {})",
+                            "TLS handshake with the store at {target} failed: {e} (the store's \
+                            certificate is not signed by this PE's CA, is expired or revoked, \
+                            or does not name {})",
                             target.ip()
                         ),
                         other => format!("the store at {target}: {other}"),
@@ -219,7 +223,8 @@ impl Client {
                 Err(Attempt::Retry(format!("{target}: {message}")))
             }
             Err(BootstrapError::Io { source, .. }) if is_tls_alert(&source) => Err(fatal(format!(
-                "the store at {target} refused this PE's TLS certificate: {source} (not signed                  by the store's CA, expired or revoked)"
+                "the store at {target} refused this PE's TLS certificate: {source} (not signed \
+                by the store's CA, expired or revoked)"
             ))),
             Err(e) => Err(Attempt::Fatal(e)),
         }
@@ -385,8 +390,9 @@ impl Client {
         }
     }
 
-    /// Sends later PUT_FD/GET_FD to `store` (a node-local Unix store) when this client's own
-    /// link cannot carry descriptors. Fails if one is attached already.
+    /// Sends later PUT_FD/GET_FD to `store` (a node-local Unix store), so that every PE of a
+    /// TCP job exchanges descriptors in one place (PE 0's own link could carry them, but the
+    /// others' cannot). Fails if one is attached already.
     pub fn attach_fd_store(&self, store: Client) -> Result<(), BootstrapError> {
         self.fd_store
             .set(Box::new(store))
@@ -410,8 +416,8 @@ impl Client {
     /// The client that descriptors go through: the attached one, else this one.
     fn fd_client(&self) -> &Client {
         match self.fd_store.get() {
-            Some(other) if !self.link.passes_fds() => other,
-            _ => self,
+            Some(other) => other,
+            None => self,
         }
     }
 

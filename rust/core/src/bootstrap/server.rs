@@ -244,7 +244,8 @@ impl Server {
             if open > limit {
                 self.shared.tcp_open.fetch_sub(1, Ordering::SeqCst);
                 tracing::warn!(
-                    "store: refused a connection from {peer}: {limit} connections are open                      already (the job has {} PEs)",
+                    "store: refused a connection from {peer}: {limit} connections are open \
+                    already (the job has {} PEs)",
                     self.n_pes
                 );
                 continue;
@@ -292,7 +293,8 @@ impl Server {
         let speaks = link::classify(&prefix);
         let link = match (&tls, speaks) {
             (Some(_), Speaks::Plain) => {
-                let why = "it speaks plain TCP, but this store requires TLS (set                            SHMEM_TLS_DISABLE=1 for every PE and the store alike, or for none)";
+                let why = "it speaks plain TCP, but this store requires TLS (set \
+                SHMEM_TLS_DISABLE=1 for every PE and the store alike, or for none)";
                 refuse_plainly(sock, why);
                 return Err(why.into());
             }
