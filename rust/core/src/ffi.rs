@@ -56,6 +56,18 @@ mod bridge {
         /// Makes global and static variables symmetric; called once by libshmem's constructor,
         /// before `main`. Never fails: a failure becomes the reason static targets are refused.
         fn static_data_prepare();
+        /// TLS of a TCP store, before init: off (`enable` false), or on with the user's
+        /// certificates described by CANN's TLS info string. Fails after init or on a bad
+        /// string (logged, naming `call`).
+        fn tls_set_store(call: &str, enable: bool, info: &str) -> Result<()>;
+        /// The user's private key (PEM, possibly encrypted PKCS#8) and its password, before
+        /// init. Fails after init (logged, naming `call`).
+        fn tls_set_key(
+            call: &str,
+            key_pem: &[u8],
+            password: &[u8],
+            has_password: bool,
+        ) -> Result<()>;
     }
 }
 
@@ -138,6 +150,43 @@ fn heap_realloc(call: &str, addr: usize, len: usize) -> Result<usize, Error> {
 
 fn static_data_prepare() {
     crate::static_data::prepare()
+}
+
+/// The TLS settings may change only before init.
+fn before_init() -> Result<(), Error> {
+    if runtime::is_running() {
+        return Err(Error::Launch(format!(
+            "called after shmem_init; the store's TLS settings are fixed once the library is \
+             initialized"
+        )));
+    }
+    Ok(())
+}
+
+fn tls_set_store(call: &str, enable: bool, info: &str) -> Result<(), Error> {
+    crate::log::install(crate::env::early_log_level());
+    let r = before_init().and_then(|()| {
+        crate::bootstrap::tls::set_store_tls(enable, enable.then_some(info))
+            .map_err(|why| Error::Launch(format!("invalid argument tls_info: {why}")))
+    });
+    if r.is_ok() && !enable {
+        tracing::debug!("{call}: TLS of a TCP store turned off");
+    }
+    logged(call, r)
+}
+
+fn tls_set_key(
+    call: &str,
+    key_pem: &[u8],
+    password: &[u8],
+    has_password: bool,
+) -> Result<(), Error> {
+    crate::log::install(crate::env::early_log_level());
+    let r = before_init().and_then(|()| {
+        crate::bootstrap::tls::set_store_tls_key(key_pem, has_password.then_some(password))
+            .map_err(|why| Error::Launch(format!("invalid argument tls_pk: {why}")))
+    });
+    logged(call, r)
 }
 
 fn log_error(message: &str) {

@@ -139,6 +139,11 @@ impl Client {
                 match Client::try_tcp(dial, target, rank, n_pes, left) {
                     Ok(client) => return Ok(client),
                     Err(Attempt::Retry(why)) => last = why,
+                    // On a range, a port may hold another job's store (another CA, another
+                    // job id): the reason is kept, the search goes on.
+                    Err(Attempt::Fatal(e)) if dial.addr.ports.0 < dial.addr.ports.1 => {
+                        last = format!("{target}: {e}")
+                    }
                     Err(Attempt::Fatal(e)) => return Err(e),
                 }
             }

@@ -269,18 +269,23 @@ pub(crate) fn peek_prefix(sock: &TcpStream, deadline: Instant) -> io::Result<Vec
         if Instant::now() >= deadline {
             return Ok(buf[..n].to_vec());
         }
-        // A few bytes arrived, the rest are on their way: wait for more without spinning.
-        let mut fds = [rustix::event::PollFd::new(
-            sock,
-            rustix::event::PollFlags::IN,
-        )];
-        let _ = rustix::event::poll(
-            &mut fds,
-            Some(&rustix::time::Timespec {
-                tv_sec: 0,
-                tv_nsec: 10_000_000,
-            }),
-        );
+        // A few bytes arrived and maybe the rest are on their way: wait for more, or for the
+        // peer's end of stream (readable data alone would wake the poll at once).
+        use rustix::event::{poll, PollFd, PollFlags};
+        let mut fds = [PollFd::new(sock, PollFlags::RDHUP)];
+        let nap = rustix::time::Timespec {
+            tv_sec: 0,
+            tv_nsec: 10_000_000,
+        };
+        if let Ok(1..) = poll(&mut fds, Some(&nap)) {
+            if fds[0]
+                .revents()
+                .intersects(PollFlags::RDHUP | PollFlags::HUP)
+            {
+                let n = recv(sock, &mut buf, RecvFlags::PEEK)?.0;
+                return Ok(buf[..n].to_vec());
+            }
+        }
     }
 }
 

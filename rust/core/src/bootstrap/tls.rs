@@ -508,12 +508,15 @@ pub fn set_store_tls(enable: bool, info: Option<&str>) -> Result<(), String> {
     Ok(())
 }
 
-/// `shmem_set_config_store_tls_key`: the private key (PEM) and its password.
-pub fn set_store_tls_key(key_pem: &[u8], password: Option<&[u8]>) {
+/// `shmem_set_config_store_tls_key`: the private key (PEM) and its password, decoded now so
+/// that a bad key or password is refused here, not at init.
+pub fn set_store_tls_key(key_pem: &[u8], password: Option<&[u8]>) -> Result<(), String> {
+    decode_private_key(key_pem, password)?;
     let mut s = settings();
     let entry = s.get_or_insert_with(UserSettings::default);
     entry.key_pem = Some(key_pem.to_vec());
     entry.key_password = password.map(<[u8]>::to_vec);
+    Ok(())
 }
 
 /// What the C entry points set, if anything.
