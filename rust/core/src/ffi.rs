@@ -155,10 +155,11 @@ fn static_data_prepare() {
 /// The TLS settings may change only before init.
 fn before_init() -> Result<(), Error> {
     if runtime::is_running() {
-        return Err(Error::Launch(format!(
+        return Err(Error::Launch(
             "called after shmem_init; the store's TLS settings are fixed once the library is \
              initialized"
-        )));
+                .into(),
+        ));
     }
     Ok(())
 }
