@@ -70,8 +70,8 @@ int main(int argc, char **argv) {
         EXPECT(rc == 0);
         /* A wrong password is refused too. */
         EXPECT(aclshmemx_set_config_store_tls_key(key, (uint32_t)key_len, "wrong", 5, NULL) == -1);
-        EXPECT(aclshmemx_set_config_store_tls_key(key, (uint32_t)key_len, cipher,
-                                                  (uint32_t)pw_len, reverse) == 0);
+        EXPECT(aclshmemx_set_config_store_tls_key(key, (uint32_t)key_len, cipher, (uint32_t)pw_len,
+                                                  reverse) == 0);
         EXPECT(shmem_set_conf_store_tls(true, info, (uint32_t)strlen(info)) == 0);
     }
 
