@@ -58,7 +58,7 @@ int32_t aclshmemx_set_conf_store_tls(bool enable, const char *tls_info,
  * Gives the private key (tls_pk: tls_pk_len bytes of PEM) and its password (tls_pk_pw:
  * tls_pk_pw_len bytes; NULL or 0 for an unencrypted key), in place of tlsPk and tlsPkPwd.
  * With decrypt_handler, tls_pk_pw is ciphertext that the handler turns into the password,
- * once, during this call. The key and password are wiped from the library's memory at exit.
+ * once, during this call. The library wipes its copies once shmem_init has succeeded.
  */
 int32_t shmem_set_config_store_tls_key(const char *tls_pk, const uint32_t tls_pk_len,
                                        const char *tls_pk_pw, const uint32_t tls_pk_pw_len,

@@ -329,6 +329,7 @@ fn start(
         alloc_calls: AtomicU64::new(0),
     });
     *state = Phase::Running(rt.clone());
+    tls::wipe_key_material();
     Ok(rt)
 }
 

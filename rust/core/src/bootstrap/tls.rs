@@ -519,6 +519,18 @@ pub fn set_store_tls_key(key_pem: &[u8], password: Option<&[u8]>) -> Result<(), 
     Ok(())
 }
 
+/// Wipes the key and password the C entry points gave (once init no longer needs them).
+pub fn wipe_key_material() {
+    if let Some(entry) = settings().as_mut() {
+        for secret in [&mut entry.key_pem, &mut entry.key_password] {
+            if let Some(bytes) = secret.as_mut() {
+                bytes.fill(0);
+            }
+            *secret = None;
+        }
+    }
+}
+
 /// What the C entry points set, if anything.
 pub fn user_settings() -> Option<UserSettings> {
     settings().clone()
