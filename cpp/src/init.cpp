@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "rust/cxx.h"
 #include "shmem-core/src/ffi.rs.h"
+#include "team.h"
 
 namespace shmem::detail {
 
@@ -87,6 +88,7 @@ SHMEM_EXPORT void pshmem_init(void) {
         }
         g.data_off_reason = std::string(topo.data_off_reason);
         g.n_pes = topo.n_pes;
+        teams_start();
         g.phase.store(kRunning, std::memory_order_release);
     } catch (const rust::Error &) {
         fail_logged();
@@ -122,6 +124,7 @@ SHMEM_EXPORT void pshmem_finalize(void) {
         fail_logged();
     }
     g.phase.store(kFinalized, std::memory_order_release);
+    teams_stop();
     g.n_pes = 0;
     g.base = 0;
     g.size = 0;

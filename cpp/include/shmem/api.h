@@ -166,3 +166,19 @@ SHMEM_ROUTINE(void, sync_all, (void))
     SHMEM_ROUTINE(int, NAME##_test, (TYPE * ivar, int cmp, TYPE cmp_value))
 SHMEM_SYNC_TYPES(SHMEM_API_SYNC)
 #undef SHMEM_API_SYNC
+
+/* ---- Teams ---------------------------------------------------------------------------------
+ * A team is an ordered set of PEs with its own PE numbering; SHMEM_TEAM_WORLD and
+ * SHMEM_TEAM_SHARED are predefined. Team PE numbers run from 0 to shmem_team_n_pes() - 1. */
+
+/* This PE's number in `team`, or -1 when `team` is SHMEM_TEAM_INVALID. */
+SHMEM_ROUTINE(int, team_my_pe, (shmem_team_t team))
+/* Number of PEs in `team`, or -1 when `team` is SHMEM_TEAM_INVALID. */
+SHMEM_ROUTINE(int, team_n_pes, (shmem_team_t team))
+/* Copies the members of `team`'s configuration selected by `config_mask` (SHMEM_TEAM_*) into
+ * `*config`; returns 0, or non-zero when `team` is SHMEM_TEAM_INVALID. */
+SHMEM_ROUTINE(int, team_get_config,
+              (shmem_team_t team, long config_mask, shmem_team_config_t *config))
+/* Number in `dest_team` of the PE that is `src_pe` in `src_team`; -1 when it is not a member of
+ * `dest_team`, when `src_pe` is not in `src_team`, or when a team is SHMEM_TEAM_INVALID. */
+SHMEM_ROUTINE(int, team_translate_pe, (shmem_team_t src_team, int src_pe, shmem_team_t dest_team))
