@@ -87,6 +87,11 @@ SHMEM_EXPORT void pshmem_init(void) {
             g.bases[2 * pe + 1] = data ? topo.data_bases[pe] : 0;
         }
         g.data_off_reason = std::string(topo.data_off_reason);
+        g.reserved = topo.reserved;
+        g.team_areas = topo.team_areas;
+        g.team_area_size = topo.team_area_size;
+        g.team_slots = static_cast<int>(topo.team_slots);
+        g.central_barrier = topo.central_barrier;
         g.n_pes = topo.n_pes;
         teams_start();
         g.phase.store(kRunning, std::memory_order_release);
