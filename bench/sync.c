@@ -232,8 +232,7 @@ int main(int argc, char **argv) {
     {
         shmem_team_t even, odd = SHMEM_TEAM_INVALID;
         if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 2, (npes + 1) / 2, NULL, 0, &even) ||
-            (npes > 1 &&
-             shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 2, npes / 2, NULL, 0, &odd)))
+            (npes > 1 && shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 2, npes / 2, NULL, 0, &odd)))
             bench_die("shmem_team_split_strided failed");
         half = me % 2 ? odd : even;
     }
