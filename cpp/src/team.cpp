@@ -58,6 +58,10 @@ namespace shmem::detail {
 void (*team_destroy_contexts)(shmem_team_s *team) = nullptr;
 
 void teams_start() {
+    if (static_cast<size_t>(kAreaLines) * 64 > g.team_area_size) {
+        fail("shmem_init", "a team area of %zu bytes cannot hold the %d words the teams use",
+             g.team_area_size, kAreaLines);
+    }
     shmem_team_s &world = shmem_internal_team_world;
     world.start = 0;
     world.stride = 1;
