@@ -24,6 +24,17 @@ mod bridge {
         data_bases: Vec<usize>,
         /// Why a global or static variable cannot be a target, for the error message.
         data_off_reason: String,
+        /// Bytes of each heap file before the user heap (the runtime's reserved words).
+        reserved: usize,
+        /// Offset in the reserved bytes of team slot 0's synchronisation area; slot s is at
+        /// `team_areas + s * team_area_size`.
+        team_areas: usize,
+        team_area_size: usize,
+        /// Team slots per PE.
+        team_slots: usize,
+        /// True when barriers should take the central shape (more PEs than cores, or
+        /// `SHMEM_BARRIER=central`); the team barriers follow the same choice.
+        central_barrier: bool,
     }
 
     /// Progress of one wait in the facade (see `sync::wait::Backoff`); start from zeros.
@@ -99,6 +110,11 @@ fn init() -> Result<Topology, Error> {
             data_size: rt.static_data.size,
             data_bases: rt.static_data.bases.clone(),
             data_off_reason: rt.static_data.off_reason.clone(),
+            reserved: crate::heap::RESERVED,
+            team_areas: crate::heap::TEAM_AREAS,
+            team_area_size: crate::heap::TEAM_AREA_SIZE,
+            team_slots: crate::heap::TEAM_SLOTS,
+            central_barrier: rt.central_barrier(),
         }),
     )
 }

@@ -401,6 +401,11 @@ impl Runtime {
         self.barrier.sync(&self.heap, self.my_pe, self.n_pes);
     }
 
+    /// True when barriers take the central shape; the facade's team barriers follow it.
+    pub fn central_barrier(&self) -> bool {
+        self.barrier.central()
+    }
+
     /// Under `SHMEM_DEBUG`, compares this collective allocation call with every PE's (through
     /// the store) and names the first PE whose call differs: an asymmetric allocation sequence
     /// would otherwise silently give PEs different blocks for the same address.
