@@ -195,8 +195,9 @@ SHMEM_EXPORT void pshmem_ctx_destroy(shmem_ctx_t ctx) {
     require_running(call);
     if (ctx == SHMEM_CTX_INVALID) return;  // what a failed creation left: nothing to destroy
     if (ctx == SHMEM_CTX_DEFAULT) {
-        fail(call, "invalid argument ctx=SHMEM_CTX_DEFAULT: the default context cannot be "
-                   "destroyed");
+        fail(call,
+             "invalid argument ctx=SHMEM_CTX_DEFAULT: the default context cannot be "
+             "destroyed");
     }
     {
         Pool &p = pool();

@@ -106,9 +106,8 @@ SHMEM_AMO_STANDARD_TYPES(SHMEM_DEFINE_CTX_AMO_STANDARD)
         const char *call = SHMEM_CTX_NAME(NAME, OP);                                               \
         fetch_##OP(call, dest, value, ctx_world_pe(call, ctx, pe));                                \
     }                                                                                              \
-    SHMEM_EXPORT void pshmem_ctx_##NAME##_atomic_fetch_##OP##_nbi(shmem_ctx_t ctx, TYPE *out,      \
-                                                                  TYPE *dest, TYPE value,          \
-                                                                  int pe) {                        \
+    SHMEM_EXPORT void pshmem_ctx_##NAME##_atomic_fetch_##OP##_nbi(                                 \
+        shmem_ctx_t ctx, TYPE *out, TYPE *dest, TYPE value, int pe) {                              \
         const char *call = SHMEM_CTX_NAME(NAME, fetch_##OP##_nbi);                                 \
         int world = ctx_world_pe(call, ctx, pe);                                                   \
         *fetch_buffer(call, out) = fetch_##OP(call, dest, value, world);                           \

@@ -6,14 +6,14 @@
 
 using namespace shmem::detail;
 
-SHMEM_EXPORT void pshmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source,
-                                    size_t nelems, int pe) {
+SHMEM_EXPORT void pshmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                                    int pe) {
     const char *call = "shmem_ctx_putmem";
     put(call, dest, source, nelems, ctx_world_pe(call, ctx, pe));
 }
 
-SHMEM_EXPORT void pshmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source,
-                                    size_t nelems, int pe) {
+SHMEM_EXPORT void pshmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                                    int pe) {
     const char *call = "shmem_ctx_getmem";
     get(call, dest, source, nelems, ctx_world_pe(call, ctx, pe));
 }

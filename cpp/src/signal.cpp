@@ -138,7 +138,8 @@ SHMEM_WEAK_ALIAS(shmem_signal_wait_until)
     SHMEM_WEAK_ALIAS(shmem_ctx_##NAME##_signal)                                                    \
     SHMEM_WEAK_ALIAS(shmem_ctx_##NAME##_signal_nbi)
 
-#define SHMEM_DEFINE_PUT_SIGNAL_TYPED(TYPE, NAME) SHMEM_DEFINE_PUT_SIGNAL(TYPE, sizeof(TYPE), NAME##_put)
+#define SHMEM_DEFINE_PUT_SIGNAL_TYPED(TYPE, NAME)                                                  \
+    SHMEM_DEFINE_PUT_SIGNAL(TYPE, sizeof(TYPE), NAME##_put)
 SHMEM_RMA_TYPES(SHMEM_DEFINE_PUT_SIGNAL_TYPED)
 
 #define SHMEM_DEFINE_PUT_SIGNAL_SIZED(BITS) SHMEM_DEFINE_PUT_SIGNAL(void, BITS / 8, put##BITS)

@@ -163,7 +163,8 @@ SHMEM_AMO_EXTENDED_TYPES(SHMEM_API_AMO_EXTENDED)
 #undef SHMEM_API_AMO_EXTENDED
 #define SHMEM_API_CTX_AMO_EXTENDED(TYPE, NAME)                                                     \
     SHMEM_ROUTINE(TYPE, ctx_##NAME##_atomic_fetch, (shmem_ctx_t ctx, const TYPE *source, int pe))  \
-    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_set, (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe)) \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_set,                                                   \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
     SHMEM_ROUTINE(TYPE, ctx_##NAME##_atomic_swap,                                                  \
                   (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
     SHMEM_ROUTINE(void, ctx_##NAME##_atomic_fetch_nbi,                                             \
@@ -195,7 +196,8 @@ SHMEM_AMO_STANDARD_TYPES(SHMEM_API_AMO_STANDARD)
     SHMEM_ROUTINE(void, ctx_##NAME##_atomic_inc, (shmem_ctx_t ctx, TYPE * dest, int pe))           \
     SHMEM_ROUTINE(TYPE, ctx_##NAME##_atomic_fetch_add,                                             \
                   (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
-    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_add, (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe)) \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_add,                                                   \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
     SHMEM_ROUTINE(void, ctx_##NAME##_atomic_compare_swap_nbi,                                      \
                   (shmem_ctx_t ctx, TYPE * fetch, TYPE * dest, TYPE cond, TYPE value, int pe))     \
     SHMEM_ROUTINE(void, ctx_##NAME##_atomic_fetch_inc_nbi,                                         \
@@ -228,9 +230,12 @@ SHMEM_AMO_BITWISE_TYPES(SHMEM_API_AMO_BITWISE)
                   (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
     SHMEM_ROUTINE(TYPE, ctx_##NAME##_atomic_fetch_xor,                                             \
                   (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
-    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_and, (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe)) \
-    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_or, (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))  \
-    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_xor, (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe)) \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_and,                                                   \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_or,                                                    \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_xor,                                                   \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
     SHMEM_ROUTINE(void, ctx_##NAME##_atomic_fetch_and_nbi,                                         \
                   (shmem_ctx_t ctx, TYPE * fetch, TYPE * dest, TYPE value, int pe))                \
     SHMEM_ROUTINE(void, ctx_##NAME##_atomic_fetch_or_nbi,                                          \
