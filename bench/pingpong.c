@@ -6,6 +6,9 @@
  *   putmem+p   shmem_putmem(data, n bytes) + shmem_fence + shmem_long_p(flag) on one side,
  *              shmem_long_wait_until(flag) + a check of the data's first word on the other:
  *              the flag+data message of --sizes bytes. floor.c's flag+data is the same shape.
+ *   putmem_signal  shmem_putmem_signal(data, n bytes, flag, v, SHMEM_SIGNAL_SET) on one side,
+ *              shmem_signal_wait_until(flag) + the same check on the other: the flag+data
+ *              message in one call (OpenSHMEM 1.5; skipped with a note on an older library).
  *
  * PE 0 sends v, PE 1 waits for v and sends it back; v never repeats, so a stale flag cannot
  * satisfy a wait. The loop shape is floor.c's (same timer, same trials). Each PE's flag is in
@@ -74,6 +77,35 @@ static long side_putmem(long *flag, char *data, char *src, size_t n, long iters,
     return bad;
 }
 
+#if SHMEM_MINOR_VERSION >= 5
+#define HAVE_PUT_SIGNAL 1
+/* As side_putmem, with the payload and the flag in one put-with-signal. */
+static long side_signal(uint64_t *sig, char *data, char *src, size_t n, long iters, int peer,
+                        int first, double *ns) {
+    long v = seq, bad = 0;
+    double t0 = bench_now_ns();
+    for (long i = 0; i < iters; i++) {
+        ++v;
+        if (!first) {
+            shmem_signal_wait_until(sig, SHMEM_CMP_EQ, (uint64_t)v);
+            long got;
+            memcpy(&got, data, sizeof got);
+            bad += got != v;
+        }
+        memcpy(src, &v, sizeof v);
+        shmem_putmem_signal(data, src, n, sig, (uint64_t)v, SHMEM_SIGNAL_SET, peer);
+        if (first) {
+            shmem_signal_wait_until(sig, SHMEM_CMP_EQ, (uint64_t)v);
+            long got;
+            memcpy(&got, data, sizeof got);
+            bad += got != v;
+        }
+    }
+    *ns = (bench_now_ns() - t0) / (double)iters / 2.0;
+    return bad;
+}
+#endif
+
 static void run(const char *op, const char *placement, char *area, char *src, size_t n) {
     const int is_p = !strcmp(op, "p");
     long *flag = (long *)area;
@@ -93,8 +125,12 @@ static void run(const char *op, const char *placement, char *area, char *src, si
                 ns = pinger_p(flag, iters);
             else if (me == 1)
                 ponger_p(flag, iters);
-        } else if (me < 2) {
+        } else if (me < 2 && !strcmp(op, "putmem+p")) {
             bad = side_putmem(flag, data, src, n, iters, 1 - me, me == 0, &ns);
+        } else if (me < 2) {
+#ifdef HAVE_PUT_SIGNAL
+            bad = side_signal((uint64_t *)flag, data, src, n, iters, 1 - me, me == 0, &ns);
+#endif
         }
         if (me == 0 && t >= 0) {
             BENCH_CG_TOGGLE();
@@ -113,7 +149,9 @@ static void run(const char *op, const char *placement, char *area, char *src, si
     bench_fig_t f = {"pingpong",
                      op,
                      is_p ? "shmem_long_p+shmem_long_wait_until"
-                          : "shmem_putmem+shmem_fence+shmem_long_p+shmem_long_wait_until",
+                     : strcmp(op, "putmem+p")
+                         ? "shmem_putmem_signal+shmem_signal_wait_until"
+                         : "shmem_putmem+shmem_fence+shmem_long_p+shmem_long_wait_until",
                      "latency",
                      "ns",
                      npes,
@@ -132,7 +170,7 @@ static void run(const char *op, const char *placement, char *area, char *src, si
 int main(int argc, char **argv) {
     me = bench_start();
     npes = shmem_n_pes();
-    bench_parse(&opt, argc, argv, "p,putmem+p", "8,64,1K,8K,64K", 1u << 20);
+    bench_parse(&opt, argc, argv, "p,putmem+p,putmem_signal", "8,64,1K,8K,64K", 1u << 20);
     if (npes < 2) bench_die("needs at least 2 PEs, got %d", npes);
     for (int s = 0; s < opt.nsizes; s++)
         if (opt.sizes[s] > MAX_BYTES || opt.sizes[s] < sizeof(long))
@@ -148,7 +186,15 @@ int main(int argc, char **argv) {
             else if (!strcmp(opt.ops[k], "putmem+p"))
                 for (int s = 0; s < opt.nsizes; s++)
                     run("putmem+p", placement, area, src, opt.sizes[s]);
-            else
+            else if (!strcmp(opt.ops[k], "putmem_signal")) {
+#ifdef HAVE_PUT_SIGNAL
+                for (int s = 0; s < opt.nsizes; s++)
+                    run("putmem_signal", placement, area, src, opt.sizes[s]);
+#else
+                if (me == 0)
+                    fprintf(stderr, "pingpong: putmem_signal needs OpenSHMEM 1.5; skipped\n");
+#endif
+            } else
                 bench_die("unknown op '%s'", opt.ops[k]);
         }
         bench_region_free(placement, src);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 
+#include "ctx.h"
 #include "internal.h"
 #include "rust/cxx.h"
 #include "shmem-core/src/ffi.rs.h"
@@ -94,6 +95,7 @@ SHMEM_EXPORT void pshmem_init(void) {
         g.central_barrier = topo.central_barrier;
         g.n_pes = topo.n_pes;
         teams_start();
+        contexts_start();
         g.phase.store(kRunning, std::memory_order_release);
     } catch (const rust::Error &) {
         fail_logged();
@@ -129,6 +131,7 @@ SHMEM_EXPORT void pshmem_finalize(void) {
         fail_logged();
     }
     g.phase.store(kFinalized, std::memory_order_release);
+    contexts_stop();
     teams_stop();
     g.n_pes = 0;
     g.base = 0;

@@ -22,6 +22,9 @@
         __attribute__((visibility("default"), weak, alias("p" #name))) decltype(p##name) name;
 
 #define SHMEM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+// For the few helpers of the per-call path: a file with hundreds of generated routines (the
+// shmem_ctx_ ones) otherwise gets an out-of-line copy, a call and a return per put.
+#define SHMEM_HOT_INLINE inline __attribute__((always_inline))
 
 namespace shmem::detail {
 
@@ -74,7 +77,7 @@ char *remote_other(const char *call, const char *arg, const void *addr, size_t n
 // in neither symmetric segment: the heap, or the executable's global and static variables.
 // Both segments are checked without a branch between them, so a static target costs the same
 // as a heap one: the segment picks the column of g.bases.
-inline char *translate(const void *addr, size_t n, int pe) {
+SHMEM_HOT_INLINE char *translate(const void *addr, size_t n, int pe) {
     uintptr_t a = reinterpret_cast<uintptr_t>(addr);
     uintptr_t heap_off = a - g.base;
     uintptr_t data_off = a - g.data_base;
@@ -87,7 +90,8 @@ inline char *translate(const void *addr, size_t n, int pe) {
 }
 
 // Address of [addr, addr+n) on `pe` as mapped here; the range must be symmetric.
-inline char *remote(const char *call, const char *arg, const void *addr, size_t n, int pe) {
+SHMEM_HOT_INLINE char *remote(const char *call, const char *arg, const void *addr, size_t n,
+                              int pe) {
     if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
         fail_pe(call, pe);
     }

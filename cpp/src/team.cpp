@@ -9,6 +9,8 @@
 // are published with the masks, so the split fails on every PE together.
 #include "team.h"
 
+#include "ctx.h"
+
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
@@ -54,8 +56,6 @@ const char *team_name(const shmem_team_s *t) {
 }  // namespace
 
 namespace shmem::detail {
-
-void (*team_destroy_contexts)(shmem_team_s *team) = nullptr;
 
 void teams_start() {
     if (static_cast<size_t>(kAreaLines) * 64 > g.team_area_size) {
@@ -409,7 +409,7 @@ SHMEM_EXPORT void pshmem_team_destroy(shmem_team_t team) {
              team_name(team));
     }
     shmem_team_s *t = team_check(call, "team", team);
-    if (team_destroy_contexts != nullptr) team_destroy_contexts(t);
+    ctx_destroy_all_of_team(t);
     // After this barrier no member touches the team's areas: the slot may be reused.
     team_barrier(t);
     team_unregister(t);

@@ -90,9 +90,6 @@ inline char *team_area(int world_pe, int slot) {
 // Barrier over the team's members on its area (no completion of puts).
 void team_barrier(shmem_team_s *t);
 
-// Destroys the shareable contexts made from `team` (shmem_team_destroy calls it first). Set by
-// the file that implements contexts; null while none exists.
-extern void (*team_destroy_contexts)(shmem_team_s *team);
 
 // Called by shmem_init once the job is known, and by shmem_finalize.
 void teams_start();

@@ -62,6 +62,15 @@ SHMEM_ROUTINE(void, getmem, (void *dest, const void *source, size_t nelems, int 
 /* Non-blocking forms: `source` (put) and `dest` (get) may be used after shmem_quiet. */
 SHMEM_ROUTINE(void, putmem_nbi, (void *dest, const void *source, size_t nelems, int pe))
 SHMEM_ROUTINE(void, getmem_nbi, (void *dest, const void *source, size_t nelems, int pe))
+/* The same on context `ctx`: `pe` is a PE number of the context's team (see Contexts below). */
+SHMEM_ROUTINE(void, ctx_putmem,
+              (shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe))
+SHMEM_ROUTINE(void, ctx_getmem,
+              (shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe))
+SHMEM_ROUTINE(void, ctx_putmem_nbi,
+              (shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe))
+SHMEM_ROUTINE(void, ctx_getmem_nbi,
+              (shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe))
 
 /* Typed forms, one per type of SHMEM_RMA_TYPES: `nelems` counts elements of TYPE. p and g move
  * one element. iput/iget move `nelems` elements `sst` apart in `source` to elements `dst`
@@ -82,6 +91,27 @@ SHMEM_ROUTINE(void, getmem_nbi, (void *dest, const void *source, size_t nelems, 
 SHMEM_RMA_TYPES(SHMEM_API_RMA_TYPED)
 #undef SHMEM_API_RMA_TYPED
 
+/* The typed forms on context `ctx` (shmem_ctx_TYPENAME_put, ...). */
+#define SHMEM_API_CTX_RMA_TYPED(TYPE, NAME)                                                        \
+    SHMEM_ROUTINE(void, ctx_##NAME##_put,                                                          \
+                  (shmem_ctx_t ctx, TYPE * dest, const TYPE *source, size_t nelems, int pe))       \
+    SHMEM_ROUTINE(void, ctx_##NAME##_get,                                                          \
+                  (shmem_ctx_t ctx, TYPE * dest, const TYPE *source, size_t nelems, int pe))       \
+    SHMEM_ROUTINE(void, ctx_##NAME##_put_nbi,                                                      \
+                  (shmem_ctx_t ctx, TYPE * dest, const TYPE *source, size_t nelems, int pe))       \
+    SHMEM_ROUTINE(void, ctx_##NAME##_get_nbi,                                                      \
+                  (shmem_ctx_t ctx, TYPE * dest, const TYPE *source, size_t nelems, int pe))       \
+    SHMEM_ROUTINE(void, ctx_##NAME##_p, (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))        \
+    SHMEM_ROUTINE(TYPE, ctx_##NAME##_g, (shmem_ctx_t ctx, const TYPE *source, int pe))             \
+    SHMEM_ROUTINE(void, ctx_##NAME##_iput,                                                         \
+                  (shmem_ctx_t ctx, TYPE * dest, const TYPE *source, ptrdiff_t dst, ptrdiff_t sst, \
+                   size_t nelems, int pe))                                                         \
+    SHMEM_ROUTINE(void, ctx_##NAME##_iget,                                                         \
+                  (shmem_ctx_t ctx, TYPE * dest, const TYPE *source, ptrdiff_t dst, ptrdiff_t sst, \
+                   size_t nelems, int pe))
+SHMEM_RMA_TYPES(SHMEM_API_CTX_RMA_TYPED)
+#undef SHMEM_API_CTX_RMA_TYPED
+
 /* Sized forms: elements of BITS/8 bytes, whatever their type. */
 #define SHMEM_API_RMA_SIZED(BITS)                                                                  \
     SHMEM_ROUTINE(void, put##BITS, (void *dest, const void *source, size_t nelems, int pe))        \
@@ -97,10 +127,30 @@ SHMEM_RMA_TYPES(SHMEM_API_RMA_TYPED)
 SHMEM_RMA_SIZES(SHMEM_API_RMA_SIZED)
 #undef SHMEM_API_RMA_SIZED
 
+/* The sized forms on context `ctx` (shmem_ctx_put32, ...). */
+#define SHMEM_API_CTX_RMA_SIZED(BITS)                                                              \
+    SHMEM_ROUTINE(void, ctx_put##BITS,                                                             \
+                  (shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe))        \
+    SHMEM_ROUTINE(void, ctx_get##BITS,                                                             \
+                  (shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe))        \
+    SHMEM_ROUTINE(void, ctx_put##BITS##_nbi,                                                       \
+                  (shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe))        \
+    SHMEM_ROUTINE(void, ctx_get##BITS##_nbi,                                                       \
+                  (shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe))        \
+    SHMEM_ROUTINE(void, ctx_iput##BITS,                                                            \
+                  (shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,  \
+                   size_t nelems, int pe))                                                         \
+    SHMEM_ROUTINE(void, ctx_iget##BITS,                                                            \
+                  (shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,  \
+                   size_t nelems, int pe))
+SHMEM_RMA_SIZES(SHMEM_API_CTX_RMA_SIZED)
+#undef SHMEM_API_CTX_RMA_SIZED
+
 /* ---- Atomic memory operations --------------------------------------------------------------
  * Each updates one naturally aligned symmetric element on `pe` atomically with respect to every
  * other AMO on it; the fetching forms return the value before the update. The _nbi forms store
- * that value at local `fetch`, complete after shmem_quiet. */
+ * that value at local `fetch`, complete after shmem_quiet. Each has a shmem_ctx_ form whose
+ * first argument is a context and whose `pe` numbers a PE of the context's team. */
 
 /* fetch, set, swap: SHMEM_AMO_EXTENDED_TYPES. */
 #define SHMEM_API_AMO_EXTENDED(TYPE, NAME)                                                         \
@@ -111,6 +161,18 @@ SHMEM_RMA_SIZES(SHMEM_API_RMA_SIZED)
     SHMEM_ROUTINE(void, NAME##_atomic_swap_nbi, (TYPE * fetch, TYPE * dest, TYPE value, int pe))
 SHMEM_AMO_EXTENDED_TYPES(SHMEM_API_AMO_EXTENDED)
 #undef SHMEM_API_AMO_EXTENDED
+#define SHMEM_API_CTX_AMO_EXTENDED(TYPE, NAME)                                                     \
+    SHMEM_ROUTINE(TYPE, ctx_##NAME##_atomic_fetch, (shmem_ctx_t ctx, const TYPE *source, int pe))  \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_set,                                                   \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
+    SHMEM_ROUTINE(TYPE, ctx_##NAME##_atomic_swap,                                                  \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_fetch_nbi,                                             \
+                  (shmem_ctx_t ctx, TYPE * fetch, const TYPE *source, int pe))                     \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_swap_nbi,                                              \
+                  (shmem_ctx_t ctx, TYPE * fetch, TYPE * dest, TYPE value, int pe))
+SHMEM_AMO_EXTENDED_TYPES(SHMEM_API_CTX_AMO_EXTENDED)
+#undef SHMEM_API_CTX_AMO_EXTENDED
 
 /* compare_swap, fetch_inc, inc, fetch_add, add: SHMEM_AMO_STANDARD_TYPES. compare_swap stores
  * `value` only if the element equals `cond`. */
@@ -127,6 +189,23 @@ SHMEM_AMO_EXTENDED_TYPES(SHMEM_API_AMO_EXTENDED)
                   (TYPE * fetch, TYPE * dest, TYPE value, int pe))
 SHMEM_AMO_STANDARD_TYPES(SHMEM_API_AMO_STANDARD)
 #undef SHMEM_API_AMO_STANDARD
+#define SHMEM_API_CTX_AMO_STANDARD(TYPE, NAME)                                                     \
+    SHMEM_ROUTINE(TYPE, ctx_##NAME##_atomic_compare_swap,                                          \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE cond, TYPE value, int pe))                   \
+    SHMEM_ROUTINE(TYPE, ctx_##NAME##_atomic_fetch_inc, (shmem_ctx_t ctx, TYPE * dest, int pe))     \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_inc, (shmem_ctx_t ctx, TYPE * dest, int pe))           \
+    SHMEM_ROUTINE(TYPE, ctx_##NAME##_atomic_fetch_add,                                             \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_add,                                                   \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_compare_swap_nbi,                                      \
+                  (shmem_ctx_t ctx, TYPE * fetch, TYPE * dest, TYPE cond, TYPE value, int pe))     \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_fetch_inc_nbi,                                         \
+                  (shmem_ctx_t ctx, TYPE * fetch, TYPE * dest, int pe))                            \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_fetch_add_nbi,                                         \
+                  (shmem_ctx_t ctx, TYPE * fetch, TYPE * dest, TYPE value, int pe))
+SHMEM_AMO_STANDARD_TYPES(SHMEM_API_CTX_AMO_STANDARD)
+#undef SHMEM_API_CTX_AMO_STANDARD
 
 /* fetch_and/or/xor, and/or/xor: SHMEM_AMO_BITWISE_TYPES. */
 #define SHMEM_API_AMO_BITWISE(TYPE, NAME)                                                          \
@@ -144,6 +223,27 @@ SHMEM_AMO_STANDARD_TYPES(SHMEM_API_AMO_STANDARD)
                   (TYPE * fetch, TYPE * dest, TYPE value, int pe))
 SHMEM_AMO_BITWISE_TYPES(SHMEM_API_AMO_BITWISE)
 #undef SHMEM_API_AMO_BITWISE
+#define SHMEM_API_CTX_AMO_BITWISE(TYPE, NAME)                                                      \
+    SHMEM_ROUTINE(TYPE, ctx_##NAME##_atomic_fetch_and,                                             \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
+    SHMEM_ROUTINE(TYPE, ctx_##NAME##_atomic_fetch_or,                                              \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
+    SHMEM_ROUTINE(TYPE, ctx_##NAME##_atomic_fetch_xor,                                             \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_and,                                                   \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_or,                                                    \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_xor,                                                   \
+                  (shmem_ctx_t ctx, TYPE * dest, TYPE value, int pe))                              \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_fetch_and_nbi,                                         \
+                  (shmem_ctx_t ctx, TYPE * fetch, TYPE * dest, TYPE value, int pe))                \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_fetch_or_nbi,                                          \
+                  (shmem_ctx_t ctx, TYPE * fetch, TYPE * dest, TYPE value, int pe))                \
+    SHMEM_ROUTINE(void, ctx_##NAME##_atomic_fetch_xor_nbi,                                         \
+                  (shmem_ctx_t ctx, TYPE * fetch, TYPE * dest, TYPE value, int pe))
+SHMEM_AMO_BITWISE_TYPES(SHMEM_API_CTX_AMO_BITWISE)
+#undef SHMEM_API_CTX_AMO_BITWISE
 
 /* ---- Ordering and synchronisation --------------------------------------------------------- */
 
@@ -151,6 +251,9 @@ SHMEM_AMO_BITWISE_TYPES(SHMEM_API_AMO_BITWISE)
 SHMEM_ROUTINE(void, fence, (void))
 /* Completes every put, AMO and non-blocking operation this PE issued. */
 SHMEM_ROUTINE(void, quiet, (void))
+/* shmem_fence and shmem_quiet for the operations issued on context `ctx` alone. */
+SHMEM_ROUTINE(void, ctx_fence, (shmem_ctx_t ctx))
+SHMEM_ROUTINE(void, ctx_quiet, (shmem_ctx_t ctx))
 /* shmem_quiet, then waits until every PE reaches the barrier. */
 SHMEM_ROUTINE(void, barrier_all, (void))
 /* Waits until every PE reaches it; completes no operations (use shmem_quiet for that). */
@@ -305,3 +408,74 @@ SHMEM_COLL_SIZES(SHMEM_API_COLL_SIZED)
 SHMEM_REDUCE_OPS(SHMEM_API_TO_ALL)
 #undef SHMEM_API_TO_ALL
 #undef SHMEM_API_TO_ALL_TYPED
+/* ---- Communication contexts ----------------------------------------------------------------
+ * A context is a stream of RMA, AMO and signal operations that shmem_ctx_fence and
+ * shmem_ctx_quiet order and complete separately from the others. SHMEM_CTX_DEFAULT is the
+ * context of the routines without a ctx argument. A context belongs to a team: the `pe` of a
+ * shmem_ctx_ routine is a PE number of that team (SHMEM_TEAM_WORLD for shmem_ctx_create).
+ * Options (bit flags, or 0): SHMEM_CTX_SERIALIZED (never used by two threads at once),
+ * SHMEM_CTX_PRIVATE (used by the creating thread only), SHMEM_CTX_NOSTORE (no shmem_ctx_quiet
+ * needed for stores); other bits make creation fail. Creation is local, not collective. */
+
+/* Creates a context on SHMEM_TEAM_WORLD into `*ctx`; returns 0, or non-zero with `*ctx` set to
+ * SHMEM_CTX_INVALID when `options` holds unknown bits. */
+SHMEM_ROUTINE(int, ctx_create, (long options, shmem_ctx_t *ctx))
+/* As shmem_ctx_create, on `team`. Also fails when `team` is SHMEM_TEAM_INVALID, or when the
+ * team was split with SHMEM_TEAM_NUM_CONTEXTS in its configuration mask and already has
+ * num_contexts contexts. */
+SHMEM_ROUTINE(int, team_create_ctx, (shmem_team_t team, long options, shmem_ctx_t *ctx))
+/* Completes the context's operations (shmem_ctx_quiet) and destroys it. SHMEM_CTX_INVALID does
+ * nothing; SHMEM_CTX_DEFAULT cannot be destroyed. Destroying a team destroys its contexts. */
+SHMEM_ROUTINE(void, ctx_destroy, (shmem_ctx_t ctx))
+/* Stores the context's team in `*team` and returns 0 (SHMEM_TEAM_WORLD for SHMEM_CTX_DEFAULT
+ * and for contexts from shmem_ctx_create); SHMEM_CTX_INVALID gives SHMEM_TEAM_INVALID and a
+ * non-zero return. */
+SHMEM_ROUTINE(int, ctx_get_team, (shmem_ctx_t ctx, shmem_team_t *team))
+
+/* ---- Signals -------------------------------------------------------------------------------
+ * A signal is a uint64_t symmetric word. The put-with-signal routines copy `nelems` elements
+ * from local `source` to `dest` on `pe`, then update `sig_addr` on `pe` atomically with `signal`
+ * by `sig_op`: SHMEM_SIGNAL_SET stores it, SHMEM_SIGNAL_ADD adds it. A PE that sees the signal
+ * sees the data (the update is ordered after the copy); nothing else is ordered with it
+ * without shmem_fence. `dest` and `sig_addr` must not overlap. They return when `source` may
+ * be reused; the _nbi forms when shmem_quiet has been called. Every form has a shmem_ctx_ twin
+ * taking a context first. */
+#define SHMEM_PUT_SIGNAL_PARAMS(TYPE)                                                              \
+    (TYPE * dest, const TYPE *source, size_t nelems, uint64_t *sig_addr, uint64_t signal,          \
+     int sig_op, int pe)
+#define SHMEM_CTX_PUT_SIGNAL_PARAMS(TYPE)                                                          \
+    (shmem_ctx_t ctx, TYPE * dest, const TYPE *source, size_t nelems, uint64_t *sig_addr,          \
+     uint64_t signal, int sig_op, int pe)
+
+/* Typed forms over SHMEM_RMA_TYPES: `nelems` counts elements of TYPE. */
+#define SHMEM_API_PUT_SIGNAL_TYPED(TYPE, NAME)                                                     \
+    SHMEM_ROUTINE(void, NAME##_put_signal, SHMEM_PUT_SIGNAL_PARAMS(TYPE))                          \
+    SHMEM_ROUTINE(void, NAME##_put_signal_nbi, SHMEM_PUT_SIGNAL_PARAMS(TYPE))                      \
+    SHMEM_ROUTINE(void, ctx_##NAME##_put_signal, SHMEM_CTX_PUT_SIGNAL_PARAMS(TYPE))                \
+    SHMEM_ROUTINE(void, ctx_##NAME##_put_signal_nbi, SHMEM_CTX_PUT_SIGNAL_PARAMS(TYPE))
+SHMEM_RMA_TYPES(SHMEM_API_PUT_SIGNAL_TYPED)
+#undef SHMEM_API_PUT_SIGNAL_TYPED
+
+/* Sized forms: elements of BITS/8 bytes. */
+#define SHMEM_API_PUT_SIGNAL_SIZED(BITS)                                                           \
+    SHMEM_ROUTINE(void, put##BITS##_signal, SHMEM_PUT_SIGNAL_PARAMS(void))                         \
+    SHMEM_ROUTINE(void, put##BITS##_signal_nbi, SHMEM_PUT_SIGNAL_PARAMS(void))                     \
+    SHMEM_ROUTINE(void, ctx_put##BITS##_signal, SHMEM_CTX_PUT_SIGNAL_PARAMS(void))                 \
+    SHMEM_ROUTINE(void, ctx_put##BITS##_signal_nbi, SHMEM_CTX_PUT_SIGNAL_PARAMS(void))
+SHMEM_RMA_SIZES(SHMEM_API_PUT_SIGNAL_SIZED)
+#undef SHMEM_API_PUT_SIGNAL_SIZED
+
+/* Byte forms: `nelems` counts bytes. */
+SHMEM_ROUTINE(void, putmem_signal, SHMEM_PUT_SIGNAL_PARAMS(void))
+SHMEM_ROUTINE(void, putmem_signal_nbi, SHMEM_PUT_SIGNAL_PARAMS(void))
+SHMEM_ROUTINE(void, ctx_putmem_signal, SHMEM_CTX_PUT_SIGNAL_PARAMS(void))
+SHMEM_ROUTINE(void, ctx_putmem_signal_nbi, SHMEM_CTX_PUT_SIGNAL_PARAMS(void))
+#undef SHMEM_PUT_SIGNAL_PARAMS
+#undef SHMEM_CTX_PUT_SIGNAL_PARAMS
+
+/* The value of local signal word `sig_addr`, read atomically. */
+SHMEM_ROUTINE(uint64_t, signal_fetch, (const uint64_t *sig_addr))
+/* Blocks until local signal word `sig_addr` satisfies `cmp` (SHMEM_CMP_*) against `cmp_value`,
+ * waiting as shmem_uint64_wait_until does; returns the value that satisfied it. The data of the
+ * put-with-signal that set it is then visible. */
+SHMEM_ROUTINE(uint64_t, signal_wait_until, (uint64_t * sig_addr, int cmp, uint64_t cmp_value))

@@ -1,0 +1,64 @@
+// ctx.h: what the facade's files know of a communication context. Contexts are made and ended in
+// ctx.cpp; the shmem_ctx_ data routines (ctx_rma.cpp, ctx_amo.cpp, signal.cpp) only turn a
+// context and a team PE number into a world PE number, here, inline.
+//
+// On this device every operation completes when its call returns, so a context holds no queue:
+// it is its team's PE numbering plus its options, and shmem_ctx_quiet/fence are CPU fences.
+#pragma once
+
+#include <atomic>
+#include <climits>
+
+#include "internal.h"
+#include "team.h"
+
+struct shmem_ctx_s {
+    // The team's PEs as world PEs: team PE i is world PE start + i * stride, for i < size. size
+    // is 0 while the context cannot be used (destroyed; the default context outside
+    // init..finalize), so the data path checks one value; the reason is in `state`.
+    std::atomic<int> size{0};
+    int start = 0;
+    int stride = 1;
+    int state = 0;  // shmem::detail::CtxState, written under ctx.cpp's lock
+    long options = 0;
+    shmem_team_s *team = nullptr;
+};
+
+namespace shmem::detail {
+
+enum CtxState : int { kCtxUnused = 0, kCtxLive = 1, kCtxDestroyed = 2, kCtxTeamDestroyed = 3 };
+
+// For fail_ctx: the call has no PE argument.
+constexpr int kNoPe = INT_MIN;
+
+// Reports why `ctx` (and `pe`, unless kNoPe) was refused by `call`: library not running,
+// SHMEM_CTX_INVALID, not a context, destroyed (by shmem_ctx_destroy or with its team), or `pe`
+// outside the context's team.
+[[noreturn]] void fail_ctx(const char *call, shmem_ctx_t ctx, int pe) __attribute__((cold));
+
+// World PE number of PE `pe` of the team of `ctx`, or a clear error. The same few loads for
+// every context, SHMEM_CTX_DEFAULT included.
+inline int ctx_world_pe(const char *call, shmem_ctx_t ctx, int pe) {
+    if (SHMEM_UNLIKELY(ctx == nullptr)) fail_ctx(call, ctx, pe);
+    unsigned size = static_cast<unsigned>(ctx->size.load(std::memory_order_relaxed));
+    if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= size)) fail_ctx(call, ctx, pe);
+    return ctx->start + pe * ctx->stride;
+}
+
+// Fails unless `ctx` is a live context (for the routines without a PE argument).
+inline void ctx_require(const char *call, shmem_ctx_t ctx) {
+    if (SHMEM_UNLIKELY(ctx == nullptr || ctx->size.load(std::memory_order_relaxed) == 0)) {
+        fail_ctx(call, ctx, kNoPe);
+    }
+}
+
+// Destroys every context created from `team` (shmem_team_destroy calls it before the team
+// goes): each is completed, then refused with "its team was destroyed" if used again.
+void ctx_destroy_all_of_team(shmem_team_s *team);
+
+// Called by shmem_init after teams_start (the default context gets the world team), and by
+// shmem_finalize before teams_stop (every context is destroyed).
+void contexts_start();
+void contexts_stop();
+
+}  // namespace shmem::detail
