@@ -220,8 +220,12 @@ SHMEM_SYNC_TYPES(SHMEM_API_SYNC_SET)
  * `lock` is a symmetric long, 0 on every PE before its first use and touched by nothing but
  * these routines. A lock is held by a PE, not a thread: a PE must not ask again for a lock it
  * holds or is waiting for (that is reported as an error), so threads of one PE that share a
- * lock need their own mutual exclusion as well. How the word is used is described in
- * cpp/src/lock.cpp. */
+ * lock need their own mutual exclusion as well.
+ * The lock is a queue: each PE's copy of the long holds two 32-bit words (lower address first).
+ * The first is used on one home PE, chosen from the lock's offset in its segment: 0 when the
+ * lock is free, else 1 + the PE that asked last. The second is the PE's own place in the queue
+ * (waiting and holding flags, 1 + the PE queued behind it). A free lock nobody waits for is 0
+ * on every PE again. */
 
 /* Blocks until this PE holds the lock; PEs get it in the order they asked (first come, first
  * served). Waits spin briefly, then yield, then nap. */
