@@ -1,36 +1,18 @@
 // wait.cpp: point-to-point synchronisation on a local symmetric element that peers update.
 // The condition is checked here; between checks the facade asks the runtime to wait a little
-// by the library's one waiting policy (spin, yield, then bounded naps), so 8 PEs on 2 cores
-// make progress. Generated from SHMEM_SYNC_TYPES.
+// by the library's one waiting policy (watch.h). Generated from SHMEM_SYNC_TYPES.
 #include "internal.h"
-#include "rust/cxx.h"
-#include "shmem-core/src/ffi.rs.h"
+#include "watch.h"
 
 using namespace shmem::detail;
 
 namespace {
 
-// Checks in a row before the first call into the runtime's policy: a peer on another core
-// usually answers within them, and they cost no call.
-constexpr int kInlineChecks = 32;
-
-template <typename T>
-inline bool holds(T value, int cmp, T target) {
-    switch (cmp) {
-    case SHMEM_CMP_EQ: return value == target;
-    case SHMEM_CMP_NE: return value != target;
-    case SHMEM_CMP_GT: return value > target;
-    case SHMEM_CMP_GE: return value >= target;
-    case SHMEM_CMP_LT: return value < target;
-    default: return value <= target;  // SHMEM_CMP_LE; checked on entry
-    }
-}
-
 // The element to watch: local, symmetric, aligned; `cmp` one of SHMEM_CMP_*.
 template <typename T>
 inline const T *watched(const char *call, const T *ivar, int cmp) {
     require_running(call);
-    if (SHMEM_UNLIKELY(cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE)) {
+    if (SHMEM_UNLIKELY(!valid_cmp(cmp))) {
         fail(call, "invalid argument cmp=%d: not one of SHMEM_CMP_EQ..SHMEM_CMP_LE", cmp);
     }
     if (SHMEM_UNLIKELY(translate(ivar, sizeof(T), g.my_pe) == nullptr)) {
@@ -45,23 +27,14 @@ inline const T *watched(const char *call, const T *ivar, int cmp) {
 }
 
 template <typename T>
-inline T load(const T *p) {
-    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-
-template <typename T>
 void wait_until(const char *call, const T *ivar, int cmp, T target) {
     const T *p = watched(call, ivar, cmp);
-    for (int i = 0; i < kInlineChecks; i++) {
-        if (holds(load(p), cmp, target)) return;
-    }
-    shmem::core::WaitState state{};
-    while (!holds(load(p), cmp, target)) shmem::core::wait_snooze(state);
+    wait_for([&] { return holds(load_watched(p), cmp, target); });
 }
 
 template <typename T>
 int test(const char *call, const T *ivar, int cmp, T target) {
-    return holds(load(watched(call, ivar, cmp)), cmp, target) ? 1 : 0;
+    return holds(load_watched(watched(call, ivar, cmp)), cmp, target) ? 1 : 0;
 }
 
 }  // namespace

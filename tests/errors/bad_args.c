@@ -96,6 +96,23 @@ int main(int argc, char **argv) {
     if (is(c, "wait_bad_cmp")) shmem_long_wait_until(x, 99, 0);
     if (is(c, "test_not_symmetric")) shmem_int_test((int *)on_stack, SHMEM_CMP_EQ, 0);
     if (is(c, "ptr_bad_pe")) shmem_ptr(x, -5);
+    if (is(c, "wait_all_null_ivars")) shmem_long_wait_until_all(NULL, 3, NULL, SHMEM_CMP_EQ, 0);
+    if (is(c, "test_any_bad_cmp")) shmem_int_test_any((int *)x, 2, NULL, 0, 0);
+    if (is(c, "wait_some_null_indices")) {
+        shmem_long_wait_until_some(x, 2, NULL, NULL, SHMEM_CMP_EQ, 0);
+    }
+    if (is(c, "test_all_vector_null_values")) {
+        shmem_long_test_all_vector(x, 2, NULL, SHMEM_CMP_EQ, NULL);
+    }
+    if (is(c, "wait_any_stack_ivars"))
+        shmem_long_wait_until_any(on_stack, 4, NULL, SHMEM_CMP_EQ, 0);
+    if (is(c, "lock_stack")) shmem_set_lock(on_stack);
+    if (is(c, "lock_misaligned")) shmem_set_lock((long *)((char *)x + 4));
+    if (is(c, "clear_lock_not_held")) shmem_clear_lock(x);
+    if (is(c, "set_lock_twice")) {
+        shmem_set_lock(x);
+        shmem_set_lock(x);
+    }
     fprintf(stderr, "bad_args: case '%s' did not end the job\n", c);
     return 2;
 }

@@ -3,6 +3,7 @@
 #include <shmem.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -164,4 +165,107 @@ TEST(MemTest, ShmemAddrAccessible_HeapYesStackNo_Test) {
     }
     EXPECT_EQ(shmem_addr_accessible(p, npes()), 0);
     shmem_free(p);
+}
+
+namespace {
+long g_mem_global[4];
+}  // namespace
+
+TEST(MemTest, ShmemAddrAccessible_PrivateMemoryIsNotAndJobGoesOn_Test) {
+    // Private addresses (stack, libc heap, NULL) are refused with 0, never an error; so is an
+    // invalid PE.
+    int local = 0;
+    void *private_heap = std::malloc(64);
+    ASSERT_NE(private_heap, nullptr);
+    char *p = static_cast<char *>(shmem_malloc(64));
+    ASSERT_NE(p, nullptr);
+    for (int pe = 0; pe < npes(); pe++) {
+        EXPECT_EQ(shmem_addr_accessible(&local, pe), 0) << pe;
+        EXPECT_EQ(shmem_addr_accessible(private_heap, pe), 0) << pe;
+        EXPECT_EQ(shmem_addr_accessible(nullptr, pe), 0) << pe;
+        EXPECT_EQ(shmem_addr_accessible(p + 63, pe), 1) << pe;
+    }
+    EXPECT_EQ(shmem_addr_accessible(p, -1), 0);
+    std::free(private_heap);
+    // The job is still healthy: a put to a peer after the refusals lands.
+    char tag = static_cast<char>(me());
+    shmem_putmem(p, &tag, 1, next_pe());
+    shmem_barrier_all();
+    EXPECT_EQ(p[0], static_cast<char>(prev_pe()));
+    shmem_free(p);
+}
+
+TEST(MemTest, ShmemMallocWithHints_EveryHintServesPutsAndAtomics_Test) {
+    const long hints[] = {0, SHMEM_MALLOC_ATOMICS_REMOTE, SHMEM_MALLOC_SIGNAL_REMOTE,
+                          SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE};
+    for (long h : hints) {
+        SCOPED_TRACE(h);
+        EXPECT_EQ(shmem_malloc_with_hints(0, h), nullptr);
+        auto *p = static_cast<uint64_t *>(shmem_malloc_with_hints(3 * sizeof(uint64_t), h));
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+        p[0] = 0;
+        p[1] = 0;
+        shmem_barrier_all();
+        // Every PE adds to every PE's counter, and stores a tag on its successor.
+        for (int pe = 0; pe < npes(); pe++) shmem_uint64_atomic_add(&p[0], 1u + me(), pe);
+        shmem_uint64_p(&p[1], 500u + me(), next_pe());
+        shmem_barrier_all();
+        EXPECT_EQ(p[0], static_cast<uint64_t>(npes()) * (npes() + 1) / 2);
+        EXPECT_EQ(p[1], 500u + prev_pe());
+        shmem_free(p);
+    }
+}
+
+TEST(MemTest, ShmemCalloc_SymmetricZeroedAndOverflowOnEveryPe_Test) {
+    // Overflowing products and zero totals return NULL on every PE, with no collective left
+    // half done: the allocation after them works.
+    EXPECT_EQ(shmem_calloc(SIZE_MAX, 2), nullptr);
+    EXPECT_EQ(shmem_calloc(2, SIZE_MAX), nullptr);
+    EXPECT_EQ(shmem_calloc((SIZE_MAX >> 1) + 2, 2), nullptr);
+    EXPECT_EQ(shmem_calloc(16, 0), nullptr);
+    auto *p = static_cast<long *>(shmem_calloc(100, sizeof(long)));
+    ASSERT_NE(p, nullptr);
+    for (int i = 0; i < 100; i++) ASSERT_EQ(p[i], 0) << i;
+    shmem_barrier_all();  // every PE has checked before peers write
+    long v = 9000 + me();
+    shmem_long_p(&p[99], v, next_pe());
+    shmem_barrier_all();
+    EXPECT_EQ(p[99], 9000 + prev_pe());
+    shmem_free(p);
+}
+
+TEST(MemTest, ShmemRealloc_ShrinkKeepsPrefixGrowFailureKeepsBlock_Test) {
+    const size_t n = 4096;
+    auto *p = static_cast<unsigned char *>(shmem_malloc(n));
+    ASSERT_NE(p, nullptr);
+    std::vector<unsigned char> src(n);
+    for (size_t i = 0; i < n; i++) src[i] = pattern(me(), i, 3);
+    shmem_putmem(p, src.data(), n, next_pe());
+    shmem_barrier_all();
+    // Growth that cannot be satisfied: NULL, and the block is unchanged and still symmetric.
+    EXPECT_EQ(shmem_realloc(p, SIZE_MAX / 2), nullptr);
+    for (size_t i = 0; i < n; i++) ASSERT_EQ(p[i], pattern(prev_pe(), i, 3)) << i;
+    // Shrinking keeps the whole prefix.
+    auto *q = static_cast<unsigned char *>(shmem_realloc(p, 1000));
+    ASSERT_NE(q, nullptr);
+    for (size_t i = 0; i < 1000; i++) ASSERT_EQ(q[i], pattern(prev_pe(), i, 3)) << i;
+    shmem_barrier_all();  // every PE has checked before the block is written again
+    unsigned char tag = static_cast<unsigned char>(0xa0 + me());
+    shmem_putmem(q + 999, &tag, 1, next_pe());
+    shmem_barrier_all();
+    EXPECT_EQ(q[999], static_cast<unsigned char>(0xa0 + prev_pe()));
+    // NULL allocates a symmetric block; size 0 frees.
+    auto *r = static_cast<int *>(shmem_realloc(nullptr, 10 * sizeof(int)));
+    ASSERT_NE(r, nullptr);
+    shmem_int_p(&r[9], 300 + me(), next_pe());
+    shmem_barrier_all();
+    EXPECT_EQ(r[9], 300 + prev_pe());
+    EXPECT_EQ(shmem_realloc(r, 0), nullptr);
+    EXPECT_EQ(shmem_realloc(q, 0), nullptr);
+}
+
+TEST(MemTest, ShmemAddrAccessible_GlobalVariable_Test) {
+    // Last in the binary: needs symmetric static data.
+    for (int pe = 0; pe < npes(); pe++) EXPECT_EQ(shmem_addr_accessible(&g_mem_global[3], pe), 1);
 }

@@ -479,3 +479,80 @@ SHMEM_ROUTINE(uint64_t, signal_fetch, (const uint64_t *sig_addr))
  * waiting as shmem_uint64_wait_until does; returns the value that satisfied it. The data of the
  * put-with-signal that set it is then visible. */
 SHMEM_ROUTINE(uint64_t, signal_wait_until, (uint64_t * sig_addr, int cmp, uint64_t cmp_value))
+/* ---- Point-to-point synchronisation on sets of variables (SHMEM_SYNC_TYPES) ----------------
+ * `ivars` is a local symmetric array of `nelems` elements that peers update. `status`, when not
+ * NULL, is a mask of `nelems` ints: an element whose entry is not 0 is left out of the set (NULL
+ * includes every element). The plain forms compare every element with `cmp_value`, the _vector
+ * forms element i with `cmp_values[i]`. The waits spin briefly, then yield, then nap, so they
+ * never burn a core for long.
+ *   wait_until_all   returns once every element of the set has satisfied the comparison
+ *                    (at once if the set is empty).
+ *   wait_until_any   returns the index of one element that satisfies it; SIZE_MAX at once if
+ *                    the set is empty. Successive calls start their search past the index
+ *                    returned last, so no satisfied element is passed over for ever.
+ *   wait_until_some  waits until at least one element satisfies it, stores the indices of all
+ *                    that do in `indices` (room for `nelems`) and returns their number; 0 at
+ *                    once if the set is empty.
+ *   test_all/any/some  the same without blocking: test_all returns 1 if every element of the
+ *                    set satisfies it (also for an empty set), else 0; test_any returns an
+ *                    index or SIZE_MAX when none does; test_some returns the number stored. */
+#define SHMEM_API_SYNC_SET(TYPE, NAME)                                                             \
+    SHMEM_ROUTINE(void, NAME##_wait_until_all,                                                     \
+                  (TYPE * ivars, size_t nelems, const int *status, int cmp, TYPE cmp_value))       \
+    SHMEM_ROUTINE(size_t, NAME##_wait_until_any,                                                   \
+                  (TYPE * ivars, size_t nelems, const int *status, int cmp, TYPE cmp_value))       \
+    SHMEM_ROUTINE(size_t, NAME##_wait_until_some,                                                  \
+                  (TYPE * ivars, size_t nelems, size_t * indices, const int *status, int cmp,      \
+                   TYPE cmp_value))                                                                \
+    SHMEM_ROUTINE(void, NAME##_wait_until_all_vector,                                              \
+                  (TYPE * ivars, size_t nelems, const int *status, int cmp, TYPE *cmp_values))     \
+    SHMEM_ROUTINE(size_t, NAME##_wait_until_any_vector,                                            \
+                  (TYPE * ivars, size_t nelems, const int *status, int cmp, TYPE *cmp_values))     \
+    SHMEM_ROUTINE(size_t, NAME##_wait_until_some_vector,                                           \
+                  (TYPE * ivars, size_t nelems, size_t * indices, const int *status, int cmp,      \
+                   TYPE *cmp_values))                                                              \
+    SHMEM_ROUTINE(int, NAME##_test_all,                                                            \
+                  (TYPE * ivars, size_t nelems, const int *status, int cmp, TYPE cmp_value))       \
+    SHMEM_ROUTINE(size_t, NAME##_test_any,                                                         \
+                  (TYPE * ivars, size_t nelems, const int *status, int cmp, TYPE cmp_value))       \
+    SHMEM_ROUTINE(size_t, NAME##_test_some,                                                        \
+                  (TYPE * ivars, size_t nelems, size_t * indices, const int *status, int cmp,      \
+                   TYPE cmp_value))                                                                \
+    SHMEM_ROUTINE(int, NAME##_test_all_vector,                                                     \
+                  (TYPE * ivars, size_t nelems, const int *status, int cmp, TYPE *cmp_values))     \
+    SHMEM_ROUTINE(size_t, NAME##_test_any_vector,                                                  \
+                  (TYPE * ivars, size_t nelems, const int *status, int cmp, TYPE *cmp_values))     \
+    SHMEM_ROUTINE(size_t, NAME##_test_some_vector,                                                 \
+                  (TYPE * ivars, size_t nelems, size_t * indices, const int *status, int cmp,      \
+                   TYPE *cmp_values))
+SHMEM_SYNC_TYPES(SHMEM_API_SYNC_SET)
+#undef SHMEM_API_SYNC_SET
+
+/* ---- Distributed locking -------------------------------------------------------------------
+ * `lock` is a symmetric long, 0 on every PE before its first use and touched by nothing but
+ * these routines. A lock is held by a PE, not a thread: a PE must not ask again for a lock it
+ * holds or is waiting for (that is reported as an error), so threads of one PE that share a
+ * lock need their own mutual exclusion as well.
+ * The lock is a queue: each PE's copy of the long holds two 32-bit words (lower address first).
+ * The first is used on one home PE, chosen from the lock's offset in its segment: 0 when the
+ * lock is free, else 1 + the PE that asked last. The second is the PE's own place in the queue
+ * (waiting and holding flags, 1 + the PE queued behind it). A free lock nobody waits for is 0
+ * on every PE again. */
+
+/* Blocks until this PE holds the lock; PEs get it in the order they asked (first come, first
+ * served). Waits spin briefly, then yield, then nap. */
+SHMEM_ROUTINE(void, set_lock, (long *lock))
+/* Takes the lock if nobody holds it or waits for it: returns 0 when taken, 1 otherwise (also
+ * when this PE already holds it). Never blocks. */
+SHMEM_ROUTINE(int, test_lock, (long *lock))
+/* Completes every put and AMO this PE issued (as shmem_quiet), then passes the lock to the
+ * next PE waiting, or frees it. Only the PE holding the lock may clear it. */
+SHMEM_ROUTINE(void, clear_lock, (long *lock))
+
+/* ---- Profiling ---------------------------------------------------------------------------- */
+
+/* Sets the profiling level (<= 0 off, 1 default, 2 flush, > 2 tool-defined with extra
+ * arguments). The library itself keeps no profile and only records the level: the call exists
+ * so that a profiling tool that defines its own shmem_pcontrol over the pshmem_* interface
+ * sees it. Callable at any time, also before shmem_init. */
+SHMEM_ROUTINE(void, pcontrol, (const int level, ...))
