@@ -10,7 +10,10 @@
  * <shmem/types.h>: no two associations of a _Generic may name compatible types, and int64_t,
  * size_t and the like are typedefs of types already listed (int64_t is long here), so a
  * pointer to one of them selects the routine of that type, with the same representation.
- * A pointer to a type outside a routine's table does not compile.
+ * A pointer to a type outside a routine's table does not compile. The one limit of building
+ * them from the tables: a generic routine cannot be called from code that is itself generated
+ * by the same table of <shmem/types.h> (a macro is not expanded within its own expansion);
+ * such code calls the typed routine, whose name it has.
  *
  * The macros are not functions: they have no pshmem_ twins and cannot be intercepted by a
  * profiling tool; the typed routines they call can.
