@@ -94,3 +94,44 @@ SHMEM_AMO_STANDARD_TYPES(SHMEM_DEFINE_AMO_STANDARD)
     SHMEM_DEFINE_AMO_BITWISE_OP(TYPE, NAME, or)                                                    \
     SHMEM_DEFINE_AMO_BITWISE_OP(TYPE, NAME, xor)
 SHMEM_AMO_BITWISE_TYPES(SHMEM_DEFINE_AMO_BITWISE)
+
+// The pre-1.4 names (<shmem/deprecated.h>): the same operations, errors naming the old call.
+#define SHMEM_OLD_NAME(NAME, OP) "shmem_" #NAME "_" #OP
+
+#define SHMEM_DEFINE_AMO_DEPRECATED_EXTENDED(TYPE, NAME)                                           \
+    SHMEM_EXPORT TYPE pshmem_##NAME##_fetch(const TYPE *source, int pe) {                          \
+        return fetch(SHMEM_OLD_NAME(NAME, fetch), source, pe);                                     \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_set(TYPE *dest, TYPE value, int pe) {                        \
+        set(SHMEM_OLD_NAME(NAME, set), dest, value, pe);                                           \
+    }                                                                                              \
+    SHMEM_EXPORT TYPE pshmem_##NAME##_swap(TYPE *dest, TYPE value, int pe) {                       \
+        return swap(SHMEM_OLD_NAME(NAME, swap), dest, value, pe);                                  \
+    }                                                                                              \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_fetch)                                                         \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_set)                                                           \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_swap)
+SHMEM_AMO_DEPRECATED_EXTENDED_TYPES(SHMEM_DEFINE_AMO_DEPRECATED_EXTENDED)
+
+#define SHMEM_DEFINE_AMO_DEPRECATED_STANDARD(TYPE, NAME)                                           \
+    SHMEM_EXPORT TYPE pshmem_##NAME##_cswap(TYPE *dest, TYPE cond, TYPE value, int pe) {           \
+        return compare_swap(SHMEM_OLD_NAME(NAME, cswap), dest, cond, value, pe);                   \
+    }                                                                                              \
+    SHMEM_EXPORT TYPE pshmem_##NAME##_finc(TYPE *dest, int pe) {                                   \
+        return fetch_add(SHMEM_OLD_NAME(NAME, finc), dest, static_cast<TYPE>(1), pe);              \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_inc(TYPE *dest, int pe) {                                    \
+        fetch_add(SHMEM_OLD_NAME(NAME, inc), dest, static_cast<TYPE>(1), pe);                      \
+    }                                                                                              \
+    SHMEM_EXPORT TYPE pshmem_##NAME##_fadd(TYPE *dest, TYPE value, int pe) {                       \
+        return fetch_add(SHMEM_OLD_NAME(NAME, fadd), dest, value, pe);                             \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_##NAME##_add(TYPE *dest, TYPE value, int pe) {                        \
+        fetch_add(SHMEM_OLD_NAME(NAME, add), dest, value, pe);                                     \
+    }                                                                                              \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_cswap)                                                         \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_finc)                                                          \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_inc)                                                           \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_fadd)                                                          \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_add)
+SHMEM_AMO_DEPRECATED_STANDARD_TYPES(SHMEM_DEFINE_AMO_DEPRECATED_STANDARD)

@@ -49,3 +49,23 @@ int test(const char *call, const T *ivar, int cmp, T target) {
     SHMEM_WEAK_ALIAS(shmem_##NAME##_wait_until)                                                    \
     SHMEM_WEAK_ALIAS(shmem_##NAME##_test)
 SHMEM_SYNC_TYPES(SHMEM_DEFINE_SYNC)
+
+// The deprecated forms (<shmem/deprecated.h>): shmem_TYPENAME_wait(ivar, v) waits until
+// *ivar != v; shmem_wait is its long form and shmem_wait_until the long form of wait_until.
+#define SHMEM_DEFINE_SYNC_DEPRECATED(TYPE, NAME)                                                   \
+    SHMEM_EXPORT void pshmem_##NAME##_wait(TYPE *ivar, TYPE cmp_value) {                           \
+        wait_until("shmem_" #NAME "_wait", ivar, SHMEM_CMP_NE, cmp_value);                         \
+    }                                                                                              \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_wait)
+SHMEM_SYNC_DEPRECATED_TYPES(SHMEM_DEFINE_SYNC_DEPRECATED)
+
+SHMEM_EXPORT void pshmem_wait(long *ivar, long cmp_value) {
+    wait_until("shmem_wait", ivar, SHMEM_CMP_NE, cmp_value);
+}
+
+SHMEM_EXPORT void pshmem_wait_until(long *ivar, int cmp, long cmp_value) {
+    wait_until("shmem_wait_until", ivar, cmp, cmp_value);
+}
+
+SHMEM_WEAK_ALIAS(shmem_wait)
+SHMEM_WEAK_ALIAS(shmem_wait_until)

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # check_exported_symbols.sh <libshmem.so>
 # Fails if the library exports (defines, dynamic table) any name outside the public families
-# shmem_*, pshmem_*, shmemx_*, aclshmem* (ARCHITECTURE.md §3); the version node symbol
+# shmem_*, pshmem_*, shmemx_*, aclshmem* (ARCHITECTURE.md §3) and the deprecated OpenSHMEM
+# routines without a shmem_ prefix listed below with their twins; the version node symbol
 # (type A, e.g. SHMEM_0) is expected. Also fails on an empty export list or no shmem_init, and
-# unless every shmem_X is a weak alias with a strong pshmem_X twin (the profiling interface).
-# NM may name the nm to use (ctest passes CMake's).
+# unless every shmem_X (and every name below) is a weak alias with a strong p-prefixed twin
+# (pshmem_X, pstart_pes: the profiling interface). NM may name the nm to use (ctest passes
+# CMake's).
 set -euo pipefail
 
 lib=${1:?usage: check_exported_symbols.sh <libshmem.so>}
@@ -21,9 +23,14 @@ if [[ $count -eq 0 ]]; then
     exit 1
 fi
 
-bad=$(grep -Ev '^(shmem_|pshmem_|shmemx_|aclshmem)' <<<"$names" || true)
+# Deprecated OpenSHMEM names without the shmem_ prefix (cpp/include/shmem/deprecated.h), the
+# only exported names outside the families; each with its twin p + name.
+unprefixed=(start_pes _my_pe _num_pes shmalloc shfree shrealloc shmemalign)
+allowed=$(printf '%s\n' "${unprefixed[@]}" "${unprefixed[@]/#/p}" | sort)
+
+bad=$(grep -Ev '^(shmem_|pshmem_|shmemx_|aclshmem)' <<<"$names" | comm -23 - <(echo "$allowed") || true)
 if [[ -n $bad ]]; then
-    echo "FAIL: $lib exports $(grep -c . <<<"$bad") name(s) outside shmem_*, pshmem_*, shmemx_*, aclshmem*:"
+    echo "FAIL: $lib exports $(grep -c . <<<"$bad") name(s) outside shmem_*, pshmem_*, shmemx_*, aclshmem* and the deprecated ${unprefixed[*]} (and twins):"
     head -n 50 <<<"$bad" | sed 's/^/  /'
     exit 1
 fi
@@ -40,8 +47,16 @@ if [[ -n $strong_shmem ]]; then
     head -n 20 <<<"$strong_shmem" | sed 's/^/  /'
     exit 1
 fi
-weak=$(awk '$2 == "W" && $3 ~ /^shmem_/ { sub(/@.*/, "", $3); print $3 }' <<<"$listing" | sort)
-twins=$(awk '$2 == "T" && $3 ~ /^pshmem_/ { sub(/@.*/, "", $3); print substr($3, 2) }' <<<"$listing" | sort)
+# The twin of a deprecated unprefixed name is p + name as well (pstart_pes, p_my_pe).
+unprefixed_re="^($(IFS='|'; echo "${unprefixed[*]}"))\$"
+weak=$(awk -v re="$unprefixed_re" '$2 == "W" { sub(/@.*/, "", $3) } $2 == "W" && ($3 ~ /^shmem_/ || $3 ~ re) { print $3 }' <<<"$listing" | sort)
+twins=$(awk -v re="$unprefixed_re" '$2 == "T" { sub(/@.*/, "", $3); n = substr($3, 2) } $2 == "T" && ($3 ~ /^pshmem_/ || n ~ re) { print n }' <<<"$listing" | sort)
+missing=$(comm -23 <(echo "$allowed") <(echo "$names"))
+if [[ -n $missing ]]; then
+    echo "FAIL: $lib does not export the deprecated names it must:"
+    head -n 20 <<<"$missing" | sed 's/^/  /'
+    exit 1
+fi
 unpaired=$(comm -3 <(echo "$weak") <(echo "$twins"))
 if [[ -n $unpaired ]]; then
     echo "FAIL: shmem_X without a pshmem_X twin, or the reverse:"
@@ -49,4 +64,4 @@ if [[ -n $unpaired ]]; then
     exit 1
 fi
 
-echo "OK: $lib exports $count public names, nothing else; $(grep -c . <<<"$weak") shmem_* weak, each with its pshmem_* twin"
+echo "OK: $lib exports $count public names, nothing else; $(grep -c . <<<"$weak") weak shmem_* and deprecated names, each with its strong p-prefixed twin"

@@ -10,7 +10,7 @@
 
 #include "test_util.h"
 
-using namespace shmem_test;
+using namespace testutil;
 
 namespace {
 

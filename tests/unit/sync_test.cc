@@ -8,7 +8,7 @@
 
 #include "test_util.h"
 
-using namespace shmem_test;
+using namespace testutil;
 
 TEST(SyncTest, ShmemBarrierAll_ManyRoundsNoPeAhead_Test) {
     // Each round every PE writes the round number into its slot on every PE; after the barrier

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace shmem_test {
+namespace testutil {
 
 inline int me() { return shmem_my_pe(); }
 inline int npes() { return shmem_n_pes(); }
@@ -56,4 +56,4 @@ private:
     bool owned_;
 };
 
-}  // namespace shmem_test
+}  // namespace testutil

@@ -15,7 +15,7 @@
 
 #include "test_util.h"
 
-using namespace shmem_test;
+using namespace testutil;
 
 namespace {
 

@@ -1,6 +1,10 @@
 //! The one table of every `SHMEM_*` environment variable: name, kind, default and help.
 //! The same table parses the variables into [`Config`] and prints them (`SHMEM_INFO=1`).
 //! Nothing else in the runtime reads the environment for `SHMEM_*` names.
+//!
+//! A variable may have a deprecated alias, the `SMA_*` name OpenSHMEM 1.5 still lists
+//! (`SMA_SYMMETRIC_SIZE` for `SHMEM_SYMMETRIC_SIZE`, ...): it is read when the `SHMEM_*` name is
+//! unset, and the `SHMEM_*` name wins when both are set.
 
 use crate::error::{Error, Result};
 use std::fmt::Write as _;
@@ -28,6 +32,8 @@ pub enum Kind {
 pub struct Var {
     /// Full variable name.
     pub name: &'static str,
+    /// Deprecated name read when `name` is unset (`SMA_*`), if any.
+    pub alias: Option<&'static str>,
     /// How the value is read.
     pub kind: Kind,
     /// Value used when the variable is unset ("" for none).
@@ -44,42 +50,49 @@ const BARRIERS: &[&str] = &["auto", "dissemination", "central"];
 pub static VARS: &[Var] = &[
     Var {
         name: "SHMEM_SYMMETRIC_SIZE",
+        alias: Some("SMA_SYMMETRIC_SIZE"),
         kind: Kind::Size,
         default: "512M",
         help: "Bytes of symmetric heap per PE (K, M, G, T suffixes are powers of 1024)",
     },
     Var {
         name: "SHMEM_VERSION",
+        alias: Some("SMA_VERSION"),
         kind: Kind::Bool,
         default: "0",
         help: "Print the library version at start-up (PE 0)",
     },
     Var {
         name: "SHMEM_INFO",
+        alias: Some("SMA_INFO"),
         kind: Kind::Bool,
         default: "0",
         help: "Print this table with current values at start-up (PE 0)",
     },
     Var {
         name: "SHMEM_DEBUG",
+        alias: Some("SMA_DEBUG"),
         kind: Kind::Bool,
         default: "0",
         help: "Enable expensive argument checks and debug messages",
     },
     Var {
         name: "SHMEM_LOG_LEVEL",
+        alias: None,
         kind: Kind::Word(LOG_LEVELS),
         default: "warn",
         help: "Least severe message printed: error, warn, info, debug or trace",
     },
     Var {
         name: "SHMEM_INIT_TIMEOUT",
+        alias: None,
         kind: Kind::Seconds,
         default: "120",
         help: "Seconds any start-up or control-plane step may take before the job fails",
     },
     Var {
         name: "SHMEM_BARRIER",
+        alias: None,
         kind: Kind::Word(BARRIERS),
         default: "auto",
         help: "Barrier shape: dissemination (log2 n rounds, when PEs have cores of their own), \
@@ -87,6 +100,7 @@ pub static VARS: &[Var] = &[
     },
     Var {
         name: "SHMEM_SYMMETRIC_DATA",
+        alias: None,
         kind: Kind::Word(SYMMETRIC_DATA),
         default: "auto",
         help: "Global and static variables symmetric: auto (when libshmem is linked at start), \
@@ -94,6 +108,7 @@ pub static VARS: &[Var] = &[
     },
     Var {
         name: "SHMEM_JOB_ID",
+        alias: None,
         kind: Kind::Text,
         default: "",
         help: "Job id under launchers other than shmemrun (same on every PE, unique on the node); \
@@ -127,24 +142,28 @@ pub static VARS: &[Var] = &[
     },
     Var {
         name: "SHMEM_RUN_FD",
+        alias: None,
         kind: Kind::Internal,
         default: "",
         help: "Set by shmemrun: inherited control socket of this PE",
     },
     Var {
         name: "SHMEM_RUN_RANK",
+        alias: None,
         kind: Kind::Internal,
         default: "",
         help: "Set by shmemrun: this PE's number",
     },
     Var {
         name: "SHMEM_RUN_SIZE",
+        alias: None,
         kind: Kind::Internal,
         default: "",
         help: "Set by shmemrun: number of PEs in the job",
     },
     Var {
         name: "SHMEM_RUN_JOBID",
+        alias: None,
         kind: Kind::Internal,
         default: "",
         help: "Set by shmemrun: identifier of the job",
@@ -201,17 +220,31 @@ fn var(name: &str) -> &'static Var {
         .expect("variable missing from env::VARS")
 }
 
-/// The raw value of a variable, or its default.
-fn raw(v: &Var) -> String {
-    match std::env::var(v.name) {
-        Ok(s) if !s.trim().is_empty() => s.trim().to_string(),
-        _ => v.default.to_string(),
+/// The value of an environment variable, when set and not blank.
+fn set_value(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// The name a variable's value comes from: its own when set, else its deprecated alias when
+/// that is set, else its own (the default applies).
+fn source(v: &Var) -> &'static str {
+    match v.alias {
+        Some(alias) if set_value(v.name).is_none() && set_value(alias).is_some() => alias,
+        _ => v.name,
     }
+}
+
+/// The raw value of a variable (from its alias when only that is set), or its default.
+fn raw(v: &Var) -> String {
+    set_value(source(v)).unwrap_or_else(|| v.default.to_string())
 }
 
 fn bad(v: &Var, value: &str, reason: impl Into<String>) -> Error {
     Error::BadEnv {
-        name: v.name,
+        name: source(v),
         value: value.to_string(),
         reason: reason.into(),
     }
@@ -332,8 +365,7 @@ pub fn symmetric_data() -> Result<&'static str> {
 /// `debug` when `SHMEM_DEBUG` is on, else the default.
 pub fn early_log_level() -> &'static str {
     let level = parse_word(var("SHMEM_LOG_LEVEL")).unwrap_or("warn");
-    if std::env::var("SHMEM_LOG_LEVEL").is_err()
-        && matches!(parse_bool(var("SHMEM_DEBUG")), Ok(true))
+    if set_value("SHMEM_LOG_LEVEL").is_none() && matches!(parse_bool(var("SHMEM_DEBUG")), Ok(true))
     {
         "debug"
     } else {
@@ -341,17 +373,26 @@ pub fn early_log_level() -> &'static str {
     }
 }
 
-/// Renders the table with current values, for `SHMEM_INFO=1`.
+/// Renders the table with current values, for `SHMEM_INFO=1`. A variable with a deprecated
+/// alias says so, and which of the two names its value came from.
 pub fn describe() -> String {
     let mut out = String::from("shmem environment variables (name, value, default, meaning):\n");
     for v in VARS.iter().filter(|v| v.kind != Kind::Internal) {
-        let value = std::env::var(v.name).unwrap_or_else(|_| "(unset)".into());
+        let value = set_value(source(v)).unwrap_or_else(|| "(unset)".into());
         // Writing to a String cannot fail.
         let _ = writeln!(
             out,
             "  {:<22} {:<10} {:<8} {}",
             v.name, value, v.default, v.help
         );
+        if let Some(alias) = v.alias {
+            let note = match (set_value(v.name), set_value(alias)) {
+                (Some(_), Some(_)) => format!("{alias} is set too and ignored: {} wins", v.name),
+                (None, Some(_)) => format!("value from {alias} (deprecated name of {})", v.name),
+                _ => format!("deprecated alias {alias} is read when {} is unset", v.name),
+            };
+            let _ = writeln!(out, "  {:<22} {}", "", note);
+        }
     }
     out
 }
@@ -379,6 +420,20 @@ mod tests {
         assert_eq!(parse_size("-5M"), None);
         assert_eq!(parse_size("99999999999999999999999T"), None);
         assert_eq!(parse_size("1e3"), None);
+    }
+
+    #[test]
+    fn aliases_are_sma_names_of_the_same_variable() {
+        for v in VARS {
+            if let Some(alias) = v.alias {
+                assert_eq!(alias.strip_prefix("SMA_"), v.name.strip_prefix("SHMEM_"));
+            }
+        }
+        let aliased: Vec<_> = VARS.iter().filter_map(|v| v.alias).collect();
+        assert_eq!(
+            aliased,
+            ["SMA_SYMMETRIC_SIZE", "SMA_VERSION", "SMA_INFO", "SMA_DEBUG"]
+        );
     }
 
     #[test]
