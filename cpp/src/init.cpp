@@ -171,9 +171,6 @@ SHMEM_EXPORT void pshmem_info_get_name(char *name) {
     std::memcpy(name, SHMEM_VENDOR_STRING, sizeof SHMEM_VENDOR_STRING);
 }
 
-// The profiling interface's control: the library itself does nothing with it (a profiling
-// tool's own shmem_pcontrol does); any level is accepted, before init too.
-SHMEM_EXPORT void pshmem_pcontrol(const int level, ...) { (void)level; }
 
 SHMEM_WEAK_ALIAS(shmem_init)
 SHMEM_WEAK_ALIAS(shmem_init_thread)
@@ -184,4 +181,3 @@ SHMEM_WEAK_ALIAS(shmem_my_pe)
 SHMEM_WEAK_ALIAS(shmem_n_pes)
 SHMEM_WEAK_ALIAS(shmem_info_get_version)
 SHMEM_WEAK_ALIAS(shmem_info_get_name)
-SHMEM_WEAK_ALIAS(shmem_pcontrol)

@@ -35,10 +35,6 @@ SHMEM_ROUTINE(int, pe_accessible, (int pe))
 SHMEM_ROUTINE(int, addr_accessible, (const void *addr, int pe))
 /* Address at which this PE can load and store `dest` of `pe` directly, or NULL. */
 SHMEM_ROUTINE(void *, ptr, (const void *dest, int pe))
-/* Profiling control: does nothing in the library itself; a profiling tool that defines its
- * own shmem_pcontrol reads `level` (0 off, 1 default, 2 and up tool-defined) and the
- * arguments after it. */
-SHMEM_ROUTINE(void, pcontrol, (const int level, ...))
 
 /* ---- Symmetric memory (collective: every PE calls with the same arguments) ---------------- */
 

@@ -116,6 +116,7 @@ pub static VARS: &[Var] = &[
     },
     Var {
         name: "SHMEM_BOOTSTRAP_ADDR",
+        alias: None,
         kind: Kind::Text,
         default: "",
         help: "Under launchers other than shmemrun, PE 0 serves the job's store over TCP here: \
@@ -126,6 +127,7 @@ pub static VARS: &[Var] = &[
     },
     Var {
         name: "SHMEM_INSTANCE_PORT_RANGE",
+        alias: None,
         kind: Kind::Text,
         default: "",
         help: "lo-hi: a TCP store whose address names no port (shmemrun --store, \
@@ -134,6 +136,7 @@ pub static VARS: &[Var] = &[
     },
     Var {
         name: "SHMEM_TLS_DISABLE",
+        alias: None,
         kind: Kind::Bool,
         default: "0",
         help: "Run a TCP store without TLS (logged as a warning): any process that reaches the \
@@ -170,12 +173,14 @@ pub static VARS: &[Var] = &[
     },
     Var {
         name: "SHMEM_RUN_STORE",
+        alias: None,
         kind: Kind::Internal,
         default: "",
         help: "Set by shmemrun --store: the TCP address of the job's store",
     },
     Var {
         name: "SHMEM_RUN_TLS_FD",
+        alias: None,
         kind: Kind::Internal,
         default: "",
         help: "Set by shmemrun --store: inherited memfd holding the job's CA and client \
