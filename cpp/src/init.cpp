@@ -171,7 +171,6 @@ SHMEM_EXPORT void pshmem_info_get_name(char *name) {
     std::memcpy(name, SHMEM_VENDOR_STRING, sizeof SHMEM_VENDOR_STRING);
 }
 
-
 SHMEM_WEAK_ALIAS(shmem_init)
 SHMEM_WEAK_ALIAS(shmem_init_thread)
 SHMEM_WEAK_ALIAS(shmem_query_thread)

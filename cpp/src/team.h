@@ -90,7 +90,6 @@ inline char *team_area(int world_pe, int slot) {
 // Barrier over the team's members on its area (no completion of puts).
 void team_barrier(shmem_team_s *t);
 
-
 // Called by shmem_init once the job is known, and by shmem_finalize.
 void teams_start();
 void teams_stop();

@@ -21,7 +21,6 @@
 
 using namespace testutil;
 
-
 namespace {
 
 constexpr size_t kElems = 7;  // elements one call moves
