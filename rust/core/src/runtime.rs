@@ -2,6 +2,7 @@
 //! barrier, created by [`init`] and torn down by [`finalize`]. The facade asks here once for
 //! the addresses it needs and then runs the data path by itself.
 
+use crate::bootstrap::attrs::{self, Job};
 use crate::bootstrap::launch::{self, Launch};
 use crate::bootstrap::node::{self, NodeJob};
 use crate::bootstrap::Client;
@@ -11,19 +12,60 @@ use crate::heap::{self, Heap};
 use crate::log;
 use crate::static_data::{self, StaticData};
 use crate::sync::barrier::Barrier;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 /// Library name reported by `shmem_info_get_name`.
 pub const NAME: &str = "shmem";
 /// Library version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// Bounds on the blocking steps of a job, in CANN's three kinds; `SHMEM_INIT_TIMEOUT` sets all
+/// three, the attributes of `shmem_init_attr` each one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Joining the job: reaching the store, every PE arriving (`shm_init_timeout`).
+    pub init: Duration,
+    /// Creating and exchanging the symmetric heap and static data (`shm_create_timeout`).
+    pub create: Duration,
+    /// Control-plane steps of a running job: allocation checks, finalize
+    /// (`control_operation_timeout`).
+    pub control: Duration,
+}
+
+impl Timeouts {
+    /// The same bound for every step.
+    pub fn all(t: Duration) -> Timeouts {
+        Timeouts {
+            init: t,
+            create: t,
+            control: t,
+        }
+    }
+}
+
+/// CANN's initialisation status: not initialised.
+pub const STATUS_NOT_INITIALIZED: i32 = 0;
+/// CANN's initialisation status: the symmetric heap exists, start-up not finished.
+pub const STATUS_SHM_CREATED: i32 = 1;
+/// CANN's initialisation status: initialised.
+pub const STATUS_IS_INITIALIZED: i32 = 2;
+
+static STATUS: AtomicI32 = AtomicI32::new(STATUS_NOT_INITIALIZED);
+
+/// Where start-up is (`STATUS_*`), for `shmem_init_status`; safe to ask from any thread.
+pub fn status() -> i32 {
+    STATUS.load(Ordering::Acquire)
+}
+
 /// One initialised job.
 #[derive(Debug)]
 pub struct Runtime {
     /// Settings read at start-up.
     pub config: Config,
+    /// Bounds on blocking steps.
+    pub timeouts: Timeouts,
     /// This PE's number.
     pub my_pe: usize,
     /// Number of PEs.
@@ -54,58 +96,81 @@ static STATE: RwLock<Phase> = RwLock::new(Phase::Uninitialized);
 /// Starts the library on this PE: reads the environment, joins the job, builds and exchanges
 /// the heap, and waits for every PE to get there.
 pub fn init() -> Result<Arc<Runtime>> {
+    reset_status_on_error(start("shmem_init", None, None))
+}
+
+/// Starts the library on this PE for the job `job` describes (`shmem_init_attr` and the unique
+/// id form): as [`init`], but PE, size, heap size, rendezvous and timeouts come from the
+/// attributes; every PE checks that all were given the same job. On failure after joining,
+/// this PE leaves the job without ending it for the others, so each reports its own error.
+pub fn init_attrs(job: Job, timeouts: Timeouts) -> Result<Arc<Runtime>> {
+    reset_status_on_error(start(job.call, Some(job), Some(timeouts)))
+}
+
+fn reset_status_on_error(r: Result<Arc<Runtime>>) -> Result<Arc<Runtime>> {
+    if r.is_err() && !matches!(r, Err(Error::State { .. })) {
+        STATUS.store(STATUS_NOT_INITIALIZED, Ordering::Release);
+    }
+    r
+}
+
+fn start(call: &'static str, job: Option<Job>, timeouts: Option<Timeouts>) -> Result<Arc<Runtime>> {
     log::install(env::early_log_level());
     let mut state = STATE.write().unwrap_or_else(|p| p.into_inner());
     match *state {
         Phase::Uninitialized => {}
         Phase::Running(_) => {
             return Err(Error::State {
-                call: "shmem_init",
+                call,
                 reason: "called again while the library is initialized",
             })
         }
         Phase::Finalized => {
             return Err(Error::State {
-                call: "shmem_init",
-                reason: "called after shmem_finalize; the library cannot be restarted",
+                call,
+                reason: "called after finalize; the library cannot be restarted",
             })
         }
     }
     let config = env::load()?;
-    let launch = launch::detect(config.job_id.as_deref())?;
+    let timeouts = timeouts.unwrap_or(Timeouts::all(config.init_timeout));
+    let launch = match &job {
+        None => launch::detect(config.job_id.as_deref())?,
+        Some(job) => {
+            log::set_pe(job.my_pe as i32);
+            attrs::launch(job)?
+        }
+    };
     let (my_pe, n_pes) = (launch.my_pe() as usize, launch.n_pes() as usize);
     log::set_pe(my_pe as i32);
     crate::sync::wait::configure(n_pes);
-    let (store, node) = match launch {
-        Launch::Alone => (None, None),
-        Launch::Shmemrun {
-            my_pe,
-            n_pes,
-            socket,
-        } => (
-            Some(Client::connect_inherited(
-                socket,
-                my_pe,
-                n_pes,
-                config.init_timeout,
-            )?),
-            None,
-        ),
-        Launch::NodeLocal(plan) => {
-            let (client, job) = node::join(&plan, config.init_timeout)?;
-            (Some(client), Some(job))
-        }
+    let joined = join(launch, timeouts.init);
+    let (store, node) = match (joined, &job) {
+        (Ok(j), _) => j,
+        (Err(e), Some(job)) => return Err(attrs::refused_join(job, e)),
+        (Err(e), None) => return Err(e),
     };
-    let heap = Heap::create(
-        my_pe,
-        n_pes,
-        config.symmetric_size,
-        store.as_ref(),
-        config.init_timeout,
-    )?;
-    let static_data = static_data::exchange(store.as_ref(), my_pe, n_pes, config.init_timeout)?;
+    if let (Some(job), Some(client)) = (&job, &store) {
+        let (seen, checked) = attrs::check(client, job, timeouts.init);
+        if let Err(e) = checked {
+            // Logged here, before leaving: once this PE has left, PE 0 may end at any time.
+            tracing::error!("{call}: {e}");
+            if let Some(node) = &node {
+                node.finalizing();
+            }
+            let _ = client.goodbye();
+            if let Some(node) = &node {
+                node.wait_for_goodbyes_of(&seen, timeouts.control);
+            }
+            return Err(Error::Logged(Box::new(e)));
+        }
+    }
+    let heap_size = job.as_ref().map_or(config.symmetric_size, |j| j.heap_size);
+    let heap = Heap::create(my_pe, n_pes, heap_size, store.as_ref(), timeouts.create)?;
+    STATUS.store(STATUS_SHM_CREATED, Ordering::Release);
+    let static_data = static_data::exchange(store.as_ref(), my_pe, n_pes, timeouts.create)?;
     if let Some(store) = &store {
-        store.barrier(config.init_timeout)?;
+        store.barrier(timeouts.create)?;
     }
     if my_pe == 0 {
         if config.print_version {
@@ -126,6 +191,7 @@ pub fn init() -> Result<Arc<Runtime>> {
     };
     let rt = Arc::new(Runtime {
         config,
+        timeouts,
         my_pe,
         n_pes,
         store,
@@ -136,7 +202,27 @@ pub fn init() -> Result<Arc<Runtime>> {
         alloc_calls: AtomicU64::new(0),
     });
     *state = Phase::Running(rt.clone());
+    STATUS.store(STATUS_IS_INITIALIZED, Ordering::Release);
     Ok(rt)
+}
+
+/// Joins the job's store as `launch` says; `None` for a job of one PE without a launcher.
+fn join(launch: Launch, timeout: Duration) -> Result<(Option<Client>, Option<NodeJob>)> {
+    Ok(match launch {
+        Launch::Alone => (None, None),
+        Launch::Shmemrun {
+            my_pe,
+            n_pes,
+            socket,
+        } => (
+            Some(Client::connect_inherited(socket, my_pe, n_pes, timeout)?),
+            None,
+        ),
+        Launch::NodeLocal(plan) => {
+            let (client, job) = node::join(&plan, timeout)?;
+            (Some(client), Some(job))
+        }
+    })
 }
 
 /// The running job, or a state error naming `call`.
@@ -166,9 +252,10 @@ pub fn finalize() -> Result<()> {
         store.goodbye()?;
     }
     if let Some(node) = &rt.node {
-        node.wait_for_goodbyes(rt.config.init_timeout)?;
+        node.wait_for_goodbyes(rt.timeouts.control)?;
     }
     *STATE.write().unwrap_or_else(|p| p.into_inner()) = Phase::Finalized;
+    STATUS.store(STATUS_NOT_INITIALIZED, Ordering::Release);
     Ok(())
 }
 
@@ -216,7 +303,7 @@ impl Runtime {
         };
         let n = self.alloc_calls.fetch_add(1, Ordering::Relaxed) + 1;
         let mine = format!("{call}({args}) as collective allocation call #{n}");
-        let all = store.allgather(mine.as_bytes(), self.config.init_timeout)?;
+        let all = store.allgather(mine.as_bytes(), self.timeouts.control)?;
         for (pe, theirs) in all.iter().enumerate() {
             if theirs.as_slice() != mine.as_bytes() {
                 return Err(Error::Mismatch {

@@ -173,6 +173,15 @@ pub(crate) fn detect(job_id: Option<&str>) -> Result<Launch> {
     })
 }
 
+/// The `shmemrun` job this process belongs to, if `shmemrun` started it (its socket taken
+/// over); other launchers are not looked at.
+pub(crate) fn shmemrun() -> Result<Option<Launch>> {
+    if std::env::var_os("SHMEM_RUN_FD").is_none() {
+        return Ok(None);
+    }
+    detect(None).map(Some)
+}
+
 fn detect_in(env: Env<'_>, job_id: Option<&str>) -> Result<Found> {
     if env("SHMEM_RUN_FD").is_some() {
         let fd = number(env, "SHMEM_RUN_FD", "shmemrun")?;

@@ -9,10 +9,12 @@
 //! is a round trip to the store. Every blocking step has a timeout, and errors name the
 //! operation and the key.
 
+pub mod attrs;
 mod client;
 pub(crate) mod launch;
 pub(crate) mod node;
 mod server;
+pub mod uniqueid;
 mod unix;
 pub mod wire;
 
@@ -21,6 +23,12 @@ use std::time::Duration;
 
 pub use client::Client;
 pub use server::{PeerStatus, Server, StoreEvent};
+
+/// Store key under which the store records why it refused PE `rank`'s HELLO (another job
+/// size), for the PEs waiting for that PE at start-up.
+pub(crate) fn refused_key(rank: u32) -> String {
+    format!("shmem/refused/{rank}")
+}
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
