@@ -205,9 +205,13 @@ ACLSHMEM_HOST_API int shmem_set_timeout(shmem_init_attr_t *attributes, uint32_t 
  * interface SHMEM_UID_SOCK_IFNAME, else of the first non-loopback interface that is up. */
 ACLSHMEM_HOST_API int aclshmemx_get_uniqueid(aclshmemx_uniqueid_t *uid);
 /* The same, in the older 128-byte layout (the symbol older binaries resolve). Source code
- * calling shmem_get_uniqueid gets aclshmemx_get_uniqueid, as with CANN's headers. */
+ * calling shmem_get_uniqueid gets the routine that fits its id: aclshmemx_get_uniqueid for an
+ * aclshmemx_uniqueid_t (as with CANN's current headers), this one for a shmemx_uniqueid_t. */
 ACLSHMEM_HOST_API int(shmem_get_uniqueid)(shmemx_uniqueid_t *uid);
-#define shmem_get_uniqueid aclshmemx_get_uniqueid
+#define shmem_get_uniqueid(uid)                                                                    \
+    (sizeof(*(uid)) == sizeof(shmemx_uniqueid_t)                                                   \
+         ? (shmem_get_uniqueid)((shmemx_uniqueid_t *)(void *)(uid))                                \
+         : aclshmemx_get_uniqueid((aclshmemx_uniqueid_t *)(void *)(uid)))
 
 /* Fills `*attr` (the caller's) for PE `my_pe` of `n_pes` with `local_mem_size` bytes of heap,
  * joining through `uid` (either layout; stored in attr->comm_args, and my_pe/n_pes are written
