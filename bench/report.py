@@ -523,11 +523,16 @@ def sec_sync(d):
                              fr(ratio(o and o["median"], s and s["median"])),
                              icell(d, "ours", "sync", name, n, "heap", npes),
                              icell(d, "oshmem", "sync", name, n, "heap", npes)])
-    return ("Forms: `shmem_barrier_all`, `shmem_sync_all` (1.4 and 1.5), ns per call on PE 0, all "
-            "PEs looping; 4 and 8 PEs share 2 cores. **Not measured yet** (placeholder in "
-            "bench/sync.c, compiled when the library has them): 1.5 team collectives "
-            "`shmem_team_sync`, `shmem_broadcastmem`, `shmem_fcollectmem`, `shmem_alltoallmem`, "
-            "`shmem_long_sum_reduce` by size.\n\n" +
+    return ("Forms: `shmem_barrier_all`, `shmem_sync_all` (1.4 and 1.5); the active-set "
+            "collectives `barrier_as` (`shmem_barrier`), `broadcast64`, `fcollect64`, "
+            "`alltoall64`, `sum_to_all` (`shmem_long_sum_to_all`), which both libraries have; the "
+            "1.5 team collectives on `SHMEM_TEAM_WORLD` `team_sync`, `broadcast` "
+            "(`shmem_broadcastmem`), `fcollect`, `alltoall` (`*mem`), `sum_reduce` "
+            "(`shmem_long_sum_reduce`), and `team_sync_half` (`shmem_team_sync` on the even PEs' "
+            "split team while the odd PEs sync on theirs), which OSHMEM 1.4 lacks: compare them "
+            "with the active-set rows. Size: bytes per PE (fcollect), per pair (alltoall), of the "
+            "array (broadcast, reductions). ns per call on PE 0, all PEs looping; 4 and 8 PEs "
+            "share 2 cores.\n\n" +
             table(["op", "PEs", "size", "ours (ns)", "OSHMEM (ns)", "ours/OSHMEM",
                    "instr/call ours", "instr/call OSHMEM"], rows))
 
@@ -768,7 +773,7 @@ def cmd_render(a):
         ("Bandwidth by size", sec_bandwidth(d)),
         ("Bandwidth by page offset", sec_offsets(d)),
         ("Atomics", sec_amo(d)),
-        ("barrier_all and sync_all", sec_sync(d)),
+        ("Barriers and collectives", sec_sync(d)),
         ("Static/global targets vs heap", sec_static(d)),
         ("Startup (wall time of the whole launch)", sec_startup(d)),
         ("Failures (runs that exited non-zero; their figures are missing)", sec_failures(d)),

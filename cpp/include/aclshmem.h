@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "shmem.h"
+#include "shmemx.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -165,11 +166,9 @@ typedef struct {
         SHMEM_UNIQUEID_VERSION, { 0 }                                                              \
     }
 
-/* Decrypts the password of a TLS private key (aclshmemx_set_config_store_tls_key). CANN
- * declares the last parameter `size_t &` in C++; in the ABI that is this pointer. */
-typedef int (*aclshmem_decrypt_handler)(const char *cipherText, size_t cipherTextLen,
-                                        char *plainText, size_t *plainTextLen);
-typedef aclshmem_decrypt_handler shmem_decrypt_handler;
+/* The TLS settings of the job's store (aclshmemx_set_conf_store_tls,
+ * aclshmemx_set_config_store_tls_key, their shmem_* names and the decrypt handler type
+ * aclshmem_decrypt_handler / shmem_decrypt_handler) are declared in <shmemx.h>, included above. */
 
 /* ---- Starting and ending ------------------------------------------------------------------ */
 

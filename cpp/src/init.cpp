@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "rust/cxx.h"
 #include "shmem-core/src/ffi.rs.h"
+#include "team.h"
 
 namespace shmem::detail {
 
@@ -74,7 +75,13 @@ void adopt(const core::Topology &topo) {
         g.bases[2 * pe + 1] = data ? topo.data_bases[pe] : 0;
     }
     g.data_off_reason = std::string(topo.data_off_reason);
+    g.reserved = topo.reserved;
+    g.team_areas = topo.team_areas;
+    g.team_area_size = topo.team_area_size;
+    g.team_slots = static_cast<int>(topo.team_slots);
+    g.central_barrier = topo.central_barrier;
     g.n_pes = topo.n_pes;
+    teams_start();
     g.phase.store(kRunning, std::memory_order_release);
 }
 
@@ -127,6 +134,7 @@ SHMEM_EXPORT int pshmem_finalize(void) {
         fail_logged();
     }
     g.phase.store(kFinalized, std::memory_order_release);
+    teams_stop();
     g.n_pes = 0;
     g.base = 0;
     g.size = 0;

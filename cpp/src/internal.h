@@ -39,7 +39,14 @@ struct State {
     // Per PE: {heap base, static data base (0 when not symmetric)}, as mapped here.
     std::vector<uintptr_t> bases;
     std::string data_off_reason;
-    std::atomic<int> phase{0};  // 0 not started, 1 running, 2 finalized
+    // The team synchronisation areas in the reserved bytes before each PE's user heap: slot s
+    // of PE p is at bases[2 * p] - reserved + team_areas + s * team_area_size.
+    size_t reserved = 0;
+    size_t team_areas = 0;
+    size_t team_area_size = 0;
+    int team_slots = 0;
+    bool central_barrier = false;  // barriers take the central shape (see sync/barrier.rs)
+    std::atomic<int> phase{0};     // 0 not started, 1 running, 2 finalized
 };
 
 extern State g;

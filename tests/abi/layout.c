@@ -27,12 +27,25 @@ static int failures;
 #define LANGUAGE "C"
 #endif
 
+/* CANN's C++ declaration takes the plaintext length as `size_t &`, C as `size_t *`: the same
+ * ABI. */
+#ifdef __cplusplus
+#define DECRYPT_LEN(len) (len)
+static int decrypt(const char *cipher, size_t cipher_len, char *plain, size_t &plain_len) {
+    (void)cipher;
+    (void)plain;
+    plain_len = cipher_len;
+    return 0;
+}
+#else
+#define DECRYPT_LEN(len) (&(len))
 static int decrypt(const char *cipher, size_t cipher_len, char *plain, size_t *plain_len) {
     (void)cipher;
     (void)plain;
     *plain_len = cipher_len;
     return 0;
 }
+#endif
 
 static void layouts(void) {
     /* version, engine (an int-sized enum), three uint32_t timeouts, int32_t sockFd. */
@@ -107,10 +120,12 @@ static void values(void) {
 }
 
 static void declarations(void) {
-    /* The decrypt callback takes the plaintext length by pointer (CANN's C++ `size_t &`). */
+    /* The decrypt callback takes the plaintext length by reference in C++ (as CANN declares
+     * it) and by pointer in C; both names are the one type of <shmemx.h>. */
     aclshmem_decrypt_handler h = decrypt;
+    shmem_decrypt_handler h2 = h;
     size_t len = 0;
-    EXPECT("decrypt handler call", h("abc", 3, NULL, &len), 0);
+    EXPECT("decrypt handler call", h2("abc", 3, NULL, DECRYPT_LEN(len)), 0);
     EXPECT("decrypt handler length", len, 3);
     /* Calls written for either CANN generation pick their symbol by argument count; sizeof
      * does not evaluate them. */

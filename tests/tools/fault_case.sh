@@ -2,11 +2,13 @@
 # fault_case.sh SHMEMRUN PROGRAM CASE NPES STATUS REGEX [kill-launcher]
 # Runs `SHMEMRUN -n NPES --timeout 30 PROGRAM CASE` (SHMEM_FAULT_TIMEOUT overrides the 30) and passes only if the job ends with STATUS
 # and its output matches REGEX, and afterwards no PE process is left (each PE records its pid).
+# SHMEM_FAULT_LAUNCHER_ARGS adds launcher options (e.g. --store tcp://127.0.0.1:0).
 # A hang ends as the launcher's timeout (124), which fails any case expecting another status.
 # With "kill-launcher", the launcher itself is killed with SIGKILL once every PE has started,
 # and the test checks that every PE dies with it.
 set -u
 shmemrun=$1 program=$2 case=$3 npes=$4 want=$5 regex=$6 mode=${7:-}
+read -r -a launcher_args <<<"${SHMEM_FAULT_LAUNCHER_ARGS:-}"
 here=$(cd "$(dirname "$0")" && pwd)
 piddir=$(mktemp -d)
 trap 'rm -rf "$piddir"' EXIT
@@ -29,7 +31,7 @@ survivors() {
 }
 
 if [ "$mode" = kill-launcher ]; then
-    "$shmemrun" -n "$npes" --timeout 60 "$program" "$case" &
+    "$shmemrun" "${launcher_args[@]+"${launcher_args[@]}"}" -n "$npes" --timeout 60 "$program" "$case" &
     launcher=$!
     for _ in $(seq 300); do
         [ "$(ls "$piddir" | wc -l)" -ge "$npes" ] && break
@@ -40,7 +42,8 @@ if [ "$mode" = kill-launcher ]; then
     wait "$launcher" 2>/dev/null
     status=0
 else
-    "$here/expect_failure.sh" "$want" "$regex" -- "$shmemrun" -n "$npes" \
+    "$here/expect_failure.sh" "$want" "$regex" -- "$shmemrun" \
+        "${launcher_args[@]+"${launcher_args[@]}"}" -n "$npes" \
         --timeout "${SHMEM_FAULT_TIMEOUT:-30}" \
         "$program" "$case"
     status=$?

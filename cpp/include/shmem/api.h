@@ -166,3 +166,142 @@ SHMEM_ROUTINE(void, sync_all, (void))
     SHMEM_ROUTINE(int, NAME##_test, (TYPE * ivar, int cmp, TYPE cmp_value))
 SHMEM_SYNC_TYPES(SHMEM_API_SYNC)
 #undef SHMEM_API_SYNC
+
+/* ---- Teams ---------------------------------------------------------------------------------
+ * A team is an ordered set of PEs with its own PE numbering; SHMEM_TEAM_WORLD and
+ * SHMEM_TEAM_SHARED are predefined. Team PE numbers run from 0 to shmem_team_n_pes() - 1. */
+
+/* This PE's number in `team`, or -1 when `team` is SHMEM_TEAM_INVALID. */
+SHMEM_ROUTINE(int, team_my_pe, (shmem_team_t team))
+/* Number of PEs in `team`, or -1 when `team` is SHMEM_TEAM_INVALID. */
+SHMEM_ROUTINE(int, team_n_pes, (shmem_team_t team))
+/* Copies the members of `team`'s configuration selected by `config_mask` (SHMEM_TEAM_*) into
+ * `*config`; returns 0, or non-zero when `team` is SHMEM_TEAM_INVALID. */
+SHMEM_ROUTINE(int, team_get_config,
+              (shmem_team_t team, long config_mask, shmem_team_config_t *config))
+/* Number in `dest_team` of the PE that is `src_pe` in `src_team`; -1 when it is not a member of
+ * `dest_team`, when `src_pe` is not in `src_team`, or when a team is SHMEM_TEAM_INVALID. */
+SHMEM_ROUTINE(int, team_translate_pe, (shmem_team_t src_team, int src_pe, shmem_team_t dest_team))
+
+/* Splits `parent_team` (collective over it): the new team holds the parent's PEs start,
+ * start + stride, ..., size of them (a negative stride lists them downwards; stride 0 only with
+ * size 1). Members get the new handle in `*new_team`, the others SHMEM_TEAM_INVALID. Returns 0,
+ * or non-zero on every parent PE (with `*new_team` = SHMEM_TEAM_INVALID) for an invalid triplet,
+ * a SHMEM_TEAM_INVALID parent, or when a member already belongs to the most teams a PE may
+ * belong to at once (see README). `config`/`config_mask` as in shmem_team_get_config. */
+SHMEM_ROUTINE(int, team_split_strided,
+              (shmem_team_t parent_team, int start, int stride, int size,
+               const shmem_team_config_t *config, long config_mask, shmem_team_t *new_team))
+/* Splits `parent_team` (collective over it) along a grid `xrange` PEs wide: parent PE p sits at
+ * (p % xrange, p / xrange); `*xaxis_team` holds this PE's row (numbered by x), `*yaxis_team` its
+ * column (numbered by y). Returns 0, or non-zero with both handles SHMEM_TEAM_INVALID. */
+SHMEM_ROUTINE(int, team_split_2d,
+              (shmem_team_t parent_team, int xrange, const shmem_team_config_t *xaxis_config,
+               long xaxis_mask, shmem_team_t *xaxis_team, const shmem_team_config_t *yaxis_config,
+               long yaxis_mask, shmem_team_t *yaxis_team))
+/* Destroys a team made by a split (collective over it), and the shareable contexts made from it.
+ * SHMEM_TEAM_INVALID does nothing; a predefined team is an error. */
+SHMEM_ROUTINE(void, team_destroy, (shmem_team_t team))
+/* Waits until every PE of `team` reaches it; completes no operations. Returns 0. */
+SHMEM_ROUTINE(int, team_sync, (shmem_team_t team))
+/* Address at which this PE can load and store `dest` of team PE `pe`, or NULL (NULL too for
+ * SHMEM_TEAM_INVALID). */
+SHMEM_ROUTINE(void *, team_ptr, (shmem_team_t team, const void *dest, int pe))
+
+/* ---- Collectives over a team ---------------------------------------------------------------
+ * Every PE of `team` calls with the same arguments (collect: its own `nelems`); `dest` and
+ * `source` are symmetric. Each returns once this PE's `dest` holds the result and its `source`
+ * may be reused, and returns 0. `dest` and `source` must not overlap, except in reductions,
+ * where they may be the same array (in place). Only PEs of the team call; each blocks until the
+ * PEs it reads from or that read from it have arrived. The *mem forms count bytes. */
+
+/* Copies `nelems` elements of `source` on team PE `PE_root` to `dest` on every PE of the team,
+ * the root included. */
+SHMEM_ROUTINE(int, broadcastmem,
+              (shmem_team_t team, void *dest, const void *source, size_t nelems, int PE_root))
+/* Concatenates every PE's `source` (`nelems` elements, which may differ between PEs) in team PE
+ * order into `dest` on every PE. */
+SHMEM_ROUTINE(int, collectmem, (shmem_team_t team, void *dest, const void *source, size_t nelems))
+/* As collect, with the same `nelems` on every PE. */
+SHMEM_ROUTINE(int, fcollectmem, (shmem_team_t team, void *dest, const void *source, size_t nelems))
+/* Block j (`nelems` elements) of `source` on team PE i lands as block i of `dest` on team PE j. */
+SHMEM_ROUTINE(int, alltoallmem, (shmem_team_t team, void *dest, const void *source, size_t nelems))
+/* As alltoall with strides (in elements, >= 1): element k of block j of `source` is
+ * source[sst * (j * nelems + k)], and lands at dest[dst * (i * nelems + k)] on team PE j. */
+SHMEM_ROUTINE(int, alltoallsmem,
+              (shmem_team_t team, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,
+               size_t nelems))
+
+/* Typed forms, one per type of SHMEM_COLL_TYPES. */
+#define SHMEM_API_COLL_TYPED(TYPE, NAME)                                                           \
+    SHMEM_ROUTINE(                                                                                 \
+        int, NAME##_broadcast,                                                                     \
+        (shmem_team_t team, TYPE * dest, const TYPE *source, size_t nelems, int PE_root))          \
+    SHMEM_ROUTINE(int, NAME##_collect,                                                             \
+                  (shmem_team_t team, TYPE * dest, const TYPE *source, size_t nelems))             \
+    SHMEM_ROUTINE(int, NAME##_fcollect,                                                            \
+                  (shmem_team_t team, TYPE * dest, const TYPE *source, size_t nelems))             \
+    SHMEM_ROUTINE(int, NAME##_alltoall,                                                            \
+                  (shmem_team_t team, TYPE * dest, const TYPE *source, size_t nelems))             \
+    SHMEM_ROUTINE(int, NAME##_alltoalls,                                                           \
+                  (shmem_team_t team, TYPE * dest, const TYPE *source, ptrdiff_t dst,              \
+                   ptrdiff_t sst, size_t nelems))
+SHMEM_COLL_TYPES(SHMEM_API_COLL_TYPED)
+#undef SHMEM_API_COLL_TYPED
+
+/* Reductions: `dest[i]` on every PE of the team becomes source[i] of all its PEs combined by
+ * the operation, for i < `nreduce`; `dest` == `source` is allowed. Types per operation in
+ * SHMEM_REDUCE_OPS (<shmem/types.h>). */
+#define SHMEM_API_REDUCE_TYPED(TYPE, NAME, OP)                                                     \
+    SHMEM_ROUTINE(int, NAME##_##OP##_reduce,                                                       \
+                  (shmem_team_t team, TYPE * dest, const TYPE *source, size_t nreduce))
+#define SHMEM_API_REDUCE(OP, TEAM_TYPES, ACTIVE_SET_TYPES) TEAM_TYPES(SHMEM_API_REDUCE_TYPED, OP)
+SHMEM_REDUCE_OPS(SHMEM_API_REDUCE)
+#undef SHMEM_API_REDUCE
+#undef SHMEM_API_REDUCE_TYPED
+
+/* ---- Deprecated active-set collectives -----------------------------------------------------
+ * The active set is the world PEs PE_start, PE_start + 2^logPE_stride, ..., PE_size of them;
+ * only they call, all with the same arguments and the same symmetric `pSync` array (at least
+ * SHMEM_*_SYNC_SIZE longs, every element SHMEM_SYNC_VALUE before the first use). On return
+ * pSync holds SHMEM_SYNC_VALUE again, so it may be passed to the next collective at once. */
+
+/* shmem_quiet, then waits until every PE of the active set arrives. */
+SHMEM_ROUTINE(void, barrier, (int PE_start, int logPE_stride, int PE_size, long *pSync))
+/* Waits until every PE of the active set arrives; completes no operations. In C, shmem_sync
+ * with one argument is shmem_team_sync (a macro picks by the number of arguments); in C++ an
+ * overload does the same. */
+SHMEM_ROUTINE(void, sync, (int PE_start, int logPE_stride, int PE_size, long *pSync))
+
+/* As the team forms over the active set, with elements of BITS/8 bytes; broadcast leaves `dest`
+ * on the root unchanged. */
+#define SHMEM_API_COLL_SIZED(BITS)                                                                 \
+    SHMEM_ROUTINE(void, broadcast##BITS,                                                           \
+                  (void *dest, const void *source, size_t nelems, int PE_root, int PE_start,       \
+                   int logPE_stride, int PE_size, long *pSync))                                    \
+    SHMEM_ROUTINE(void, collect##BITS,                                                             \
+                  (void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride,  \
+                   int PE_size, long *pSync))                                                      \
+    SHMEM_ROUTINE(void, fcollect##BITS,                                                            \
+                  (void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride,  \
+                   int PE_size, long *pSync))                                                      \
+    SHMEM_ROUTINE(void, alltoall##BITS,                                                            \
+                  (void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride,  \
+                   int PE_size, long *pSync))                                                      \
+    SHMEM_ROUTINE(void, alltoalls##BITS,                                                           \
+                  (void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,    \
+                   int PE_start, int logPE_stride, int PE_size, long *pSync))
+SHMEM_COLL_SIZES(SHMEM_API_COLL_SIZED)
+#undef SHMEM_API_COLL_SIZED
+
+/* Reductions over the active set (types per operation in SHMEM_REDUCE_OPS). `pWrk` is accepted
+ * for compatibility and not used: members read each other's `source` directly. */
+#define SHMEM_API_TO_ALL_TYPED(TYPE, NAME, OP)                                                     \
+    SHMEM_ROUTINE(void, NAME##_##OP##_to_all,                                                      \
+                  (TYPE * dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride,   \
+                   int PE_size, TYPE *pWrk, long *pSync))
+#define SHMEM_API_TO_ALL(OP, TEAM_TYPES, ACTIVE_SET_TYPES)                                         \
+    ACTIVE_SET_TYPES(SHMEM_API_TO_ALL_TYPED, OP)
+SHMEM_REDUCE_OPS(SHMEM_API_TO_ALL)
+#undef SHMEM_API_TO_ALL
+#undef SHMEM_API_TO_ALL_TYPED

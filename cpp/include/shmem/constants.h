@@ -66,4 +66,28 @@ typedef struct {
     int num_contexts;
 } shmem_team_config_t;
 
+/* Predefined team and context handles. Each is the address of an object inside the library, so
+ * it is a constant expression (usable in static initialisers); the objects' names are not API. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern struct shmem_team_s shmem_internal_team_world;
+extern struct shmem_team_s shmem_internal_team_shared;
+extern struct shmem_ctx_s shmem_internal_ctx_default;
+#ifdef __cplusplus
+}
+#endif
+
+/* Every PE of the job. */
+#define SHMEM_TEAM_WORLD (&shmem_internal_team_world)
+/* The PEs that share memory with this one (those reachable with shmem_ptr): here, the PEs on
+ * this node. */
+#define SHMEM_TEAM_SHARED (&shmem_internal_team_shared)
+/* No team: what a split returns to PEs left out of the new team. */
+#define SHMEM_TEAM_INVALID ((shmem_team_t)0)
+/* The context every non-ctx routine uses. */
+#define SHMEM_CTX_DEFAULT (&shmem_internal_ctx_default)
+/* No context. */
+#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)
+
 #endif /* SHMEM_CONSTANTS_H */

@@ -10,6 +10,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The complex types of the sum and product reductions: C99's _Complex in C, and in C++ (which
+ * has no _Complex) std::complex, whose layout is the same two-element array of the real type. */
+#ifdef __cplusplus
+#include <complex>
+#define SHMEM_COMPLEXF std::complex<float>
+#define SHMEM_COMPLEXD std::complex<double>
+#else
+#define SHMEM_COMPLEXF float _Complex
+#define SHMEM_COMPLEXD double _Complex
+#endif
+
 /* Standard RMA types (put, get, p, g, iput, iget and their nbi forms). */
 #define SHMEM_RMA_TYPES(X)                                                                         \
     X(float, float)                                                                                \
@@ -87,5 +98,81 @@
     X(uint64_t, uint64)                                                                            \
     X(size_t, size)                                                                                \
     X(ptrdiff_t, ptrdiff)
+
+/* Collective types (broadcast, collect, fcollect, alltoall, alltoalls): the standard RMA types. */
+#define SHMEM_COLL_TYPES(X) SHMEM_RMA_TYPES(X)
+
+/* Element sizes in bits of the deprecated active-set collectives (shmem_broadcast32, ...). */
+#define SHMEM_COLL_SIZES(X) X(32) X(64)
+
+/* Reduction type tables. Each takes the callback and an operation name and calls
+ * X(TYPE, TYPENAME, OP) for every type that the operation supports (the operation passes
+ * through, so SHMEM_REDUCE_OPS can pair every operation with its tables). */
+
+/* Team-based reductions (shmem_TYPENAME_OP_reduce), by operation. */
+/* AND, OR, XOR */
+#define SHMEM_REDUCE_BITWISE_TYPES(X, OP)                                                          \
+    X(unsigned char, uchar, OP)                                                                    \
+    X(unsigned short, ushort, OP)                                                                  \
+    X(unsigned int, uint, OP)                                                                      \
+    X(unsigned long, ulong, OP)                                                                    \
+    X(unsigned long long, ulonglong, OP)                                                           \
+    X(int8_t, int8, OP)                                                                            \
+    X(int16_t, int16, OP)                                                                          \
+    X(int32_t, int32, OP)                                                                          \
+    X(int64_t, int64, OP)                                                                          \
+    X(uint8_t, uint8, OP)                                                                          \
+    X(uint16_t, uint16, OP)                                                                        \
+    X(uint32_t, uint32, OP)                                                                        \
+    X(uint64_t, uint64, OP)                                                                        \
+    X(size_t, size, OP)
+/* MAX, MIN */
+#define SHMEM_REDUCE_MINMAX_TYPES(X, OP)                                                           \
+    X(char, char, OP)                                                                              \
+    X(signed char, schar, OP)                                                                      \
+    X(short, short, OP)                                                                            \
+    X(int, int, OP)                                                                                \
+    X(long, long, OP)                                                                              \
+    X(long long, longlong, OP)                                                                     \
+    X(ptrdiff_t, ptrdiff, OP)                                                                      \
+    SHMEM_REDUCE_BITWISE_TYPES(X, OP)                                                              \
+    X(float, float, OP)                                                                            \
+    X(double, double, OP)                                                                          \
+    X(long double, longdouble, OP)
+/* SUM, PROD */
+#define SHMEM_REDUCE_ARITH_TYPES(X, OP)                                                            \
+    SHMEM_REDUCE_MINMAX_TYPES(X, OP)                                                               \
+    X(SHMEM_COMPLEXD, complexd, OP)                                                                \
+    X(SHMEM_COMPLEXF, complexf, OP)
+
+/* Deprecated active-set reductions (shmem_TYPENAME_OP_to_all), by operation. */
+/* AND, OR, XOR */
+#define SHMEM_TO_ALL_BITWISE_TYPES(X, OP)                                                          \
+    X(short, short, OP)                                                                            \
+    X(int, int, OP)                                                                                \
+    X(long, long, OP)                                                                              \
+    X(long long, longlong, OP)
+/* MAX, MIN */
+#define SHMEM_TO_ALL_MINMAX_TYPES(X, OP)                                                           \
+    SHMEM_TO_ALL_BITWISE_TYPES(X, OP)                                                              \
+    X(float, float, OP)                                                                            \
+    X(double, double, OP)                                                                          \
+    X(long double, longdouble, OP)
+/* SUM, PROD */
+#define SHMEM_TO_ALL_ARITH_TYPES(X, OP)                                                            \
+    SHMEM_TO_ALL_MINMAX_TYPES(X, OP)                                                               \
+    X(SHMEM_COMPLEXD, complexd, OP)                                                                \
+    X(SHMEM_COMPLEXF, complexf, OP)
+
+/* The reduction operations: X(OP, TEAM_TABLE, ACTIVE_SET_TABLE) names an operation and the tables
+ * of the types it takes in the team-based and in the active-set forms. */
+#define SHMEM_REDUCE_OPS(X)                                                                        \
+    X(and, SHMEM_REDUCE_BITWISE_TYPES, SHMEM_TO_ALL_BITWISE_TYPES)                                 \
+    X(or, SHMEM_REDUCE_BITWISE_TYPES, SHMEM_TO_ALL_BITWISE_TYPES)                                  \
+    X(xor, SHMEM_REDUCE_BITWISE_TYPES, SHMEM_TO_ALL_BITWISE_TYPES)                                 \
+    X(max, SHMEM_REDUCE_MINMAX_TYPES, SHMEM_TO_ALL_MINMAX_TYPES)                                   \
+    X(min, SHMEM_REDUCE_MINMAX_TYPES, SHMEM_TO_ALL_MINMAX_TYPES)                                   \
+    X(sum, SHMEM_REDUCE_ARITH_TYPES, SHMEM_TO_ALL_ARITH_TYPES)                                     \
+    X(prod, SHMEM_REDUCE_ARITH_TYPES, SHMEM_TO_ALL_ARITH_TYPES)
 
 #endif /* SHMEM_TYPES_H */

@@ -114,6 +114,32 @@ pub static VARS: &[Var] = &[
                wins over SHMEM_UID_SOCK_IFNAME",
     },
     Var {
+        name: "SHMEM_BOOTSTRAP_ADDR",
+        kind: Kind::Text,
+        default: "",
+        help: "Under launchers other than shmemrun, PE 0 serves the job's store over TCP here: \
+               tcp://ip[:port] or tcp6://[ip][:port] (port 8666 by default, or the first free \
+               one of SHMEM_INSTANCE_PORT_RANGE); under torchrun `tcp` (or `tcp6`) means \
+               MASTER_ADDR at MASTER_PORT+1. TLS 1.3 is on: give certificates with \
+               shmem_set_conf_store_tls, or set SHMEM_TLS_DISABLE=1",
+    },
+    Var {
+        name: "SHMEM_INSTANCE_PORT_RANGE",
+        kind: Kind::Text,
+        default: "",
+        help: "lo-hi: a TCP store whose address names no port (shmemrun --store, \
+               SHMEM_BOOTSTRAP_ADDR) takes the first free port of this range; the other PEs \
+               try the range's ports in order",
+    },
+    Var {
+        name: "SHMEM_TLS_DISABLE",
+        kind: Kind::Bool,
+        default: "0",
+        help: "Run a TCP store without TLS (logged as a warning): any process that reaches the \
+               port can then read and write the job's store. Set it for shmemrun and every PE \
+               alike",
+    },
+    Var {
         name: "SHMEM_RUN_FD",
         kind: Kind::Internal,
         default: "",
@@ -136,6 +162,19 @@ pub static VARS: &[Var] = &[
         kind: Kind::Internal,
         default: "",
         help: "Set by shmemrun: identifier of the job",
+    },
+    Var {
+        name: "SHMEM_RUN_STORE",
+        kind: Kind::Internal,
+        default: "",
+        help: "Set by shmemrun --store: the TCP address of the job's store",
+    },
+    Var {
+        name: "SHMEM_RUN_TLS_FD",
+        kind: Kind::Internal,
+        default: "",
+        help: "Set by shmemrun --store: inherited memfd holding the job's CA and client \
+               certificate and key (never a file)",
     },
 ];
 
@@ -161,6 +200,12 @@ pub struct Config {
     pub barrier: &'static str,
     /// `SHMEM_JOB_ID`, if set: the job id for PEs of other launchers to meet under.
     pub job_id: Option<String>,
+    /// `SHMEM_BOOTSTRAP_ADDR`, if set: where PE 0 serves a TCP store.
+    pub bootstrap_addr: Option<String>,
+    /// `SHMEM_INSTANCE_PORT_RANGE`, if set.
+    pub port_range: Option<(u16, u16)>,
+    /// `SHMEM_TLS_DISABLE`.
+    pub tls_disable: bool,
 }
 
 fn var(name: &str) -> &'static Var {
@@ -268,7 +313,27 @@ pub fn load() -> Result<Config> {
         symmetric_data: symmetric_data()?,
         barrier: parse_word(var("SHMEM_BARRIER"))?,
         job_id: Some(raw(var("SHMEM_JOB_ID"))).filter(|id| !id.is_empty()),
+        bootstrap_addr: Some(raw(var("SHMEM_BOOTSTRAP_ADDR"))).filter(|a| !a.is_empty()),
+        port_range: port_range()?,
+        tls_disable: tls_disable()?,
     })
+}
+
+/// `SHMEM_INSTANCE_PORT_RANGE`, parsed (also read by `shmemrun`).
+pub fn port_range() -> Result<Option<(u16, u16)>> {
+    let v = var("SHMEM_INSTANCE_PORT_RANGE");
+    let s = raw(v);
+    if s.is_empty() {
+        return Ok(None);
+    }
+    crate::bootstrap::addr::parse_port_range(&s)
+        .map(Some)
+        .map_err(|why| bad(v, &s, why))
+}
+
+/// `SHMEM_TLS_DISABLE` (also read by `shmemrun`).
+pub fn tls_disable() -> Result<bool> {
+    parse_bool(var("SHMEM_TLS_DISABLE"))
 }
 
 /// `SHMEM_SYMMETRIC_DATA` alone (`auto`, `0` or `1`), for the library constructor, which runs

@@ -27,6 +27,17 @@ mod bridge {
         data_bases: Vec<usize>,
         /// Why a global or static variable cannot be a target, for the error message.
         data_off_reason: String,
+        /// Bytes of each heap file before the user heap (the runtime's reserved words).
+        reserved: usize,
+        /// Offset in the reserved bytes of team slot 0's synchronisation area; slot s is at
+        /// `team_areas + s * team_area_size`.
+        team_areas: usize,
+        team_area_size: usize,
+        /// Team slots per PE.
+        team_slots: usize,
+        /// True when barriers should take the central shape (more PEs than cores, or
+        /// `SHMEM_BARRIER=central`); the team barriers follow the same choice.
+        central_barrier: bool,
     }
 
     /// Progress of one wait in the facade (see `sync::wait::Backoff`); start from zeros.
@@ -84,6 +95,18 @@ mod bridge {
         /// Makes global and static variables symmetric; called once by libshmem's constructor,
         /// before `main`. Never fails: a failure becomes the reason static targets are refused.
         fn static_data_prepare();
+        /// TLS of a TCP store, before init: off (`enable` false), or on with the user's
+        /// certificates described by CANN's TLS info string. Fails after init or on a bad
+        /// string (logged, naming `call`).
+        fn tls_set_store(call: &str, enable: bool, info: &str) -> Result<()>;
+        /// The user's private key (PEM, possibly encrypted PKCS#8) and its password, before
+        /// init. Fails after init (logged, naming `call`).
+        fn tls_set_key(
+            call: &str,
+            key_pem: &[u8],
+            password: &[u8],
+            has_password: bool,
+        ) -> Result<()>;
     }
 }
 
@@ -113,6 +136,11 @@ fn topology(rt: &Runtime) -> Topology {
         data_size: rt.static_data.size,
         data_bases: rt.static_data.bases.clone(),
         data_off_reason: rt.static_data.off_reason.clone(),
+        reserved: crate::heap::RESERVED,
+        team_areas: crate::heap::TEAM_AREAS,
+        team_area_size: crate::heap::TEAM_AREA_SIZE,
+        team_slots: crate::heap::TEAM_SLOTS,
+        central_barrier: rt.central_barrier(),
     }
 }
 
@@ -259,6 +287,44 @@ fn heap_realloc(call: &str, addr: usize, len: usize) -> Result<usize, Error> {
 
 fn static_data_prepare() {
     crate::static_data::prepare()
+}
+
+/// The TLS settings may change only before init.
+fn before_init() -> Result<(), Error> {
+    if runtime::is_running() {
+        return Err(Error::Launch(
+            "called after shmem_init; the store's TLS settings are fixed once the library is \
+             initialized"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+fn tls_set_store(call: &str, enable: bool, info: &str) -> Result<(), Error> {
+    crate::log::install(crate::env::early_log_level());
+    let r = before_init().and_then(|()| {
+        crate::bootstrap::tls::set_store_tls(enable, enable.then_some(info))
+            .map_err(|why| Error::Launch(format!("invalid argument tls_info: {why}")))
+    });
+    if r.is_ok() && !enable {
+        tracing::debug!("{call}: TLS of a TCP store turned off");
+    }
+    logged(call, r)
+}
+
+fn tls_set_key(
+    call: &str,
+    key_pem: &[u8],
+    password: &[u8],
+    has_password: bool,
+) -> Result<(), Error> {
+    crate::log::install(crate::env::early_log_level());
+    let r = before_init().and_then(|()| {
+        crate::bootstrap::tls::set_store_tls_key(key_pem, has_password.then_some(password))
+            .map_err(|why| Error::Launch(format!("invalid argument tls_pk: {why}")))
+    });
+    logged(call, r)
 }
 
 fn log_error(message: &str) {

@@ -2,18 +2,21 @@
 //! barrier, created by [`init`] and torn down by [`finalize`]. The facade asks here once for
 //! the addresses it needs and then runs the data path by itself.
 
+use crate::bootstrap::addr::StoreAddr;
 use crate::bootstrap::attrs::{self, Job};
-use crate::bootstrap::launch::{self, Launch};
-use crate::bootstrap::node::{self, NodeJob};
-use crate::bootstrap::Client;
+use crate::bootstrap::launch::{self, Launch, NodeLocal};
+use crate::bootstrap::node::{self, Meeting, NodeJob};
+use crate::bootstrap::tls::{self, Trust};
+use crate::bootstrap::{rendezvous, Client};
 use crate::env::{self, Config};
 use crate::error::{Error, Result};
 use crate::heap::{self, Heap};
 use crate::log;
 use crate::static_data::{self, StaticData};
 use crate::sync::barrier::Barrier;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, RwLockWriteGuard};
 use std::time::Duration;
 
 /// Library name reported by `shmem_info_get_name`.
@@ -93,10 +96,59 @@ enum Phase {
 
 static STATE: RwLock<Phase> = RwLock::new(Phase::Uninitialized);
 
+/// A job described by its caller rather than by a launcher's environment (init attributes, a
+/// uniqueid): what [`init_explicit`] takes.
+#[derive(Debug)]
+pub struct ExplicitJob {
+    /// This PE.
+    pub my_pe: u32,
+    /// PEs in the job.
+    pub n_pes: u32,
+    /// The store's address: `tcp://ip[:port]` or `tcp6://[ip][:port]`.
+    pub store: String,
+    /// PE 0 serves the store (in its own process); otherwise someone else already does.
+    pub pe0_serves: bool,
+    /// The job's id ("" for none): a store of another job refuses this PE's HELLO.
+    pub job_id: String,
+    /// What both ends trust; `None`: as the user configured it (`shmem_set_conf_store_tls`,
+    /// `SHMEM_TLS_DISABLE`), failing if TLS is on and no certificates were given.
+    pub trust: Option<Trust>,
+}
+
+/// Whether the library is initialized now (the TLS settings may not change then).
+pub fn is_running() -> bool {
+    matches!(
+        *STATE.read().unwrap_or_else(|p| p.into_inner()),
+        Phase::Running(_)
+    )
+}
+
+fn lock_uninitialized(call: &'static str) -> Result<RwLockWriteGuard<'static, Phase>> {
+    let state = STATE.write().unwrap_or_else(|p| p.into_inner());
+    match *state {
+        Phase::Uninitialized => Ok(state),
+        Phase::Running(_) => Err(Error::State {
+            call,
+            reason: "called again while the library is initialized",
+        }),
+        Phase::Finalized => Err(Error::State {
+            call,
+            reason: "called after finalize; the library cannot be restarted",
+        }),
+    }
+}
+
 /// Starts the library on this PE: reads the environment, joins the job, builds and exchanges
 /// the heap, and waits for every PE to get there.
 pub fn init() -> Result<Arc<Runtime>> {
-    reset_status_on_error(start("shmem_init", None, None))
+    reset_status_on_error((|| {
+        log::install(env::early_log_level());
+        let state = lock_uninitialized("shmem_init")?;
+        let config = env::load()?;
+        let launch = launch::detect(config.job_id.as_deref(), config.bootstrap_addr.as_deref())?;
+        let timeouts = Timeouts::all(config.init_timeout);
+        start(state, config, launch, None, None, timeouts)
+    })())
 }
 
 /// Starts the library on this PE for the job `job` describes (`shmem_init_attr` and the unique
@@ -104,7 +156,56 @@ pub fn init() -> Result<Arc<Runtime>> {
 /// attributes; every PE checks that all were given the same job. On failure after joining,
 /// this PE leaves the job without ending it for the others, so each reports its own error.
 pub fn init_attrs(job: Job, timeouts: Timeouts) -> Result<Arc<Runtime>> {
-    reset_status_on_error(start(job.call, Some(job), Some(timeouts)))
+    reset_status_on_error((|| {
+        log::install(env::early_log_level());
+        let state = lock_uninitialized(job.call)?;
+        let config = env::load()?;
+        log::set_pe(job.my_pe as i32);
+        let launch = attrs::launch(&job)?;
+        start(state, config, launch, None, Some(job), timeouts)
+    })())
+}
+
+/// Starts the library on this PE for a job its caller describes: PE `my_pe` of `n_pes`, the
+/// store at `store` (served by PE 0, or already there), with `trust`. The environment still
+/// gives every other setting.
+pub fn init_explicit(job: ExplicitJob) -> Result<Arc<Runtime>> {
+    reset_status_on_error((|| {
+        log::install(env::early_log_level());
+        let state = lock_uninitialized("shmem_init")?;
+        let config = env::load()?;
+        if job.n_pes == 0 || job.my_pe >= job.n_pes {
+            return Err(Error::InvalidArgument {
+                call: "shmem_init",
+                arg: "my_pe",
+                value: format!("{} of {}", job.my_pe, job.n_pes),
+                reason: "must be below n_pes, which must be positive",
+            });
+        }
+        log::set_pe(job.my_pe as i32);
+        let launch = if job.n_pes == 1 {
+            Launch::Alone
+        } else if job.pe0_serves {
+            Launch::NodeLocal(NodeLocal {
+                launcher: "explicit attributes",
+                tag: "attr",
+                my_pe: job.my_pe,
+                n_pes: job.n_pes,
+                job_id: job.job_id,
+                store: Some(job.store),
+            })
+        } else {
+            Launch::ShmemrunTcp {
+                my_pe: job.my_pe,
+                n_pes: job.n_pes,
+                store: job.store,
+                tls_bundle: None,
+                job_id: job.job_id,
+            }
+        };
+        let timeouts = Timeouts::all(config.init_timeout);
+        start(state, config, launch, job.trust, None, timeouts)
+    })())
 }
 
 fn reset_status_on_error(r: Result<Arc<Runtime>>) -> Result<Arc<Runtime>> {
@@ -114,37 +215,153 @@ fn reset_status_on_error(r: Result<Arc<Runtime>>) -> Result<Arc<Runtime>> {
     r
 }
 
-fn start(call: &'static str, job: Option<Job>, timeouts: Option<Timeouts>) -> Result<Arc<Runtime>> {
-    log::install(env::early_log_level());
-    let mut state = STATE.write().unwrap_or_else(|p| p.into_inner());
-    match *state {
-        Phase::Uninitialized => {}
-        Phase::Running(_) => {
-            return Err(Error::State {
-                call,
-                reason: "called again while the library is initialized",
-            })
+/// What a TCP store's ends trust: off (`SHMEM_TLS_DISABLE=1` or the C API said so, with a
+/// warning), the job's CA from `bundle` (`shmemrun`), or the user's certificates; with none of
+/// these, a clear refusal.
+fn trust_for(
+    config: &Config,
+    addr: &StoreAddr,
+    bundle: Option<OwnedFd>,
+    my_pe: u32,
+    launcher_serves: bool,
+) -> Result<Trust> {
+    let user = tls::user_settings();
+    let off_by_api = user.as_ref().and_then(|u| u.enabled) == Some(false);
+    if config.tls_disable || off_by_api {
+        let why = if config.tls_disable {
+            "SHMEM_TLS_DISABLE=1"
+        } else {
+            "shmem_set_conf_store_tls(false, ...)"
+        };
+        let message = format!(
+            "TLS of the job's store at {addr} is off ({why}): any process that can reach that \
+             port can read and write the store"
+        );
+        // Once per job: by the store's host (shmemrun says it itself).
+        if my_pe == 0 && !launcher_serves {
+            tracing::warn!("{message}");
+        } else {
+            tracing::debug!("{message}");
         }
-        Phase::Finalized => {
-            return Err(Error::State {
-                call,
-                reason: "called after finalize; the library cannot be restarted",
-            })
-        }
+        return Ok(Trust::Off);
     }
-    let config = env::load()?;
-    let timeouts = timeouts.unwrap_or(Timeouts::all(config.init_timeout));
-    let launch = match &job {
-        None => launch::detect(config.job_id.as_deref())?,
-        Some(job) => {
-            log::set_pe(job.my_pe as i32);
-            attrs::launch(job)?
+    if let Some(fd) = bundle {
+        let bytes = read_sealed(&fd)?;
+        return tls::identity_from_bundle(&bytes)
+            .map(Trust::JobCa)
+            .map_err(|e| Error::Launch(format!("the job's TLS bundle from shmemrun: {e}")));
+    }
+    if let Some(u) = user.filter(|u| u.enabled == Some(true)) {
+        return tls::load_user_identity(&u.info, u.key_pem.as_deref(), u.key_password.as_deref())
+            .map(Trust::User)
+            .map_err(|e| Error::Launch(format!("TLS certificates of the job's store: {e}")));
+    }
+    Err(Error::Launch(format!(
+        "the job's store at {addr} is on TCP, where TLS is on by default, but no certificates \
+         were given: call shmem_set_conf_store_tls(true, info, len) (and \
+         shmem_set_config_store_tls_key for an encrypted key) before shmem_init, or set \
+         SHMEM_TLS_DISABLE=1 to run the store without TLS"
+    )))
+}
+
+/// The whole content of the memfd `shmemrun` handed over, read at offset 0 (the file offset is
+/// shared with the launcher and every other PE).
+fn read_sealed(fd: &OwnedFd) -> Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::from(
+        fd.try_clone()
+            .map_err(|e| Error::os("SHMEM_RUN_TLS_FD", e))?,
+    );
+    let len = file
+        .metadata()
+        .map_err(|e| Error::os("SHMEM_RUN_TLS_FD", e))?
+        .len();
+    if len > 1 << 20 {
+        return Err(Error::Launch(format!(
+            "SHMEM_RUN_TLS_FD holds {len} bytes: not the job's TLS bundle"
+        )));
+    }
+    let mut bytes = vec![0u8; len as usize];
+    file.read_exact_at(&mut bytes, 0)
+        .map_err(|e| Error::os("reading SHMEM_RUN_TLS_FD", e))?;
+    Ok(bytes)
+}
+
+fn bad_address(name: &'static str, value: &str, reason: String) -> Error {
+    Error::BadEnv {
+        name,
+        value: value.to_string(),
+        reason,
+    }
+}
+
+/// Joins the job `launch` describes and returns the store client (and the node-local job).
+fn join(
+    config: &Config,
+    launch: Launch,
+    trust: Option<Trust>,
+    timeout: Duration,
+) -> Result<(Option<Client>, Option<NodeJob>)> {
+    Ok(match launch {
+        Launch::Alone => (None, None),
+        Launch::Shmemrun {
+            my_pe,
+            n_pes,
+            socket,
+        } => (
+            Some(Client::connect_inherited(socket, my_pe, n_pes, timeout)?),
+            None,
+        ),
+        Launch::ShmemrunTcp {
+            my_pe,
+            n_pes,
+            store,
+            tls_bundle,
+            job_id,
+        } => {
+            let addr = StoreAddr::parse(&store, None)
+                .map_err(|e| bad_address("SHMEM_RUN_STORE", &store, e))?;
+            let trust = match trust {
+                Some(t) => t,
+                None => trust_for(config, &addr, tls_bundle, my_pe, true)?,
+            };
+            let dial = node::dial(&addr, &trust, &job_id)?;
+            let client = Client::connect_tcp(&dial, my_pe, n_pes, timeout)?;
+            rendezvous::attach(&client, timeout)?;
+            (Some(client), None)
         }
-    };
+        Launch::NodeLocal(plan) => {
+            let meeting = match &plan.store {
+                None => Meeting::Abstract,
+                Some(text) => {
+                    let addr = StoreAddr::parse(text, config.port_range)
+                        .map_err(|e| bad_address("SHMEM_BOOTSTRAP_ADDR", text, e))?;
+                    let trust = match trust {
+                        Some(t) => t,
+                        None => trust_for(config, &addr, None, plan.my_pe, false)?,
+                    };
+                    Meeting::Tcp { addr, trust }
+                }
+            };
+            let (client, job) = node::join(&plan, &meeting, timeout)?;
+            (Some(client), Some(job))
+        }
+    })
+}
+
+fn start(
+    mut state: RwLockWriteGuard<'static, Phase>,
+    config: Config,
+    launch: Launch,
+    trust: Option<Trust>,
+    job: Option<Job>,
+    timeouts: Timeouts,
+) -> Result<Arc<Runtime>> {
+    let call = job.as_ref().map_or("shmem_init", |j| j.call);
     let (my_pe, n_pes) = (launch.my_pe() as usize, launch.n_pes() as usize);
     log::set_pe(my_pe as i32);
     crate::sync::wait::configure(n_pes);
-    let joined = join(launch, timeouts.init);
+    let joined = join(&config, launch, trust, timeouts.init);
     let (store, node) = match (joined, &job) {
         (Ok(j), _) => j,
         (Err(e), Some(job)) => return Err(attrs::refused_join(job, e)),
@@ -203,26 +420,8 @@ fn start(call: &'static str, job: Option<Job>, timeouts: Option<Timeouts>) -> Re
     });
     *state = Phase::Running(rt.clone());
     STATUS.store(STATUS_IS_INITIALIZED, Ordering::Release);
+    tls::wipe_key_material();
     Ok(rt)
-}
-
-/// Joins the job's store as `launch` says; `None` for a job of one PE without a launcher.
-fn join(launch: Launch, timeout: Duration) -> Result<(Option<Client>, Option<NodeJob>)> {
-    Ok(match launch {
-        Launch::Alone => (None, None),
-        Launch::Shmemrun {
-            my_pe,
-            n_pes,
-            socket,
-        } => (
-            Some(Client::connect_inherited(socket, my_pe, n_pes, timeout)?),
-            None,
-        ),
-        Launch::NodeLocal(plan) => {
-            let (client, job) = node::join(&plan, timeout)?;
-            (Some(client), Some(job))
-        }
-    })
 }
 
 /// The running job, or a state error naming `call`.
@@ -292,6 +491,11 @@ impl Runtime {
     /// Barrier over all PEs without the completion of outstanding puts (`shmem_sync_all`).
     pub fn sync_all(&self) {
         self.barrier.sync(&self.heap, self.my_pe, self.n_pes);
+    }
+
+    /// True when barriers take the central shape; the facade's team barriers follow it.
+    pub fn central_barrier(&self) -> bool {
+        self.barrier.central()
     }
 
     /// Under `SHMEM_DEBUG`, compares this collective allocation call with every PE's (through

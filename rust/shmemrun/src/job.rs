@@ -1,6 +1,7 @@
 //! One job: starts the PEs, serves their control store, and decides how the job ends.
 //!
-//! Owns the PE processes (one process group, PDEATHSIG, an inherited store socket each) and the
+//! Owns the PE processes (one process group, PDEATHSIG, an inherited store socket each, or with
+//! `--store` the store's TCP address and a sealed memfd of the job's TLS credentials) and the
 //! event loop that merges child exits, store events, job signals and the `--timeout` deadline.
 //! The first failure decides the exit status; the rest of the job is then stopped with SIGTERM
 //! and, after a grace period, SIGKILL. Must never wait without a bound, never sleep to poll, and
@@ -22,6 +23,8 @@ use rustix::process::{
     getpid, getppid, getrlimit, kill_process, kill_process_group, set_parent_process_death_signal,
     setrlimit, wait, Pid, Resource, Rlimit, Signal, WaitOptions, WaitStatus,
 };
+use shmem_core::bootstrap::addr::StoreAddr;
+use shmem_core::bootstrap::tls;
 use shmem_core::bootstrap::{PeerStatus, Server, StoreEvent};
 
 use crate::output::{self, Source};
@@ -54,6 +57,19 @@ pub struct Plan {
     pub timeout_text: String,
     /// `--tag-output`.
     pub tag_output: bool,
+    /// `--store`: serve the store over TCP there.
+    pub store: Option<String>,
+}
+
+/// How the PEs reach the store.
+enum Reach {
+    /// A socket pair per PE.
+    Inherited,
+    /// TCP at this address (port included), with the TLS bundle memfd unless TLS is off.
+    Tcp {
+        addr: String,
+        bundle: Option<OwnedFd>,
+    },
 }
 
 /// Everything the main loop waits for.
@@ -95,7 +111,18 @@ struct Job {
 /// Runs the job and returns the launcher's exit status.
 pub fn run(plan: Plan, signals: JobSignals) -> i32 {
     let (tx, rx) = mpsc::channel();
-    let (server, store_events) = Server::new(plan.n_pes);
+    let job_id = job_id(getpid());
+    let (server, store_events) = Server::for_job(plan.n_pes, &job_id);
+    let reach = match &plan.store {
+        None => Reach::Inherited,
+        Some(text) => match serve_tcp(&server, text) {
+            Ok(reach) => reach,
+            Err(message) => {
+                eprintln!("shmemrun: --store {text}: {message}");
+                return 1;
+            }
+        },
+    };
     let mut job = Job {
         pes: Vec::with_capacity(plan.n_pes as usize),
         by_pid: HashMap::new(),
@@ -115,7 +142,7 @@ pub fn run(plan: Plan, signals: JobSignals) -> i32 {
     }
 
     let mut outputs = Vec::new();
-    let launch = spawn_all(&plan, &server, &mut job, &mut outputs);
+    let launch = spawn_all(&plan, &server, &reach, &job_id, &mut job, &mut outputs);
 
     // Threads that feed the loop; started after the spawns (the waiter reaps any child, and
     // must not find "no children" before the first one exists).
@@ -201,35 +228,119 @@ impl LaunchError {
     }
 }
 
+/// Listens at `text` (TLS 1.3 with a fresh per-job CA unless `SHMEM_TLS_DISABLE=1`) and
+/// serves the store there; returns what the PEs are told.
+fn serve_tcp(server: &Server, text: &str) -> Result<Reach, String> {
+    let range = shmem_core::env::port_range().map_err(|e| e.to_string())?;
+    let addr = StoreAddr::parse(text, range)?;
+    let tls_off = shmem_core::env::tls_disable().map_err(|e| e.to_string())?;
+    let listener = addr.bind()?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| format!("the bound address: {e}"))?
+        .port();
+    let dial = addr.dial_ip();
+    let (config, bundle) = if tls_off {
+        eprintln!(
+            "shmemrun: warning: TLS of the job's store is off (SHMEM_TLS_DISABLE=1): any process \
+            that can reach {} can read and write the store",
+            addr.with_port(addr.ip, port)
+        );
+        (None, None)
+    } else {
+        let mut ips = vec![dial];
+        if addr.ip != dial {
+            ips.push(addr.ip);
+        }
+        let creds = tls::job_credentials(&ips, tls::Validity::for_a_job())?;
+        let config = creds.server.server_config()?;
+        (
+            Some(config),
+            Some(sealed_memfd(creds.client_bundle.as_bytes())?),
+        )
+    };
+    server
+        .serve_tcp(listener, config)
+        .map_err(|e| format!("cannot start the store's acceptor: {e}"))?;
+    Ok(Reach::Tcp {
+        addr: addr.with_port(dial, port),
+        bundle,
+    })
+}
+
+/// An anonymous file holding `bytes`, sealed against any change, close-on-exec (the PEs get it
+/// through `child_setup`). Nothing reaches a file system.
+fn sealed_memfd(bytes: &[u8]) -> Result<OwnedFd, String> {
+    use rustix::fs::{fcntl_add_seals, memfd_create, MemfdFlags, SealFlags};
+    let err = |what: &str, e: rustix::io::Errno| format!("the job's TLS bundle: {what}: {e}");
+    let fd = memfd_create(
+        "shmem-job-tls",
+        MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+    )
+    .map_err(|e| err("memfd_create", e))?;
+    let mut written = 0;
+    while written < bytes.len() {
+        written += rustix::io::write(&fd, &bytes[written..]).map_err(|e| err("write", e))?;
+    }
+    fcntl_add_seals(
+        &fd,
+        SealFlags::WRITE | SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL,
+    )
+    .map_err(|e| err("seal", e))?;
+    Ok(fd)
+}
+
 /// Starts every PE (stops at the first that cannot be started).
 fn spawn_all(
     plan: &Plan,
     server: &Server,
+    reach: &Reach,
+    job_id: &str,
     job: &mut Job,
     outputs: &mut Vec<Source>,
 ) -> Result<(), LaunchError> {
     let launcher = getpid();
-    let job_id = job_id(launcher);
     let empty_mask = signals::empty_set();
     let fd_limit = raise_fd_limit();
     for rank in 0..plan.n_pes {
         let internal = |what: &str, e: io::Error| {
             LaunchError::new(1, format!("cannot set up PE {rank}: {what}: {e}"))
         };
-        let (ours, theirs) = UnixStream::pair().map_err(|e| internal("socketpair", e))?;
-        // Above 0-2, so that the child's stdio setup cannot overwrite it; close-on-exec here,
-        // so that only this PE inherits it.
-        let theirs: OwnedFd =
-            fcntl_dupfd_cloexec(&theirs, 3).map_err(|e| internal("dup", e.into()))?;
-        let raw = theirs.as_raw_fd();
-
         let mut cmd = Command::new(&plan.program);
         cmd.args(&plan.args)
-            .env("SHMEM_RUN_FD", raw.to_string())
             .env("SHMEM_RUN_RANK", rank.to_string())
             .env("SHMEM_RUN_SIZE", plan.n_pes.to_string())
-            .env("SHMEM_RUN_JOBID", &job_id)
+            .env("SHMEM_RUN_JOBID", job_id)
             .process_group(job.pgid.map_or(0, |p| p.as_raw_nonzero().get()));
+        // The descriptor the child must inherit, and our end of its socket pair.
+        let (inherit, ours) = match reach {
+            Reach::Inherited => {
+                let (ours, theirs) = UnixStream::pair().map_err(|e| internal("socketpair", e))?;
+                // Above 0-2, so that the child's stdio setup cannot overwrite it;
+                // close-on-exec here, so that only this PE inherits it.
+                let theirs: OwnedFd =
+                    fcntl_dupfd_cloexec(&theirs, 3).map_err(|e| internal("dup", e.into()))?;
+                cmd.env("SHMEM_RUN_FD", theirs.as_raw_fd().to_string());
+                (Some(theirs), Some(ours))
+            }
+            Reach::Tcp { addr, bundle } => {
+                cmd.env("SHMEM_RUN_STORE", addr).env_remove("SHMEM_RUN_FD");
+                let copy = match bundle {
+                    Some(b) => {
+                        let copy: OwnedFd =
+                            fcntl_dupfd_cloexec(b, 3).map_err(|e| internal("dup", e.into()))?;
+                        cmd.env("SHMEM_RUN_TLS_FD", copy.as_raw_fd().to_string());
+                        Some(copy)
+                    }
+                    None => {
+                        cmd.env_remove("SHMEM_RUN_TLS_FD");
+                        None
+                    }
+                };
+                (copy, None)
+            }
+        };
+        let raw = inherit.as_ref().map(|fd| fd.as_raw_fd());
         if plan.tag_output {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
@@ -269,11 +380,14 @@ fn spawn_all(
             outputs.push(Source::new(rank, out.into(), false));
             outputs.push(Source::new(rank, err.into(), true));
         }
-        server
-            .serve_unix(rank, ours)
-            .map_err(|e| internal("store connection", e))?;
-        // `theirs` is closed here: from now on only the PE holds its end, so the PE's exit is
+        if let Some(ours) = ours {
+            server
+                .serve_unix(rank, ours)
+                .map_err(|e| internal("store connection", e))?;
+        }
+        // `inherit` is closed here: from now on only the PE holds its end, so the PE's exit is
         // EOF on ours.
+        drop(inherit);
     }
     Ok(())
 }
@@ -297,7 +411,7 @@ fn raise_fd_limit() -> Option<Rlimit> {
 
 /// Runs in the child between fork and exec.
 fn child_setup(
-    fd: RawFd,
+    fd: Option<RawFd>,
     launcher: Pid,
     empty_mask: &libc::sigset_t,
     fd_limit: Option<Rlimit>,
@@ -317,10 +431,12 @@ fn child_setup(
         // SAFETY: _exit is async-signal-safe and ends the child at once.
         unsafe { libc::_exit(1) };
     }
-    // SAFETY: `fd` is the PE's socket end, open in the launcher (which keeps it open until
-    // spawn returns) and so open in this forked child.
-    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-    fcntl_setfd(fd, FdFlags::empty())?;
+    if let Some(fd) = fd {
+        // SAFETY: `fd` is the PE's socket end (or its copy of the TLS bundle), open in the
+        // launcher (which keeps it open until spawn returns) and so open in this forked child.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        fcntl_setfd(fd, FdFlags::empty())?;
+    }
     Ok(())
 }
 

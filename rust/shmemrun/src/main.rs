@@ -46,6 +46,13 @@ struct Cli {
     #[arg(long)]
     tag_output: bool,
 
+    /// Serve the job's control store over TCP at ADDR (tcp://ip[:port] or tcp6://[ip][:port];
+    /// port 0: any free port; no port: 8666, or the first free port of
+    /// SHMEM_INSTANCE_PORT_RANGE). TLS 1.3 with a throw-away per-job CA, unless
+    /// SHMEM_TLS_DISABLE=1. Without it, each PE reaches the store over a private socket.
+    #[arg(long, value_name = "ADDR")]
+    store: Option<String>,
+
     /// Program to run, followed by its arguments.
     #[arg(
         value_name = "PROGRAM",
@@ -105,7 +112,7 @@ fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
         let text = arg.to_string_lossy();
         if text == "--" || !text.starts_with('-') || text == "-" {
             options_done = true;
-        } else if matches!(text.as_ref(), "-n" | "--np" | "--timeout") {
+        } else if matches!(text.as_ref(), "-n" | "--np" | "--timeout" | "--store") {
             value_next = true;
         }
         out.push(arg);
@@ -131,6 +138,7 @@ fn main() {
         timeout: cli.timeout.map(Duration::from_secs_f64),
         timeout_text: cli.timeout.map(|s| s.to_string()).unwrap_or_default(),
         tag_output: cli.tag_output,
+        store: cli.store,
     };
     std::process::exit(job::run(plan, signals));
 }
@@ -170,6 +178,15 @@ mod tests {
         let cli = Cli::parse_from(norm(&["shmemrun", "--tag-output", "-np", "3", "--", "-p"]));
         assert!(cli.tag_output);
         assert_eq!((cli.pes, cli.command.len()), (3, 1));
+        let cli = Cli::parse_from(norm(&[
+            "shmemrun",
+            "--store",
+            "tcp://127.0.0.1:0",
+            "-np",
+            "2",
+            "prog",
+        ]));
+        assert_eq!(cli.store.as_deref(), Some("tcp://127.0.0.1:0"));
     }
 
     #[test]

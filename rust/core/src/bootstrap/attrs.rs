@@ -90,6 +90,7 @@ pub(crate) fn launch(job: &Job) -> Result<Launch> {
         my_pe: job.my_pe,
         n_pes: job.n_pes,
         job_id,
+        store: None,
     }))
 }
 

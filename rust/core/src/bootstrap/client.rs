@@ -1,21 +1,28 @@
 //! Store client: a PE's end of the control store.
 //!
-//! Owns the PE's store socket and the request/reply discipline on it: one request at a time,
-//! every wait bounded (the server waits a GET's timeout; the socket waits that plus a margin),
-//! and the round numbers of the control-plane barrier and allgather. Must never be used on the
-//! data path, and never carry on silently with a stream that is out of step: after a reply
-//! timeout or a broken frame the client is marked broken and every later call says so.
+//! Owns the PE's store connection (an inherited Unix socket, or TCP/TLS: `link`), connecting
+//! over TCP with retries until the init timeout, and the request/reply discipline on it: one
+//! request at a time, every wait bounded (the server waits a GET's timeout; the socket waits
+//! that plus a margin), and the round numbers of the control-plane barrier and allgather,
+//! whose keys are removed once every PE is past them. Must never be used on the data path, and
+//! never carry on silently with a stream that is out of step: after a reply timeout or a
+//! broken frame the client is marked broken and every later call says so.
+//!
+//! Descriptors travel only over Unix sockets: a client on TCP sends PUT_FD/GET_FD to the
+//! node-local store attached with [`Client::attach_fd_store`].
 //!
 //! Keys under `shmem/` are taken by [`Client::barrier`] and [`Client::allgather`].
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::{Mutex, MutexGuard};
+use std::net::SocketAddr;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use rustix::io::{fcntl_getfd, fcntl_setfd, FdFlags};
-use rustix::net::sockopt::{set_socket_timeout, Timeout};
+use rustix::io::{fcntl_dupfd_cloexec, fcntl_getfd, fcntl_setfd, FdFlags};
 
-use super::unix::{send_frame, FdReader};
+use super::addr::StoreAddr;
+use super::link::{self, HandshakeError, Link};
 use super::wire::{self, Reply, Request, WireError, PROTOCOL_VERSION};
 use super::BootstrapError;
 
@@ -27,10 +34,29 @@ const REPLY_MARGIN: Duration = Duration::from_secs(5);
 /// deadlines and the wire's millisecond count representable.
 const MAX_WAIT: Duration = Duration::from_secs(30 * 24 * 3600);
 
+/// Longest nap between attempts to reach a TCP store that does not listen yet.
+const LONGEST_CONNECT_NAP: Duration = Duration::from_millis(200);
+
+/// How a PE reaches a store over TCP.
+#[derive(Debug, Clone)]
+pub struct TcpDial {
+    /// The store's address (every port of its range is tried, in order).
+    pub addr: StoreAddr,
+    /// TLS settings and the name the store's certificate must carry; `None`: plain TCP.
+    pub tls: Option<(
+        Arc<rustls::ClientConfig>,
+        rustls_pki_types::ServerName<'static>,
+    )>,
+    /// The job this PE belongs to ("" if unknown): a store of another job refuses it.
+    pub job: String,
+}
+
 /// A PE's connection to the launcher's store. `Send + Sync`; calls from several threads are
 /// served one request at a time.
 pub struct Client {
-    sock: OwnedFd,
+    link: Link,
+    /// Where PUT_FD/GET_FD go when `link` cannot carry descriptors.
+    fd_store: OnceLock<Box<Client>>,
     rank: u32,
     n_pes: u32,
     /// Reply budget of the calls that do not wait for a key (SET, ADD, ...).
@@ -49,7 +75,7 @@ impl std::fmt::Debug for Client {
         f.debug_struct("Client")
             .field("rank", &self.rank)
             .field("n_pes", &self.n_pes)
-            .field("sock", &self.sock)
+            .field("link", &self.link)
             .finish_non_exhaustive()
     }
 }
@@ -87,11 +113,144 @@ impl Client {
         let io = |source| BootstrapError::Io { op, source };
         let flags = fcntl_getfd(&fd).map_err(|e| io(e.into()))?;
         fcntl_setfd(&fd, flags | FdFlags::CLOEXEC).map_err(|e| io(e.into()))?;
+        Client::hello(Link::Unix(UnixStream::from(fd)), rank, n_pes, "", timeout)
+    }
+
+    /// Connects to a store over TCP (TLS when `dial.tls` is set), trying every port of the
+    /// address's range in order and retrying while nothing listens, until `timeout`; sends
+    /// HELLO and checks the reply. A store that refuses this PE for another job is skipped; one
+    /// that refuses it otherwise (certificate, TLS or not, rank taken) ends the attempt with
+    /// that reason.
+    pub fn connect_tcp(
+        dial: &TcpDial,
+        rank: u32,
+        n_pes: u32,
+        timeout: Duration,
+    ) -> Result<Client, BootstrapError> {
+        let op = "connect";
+        let deadline = Instant::now() + timeout.min(MAX_WAIT);
+        let mut nap = Duration::from_millis(5);
+        let ip = dial.addr.dial_ip();
+        let mut last = String::from("nothing listens there");
+        loop {
+            for port in dial.addr.port_list() {
+                let target = SocketAddr::new(ip, port);
+                let left = deadline.saturating_duration_since(Instant::now());
+                match Client::try_tcp(dial, target, rank, n_pes, left) {
+                    Ok(client) => return Ok(client),
+                    Err(Attempt::Retry(why)) => last = why,
+                    // On a range, a port may hold another job's store (another CA, another
+                    // job id): the reason is kept, the search goes on.
+                    Err(Attempt::Fatal(e)) if dial.addr.ports.0 < dial.addr.ports.1 => {
+                        last = format!("{target}: {e}")
+                    }
+                    Err(Attempt::Fatal(e)) => return Err(e),
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(BootstrapError::Protocol {
+                    op,
+                    message: format!(
+                        "PE {rank} could not reach the store at {} within {} s: {last}",
+                        dial.addr,
+                        timeout.as_secs()
+                    ),
+                });
+            }
+            std::thread::sleep(nap.min(left));
+            nap = (nap * 2).min(LONGEST_CONNECT_NAP);
+        }
+    }
+
+    fn try_tcp(
+        dial: &TcpDial,
+        target: SocketAddr,
+        rank: u32,
+        n_pes: u32,
+        left: Duration,
+    ) -> Result<Client, Attempt> {
+        let op = "connect";
+        let fatal = |message: String| Attempt::Fatal(BootstrapError::Protocol { op, message });
+        let sock = match link::tcp_connect(&target, left) {
+            Ok(sock) => sock,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionRefused
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::ConnectionReset
+                ) =>
+            {
+                return Err(Attempt::Retry(format!("{target}: {e}")))
+            }
+            Err(e) => {
+                return Err(fatal(format!(
+                    "cannot connect to the store at {target}: {e}"
+                )))
+            }
+        };
+        let budget = left.max(Duration::from_secs(1));
+        let plain = Link::Tcp(sock);
+        if let Err(e) = plain.set_timeouts(Some(budget), Some(budget)) {
+            return Err(fatal(format!("{target}: socket setup: {e}")));
+        }
+        let link = match &dial.tls {
+            None => plain,
+            Some((config, name)) => {
+                let Link::Tcp(sock) = plain else {
+                    unreachable!("built as Link::Tcp just above")
+                };
+                let conn = rustls::ClientConnection::new(Arc::clone(config), name.clone())
+                    .map_err(|e| fatal(format!("TLS setup: {e}")))?;
+                link::handshake(sock, conn).map_err(|e| {
+                    fatal(match e {
+                        HandshakeError::PeerIsPlain => format!(
+                            "the store at {target} answers in plain TCP: it runs without TLS \
+                            (SHMEM_TLS_DISABLE=1 there); set SHMEM_TLS_DISABLE=1 for every \
+                            PE too, or enable TLS on the store"
+                        ),
+                        HandshakeError::Tls(e) => format!(
+                            "TLS handshake with the store at {target} failed: {e} (the store's \
+                            certificate is not signed by this PE's CA, is expired or revoked, \
+                            or does not name {})",
+                            target.ip()
+                        ),
+                        other => format!("the store at {target}: {other}"),
+                    })
+                })?
+            }
+        };
+        match Client::hello(link, rank, n_pes, &dial.job, left) {
+            Ok(client) => Ok(client),
+            Err(BootstrapError::Protocol { message, .. }) if message.contains("serves job") => {
+                Err(Attempt::Retry(format!("{target}: {message}")))
+            }
+            Err(BootstrapError::Io { source, .. }) if is_tls_alert(&source) => Err(fatal(format!(
+                "the store at {target} refused this PE's TLS certificate: {source} (not signed \
+                by the store's CA, expired or revoked)"
+            ))),
+            Err(e) => Err(Attempt::Fatal(e)),
+        }
+    }
+
+    /// Sends HELLO on a fresh link and checks the reply.
+    fn hello(
+        link: Link,
+        rank: u32,
+        n_pes: u32,
+        job: &str,
+        timeout: Duration,
+    ) -> Result<Client, BootstrapError> {
+        let op = "connect";
+        let io = |source| BootstrapError::Io { op, source };
         let timeout = timeout.min(MAX_WAIT);
-        set_socket_timeout(&fd, Timeout::Send, Some(timeout + REPLY_MARGIN))
-            .map_err(|e| io(e.into()))?;
+        link.set_timeouts(None, Some(timeout + REPLY_MARGIN))
+            .map_err(io)?;
         let client = Client {
-            sock: fd,
+            link,
+            fd_store: OnceLock::new(),
             rank,
             n_pes,
             op_timeout: timeout,
@@ -109,6 +268,7 @@ impl Client {
             version: PROTOCOL_VERSION,
             rank,
             n_pes,
+            job: job.to_string(),
         };
         let reply = {
             let mut s = client.session();
@@ -173,8 +333,105 @@ impl Client {
         }
     }
 
+    /// If `value` is under `key` (`None`: the key is absent), replaces it with `desired`.
+    /// Returns whether it did, and what the key holds now.
+    pub fn cas(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        desired: &[u8],
+    ) -> Result<(bool, Option<Vec<u8>>), BootstrapError> {
+        let op = "cas";
+        let mut s = self.session();
+        let request = Request::Cas {
+            key: key.into(),
+            expected: expected.map(<[u8]>::to_vec),
+            desired: desired.to_vec(),
+        };
+        match self
+            .call(&mut s, op, key, &request, None, self.op_timeout)?
+            .0
+        {
+            Reply::Swapped { swapped, current } => Ok((swapped, current)),
+            other => Err(self.fail(&mut s, self.unexpected(op, &other))),
+        }
+    }
+
+    /// Appends `value` to the bytes under `key` (missing = empty); returns the new length.
+    pub fn append(&self, key: &str, value: &[u8]) -> Result<usize, BootstrapError> {
+        let op = "append";
+        let mut s = self.session();
+        let request = Request::Append {
+            key: key.into(),
+            value: value.to_vec(),
+        };
+        match self
+            .call(&mut s, op, key, &request, None, self.op_timeout)?
+            .0
+        {
+            Reply::Counter(n) => Ok(n as usize),
+            other => Err(self.fail(&mut s, self.unexpected(op, &other))),
+        }
+    }
+
+    /// Removes every key that starts with `prefix`; returns how many went.
+    pub fn delete_prefix(&self, prefix: &str) -> Result<usize, BootstrapError> {
+        let mut s = self.session();
+        self.delete_prefix_locked(&mut s, "delete_prefix", prefix)
+    }
+
+    fn delete_prefix_locked(
+        &self,
+        s: &mut Session,
+        op: &'static str,
+        prefix: &str,
+    ) -> Result<usize, BootstrapError> {
+        let request = Request::DeletePrefix {
+            prefix: prefix.into(),
+        };
+        match self.call(s, op, prefix, &request, None, self.op_timeout)?.0 {
+            Reply::Counter(n) => Ok(n as usize),
+            other => Err(self.fail(s, self.unexpected(op, &other))),
+        }
+    }
+
+    /// Sends later PUT_FD/GET_FD to `store` (a node-local Unix store), so that every PE of a
+    /// TCP job exchanges descriptors in one place (PE 0's own link could carry them, but the
+    /// others' cannot). Fails if one is attached already.
+    pub fn attach_fd_store(&self, store: Client) -> Result<(), BootstrapError> {
+        self.fd_store
+            .set(Box::new(store))
+            .map_err(|_| BootstrapError::Protocol {
+                op: "attach_fd_store",
+                message: "a descriptor store is attached already".into(),
+            })
+    }
+
+    /// Whether this client's own connection carries descriptors.
+    pub fn passes_fds(&self) -> bool {
+        self.link.passes_fds()
+    }
+
+    /// A close-on-exec duplicate of the connection's socket, for a thread that watches it
+    /// close (`poll` for `POLLRDHUP`).
+    pub fn watch_socket(&self) -> std::io::Result<OwnedFd> {
+        Ok(fcntl_dupfd_cloexec(self.link.socket(), 0)?)
+    }
+
+    /// The client that descriptors go through: the attached one, else this one.
+    fn fd_client(&self) -> &Client {
+        match self.fd_store.get() {
+            Some(other) => other,
+            None => self,
+        }
+    }
+
     /// Stores a duplicate of `fd` under `key`; the store keeps it until the job ends.
     pub fn put_fd(&self, key: &str, fd: BorrowedFd<'_>) -> Result<(), BootstrapError> {
+        let target = self.fd_client();
+        if !std::ptr::eq(target, self) {
+            return target.put_fd(key, fd);
+        }
         let op = "put_fd";
         let mut s = self.session();
         let request = Request::PutFd { key: key.into() };
@@ -190,6 +447,10 @@ impl Client {
     /// Waits up to `timeout` for a descriptor under `key` and returns a duplicate of it
     /// (close-on-exec).
     pub fn get_fd(&self, key: &str, timeout: Duration) -> Result<OwnedFd, BootstrapError> {
+        let target = self.fd_client();
+        if !std::ptr::eq(target, self) {
+            return target.get_fd(key, timeout);
+        }
         let op = "get_fd";
         let timeout = timeout.min(MAX_WAIT);
         let mut s = self.session();
@@ -207,7 +468,8 @@ impl Client {
     /// number.
     ///
     /// Every PE must call it the same number of times. The last PE to arrive marks the round
-    /// done; the others wait for that mark up to `timeout`.
+    /// done; the others wait for that mark up to `timeout`. The last PE to arrive at round
+    /// `r` also removes round `r - 1`'s keys: every PE has left that round.
     pub fn barrier(&self, timeout: Duration) -> Result<(), BootstrapError> {
         let op = "barrier";
         let deadline = Instant::now() + timeout.min(MAX_WAIT);
@@ -218,6 +480,9 @@ impl Client {
         let done = format!("shmem/barrier/{round}/done");
         let count = self.add_locked(&mut s, op, &arrived, 1)?;
         if count == i64::from(self.n_pes) {
+            if let Some(previous) = round.checked_sub(1) {
+                self.delete_prefix_locked(&mut s, op, &format!("shmem/barrier/{previous}/"))?;
+            }
             self.set_locked(&mut s, op, &done, &[])?;
         } else if count > i64::from(self.n_pes) {
             return Err(self.fail(
@@ -238,7 +503,9 @@ impl Client {
 
     /// Every PE contributes `data`; returns all contributions indexed by rank (SET + GETs).
     ///
-    /// Every PE must call it the same number of times; `timeout` bounds the whole call.
+    /// Every PE must call it the same number of times; `timeout` bounds the whole call. Each
+    /// PE counts itself done after reading every contribution; the last one removes the
+    /// round's keys.
     pub fn allgather(
         &self,
         data: &[u8],
@@ -259,6 +526,11 @@ impl Client {
                 all.push(self.get_locked(&mut s, op, &key(rank), left(deadline))?);
             }
         }
+        let prefix = format!("shmem/allgather/{round}/");
+        let read = self.add_locked(&mut s, op, &format!("{prefix}read"), 1)?;
+        if read == i64::from(self.n_pes) {
+            self.delete_prefix_locked(&mut s, op, &prefix)?;
+        }
         Ok(all)
     }
 
@@ -274,7 +546,7 @@ impl Client {
             Err(_) => return,
         };
         let _writing = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(e) = send_frame(self.sock.as_fd(), &frame, None) {
+        if let Err(e) = self.link.send_frame(&frame, None) {
             tracing::debug!(
                 rank = self.rank,
                 "store: ABORT({status}) not delivered: {e}"
@@ -387,18 +659,15 @@ impl Client {
             .map_err(|source| BootstrapError::InvalidArgument { op, source })?;
         let budget = wait + self.reply_margin;
         if s.recv_timeout != Some(budget) {
-            set_socket_timeout(&self.sock, Timeout::Recv, Some(budget)).map_err(|e| {
-                BootstrapError::Io {
-                    op,
-                    source: e.into(),
-                }
-            })?;
+            self.link
+                .set_recv_timeout(Some(budget))
+                .map_err(|source| BootstrapError::Io { op, source })?;
             s.recv_timeout = Some(budget);
         }
 
         let sent = {
             let _writing = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-            send_frame(self.sock.as_fd(), &frame, fd)
+            self.link.send_frame(&frame, fd)
         };
         if let Err(e) = sent {
             let err = match e.kind() {
@@ -417,10 +686,7 @@ impl Client {
             return Err(self.fail(s, err));
         }
 
-        let read = wire::read_frame(&mut FdReader {
-            sock: self.sock.as_fd(),
-            fds: &mut s.fds,
-        });
+        let read = wire::read_frame(&mut self.link.reader(&mut s.fds));
         let reply = match read.and_then(|frame| Reply::from_frame(&frame)) {
             Ok(reply) => reply,
             Err(e) => {
@@ -487,10 +753,24 @@ impl Client {
     }
 }
 
+/// Outcome of one connection attempt.
+enum Attempt {
+    /// Nothing there yet, or another job's store: try the next port, or again later.
+    Retry(String),
+    /// The store refused this PE, or TLS failed: no point in trying again.
+    Fatal(BootstrapError),
+}
+
+/// Whether an I/O error carries a TLS alert from the peer.
+fn is_tls_alert(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::InvalidData && e.to_string().starts_with("TLS:")
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::unix::{send_frame, FdReader};
     use super::*;
-    use std::os::unix::net::UnixStream;
+    use std::os::fd::AsFd;
 
     const T: Duration = Duration::from_secs(30);
 

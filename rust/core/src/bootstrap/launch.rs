@@ -2,9 +2,10 @@
 //! environment in one documented order: `shmemrun`, Open MPI `mpirun`, MPICH/Hydra, Slurm,
 //! torchrun, then none (a 1-PE job). The first launcher whose rank variable is set wins.
 //!
-//! Owns the reading of every launcher's variables (rank, size, PEs or nodes of the job, job id)
-//! and the refusal of jobs this build cannot bootstrap: PEs on several nodes, or no job id to
-//! meet under. Must never connect anywhere or start anything: `node` and the store client do.
+//! Owns the reading of every launcher's variables (rank, size, PEs or nodes of the job, job id,
+//! where the store is) and the refusal of jobs this build cannot bootstrap: PEs on several
+//! nodes, or no job id to meet under. Must never connect anywhere or start anything: `node`
+//! and the store client do.
 
 use crate::error::{Error, Result};
 use crate::log;
@@ -24,6 +25,20 @@ pub(crate) enum Launch {
         /// The inherited socket, now owned and close-on-exec.
         socket: OwnedFd,
     },
+    /// `shmemrun --store tcp://...`: the launcher's store, reached over TCP.
+    ShmemrunTcp {
+        /// This PE.
+        my_pe: u32,
+        /// PEs in the job.
+        n_pes: u32,
+        /// The store's address, port included (`SHMEM_RUN_STORE`).
+        store: String,
+        /// The job's TLS bundle (`SHMEM_RUN_TLS_FD`), owned and close-on-exec; `None` when the
+        /// launcher serves plain TCP.
+        tls_bundle: Option<OwnedFd>,
+        /// The launcher's job id.
+        job_id: String,
+    },
     /// Another launcher: PE 0 hosts the store and every PE of the node meets there (`node`).
     NodeLocal(NodeLocal),
 }
@@ -33,7 +48,7 @@ impl Launch {
     pub fn my_pe(&self) -> u32 {
         match self {
             Launch::Alone => 0,
-            Launch::Shmemrun { my_pe, .. } => *my_pe,
+            Launch::Shmemrun { my_pe, .. } | Launch::ShmemrunTcp { my_pe, .. } => *my_pe,
             Launch::NodeLocal(plan) => plan.my_pe,
         }
     }
@@ -42,7 +57,7 @@ impl Launch {
     pub fn n_pes(&self) -> u32 {
         match self {
             Launch::Alone => 1,
-            Launch::Shmemrun { n_pes, .. } => *n_pes,
+            Launch::Shmemrun { n_pes, .. } | Launch::ShmemrunTcp { n_pes, .. } => *n_pes,
             Launch::NodeLocal(plan) => plan.n_pes,
         }
     }
@@ -59,8 +74,12 @@ pub(crate) struct NodeLocal {
     pub my_pe: u32,
     /// PEs in the job (2 or more).
     pub n_pes: u32,
-    /// Id shared by every PE of the job and by no other job on the node.
+    /// Id shared by every PE of the job and by no other job on the node ("" when the store is
+    /// on TCP and the launcher gives none: the address alone then names the job).
     pub job_id: String,
+    /// `SHMEM_BOOTSTRAP_ADDR` (or its torchrun shorthand, resolved): PE 0 serves the store
+    /// there, over TCP; `None`: at the node-local abstract socket.
+    pub store: Option<String>,
 }
 
 /// Reads one variable: `None` when unset or blank.
@@ -149,40 +168,119 @@ static LAUNCHERS: [Launcher; 4] = [
 #[derive(Debug, PartialEq, Eq)]
 enum Found {
     Alone,
-    Shmemrun { my_pe: u32, n_pes: u32, fd: i32 },
+    Shmemrun {
+        my_pe: u32,
+        n_pes: u32,
+        fd: i32,
+    },
+    ShmemrunTcp {
+        my_pe: u32,
+        n_pes: u32,
+        store: String,
+        tls_fd: Option<i32>,
+        job_id: String,
+    },
     NodeLocal(NodeLocal),
 }
 
+/// Offset from torchrun's `MASTER_PORT` of the port PE 0's store takes under
+/// `SHMEM_BOOTSTRAP_ADDR=tcp` (torch's own store holds `MASTER_PORT`).
+pub const TORCH_PORT_OFFSET: u16 = 1;
+
 /// Detects the launcher from this process's environment. `job_id` is `SHMEM_JOB_ID`, which
-/// gives or overrides the job id of launchers other than `shmemrun`.
-pub(crate) fn detect(job_id: Option<&str>) -> Result<Launch> {
+/// gives or overrides the job id of launchers other than `shmemrun`; `store` is
+/// `SHMEM_BOOTSTRAP_ADDR`.
+pub(crate) fn detect(job_id: Option<&str>, store: Option<&str>) -> Result<Launch> {
     let env = |name: &str| {
         std::env::var(name)
             .ok()
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty())
     };
-    Ok(match detect_in(&env, job_id)? {
+    Ok(match detect_in(&env, job_id, store)? {
         Found::Alone => Launch::Alone,
         Found::NodeLocal(plan) => Launch::NodeLocal(plan),
         Found::Shmemrun { my_pe, n_pes, fd } => Launch::Shmemrun {
             my_pe,
             n_pes,
-            socket: take_inherited(fd)?,
+            socket: take_inherited(fd, "SHMEM_RUN_FD")?,
+        },
+        Found::ShmemrunTcp {
+            my_pe,
+            n_pes,
+            store,
+            tls_fd,
+            job_id,
+        } => Launch::ShmemrunTcp {
+            my_pe,
+            n_pes,
+            store,
+            tls_bundle: tls_fd
+                .map(|fd| take_inherited(fd, "SHMEM_RUN_TLS_FD"))
+                .transpose()?,
+            job_id,
         },
     })
 }
 
-/// The `shmemrun` job this process belongs to, if `shmemrun` started it (its socket taken
-/// over); other launchers are not looked at.
+/// The `shmemrun` job this process belongs to, if `shmemrun` started it (its socket or TLS
+/// bundle taken over); other launchers are not looked at.
 pub(crate) fn shmemrun() -> Result<Option<Launch>> {
-    if std::env::var_os("SHMEM_RUN_FD").is_none() {
+    if std::env::var_os("SHMEM_RUN_FD").is_none() && std::env::var_os("SHMEM_RUN_STORE").is_none() {
         return Ok(None);
     }
-    detect(None).map(Some)
+    detect(None, None).map(Some)
 }
 
-fn detect_in(env: Env<'_>, job_id: Option<&str>) -> Result<Found> {
+/// The store address under torchrun's shorthand `tcp` / `tcp6`: MASTER_ADDR, at MASTER_PORT +
+/// [`TORCH_PORT_OFFSET`].
+fn torch_store(env: Env<'_>, scheme: &str) -> Result<String> {
+    let (Some(host), Some(port)) = (env("MASTER_ADDR"), env("MASTER_PORT")) else {
+        return Err(Error::BadEnv {
+            name: "SHMEM_BOOTSTRAP_ADDR",
+            value: scheme.into(),
+            reason: "the shorthand needs torchrun's MASTER_ADDR and MASTER_PORT".into(),
+        });
+    };
+    let port: u16 = port
+        .parse()
+        .ok()
+        .and_then(|p: u16| p.checked_add(TORCH_PORT_OFFSET))
+        .ok_or_else(|| Error::BadEnv {
+            name: "MASTER_PORT",
+            value: port.clone(),
+            reason: format!("not a port below {}", u16::MAX - TORCH_PORT_OFFSET + 1),
+        })?;
+    Ok(if scheme == "tcp6" {
+        format!("tcp6://[{}]:{port}", host.trim_matches(['[', ']']))
+    } else {
+        format!("tcp://{host}:{port}")
+    })
+}
+
+fn detect_in(env: Env<'_>, job_id: Option<&str>, store: Option<&str>) -> Result<Found> {
+    if let Some(addr) = env("SHMEM_RUN_STORE") {
+        let (my_pe, n_pes) = rank_and_size(env, "SHMEM_RUN_RANK", "SHMEM_RUN_SIZE", "shmemrun")?;
+        let tls_fd = match env("SHMEM_RUN_TLS_FD") {
+            None => None,
+            Some(_) => Some(
+                i32::try_from(number(env, "SHMEM_RUN_TLS_FD", "shmemrun")?).map_err(|_| {
+                    Error::BadEnv {
+                        name: "SHMEM_RUN_TLS_FD",
+                        value: env("SHMEM_RUN_TLS_FD").unwrap_or_default(),
+                        reason: "not a descriptor number".into(),
+                    }
+                })?,
+            ),
+        };
+        return Ok(Found::ShmemrunTcp {
+            my_pe,
+            n_pes,
+            store: addr,
+            tls_fd,
+            job_id: env("SHMEM_RUN_JOBID").unwrap_or_default(),
+        });
+    }
     if env("SHMEM_RUN_FD").is_some() {
         let fd = number(env, "SHMEM_RUN_FD", "shmemrun")?;
         let (my_pe, n_pes) = rank_and_size(env, "SHMEM_RUN_RANK", "SHMEM_RUN_SIZE", "shmemrun")?;
@@ -207,8 +305,15 @@ fn detect_in(env: Env<'_>, job_id: Option<&str>) -> Result<Found> {
             l.name
         )));
     }
+    let store = match store {
+        Some(scheme @ ("tcp" | "tcp6")) if l.tag == "torch" => Some(torch_store(env, scheme)?),
+        Some(addr) => Some(addr.to_string()),
+        None => None,
+    };
     let job_id = match job_id.map(str::to_string).or_else(|| (l.job_id)(env)) {
         Some(id) => id,
+        // Over TCP the address names the job; the id only tells jobs on one port range apart.
+        None if store.is_some() => String::new(),
         None => {
             return Err(Error::Launch(format!(
                 "{} gives no job id for the PEs to meet under: set SHMEM_JOB_ID to one value, \
@@ -224,6 +329,7 @@ fn detect_in(env: Env<'_>, job_id: Option<&str>) -> Result<Found> {
         my_pe,
         n_pes,
         job_id,
+        store,
     }))
 }
 
@@ -278,20 +384,20 @@ fn number(env: Env<'_>, name: &'static str, launcher: &str) -> Result<u32> {
     })
 }
 
-/// Takes over the store socket that `shmemrun` left open at `fd`.
-fn take_inherited(fd: i32) -> Result<OwnedFd> {
+/// Takes over a descriptor that `shmemrun` left open at `fd` (named by variable `var`).
+fn take_inherited(fd: i32, var: &str) -> Result<OwnedFd> {
     rustix::io::fcntl_getfd(
         // SAFETY: only borrowed for the duration of the check.
         unsafe { rustix::fd::BorrowedFd::borrow_raw(fd) },
     )
-    .map_err(|e| Error::os(format!("SHMEM_RUN_FD={fd} is not an open descriptor"), e))?;
+    .map_err(|e| Error::os(format!("{var}={fd} is not an open descriptor"), e))?;
     // SAFETY: the launcher passed this descriptor to this process alone and we checked it is
     // open; init runs once per process (the runtime's state lock and phase check ensure it), so
     // nothing else here takes ownership of it. It is made close-on-exec so programs this PE
     // starts do not inherit the job's control connection.
     let socket = unsafe { OwnedFd::from_raw_fd(fd) };
     rustix::io::fcntl_setfd(&socket, rustix::io::FdFlags::CLOEXEC)
-        .map_err(|e| Error::os("marking the control socket close-on-exec", e))?;
+        .map_err(|e| Error::os(format!("marking {var} close-on-exec"), e))?;
     Ok(socket)
 }
 
@@ -305,7 +411,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        detect_in(&|name| map.get(name).cloned(), job_id)
+        detect_in(&|name| map.get(name).cloned(), job_id, None)
     }
 
     fn plan(vars: &[(&str, &str)], job_id: Option<&str>) -> NodeLocal {
@@ -370,7 +476,8 @@ mod tests {
                 tag: "ompi",
                 my_pe: 1,
                 n_pes: 2,
-                job_id: "1327235073".into()
+                job_id: "1327235073".into(),
+                store: None,
             }
         );
         let older = plan(
@@ -523,6 +630,65 @@ mod tests {
             Some("x"),
         );
         assert!(msg.contains("LOCAL_WORLD_SIZE=4 < WORLD_SIZE=8"), "{msg}");
+    }
+
+    #[test]
+    fn shmemrun_over_tcp() {
+        let vars: HashMap<String, String> = [
+            ("SHMEM_RUN_STORE", "tcp://127.0.0.1:4000"),
+            ("SHMEM_RUN_TLS_FD", "7"),
+            ("SHMEM_RUN_RANK", "1"),
+            ("SHMEM_RUN_SIZE", "2"),
+            ("SHMEM_RUN_JOBID", "j"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(
+            detect_in(&|n| vars.get(n).cloned(), None, None).unwrap(),
+            Found::ShmemrunTcp {
+                my_pe: 1,
+                n_pes: 2,
+                store: "tcp://127.0.0.1:4000".into(),
+                tls_fd: Some(7),
+                job_id: "j".into()
+            }
+        );
+    }
+
+    #[test]
+    fn bootstrap_address_and_the_torchrun_shorthand() {
+        let vars: HashMap<String, String> = [
+            ("RANK", "1"),
+            ("WORLD_SIZE", "2"),
+            ("MASTER_ADDR", "10.1.2.3"),
+            ("MASTER_PORT", "29500"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let env = |n: &str| vars.get(n).cloned();
+        let plan = |store| match detect_in(&env, None, store).unwrap() {
+            Found::NodeLocal(p) => p,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            plan(Some("tcp")).store.as_deref(),
+            Some("tcp://10.1.2.3:29501")
+        );
+        assert_eq!(
+            plan(Some("tcp://1.1.1.1:5")).store.as_deref(),
+            Some("tcp://1.1.1.1:5")
+        );
+        // Hydra gives no job id; with an address none is needed.
+        let hydra: HashMap<String, String> = [("PMI_RANK", "0"), ("PMI_SIZE", "2")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        match detect_in(&|n| hydra.get(n).cloned(), None, Some("tcp://127.0.0.1:9")).unwrap() {
+            Found::NodeLocal(p) => assert_eq!(p.job_id, ""),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

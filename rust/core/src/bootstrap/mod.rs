@@ -2,18 +2,24 @@
 //!
 //! Owns the store protocol ([`wire`]), the store server ([`Server`], run by `shmemrun`, or by
 //! PE 0 under other launchers) and the client each PE holds ([`Client`]): SET, GET with
-//! timeout, ADD, DELETE, descriptor passing, ABORT (global exit), BYE (finalize), and
-//! barrier/allgather built on them; which launcher started the job ([`launch`]) and how PEs
-//! meet without `shmemrun` ([`node`]).
+//! timeout, ADD, CAS, APPEND, DELETE, descriptor passing, ABORT (global exit), BYE (finalize),
+//! and barrier/allgather built on them; the streams they run over ([`link`]: Unix sockets, TCP,
+//! TLS 1.3), store addresses ([`addr`]), trust and certificates ([`tls`]), the node-local
+//! descriptor store of TCP jobs ([`rendezvous`]); which launcher started the job ([`launch`])
+//! and how PEs meet without `shmemrun` ([`node`]).
 //! Must never be used on the data path (puts, gets, atomics, data-path waits): every call here
 //! is a round trip to the store. Every blocking step has a timeout, and errors name the
 //! operation and the key.
 
+pub mod addr;
 pub mod attrs;
 mod client;
 pub(crate) mod launch;
+mod link;
 pub(crate) mod node;
+pub(crate) mod rendezvous;
 mod server;
+pub mod tls;
 pub mod uniqueid;
 mod unix;
 pub mod wire;
@@ -21,8 +27,8 @@ pub mod wire;
 use std::io;
 use std::time::Duration;
 
-pub use client::Client;
-pub use server::{PeerStatus, Server, StoreEvent};
+pub use client::{Client, TcpDial};
+pub use server::{PeerStatus, Server, StoreEvent, EXTRA_TCP_CONNECTIONS};
 
 /// Store key under which the store records why it refused PE `rank`'s HELLO (another job
 /// size), for the PEs waiting for that PE at start-up.
@@ -34,7 +40,8 @@ pub(crate) fn refused_key(rank: u32) -> String {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BootstrapError {
-    /// A key or value broke a protocol rule (empty key, key over 1 KiB, value over 16 MiB);
+    /// A key or value broke a protocol rule (empty key, key over 1 KiB, value over 16 MiB,
+    /// or a descriptor on a link that cannot carry one);
     /// nothing was sent and the connection is still usable.
     #[error("store {op}: {source}")]
     InvalidArgument {

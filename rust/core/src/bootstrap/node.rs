@@ -1,8 +1,10 @@
-//! Node-local bootstrap for launchers other than `shmemrun` (Open MPI `mpirun`, MPICH/Hydra,
-//! Slurm, torchrun): PE 0 hosts the job's store in its own process, on threads, and every PE
-//! (PE 0 too, over a socket pair) is its client exactly as under `shmemrun`. PEs meet at an
-//! abstract Unix socket named after the user and the job, so nothing is left in any file
-//! system, even after `kill -9`.
+//! Bootstrap for launchers other than `shmemrun` (Open MPI `mpirun`, MPICH/Hydra, Slurm,
+//! torchrun, or explicit attributes): PE 0 hosts the job's store in its own process, on
+//! threads, and every PE (PE 0 too, over a socket pair) is its client exactly as under
+//! `shmemrun`. PEs meet at an abstract Unix socket named after the user and the job, so nothing
+//! is left in any file system, even after `kill -9`; or, when the user gives an address
+//! (`SHMEM_BOOTSTRAP_ADDR`), at a TCP port, TLS by default, with descriptors going through the
+//! node-local `rendezvous`.
 //!
 //! Owns that socket, the acceptor (only processes of this user get in: SO_PEERCRED), the job
 //! page (one shared word through which PE 0 tells every PE why the job ended), PE 0's thread
@@ -24,8 +26,10 @@ use rustix::event::{poll, PollFd, PollFlags};
 use rustix::io::{fcntl_dupfd_cloexec, Errno};
 use rustix::net::sockopt::socket_peercred;
 
+use super::addr::StoreAddr;
 use super::launch::NodeLocal;
-use super::{Client, Server, StoreEvent};
+use super::tls::Trust;
+use super::{rendezvous, Client, Server, StoreEvent, TcpDial};
 use crate::error::{Error, Result};
 use crate::mapping::{self, Mapping};
 
@@ -191,9 +195,53 @@ fn shown(name: &[u8]) -> String {
     format!("@{}", String::from_utf8_lossy(name))
 }
 
+/// Where the PEs of a job without `shmemrun` meet PE 0's store.
+#[derive(Debug)]
+pub(crate) enum Meeting {
+    /// An abstract Unix socket named after the user and the job id (one node).
+    Abstract,
+    /// A TCP address, with what both ends trust.
+    Tcp {
+        /// Where PE 0 listens (and the others dial).
+        addr: StoreAddr,
+        /// TLS settings of both ends.
+        trust: Trust,
+    },
+}
+
+/// How a PE dials a TCP store: plain, or TLS with `trust`'s identity, expecting the store's
+/// certificate to name the address dialled.
+pub(crate) fn dial(addr: &StoreAddr, trust: &Trust, job: &str) -> Result<TcpDial> {
+    let tls = match trust.identity() {
+        None => None,
+        Some(id) => {
+            let config = id
+                .client_config()
+                .map_err(|e| Error::Launch(format!("TLS of the store at {addr}: {e}")))?;
+            Some((config, addr.server_name()))
+        }
+    };
+    Ok(TcpDial {
+        addr: addr.clone(),
+        tls,
+        job: job.to_string(),
+    })
+}
+
 /// Joins the job `plan` describes: PE 0 opens the job's store and serves it; the others reach
 /// it, retrying until `timeout` since PE 0 may start last. Returns this PE's store client.
-pub(crate) fn join(plan: &NodeLocal, timeout: Duration) -> Result<(Client, NodeJob)> {
+pub(crate) fn join(
+    plan: &NodeLocal,
+    meeting: &Meeting,
+    timeout: Duration,
+) -> Result<(Client, NodeJob)> {
+    if let Meeting::Tcp { addr, trust } = meeting {
+        return if plan.my_pe == 0 {
+            host_tcp(plan, addr, trust, timeout)
+        } else {
+            guest_tcp(plan, addr, trust, timeout)
+        };
+    }
     let uid = rustix::process::geteuid().as_raw();
     let name = socket_name(uid, plan.tag, &plan.job_id);
     let addr = SocketAddr::from_abstract_name(&name)
@@ -249,6 +297,78 @@ fn host(
     Ok((client, NodeJob { shared }))
 }
 
+/// PE 0 of a TCP job: listens at `addr`, serves its own connection over a socket pair, and
+/// opens the node-local descriptor store.
+fn host_tcp(
+    plan: &NodeLocal,
+    addr: &StoreAddr,
+    trust: &Trust,
+    timeout: Duration,
+) -> Result<(Client, NodeJob)> {
+    let tls = match trust.identity() {
+        None => None,
+        Some(id) => Some(
+            id.server_config()
+                .map_err(|e| Error::Launch(format!("TLS of the store at {addr}: {e}")))?,
+        ),
+    };
+    let listener = addr
+        .bind()
+        .map_err(|e| Error::Launch(format!("PE 0 cannot open the job's store: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Error::os("the store's address", e))?;
+    let (server, events) = Server::for_job(plan.n_pes, &plan.job_id);
+    server
+        .serve_tcp(listener, tls)
+        .map_err(|e| Error::os("starting the store's TCP acceptor", e))?;
+    tracing::info!(
+        "PE 0 serves the job's store at {} ({})",
+        addr.with_port(bound.ip(), bound.port()),
+        if trust.identity().is_some() {
+            "TLS 1.3"
+        } else {
+            "plain TCP"
+        }
+    );
+    let (mine, theirs) =
+        UnixStream::pair().map_err(|e| Error::os("socket pair to PE 0's own store", e))?;
+    server
+        .serve_unix(0, theirs)
+        .map_err(|e| Error::os("serving PE 0's own store connection", e))?;
+    let client = Client::connect_inherited(mine.into(), 0, plan.n_pes, timeout)?;
+    // PE 0's own link carries descriptors, but the others' do not: every PE uses the
+    // node-local descriptor store, PE 0 too.
+    let fd_store = rendezvous::open_for_host(&client, timeout)?;
+    client.attach_fd_store(fd_store)?;
+    let fd = mapping::memfd("shmem-job", JOB_PAGE_LEN)?;
+    client.put_fd(JOB_PAGE_KEY, fd.as_fd())?;
+    let shared = Arc::new(Shared::new(plan, Mapping::map_shared(&fd, JOB_PAGE_LEN)?));
+    let watched = Arc::clone(&shared);
+    spawn("shmem-job", move || {
+        let _server = server;
+        watch_events(events, &watched);
+    })?;
+    Ok((client, NodeJob { shared }))
+}
+
+/// Another PE of a TCP job: dials PE 0's store (retrying until `timeout`), attaches the
+/// descriptor store, maps the job page and watches the connection.
+fn guest_tcp(
+    plan: &NodeLocal,
+    addr: &StoreAddr,
+    trust: &Trust,
+    timeout: Duration,
+) -> Result<(Client, NodeJob)> {
+    let dial = dial(addr, trust, &plan.job_id)?;
+    let client = Client::connect_tcp(&dial, plan.my_pe, plan.n_pes, timeout)?;
+    let watched = client
+        .watch_socket()
+        .map_err(|e| Error::os("duplicating the store connection", e))?;
+    rendezvous::attach(&client, timeout)?;
+    finish_guest(plan, client, watched, timeout)
+}
+
 fn guest(
     plan: &NodeLocal,
     name: &[u8],
@@ -260,6 +380,16 @@ fn guest(
     let watched = fcntl_dupfd_cloexec(&stream, 0)
         .map_err(|e| Error::os("duplicating the store connection", e))?;
     let client = Client::connect_inherited(stream.into(), plan.my_pe, plan.n_pes, timeout)?;
+    finish_guest(plan, client, watched, timeout)
+}
+
+/// Maps the job page and starts the watcher of PE 0's store.
+fn finish_guest(
+    plan: &NodeLocal,
+    client: Client,
+    watched: OwnedFd,
+    timeout: Duration,
+) -> Result<(Client, NodeJob)> {
     let fd = client.get_fd(JOB_PAGE_KEY, timeout)?;
     let len = mapping::file_len(fd.as_fd())?;
     if len != JOB_PAGE_LEN {
@@ -328,7 +458,7 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<()> {
 
 /// Serves every connection of this user's processes; refuses (and logs) the rest. Runs as
 /// long as the process, so that a stray connection is refused instead of left hanging.
-fn accept_loop(listener: &UnixListener, server: &Server, uid: u32) {
+pub(crate) fn accept_loop(listener: &UnixListener, server: &Server, uid: u32) {
     loop {
         match listener.accept() {
             Ok((stream, _)) => match admit(&stream, uid) {
@@ -622,23 +752,26 @@ mod tests {
             my_pe: pe,
             n_pes: 3,
             job_id: format!("meet-{}", std::process::id()),
+            store: None,
         };
         // Guests first: they wait for PE 0 to open the store.
         let guests: Vec<_> = (1..3)
             .map(|pe| {
                 let p = plan(pe);
-                std::thread::spawn(move || join(&p, T).unwrap())
+                std::thread::spawn(move || join(&p, &Meeting::Abstract, T).unwrap())
             })
             .collect();
         std::thread::sleep(Duration::from_millis(20));
-        let (c0, job0) = join(&plan(0), T).unwrap();
+        let (c0, job0) = join(&plan(0), &Meeting::Abstract, T).unwrap();
         let mut joined: Vec<_> = guests.into_iter().map(|g| g.join().unwrap()).collect();
         c0.set("from0", b"hi").unwrap();
         for (c, _) in &joined {
             assert_eq!(c.get("from0", T).unwrap(), b"hi");
         }
         // A second job with the same id cannot open its store.
-        let err = join(&plan(0), T).unwrap_err().to_string();
+        let err = join(&plan(0), &Meeting::Abstract, T)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("same id"), "{err}");
         // Every PE says goodbye; PE 0 sees them all.
         for (c, job) in &joined {
@@ -659,8 +792,9 @@ mod tests {
             my_pe: 1,
             n_pes: 2,
             job_id: format!("nobody-{}", std::process::id()),
+            store: None,
         };
-        let err = join(&plan, Duration::from_millis(100))
+        let err = join(&plan, &Meeting::Abstract, Duration::from_millis(100))
             .unwrap_err()
             .to_string();
         assert!(err.contains("PE 0 did not open the job's store"), "{err}");

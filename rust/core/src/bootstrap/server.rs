@@ -2,24 +2,27 @@
 //! under other launchers: `node`).
 //!
 //! Owns the key-value state of one job (values, counters, passed descriptors) and one thread
-//! per PE connection that answers its requests in order. It reports what its host must act
-//! on (ABORT, BYE, disconnects, protocol errors) as [`StoreEvent`]s and never acts on them
-//! itself. Must never block on one connection on behalf of another: a stuck or hostile client
-//! only ever holds up its own thread, every read of a started frame and every send has a
-//! timeout, and no lock is held across socket I/O.
+//! per PE connection that answers its requests in order, over Unix sockets, TCP or TLS
+//! (`link`). It reports what its host must act on (ABORT, BYE, disconnects, protocol errors)
+//! as [`StoreEvent`]s and never acts on them itself. Must never block on one connection on
+//! behalf of another: a stuck or hostile client only ever holds up its own thread, every read
+//! of a started frame and every send has a timeout, no lock is held across socket I/O, and the
+//! number of open TCP connections is bounded. A TCP connection that is not part of the job
+//! (no valid certificate, plain TCP to a TLS store, bad frames, another job's HELLO) is refused
+//! and logged, and never becomes a [`StoreEvent`].
 
 use std::collections::HashMap;
 use std::io;
+use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use rustix::net::sockopt::{set_socket_timeout, Timeout};
-
-use super::unix::{send_frame, FdReader};
-use super::wire::{self, Reply, Request, WireError, PROTOCOL_VERSION};
+use super::link::{self, HandshakeError, Link, Speaks};
+use super::wire::{self, Reply, Request, WireError, MAX_VALUE_LEN, PROTOCOL_VERSION};
 
 /// Longest a started frame may take to arrive in full, and a reply to be taken by the peer.
 /// Idle time between frames is unlimited (a PE may compute for hours between store calls).
@@ -27,6 +30,16 @@ const IO_STALL_LIMIT: Duration = Duration::from_secs(30);
 
 /// Stack of a connection thread: it only parses frames and touches a hash map.
 const CONNECTION_STACK: usize = 256 * 1024;
+
+/// TCP connections open at once beyond one per PE (strays, retries, PEs reconnecting while
+/// their old connection closes); more are refused at once, with a log line.
+pub const EXTRA_TCP_CONNECTIONS: usize = 32;
+
+/// Handshake and HELLO budget of a TCP connection in tests, which shorten it.
+#[cfg(test)]
+const TCP_JOIN_LIMIT: Duration = Duration::from_secs(5);
+#[cfg(not(test))]
+const TCP_JOIN_LIMIT: Duration = IO_STALL_LIMIT;
 
 /// Something the launcher must know about, sent on the channel [`Server::new`] returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +87,9 @@ pub struct PeerStatus {
     pub closed: bool,
 }
 
-/// The launcher's store: serves each PE's socket on its own thread.
+/// The launcher's store: serves each PE's socket on its own thread. Cloning gives another
+/// handle on the same store.
+#[derive(Clone)]
 pub struct Server {
     shared: Arc<Shared>,
     events: Sender<StoreEvent>,
@@ -94,10 +109,14 @@ struct Shared {
     state: Mutex<State>,
     /// Signalled whenever a key is written, for GET and GET_FD waiters.
     written: Condvar,
+    /// Job id a HELLO must carry ("" accepts any).
+    job: String,
+    /// TCP connections open now.
+    tcp_open: AtomicUsize,
 }
 
-/// Key-value state of the job. Barrier and allgather rounds stay here until the job ends;
-/// collecting finished rounds later needs only a prefix removal under this same lock.
+/// Key-value state of the job. Finished barrier and allgather rounds are removed by the
+/// clients (DELETE_PREFIX).
 struct State {
     entries: HashMap<String, Entry>,
     /// Indexed by rank; `None` until [`Server::serve_unix`] is called for that rank, or a
@@ -115,6 +134,12 @@ enum Entry {
 impl Server {
     /// Creates the store of an `n_pes` job, and the channel its events arrive on.
     pub fn new(n_pes: u32) -> (Server, Receiver<StoreEvent>) {
+        Server::for_job(n_pes, "")
+    }
+
+    /// As [`Server::new`], for job `job`: a HELLO naming another job is refused (so that PEs
+    /// trying the ports of a range find their own job's store).
+    pub fn for_job(n_pes: u32, job: &str) -> (Server, Receiver<StoreEvent>) {
         let (events, rx) = mpsc::channel();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -122,6 +147,8 @@ impl Server {
                 peers: vec![None; n_pes as usize],
             }),
             written: Condvar::new(),
+            job: job.to_string(),
+            tcp_open: AtomicUsize::new(0),
         });
         (
             Server {
@@ -144,8 +171,8 @@ impl Server {
                 format!("rank {rank} out of range for a {}-PE job", self.n_pes),
             ));
         }
-        set_socket_timeout(&stream, Timeout::Recv, Some(IO_STALL_LIMIT))?;
-        set_socket_timeout(&stream, Timeout::Send, Some(IO_STALL_LIMIT))?;
+        let link = Link::Unix(stream);
+        link.set_timeouts(Some(IO_STALL_LIMIT), Some(IO_STALL_LIMIT))?;
         {
             let mut state = self.shared.lock();
             let slot = &mut state.peers[rank as usize];
@@ -157,7 +184,7 @@ impl Server {
             }
             *slot = Some(PeerStatus::default());
         }
-        let spawned = self.spawn(rank, true, stream);
+        let spawned = self.spawn(rank, true, link, "its inherited socket".into());
         if let Err(e) = spawned {
             self.shared.lock().peers[rank as usize] = None;
             return Err(e);
@@ -173,24 +200,149 @@ impl Server {
     /// that sends no HELLO within the stall limit. Such connections never joined the job: they
     /// are logged and produce no [`StoreEvent`].
     pub fn serve_accepted(&self, stream: UnixStream) -> io::Result<()> {
-        set_socket_timeout(&stream, Timeout::Recv, Some(IO_STALL_LIMIT))?;
-        set_socket_timeout(&stream, Timeout::Send, Some(IO_STALL_LIMIT))?;
-        self.spawn(u32::MAX, false, stream)
+        let link = Link::Unix(stream);
+        link.set_timeouts(Some(IO_STALL_LIMIT), Some(IO_STALL_LIMIT))?;
+        self.spawn(u32::MAX, false, link, "a node-local socket".into())
     }
 
-    fn spawn(&self, rank: u32, claimed: bool, stream: UnixStream) -> io::Result<()> {
-        let conn = Connection {
+    /// Serves every connection to `listener` (TLS 1.3 with `tls`, else plain TCP), each on its
+    /// own thread, for as long as the process runs. At most `n_pes` +
+    /// [`EXTRA_TCP_CONNECTIONS`] connections are open at once. A connection joins the job as
+    /// the PE its HELLO names, once its TLS handshake (client certificate included) passed.
+    pub fn serve_tcp(
+        &self,
+        listener: TcpListener,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> io::Result<()> {
+        let server = self.clone();
+        std::thread::Builder::new()
+            .name("shmem-store-accept".into())
+            .stack_size(CONNECTION_STACK)
+            .spawn(move || server.accept_tcp(&listener, tls))
+            .map(drop)
+    }
+
+    fn accept_tcp(&self, listener: &TcpListener, tls: Option<Arc<rustls::ServerConfig>>) {
+        let limit = self.n_pes as usize + EXTRA_TCP_CONNECTIONS;
+        loop {
+            let (sock, peer) = match listener.accept() {
+                Ok(accepted) => accepted,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) => {
+                    tracing::error!("store: stopped accepting TCP connections: {e}");
+                    return;
+                }
+            };
+            let open = self.shared.tcp_open.fetch_add(1, Ordering::SeqCst) + 1;
+            if open > limit {
+                self.shared.tcp_open.fetch_sub(1, Ordering::SeqCst);
+                tracing::warn!(
+                    "store: refused a connection from {peer}: {limit} connections are open \
+                    already (the job has {} PEs)",
+                    self.n_pes
+                );
+                continue;
+            }
+            let server = self.clone();
+            let tls = tls.clone();
+            let spawned = std::thread::Builder::new()
+                .name("shmem-store-tcp".into())
+                .stack_size(CONNECTION_STACK)
+                .spawn(move || {
+                    let peer = format!("{peer}");
+                    match server.join_tcp(sock, tls, &peer) {
+                        Ok(link) => server.run_connection(link, format!("TCP peer {peer}")),
+                        Err(why) => {
+                            tracing::warn!("store: refused a connection from {peer}: {why}")
+                        }
+                    }
+                    server.shared.tcp_open.fetch_sub(1, Ordering::SeqCst);
+                });
+            if let Err(e) = spawned {
+                self.shared.tcp_open.fetch_sub(1, Ordering::SeqCst);
+                tracing::warn!("store: cannot serve a connection from {peer}: {e}");
+            }
+        }
+    }
+
+    /// Sets up an accepted TCP connection: timeouts, what the peer speaks, the TLS handshake.
+    fn join_tcp(
+        &self,
+        sock: TcpStream,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        peer: &str,
+    ) -> Result<Link, String> {
+        let setup = |e: io::Error| format!("socket setup: {e}");
+        link::prepare_tcp(&sock).map_err(setup)?;
+        let plain = Link::Tcp(sock);
+        plain
+            .set_timeouts(Some(TCP_JOIN_LIMIT), Some(TCP_JOIN_LIMIT))
+            .map_err(setup)?;
+        let Link::Tcp(sock) = plain else {
+            unreachable!("built as Link::Tcp just above")
+        };
+        let prefix = link::peek_prefix(&sock, Instant::now() + TCP_JOIN_LIMIT)
+            .map_err(|e| format!("nothing readable: {e}"))?;
+        let speaks = link::classify(&prefix);
+        let link = match (&tls, speaks) {
+            (Some(_), Speaks::Plain) => {
+                let why = "it speaks plain TCP, but this store requires TLS (set \
+                SHMEM_TLS_DISABLE=1 for every PE and the store alike, or for none)";
+                refuse_plainly(sock, why);
+                return Err(why.into());
+            }
+            (None, Speaks::Tls) => {
+                let why = "it speaks TLS, but this store runs without TLS (SHMEM_TLS_DISABLE=1                            where the store runs)";
+                // A plain ERROR frame: the TLS client recognises a plain peer by it.
+                refuse_plainly(sock, why);
+                return Err(why.into());
+            }
+            (None, _) => Link::Tcp(sock),
+            (Some(config), _) => {
+                let conn = rustls::ServerConnection::new(Arc::clone(config))
+                    .map_err(|e| format!("TLS setup: {e}"))?;
+                link::handshake(sock, conn).map_err(|e| match e {
+                    HandshakeError::Tls(e) => format!("TLS handshake failed: {e}"),
+                    other => other.to_string(),
+                })?
+            }
+        };
+        link.set_timeouts(Some(IO_STALL_LIMIT), Some(IO_STALL_LIMIT))
+            .map_err(|e| format!("socket setup: {e}"))?;
+        tracing::debug!("store: {} connection from {peer}", link.kind());
+        Ok(link)
+    }
+
+    /// Serves a joined TCP connection on this thread until it ends.
+    fn run_connection(&self, link: Link, peer: String) {
+        self.connection(u32::MAX, false, link, peer).run();
+    }
+
+    fn connection(&self, rank: u32, claimed: bool, link: Link, peer: String) -> Connection {
+        Connection {
             shared: Arc::clone(&self.shared),
             events: self.events.clone(),
             n_pes: self.n_pes,
             rank,
             claimed,
             started: Instant::now(),
-            stream,
+            link,
+            peer,
             fds: Vec::new(),
             hello: false,
             goodbye: false,
-        };
+        }
+    }
+
+    fn spawn(&self, rank: u32, claimed: bool, link: Link, peer: String) -> io::Result<()> {
+        let conn = self.connection(rank, claimed, link, peer);
         let name = if claimed {
             format!("shmem-store-{rank}")
         } else {
@@ -215,6 +367,30 @@ impl Server {
     /// Size of the job this store serves.
     pub fn n_pes(&self) -> u32 {
         self.n_pes
+    }
+}
+
+/// Sends a plain ERROR frame and closes without resetting the connection: the peer's unread
+/// bytes are drained first (a close with unread data sends a reset, which may destroy the
+/// frame before the peer reads it).
+fn refuse_plainly(sock: TcpStream, why: &str) {
+    use std::io::Read;
+    if let Ok(frame) = Reply::Error(format!("refused: {why}")).encode() {
+        let link = Link::Tcp(sock);
+        let _ = link.send_frame(&frame, None);
+        let Link::Tcp(mut sock) = link else {
+            return;
+        };
+        let _ = sock.shutdown(std::net::Shutdown::Write);
+        let _ = sock.set_read_timeout(Some(Duration::from_secs(1)));
+        let mut sink = [0u8; 4096];
+        let mut left = 1 << 20;
+        while left > 0 {
+            match sock.read(&mut sink) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left -= n.min(left),
+            }
+        }
     }
 }
 
@@ -274,7 +450,9 @@ struct Connection {
     claimed: bool,
     /// When serving began (bounds the wait for an accepted connection's HELLO).
     started: Instant,
-    stream: UnixStream,
+    link: Link,
+    /// Who is at the other end, for messages.
+    peer: String,
     /// Descriptors received and not yet claimed by a PUT_FD frame.
     fds: Vec<OwnedFd>,
     hello: bool,
@@ -299,7 +477,10 @@ impl Connection {
         if !self.claimed {
             // Never joined the job: nothing for the launcher to act on.
             if let Err(message) = result {
-                tracing::warn!("store: refused a connection that did not join the job: {message}");
+                tracing::warn!(
+                    "store: refused a connection from {} that did not join the job: {message}",
+                    self.peer
+                );
             }
             return;
         }
@@ -322,21 +503,21 @@ impl Connection {
     fn serve(&mut self) -> Result<(), String> {
         loop {
             let frame = {
-                let mut reader = FdReader {
-                    sock: self.stream.as_fd(),
-                    fds: &mut self.fds,
-                };
+                let mut reader = self.link.reader(&mut self.fds);
                 match wire::read_frame(&mut reader) {
                     Ok(frame) => frame,
                     Err(WireError::Closed) => return Ok(()),
                     // Idle between frames: fine, keep waiting (but a connection from the
                     // listening socket must say who it is first).
                     Err(WireError::TimedOut { partial: false }) => {
-                        if !self.claimed && self.started.elapsed() >= IO_STALL_LIMIT {
-                            return Err(self.refuse(format!(
-                                "no HELLO within {} s",
-                                IO_STALL_LIMIT.as_secs()
-                            )));
+                        let limit = match self.link {
+                            Link::Unix(_) => IO_STALL_LIMIT,
+                            _ => TCP_JOIN_LIMIT,
+                        };
+                        if !self.claimed && self.started.elapsed() >= limit {
+                            return Err(
+                                self.refuse(format!("no HELLO within {} s", limit.as_secs()))
+                            );
                         }
                         continue;
                     }
@@ -350,6 +531,14 @@ impl Connection {
                 Ok(r) => r,
                 Err(e) => return Err(self.refuse(e.to_string())),
             };
+            let fd_op = matches!(request, Request::PutFd { .. } | Request::GetFd { .. });
+            if fd_op && !self.link.passes_fds() {
+                return Err(self.refuse(format!(
+                    "{} over {}: file descriptors travel only over node-local Unix sockets",
+                    request.name(),
+                    self.link.kind()
+                )));
+            }
             let wants_fd = matches!(request, Request::PutFd { .. });
             if self.fds.len() != usize::from(wants_fd) {
                 let n = self.fds.len();
@@ -390,7 +579,7 @@ impl Connection {
 
     fn send(&self, reply: &Reply, fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
         let frame = reply.encode().map_err(io::Error::other)?;
-        send_frame(self.stream.as_fd(), &frame, fd)
+        self.link.send_frame(&frame, fd)
     }
 
     fn handle(&mut self, request: Request) -> Next {
@@ -402,6 +591,7 @@ impl Connection {
                 version,
                 rank,
                 n_pes,
+                job,
             } => {
                 if self.hello {
                     return Next::Fatal("second HELLO".into());
@@ -418,6 +608,12 @@ impl Connection {
                              launcher {PROTOCOL_VERSION}"
                         ),
                     );
+                }
+                if !self.shared.job.is_empty() && !job.is_empty() && job != self.shared.job {
+                    return Next::Fatal(format!(
+                        "HELLO is for job '{job}', but this store serves job '{}'",
+                        self.shared.job
+                    ));
                 }
                 if !self.claimed {
                     if let Err(message) = self.claim(rank, n_pes) {
@@ -491,6 +687,79 @@ impl Connection {
                 self.shared.lock().entries.remove(&key);
                 Next::Reply(Reply::Ok, None)
             }
+            Request::DeletePrefix { prefix } => {
+                let mut state = self.shared.lock();
+                let before = state.entries.len();
+                state.entries.retain(|k, _| !k.starts_with(&prefix));
+                let removed = before - state.entries.len();
+                Next::Reply(Reply::Counter(removed as i64), None)
+            }
+            Request::Cas {
+                key,
+                expected,
+                desired,
+            } => {
+                let reply = {
+                    let mut state = self.shared.lock();
+                    let current = match state.entries.get(&key) {
+                        None => None,
+                        Some(Entry::Bytes(v)) => Some(Arc::clone(v)),
+                        Some(Entry::Fd(_)) => {
+                            return Next::Reply(
+                                Reply::Error("key holds a file descriptor, not a value".into()),
+                                None,
+                            )
+                        }
+                    };
+                    if current.as_deref() == expected.as_deref() {
+                        let stored: Arc<[u8]> = desired.into();
+                        state.entries.insert(key, Entry::Bytes(Arc::clone(&stored)));
+                        Reply::Swapped {
+                            swapped: true,
+                            current: Some(stored.to_vec()),
+                        }
+                    } else {
+                        Reply::Swapped {
+                            swapped: false,
+                            current: current.map(|v| v.to_vec()),
+                        }
+                    }
+                };
+                if matches!(reply, Reply::Swapped { swapped: true, .. }) {
+                    self.shared.written.notify_all();
+                }
+                Next::Reply(reply, None)
+            }
+            Request::Append { key, value } => {
+                let result = {
+                    let mut state = self.shared.lock();
+                    let old: Result<Arc<[u8]>, String> = match state.entries.get(&key) {
+                        None => Ok(Arc::from(&[][..])),
+                        Some(Entry::Bytes(v)) => Ok(Arc::clone(v)),
+                        Some(Entry::Fd(_)) => Err("key holds a file descriptor".into()),
+                    };
+                    old.and_then(|old| {
+                        let len = old.len() + value.len();
+                        if len > MAX_VALUE_LEN {
+                            return Err(format!(
+                                "the value would grow to {len} bytes, limit {MAX_VALUE_LEN}"
+                            ));
+                        }
+                        let mut joined = Vec::with_capacity(len);
+                        joined.extend_from_slice(&old);
+                        joined.extend_from_slice(&value);
+                        state.entries.insert(key, Entry::Bytes(joined.into()));
+                        Ok(len)
+                    })
+                };
+                match result {
+                    Ok(len) => {
+                        self.shared.written.notify_all();
+                        Next::Reply(Reply::Counter(len as i64), None)
+                    }
+                    Err(message) => Next::Reply(Reply::Error(message), None),
+                }
+            }
             Request::PutFd { key } => match self.fds.pop() {
                 Some(fd) => {
                     self.shared.insert(key, Entry::Fd(Arc::new(fd)));
@@ -560,6 +829,7 @@ impl Connection {
 
 #[cfg(test)]
 mod tests {
+    use super::super::unix::{send_frame, FdReader};
     use super::super::{BootstrapError, Client};
     use super::*;
     use std::io::{Read, Seek, SeekFrom, Write};
@@ -782,6 +1052,7 @@ mod tests {
                 version: PROTOCOL_VERSION,
                 rank: 0,
                 n_pes: 2,
+                job: String::new(),
             };
             sock.write_all(&hello.encode().unwrap()).unwrap();
             let mut reader = FdReader {
@@ -829,6 +1100,7 @@ mod tests {
             version: PROTOCOL_VERSION,
             rank: 1,
             n_pes: 2,
+            job: String::new(),
         };
         assert_protocol_error(&raw_exchange(&wrong.encode().unwrap(), false), "PE 1 of 2");
     }
@@ -841,6 +1113,7 @@ mod tests {
             version: PROTOCOL_VERSION,
             rank: 0,
             n_pes: 1,
+            job: String::new(),
         };
         let memfd = rustix::fs::memfd_create("x", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
         send_frame(sock.as_fd(), &hello.encode().unwrap(), Some(memfd.as_fd())).unwrap();
@@ -855,6 +1128,7 @@ mod tests {
             version: PROTOCOL_VERSION + 1,
             rank: 0,
             n_pes: 1,
+            job: String::new(),
         };
         send_frame(sock.as_fd(), &hello.encode().unwrap(), None).unwrap();
         let mut fds = Vec::new();

@@ -1,7 +1,7 @@
 //! Wire format of the control store: versioned, length-prefixed frames.
 //!
 //! Owns the byte layout of every request and reply, the size limits, and reading one whole
-//! frame from any [`Read`] (a Unix socket today, TLS over TCP later). Must never panic or
+//! frame from any [`Read`] (a Unix socket, TCP, or TLS over TCP: see `super::link`). Must never panic or
 //! allocate more than [`MAX_FRAME_LEN`] on hostile input, and never knows about sockets, file
 //! descriptors (they travel beside a frame, see `super::unix`) or the store's state.
 //!
@@ -12,7 +12,8 @@
 use std::io::{self, Read};
 
 /// Version spoken by this build; HELLO carries it and both ends must agree.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Version 2 added the job id to HELLO, and CAS, APPEND and DELETE_PREFIX.
+pub const PROTOCOL_VERSION: u32 = 2;
 /// First bytes of a HELLO payload, so a stray peer is told apart from an old version.
 pub const HELLO_MAGIC: [u8; 4] = *b"SHKV";
 /// Longest key, in bytes.
@@ -37,6 +38,9 @@ mod op {
     pub const GET_FD: u8 = 0x07;
     pub const ABORT: u8 = 0x08;
     pub const BYE: u8 = 0x09;
+    pub const CAS: u8 = 0x0a;
+    pub const APPEND: u8 = 0x0b;
+    pub const DELETE_PREFIX: u8 = 0x0c;
 
     pub const HELLO_ACK: u8 = 0x81;
     pub const OK: u8 = 0x82;
@@ -45,13 +49,15 @@ mod op {
     pub const FD: u8 = 0x85;
     pub const TIMEOUT: u8 = 0x86;
     pub const ERROR: u8 = 0x87;
+    pub const SWAPPED: u8 = 0x88;
 }
 
 /// A frame sent by a PE to the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     /// First frame of every connection. Layout: magic, version, rank, n_pes (u32 each after
-    /// the magic); bytes after them are reserved for later versions and ignored.
+    /// the magic), then (version 2) the job id as a key that may be empty; bytes after them
+    /// are reserved for later versions and ignored.
     Hello {
         /// Protocol version of the client.
         version: u32,
@@ -59,6 +65,9 @@ pub enum Request {
         rank: u32,
         /// Job size as the PE sees it.
         n_pes: u32,
+        /// Job the PE belongs to ("" when it does not know); a store serving another job
+        /// refuses it.
+        job: String,
     },
     /// Store `value` under `key` (replaces any previous value). Layout: key, value.
     Set {
@@ -106,6 +115,31 @@ pub enum Request {
     },
     /// Goodbye sent by finalize; EOF after it is a clean exit. Empty payload.
     Bye,
+    /// Compare and swap: if the value under `key` is `expected` (`None`: the key is absent),
+    /// store `desired`. Answered with SWAPPED. Layout: key, u32 expected length
+    /// (`u32::MAX` for absent), expected bytes, desired bytes (rest of the frame).
+    Cas {
+        /// Key.
+        key: String,
+        /// Value the key must hold for the swap, or `None` for "absent".
+        expected: Option<Vec<u8>>,
+        /// Value stored on a match.
+        desired: Vec<u8>,
+    },
+    /// Append `value` to the bytes under `key` (missing = empty); answered with COUNTER, the
+    /// new length. Layout: key, value.
+    Append {
+        /// Key.
+        key: String,
+        /// Bytes to append.
+        value: Vec<u8>,
+    },
+    /// Remove every key starting with `prefix`; answered with COUNTER, the number removed.
+    /// Layout: key (the prefix).
+    DeletePrefix {
+        /// Prefix of the keys to remove.
+        prefix: String,
+    },
 }
 
 /// A frame sent by the store to a PE, answering the request before it.
@@ -130,6 +164,14 @@ pub enum Reply {
     Timeout,
     /// The server refused the request; UTF-8 message (rest of the frame).
     Error(String),
+    /// Answer to CAS. Layout: u8 flags (bit 0: swapped, bit 1: the key exists), then the value
+    /// the key holds now (rest of the frame; empty when absent).
+    Swapped {
+        /// The swap happened.
+        swapped: bool,
+        /// What the key holds after the request (`None`: absent).
+        current: Option<Vec<u8>>,
+    },
 }
 
 /// Why a frame could not be read, encoded or decoded.
@@ -261,6 +303,9 @@ impl Request {
             Request::GetFd { .. } => "GET_FD",
             Request::Abort { .. } => "ABORT",
             Request::Bye => "BYE",
+            Request::Cas { .. } => "CAS",
+            Request::Append { .. } => "APPEND",
+            Request::DeletePrefix { .. } => "DELETE_PREFIX",
         }
     }
 
@@ -271,12 +316,25 @@ impl Request {
                 version,
                 rank,
                 n_pes,
-            } => FrameBuilder::new(op::HELLO, 16)
-                .bytes(&HELLO_MAGIC)
-                .bytes(&version.to_le_bytes())
-                .bytes(&rank.to_le_bytes())
-                .bytes(&n_pes.to_le_bytes())
-                .finish(),
+                job,
+            } => {
+                if job.len() > MAX_KEY_LEN {
+                    return Err(WireError::Limit {
+                        what: "job id",
+                        len: job.len(),
+                        max: MAX_KEY_LEN,
+                    });
+                }
+                FrameBuilder::new(op::HELLO, 18 + job.len())
+                    .bytes(&HELLO_MAGIC)
+                    .bytes(&version.to_le_bytes())
+                    .bytes(&rank.to_le_bytes())
+                    .bytes(&n_pes.to_le_bytes())
+                    // Bounded by MAX_KEY_LEN above, so it fits in u16.
+                    .bytes(&(job.len() as u16).to_le_bytes())
+                    .bytes(job.as_bytes())
+                    .finish()
+            }
             Request::Set { key, value } => {
                 check_value(value)?;
                 FrameBuilder::new(op::SET, 2 + key.len() + value.len())
@@ -306,6 +364,44 @@ impl Request {
                 .bytes(&status.to_le_bytes())
                 .finish(),
             Request::Bye => FrameBuilder::new(op::BYE, 0).finish(),
+            Request::Cas {
+                key,
+                expected,
+                desired,
+            } => {
+                let exp = expected.as_deref().unwrap_or_default();
+                check_value(exp)?;
+                check_value(desired)?;
+                // Both are at most MAX_VALUE_LEN (16 MiB): the length fits in u32 and is never
+                // the u32::MAX that means "absent". Both together may exceed one value's limit
+                // but stay below MAX_FRAME_LEN only if they fit it, so check that too.
+                let len = expected.as_ref().map_or(u32::MAX, |e| e.len() as u32);
+                if exp.len() + desired.len() > MAX_VALUE_LEN {
+                    return Err(WireError::Limit {
+                        what: "expected and desired values together",
+                        len: exp.len() + desired.len(),
+                        max: MAX_VALUE_LEN,
+                    });
+                }
+                FrameBuilder::new(op::CAS, 6 + key.len() + exp.len() + desired.len())
+                    .key(key)?
+                    .bytes(&len.to_le_bytes())
+                    .bytes(exp)
+                    .bytes(desired)
+                    .finish()
+            }
+            Request::Append { key, value } => {
+                check_value(value)?;
+                FrameBuilder::new(op::APPEND, 2 + key.len() + value.len())
+                    .key(key)?
+                    .bytes(value)
+                    .finish()
+            }
+            Request::DeletePrefix { prefix } => {
+                FrameBuilder::new(op::DELETE_PREFIX, 2 + prefix.len())
+                    .key(prefix)?
+                    .finish()
+            }
         })
     }
 
@@ -326,6 +422,9 @@ impl Request {
             op::GET_FD => "GET_FD",
             op::ABORT => "ABORT",
             op::BYE => "BYE",
+            op::CAS => "CAS",
+            op::APPEND => "APPEND",
+            op::DELETE_PREFIX => "DELETE_PREFIX",
             other => return Err(WireError::UnknownOp(other)),
         };
         let mut c = Cursor::new(name, payload);
@@ -335,28 +434,49 @@ impl Request {
                 if magic != HELLO_MAGIC {
                     return Err(c.malformed("bad magic: not a shmem store peer"));
                 }
-                let req = Request::Hello {
-                    version: c.u32()?,
-                    rank: c.u32()?,
-                    n_pes: c.u32()?,
+                let (version, rank, n_pes) = (c.u32()?, c.u32()?, c.u32()?);
+                // Version 1 ends here; a version-1 peer is told apart by its version number.
+                let job = if c.rest.is_empty() {
+                    String::new()
+                } else {
+                    c.text(true)?
                 };
                 // Later versions may append fields; they are not ours to judge.
-                return Ok(req);
+                return Ok(Request::Hello {
+                    version,
+                    rank,
+                    n_pes,
+                    job,
+                });
             }
-            op::SET => {
+            op::SET => Request::Set {
+                key: c.key()?,
+                value: c.value()?,
+            },
+            op::CAS => {
                 let key = c.key()?;
-                let value = c.rest();
-                if value.len() > MAX_VALUE_LEN {
-                    return Err(c.malformed(format!(
-                        "value is {} bytes, limit {MAX_VALUE_LEN}",
-                        value.len()
-                    )));
-                }
-                Request::Set {
+                let len = c.u32()?;
+                let expected = if len == u32::MAX {
+                    None
+                } else {
+                    if len as usize > MAX_VALUE_LEN {
+                        return Err(c.malformed(format!(
+                            "expected value is {len} bytes, limit {MAX_VALUE_LEN}"
+                        )));
+                    }
+                    Some(c.take(len as usize)?.to_vec())
+                };
+                Request::Cas {
                     key,
-                    value: value.to_vec(),
+                    expected,
+                    desired: c.value()?,
                 }
             }
+            op::APPEND => Request::Append {
+                key: c.key()?,
+                value: c.value()?,
+            },
+            op::DELETE_PREFIX => Request::DeletePrefix { prefix: c.key()? },
             op::GET => Request::Get {
                 key: c.key()?,
                 timeout_ms: c.u64()?,
@@ -392,6 +512,7 @@ impl Reply {
             Reply::Fd => "FD",
             Reply::Timeout => "TIMEOUT",
             Reply::Error(_) => "ERROR",
+            Reply::Swapped { .. } => "SWAPPED",
         }
     }
 
@@ -424,6 +545,15 @@ impl Reply {
                     .bytes(&msg.as_bytes()[..end])
                     .finish()
             }
+            Reply::Swapped { swapped, current } => {
+                let value = current.as_deref().unwrap_or_default();
+                check_value(value)?;
+                let flags = u8::from(*swapped) | u8::from(current.is_some()) << 1;
+                FrameBuilder::new(op::SWAPPED, 1 + value.len())
+                    .bytes(&[flags])
+                    .bytes(value)
+                    .finish()
+            }
         })
     }
 
@@ -442,6 +572,7 @@ impl Reply {
             op::FD => "FD",
             op::TIMEOUT => "TIMEOUT",
             op::ERROR => "ERROR",
+            op::SWAPPED => "SWAPPED",
             other => return Err(WireError::UnknownOp(other)),
         };
         let mut c = Cursor::new(name, payload);
@@ -454,15 +585,20 @@ impl Reply {
                 });
             }
             op::OK => Reply::Ok,
-            op::VALUE => {
-                let value = c.rest();
-                if value.len() > MAX_VALUE_LEN {
-                    return Err(c.malformed(format!(
-                        "value is {} bytes, limit {MAX_VALUE_LEN}",
-                        value.len()
-                    )));
+            op::VALUE => Reply::Value(c.value()?),
+            op::SWAPPED => {
+                let flags = c.take(1)?[0];
+                if flags & !3 != 0 {
+                    return Err(c.malformed(format!("unknown flags {flags:#04x}")));
                 }
-                Reply::Value(value.to_vec())
+                let value = c.value()?;
+                if flags & 2 == 0 && !value.is_empty() {
+                    return Err(c.malformed("a value for an absent key"));
+                }
+                Reply::Swapped {
+                    swapped: flags & 1 != 0,
+                    current: (flags & 2 != 0).then_some(value),
+                }
             }
             op::COUNTER => Reply::Counter(c.u64()? as i64),
             op::FD => Reply::Fd,
@@ -596,8 +732,13 @@ impl<'a> Cursor<'a> {
     }
 
     fn key(&mut self) -> Result<String, WireError> {
+        self.text(false)
+    }
+
+    /// A `u16 LE length | UTF-8` string of at most [`MAX_KEY_LEN`] bytes.
+    fn text(&mut self, may_be_empty: bool) -> Result<String, WireError> {
         let len = u16::from_le_bytes(self.array()?) as usize;
-        if len == 0 {
+        if len == 0 && !may_be_empty {
             return Err(self.malformed("empty key"));
         }
         if len > MAX_KEY_LEN {
@@ -608,6 +749,18 @@ impl<'a> Cursor<'a> {
             Ok(s) => Ok(s.to_owned()),
             Err(_) => Err(self.malformed("key is not UTF-8")),
         }
+    }
+
+    /// The rest of the frame as a value of at most [`MAX_VALUE_LEN`] bytes.
+    fn value(&mut self) -> Result<Vec<u8>, WireError> {
+        let value = self.rest();
+        if value.len() > MAX_VALUE_LEN {
+            return Err(self.malformed(format!(
+                "value is {} bytes, limit {MAX_VALUE_LEN}",
+                value.len()
+            )));
+        }
+        Ok(value.to_vec())
     }
 
     fn rest(&mut self) -> &'a [u8] {
@@ -633,6 +786,30 @@ mod tests {
                 version: PROTOCOL_VERSION,
                 rank: 3,
                 n_pes: 8,
+                job: "job-1".into(),
+            },
+            Request::Hello {
+                version: PROTOCOL_VERSION,
+                rank: 0,
+                n_pes: 1,
+                job: String::new(),
+            },
+            Request::Cas {
+                key: "c".into(),
+                expected: None,
+                desired: vec![1],
+            },
+            Request::Cas {
+                key: "c".into(),
+                expected: Some(vec![]),
+                desired: vec![],
+            },
+            Request::Append {
+                key: "l".into(),
+                value: vec![4, 5],
+            },
+            Request::DeletePrefix {
+                prefix: "shmem/".into(),
             },
             Request::Set {
                 key: "a/b".into(),
@@ -674,6 +851,18 @@ mod tests {
             Reply::Fd,
             Reply::Timeout,
             Reply::Error("no such thing".into()),
+            Reply::Swapped {
+                swapped: true,
+                current: Some(vec![1, 2]),
+            },
+            Reply::Swapped {
+                swapped: false,
+                current: None,
+            },
+            Reply::Swapped {
+                swapped: false,
+                current: Some(vec![]),
+            },
         ]
     }
 
@@ -784,6 +973,14 @@ mod tests {
             (op::ADD, vec![1, 0, b'a', 1]),
             (op::ABORT, vec![1, 2, 3]),
             (op::BYE, vec![0]),
+            (op::CAS, vec![1, 0, b'a', 5, 0, 0, 0, 1]),
+            (op::CAS, vec![1, 0, b'a', 0xff, 0xff]),
+            (op::APPEND, vec![]),
+            (op::DELETE_PREFIX, vec![0, 0]),
+            (
+                op::HELLO,
+                b"SHKV\x02\0\0\0\0\0\0\0\x01\0\0\0\x05\0ab".to_vec(),
+            ),
         ];
         for (op, payload) in cases {
             let err = Request::decode(op, &payload).expect_err(&format!("{op:#x} {payload:?}"));
@@ -797,6 +994,9 @@ mod tests {
         assert!(Request::decode(op::DELETE, &long_key).is_err());
         assert!(Reply::decode(op::COUNTER, &[1, 2, 3]).is_err());
         assert!(Reply::decode(op::OK, &[1]).is_err());
+        assert!(Reply::decode(op::SWAPPED, &[4]).is_err());
+        assert!(Reply::decode(op::SWAPPED, &[1, 9]).is_err());
+        assert!(Reply::decode(op::SWAPPED, &[]).is_err());
     }
 
     #[test]
@@ -857,6 +1057,7 @@ mod tests {
             version: 2,
             rank: 1,
             n_pes: 2,
+            job: "j".into(),
         }
         .encode()
         .unwrap();
@@ -869,7 +1070,19 @@ mod tests {
             Request::Hello {
                 version: 2,
                 rank: 1,
-                n_pes: 2
+                n_pes: 2,
+                job: "j".into(),
+            }
+        );
+        // A version-1 HELLO (no job id) still decodes, so its version can be named.
+        let v1 = b"SHKV\x01\0\0\0\0\0\0\0\x01\0\0\0";
+        assert_eq!(
+            Request::decode(op::HELLO, v1).unwrap(),
+            Request::Hello {
+                version: 1,
+                rank: 0,
+                n_pes: 1,
+                job: String::new(),
             }
         );
     }

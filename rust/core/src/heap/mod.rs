@@ -1,7 +1,8 @@
 //! The symmetric heap of this PE and the mappings of its peers' heaps on the same node.
 //!
 //! Layout of every PE's heap file (one memfd per PE, mapped by every PE of the node):
-//! `[0, RESERVED)` holds the runtime's synchronisation words (barrier flags, later team areas);
+//! `[0, RESERVED)` holds the runtime's synchronisation words (barrier flags, then one area per
+//! team slot that the facade's team collectives use);
 //! `[RESERVED, RESERVED + size)` is the user heap that `shmem_malloc` carves. A remote address is
 //! `peer_base[pe] + (addr - my_base)`. Allocation is collective and deterministic (see
 //! [`alloc`]); this module never touches the store beyond the one-time descriptor exchange.
@@ -16,8 +17,9 @@ use rustix::fd::AsFd;
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// Bytes at the start of each heap reserved for the runtime.
-pub const RESERVED: usize = 64 * 1024;
+/// Bytes at the start of each heap reserved for the runtime: the barrier's words, then the team
+/// areas.
+pub const RESERVED: usize = TEAM_AREAS + TEAM_SLOTS * TEAM_AREA_SIZE;
 
 /// The user heap of this PE starts on a multiple of this, so an alignment up to it is the same
 /// offset on every PE (`shmem_align` with a larger alignment is refused).
@@ -31,7 +33,20 @@ pub const BARRIER_ROUNDS: usize = 32;
 /// dissemination flags.
 pub const BARRIER_CENTRAL: usize = BARRIER_FLAGS + BARRIER_ROUNDS * 64;
 
+/// Offset of the team synchronisation areas: one per slot, [`TEAM_AREA_SIZE`] bytes each. A team
+/// uses the area of its slot on every member; slots 0 and 1 belong to the predefined teams
+/// (world and shared), so a PE can be a member of at most `TEAM_SLOTS - 2` teams made by splits.
+/// The facade lays out and uses the words inside an area; this module only reserves them (the
+/// memfd pages stay unbacked until a team touches them).
+pub const TEAM_AREAS: usize = 64 * 1024;
+/// Team slots per PE (the limit on simultaneous teams).
+pub const TEAM_SLOTS: usize = 64;
+/// Bytes of one team area.
+pub const TEAM_AREA_SIZE: usize = 4096;
+
 const PAGE: usize = 4096;
+
+const _: () = assert!(BARRIER_CENTRAL + 128 <= TEAM_AREAS);
 
 /// This PE's heap and its view of every peer's heap.
 #[derive(Debug)]

@@ -40,6 +40,11 @@ impl Barrier {
         }
     }
 
+    /// True for the central shape (more PEs than cores, or chosen with `SHMEM_BARRIER`).
+    pub fn central(&self) -> bool {
+        self.central
+    }
+
     /// Waits until every PE has called `sync` as many times as this one.
     pub fn sync(&self, heap: &Heap, my_pe: usize, n_pes: usize) {
         let epoch = self.epoch.fetch_add(1, Ordering::Relaxed) + 1;

@@ -1,0 +1,74 @@
+/*
+ * shmemx.h: extensions beyond OpenSHMEM 1.5.
+ *
+ * TLS of the control store. When the job's store is on TCP (shmemrun --store, or
+ * SHMEM_BOOTSTRAP_ADDR), TLS 1.3 with mutual authentication is on by default. Under shmemrun
+ * the launcher makes a throw-away CA per job and nothing needs configuring; otherwise PE 0
+ * serves the store and every PE must be given the user's certificates with these calls
+ * before shmem_init (or TLS turned off). These are CANN SHMEM's entry points, with CANN's
+ * names, signatures and return codes: 0 on success, -1 (ACLSHMEM_INVALID_PARAM) on a bad
+ * argument or when called after shmem_init. Every input is copied; the caller may free it on
+ * return. See SECURITY.md.
+ */
+#ifndef SHMEMX_H
+#define SHMEMX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#else
+#include <stdbool.h>
+#endif
+
+/*
+ * Decrypts the private key's password: called once, by shmem_set_config_store_tls_key itself,
+ * with the ciphertext the caller gave; writes the plaintext to plain_text (room for
+ * *plain_text_len bytes on entry) and its length to *plain_text_len; returns 0 on success.
+ * CANN declares the last parameter as a C++ reference, which is passed as this pointer.
+ */
+#ifdef __cplusplus
+typedef int (*aclshmem_decrypt_handler)(const char *cipher_text, size_t cipher_text_len,
+                                        char *plain_text, size_t &plain_text_len);
+#else
+typedef int (*aclshmem_decrypt_handler)(const char *cipher_text, size_t cipher_text_len,
+                                        char *plain_text, size_t *plain_text_len);
+#endif
+typedef aclshmem_decrypt_handler shmem_decrypt_handler;
+
+/*
+ * Turns the store's TLS off (enable false; tls_info may be NULL; a warning is logged when a
+ * TCP store then runs in plain TCP), or on with the user's certificates, described by
+ * tls_info, tls_info_len bytes of CANN's "key: value;" list:
+ *   tlsCaPath: dir;  tlsCaFile: a.pem,b.pem;   CA certificates (files under tlsCaPath)
+ *   tlsCert: cert.pem;                         this PE's certificate chain (every PE, and
+ *                                              PE 0 as the store, present it)
+ *   tlsPk: key.pem;  tlsPkPwd: password.txt;   private key (PEM: PKCS#8, encrypted PKCS#8
+ *                                              with PBES2, SEC1 or PKCS#1) and its password
+ *   tlsCrlPath: dir; tlsCrlFile: x.pem;        revocation lists honoured
+ * Unknown keys are ignored. The store's certificate must name the address the PEs dial.
+ * Legacy OpenSSL-encrypted keys (Proc-Type: 4,ENCRYPTED) are refused.
+ */
+int32_t shmem_set_conf_store_tls(bool enable, const char *tls_info, const uint32_t tls_info_len);
+int32_t aclshmemx_set_conf_store_tls(bool enable, const char *tls_info,
+                                     const uint32_t tls_info_len);
+
+/*
+ * Gives the private key (tls_pk: tls_pk_len bytes of PEM) and its password (tls_pk_pw:
+ * tls_pk_pw_len bytes; NULL or 0 for an unencrypted key), in place of tlsPk and tlsPkPwd.
+ * With decrypt_handler, tls_pk_pw is ciphertext that the handler turns into the password,
+ * once, during this call. The library wipes its copies once shmem_init has succeeded.
+ */
+int32_t shmem_set_config_store_tls_key(const char *tls_pk, const uint32_t tls_pk_len,
+                                       const char *tls_pk_pw, const uint32_t tls_pk_pw_len,
+                                       const aclshmem_decrypt_handler decrypt_handler);
+int32_t aclshmemx_set_config_store_tls_key(const char *tls_pk, const uint32_t tls_pk_len,
+                                           const char *tls_pk_pw, const uint32_t tls_pk_pw_len,
+                                           const aclshmem_decrypt_handler decrypt_handler);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SHMEMX_H */

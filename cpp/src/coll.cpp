@@ -1,0 +1,489 @@
+// coll.cpp: barriers over teams and active sets, and the data-moving collectives (broadcast,
+// collect, fcollect, alltoall, alltoalls) in their team, typed, *mem and active-set forms.
+//
+// Shapes (every member's buffers are mapped here, see coll.h):
+// - team barrier: dissemination over the team's areas, or a central counter on team PE 0 when
+//   PEs outnumber cores (the same choice as the world barrier, sync/barrier.rs);
+// - broadcast over a team: the root raises its arrival epoch; every other member copies from the
+//   root's source and raises its done epoch, which the root waits for before it returns (its
+//   source may then be reused);
+// - the others: barrier (every source is ready), each member pulls into its own dest, barrier
+//   (nobody reads a source any more). Pulls start at the next member, so members do not all
+//   read the same one at once.
+#include "coll.h"
+
+#include <limits>
+
+using namespace shmem::detail;
+
+namespace shmem::detail {
+
+void team_barrier(shmem_team_s *t) {
+    uint64_t epoch = ++t->sync_epoch;
+    int n = t->size;
+    if (n == 1) return;
+    if (g.central_barrier) {
+        uint64_t *count = area_word(t->areas[0], kAreaCentralCount);
+        uint64_t *release = area_word(t->areas[0], kAreaCentralRelease);
+        uint64_t arrived = __atomic_add_fetch(count, 1, __ATOMIC_ACQ_REL);
+        if (arrived == epoch * static_cast<uint64_t>(n)) {
+            store_release(release, epoch);
+        } else {
+            wait_for([&] { return load_acquire(release) >= epoch; });
+        }
+        return;
+    }
+    int me = t->my_pe;
+    for (int dist = 1, round = 0; dist < n; dist <<= 1, round++) {
+        store_release(area_word(t->areas[(me + dist) % n], kAreaRounds + round), epoch);
+        const uint64_t *mine = area_word(t->areas[me], kAreaRounds + round);
+        wait_for([&] { return load_acquire(mine) >= epoch; });
+    }
+}
+
+Members active_set(const char *call, int PE_start, int logPE_stride, int PE_size) {
+    require_running(call);
+    if (PE_start < 0 || PE_start >= g.n_pes) {
+        fail(call, "invalid argument PE_start=%d: not in [0, %d)", PE_start, g.n_pes);
+    }
+    if (logPE_stride < 0 || logPE_stride > 30) {
+        fail(call, "invalid argument logPE_stride=%d: not in [0, 30]", logPE_stride);
+    }
+    if (PE_size < 1) fail(call, "invalid argument PE_size=%d: not positive", PE_size);
+    long stride = 1L << logPE_stride;
+    long last = PE_start + (PE_size - 1L) * stride;
+    if (last >= g.n_pes) {
+        fail(call,
+             "invalid argument PE_size=%d: with PE_start=%d and logPE_stride=%d the active set "
+             "ends at PE %ld, past the last PE %d",
+             PE_size, PE_start, logPE_stride, last, g.n_pes - 1);
+    }
+    long d = g.my_pe - PE_start;
+    if (d < 0 || d % stride != 0 || d / stride >= PE_size) {
+        fail(call,
+             "this PE (%d) is not in the active set PE_start=%d, logPE_stride=%d, PE_size=%d; "
+             "only its members may call",
+             g.my_pe, PE_start, logPE_stride, PE_size);
+    }
+    return {PE_start, static_cast<int>(stride), PE_size, static_cast<int>(d / stride)};
+}
+
+Sym psync_checked(const char *call, const long *pSync) {
+    if (pSync == nullptr) fail(call, "invalid argument pSync=NULL");
+    if (reinterpret_cast<uintptr_t>(pSync) % alignof(long) != 0) {
+        fail(call, "invalid argument pSync=%p: not aligned to long",
+             static_cast<const void *>(pSync));
+    }
+    return symmetric(call, "pSync", pSync, kPsyncWords * sizeof(long));
+}
+
+size_t bytes_of(const char *call, const char *arg, size_t n, size_t size) {
+    size_t bytes;
+    if (__builtin_mul_overflow(n, size, &bytes) || bytes > std::numeric_limits<ptrdiff_t>::max()) {
+        fail(call, "invalid argument %s=%zu: %zu-byte elements overflow the address space", arg, n,
+             size);
+    }
+    return bytes;
+}
+
+}  // namespace shmem::detail
+
+namespace {
+
+// ---- broadcast --------------------------------------------------------------------------------
+
+// Team broadcast of `bytes` bytes from team PE `root`: the root's dest is written too.
+int team_broadcast(const char *call, shmem_team_t team, void *dest, const void *source,
+                   size_t bytes, int root) {
+    shmem_team_s *t = coll_team(call, team);
+    if (root < 0 || root >= t->size) {
+        fail(call, "invalid argument PE_root=%d: not in [0, %d) (the team's size)", root, t->size);
+    }
+    Sym src = symmetric(call, "source", source, bytes);
+    symmetric(call, "dest", dest, bytes);
+    uint64_t epoch = ++t->bcast_epoch;
+    if (t->my_pe == root) {
+        if (t->size > 1) store_release(area_word(t->areas[root], kAreaBcastArrive), epoch);
+        if (dest != source && bytes != 0) copy(dest, source, bytes);
+        for (int i = 0; i < t->size; i++) {
+            if (i == root) continue;
+            const uint64_t *done = area_word(t->areas[i], kAreaBcastDone);
+            wait_for([&] { return load_acquire(done) >= epoch; });
+        }
+        return 0;
+    }
+    const uint64_t *arrived = area_word(t->areas[root], kAreaBcastArrive);
+    wait_for([&] { return load_acquire(arrived) >= epoch; });
+    if (bytes != 0) copy(dest, at(src, t->start + root * t->stride), bytes);
+    // A release store: the copy's reads come before the root may reuse its source.
+    store_release(area_word(t->areas[t->my_pe], kAreaBcastDone), epoch);
+    return 0;
+}
+
+// ---- pull-shaped collectives, for any member set and its synchronisation ---------------------
+
+template <class Sync>
+void broadcast_pull(const Members &m, Sync &sync, void *dest, Sym src, size_t bytes, int root,
+                    bool root_too) {
+    sync.barrier();
+    if (m.me != root && bytes != 0) copy(dest, at(src, m.world(root)), bytes);
+    if (m.me == root && root_too && bytes != 0) {
+        const void *mine = at(src, m.world(root));
+        if (mine != dest) copy(dest, mine, bytes);
+    }
+    sync.barrier();
+}
+
+template <class Sync>
+void fcollect_pull(const Members &m, Sync &sync, char *dest, Sym src, size_t bytes) {
+    sync.barrier();
+    if (bytes != 0) {
+        for (int k = 0; k < m.size; k++) {
+            int i = (m.me + k) % m.size;
+            copy(dest + static_cast<size_t>(i) * bytes, at(src, m.world(i)), bytes);
+        }
+    }
+    sync.barrier();
+}
+
+// collect: every member's byte count is published before the first barrier; member i's block
+// starts at the sum of the counts before it.
+template <class Sync>
+void collect_pull(const char *call, const Members &m, Sync &sync, char *dest, Sym src,
+                  size_t bytes) {
+    sync.publish(bytes);
+    sync.barrier();
+    size_t total = 0;
+    for (int i = 0; i < m.size; i++) total += sync.published(i);
+    // Checked once the total is known; every member sees the same counts, so either all pass
+    // or the job ends here.
+    symmetric(call, "dest", dest, total);
+    size_t off = 0;
+    for (int i = 0; i < m.size; i++) {
+        size_t n = sync.published(i);
+        if (n != 0) copy(dest + off, at(src, m.world(i)), n);
+        off += n;
+    }
+    sync.barrier();
+    sync.unpublish();
+}
+
+template <class Sync>
+void alltoall_pull(const Members &m, Sync &sync, char *dest, Sym src, size_t bytes) {
+    sync.barrier();
+    if (bytes != 0) {
+        size_t from = static_cast<size_t>(m.me) * bytes;
+        for (int k = 0; k < m.size; k++) {
+            int j = (m.me + k) % m.size;
+            copy(dest + static_cast<size_t>(j) * bytes, at(src, m.world(j)) + from, bytes);
+        }
+    }
+    sync.barrier();
+}
+
+template <size_t E>
+void strided_copy(char *dest, ptrdiff_t dst, const char *src, ptrdiff_t sst, size_t nelems) {
+    for (size_t k = 0; k < nelems; k++) {
+        std::memcpy(dest + static_cast<ptrdiff_t>(k) * dst * static_cast<ptrdiff_t>(E),
+                    src + static_cast<ptrdiff_t>(k) * sst * static_cast<ptrdiff_t>(E), E);
+    }
+}
+
+void strided_copy(size_t elem, char *dest, ptrdiff_t dst, const char *src, ptrdiff_t sst,
+                  size_t nelems) {
+    switch (elem) {
+    case 1: strided_copy<1>(dest, dst, src, sst, nelems); return;
+    case 2: strided_copy<2>(dest, dst, src, sst, nelems); return;
+    case 4: strided_copy<4>(dest, dst, src, sst, nelems); return;
+    case 8: strided_copy<8>(dest, dst, src, sst, nelems); return;
+    default: strided_copy<16>(dest, dst, src, sst, nelems); return;
+    }
+}
+
+template <class Sync>
+void alltoalls_pull(const Members &m, Sync &sync, char *dest, Sym src, ptrdiff_t dst, ptrdiff_t sst,
+                    size_t nelems, size_t elem) {
+    sync.barrier();
+    if (nelems != 0) {
+        ptrdiff_t e = static_cast<ptrdiff_t>(elem);
+        ptrdiff_t n = static_cast<ptrdiff_t>(nelems);
+        for (int k = 0; k < m.size; k++) {
+            int j = (m.me + k) % m.size;
+            strided_copy(elem, dest + dst * j * n * e, dst,
+                         at(src, m.world(j)) + sst * m.me * n * e, sst, nelems);
+        }
+    }
+    sync.barrier();
+}
+
+// Bytes spanned by `count` elements of `elem` bytes, `stride` elements apart (count >= 1).
+size_t strided_span(const char *call, const char *arg, ptrdiff_t stride, size_t count,
+                    size_t elem) {
+    if (stride < 1) fail(call, "invalid argument %s=%td: not positive", arg, stride);
+    size_t span;
+    if (__builtin_mul_overflow(static_cast<size_t>(stride), count - 1, &span) ||
+        __builtin_add_overflow(span, size_t{1}, &span)) {
+        fail(call, "invalid argument %s=%td: the strided range overflows", arg, stride);
+    }
+    return bytes_of(call, arg, span, elem);
+}
+
+// ---- argument checks shared by the team and active-set forms -------------------------------
+
+struct Plain {
+    Sym src;
+    size_t bytes;  // per member block
+};
+
+// fcollect/alltoall: `source` holds `bytes`, `dest` n_members * `bytes`.
+Plain blocks(const char *call, const void *dest, const void *source, size_t nelems, size_t elem,
+             int n_members) {
+    size_t bytes = bytes_of(call, "nelems", nelems, elem);
+    size_t all = bytes_of(call, "nelems", bytes, static_cast<size_t>(n_members));
+    Sym src = symmetric(call, "source", source, bytes);
+    symmetric(call, "dest", dest, all);
+    return {src, bytes};
+}
+
+// ---- team forms ------------------------------------------------------------------------------
+
+int team_fcollect(const char *call, shmem_team_t team, void *dest, const void *source,
+                  size_t nelems, size_t elem) {
+    shmem_team_s *t = coll_team(call, team);
+    Plain p = blocks(call, dest, source, nelems, elem, t->size);
+    TeamSync sync(t);
+    fcollect_pull(members_of(t), sync, static_cast<char *>(dest), p.src, p.bytes);
+    return 0;
+}
+
+int team_alltoall(const char *call, shmem_team_t team, void *dest, const void *source,
+                  size_t nelems, size_t elem) {
+    shmem_team_s *t = coll_team(call, team);
+    Plain p = blocks(call, dest, source, nelems, elem, t->size);
+    TeamSync sync(t);
+    alltoall_pull(members_of(t), sync, static_cast<char *>(dest), p.src, p.bytes);
+    return 0;
+}
+
+int team_collect(const char *call, shmem_team_t team, void *dest, const void *source, size_t nelems,
+                 size_t elem) {
+    shmem_team_s *t = coll_team(call, team);
+    size_t bytes = bytes_of(call, "nelems", nelems, elem);
+    Sym src = symmetric(call, "source", source, bytes);
+    TeamSync sync(t);
+    collect_pull(call, members_of(t), sync, static_cast<char *>(dest), src, bytes);
+    return 0;
+}
+
+struct Strided {
+    Sym src;
+    size_t nelems;
+};
+
+Strided strided_args(const char *call, const void *dest, const void *source, ptrdiff_t dst,
+                     ptrdiff_t sst, size_t nelems, size_t elem, int n_members) {
+    if (dst < 1) fail(call, "invalid argument dst=%td: not positive", dst);
+    if (sst < 1) fail(call, "invalid argument sst=%td: not positive", sst);
+    size_t count = bytes_of(call, "nelems", nelems, static_cast<size_t>(n_members));
+    if (count == 0) return {{}, 0};
+    Sym src = symmetric(call, "source", source, strided_span(call, "sst", sst, count, elem));
+    symmetric(call, "dest", dest, strided_span(call, "dst", dst, count, elem));
+    return {src, nelems};
+}
+
+int team_alltoalls(const char *call, shmem_team_t team, void *dest, const void *source,
+                   ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t elem) {
+    shmem_team_s *t = coll_team(call, team);
+    Strided s = strided_args(call, dest, source, dst, sst, nelems, elem, t->size);
+    TeamSync sync(t);
+    alltoalls_pull(members_of(t), sync, static_cast<char *>(dest), s.src, dst, sst, s.nelems, elem);
+    return 0;
+}
+
+// ---- active-set forms ------------------------------------------------------------------------
+
+struct ActiveSet {
+    Members m;
+    PsyncSync sync;
+};
+
+ActiveSet active(const char *call, int PE_start, int logPE_stride, int PE_size, long *pSync) {
+    Members m = active_set(call, PE_start, logPE_stride, PE_size);
+    Sym ps = psync_checked(call, pSync);
+    return {m, PsyncSync(m, pSync, ps)};
+}
+
+void as_broadcast(const char *call, void *dest, const void *source, size_t nelems, size_t elem,
+                  int root, int PE_start, int logPE_stride, int PE_size, long *pSync) {
+    ActiveSet a = active(call, PE_start, logPE_stride, PE_size, pSync);
+    if (root < 0 || root >= PE_size) {
+        fail(call, "invalid argument PE_root=%d: not in [0, %d) (PE_size)", root, PE_size);
+    }
+    size_t bytes = bytes_of(call, "nelems", nelems, elem);
+    Sym src = symmetric(call, "source", source, bytes);
+    symmetric(call, "dest", dest, bytes);
+    broadcast_pull(a.m, a.sync, dest, src, bytes, root, false);
+}
+
+void as_fcollect(const char *call, void *dest, const void *source, size_t nelems, size_t elem,
+                 int PE_start, int logPE_stride, int PE_size, long *pSync) {
+    ActiveSet a = active(call, PE_start, logPE_stride, PE_size, pSync);
+    Plain p = blocks(call, dest, source, nelems, elem, PE_size);
+    fcollect_pull(a.m, a.sync, static_cast<char *>(dest), p.src, p.bytes);
+}
+
+void as_collect(const char *call, void *dest, const void *source, size_t nelems, size_t elem,
+                int PE_start, int logPE_stride, int PE_size, long *pSync) {
+    ActiveSet a = active(call, PE_start, logPE_stride, PE_size, pSync);
+    size_t bytes = bytes_of(call, "nelems", nelems, elem);
+    Sym src = symmetric(call, "source", source, bytes);
+    collect_pull(call, a.m, a.sync, static_cast<char *>(dest), src, bytes);
+}
+
+void as_alltoall(const char *call, void *dest, const void *source, size_t nelems, size_t elem,
+                 int PE_start, int logPE_stride, int PE_size, long *pSync) {
+    ActiveSet a = active(call, PE_start, logPE_stride, PE_size, pSync);
+    Plain p = blocks(call, dest, source, nelems, elem, PE_size);
+    alltoall_pull(a.m, a.sync, static_cast<char *>(dest), p.src, p.bytes);
+}
+
+void as_alltoalls(const char *call, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,
+                  size_t nelems, size_t elem, int PE_start, int logPE_stride, int PE_size,
+                  long *pSync) {
+    ActiveSet a = active(call, PE_start, logPE_stride, PE_size, pSync);
+    Strided s = strided_args(call, dest, source, dst, sst, nelems, elem, PE_size);
+    alltoalls_pull(a.m, a.sync, static_cast<char *>(dest), s.src, dst, sst, s.nelems, elem);
+}
+
+}  // namespace
+
+// ---- barriers -----------------------------------------------------------------------------------
+
+SHMEM_EXPORT int pshmem_team_sync(shmem_team_t team) {
+    team_barrier(coll_team("shmem_team_sync", team));
+    return 0;
+}
+
+SHMEM_EXPORT void pshmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync) {
+    ActiveSet a = active("shmem_sync", PE_start, logPE_stride, PE_size, pSync);
+    a.sync.barrier();
+}
+
+SHMEM_EXPORT void pshmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync) {
+    ActiveSet a = active("shmem_barrier", PE_start, logPE_stride, PE_size, pSync);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    a.sync.barrier();
+}
+
+SHMEM_WEAK_ALIAS(shmem_team_sync)
+SHMEM_WEAK_ALIAS(shmem_sync)
+SHMEM_WEAK_ALIAS(shmem_barrier)
+
+// ---- team forms: *mem, then typed ---------------------------------------------------------------
+
+SHMEM_EXPORT int pshmem_broadcastmem(shmem_team_t team, void *dest, const void *source,
+                                     size_t nelems, int PE_root) {
+    return team_broadcast("shmem_broadcastmem", team, dest, source, nelems, PE_root);
+}
+
+SHMEM_EXPORT int pshmem_collectmem(shmem_team_t team, void *dest, const void *source,
+                                   size_t nelems) {
+    return team_collect("shmem_collectmem", team, dest, source, nelems, 1);
+}
+
+SHMEM_EXPORT int pshmem_fcollectmem(shmem_team_t team, void *dest, const void *source,
+                                    size_t nelems) {
+    return team_fcollect("shmem_fcollectmem", team, dest, source, nelems, 1);
+}
+
+SHMEM_EXPORT int pshmem_alltoallmem(shmem_team_t team, void *dest, const void *source,
+                                    size_t nelems) {
+    return team_alltoall("shmem_alltoallmem", team, dest, source, nelems, 1);
+}
+
+SHMEM_EXPORT int pshmem_alltoallsmem(shmem_team_t team, void *dest, const void *source,
+                                     ptrdiff_t dst, ptrdiff_t sst, size_t nelems) {
+    return team_alltoalls("shmem_alltoallsmem", team, dest, source, dst, sst, nelems, 1);
+}
+
+SHMEM_WEAK_ALIAS(shmem_broadcastmem)
+SHMEM_WEAK_ALIAS(shmem_collectmem)
+SHMEM_WEAK_ALIAS(shmem_fcollectmem)
+SHMEM_WEAK_ALIAS(shmem_alltoallmem)
+SHMEM_WEAK_ALIAS(shmem_alltoallsmem)
+
+#define SHMEM_DEFINE_COLL(TYPE, NAME)                                                              \
+    SHMEM_EXPORT int pshmem_##NAME##_broadcast(shmem_team_t team, TYPE *dest, const TYPE *source,  \
+                                               size_t nelems, int PE_root) {                       \
+        return team_broadcast(                                                                     \
+            "shmem_" #NAME "_broadcast", team, dest, source,                                       \
+            bytes_of("shmem_" #NAME "_broadcast", "nelems", nelems, sizeof(TYPE)), PE_root);       \
+    }                                                                                              \
+    SHMEM_EXPORT int pshmem_##NAME##_collect(shmem_team_t team, TYPE *dest, const TYPE *source,    \
+                                             size_t nelems) {                                      \
+        return team_collect("shmem_" #NAME "_collect", team, dest, source, nelems, sizeof(TYPE));  \
+    }                                                                                              \
+    SHMEM_EXPORT int pshmem_##NAME##_fcollect(shmem_team_t team, TYPE *dest, const TYPE *source,   \
+                                              size_t nelems) {                                     \
+        return team_fcollect("shmem_" #NAME "_fcollect", team, dest, source, nelems,               \
+                             sizeof(TYPE));                                                        \
+    }                                                                                              \
+    SHMEM_EXPORT int pshmem_##NAME##_alltoall(shmem_team_t team, TYPE *dest, const TYPE *source,   \
+                                              size_t nelems) {                                     \
+        return team_alltoall("shmem_" #NAME "_alltoall", team, dest, source, nelems,               \
+                             sizeof(TYPE));                                                        \
+    }                                                                                              \
+    SHMEM_EXPORT int pshmem_##NAME##_alltoalls(shmem_team_t team, TYPE *dest, const TYPE *source,  \
+                                               ptrdiff_t dst, ptrdiff_t sst, size_t nelems) {      \
+        return team_alltoalls("shmem_" #NAME "_alltoalls", team, dest, source, dst, sst, nelems,   \
+                              sizeof(TYPE));                                                       \
+    }                                                                                              \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_broadcast)                                                     \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_collect)                                                       \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_fcollect)                                                      \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_alltoall)                                                      \
+    SHMEM_WEAK_ALIAS(shmem_##NAME##_alltoalls)
+SHMEM_COLL_TYPES(SHMEM_DEFINE_COLL)
+#undef SHMEM_DEFINE_COLL
+
+// ---- active-set forms
+// ----------------------------------------------------------------------------
+
+#define SHMEM_DEFINE_COLL_SIZED(BITS)                                                              \
+    SHMEM_EXPORT void pshmem_broadcast##BITS(void *dest, const void *source, size_t nelems,        \
+                                             int PE_root, int PE_start, int logPE_stride,          \
+                                             int PE_size, long *pSync) {                           \
+        as_broadcast("shmem_broadcast" #BITS, dest, source, nelems, BITS / 8, PE_root, PE_start,   \
+                     logPE_stride, PE_size, pSync);                                                \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_collect##BITS(void *dest, const void *source, size_t nelems,          \
+                                           int PE_start, int logPE_stride, int PE_size,            \
+                                           long *pSync) {                                          \
+        as_collect("shmem_collect" #BITS, dest, source, nelems, BITS / 8, PE_start, logPE_stride,  \
+                   PE_size, pSync);                                                                \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_fcollect##BITS(void *dest, const void *source, size_t nelems,         \
+                                            int PE_start, int logPE_stride, int PE_size,           \
+                                            long *pSync) {                                         \
+        as_fcollect("shmem_fcollect" #BITS, dest, source, nelems, BITS / 8, PE_start,              \
+                    logPE_stride, PE_size, pSync);                                                 \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_alltoall##BITS(void *dest, const void *source, size_t nelems,         \
+                                            int PE_start, int logPE_stride, int PE_size,           \
+                                            long *pSync) {                                         \
+        as_alltoall("shmem_alltoall" #BITS, dest, source, nelems, BITS / 8, PE_start,              \
+                    logPE_stride, PE_size, pSync);                                                 \
+    }                                                                                              \
+    SHMEM_EXPORT void pshmem_alltoalls##BITS(void *dest, const void *source, ptrdiff_t dst,        \
+                                             ptrdiff_t sst, size_t nelems, int PE_start,           \
+                                             int logPE_stride, int PE_size, long *pSync) {         \
+        as_alltoalls("shmem_alltoalls" #BITS, dest, source, dst, sst, nelems, BITS / 8, PE_start,  \
+                     logPE_stride, PE_size, pSync);                                                \
+    }                                                                                              \
+    SHMEM_WEAK_ALIAS(shmem_broadcast##BITS)                                                        \
+    SHMEM_WEAK_ALIAS(shmem_collect##BITS)                                                          \
+    SHMEM_WEAK_ALIAS(shmem_fcollect##BITS)                                                         \
+    SHMEM_WEAK_ALIAS(shmem_alltoall##BITS)                                                         \
+    SHMEM_WEAK_ALIAS(shmem_alltoalls##BITS)
+SHMEM_COLL_SIZES(SHMEM_DEFINE_COLL_SIZED)
+#undef SHMEM_DEFINE_COLL_SIZED

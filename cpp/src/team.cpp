@@ -1,0 +1,437 @@
+// team.cpp: the predefined teams, the set of live teams, the team queries, and the splits that
+// make teams and destroy that ends them.
+//
+// A split agrees on a slot (see team.h) over the parent: every parent member publishes the
+// slots it uses in its parent area, a parent barrier, everyone ORs all members' masks and takes
+// the lowest free slot(s), so every member of the new team picks the same one; each member zeroes
+// its area for that slot, and a second parent barrier ends the split. Argument errors are found
+// alike on every PE (the arguments must be the same everywhere); per-PE problems (a bad config)
+// are published with the masks, so the split fails on every PE together.
+#include "team.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "coll.h"
+
+using namespace shmem::detail;
+
+// The predefined handles (SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED) point at these.
+extern "C" __attribute__((visibility("default"))) shmem_team_s shmem_internal_team_world{};
+extern "C" __attribute__((visibility("default"))) shmem_team_s shmem_internal_team_shared{};
+
+namespace {
+
+// Teams made by splits and not destroyed. Team routines are not on the data path, so a mutex
+// and a linear search are fine; the predefined teams are checked first.
+std::mutex live_mutex;
+std::vector<shmem_team_s *> live;
+// Slots used on this PE (bit s: slot s), the predefined teams' included. Changed by splits and
+// destroys, which every member makes in the same order.
+uint64_t used_slots = 0;
+
+bool predefined(const shmem_team_s *t) {
+    return t == &shmem_internal_team_world || t == &shmem_internal_team_shared;
+}
+
+void set_areas(shmem_team_s *t) {
+    t->areas.resize(static_cast<size_t>(t->size));
+    for (int i = 0; i < t->size; i++) {
+        t->areas[static_cast<size_t>(i)] = team_area(team_world_pe(t, i), t->slot);
+    }
+}
+
+const char *team_name(const shmem_team_s *t) {
+    if (t == &shmem_internal_team_world) return "SHMEM_TEAM_WORLD";
+    if (t == &shmem_internal_team_shared) return "SHMEM_TEAM_SHARED";
+    return "a team";
+}
+
+}  // namespace
+
+namespace shmem::detail {
+
+void (*team_destroy_contexts)(shmem_team_s *team) = nullptr;
+
+void teams_start() {
+    if (static_cast<size_t>(kAreaLines) * 64 > g.team_area_size) {
+        fail("shmem_init", "a team area of %zu bytes cannot hold the %d words the teams use",
+             g.team_area_size, kAreaLines);
+    }
+    shmem_team_s &world = shmem_internal_team_world;
+    world.start = 0;
+    world.stride = 1;
+    world.size = g.n_pes;
+    world.my_pe = g.my_pe;
+    world.config = shmem_team_config_t{};
+    world.config_mask = 0;
+    world.slot = 0;
+    // Every PE of this job shares memory with every other (one node, device `host`); a job
+    // spanning nodes stops at init until a network data path exists.
+    shmem_team_s &shared = shmem_internal_team_shared;
+    shared.start = 0;
+    shared.stride = 1;
+    shared.size = g.n_pes;
+    shared.my_pe = g.my_pe;
+    shared.config = shmem_team_config_t{};
+    shared.config_mask = 0;
+    shared.slot = 1;
+    for (shmem_team_s *t : {&world, &shared}) {
+        set_areas(t);
+        t->sync_epoch = 0;
+        t->bcast_epoch = 0;
+    }
+    used_slots = 0b11;
+}
+
+void teams_stop() {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    for (shmem_team_s *t : live) delete t;
+    live.clear();
+    shmem_internal_team_world.size = 0;
+    shmem_internal_team_shared.size = 0;
+    shmem_internal_team_world.areas.clear();
+    shmem_internal_team_shared.areas.clear();
+    used_slots = 0;
+}
+
+shmem_team_s *team_find(shmem_team_t team) {
+    if (team == SHMEM_TEAM_INVALID || g.phase.load(std::memory_order_acquire) != kRunning) {
+        return nullptr;
+    }
+    if (predefined(team)) return team;
+    std::lock_guard<std::mutex> lock(live_mutex);
+    auto it = std::find(live.begin(), live.end(), team);
+    return it == live.end() ? nullptr : *it;
+}
+
+shmem_team_s *team_check(const char *call, const char *arg, shmem_team_t team) {
+    require_running(call);
+    if (team == SHMEM_TEAM_INVALID) fail(call, "invalid argument %s=SHMEM_TEAM_INVALID", arg);
+    shmem_team_s *t = team_find(team);
+    if (t == nullptr) {
+        fail(call, "invalid argument %s=%p: not a team (destroyed, or never created)", arg,
+             static_cast<void *>(team));
+    }
+    return t;
+}
+
+void team_register(shmem_team_s *team) {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    live.push_back(team);
+}
+
+void team_unregister(shmem_team_s *team) {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    live.erase(std::remove(live.begin(), live.end(), team), live.end());
+}
+
+}  // namespace shmem::detail
+
+SHMEM_EXPORT int pshmem_team_my_pe(shmem_team_t team) {
+    const shmem_team_s *t = team_find(team);
+    return t == nullptr ? -1 : t->my_pe;
+}
+
+SHMEM_EXPORT int pshmem_team_n_pes(shmem_team_t team) {
+    const shmem_team_s *t = team_find(team);
+    return t == nullptr ? -1 : t->size;
+}
+
+SHMEM_EXPORT int pshmem_team_get_config(shmem_team_t team, long config_mask,
+                                        shmem_team_config_t *config) {
+    const shmem_team_s *t = team_find(team);
+    if (t == nullptr) return -1;
+    if (config_mask & ~SHMEM_TEAM_NUM_CONTEXTS) {
+        fail("shmem_team_get_config",
+             "invalid argument config_mask=%#lx: bits other than SHMEM_TEAM_NUM_CONTEXTS",
+             config_mask);
+    }
+    if (config_mask != 0 && config == nullptr) {
+        fail("shmem_team_get_config", "invalid argument config=NULL with config_mask=%#lx",
+             config_mask);
+    }
+    if (config_mask & SHMEM_TEAM_NUM_CONTEXTS) config->num_contexts = t->config.num_contexts;
+    return 0;
+}
+
+SHMEM_EXPORT int pshmem_team_translate_pe(shmem_team_t src_team, int src_pe,
+                                          shmem_team_t dest_team) {
+    const shmem_team_s *src = team_find(src_team);
+    const shmem_team_s *dest = team_find(dest_team);
+    if (src == nullptr || dest == nullptr || src_pe < 0 || src_pe >= src->size) return -1;
+    return team_pe_of(dest, team_world_pe(src, src_pe));
+}
+
+SHMEM_WEAK_ALIAS(shmem_team_my_pe)
+SHMEM_WEAK_ALIAS(shmem_team_n_pes)
+SHMEM_WEAK_ALIAS(shmem_team_get_config)
+SHMEM_WEAK_ALIAS(shmem_team_translate_pe)
+
+// ---- splits and destroy -----------------------------------------------------------------------
+
+namespace {
+
+// Logs "call: message" without ending the job (for errors the spec answers with a return value).
+__attribute__((format(printf, 2, 3))) void log_call_error(const char *call, const char *fmt, ...) {
+    char msg[512];
+    int head = std::snprintf(msg, sizeof msg, "%s: ", call);
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(msg + head, sizeof msg - static_cast<size_t>(head), fmt, ap);
+    va_end(ap);
+    shmem::core::log_error(msg);
+}
+
+// One team a split makes, as this PE sees it: its PEs in the parent's numbering (size 0 when this
+// PE is not a member) and the configuration this PE passed for it.
+struct NewTeam {
+    int start = 0;
+    int stride = 1;
+    int size = 0;
+    const shmem_team_config_t *config = nullptr;
+    long mask = 0;
+    const char *config_arg = "config";
+};
+
+bool config_ok(const char *call, const NewTeam &d) {
+    if (d.mask & ~SHMEM_TEAM_NUM_CONTEXTS) {
+        log_call_error(call,
+                       "invalid argument %s_mask=%#lx: bits other than SHMEM_TEAM_NUM_CONTEXTS",
+                       d.config_arg, d.mask);
+        return false;
+    }
+    if (d.mask != 0 && d.config == nullptr) {
+        log_call_error(call, "invalid argument %s=NULL with a non-zero mask %#lx", d.config_arg,
+                       d.mask);
+        return false;
+    }
+    if ((d.mask & SHMEM_TEAM_NUM_CONTEXTS) && d.config->num_contexts < 0) {
+        log_call_error(call, "invalid argument %s->num_contexts=%d: negative", d.config_arg,
+                       d.config->num_contexts);
+        return false;
+    }
+    return true;
+}
+
+// Makes the `count` teams of `defs` (collective over `parent`): every team i of every member
+// takes the same slot, the i-th lowest slot free on every parent PE. Stores the handles in
+// `out` (SHMEM_TEAM_INVALID where this PE is not a member) and returns 0, or stores
+// SHMEM_TEAM_INVALID everywhere and returns -1 on every parent PE alike.
+int split(const char *call, shmem_team_s *parent, const NewTeam *defs, int count,
+          shmem_team_t *out) {
+    bool ok = true;
+    for (int i = 0; i < count; i++) {
+        if (defs[i].size > 0 && !config_ok(call, defs[i])) ok = false;
+    }
+    uint64_t mine;
+    {
+        std::lock_guard<std::mutex> lock(live_mutex);
+        mine = used_slots;
+    }
+    char *area = parent->areas[static_cast<size_t>(parent->my_pe)];
+    __atomic_store_n(area_word(area, kAreaValue), mine, __ATOMIC_RELAXED);
+    __atomic_store_n(area_word(area, kAreaValue2), uint64_t{ok ? 0u : 1u}, __ATOMIC_RELAXED);
+    team_barrier(parent);
+    uint64_t used = 0;
+    bool all_ok = true;
+    for (int i = 0; i < parent->size; i++) {
+        char *a = parent->areas[static_cast<size_t>(i)];
+        used |= __atomic_load_n(area_word(a, kAreaValue), __ATOMIC_RELAXED);
+        if (__atomic_load_n(area_word(a, kAreaValue2), __ATOMIC_RELAXED) != 0) all_ok = false;
+    }
+    int slots[2] = {-1, -1};
+    int found = 0;
+    for (int s = 0; s < g.team_slots && s < 64 && found < count; s++) {
+        if (!(used & (uint64_t{1} << s))) slots[found++] = s;
+    }
+    bool made = all_ok && found == count;
+    if (all_ok && !made && parent->my_pe == 0) {
+        log_call_error(call,
+                       "no team slot is free on every PE of the parent team: a PE may belong to "
+                       "at most %d teams at once (SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED "
+                       "included); destroy a team first",
+                       std::min(g.team_slots, 64));
+    }
+    if (made) {
+        for (int i = 0; i < count; i++) {
+            if (defs[i].size > 0) std::memset(team_area(g.my_pe, slots[i]), 0, g.team_area_size);
+        }
+    }
+    // Nobody reads the published words after this, and every member's new area is zeroed.
+    team_barrier(parent);
+    for (int i = 0; i < count; i++) out[i] = SHMEM_TEAM_INVALID;
+    if (!made) return -1;
+    for (int i = 0; i < count; i++) {
+        const NewTeam &d = defs[i];
+        if (d.size <= 0) continue;
+        auto *t = new shmem_team_s;
+        t->start = team_world_pe(parent, d.start);
+        t->stride = d.size == 1 ? 1 : parent->stride * d.stride;
+        t->size = d.size;
+        t->my_pe = team_pe_of(t, g.my_pe);
+        t->config = shmem_team_config_t{};
+        if (d.mask & SHMEM_TEAM_NUM_CONTEXTS) t->config.num_contexts = d.config->num_contexts;
+        t->config_mask = d.mask;
+        t->slot = slots[i];
+        set_areas(t);
+        {
+            std::lock_guard<std::mutex> lock(live_mutex);
+            used_slots |= uint64_t{1} << t->slot;
+        }
+        team_register(t);
+        out[i] = t;
+    }
+    return 0;
+}
+
+// The parent of a split: SHMEM_TEAM_INVALID gets the spec's non-zero return (and a logged line);
+// anything else must be a live team.
+shmem_team_s *split_parent(const char *call, shmem_team_t parent) {
+    require_running(call);
+    if (parent == SHMEM_TEAM_INVALID) {
+        log_call_error(call, "invalid argument parent_team=SHMEM_TEAM_INVALID");
+        return nullptr;
+    }
+    return team_check(call, "parent_team", parent);
+}
+
+}  // namespace
+
+SHMEM_EXPORT int pshmem_team_split_strided(shmem_team_t parent_team, int start, int stride,
+                                           int size, const shmem_team_config_t *config,
+                                           long config_mask, shmem_team_t *new_team) {
+    const char *call = "shmem_team_split_strided";
+    if (new_team == nullptr) fail(call, "invalid argument new_team=NULL");
+    *new_team = SHMEM_TEAM_INVALID;
+    shmem_team_s *parent = split_parent(call, parent_team);
+    if (parent == nullptr) return -1;
+    int n = parent->size;
+    // The same arguments on every PE: every PE finds the same error, and PE 0 of the parent
+    // reports it.
+    bool quiet = parent->my_pe != 0;
+    long long last = start + static_cast<long long>(size - 1) * stride;
+    if (size < 1) {
+        if (!quiet) log_call_error(call, "invalid argument size=%d: not positive", size);
+        return -1;
+    }
+    if (start < 0 || start >= n) {
+        if (!quiet) {
+            log_call_error(call, "invalid argument start=%d: not in [0, %d) (the parent's size)",
+                           start, n);
+        }
+        return -1;
+    }
+    if (stride == 0 && size != 1) {
+        if (!quiet) {
+            log_call_error(call,
+                           "invalid argument stride=0 with size=%d: only a team of one PE "
+                           "may have stride 0",
+                           size);
+        }
+        return -1;
+    }
+    if (last < 0 || last >= n) {
+        if (!quiet) {
+            log_call_error(call,
+                           "invalid arguments start=%d, stride=%d, size=%d: the last PE would be "
+                           "parent PE %lld, outside [0, %d) (the parent's size)",
+                           start, stride, size, last, n);
+        }
+        return -1;
+    }
+    NewTeam def;
+    int d = parent->my_pe - start;
+    bool member = stride == 0 ? d == 0 : d % stride == 0 && d / stride >= 0 && d / stride < size;
+    if (member) {
+        def.start = start;
+        def.stride = stride;
+        def.size = size;
+        def.config = config;
+        def.mask = config_mask;
+    }
+    return split(call, parent, &def, 1, new_team);
+}
+
+SHMEM_EXPORT int pshmem_team_split_2d(shmem_team_t parent_team, int xrange,
+                                      const shmem_team_config_t *xaxis_config, long xaxis_mask,
+                                      shmem_team_t *xaxis_team,
+                                      const shmem_team_config_t *yaxis_config, long yaxis_mask,
+                                      shmem_team_t *yaxis_team) {
+    const char *call = "shmem_team_split_2d";
+    if (xaxis_team == nullptr) fail(call, "invalid argument xaxis_team=NULL");
+    if (yaxis_team == nullptr) fail(call, "invalid argument yaxis_team=NULL");
+    *xaxis_team = SHMEM_TEAM_INVALID;
+    *yaxis_team = SHMEM_TEAM_INVALID;
+    shmem_team_s *parent = split_parent(call, parent_team);
+    if (parent == nullptr) return -1;
+    if (xrange < 1) {
+        if (parent->my_pe == 0) {
+            log_call_error(call, "invalid argument xrange=%d: not positive", xrange);
+        }
+        return -1;
+    }
+    int n = parent->size;
+    // A grid wider than the parent has one row: the parent itself.
+    int xr = std::min(xrange, n);
+    int p = parent->my_pe;
+    int x = p % xr, y = p / xr;
+    NewTeam defs[2];
+    defs[0].start = y * xr;
+    defs[0].stride = 1;
+    defs[0].size = std::min(xr, n - y * xr);
+    defs[0].config = xaxis_config;
+    defs[0].mask = xaxis_mask;
+    defs[0].config_arg = "xaxis_config";
+    defs[1].start = x;
+    defs[1].stride = xr;
+    defs[1].size = (n - x + xr - 1) / xr;
+    defs[1].config = yaxis_config;
+    defs[1].mask = yaxis_mask;
+    defs[1].config_arg = "yaxis_config";
+    shmem_team_t out[2];
+    int rc = split(call, parent, defs, 2, out);
+    *xaxis_team = out[0];
+    *yaxis_team = out[1];
+    return rc;
+}
+
+SHMEM_EXPORT void pshmem_team_destroy(shmem_team_t team) {
+    const char *call = "shmem_team_destroy";
+    require_running(call);
+    if (team == SHMEM_TEAM_INVALID) return;
+    if (predefined(team)) {
+        fail(call, "invalid argument team=%s: a predefined team cannot be destroyed",
+             team_name(team));
+    }
+    shmem_team_s *t = team_check(call, "team", team);
+    if (team_destroy_contexts != nullptr) team_destroy_contexts(t);
+    // After this barrier no member touches the team's areas: the slot may be reused.
+    team_barrier(t);
+    team_unregister(t);
+    {
+        std::lock_guard<std::mutex> lock(live_mutex);
+        used_slots &= ~(uint64_t{1} << t->slot);
+    }
+    delete t;
+}
+
+SHMEM_EXPORT void *pshmem_team_ptr(shmem_team_t team, const void *dest, int pe) {
+    const char *call = "shmem_team_ptr";
+    require_running(call);
+    if (team == SHMEM_TEAM_INVALID) return nullptr;
+    const shmem_team_s *t = team_check(call, "team", team);
+    if (pe < 0 || pe >= t->size) {
+        fail(call, "invalid argument pe=%d: not in [0, %d) (the team's size)", pe, t->size);
+    }
+    return translate(dest, 1, team_world_pe(t, pe));
+}
+
+SHMEM_WEAK_ALIAS(shmem_team_split_strided)
+SHMEM_WEAK_ALIAS(shmem_team_split_2d)
+SHMEM_WEAK_ALIAS(shmem_team_destroy)
+SHMEM_WEAK_ALIAS(shmem_team_ptr)

@@ -1,0 +1,101 @@
+// team.h: what the facade's files know of a team. Teams are made and ended in team.cpp.
+//
+// A team is an arithmetic progression of world PEs: team PE i is world PE start + i * stride.
+// A handle exists only on the team's members (others get SHMEM_TEAM_INVALID from a split), so
+// my_pe is always a valid team PE number.
+//
+// Each team owns a synchronisation area, the same slot of the reserved bytes before every
+// member's heap (layout below); its barriers and broadcasts count epochs there that only grow,
+// so no word is ever reset while the team lives. A split zeroes the area of the slot it takes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "internal.h"
+
+struct shmem_team_s {
+    int start = 0;  // world PE of team PE 0
+    // World PEs between consecutive team PEs: negative when a split listed the parent's PEs
+    // downwards, 0 only for a team of one PE.
+    int stride = 1;
+    int size = 0;    // PEs in the team
+    int my_pe = -1;  // this PE's number in the team
+    shmem_team_config_t config{};
+    long config_mask = 0;
+    // Index of the team's synchronisation area in every member's reserved heap prefix; the same
+    // on every member. The predefined teams use 0 (world) and 1 (shared).
+    int slot = -1;
+    // Contexts created from the team and not yet destroyed.
+    std::atomic<int> contexts{0};
+    // Every member's area for `slot`, as mapped here, indexed by team PE.
+    std::vector<char *> areas;
+    // Team barriers and broadcasts this PE has entered on the team: every member makes the same
+    // collective calls in the same order, so the counts agree between members.
+    uint64_t sync_epoch = 0;
+    uint64_t bcast_epoch = 0;
+};
+
+namespace shmem::detail {
+
+// The team behind `team` as passed to `call` in argument `arg`; ends the job with a message
+// naming both when it is SHMEM_TEAM_INVALID, destroyed or not a team handle, or when the library
+// is not running.
+shmem_team_s *team_check(const char *call, const char *arg, shmem_team_t team);
+
+// The live team behind `team`, or nullptr (SHMEM_TEAM_INVALID, destroyed, unknown, or library not
+// running). For the routines whose specification answers an invalid team with a value.
+shmem_team_s *team_find(shmem_team_t team);
+
+// Adds a team made by a split to the live set / removes it (team.cpp owns the set).
+void team_register(shmem_team_s *team);
+void team_unregister(shmem_team_s *team);
+
+// World PE number of team PE `pe` (no checks).
+inline int team_world_pe(const shmem_team_s *t, int pe) { return t->start + pe * t->stride; }
+
+// Team PE number of world PE `world_pe`, or -1 when it is not a member.
+inline int team_pe_of(const shmem_team_s *t, int world_pe) {
+    int d = world_pe - t->start;
+    if (t->stride == 0) return d == 0 && t->size > 0 ? 0 : -1;
+    if (d % t->stride != 0) return -1;
+    int i = d / t->stride;
+    return i >= 0 && i < t->size ? i : -1;
+}
+
+// The words of a team area, one 64-byte line each (a line per word: no false sharing).
+enum TeamAreaLine : int {
+    kAreaBcastArrive = 0,     // broadcast epoch the root has entered (on the root)
+    kAreaBcastDone = 1,       // broadcast epoch this member has finished reading
+    kAreaCentralCount = 2,    // central barrier: arrivals (on team PE 0)
+    kAreaCentralRelease = 3,  // central barrier: epoch released (on team PE 0)
+    kAreaValue = 4,           // a value a member publishes between two barriers (collect, split)
+    kAreaValue2 = 5,
+    kAreaRounds = 8,  // dissemination barrier: one flag per round
+};
+constexpr int kAreaLines = kAreaRounds + 32;
+
+// Word `line` of an area.
+inline uint64_t *area_word(char *area, int line) {
+    return reinterpret_cast<uint64_t *>(area + static_cast<size_t>(line) * 64);
+}
+
+// Area of `slot` on world PE `world_pe`, as mapped here.
+inline char *team_area(int world_pe, int slot) {
+    return reinterpret_cast<char *>(g.bases[2 * static_cast<size_t>(world_pe)]) - g.reserved +
+           g.team_areas + static_cast<size_t>(slot) * g.team_area_size;
+}
+
+// Barrier over the team's members on its area (no completion of puts).
+void team_barrier(shmem_team_s *t);
+
+// Destroys the shareable contexts made from `team` (shmem_team_destroy calls it first). Set by
+// the file that implements contexts; null while none exists.
+extern void (*team_destroy_contexts)(shmem_team_s *team);
+
+// Called by shmem_init once the job is known, and by shmem_finalize.
+void teams_start();
+void teams_stop();
+
+}  // namespace shmem::detail
