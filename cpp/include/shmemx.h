@@ -35,7 +35,7 @@ typedef int (*aclshmem_decrypt_handler)(const char *cipher_text, size_t cipher_t
 typedef int (*aclshmem_decrypt_handler)(const char *cipher_text, size_t cipher_text_len,
                                         char *plain_text, size_t *plain_text_len);
 #endif
-#define shmem_decrypt_handler aclshmem_decrypt_handler
+typedef aclshmem_decrypt_handler shmem_decrypt_handler;
 
 /*
  * Turns the store's TLS off (enable false; tls_info may be NULL; a warning is logged when a

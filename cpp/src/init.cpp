@@ -62,6 +62,31 @@ char *remote_other(const char *call, const char *arg, const void *addr, size_t n
          g.data_off_reason.c_str());
 }
 
+void adopt(const core::Topology &topo) {
+    g.my_pe = topo.my_pe;
+    g.size = topo.heap_size;
+    g.base = topo.heap_bases[static_cast<size_t>(topo.my_pe)];
+    g.data_base = topo.data_base;
+    g.data_size = topo.data_size;
+    bool data = !topo.data_bases.empty();
+    g.data_span = data ? g.data_size : 0;
+    g.bases.assign(2 * topo.heap_bases.size(), 0);
+    for (size_t pe = 0; pe < topo.heap_bases.size(); pe++) {
+        g.bases[2 * pe] = topo.heap_bases[pe];
+        g.bases[2 * pe + 1] = data ? topo.data_bases[pe] : 0;
+    }
+    g.data_off_reason = std::string(topo.data_off_reason);
+    g.reserved = topo.reserved;
+    g.team_areas = topo.team_areas;
+    g.team_area_size = topo.team_area_size;
+    g.team_slots = static_cast<int>(topo.team_slots);
+    g.central_barrier = topo.central_barrier;
+    g.n_pes = topo.n_pes;
+    teams_start();
+    contexts_start();
+    g.phase.store(kRunning, std::memory_order_release);
+}
+
 }  // namespace shmem::detail
 
 using namespace shmem::detail;
@@ -74,29 +99,7 @@ SHMEM_EXPORT void pshmem_init(void) {
                                : "called after shmem_finalize; the library cannot be restarted");
     }
     try {
-        core::Topology topo = core::init();
-        g.my_pe = topo.my_pe;
-        g.size = topo.heap_size;
-        g.base = topo.heap_bases[static_cast<size_t>(topo.my_pe)];
-        g.data_base = topo.data_base;
-        g.data_size = topo.data_size;
-        bool data = !topo.data_bases.empty();
-        g.data_span = data ? g.data_size : 0;
-        g.bases.assign(2 * topo.heap_bases.size(), 0);
-        for (size_t pe = 0; pe < topo.heap_bases.size(); pe++) {
-            g.bases[2 * pe] = topo.heap_bases[pe];
-            g.bases[2 * pe + 1] = data ? topo.data_bases[pe] : 0;
-        }
-        g.data_off_reason = std::string(topo.data_off_reason);
-        g.reserved = topo.reserved;
-        g.team_areas = topo.team_areas;
-        g.team_area_size = topo.team_area_size;
-        g.team_slots = static_cast<int>(topo.team_slots);
-        g.central_barrier = topo.central_barrier;
-        g.n_pes = topo.n_pes;
-        teams_start();
-        contexts_start();
-        g.phase.store(kRunning, std::memory_order_release);
+        adopt(core::init());
     } catch (const rust::Error &) {
         fail_logged();
     }
@@ -122,7 +125,9 @@ SHMEM_EXPORT void pshmem_query_thread(int *provided) {
     *provided = SHMEM_THREAD_MULTIPLE;
 }
 
-SHMEM_EXPORT void pshmem_finalize(void) {
+// Returns int although <shmem.h> declares shmem_finalize void: programs that resolve
+// shmem_finalize by name as CANN's `int shmem_finalize(void)` (torch_npu) then read 0.
+SHMEM_EXPORT int pshmem_finalize(void) {
     require_running("shmem_finalize");
     std::atomic_thread_fence(std::memory_order_seq_cst);
     try {
@@ -138,6 +143,7 @@ SHMEM_EXPORT void pshmem_finalize(void) {
     g.size = 0;
     g.data_span = 0;
     g.bases.clear();
+    return 0;
 }
 
 SHMEM_EXPORT void pshmem_global_exit(int status) {
@@ -174,7 +180,12 @@ SHMEM_EXPORT void pshmem_info_get_name(char *name) {
 SHMEM_WEAK_ALIAS(shmem_init)
 SHMEM_WEAK_ALIAS(shmem_init_thread)
 SHMEM_WEAK_ALIAS(shmem_query_thread)
-SHMEM_WEAK_ALIAS(shmem_finalize)
+// The alias keeps <shmem.h>'s void type for C and C++ callers; the symbol is pshmem_finalize's.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wattribute-alias"
+extern "C" __attribute__((visibility("default"), weak, alias("pshmem_finalize"))) void
+shmem_finalize(void);
+#pragma GCC diagnostic pop
 SHMEM_WEAK_ALIAS(shmem_global_exit)
 SHMEM_WEAK_ALIAS(shmem_my_pe)
 SHMEM_WEAK_ALIAS(shmem_n_pes)

@@ -107,6 +107,17 @@ inline void require_buffer(const char *call, const char *arg, const void *p, siz
     }
 }
 
+}  // namespace shmem::detail
+
+namespace shmem::core {
+struct Topology;
+}
+
+namespace shmem::detail {
+
+// Takes over a started job's topology: from here on the data path runs.
+void adopt(const core::Topology &topo);
+
 // Copy for the ranges where memcpy stalls on 4 KiB aliasing (copy.cpp).
 void copy_aliasing(void *dst, const void *src, size_t n);
 

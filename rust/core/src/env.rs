@@ -115,6 +115,22 @@ pub static VARS: &[Var] = &[
                needed under MPICH/Hydra, overrides the launcher's own id elsewhere",
     },
     Var {
+        name: "SHMEM_UID_SOCK_IFNAME",
+        alias: None,
+        kind: Kind::Text,
+        default: "",
+        help: "Interface whose address shmem_get_uniqueid puts in the unique id: NAME, NAME:inet4 \
+               or NAME:inet6 (default: the first non-loopback interface that is up, else loopback)",
+    },
+    Var {
+        name: "SHMEM_UID_SESSION_ID",
+        alias: None,
+        kind: Kind::Text,
+        default: "",
+        help: "Store address shmem_get_uniqueid puts in the unique id, IP:PORT or [IPv6]:PORT; \
+               wins over SHMEM_UID_SOCK_IFNAME",
+    },
+    Var {
         name: "SHMEM_BOOTSTRAP_ADDR",
         alias: None,
         kind: Kind::Text,
@@ -376,6 +392,11 @@ pub fn early_log_level() -> &'static str {
     } else {
         level
     }
+}
+
+/// A text variable read on its own (before or without [`load`]): `None` when unset or blank.
+pub fn text(name: &str) -> Option<String> {
+    Some(raw(var(name))).filter(|v| !v.is_empty())
 }
 
 /// Renders the table with current values, for `SHMEM_INFO=1`. A variable with a deprecated

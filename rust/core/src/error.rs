@@ -66,6 +66,10 @@ pub enum Error {
         /// What differs, with both values.
         what: String,
     },
+    /// An error already logged where it was detected (with its context); callers pass it on
+    /// without logging it again.
+    #[error("{0}")]
+    Logged(Box<Error>),
 }
 
 impl Error {

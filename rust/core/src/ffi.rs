@@ -2,8 +2,11 @@
 //! logs the error it returns (once, as one line), so the facade only decides what the public
 //! routine returns or whether the job must end.
 
+use crate::bootstrap::attrs::{Job, Meet};
+use crate::bootstrap::{uniqueid, BootstrapError};
 use crate::error::Error;
-use crate::runtime;
+use crate::runtime::{self, Runtime, Timeouts};
+use std::time::Duration;
 
 #[cxx::bridge(namespace = "shmem::core")]
 mod bridge {
@@ -44,9 +47,34 @@ mod bridge {
         nap_ns: u64,
     }
 
+    /// A job described by CANN's attributes (`shmem_init_attr`, unique id), already checked by
+    /// the facade argument by argument.
+    struct JobAttrs {
+        my_pe: i32,
+        n_pes: i32,
+        local_mem_size: u64,
+        /// `tcp://ip:port` or `tcp6://[ip]:port`; empty when the unique id is used.
+        ip_port: String,
+        /// The bytes of CANN's `internal[]` from `shmem_get_uniqueid`; empty with `ip_port`.
+        uniqueid: Vec<u8>,
+        init_timeout_s: u32,
+        create_timeout_s: u32,
+        control_timeout_s: u32,
+    }
+
     extern "Rust" {
         /// Starts the library on this PE (collective).
         fn init() -> Result<Topology>;
+        /// Starts the library for the job `attrs` describes (collective); fills `topo` and
+        /// returns 0, or returns CANN's error code (the error is logged).
+        fn init_attrs(call: &str, attrs: &JobAttrs, topo: &mut Topology) -> i32;
+        /// Makes a unique id: fills `internal` with CANN's `internal[]` bytes and returns 0, or
+        /// returns CANN's error code (logged).
+        fn uniqueid_create(call: &str, internal: &mut Vec<u8>) -> i32;
+        /// Says why `internal` is not a unique id of this library ("" when it is one).
+        fn uniqueid_check(internal: &[u8]) -> String;
+        /// CANN's initialisation status (0 not initialised, 1 heap created, 2 initialised).
+        fn init_status() -> i32;
         /// Ends the library on this PE (collective).
         fn finalize() -> Result<()>;
         /// Ends the whole job with `status`; does not return.
@@ -83,13 +111,13 @@ mod bridge {
 }
 
 use crate::sync::wait::Backoff;
-use bridge::{Topology, WaitState};
+use bridge::{JobAttrs, Topology, WaitState};
 
 /// Logs an error as `call: message` (once; messages that already name a routine keep theirs).
 fn logged<T>(call: &str, r: Result<T, Error>) -> Result<T, Error> {
     if let Err(e) = &r {
         let msg = e.to_string();
-        if msg.starts_with("shmem_") {
+        if msg.starts_with("shmem_") || msg.starts_with("aclshmem") {
             tracing::error!("{msg}");
         } else {
             tracing::error!("{call}: {msg}");
@@ -98,25 +126,118 @@ fn logged<T>(call: &str, r: Result<T, Error>) -> Result<T, Error> {
     r
 }
 
+fn topology(rt: &Runtime) -> Topology {
+    Topology {
+        my_pe: rt.my_pe as i32,
+        n_pes: rt.n_pes as i32,
+        heap_size: rt.heap.size(),
+        heap_bases: (0..rt.n_pes).map(|pe| rt.heap.user_base(pe)).collect(),
+        data_base: rt.static_data.base,
+        data_size: rt.static_data.size,
+        data_bases: rt.static_data.bases.clone(),
+        data_off_reason: rt.static_data.off_reason.clone(),
+        reserved: crate::heap::RESERVED,
+        team_areas: crate::heap::TEAM_AREAS,
+        team_area_size: crate::heap::TEAM_AREA_SIZE,
+        team_slots: crate::heap::TEAM_SLOTS,
+        central_barrier: rt.central_barrier(),
+    }
+}
+
 fn init() -> Result<Topology, Error> {
-    logged(
-        "shmem_init",
-        runtime::init().map(|rt| Topology {
-            my_pe: rt.my_pe as i32,
-            n_pes: rt.n_pes as i32,
-            heap_size: rt.heap.size(),
-            heap_bases: (0..rt.n_pes).map(|pe| rt.heap.user_base(pe)).collect(),
-            data_base: rt.static_data.base,
-            data_size: rt.static_data.size,
-            data_bases: rt.static_data.bases.clone(),
-            data_off_reason: rt.static_data.off_reason.clone(),
-            reserved: crate::heap::RESERVED,
-            team_areas: crate::heap::TEAM_AREAS,
-            team_area_size: crate::heap::TEAM_AREA_SIZE,
-            team_slots: crate::heap::TEAM_SLOTS,
-            central_barrier: rt.central_barrier(),
-        }),
-    )
+    logged("shmem_init", runtime::init().map(|rt| topology(&rt)))
+}
+
+/// CANN's error code for `e` (`ACLSHMEM_*` in `aclshmem.h`).
+fn cann_code(e: &Error) -> i32 {
+    const INVALID_PARAM: i32 = -1;
+    const INVALID_VALUE: i32 = -2;
+    const INNER_ERROR: i32 = -4;
+    const BOOTSTRAP_ERROR: i32 = -6;
+    const TIMEOUT_ERROR: i32 = -7;
+    const MALLOC_FAILED: i32 = -8;
+    match e {
+        Error::Logged(inner) => cann_code(inner),
+        Error::InvalidArgument { .. } | Error::Mismatch { .. } => INVALID_PARAM,
+        Error::BadEnv { .. } => INVALID_VALUE,
+        Error::Bootstrap(BootstrapError::Timeout { .. }) => TIMEOUT_ERROR,
+        Error::Bootstrap(_) | Error::Launch(_) => BOOTSTRAP_ERROR,
+        Error::Heap(_) => MALLOC_FAILED,
+        _ => INNER_ERROR,
+    }
+}
+
+/// The public names CANN programs start the library with (the runtime keeps `'static` names).
+fn attrs_call(call: &str) -> &'static str {
+    match call {
+        "aclshmemx_init_attr" => "aclshmemx_init_attr",
+        _ => "shmem_init_attr",
+    }
+}
+
+fn init_attrs(call: &str, attrs: &JobAttrs, topo: &mut Topology) -> i32 {
+    let call = attrs_call(call);
+    let meet = if attrs.uniqueid.is_empty() {
+        Meet::Address(attrs.ip_port.clone())
+    } else {
+        match uniqueid::UniqueId::decode(&attrs.uniqueid) {
+            Ok(id) => Meet::UniqueId(id),
+            Err(why) => {
+                crate::log::install(crate::env::early_log_level());
+                tracing::error!("{call}: invalid argument attributes->comm_args: {why}");
+                return -1;
+            }
+        }
+    };
+    let job = Job {
+        call,
+        my_pe: attrs.my_pe as u32,
+        n_pes: attrs.n_pes as u32,
+        heap_size: attrs.local_mem_size as usize,
+        meet,
+    };
+    let timeouts = Timeouts {
+        init: Duration::from_secs(attrs.init_timeout_s.into()),
+        create: Duration::from_secs(attrs.create_timeout_s.into()),
+        control: Duration::from_secs(attrs.control_timeout_s.into()),
+    };
+    match runtime::init_attrs(job, timeouts) {
+        Ok(rt) => {
+            *topo = topology(&rt);
+            0
+        }
+        Err(e) => {
+            let code = cann_code(&e);
+            if !matches!(e, Error::Logged(_)) {
+                let _ = logged(call, Err::<(), _>(e));
+            }
+            code
+        }
+    }
+}
+
+fn uniqueid_create(call: &str, internal: &mut Vec<u8>) -> i32 {
+    crate::log::install(crate::env::early_log_level());
+    match uniqueid::create() {
+        Ok(id) => {
+            *internal = id.encode().to_vec();
+            0
+        }
+        Err(e) => {
+            tracing::error!("{call}: {e}");
+            cann_code(&e)
+        }
+    }
+}
+
+fn uniqueid_check(internal: &[u8]) -> String {
+    uniqueid::UniqueId::decode(internal)
+        .err()
+        .unwrap_or_default()
+}
+
+fn init_status() -> i32 {
+    runtime::status()
 }
 
 fn finalize() -> Result<(), Error> {

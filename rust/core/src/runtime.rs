@@ -3,6 +3,7 @@
 //! the addresses it needs and then runs the data path by itself.
 
 use crate::bootstrap::addr::StoreAddr;
+use crate::bootstrap::attrs::{self, Job};
 use crate::bootstrap::launch::{self, Launch, NodeLocal};
 use crate::bootstrap::node::{self, Meeting, NodeJob};
 use crate::bootstrap::tls::{self, Trust};
@@ -14,19 +15,60 @@ use crate::log;
 use crate::static_data::{self, StaticData};
 use crate::sync::barrier::Barrier;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockWriteGuard};
+use std::time::Duration;
 
 /// Library name reported by `shmem_info_get_name`.
 pub const NAME: &str = "shmem";
 /// Library version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// Bounds on the blocking steps of a job, in CANN's three kinds; `SHMEM_INIT_TIMEOUT` sets all
+/// three, the attributes of `shmem_init_attr` each one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Joining the job: reaching the store, every PE arriving (`shm_init_timeout`).
+    pub init: Duration,
+    /// Creating and exchanging the symmetric heap and static data (`shm_create_timeout`).
+    pub create: Duration,
+    /// Control-plane steps of a running job: allocation checks, finalize
+    /// (`control_operation_timeout`).
+    pub control: Duration,
+}
+
+impl Timeouts {
+    /// The same bound for every step.
+    pub fn all(t: Duration) -> Timeouts {
+        Timeouts {
+            init: t,
+            create: t,
+            control: t,
+        }
+    }
+}
+
+/// CANN's initialisation status: not initialised.
+pub const STATUS_NOT_INITIALIZED: i32 = 0;
+/// CANN's initialisation status: the symmetric heap exists, start-up not finished.
+pub const STATUS_SHM_CREATED: i32 = 1;
+/// CANN's initialisation status: initialised.
+pub const STATUS_IS_INITIALIZED: i32 = 2;
+
+static STATUS: AtomicI32 = AtomicI32::new(STATUS_NOT_INITIALIZED);
+
+/// Where start-up is (`STATUS_*`), for `shmem_init_status`; safe to ask from any thread.
+pub fn status() -> i32 {
+    STATUS.load(Ordering::Acquire)
+}
+
 /// One initialised job.
 #[derive(Debug)]
 pub struct Runtime {
     /// Settings read at start-up.
     pub config: Config,
+    /// Bounds on blocking steps.
+    pub timeouts: Timeouts,
     /// This PE's number.
     pub my_pe: usize,
     /// Number of PEs.
@@ -91,7 +133,7 @@ fn lock_uninitialized(call: &'static str) -> Result<RwLockWriteGuard<'static, Ph
         }),
         Phase::Finalized => Err(Error::State {
             call,
-            reason: "called after shmem_finalize; the library cannot be restarted",
+            reason: "called after finalize; the library cannot be restarted",
         }),
     }
 }
@@ -99,50 +141,78 @@ fn lock_uninitialized(call: &'static str) -> Result<RwLockWriteGuard<'static, Ph
 /// Starts the library on this PE: reads the environment, joins the job, builds and exchanges
 /// the heap, and waits for every PE to get there.
 pub fn init() -> Result<Arc<Runtime>> {
-    log::install(env::early_log_level());
-    let state = lock_uninitialized("shmem_init")?;
-    let config = env::load()?;
-    let launch = launch::detect(config.job_id.as_deref(), config.bootstrap_addr.as_deref())?;
-    start(state, config, launch, None)
+    reset_status_on_error((|| {
+        log::install(env::early_log_level());
+        let state = lock_uninitialized("shmem_init")?;
+        let config = env::load()?;
+        let launch = launch::detect(config.job_id.as_deref(), config.bootstrap_addr.as_deref())?;
+        let timeouts = Timeouts::all(config.init_timeout);
+        start(state, config, launch, None, None, timeouts)
+    })())
+}
+
+/// Starts the library on this PE for the job `job` describes (`shmem_init_attr` and the unique
+/// id form): as [`init`], but PE, size, heap size, rendezvous and timeouts come from the
+/// attributes; every PE checks that all were given the same job. On failure after joining,
+/// this PE leaves the job without ending it for the others, so each reports its own error.
+pub fn init_attrs(job: Job, timeouts: Timeouts) -> Result<Arc<Runtime>> {
+    reset_status_on_error((|| {
+        log::install(env::early_log_level());
+        let state = lock_uninitialized(job.call)?;
+        let config = env::load()?;
+        log::set_pe(job.my_pe as i32);
+        let launch = attrs::launch(&job)?;
+        start(state, config, launch, None, Some(job), timeouts)
+    })())
 }
 
 /// Starts the library on this PE for a job its caller describes: PE `my_pe` of `n_pes`, the
 /// store at `store` (served by PE 0, or already there), with `trust`. The environment still
 /// gives every other setting.
 pub fn init_explicit(job: ExplicitJob) -> Result<Arc<Runtime>> {
-    log::install(env::early_log_level());
-    let state = lock_uninitialized("shmem_init")?;
-    let config = env::load()?;
-    if job.n_pes == 0 || job.my_pe >= job.n_pes {
-        return Err(Error::InvalidArgument {
-            call: "shmem_init",
-            arg: "my_pe",
-            value: format!("{} of {}", job.my_pe, job.n_pes),
-            reason: "must be below n_pes, which must be positive",
-        });
-    }
-    log::set_pe(job.my_pe as i32);
-    let launch = if job.n_pes == 1 {
-        Launch::Alone
-    } else if job.pe0_serves {
-        Launch::NodeLocal(NodeLocal {
-            launcher: "explicit attributes",
-            tag: "attr",
-            my_pe: job.my_pe,
-            n_pes: job.n_pes,
-            job_id: job.job_id,
-            store: Some(job.store),
-        })
-    } else {
-        Launch::ShmemrunTcp {
-            my_pe: job.my_pe,
-            n_pes: job.n_pes,
-            store: job.store,
-            tls_bundle: None,
-            job_id: job.job_id,
+    reset_status_on_error((|| {
+        log::install(env::early_log_level());
+        let state = lock_uninitialized("shmem_init")?;
+        let config = env::load()?;
+        if job.n_pes == 0 || job.my_pe >= job.n_pes {
+            return Err(Error::InvalidArgument {
+                call: "shmem_init",
+                arg: "my_pe",
+                value: format!("{} of {}", job.my_pe, job.n_pes),
+                reason: "must be below n_pes, which must be positive",
+            });
         }
-    };
-    start(state, config, launch, job.trust)
+        log::set_pe(job.my_pe as i32);
+        let launch = if job.n_pes == 1 {
+            Launch::Alone
+        } else if job.pe0_serves {
+            Launch::NodeLocal(NodeLocal {
+                launcher: "explicit attributes",
+                tag: "attr",
+                my_pe: job.my_pe,
+                n_pes: job.n_pes,
+                job_id: job.job_id,
+                store: Some(job.store),
+            })
+        } else {
+            Launch::ShmemrunTcp {
+                my_pe: job.my_pe,
+                n_pes: job.n_pes,
+                store: job.store,
+                tls_bundle: None,
+                job_id: job.job_id,
+            }
+        };
+        let timeouts = Timeouts::all(config.init_timeout);
+        start(state, config, launch, job.trust, None, timeouts)
+    })())
+}
+
+fn reset_status_on_error(r: Result<Arc<Runtime>>) -> Result<Arc<Runtime>> {
+    if r.is_err() && !matches!(r, Err(Error::State { .. })) {
+        STATUS.store(STATUS_NOT_INITIALIZED, Ordering::Release);
+    }
+    r
 }
 
 /// What a TCP store's ends trust: off (`SHMEM_TLS_DISABLE=1` or the C API said so, with a
@@ -230,8 +300,8 @@ fn join(
     config: &Config,
     launch: Launch,
     trust: Option<Trust>,
+    timeout: Duration,
 ) -> Result<(Option<Client>, Option<NodeJob>)> {
-    let timeout = config.init_timeout;
     Ok(match launch {
         Launch::Alone => (None, None),
         Launch::Shmemrun {
@@ -284,21 +354,40 @@ fn start(
     config: Config,
     launch: Launch,
     trust: Option<Trust>,
+    job: Option<Job>,
+    timeouts: Timeouts,
 ) -> Result<Arc<Runtime>> {
+    let call = job.as_ref().map_or("shmem_init", |j| j.call);
     let (my_pe, n_pes) = (launch.my_pe() as usize, launch.n_pes() as usize);
     log::set_pe(my_pe as i32);
     crate::sync::wait::configure(n_pes);
-    let (store, node) = join(&config, launch, trust)?;
-    let heap = Heap::create(
-        my_pe,
-        n_pes,
-        config.symmetric_size,
-        store.as_ref(),
-        config.init_timeout,
-    )?;
-    let static_data = static_data::exchange(store.as_ref(), my_pe, n_pes, config.init_timeout)?;
+    let joined = join(&config, launch, trust, timeouts.init);
+    let (store, node) = match (joined, &job) {
+        (Ok(j), _) => j,
+        (Err(e), Some(job)) => return Err(attrs::refused_join(job, e)),
+        (Err(e), None) => return Err(e),
+    };
+    if let (Some(job), Some(client)) = (&job, &store) {
+        let (seen, checked) = attrs::check(client, job, timeouts.init);
+        if let Err(e) = checked {
+            // Logged here, before leaving: once this PE has left, PE 0 may end at any time.
+            tracing::error!("{call}: {e}");
+            if let Some(node) = &node {
+                node.finalizing();
+            }
+            let _ = client.goodbye();
+            if let Some(node) = &node {
+                node.wait_for_goodbyes_of(&seen, timeouts.control);
+            }
+            return Err(Error::Logged(Box::new(e)));
+        }
+    }
+    let heap_size = job.as_ref().map_or(config.symmetric_size, |j| j.heap_size);
+    let heap = Heap::create(my_pe, n_pes, heap_size, store.as_ref(), timeouts.create)?;
+    STATUS.store(STATUS_SHM_CREATED, Ordering::Release);
+    let static_data = static_data::exchange(store.as_ref(), my_pe, n_pes, timeouts.create)?;
     if let Some(store) = &store {
-        store.barrier(config.init_timeout)?;
+        store.barrier(timeouts.create)?;
     }
     if my_pe == 0 {
         if config.print_version {
@@ -319,6 +408,7 @@ fn start(
     };
     let rt = Arc::new(Runtime {
         config,
+        timeouts,
         my_pe,
         n_pes,
         store,
@@ -329,6 +419,7 @@ fn start(
         alloc_calls: AtomicU64::new(0),
     });
     *state = Phase::Running(rt.clone());
+    STATUS.store(STATUS_IS_INITIALIZED, Ordering::Release);
     tls::wipe_key_material();
     Ok(rt)
 }
@@ -360,9 +451,10 @@ pub fn finalize() -> Result<()> {
         store.goodbye()?;
     }
     if let Some(node) = &rt.node {
-        node.wait_for_goodbyes(rt.config.init_timeout)?;
+        node.wait_for_goodbyes(rt.timeouts.control)?;
     }
     *STATE.write().unwrap_or_else(|p| p.into_inner()) = Phase::Finalized;
+    STATUS.store(STATUS_NOT_INITIALIZED, Ordering::Release);
     Ok(())
 }
 
@@ -415,7 +507,7 @@ impl Runtime {
         };
         let n = self.alloc_calls.fetch_add(1, Ordering::Relaxed) + 1;
         let mine = format!("{call}({args}) as collective allocation call #{n}");
-        let all = store.allgather(mine.as_bytes(), self.config.init_timeout)?;
+        let all = store.allgather(mine.as_bytes(), self.timeouts.control)?;
         for (pe, theirs) in all.iter().enumerate() {
             if theirs.as_slice() != mine.as_bytes() {
                 return Err(Error::Mismatch {

@@ -223,6 +223,15 @@ pub(crate) fn detect(job_id: Option<&str>, store: Option<&str>) -> Result<Launch
     })
 }
 
+/// The `shmemrun` job this process belongs to, if `shmemrun` started it (its socket or TLS
+/// bundle taken over); other launchers are not looked at.
+pub(crate) fn shmemrun() -> Result<Option<Launch>> {
+    if std::env::var_os("SHMEM_RUN_FD").is_none() && std::env::var_os("SHMEM_RUN_STORE").is_none() {
+        return Ok(None);
+    }
+    detect(None, None).map(Some)
+}
+
 /// The store address under torchrun's shorthand `tcp` / `tcp6`: MASTER_ADDR, at MASTER_PORT +
 /// [`TORCH_PORT_OFFSET`].
 fn torch_store(env: Env<'_>, scheme: &str) -> Result<String> {

@@ -12,6 +12,7 @@
 //! operation and the key.
 
 pub mod addr;
+pub mod attrs;
 mod client;
 pub(crate) mod launch;
 mod link;
@@ -19,6 +20,7 @@ pub(crate) mod node;
 pub(crate) mod rendezvous;
 mod server;
 pub mod tls;
+pub mod uniqueid;
 mod unix;
 pub mod wire;
 
@@ -27,6 +29,12 @@ use std::time::Duration;
 
 pub use client::{Client, TcpDial};
 pub use server::{PeerStatus, Server, StoreEvent, EXTRA_TCP_CONNECTIONS};
+
+/// Store key under which the store records why it refused PE `rank`'s HELLO (another job
+/// size), for the PEs waiting for that PE at start-up.
+pub(crate) fn refused_key(rank: u32) -> String {
+    format!("shmem/refused/{rank}")
+}
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]

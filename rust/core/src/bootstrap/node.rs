@@ -604,6 +604,33 @@ impl NodeJob {
         Ok(())
     }
 
+    /// PE 0, after its own goodbye at a failed start: keeps the store up until each of `pes`
+    /// has said goodbye or gone, at most `timeout`, so that they can read what they need to
+    /// report their own error. Other PEs return at once.
+    pub fn wait_for_goodbyes_of(&self, pes: &[u32], timeout: Duration) {
+        if !self.hosts_store() {
+            return;
+        }
+        let deadline = Instant::now() + timeout;
+        let mut p = self.shared.progress();
+        while !pes
+            .iter()
+            .all(|&pe| p.done.get(pe as usize).copied().unwrap_or(true))
+        {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            p = self
+                .shared
+                .changed
+                .wait_timeout(p, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        p.finished = true;
+    }
+
     /// PE 0's own `shmem_global_exit`: ends the job at once (there is no one to tell first).
     pub fn global_exit(&self, status: i32) -> ! {
         self.shared.end_job(Ending::GlobalExit {

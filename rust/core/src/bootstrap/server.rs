@@ -803,10 +803,17 @@ impl Connection {
     /// Takes `rank`'s slot for a connection from the listening socket, as its HELLO asks.
     fn claim(&mut self, rank: u32, n_pes: u32) -> Result<(), String> {
         if n_pes != self.n_pes || rank >= self.n_pes {
-            return Err(format!(
+            let message = format!(
                 "HELLO says PE {rank} of {n_pes}, but this job has {} PEs",
                 self.n_pes
-            ));
+            );
+            // Recorded for the PEs that wait for this one at start-up (`attrs::check`), so
+            // they name it instead of timing out.
+            self.shared.insert(
+                super::refused_key(rank),
+                Entry::Bytes(message.clone().into_bytes().into()),
+            );
+            return Err(message);
         }
         let mut state = self.shared.lock();
         let slot = &mut state.peers[rank as usize];

@@ -1,0 +1,262 @@
+/*
+ * aclshmem.h: the CANN SHMEM host API of the shmem library (C and C++).
+ *
+ * Programs written for CANN SHMEM (torch_npu's symmetric memory, CANN custom-operator hosts)
+ * start the library with attributes or a unique id instead of a launcher. The structs, enum
+ * values and error codes are laid out exactly as CANN's (`aclshmemx_*` names, with the `shmem_*`
+ * names CANN users write), so a binary built against CANN's headers runs on this library;
+ * tests/abi checks every size and offset.
+ *
+ * Where CANN and OpenSHMEM both define a `shmem_*` name (`shmem_finalize`, `shmem_global_exit`,
+ * `shmem_info_get_*`), the OpenSHMEM form of <shmem.h> is the `shmem_*` symbol and CANN's form is
+ * `aclshmem_*`. After a successful `aclshmemx_init_attr` the whole OpenSHMEM API works.
+ *
+ * Every routine returning `int` returns ACLSHMEM_SUCCESS (0) or one of the negative codes below,
+ * after logging one line naming the routine, the argument and its value.
+ */
+#ifndef ACLSHMEM_H
+#define ACLSHMEM_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shmem.h"
+#include "shmemx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#define ACLSHMEMI_ENUM(name, type) enum name : type
+#define ACLSHMEMI_DEFAULT(...) = __VA_ARGS__
+#else
+#define ACLSHMEMI_ENUM(name, type) enum name
+#define ACLSHMEMI_DEFAULT(...)
+#endif
+
+#define ACLSHMEM_HOST_API __attribute__((visibility("default")))
+
+#define ACLSHMEM_MAJOR_VERSION 1
+#define ACLSHMEM_MINOR_VERSION 1
+#define ACLSHMEM_MAX_NAME_LEN 256
+#define ACLSHMEM_MAX_IP_PORT_LEN 64
+#define ACLSHMEM_UNIQUE_ID_INNER_LEN 124
+/* Seconds of every timeout of the attributes until set otherwise. */
+#define ACLSHMEM_DEFAULT_TIMEOUT 120
+#ifdef __cplusplus
+constexpr int DEFAULT_TIMEOUT = ACLSHMEM_DEFAULT_TIMEOUT;
+#endif
+
+/* Return codes. */
+ACLSHMEMI_ENUM(aclshmem_error_code_t, int){
+    ACLSHMEM_SUCCESS = 0,
+    ACLSHMEM_INVALID_PARAM = -1,     /* an argument is wrong (NULL, out of range, PEs disagree) */
+    ACLSHMEM_INVALID_VALUE = -2,     /* a value out of its range (engine type, variable) */
+    ACLSHMEM_SMEM_ERROR = -3,        /* (CANN's memory layer; not returned here) */
+    ACLSHMEM_INNER_ERROR = -4,       /* a system call failed, or the library's state forbids it */
+    ACLSHMEM_NOT_INITED = -5,        /* the library is not initialised */
+    ACLSHMEM_BOOTSTRAP_ERROR = -6,   /* the PEs could not meet or talk through the store */
+    ACLSHMEM_TIMEOUT_ERROR = -7,     /* a start-up or control step ran out of time */
+    ACLSHMEM_MALLOC_FAILED = -8,     /* the symmetric heap could not be made */
+    ACLSHMEM_DL_FUNC_FAILED = -9,    /* (CANN's dynamic loading; not returned here) */
+    ACLSHMEM_INNER_TIMEOUT = -10,    /* (not returned here) */
+    ACLSHMEM_UNDER_API_UNLOAD = -11, /* (not returned here) */
+    ACLSHMEM_NOT_SUPPORTED = -100,   /* the routine or option needs what this build lacks */
+};
+typedef enum aclshmem_error_code_t aclshmem_error_code_t;
+typedef enum aclshmem_error_code_t shmem_error_code_t;
+
+/* How aclshmemx_init_attr finds the other PEs. */
+ACLSHMEMI_ENUM(aclshmemx_bootstrap_t, int){
+    ACLSHMEMX_INIT_WITH_DEFAULT = 1 << 0, /* attributes->ip_port, else the unique id in comm_args */
+    ACLSHMEMX_INIT_WITH_MPI = 1 << 1,     /* not supported: ACLSHMEM_NOT_SUPPORTED */
+    ACLSHMEMX_INIT_WITH_UNIQUEID = 1 << 3, /* the unique id in attributes->comm_args */
+    ACLSHMEMX_INIT_MAX = INT_MIN,          /* (1 << 31) */
+};
+typedef enum aclshmemx_bootstrap_t aclshmemx_bootstrap_t;
+typedef enum aclshmemx_bootstrap_t shmemx_bootstrap_t;
+
+/* aclshmemx_init_status. */
+enum aclshmemx_init_status_t {
+    ACLSHMEM_STATUS_NOT_INITIALIZED = 0,
+    ACLSHMEM_STATUS_SHM_CREATED = 1, /* the heap exists, start-up not finished */
+    ACLSHMEM_STATUS_IS_INITIALIZED = 2,
+    ACLSHMEM_STATUS_INVALID = INT_MAX,
+};
+typedef enum aclshmemx_init_status_t aclshmemx_init_status_t;
+typedef enum aclshmemx_init_status_t shmem_init_status_t;
+
+ACLSHMEMI_ENUM(aclshmem_transport_t, uint8_t){
+    ACLSHMEM_TRANSPORT_MTE = 1 << 0,
+    ACLSHMEM_TRANSPORT_ROCE = 1 << 1,
+    ACLSHMEM_TRANSPORT_SDMA = 1 << 2,
+    ACLSHMEM_TRANSPORT_UDMA = 1 << 3,
+};
+typedef enum aclshmem_transport_t aclshmem_transport_t;
+typedef enum aclshmem_transport_t shmem_transport_t;
+
+/* Data engine of a job. This library moves data with the host CPU, which plays MTE's part. */
+enum data_op_engine_type_t {
+    ACLSHMEM_DATA_OP_MTE = 0x01,
+    ACLSHMEM_DATA_OP_SDMA = 0x02,
+    ACLSHMEM_DATA_OP_ROCE = 0x04,
+    ACLSHMEM_DATA_OP_UDMA = 0x08,
+    ACLSHMEM_DATA_OP_MAX = 0x08,
+};
+typedef enum data_op_engine_type_t data_op_engine_type_t;
+
+/* Optional attributes (24 bytes). Timeouts are in seconds, 1 or more:
+ * shm_init_timeout bounds joining the job, shm_create_timeout making and exchanging the heap,
+ * control_operation_timeout the control steps of a running job (finalize, checks). sockFd is
+ * not used. */
+typedef struct {
+    int version; /* ACLSHMEM_OPTIONAL_ATTR_VERSION */
+    data_op_engine_type_t data_op_engine_type;
+    uint32_t shm_init_timeout;
+    uint32_t shm_create_timeout;
+    uint32_t control_operation_timeout;
+    int32_t sockFd;
+} aclshmem_init_optional_attr_t;
+typedef aclshmem_init_optional_attr_t shmem_init_optional_attr_t;
+#define ACLSHMEM_OPTIONAL_ATTR_VERSION ((int)((1 << 16) + sizeof(aclshmem_init_optional_attr_t)))
+
+/* Attributes of aclshmemx_init_attr (120 bytes). ip_port: `tcp://ip:port` or
+ * `tcp6://[ip]:port`, NUL-terminated. comm_args: the unique id with
+ * ACLSHMEMX_INIT_WITH_UNIQUEID; it must stay valid until aclshmemx_init_attr returns.
+ * instance_id is part of the layout only: this library has one instance and never reads or
+ * writes it (programs built against older CANN headers lack it). */
+typedef struct aclshmemx_init_attr_t {
+    int my_pe;
+    int n_pes;
+    char ip_port[ACLSHMEM_MAX_IP_PORT_LEN] ACLSHMEMI_DEFAULT({});
+    uint64_t local_mem_size;
+    aclshmem_init_optional_attr_t option_attr ACLSHMEMI_DEFAULT(
+        {ACLSHMEM_OPTIONAL_ATTR_VERSION, ACLSHMEM_DATA_OP_MTE, ACLSHMEM_DEFAULT_TIMEOUT,
+         ACLSHMEM_DEFAULT_TIMEOUT, ACLSHMEM_DEFAULT_TIMEOUT, 0});
+    void *comm_args ACLSHMEMI_DEFAULT(NULL);
+    uint64_t instance_id ACLSHMEMI_DEFAULT(0);
+} aclshmemx_init_attr_t;
+typedef aclshmemx_init_attr_t shmem_init_attr_t;
+
+/* Unique id (136 bytes): made by aclshmemx_get_uniqueid, passed by the user to every PE as
+ * plain bytes. internal[] holds the store address, a random secret and the store certificate's
+ * fingerprint; my_pe and n_pes are filled by aclshmemx_set_attr_uniqueid_args. */
+typedef struct {
+    int32_t version; /* ACLSHMEM_UNIQUEID_VERSION */
+    int my_pe;
+    int n_pes;
+    char internal[ACLSHMEM_UNIQUE_ID_INNER_LEN];
+} aclshmemx_uniqueid_t;
+typedef aclshmemx_uniqueid_t shmem_uniqueid_t;
+#define ACLSHMEM_UNIQUEID_VERSION ((int32_t)((1 << 16) + sizeof(aclshmemx_uniqueid_t)))
+#define ACLSHMEM_UNIQUEID_INITIALIZER                                                              \
+    {                                                                                              \
+        ACLSHMEM_UNIQUEID_VERSION, 0, 0, { 0 }                                                     \
+    }
+
+/* The older CANN unique id (128 bytes), written by the `shmem_get_uniqueid` symbol, which
+ * binaries built against older CANN headers (and torch_npu) call. Every routine that reads a
+ * unique id takes either layout, told apart by `version`. */
+typedef struct {
+    int32_t version; /* SHMEM_UNIQUEID_VERSION */
+    char internal[ACLSHMEM_UNIQUE_ID_INNER_LEN];
+} shmemx_uniqueid_t;
+#define SHMEM_UNIQUEID_VERSION ((int32_t)((1 << 16) + sizeof(shmemx_uniqueid_t)))
+#define SHMEM_UNIQUEID_INITIALIZER                                                                 \
+    {                                                                                              \
+        SHMEM_UNIQUEID_VERSION, { 0 }                                                              \
+    }
+
+/* The TLS settings of the job's store (aclshmemx_set_conf_store_tls,
+ * aclshmemx_set_config_store_tls_key, their shmem_* names and the decrypt handler type
+ * aclshmem_decrypt_handler / shmem_decrypt_handler) are declared in <shmemx.h>, included above. */
+
+/* ---- Starting and ending ------------------------------------------------------------------ */
+
+/* Where start-up is: ACLSHMEM_STATUS_NOT_INITIALIZED, _SHM_CREATED or _IS_INITIALIZED (again
+ * NOT_INITIALIZED after aclshmem_finalize). Any thread, any time. */
+ACLSHMEM_HOST_API int aclshmemx_init_status(void);
+ACLSHMEM_HOST_API int shmem_init_status(void);
+
+/* Fills a library-owned attribute struct for PE `my_pe` of `n_pes` with `local_mem_size` bytes
+ * of symmetric heap and the store address `ip_port` (NULL or "" when a unique id follows),
+ * timeouts ACLSHMEM_DEFAULT_TIMEOUT and engine MTE, and stores its address in `*attributes`.
+ * Each call refills the same struct. */
+ACLSHMEM_HOST_API int aclshmemx_set_attr(int my_pe, int n_pes, uint64_t local_mem_size,
+                                         const char *ip_port, aclshmemx_init_attr_t **attributes);
+ACLSHMEM_HOST_API int shmem_set_attr(int my_pe, int n_pes, uint64_t local_mem_size,
+                                     const char *ip_port, shmem_init_attr_t **attributes);
+
+/* Sets the data engine; only ACLSHMEM_DATA_OP_MTE is available (others: NOT_SUPPORTED; values
+ * outside the enum: INVALID_VALUE). */
+ACLSHMEM_HOST_API int aclshmemx_set_data_op_engine_type(aclshmemx_init_attr_t *attributes,
+                                                        data_op_engine_type_t value);
+ACLSHMEM_HOST_API int shmem_set_data_op_engine_type(shmem_init_attr_t *attributes,
+                                                    data_op_engine_type_t value);
+ACLSHMEM_HOST_API int shmemx_set_data_op_engine_type(shmem_init_attr_t *attributes,
+                                                     data_op_engine_type_t value);
+
+/* Sets all three timeouts of the attributes to `value` seconds (1 or more). */
+ACLSHMEM_HOST_API int aclshmemx_set_timeout(aclshmemx_init_attr_t *attributes, uint32_t value);
+ACLSHMEM_HOST_API int shmem_set_timeout(shmem_init_attr_t *attributes, uint32_t value);
+
+/* Makes a unique id for a new job (one process, usually the future PE 0, calls it; the others
+ * receive the bytes). The store address is SHMEM_UID_SESSION_ID, else an address of the
+ * interface SHMEM_UID_SOCK_IFNAME, else of the first non-loopback interface that is up. */
+ACLSHMEM_HOST_API int aclshmemx_get_uniqueid(aclshmemx_uniqueid_t *uid);
+/* The same, in the older 128-byte layout (the symbol older binaries resolve). Source code
+ * calling shmem_get_uniqueid gets the routine that fits its id: aclshmemx_get_uniqueid for an
+ * aclshmemx_uniqueid_t (as with CANN's current headers), this one for a shmemx_uniqueid_t. */
+ACLSHMEM_HOST_API int(shmem_get_uniqueid)(shmemx_uniqueid_t *uid);
+#define shmem_get_uniqueid(uid)                                                                    \
+    (sizeof(*(uid)) == sizeof(shmemx_uniqueid_t)                                                   \
+         ? (shmem_get_uniqueid)((shmemx_uniqueid_t *)(void *)(uid))                                \
+         : aclshmemx_get_uniqueid((aclshmemx_uniqueid_t *)(void *)(uid)))
+
+/* Fills `*attr` (the caller's) for PE `my_pe` of `n_pes` with `local_mem_size` bytes of heap,
+ * joining through `uid` (either layout; stored in attr->comm_args, and my_pe/n_pes are written
+ * into a 136-byte uid). Timeouts and engine are left as they are. */
+ACLSHMEM_HOST_API int aclshmemx_set_attr_uniqueid_args(int my_pe, int n_pes, int64_t local_mem_size,
+                                                       aclshmemx_uniqueid_t *uid,
+                                                       aclshmemx_init_attr_t *attr);
+/* The older four-argument form (torch_npu's): the heap size is the one already in `*attr`
+ * (from shmem_set_attr), whose my_pe and n_pes must match. */
+ACLSHMEM_HOST_API int shmem_set_attr_uniqueid_args(int my_pe, int n_pes, const void *uid,
+                                                   shmem_init_attr_t *attr);
+
+/* Starts the library on this PE as `attributes` say (collective over the job's PEs): joins the
+ * job, checks that every PE was given the same PE count, heap size and store (else fails on
+ * every PE naming the PE that differs), makes and exchanges the heap. Blocks until every PE has
+ * joined, at most the attribute timeouts. */
+ACLSHMEM_HOST_API int aclshmemx_init_attr(aclshmemx_bootstrap_t bootstrap_flags,
+                                          aclshmemx_init_attr_t *attributes);
+/* The one-argument form torch_npu resolves by name: the store address if ip_port is set, else
+ * the unique id in comm_args. */
+ACLSHMEM_HOST_API int shmem_init_attr(shmem_init_attr_t *attributes);
+
+/* Ends the library on this PE (collective); 0 or an error code. */
+ACLSHMEM_HOST_API int aclshmem_finalize(void);
+/* Ends the whole job with `status` from any PE; does not return. */
+ACLSHMEM_HOST_API void aclshmem_global_exit(int status);
+ACLSHMEM_HOST_API void aclshmem_info_get_version(int *major, int *minor);
+ACLSHMEM_HOST_API void aclshmem_info_get_name(char *name);
+ACLSHMEM_HOST_API int aclshmem_my_pe(void);
+ACLSHMEM_HOST_API int aclshmem_n_pes(void);
+
+/* Source compatibility: CANN's headers route `shmem_*` calls to `aclshmemx_*`. These route by
+ * argument count, so calls written for either CANN generation compile: two arguments to
+ * shmem_init_attr and five to shmem_set_attr_uniqueid_args go to the aclshmemx_ form. */
+#define ACLSHMEMI_PICK2(_1, _2, name, ...) name
+#define ACLSHMEMI_PICK5(_1, _2, _3, _4, _5, name, ...) name
+#define shmem_init_attr(...)                                                                       \
+    ACLSHMEMI_PICK2(__VA_ARGS__, aclshmemx_init_attr, shmem_init_attr, )(__VA_ARGS__)
+#define shmem_set_attr_uniqueid_args(...)                                                          \
+    ACLSHMEMI_PICK5(__VA_ARGS__, aclshmemx_set_attr_uniqueid_args, shmem_set_attr_uniqueid_args, , \
+                    , )                                                                            \
+    (__VA_ARGS__)
+
+#undef ACLSHMEMI_DEFAULT
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACLSHMEM_H */

@@ -1,0 +1,402 @@
+//! The unique id of CANN's `shmem_get_uniqueid`: an opaque block one process creates and the
+//! user hands to every PE (through a file, torch.distributed, MPI), which then meet through it.
+//!
+//! Owns the bytes inside CANN's `internal[124]` (the layout below), the choice of the address
+//! written there (`SHMEM_UID_SESSION_ID`, `SHMEM_UID_SOCK_IFNAME`, else the first non-loopback
+//! interface that is up, else loopback), and the random secret. Must never connect anywhere.
+//!
+//! Layout of the 124 bytes (integers little-endian unless said):
+//!
+//! | bytes   | field |
+//! | ------- | ----- |
+//! | 0..4    | magic `SHU1` |
+//! | 4       | address family: 4 or 6 |
+//! | 5       | reserved, 0 |
+//! | 6..8    | store port, big-endian (0: the store picks one when it opens) |
+//! | 8..24   | store IP address (IPv4 in the first 4 bytes) |
+//! | 24..40  | secret: 128 random bits; names the job and admits its PEs |
+//! | 40..72  | SHA-256 fingerprint of the store's certificate (zeros: none yet) |
+//! | 72..124 | zeros |
+
+use std::ffi::CStr;
+use std::io::Read as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use crate::env;
+use crate::error::{Error, Result};
+
+/// Bytes of CANN's `internal[]`.
+pub const INNER_LEN: usize = 124;
+const MAGIC: &[u8; 4] = b"SHU1";
+
+/// A decoded unique id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UniqueId {
+    /// Where the job's store listens (port 0: not chosen yet).
+    pub addr: SocketAddr,
+    /// Random secret shared by the job's PEs.
+    pub secret: [u8; 16],
+    /// Fingerprint of the store's certificate, all zeros when the id carries none.
+    pub fingerprint: [u8; 32],
+}
+
+impl UniqueId {
+    /// The 124 bytes that go into CANN's `internal[]`.
+    pub fn encode(&self) -> [u8; INNER_LEN] {
+        let mut b = [0u8; INNER_LEN];
+        b[0..4].copy_from_slice(MAGIC);
+        b[6..8].copy_from_slice(&self.addr.port().to_be_bytes());
+        match self.addr.ip() {
+            IpAddr::V4(ip) => {
+                b[4] = 4;
+                b[8..12].copy_from_slice(&ip.octets());
+            }
+            IpAddr::V6(ip) => {
+                b[4] = 6;
+                b[8..24].copy_from_slice(&ip.octets());
+            }
+        }
+        b[24..40].copy_from_slice(&self.secret);
+        b[40..72].copy_from_slice(&self.fingerprint);
+        b
+    }
+
+    /// Reads the bytes of `internal[]`; says what is wrong when they are not a unique id made
+    /// by this library.
+    pub fn decode(b: &[u8]) -> std::result::Result<UniqueId, String> {
+        if b.len() != INNER_LEN {
+            return Err(format!("{} bytes, not {INNER_LEN}", b.len()));
+        }
+        if &b[0..4] != MAGIC {
+            return Err("not made by shmem_get_uniqueid of this library (bad magic)".into());
+        }
+        let port = u16::from_be_bytes([b[6], b[7]]);
+        let ip = match b[4] {
+            4 => IpAddr::V4(Ipv4Addr::new(b[8], b[9], b[10], b[11])),
+            6 => {
+                let mut o = [0u8; 16];
+                o.copy_from_slice(&b[8..24]);
+                IpAddr::V6(Ipv6Addr::from(o))
+            }
+            f => return Err(format!("unknown address family {f}")),
+        };
+        let mut secret = [0u8; 16];
+        secret.copy_from_slice(&b[24..40]);
+        if secret == [0u8; 16] {
+            return Err("its secret is empty (an id never filled by shmem_get_uniqueid)".into());
+        }
+        let mut fingerprint = [0u8; 32];
+        fingerprint.copy_from_slice(&b[40..72]);
+        Ok(UniqueId {
+            addr: SocketAddr::new(ip, port),
+            secret,
+            fingerprint,
+        })
+    }
+
+    /// The secret as hex: the job id of a node-local rendezvous.
+    pub fn secret_hex(&self) -> String {
+        self.secret.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// Makes a new unique id: the store address from the environment or an interface, and a
+/// fresh random secret.
+pub fn create() -> Result<UniqueId> {
+    let addr = match env::text("SHMEM_UID_SESSION_ID") {
+        Some(session) => parse_session(&session).map_err(|reason| Error::BadEnv {
+            name: "SHMEM_UID_SESSION_ID",
+            value: session.clone(),
+            reason,
+        })?,
+        None => SocketAddr::new(
+            pick_address(env::text("SHMEM_UID_SOCK_IFNAME").as_deref())?,
+            0,
+        ),
+    };
+    let mut secret = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut secret))
+        .map_err(|e| Error::os("reading /dev/urandom for the unique id's secret", e))?;
+    Ok(UniqueId {
+        addr,
+        secret,
+        fingerprint: [0u8; 32],
+    })
+}
+
+/// `IP:PORT` or `[IPv6]:PORT`.
+fn parse_session(s: &str) -> std::result::Result<SocketAddr, String> {
+    s.parse::<SocketAddr>()
+        .map_err(|_| "expected IP:PORT or [IPv6]:PORT, e.g. 127.0.0.1:8666".to_string())
+}
+
+/// Which family an interface name asks for (`NAME:inet4`, `NAME:inet6`, or any).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Want {
+    Any,
+    V4,
+    V6,
+}
+
+/// Splits `SHMEM_UID_SOCK_IFNAME` into the interface name and the family asked for.
+fn parse_ifname(s: &str) -> std::result::Result<(&str, Want), String> {
+    let (name, want) = match s.rsplit_once(':') {
+        Some((name, "inet4")) => (name, Want::V4),
+        Some((name, "inet6")) => (name, Want::V6),
+        Some((_, other)) => {
+            return Err(format!(
+                "unknown family '{other}': expected NAME, NAME:inet4 or NAME:inet6"
+            ))
+        }
+        None => (s, Want::Any),
+    };
+    if name.is_empty() {
+        return Err("no interface name".into());
+    }
+    Ok((name, want))
+}
+
+/// One address of one interface.
+#[derive(Debug, Clone)]
+struct IfAddr {
+    name: String,
+    ip: IpAddr,
+    up: bool,
+    loopback: bool,
+}
+
+/// The address to put in a unique id: the named interface's, else the first non-loopback
+/// interface that is up (IPv4 first), else loopback.
+fn pick_address(ifname: Option<&str>) -> Result<IpAddr> {
+    let all = interfaces()?;
+    choose(&all, ifname).map_err(|reason| match ifname {
+        Some(v) => Error::BadEnv {
+            name: "SHMEM_UID_SOCK_IFNAME",
+            value: v.into(),
+            reason,
+        },
+        None => Error::Launch(format!("shmem_get_uniqueid: {reason}")),
+    })
+}
+
+fn choose(all: &[IfAddr], ifname: Option<&str>) -> std::result::Result<IpAddr, String> {
+    let family_ok = |a: &IfAddr, want: Want| match want {
+        Want::Any => true,
+        Want::V4 => a.ip.is_ipv4(),
+        Want::V6 => a.ip.is_ipv6(),
+    };
+    // Link-local IPv6 addresses need a scope to be reached: never pick one by ourselves.
+    let usable = |a: &IfAddr| match a.ip {
+        IpAddr::V6(ip) => (ip.segments()[0] & 0xffc0) != 0xfe80,
+        IpAddr::V4(_) => true,
+    };
+    if let Some(spec) = ifname {
+        let (name, want) = parse_ifname(spec)?;
+        let mut found: Vec<&IfAddr> = all
+            .iter()
+            .filter(|a| a.name == name && family_ok(a, want))
+            .collect();
+        found.sort_by_key(|a| (!a.ip.is_ipv4(), !usable(a)));
+        return match found.first() {
+            Some(a) if a.up => Ok(a.ip),
+            Some(_) => Err(format!("interface {name} is down")),
+            None => Err(format!(
+                "no interface {name} with an {} address (interfaces: {})",
+                match want {
+                    Want::Any => "IP",
+                    Want::V4 => "IPv4",
+                    Want::V6 => "IPv6",
+                },
+                names(all)
+            )),
+        };
+    }
+    let pick = |v4: bool, loopback: bool| {
+        all.iter()
+            .find(|a| a.up && a.loopback == loopback && a.ip.is_ipv4() == v4 && usable(a))
+            .map(|a| a.ip)
+    };
+    pick(true, false)
+        .or_else(|| pick(false, false))
+        .or_else(|| pick(true, true))
+        .or_else(|| pick(false, true))
+        .ok_or_else(|| format!("no network interface is up (interfaces: {})", names(all)))
+}
+
+fn names(all: &[IfAddr]) -> String {
+    let mut v: Vec<&str> = all.iter().map(|a| a.name.as_str()).collect();
+    v.dedup();
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// Every IPv4 and IPv6 address of every interface, in the system's order.
+fn interfaces() -> Result<Vec<IfAddr>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs writes a list head we own and free below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(Error::os(
+            "listing network interfaces (getifaddrs)",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    let mut out = Vec::new();
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let name = unsafe { CStr::from_ptr(ifa.ifa_name) }
+            .to_string_lossy()
+            .into_owned();
+        // SAFETY: ifa_addr is non-null and points at a sockaddr whose family says its type.
+        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
+        let ip = match family {
+            libc::AF_INET => {
+                // SAFETY: the family is AF_INET, so the address is a sockaddr_in.
+                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+                IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
+            }
+            libc::AF_INET6 => {
+                // SAFETY: the family is AF_INET6, so the address is a sockaddr_in6.
+                let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+                IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr))
+            }
+            _ => continue,
+        };
+        let flags = ifa.ifa_flags;
+        out.push(IfAddr {
+            name,
+            ip,
+            up: flags & libc::IFF_UP as u32 != 0 && flags & libc::IFF_RUNNING as u32 != 0,
+            loopback: flags & libc::IFF_LOOPBACK as u32 != 0,
+        });
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once; nothing borrowed from it remains.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ifa(name: &str, ip: &str, up: bool, loopback: bool) -> IfAddr {
+        IfAddr {
+            name: name.into(),
+            ip: ip.parse().unwrap(),
+            up,
+            loopback,
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        for addr in ["10.1.2.3:8666", "[fd00::5]:1", "127.0.0.1:0"] {
+            let id = UniqueId {
+                addr: addr.parse().unwrap(),
+                secret: [7; 16],
+                fingerprint: [9; 32],
+            };
+            let bytes = id.encode();
+            assert_eq!(&bytes[72..], &[0u8; 52][..]);
+            assert_eq!(UniqueId::decode(&bytes).unwrap(), id);
+        }
+    }
+
+    #[test]
+    fn refuses_foreign_bytes() {
+        assert!(UniqueId::decode(&[0u8; INNER_LEN])
+            .unwrap_err()
+            .contains("bad magic"));
+        let mut b = UniqueId {
+            addr: "1.2.3.4:5".parse().unwrap(),
+            secret: [1; 16],
+            fingerprint: [0; 32],
+        }
+        .encode();
+        b[4] = 9;
+        assert!(UniqueId::decode(&b).unwrap_err().contains("family 9"));
+        b[4] = 4;
+        b[24..40].fill(0);
+        assert!(UniqueId::decode(&b)
+            .unwrap_err()
+            .contains("secret is empty"));
+        assert!(UniqueId::decode(&b[..10]).unwrap_err().contains("10 bytes"));
+    }
+
+    #[test]
+    fn fresh_ids_differ() {
+        let a = create().unwrap();
+        let b = create().unwrap();
+        assert_ne!(a.secret, b.secret);
+        assert_eq!(a.secret_hex().len(), 32);
+    }
+
+    #[test]
+    fn interface_choice() {
+        let all = [
+            ifa("lo", "127.0.0.1", true, true),
+            ifa("lo", "::1", true, true),
+            ifa("eth0", "fe80::1", true, false),
+            ifa("eth0", "10.0.0.2", true, false),
+            ifa("eth1", "192.168.1.9", false, false),
+            ifa("eth2", "fd00::2", true, false),
+        ];
+        assert_eq!(
+            choose(&all, None).unwrap(),
+            "10.0.0.2".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            choose(&all, Some("eth2:inet6")).unwrap(),
+            "fd00::2".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            choose(&all, Some("lo")).unwrap(),
+            "127.0.0.1".parse::<IpAddr>().unwrap()
+        );
+        assert!(choose(&all, Some("eth1")).unwrap_err().contains("down"));
+        let e = choose(&all, Some("wlan0")).unwrap_err();
+        assert!(
+            e.contains("no interface wlan0") && e.contains("eth0"),
+            "{e}"
+        );
+        assert!(choose(&all, Some("eth0:ipx")).unwrap_err().contains("ipx"));
+        // Only loopback up: loopback it is.
+        let lo_only = [
+            ifa("lo", "127.0.0.1", true, true),
+            ifa("eth1", "192.168.1.9", false, false),
+        ];
+        assert_eq!(
+            choose(&lo_only, None).unwrap(),
+            "127.0.0.1".parse::<IpAddr>().unwrap()
+        );
+        assert!(choose(&[], None)
+            .unwrap_err()
+            .contains("no network interface"));
+    }
+
+    #[test]
+    fn this_machine_has_an_address() {
+        let ip = pick_address(None).unwrap();
+        assert!(!ip.is_unspecified());
+    }
+
+    #[test]
+    fn session_ids() {
+        assert_eq!(
+            parse_session("127.0.0.1:1234").unwrap(),
+            "127.0.0.1:1234".parse().unwrap()
+        );
+        assert!(parse_session("[::1]:886").is_ok());
+        assert!(parse_session("host:1").is_err());
+    }
+}

@@ -1,0 +1,178 @@
+/* cann_data.c: one 2-or-more-PE data program started the CANN ways. Every PE puts a block into
+ * the next PE's symmetric buffer, waits at a barrier, and checks the block the previous PE put.
+ *
+ *   cann_data MODE RANK N [--size LIST] [--ip IP_PORT] [--uid FILE] [--timeout S]
+ *
+ * MODE  attr      shmem_set_attr(ip_port) + aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT)
+ *       attr1     shmem_set_attr(ip_port) + shmem_init_attr(attr) (one argument)
+ *       uid       aclshmemx_get_uniqueid (rank 0, written to FILE) +
+ *                 aclshmemx_set_attr_uniqueid_args + aclshmemx_init_attr(..._UNIQUEID)
+ *       uid4      torch_npu's older calls: shmem_set_attr(NULL) + shmem_get_uniqueid (the
+ *                 128-byte id) + shmem_set_attr_uniqueid_args (4 arguments) + shmem_init_attr
+ *       init      shmem_init, under a launcher (RANK and N are checked against it)
+ * RANK, N: numbers, or "env" (the launcher's SHMEM_RUN_RANK/SIZE or OMPI_COMM_WORLD_RANK/SIZE).
+ * --size and N may be comma lists indexed by rank (the last entry repeats), to give PEs
+ * different jobs on purpose. Exits 0 when the data checks out, 3 when start-up fails (after
+ * printing the code).
+ */
+#include <aclshmem.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define WORDS 1024
+
+static long pick(const char *list, int rank) {
+    long v = 0;
+    const char *p = list;
+    for (int i = 0; i <= rank; i++) {
+        v = strtol(p, NULL, 0);
+        const char *comma = strchr(p, ',');
+        if (comma == NULL) break;
+        p = comma + 1;
+    }
+    return v;
+}
+
+static int from_env(const char *a, const char *b) {
+    const char *v = getenv(a);
+    if (v == NULL) v = getenv(b);
+    if (v == NULL) {
+        fprintf(stderr, "cann_data: neither %s nor %s is set\n", a, b);
+        exit(2);
+    }
+    return atoi(v);
+}
+
+/* Rank 0 writes the id's bytes to `path` (through a temporary name, so readers never see half
+ * of it); the others wait for the file, at most 30 s. */
+static void share(const char *path, int rank, void *id, size_t len) {
+    if (rank == 0) {
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        FILE *f = fopen(tmp, "wb");
+        if (f == NULL || fwrite(id, 1, len, f) != len || fclose(f) != 0 || rename(tmp, path) != 0) {
+            fprintf(stderr, "cann_data: cannot write %s: %s\n", path, strerror(errno));
+            exit(2);
+        }
+        return;
+    }
+    for (int tries = 0; tries < 3000; tries++) {
+        FILE *f = fopen(path, "rb");
+        if (f != NULL) {
+            size_t got = fread(id, 1, len, f);
+            fclose(f);
+            if (got == len) return;
+        }
+        struct timespec nap = {0, 10 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    fprintf(stderr, "cann_data: PE %d: no unique id in %s after 30 s\n", rank, path);
+    exit(2);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: cann_data MODE RANK N [--size LIST] [--ip IP_PORT] [--uid FILE]\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    int rank = strcmp(argv[2], "env") == 0 ? from_env("SHMEM_RUN_RANK", "OMPI_COMM_WORLD_RANK")
+                                           : atoi(argv[2]);
+    const char *n_list = argv[3];
+    int n = strcmp(n_list, "env") == 0 ? from_env("SHMEM_RUN_SIZE", "OMPI_COMM_WORLD_SIZE")
+                                       : (int)pick(n_list, rank);
+    const char *size_list = "1048576", *ip = "", *uid_path = NULL;
+    unsigned timeout = 30;
+    for (int i = 4; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--size") == 0) size_list = argv[i + 1];
+        if (strcmp(argv[i], "--ip") == 0) ip = argv[i + 1];
+        if (strcmp(argv[i], "--uid") == 0) uid_path = argv[i + 1];
+        if (strcmp(argv[i], "--timeout") == 0) timeout = (unsigned)atoi(argv[i + 1]);
+    }
+    uint64_t size = (uint64_t)pick(size_list, rank);
+
+    int rc;
+    if (strcmp(mode, "init") == 0) {
+        shmem_init();
+        rc = 0;
+    } else if (strcmp(mode, "attr") == 0 || strcmp(mode, "attr1") == 0) {
+        aclshmemx_init_attr_t *attr = NULL;
+        rc = shmem_set_attr(rank, n, size, ip, &attr);
+        if (rc == 0) rc = shmem_set_timeout(attr, timeout);
+        if (rc == 0) rc = shmem_set_data_op_engine_type(attr, ACLSHMEM_DATA_OP_MTE);
+        if (rc == 0) {
+            rc = strcmp(mode, "attr") == 0 ? aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT, attr)
+                                           : shmem_init_attr(attr);
+        }
+    } else if (strcmp(mode, "uid") == 0 && uid_path != NULL) {
+        aclshmemx_uniqueid_t uid = ACLSHMEM_UNIQUEID_INITIALIZER;
+        if (rank == 0 && (rc = aclshmemx_get_uniqueid(&uid)) != 0) {
+            fprintf(stderr, "cann_data: aclshmemx_get_uniqueid returned %d\n", rc);
+            return 3;
+        }
+        share(uid_path, rank, &uid, sizeof uid);
+        aclshmemx_init_attr_t *attr = NULL;
+        /* Timeouts and engine from a library-filled struct; the id fills in the rest. */
+        rc = aclshmemx_set_attr(rank, n, size, NULL, &attr);
+        if (rc == 0) rc = aclshmemx_set_timeout(attr, timeout);
+        if (rc == 0) rc = aclshmemx_set_attr_uniqueid_args(rank, n, (int64_t)size, &uid, attr);
+        if (rc == 0) rc = aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_UNIQUEID, attr);
+    } else if (strcmp(mode, "uid4") == 0 && uid_path != NULL) {
+        shmemx_uniqueid_t uid = SHMEM_UNIQUEID_INITIALIZER;
+        if (rank == 0 && (rc = shmem_get_uniqueid(&uid)) != 0) {
+            fprintf(stderr, "cann_data: shmem_get_uniqueid returned %d\n", rc);
+            return 3;
+        }
+        share(uid_path, rank, &uid, sizeof uid);
+        shmem_init_attr_t *attr = NULL;
+        rc = shmem_set_attr(rank, n, size, NULL, &attr);
+        if (rc == 0) rc = shmem_set_timeout(attr, timeout);
+        if (rc == 0) rc = shmem_set_attr_uniqueid_args(rank, n, &uid, attr);
+        if (rc == 0) rc = shmem_init_attr(attr);
+    } else {
+        fprintf(stderr, "cann_data: unknown mode %s (or --uid missing)\n", mode);
+        return 2;
+    }
+    if (rc != 0) {
+        printf("PE %d: start-up failed with code %d\n", rank, rc);
+        return 3;
+    }
+
+    int me = shmem_my_pe(), npes = shmem_n_pes();
+    CHECK(me == rank);
+    CHECK(npes == n);
+    CHECK(aclshmem_my_pe() == me && aclshmem_n_pes() == npes);
+    CHECK(aclshmemx_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED);
+    CHECK(shmem_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED);
+
+    long *buf = shmem_malloc(WORDS * sizeof(long));
+    CHECK(buf != NULL);
+    long src[WORDS];
+    for (int i = 0; i < WORDS; i++) src[i] = (long)me * 1000000 + i;
+    int next = (me + 1) % npes, prev = (me + npes - 1) % npes;
+    shmem_long_put(buf, src, WORDS, next);
+    shmem_barrier_all();
+    for (int i = 0; i < WORDS; i++) CHECK(buf[i] == (long)prev * 1000000 + i);
+    /* And one word fetched back from a peer: the block this PE put there. */
+    CHECK(shmem_long_g(&buf[WORDS - 1], next) == (long)me * 1000000 + WORDS - 1);
+    shmem_barrier_all();
+    shmem_free(buf);
+
+    if (strcmp(mode, "init") == 0) {
+        shmem_finalize();
+    } else {
+        CHECK(aclshmem_finalize() == ACLSHMEM_SUCCESS);
+    }
+    if (aclshmemx_init_status() != ACLSHMEM_STATUS_NOT_INITIALIZED) {
+        fprintf(stderr, "PE %d: status after finalize is %d\n", me, aclshmemx_init_status());
+        return 1;
+    }
+    printf("PE %d of %d: %s: data checked\n", me, npes, mode);
+    return 0;
+}
