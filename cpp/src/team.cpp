@@ -23,8 +23,10 @@
 using namespace shmem::detail;
 
 // The predefined handles (SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED) point at these.
-extern "C" __attribute__((visibility("default"))) shmem_team_s shmem_internal_team_world{};
-extern "C" __attribute__((visibility("default"))) shmem_team_s shmem_internal_team_shared{};
+extern "C" {
+__attribute__((visibility("default"))) shmem_team_s shmem_internal_team_world{};
+__attribute__((visibility("default"))) shmem_team_s shmem_internal_team_shared{};
+}
 
 namespace {
 
