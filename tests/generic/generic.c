@@ -2,7 +2,9 @@
  * generic.c: the type-generic routines (shmem_put, shmem_g, shmem_atomic_fetch_add,
  * shmem_wait_until, ...) called for every type of each routine's table, fixed-width and size
  * types included, each PE checking the data its left neighbour moved into it with them and
- * the data it fetched from its right neighbour. Valid C11 and C++: built with -Werror as C11,
+ * the data it fetched from its right neighbour; then the context forms of the RMA routines and
+ * AMOs, put with signal, the waits and tests on sets, the team collectives and the reductions,
+ * each for every type of its table. Valid C11 and C++: built with -Werror as C11,
  * C17 (the _Generic selections of <shmem/generic.h>) and as C++11, 14 and 17 (its overloads),
  * so a selection of the wrong routine fails to compile or to check. Exits 0 on success.
  */
@@ -83,6 +85,36 @@
     X(uint64_t, uint64)                                                                            \
     X(size_t, size)                                                                                \
     X(ptrdiff_t, ptrdiff)
+
+#define REDUCE_BITWISE_TYPES(X)                                                                    \
+    X(unsigned char, uchar)                                                                        \
+    X(unsigned short, ushort)                                                                      \
+    X(unsigned int, uint)                                                                          \
+    X(unsigned long, ulong)                                                                        \
+    X(unsigned long long, ulonglong)                                                               \
+    X(int8_t, int8)                                                                                \
+    X(int16_t, int16)                                                                              \
+    X(int32_t, int32)                                                                              \
+    X(int64_t, int64)                                                                              \
+    X(uint8_t, uint8)                                                                              \
+    X(uint16_t, uint16)                                                                            \
+    X(uint32_t, uint32)                                                                            \
+    X(uint64_t, uint64)                                                                            \
+    X(size_t, size)
+#define REDUCE_MINMAX_TYPES(X)                                                                     \
+    X(char, char)                                                                                  \
+    X(signed char, schar)                                                                          \
+    X(short, short)                                                                                \
+    X(int, int)                                                                                    \
+    X(long, long)                                                                                  \
+    X(long long, longlong)                                                                         \
+    X(ptrdiff_t, ptrdiff)                                                                          \
+    REDUCE_BITWISE_TYPES(X)                                                                        \
+    X(float, float)                                                                                \
+    X(double, double)                                                                              \
+    X(long double, longdouble)
+#define REDUCE_ARITH_TYPES(X)                                                                      \
+    REDUCE_MINMAX_TYPES(X) X(SHMEM_COMPLEXD, complexd) X(SHMEM_COMPLEXF, complexf)
 
 enum { N = 4 };
 static int me, npes, right, left;
@@ -228,6 +260,279 @@ AMO_BITWISE_TYPES(TEST_AMO_BITWISE)
     }
 SYNC_TYPES(TEST_SYNC)
 
+/* The context forms of the RMA routines, on a context of this PE's own. */
+#define TEST_CTX_RMA(TYPE, NAME)                                                                   \
+    static void ctx_rma_##NAME(shmem_ctx_t ctx) {                                                  \
+        TYPE *buf = (TYPE *)shmem_malloc(4 * N * sizeof(TYPE));                                    \
+        TYPE src[N], got[N];                                                                       \
+        CHECK(buf != NULL);                                                                        \
+        for (int i = 0; i < N; i++) src[i] = VALUE(TYPE, me, i);                                   \
+        for (int i = 0; i < 4 * N; i++) buf[i] = (TYPE)0;                                          \
+        shmem_barrier_all();                                                                       \
+        shmem_put(ctx, buf, src, N, right);                                                        \
+        shmem_p(ctx, &buf[N], src[1], right);                                                      \
+        shmem_iput(ctx, &buf[2 * N], src, 2, 1, 2, right);                                         \
+        shmem_put_nbi(ctx, &buf[3 * N], src, N, right);                                            \
+        shmem_ctx_quiet(ctx);                                                                      \
+        shmem_barrier_all();                                                                       \
+        for (int i = 0; i < N; i++) {                                                              \
+            CHECK(buf[i] == VALUE(TYPE, left, i));                                                 \
+            CHECK(buf[3 * N + i] == VALUE(TYPE, left, i));                                         \
+        }                                                                                          \
+        CHECK(buf[N] == VALUE(TYPE, left, 1));                                                     \
+        CHECK(buf[2 * N] == VALUE(TYPE, left, 0) && buf[2 * N + 2] == VALUE(TYPE, left, 1));       \
+        shmem_get(ctx, got, buf, N, right);                                                        \
+        for (int i = 0; i < N; i++) CHECK(got[i] == VALUE(TYPE, me, i));                           \
+        CHECK(shmem_g(ctx, &buf[2], right) == VALUE(TYPE, me, 2));                                 \
+        shmem_iget(ctx, got, buf, 1, 3, 2, right);                                                 \
+        CHECK(got[0] == VALUE(TYPE, me, 0) && got[1] == VALUE(TYPE, me, 3));                       \
+        shmem_get_nbi(ctx, got, &buf[3 * N], N, right);                                            \
+        shmem_ctx_quiet(ctx);                                                                      \
+        for (int i = 0; i < N; i++) CHECK(got[i] == VALUE(TYPE, me, i));                           \
+        shmem_barrier_all();                                                                       \
+        shmem_free(buf);                                                                           \
+    }
+RMA_TYPES(TEST_CTX_RMA)
+
+/* The context forms of the AMOs: extended, standard and bitwise. */
+#define TEST_CTX_AMO_EXTENDED(TYPE, NAME)                                                          \
+    static void ctx_amo_extended_##NAME(shmem_ctx_t ctx) {                                         \
+        TYPE *c = (TYPE *)shmem_malloc(sizeof(TYPE));                                              \
+        TYPE out = (TYPE)0;                                                                        \
+        CHECK(c != NULL);                                                                          \
+        *c = (TYPE)0;                                                                              \
+        shmem_barrier_all();                                                                       \
+        shmem_atomic_set(ctx, c, VALUE(TYPE, me, 0), right);                                       \
+        shmem_ctx_quiet(ctx);                                                                      \
+        shmem_barrier_all();                                                                       \
+        CHECK(*c == VALUE(TYPE, left, 0));                                                         \
+        shmem_barrier_all();                                                                       \
+        CHECK(shmem_atomic_fetch(ctx, c, right) == VALUE(TYPE, me, 0));                            \
+        CHECK(shmem_atomic_swap(ctx, c, VALUE(TYPE, me, 1), right) == VALUE(TYPE, me, 0));         \
+        shmem_atomic_fetch_nbi(ctx, &out, c, right);                                               \
+        shmem_ctx_quiet(ctx);                                                                      \
+        CHECK(out == VALUE(TYPE, me, 1));                                                          \
+        shmem_atomic_swap_nbi(ctx, &out, c, VALUE(TYPE, me, 2), right);                            \
+        shmem_ctx_quiet(ctx);                                                                      \
+        CHECK(out == VALUE(TYPE, me, 1));                                                          \
+        shmem_barrier_all();                                                                       \
+        CHECK(*c == VALUE(TYPE, left, 2));                                                         \
+        shmem_barrier_all();                                                                       \
+        shmem_free(c);                                                                             \
+    }
+AMO_EXTENDED_TYPES(TEST_CTX_AMO_EXTENDED)
+
+#define TEST_CTX_AMO_STANDARD(TYPE, NAME)                                                          \
+    static void ctx_amo_standard_##NAME(shmem_ctx_t ctx) {                                         \
+        TYPE *c = (TYPE *)shmem_malloc(2 * sizeof(TYPE));                                          \
+        TYPE out = (TYPE)0;                                                                        \
+        CHECK(c != NULL);                                                                          \
+        c[0] = c[1] = (TYPE)0;                                                                     \
+        shmem_barrier_all();                                                                       \
+        shmem_atomic_add(ctx, &c[0], (TYPE)(me + 1), right);                                       \
+        shmem_atomic_inc(ctx, &c[0], right);                                                       \
+        CHECK(shmem_atomic_fetch_add(ctx, &c[1], (TYPE)5, right) == (TYPE)0);                      \
+        CHECK(shmem_atomic_fetch_inc(ctx, &c[1], right) == (TYPE)5);                               \
+        CHECK(shmem_atomic_compare_swap(ctx, &c[1], (TYPE)6, (TYPE)(me + 20), right) == (TYPE)6);  \
+        shmem_atomic_fetch_add_nbi(ctx, &out, &c[0], (TYPE)10, right);                             \
+        shmem_ctx_quiet(ctx);                                                                      \
+        CHECK(out == (TYPE)(me + 2));                                                              \
+        shmem_atomic_fetch_inc_nbi(ctx, &out, &c[0], right);                                       \
+        shmem_ctx_quiet(ctx);                                                                      \
+        CHECK(out == (TYPE)(me + 12));                                                             \
+        shmem_atomic_compare_swap_nbi(ctx, &out, &c[0], (TYPE)(me + 13), (TYPE)(me + 30), right);  \
+        shmem_ctx_quiet(ctx);                                                                      \
+        CHECK(out == (TYPE)(me + 13));                                                             \
+        shmem_barrier_all();                                                                       \
+        CHECK(c[0] == (TYPE)(left + 30) && c[1] == (TYPE)(left + 20));                             \
+        shmem_barrier_all();                                                                       \
+        shmem_free(c);                                                                             \
+    }
+AMO_STANDARD_TYPES(TEST_CTX_AMO_STANDARD)
+
+#define TEST_CTX_AMO_BITWISE(TYPE, NAME)                                                           \
+    static void ctx_amo_bitwise_##NAME(shmem_ctx_t ctx) {                                          \
+        TYPE *c = (TYPE *)shmem_malloc(sizeof(TYPE));                                              \
+        TYPE out = (TYPE)0;                                                                        \
+        CHECK(c != NULL);                                                                          \
+        *c = (TYPE)0xF0;                                                                           \
+        shmem_barrier_all();                                                                       \
+        shmem_atomic_or(ctx, c, (TYPE)0x0F, right);                             /* 0xFF */         \
+        shmem_atomic_and(ctx, c, (TYPE)0x3C, right);                            /* 0x3C */         \
+        shmem_atomic_xor(ctx, c, (TYPE)0x11, right);                            /* 0x2D */         \
+        CHECK(shmem_atomic_fetch_or(ctx, c, (TYPE)0x40, right) == (TYPE)0x2D);  /* 0x6D */         \
+        CHECK(shmem_atomic_fetch_and(ctx, c, (TYPE)0x6C, right) == (TYPE)0x6D); /* 0x6C */         \
+        CHECK(shmem_atomic_fetch_xor(ctx, c, (TYPE)0x01, right) == (TYPE)0x6C); /* 0x6D */         \
+        shmem_atomic_fetch_or_nbi(ctx, &out, c, (TYPE)0x80, right);             /* 0xED */         \
+        shmem_ctx_quiet(ctx);                                                                      \
+        CHECK(out == (TYPE)0x6D);                                                                  \
+        shmem_atomic_fetch_and_nbi(ctx, &out, c, (TYPE)0x0F, right); /* 0x0D */                    \
+        shmem_ctx_quiet(ctx);                                                                      \
+        CHECK(out == (TYPE)0xED);                                                                  \
+        shmem_atomic_fetch_xor_nbi(ctx, &out, c, (TYPE)0x0F, right); /* 0x02 */                    \
+        shmem_ctx_quiet(ctx);                                                                      \
+        CHECK(out == (TYPE)0x0D);                                                                  \
+        shmem_barrier_all();                                                                       \
+        CHECK(*c == (TYPE)0x02);                                                                   \
+        shmem_barrier_all();                                                                       \
+        shmem_free(c);                                                                             \
+    }
+AMO_BITWISE_TYPES(TEST_CTX_AMO_BITWISE)
+
+/* put_signal and put_signal_nbi, plain and on a context: the left PE's puts and signal adds
+ * arrive before the signal word reaches 4. */
+#define TEST_PUT_SIGNAL(TYPE, NAME)                                                                \
+    static void put_signal_##NAME(shmem_ctx_t ctx) {                                               \
+        TYPE *buf = (TYPE *)shmem_malloc(4 * N * sizeof(TYPE));                                    \
+        uint64_t *sig = (uint64_t *)shmem_malloc(sizeof(uint64_t));                                \
+        TYPE src[N];                                                                               \
+        CHECK(buf != NULL && sig != NULL);                                                         \
+        for (int i = 0; i < N; i++) src[i] = VALUE(TYPE, me, i);                                   \
+        for (int i = 0; i < 4 * N; i++) buf[i] = (TYPE)0;                                          \
+        *sig = 0;                                                                                  \
+        shmem_barrier_all();                                                                       \
+        shmem_put_signal(buf, src, N, sig, 1, SHMEM_SIGNAL_ADD, right);                            \
+        shmem_put_signal_nbi(&buf[N], src, N, sig, 1, SHMEM_SIGNAL_ADD, right);                    \
+        shmem_put_signal(ctx, &buf[2 * N], src, N, sig, 1, SHMEM_SIGNAL_ADD, right);               \
+        shmem_put_signal_nbi(ctx, &buf[3 * N], src, N, sig, 1, SHMEM_SIGNAL_ADD, right);           \
+        shmem_quiet();                                                                             \
+        shmem_ctx_quiet(ctx);                                                                      \
+        CHECK(shmem_signal_wait_until(sig, SHMEM_CMP_EQ, 4) == 4);                                 \
+        for (int i = 0; i < 4 * N; i++) CHECK(buf[i] == VALUE(TYPE, left, i % N));                 \
+        shmem_barrier_all();                                                                       \
+        shmem_free(sig);                                                                           \
+        shmem_free(buf);                                                                           \
+    }
+RMA_TYPES(TEST_PUT_SIGNAL)
+
+/* Waits and tests on a set: the left PE puts element 2, then every element. */
+#define TEST_SYNC_SET(TYPE, NAME)                                                                  \
+    static void sync_set_##NAME(void) {                                                            \
+        TYPE *ivars = (TYPE *)shmem_malloc(N * sizeof(TYPE));                                      \
+        TYPE src[N], want[N];                                                                      \
+        size_t idx[N];                                                                             \
+        int skip_last[N] = {0, 0, 0, 1};                                                           \
+        CHECK(ivars != NULL);                                                                      \
+        for (int i = 0; i < N; i++) {                                                              \
+            ivars[i] = (TYPE)0;                                                                    \
+            src[i] = VALUE(TYPE, me, i);                                                           \
+            want[i] = VALUE(TYPE, left, i);                                                        \
+        }                                                                                          \
+        CHECK(shmem_test_any(ivars, N, NULL, SHMEM_CMP_NE, (TYPE)0) == SIZE_MAX);                  \
+        CHECK(shmem_test_all(ivars, N, NULL, SHMEM_CMP_EQ, (TYPE)0) == 1);                         \
+        CHECK(shmem_test_some(ivars, N, idx, NULL, SHMEM_CMP_NE, (TYPE)0) == 0);                   \
+        CHECK(shmem_test_all_vector(ivars, N, NULL, SHMEM_CMP_EQ, want) == 0);                     \
+        CHECK(shmem_test_any_vector(ivars, N, NULL, SHMEM_CMP_EQ, want) == SIZE_MAX);              \
+        CHECK(shmem_test_some_vector(ivars, N, idx, NULL, SHMEM_CMP_EQ, want) == 0);               \
+        shmem_barrier_all();                                                                       \
+        shmem_p(&ivars[2], src[2], right);                                                         \
+        CHECK(shmem_wait_until_any(ivars, N, NULL, SHMEM_CMP_NE, (TYPE)0) == 2);                   \
+        CHECK(shmem_wait_until_some(ivars, N, idx, NULL, SHMEM_CMP_NE, (TYPE)0) == 1);             \
+        CHECK(idx[0] == 2);                                                                        \
+        CHECK(shmem_wait_until_any_vector(ivars, N, NULL, SHMEM_CMP_EQ, want) == 2);               \
+        CHECK(shmem_wait_until_some_vector(ivars, N, idx, NULL, SHMEM_CMP_EQ, want) == 1);         \
+        CHECK(idx[0] == 2);                                                                        \
+        shmem_barrier_all(); /* every PE saw element 2 alone before the rest come */               \
+        shmem_put(ivars, src, N, right);                                                           \
+        shmem_wait_until_all_vector(ivars, N, NULL, SHMEM_CMP_EQ, want);                           \
+        shmem_wait_until_all(ivars, N, NULL, SHMEM_CMP_GE, want[0]);                               \
+        CHECK(shmem_test_all(ivars, N, NULL, SHMEM_CMP_GE, want[0]) == 1);                         \
+        CHECK(shmem_test_all_vector(ivars, N, NULL, SHMEM_CMP_EQ, want) == 1);                     \
+        CHECK(shmem_test_some(ivars, N, idx, skip_last, SHMEM_CMP_GE, want[1]) == 2);              \
+        CHECK(idx[0] == 1 && idx[1] == 2);                                                         \
+        CHECK(shmem_test_some_vector(ivars, N, idx, skip_last, SHMEM_CMP_EQ, want) == 3);          \
+        CHECK(shmem_test_any(ivars, N, skip_last, SHMEM_CMP_GT, want[2]) == SIZE_MAX);             \
+        CHECK(shmem_test_any_vector(ivars, N, skip_last, SHMEM_CMP_EQ, want) < 3);                 \
+        shmem_barrier_all();                                                                       \
+        shmem_free(ivars);                                                                         \
+    }
+SYNC_TYPES(TEST_SYNC_SET)
+
+/* broadcast, collect, fcollect, alltoall and alltoalls over SHMEM_TEAM_WORLD. */
+#define TEST_COLL(TYPE, NAME)                                                                      \
+    static void coll_##NAME(void) {                                                                \
+        TYPE *src = (TYPE *)shmem_malloc(2 * N * npes * sizeof(TYPE));                             \
+        TYPE *dst = (TYPE *)shmem_malloc(2 * N * npes * sizeof(TYPE));                             \
+        size_t at = 0;                                                                             \
+        CHECK(src != NULL && dst != NULL);                                                         \
+        for (int i = 0; i < 2 * N * npes; i++) {                                                   \
+            src[i] = VALUE(TYPE, me, i % 8);                                                       \
+            dst[i] = (TYPE)0;                                                                      \
+        }                                                                                          \
+        shmem_barrier_all();                                                                       \
+        CHECK(shmem_broadcast(SHMEM_TEAM_WORLD, dst, src, N, npes - 1) == 0);                      \
+        for (int i = 0; i < N; i++) CHECK(dst[i] == VALUE(TYPE, npes - 1, i));                     \
+        CHECK(shmem_fcollect(SHMEM_TEAM_WORLD, dst, src, N) == 0);                                 \
+        for (int i = 0; i < N * npes; i++) CHECK(dst[i] == VALUE(TYPE, i / N, i % N));             \
+        /* collect: PE p gives p % 2 + 1 elements */                                               \
+        CHECK(shmem_collect(SHMEM_TEAM_WORLD, dst, src, (size_t)(me % 2 + 1)) == 0);               \
+        for (int p = 0; p < npes; p++)                                                             \
+            for (int i = 0; i < p % 2 + 1; i++, at++) CHECK(dst[at] == VALUE(TYPE, p, i));         \
+        /* alltoall: block j of src goes to PE j; element i of it is VALUE(me, i) */               \
+        CHECK(shmem_alltoall(SHMEM_TEAM_WORLD, dst, src, 1) == 0);                                 \
+        for (int p = 0; p < npes; p++) CHECK(dst[p] == VALUE(TYPE, p, me % 8));                    \
+        for (int i = 0; i < 2 * N * npes; i++) dst[i] = (TYPE)0;                                   \
+        shmem_barrier_all();                                                                       \
+        CHECK(shmem_alltoalls(SHMEM_TEAM_WORLD, dst, src, 2, 1, 1) == 0);                          \
+        for (int p = 0; p < npes; p++) {                                                           \
+            CHECK(dst[2 * p] == VALUE(TYPE, p, me % 8));                                           \
+            CHECK(dst[2 * p + 1] == (TYPE)0);                                                      \
+        }                                                                                          \
+        shmem_barrier_all();                                                                       \
+        shmem_free(dst);                                                                           \
+        shmem_free(src);                                                                           \
+    }
+RMA_TYPES(TEST_COLL)
+
+/* Reductions: each PE checks every element against the combination computed here. */
+#define COMBINE_and(a, b) ((a) & (b))
+#define COMBINE_or(a, b) ((a) | (b))
+#define COMBINE_xor(a, b) ((a) ^ (b))
+#define COMBINE_max(a, b) ((a) > (b) ? (a) : (b))
+#define COMBINE_min(a, b) ((a) < (b) ? (a) : (b))
+#define COMBINE_sum(a, b) ((a) + (b))
+#define COMBINE_prod(a, b) ((a) * (b))
+/* contribution of PE p to element i: small and distinct; the product stays below 2^npes. */
+#define CONTRIB_and(TYPE, p, i) ((TYPE)(((p) + 1) * ((i) + 5)))
+#define CONTRIB_or CONTRIB_and
+#define CONTRIB_xor CONTRIB_and
+#define CONTRIB_max CONTRIB_and
+#define CONTRIB_min CONTRIB_and
+#define CONTRIB_sum CONTRIB_and
+#define CONTRIB_prod(TYPE, p, i) ((TYPE)(((p) + (i)) % 2 + 1))
+#define TEST_REDUCE(TYPE, NAME, OP)                                                                \
+    static void reduce_##OP##_##NAME(void) {                                                       \
+        TYPE *src = (TYPE *)shmem_malloc(N * sizeof(TYPE));                                        \
+        TYPE *dst = (TYPE *)shmem_malloc(N * sizeof(TYPE));                                        \
+        CHECK(src != NULL && dst != NULL);                                                         \
+        for (int i = 0; i < N; i++) src[i] = CONTRIB_##OP(TYPE, me, i);                            \
+        CHECK(shmem_##OP##_reduce(SHMEM_TEAM_WORLD, dst, src, N) == 0);                            \
+        for (int i = 0; i < N; i++) {                                                              \
+            TYPE want = CONTRIB_##OP(TYPE, 0, i);                                                  \
+            for (int p = 1; p < npes; p++) want = COMBINE_##OP(want, CONTRIB_##OP(TYPE, p, i));    \
+            CHECK(dst[i] == want);                                                                 \
+        }                                                                                          \
+        CHECK(shmem_##OP##_reduce(SHMEM_TEAM_WORLD, src, src, N) == 0); /* in place */             \
+        for (int i = 0; i < N; i++) CHECK(src[i] == dst[i]);                                       \
+        shmem_barrier_all();                                                                       \
+        shmem_free(dst);                                                                           \
+        shmem_free(src);                                                                           \
+    }
+#define TEST_REDUCE_and(TYPE, NAME) TEST_REDUCE(TYPE, NAME, and)
+#define TEST_REDUCE_or(TYPE, NAME) TEST_REDUCE(TYPE, NAME, or)
+#define TEST_REDUCE_xor(TYPE, NAME) TEST_REDUCE(TYPE, NAME, xor)
+#define TEST_REDUCE_max(TYPE, NAME) TEST_REDUCE(TYPE, NAME, max)
+#define TEST_REDUCE_min(TYPE, NAME) TEST_REDUCE(TYPE, NAME, min)
+#define TEST_REDUCE_sum(TYPE, NAME) TEST_REDUCE(TYPE, NAME, sum)
+#define TEST_REDUCE_prod(TYPE, NAME) TEST_REDUCE(TYPE, NAME, prod)
+REDUCE_BITWISE_TYPES(TEST_REDUCE_and)
+REDUCE_BITWISE_TYPES(TEST_REDUCE_or)
+REDUCE_BITWISE_TYPES(TEST_REDUCE_xor)
+REDUCE_MINMAX_TYPES(TEST_REDUCE_max)
+REDUCE_MINMAX_TYPES(TEST_REDUCE_min)
+REDUCE_ARITH_TYPES(TEST_REDUCE_sum)
+REDUCE_ARITH_TYPES(TEST_REDUCE_prod)
+
 int main(void) {
     shmem_init();
     me = shmem_my_pe();
@@ -245,6 +550,38 @@ int main(void) {
     AMO_BITWISE_TYPES(CALL_AMO_BITWISE)
 #define CALL_SYNC(TYPE, NAME) sync_##NAME();
     SYNC_TYPES(CALL_SYNC)
+
+    shmem_ctx_t ctx;
+    CHECK(shmem_ctx_create(0, &ctx) == 0);
+#define CALL_CTX_RMA(TYPE, NAME) ctx_rma_##NAME(ctx);
+    RMA_TYPES(CALL_CTX_RMA)
+#define CALL_CTX_AMO_EXTENDED(TYPE, NAME) ctx_amo_extended_##NAME(ctx);
+    AMO_EXTENDED_TYPES(CALL_CTX_AMO_EXTENDED)
+#define CALL_CTX_AMO_STANDARD(TYPE, NAME) ctx_amo_standard_##NAME(ctx);
+    AMO_STANDARD_TYPES(CALL_CTX_AMO_STANDARD)
+#define CALL_CTX_AMO_BITWISE(TYPE, NAME) ctx_amo_bitwise_##NAME(ctx);
+    AMO_BITWISE_TYPES(CALL_CTX_AMO_BITWISE)
+#define CALL_PUT_SIGNAL(TYPE, NAME) put_signal_##NAME(ctx);
+    RMA_TYPES(CALL_PUT_SIGNAL)
+    shmem_ctx_destroy(ctx);
+#define CALL_SYNC_SET(TYPE, NAME) sync_set_##NAME();
+    SYNC_TYPES(CALL_SYNC_SET)
+#define CALL_COLL(TYPE, NAME) coll_##NAME();
+    RMA_TYPES(CALL_COLL)
+#define CALL_REDUCE_and(TYPE, NAME) reduce_and_##NAME();
+#define CALL_REDUCE_or(TYPE, NAME) reduce_or_##NAME();
+#define CALL_REDUCE_xor(TYPE, NAME) reduce_xor_##NAME();
+#define CALL_REDUCE_max(TYPE, NAME) reduce_max_##NAME();
+#define CALL_REDUCE_min(TYPE, NAME) reduce_min_##NAME();
+#define CALL_REDUCE_sum(TYPE, NAME) reduce_sum_##NAME();
+#define CALL_REDUCE_prod(TYPE, NAME) reduce_prod_##NAME();
+    REDUCE_BITWISE_TYPES(CALL_REDUCE_and)
+    REDUCE_BITWISE_TYPES(CALL_REDUCE_or)
+    REDUCE_BITWISE_TYPES(CALL_REDUCE_xor)
+    REDUCE_MINMAX_TYPES(CALL_REDUCE_max)
+    REDUCE_MINMAX_TYPES(CALL_REDUCE_min)
+    REDUCE_ARITH_TYPES(CALL_REDUCE_sum)
+    REDUCE_ARITH_TYPES(CALL_REDUCE_prod)
 
     if (me == 0) printf("generic routines: every type checked on %d PEs\n", npes);
     shmem_finalize();

@@ -196,6 +196,49 @@
     X(min, SHMEM_REDUCE_MINMAX_TYPES, SHMEM_TO_ALL_MINMAX_TYPES)                                   \
     X(sum, SHMEM_REDUCE_ARITH_TYPES, SHMEM_TO_ALL_ARITH_TYPES)                                     \
     X(prod, SHMEM_REDUCE_ARITH_TYPES, SHMEM_TO_ALL_ARITH_TYPES)
+/* The members of the team-based reduction tables that are distinct C types, for the generic
+ * reductions of <shmem/generic.h> (shmem_sum_reduce, ...). The signed fixed-width types stand
+ * for signed char, short, int and long (or long long) in the bitwise tables, which list no
+ * plain signed type; the other fixed-width and size types are typedefs of a listed member. */
+#define SHMEM_REDUCE_BITWISE_GENERIC_TYPES(X, OP)                                                  \
+    X(unsigned char, uchar, OP)                                                                    \
+    X(unsigned short, ushort, OP)                                                                  \
+    X(unsigned int, uint, OP)                                                                      \
+    X(unsigned long, ulong, OP)                                                                    \
+    X(unsigned long long, ulonglong, OP)                                                           \
+    X(int8_t, int8, OP)                                                                            \
+    X(int16_t, int16, OP)                                                                          \
+    X(int32_t, int32, OP)                                                                          \
+    X(int64_t, int64, OP)
+#define SHMEM_REDUCE_MINMAX_GENERIC_TYPES(X, OP)                                                   \
+    X(char, char, OP)                                                                              \
+    X(signed char, schar, OP)                                                                      \
+    X(short, short, OP)                                                                            \
+    X(int, int, OP)                                                                                \
+    X(long, long, OP)                                                                              \
+    X(long long, longlong, OP)                                                                     \
+    X(unsigned char, uchar, OP)                                                                    \
+    X(unsigned short, ushort, OP)                                                                  \
+    X(unsigned int, uint, OP)                                                                      \
+    X(unsigned long, ulong, OP)                                                                    \
+    X(unsigned long long, ulonglong, OP)                                                           \
+    X(float, float, OP)                                                                            \
+    X(double, double, OP)                                                                          \
+    X(long double, longdouble, OP)
+#define SHMEM_REDUCE_ARITH_GENERIC_TYPES(X, OP)                                                    \
+    SHMEM_REDUCE_MINMAX_GENERIC_TYPES(X, OP)                                                       \
+    X(SHMEM_COMPLEXD, complexd, OP)                                                                \
+    X(SHMEM_COMPLEXF, complexf, OP)
+/* X(OP, GENERIC_TABLE) for every reduction operation. */
+#define SHMEM_REDUCE_GENERIC_OPS(X)                                                                \
+    X(and, SHMEM_REDUCE_BITWISE_GENERIC_TYPES)                                                     \
+    X(or, SHMEM_REDUCE_BITWISE_GENERIC_TYPES)                                                      \
+    X(xor, SHMEM_REDUCE_BITWISE_GENERIC_TYPES)                                                     \
+    X(max, SHMEM_REDUCE_MINMAX_GENERIC_TYPES)                                                      \
+    X(min, SHMEM_REDUCE_MINMAX_GENERIC_TYPES)                                                      \
+    X(sum, SHMEM_REDUCE_ARITH_GENERIC_TYPES)                                                       \
+    X(prod, SHMEM_REDUCE_ARITH_GENERIC_TYPES)
+
 /* Deprecated AMO names (shmem_TYPENAME_fetch, set, swap; cswap, finc, inc, fadd, add) keep
  * the type sets they had before OpenSHMEM 1.4 renamed them to shmem_TYPENAME_atomic_*. */
 #define SHMEM_AMO_DEPRECATED_STANDARD_TYPES(X)                                                     \
