@@ -12,6 +12,15 @@
 # must work anyway (ARCHITECTURE.md §4).
 include_guard(GLOBAL)
 
+# shmem_test_processors(<test> <npes>): a test that runs <npes> processes asks ctest for as many
+# processors, at most 2 (the CI machine's cores), so that ctest -j2 runs a big job alone.
+function(shmem_test_processors test npes)
+    if(npes GREATER 2)
+        set(npes 2)
+    endif()
+    set_tests_properties(${test} PROPERTIES PROCESSORS ${npes})
+endfunction()
+
 function(shmem_add_mp_test name target)
     cmake_parse_arguments(PARSE_ARGV 2 arg "" "LAUNCHER_TIMEOUT;TIMEOUT"
         "NPES;LABELS;ARGS;ENVIRONMENT")
@@ -39,13 +48,8 @@ function(shmem_add_mp_test name target)
         add_test(NAME ${test_name}
             COMMAND $<TARGET_FILE:shmem::shmemrun> -n ${npes} --timeout ${arg_LAUNCHER_TIMEOUT}
                 $<TARGET_FILE:${target}> ${arg_ARGS})
-        if(npes GREATER 2)
-            set(procs 2)
-        else()
-            set(procs ${npes})
-        endif()
+        shmem_test_processors(${test_name} ${npes})
         set_tests_properties(${test_name} PROPERTIES
-            PROCESSORS ${procs}
             TIMEOUT ${arg_TIMEOUT}
             LABELS "${arg_LABELS}")
         if(arg_ENVIRONMENT)

@@ -23,7 +23,8 @@ MAIN_DEMO=allgather
 DEMO_NPES=4
 SYSTEM_PACKAGES=(cmake ninja-build g++ libgtest-dev pkg-config clang-format
     ca-certificates # ca-certificates: cargo fetches crates over https
-    openmpi-bin)    # openmpi-bin: /usr/bin/mpirun for the tests in tests/launchers
+    openmpi-bin     # openmpi-bin: /usr/bin/mpirun for the tests in tests/launchers
+    iproute2)       # iproute2: ip netns, for the two-node tests in tests/launchers
 
 build_type=Release
 prefix=$ROOT/install

@@ -32,6 +32,16 @@ elif ! cargo fmt --all --check; then
     echo "cargo fmt: Rust sources are not formatted; run scripts/format-check.sh --fix" >&2
     status=1
 fi
+# fuzz/ is its own workspace (scripts/fuzz-store.sh); rustfmt alone needs none of its crates.
+fuzz_sources=(fuzz/fuzz_targets/*.rs)
+if [[ -e ${fuzz_sources[0]} ]]; then
+    if ((fix)); then
+        rustfmt --edition 2021 "${fuzz_sources[@]}"
+    elif ! rustfmt --edition 2021 --check "${fuzz_sources[@]}"; then
+        echo "rustfmt: fuzz targets are not formatted; run scripts/format-check.sh --fix" >&2
+        status=1
+    fi
+fi
 
 echo "== $clang_format ($("$clang_format" --version | sed 's/.*version //'))"
 dirs=()

@@ -199,9 +199,13 @@ ACLSHMEM_HOST_API int shmemx_set_data_op_engine_type(shmem_init_attr_t *attribut
 ACLSHMEM_HOST_API int aclshmemx_set_timeout(aclshmemx_init_attr_t *attributes, uint32_t value);
 ACLSHMEM_HOST_API int shmem_set_timeout(shmem_init_attr_t *attributes, uint32_t value);
 
-/* Makes a unique id for a new job (one process, usually the future PE 0, calls it; the others
- * receive the bytes). The store address is SHMEM_UID_SESSION_ID, else an address of the
- * interface SHMEM_UID_SOCK_IFNAME, else of the first non-loopback interface that is up. */
+/* Makes a unique id for a new job. The calling process must be the job's PE 0: it binds the
+ * store's listening socket now (at SHMEM_UID_SESSION_ID, else an address of the interface
+ * SHMEM_UID_SOCK_IFNAME, else of the first non-loopback interface that is up; port from the
+ * session id, else the first free one of SHMEM_INSTANCE_PORT_RANGE, else any free one) and keeps
+ * it, with a self-signed store certificate, until finalize or exit. The id carries the address,
+ * a random secret and the certificate's SHA-256 fingerprint: hand it to the other PEs privately
+ * (whoever has it can join the job). Does not block. */
 ACLSHMEM_HOST_API int aclshmemx_get_uniqueid(aclshmemx_uniqueid_t *uid);
 /* The same, in the older 128-byte layout (the symbol older binaries resolve). Source code
  * calling shmem_get_uniqueid gets the routine that fits its id: aclshmemx_get_uniqueid for an

@@ -11,7 +11,6 @@
 
 #include <cinttypes>
 #include <cstdarg>
-#include <cstdio>
 #include <cstring>
 
 #include <pshmem.h>
@@ -36,13 +35,10 @@ aclshmemx_init_attr_t g_attr;
 // Logs "call: message" and returns `code`.
 __attribute__((format(printf, 3, 4), cold)) int refuse(int code, const char *call, const char *fmt,
                                                        ...) {
-    char msg[512];
-    int head = std::snprintf(msg, sizeof msg, "%s: ", call);
     va_list ap;
     va_start(ap, fmt);
-    std::vsnprintf(msg + head, sizeof msg - static_cast<size_t>(head), fmt, ap);
+    log_call_errorv(call, fmt, ap);
     va_end(ap);
-    core::log_error(msg);
     return code;
 }
 
@@ -199,10 +195,17 @@ int set_timeout(const char *call, aclshmemx_init_attr_t *attributes, uint32_t va
     return ACLSHMEM_SUCCESS;
 }
 
-int get_uniqueid(const char *call, char *internal) {
+// Makes a fresh id into `*uid` (written only on success), for either id struct: both are a
+// version and ACLSHMEM_UNIQUE_ID_INNER_LEN bytes of `internal`.
+template <typename Uid>
+int get_uniqueid(const char *call, Uid *uid, int32_t version) {
+    if (uid == nullptr) return refuse(ACLSHMEM_INVALID_PARAM, call, "invalid argument uid=NULL");
     rust::Vec<uint8_t> bytes;
     ACLSHMEMI_TRY(core::uniqueid_create(call, bytes));
-    std::memcpy(internal, bytes.data(), ACLSHMEM_UNIQUE_ID_INNER_LEN);
+    Uid made{};
+    made.version = version;
+    std::memcpy(made.internal, bytes.data(), ACLSHMEM_UNIQUE_ID_INNER_LEN);
+    *uid = made;
     return ACLSHMEM_SUCCESS;
 }
 
@@ -351,22 +354,10 @@ SHMEM_EXPORT int pshmem_set_timeout(shmem_init_attr_t *attributes, uint32_t valu
 SHMEM_WEAK_ALIAS(shmem_set_timeout)
 
 SHMEM_EXPORT int aclshmemx_get_uniqueid(aclshmemx_uniqueid_t *uid) {
-    const char *call = "aclshmemx_get_uniqueid";
-    if (uid == nullptr) return refuse(ACLSHMEM_INVALID_PARAM, call, "invalid argument uid=NULL");
-    aclshmemx_uniqueid_t made{};
-    made.version = ACLSHMEM_UNIQUEID_VERSION;
-    ACLSHMEMI_TRY(get_uniqueid(call, made.internal));
-    *uid = made;
-    return ACLSHMEM_SUCCESS;
+    return get_uniqueid("aclshmemx_get_uniqueid", uid, ACLSHMEM_UNIQUEID_VERSION);
 }
 SHMEM_EXPORT int pshmem_get_uniqueid(shmemx_uniqueid_t *uid) {
-    const char *call = "shmem_get_uniqueid";
-    if (uid == nullptr) return refuse(ACLSHMEM_INVALID_PARAM, call, "invalid argument uid=NULL");
-    shmemx_uniqueid_t made{};
-    made.version = SHMEM_UNIQUEID_VERSION;
-    ACLSHMEMI_TRY(get_uniqueid(call, made.internal));
-    *uid = made;
-    return ACLSHMEM_SUCCESS;
+    return get_uniqueid("shmem_get_uniqueid", uid, SHMEM_UNIQUEID_VERSION);
 }
 SHMEM_WEAK_ALIAS(shmem_get_uniqueid)
 

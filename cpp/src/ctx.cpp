@@ -8,8 +8,6 @@
 #include "ctx.h"
 
 #include <atomic>
-#include <cstdarg>
-#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <unordered_set>
@@ -41,17 +39,6 @@ Pool &pool() {
     return *p;
 }
 
-// Logs "call: message" for an error that the routine reports by its return value.
-__attribute__((format(printf, 2, 3), cold)) void report(const char *call, const char *fmt, ...) {
-    char msg[512];
-    int head = std::snprintf(msg, sizeof msg, "%s: ", call);
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(msg + head, sizeof msg - static_cast<size_t>(head), fmt, ap);
-    va_end(ap);
-    shmem::core::log_error(msg);
-}
-
 // Completes the context's operations and takes it out of use. Caller holds the pool lock.
 void retire(Pool &p, shmem_ctx_s *c, CtxState why) {
     std::atomic_thread_fence(std::memory_order_seq_cst);  // the implied shmem_ctx_quiet
@@ -64,10 +51,11 @@ void retire(Pool &p, shmem_ctx_s *c, CtxState why) {
 int create(const char *call, shmem_team_s *t, long options, shmem_ctx_t *out) {
     *out = SHMEM_CTX_INVALID;
     if (options & ~kKnownOptions) {
-        report(call,
-               "invalid argument options=%#lx: unknown bits %#lx (known: SHMEM_CTX_SERIALIZED, "
-               "SHMEM_CTX_PRIVATE, SHMEM_CTX_NOSTORE)",
-               options, options & ~kKnownOptions);
+        log_call_error(
+            call,
+            "invalid argument options=%#lx: unknown bits %#lx (known: SHMEM_CTX_SERIALIZED, "
+            "SHMEM_CTX_PRIVATE, SHMEM_CTX_NOSTORE)",
+            options, options & ~kKnownOptions);
         return 1;
     }
     Pool &p = pool();
@@ -75,10 +63,10 @@ int create(const char *call, shmem_team_s *t, long options, shmem_ctx_t *out) {
     int have = t->contexts.load(std::memory_order_relaxed);
     if ((t->config_mask & SHMEM_TEAM_NUM_CONTEXTS) && have >= t->config.num_contexts) {
         lock.unlock();
-        report(call,
-               "team %p already has %d contexts, the num_contexts it was configured with "
-               "(SHMEM_TEAM_NUM_CONTEXTS); destroy one first",
-               static_cast<void *>(t), have);
+        log_call_error(call,
+                       "team %p already has %d contexts, the num_contexts it was configured with "
+                       "(SHMEM_TEAM_NUM_CONTEXTS); destroy one first",
+                       static_cast<void *>(t), have);
         return 1;
     }
     shmem_ctx_s *c;

@@ -14,14 +14,25 @@ namespace shmem::detail {
 
 State g;
 
-void fail(const char *call, const char *fmt, ...) {
+void log_call_errorv(const char *call, const char *fmt, va_list ap) {
     char msg[512];
     int head = std::snprintf(msg, sizeof msg, "%s: ", call);
+    std::vsnprintf(msg + head, sizeof msg - static_cast<size_t>(head), fmt, ap);
+    core::log_error(msg);
+}
+
+void log_call_error(const char *call, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    std::vsnprintf(msg + head, sizeof msg - static_cast<size_t>(head), fmt, ap);
+    log_call_errorv(call, fmt, ap);
     va_end(ap);
-    core::log_error(msg);
+}
+
+void fail(const char *call, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    log_call_errorv(call, fmt, ap);
+    va_end(ap);
     fail_logged();
 }
 

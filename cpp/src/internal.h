@@ -8,6 +8,7 @@
 #include <shmem.h>
 
 #include <atomic>
+#include <cstdarg>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -56,6 +57,12 @@ extern State g;
 
 enum Phase : int { kNotStarted = 0, kRunning = 1, kFinalized = 2 };
 
+// Logs "call: message" as one error line and returns. For the errors a routine answers with a
+// return value; `fail` below is for those that end the job.
+void log_call_error(const char *call, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), cold));
+void log_call_errorv(const char *call, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0), cold));
 // Logs "call: message" and ends the job with status 1. For errors the facade detects.
 [[noreturn]] void fail(const char *call, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), cold));

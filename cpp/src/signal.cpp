@@ -13,6 +13,7 @@
 #include "rma.h"
 #include "rust/cxx.h"
 #include "shmem-core/src/ffi.rs.h"
+#include "watch.h"
 
 using namespace shmem::detail;
 
@@ -20,9 +21,6 @@ namespace {
 
 // From this size memcpy may use `rep movsb` or non-temporal stores (glibc: ~2 KiB and up).
 constexpr size_t kFencedBytes = 1024;
-
-// Checks in a row before the first call into the runtime's waiting policy (as in wait.cpp).
-constexpr int kInlineChecks = 32;
 
 // Put `n` bytes, then update the signal. Everything is checked before anything is written.
 inline void put_signal(const char *call, void *dest, const void *source, size_t n,
@@ -62,41 +60,24 @@ inline const uint64_t *signal_word(const char *call, const uint64_t *sig_addr) {
     return sig_addr;
 }
 
-inline uint64_t load(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-
-inline bool holds(uint64_t value, int cmp, uint64_t target) {
-    switch (cmp) {
-    case SHMEM_CMP_EQ: return value == target;
-    case SHMEM_CMP_NE: return value != target;
-    case SHMEM_CMP_GT: return value > target;
-    case SHMEM_CMP_GE: return value >= target;
-    case SHMEM_CMP_LT: return value < target;
-    default: return value <= target;  // SHMEM_CMP_LE; checked on entry
-    }
-}
-
 }  // namespace
 
 SHMEM_EXPORT uint64_t pshmem_signal_fetch(const uint64_t *sig_addr) {
-    return load(signal_word("shmem_signal_fetch", sig_addr));
+    return load_watched(signal_word("shmem_signal_fetch", sig_addr));
 }
 
 SHMEM_EXPORT uint64_t pshmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value) {
     const char *call = "shmem_signal_wait_until";
     const uint64_t *p = signal_word(call, sig_addr);
-    if (SHMEM_UNLIKELY(cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE)) {
+    if (SHMEM_UNLIKELY(!valid_cmp(cmp))) {
         fail(call, "invalid argument cmp=%d: not one of SHMEM_CMP_EQ..SHMEM_CMP_LE", cmp);
     }
-    for (int i = 0; i < kInlineChecks; i++) {
-        uint64_t v = load(p);
-        if (holds(v, cmp, cmp_value)) return v;
-    }
-    shmem::core::WaitState state{};
-    for (;;) {
-        uint64_t v = load(p);
-        if (holds(v, cmp, cmp_value)) return v;
-        shmem::core::wait_snooze(state);
-    }
+    uint64_t v = 0;
+    wait_for([&] {
+        v = load_watched(p);
+        return holds(v, cmp, cmp_value);
+    });
+    return v;
 }
 
 SHMEM_WEAK_ALIAS(shmem_signal_fetch)

@@ -12,8 +12,6 @@
 #include "ctx.h"
 
 #include <algorithm>
-#include <cstdarg>
-#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -49,6 +47,20 @@ void set_areas(shmem_team_s *t) {
     }
 }
 
+// Sets up a predefined team spanning every PE of the job, with its areas at `slot`.
+void start_predefined(shmem_team_s &t, int slot) {
+    t.start = 0;
+    t.stride = 1;
+    t.size = g.n_pes;
+    t.my_pe = g.my_pe;
+    t.config = shmem_team_config_t{};
+    t.config_mask = 0;
+    t.slot = slot;
+    set_areas(&t);
+    t.sync_epoch = 0;
+    t.bcast_epoch = 0;
+}
+
 const char *team_name(const shmem_team_s *t) {
     if (t == &shmem_internal_team_world) return "SHMEM_TEAM_WORLD";
     if (t == &shmem_internal_team_shared) return "SHMEM_TEAM_SHARED";
@@ -64,29 +76,11 @@ void teams_start() {
         fail("shmem_init", "a team area of %zu bytes cannot hold the %d words the teams use",
              g.team_area_size, kAreaLines);
     }
-    shmem_team_s &world = shmem_internal_team_world;
-    world.start = 0;
-    world.stride = 1;
-    world.size = g.n_pes;
-    world.my_pe = g.my_pe;
-    world.config = shmem_team_config_t{};
-    world.config_mask = 0;
-    world.slot = 0;
-    // Every PE of this job shares memory with every other (one node, device `host`); a job
-    // spanning nodes stops at init until a network data path exists.
-    shmem_team_s &shared = shmem_internal_team_shared;
-    shared.start = 0;
-    shared.stride = 1;
-    shared.size = g.n_pes;
-    shared.my_pe = g.my_pe;
-    shared.config = shmem_team_config_t{};
-    shared.config_mask = 0;
-    shared.slot = 1;
-    for (shmem_team_s *t : {&world, &shared}) {
-        set_areas(t);
-        t->sync_epoch = 0;
-        t->bcast_epoch = 0;
-    }
+    // Every PE of this job shares memory with every other (one node, device `host`), so the
+    // shared team is the world under another slot; a job spanning nodes stops at init until a
+    // network data path exists.
+    start_predefined(shmem_internal_team_world, 0);
+    start_predefined(shmem_internal_team_shared, 1);
     used_slots = 0b11;
 }
 
@@ -94,10 +88,10 @@ void teams_stop() {
     std::lock_guard<std::mutex> lock(live_mutex);
     for (shmem_team_s *t : live) delete t;
     live.clear();
-    shmem_internal_team_world.size = 0;
-    shmem_internal_team_shared.size = 0;
-    shmem_internal_team_world.areas.clear();
-    shmem_internal_team_shared.areas.clear();
+    for (shmem_team_s *t : {&shmem_internal_team_world, &shmem_internal_team_shared}) {
+        t->size = 0;
+        t->areas.clear();
+    }
     used_slots = 0;
 }
 
@@ -177,17 +171,6 @@ SHMEM_WEAK_ALIAS(shmem_team_translate_pe)
 // ---- splits and destroy -----------------------------------------------------------------------
 
 namespace {
-
-// Logs "call: message" without ending the job (for errors the spec answers with a return value).
-__attribute__((format(printf, 2, 3))) void log_call_error(const char *call, const char *fmt, ...) {
-    char msg[512];
-    int head = std::snprintf(msg, sizeof msg, "%s: ", call);
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(msg + head, sizeof msg - static_cast<size_t>(head), fmt, ap);
-    va_end(ap);
-    shmem::core::log_error(msg);
-}
 
 // One team a split makes, as this PE sees it: its PEs in the parent's numbering (size 0 when this
 // PE is not a member) and the configuration this PE passed for it.

@@ -3,9 +3,7 @@
 #include <shmemx.h>
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -15,19 +13,9 @@
 #include "shmem-core/src/ffi.rs.h"
 
 namespace core = shmem::core;
+using shmem::detail::log_call_error;
 
 namespace {
-
-// Logs "call: message" as one error line (these entry points return a code, never end the job).
-void log_failure(const char *call, const char *fmt, ...) {
-    char msg[512];
-    int head = std::snprintf(msg, sizeof msg, "%s: ", call);
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(msg + head, sizeof msg - static_cast<size_t>(head), fmt, ap);
-    va_end(ap);
-    core::log_error(msg);
-}
 
 constexpr int32_t kSuccess = 0;
 constexpr int32_t kInvalidParam = -1;  // ACLSHMEM_INVALID_PARAM
@@ -36,7 +24,7 @@ constexpr int32_t kInvalidParam = -1;  // ACLSHMEM_INVALID_PARAM
 constexpr size_t kMaxPassword = 4096;
 
 int32_t bad(const char *call, const char *arg, const char *why) {
-    log_failure(call, "invalid argument %s: %s", arg, why);
+    log_call_error(call, "invalid argument %s: %s", arg, why);
     return kInvalidParam;
 }
 
@@ -66,8 +54,8 @@ int32_t set_key(const char *call, const char *pk, uint32_t pk_len, const char *p
         int rc = handler(pw, pw_len, password.data(), out_len);
         if (rc != 0 || out_len > kMaxPassword) {
             std::fill(password.begin(), password.end(), '\0');
-            log_failure(call, "decrypt_handler returned %d (password length %zu, limit %zu)", rc,
-                        out_len, kMaxPassword);
+            log_call_error(call, "decrypt_handler returned %d (password length %zu, limit %zu)", rc,
+                           out_len, kMaxPassword);
             return kInvalidParam;
         }
         password.resize(out_len);

@@ -1,7 +1,8 @@
 /* cann_data.c: one 2-or-more-PE data program started the CANN ways. Every PE puts a block into
  * the next PE's symmetric buffer, waits at a barrier, and checks the block the previous PE put.
  *
- *   cann_data MODE RANK N [--size LIST] [--ip IP_PORT] [--uid FILE] [--timeout S]
+ *   cann_data MODE RANK N [--size LIST] [--ip IP_PORT] [--uid FILE] [--maker R] [--tls INFO]
+ *             [--timeout S]
  *
  * MODE  attr      shmem_set_attr(ip_port) + aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT)
  *       attr1     shmem_set_attr(ip_port) + shmem_init_attr(attr) (one argument)
@@ -11,6 +12,9 @@
  *                 128-byte id) + shmem_set_attr_uniqueid_args (4 arguments) + shmem_init_attr
  *       init      shmem_init, under a launcher (RANK and N are checked against it)
  * RANK, N: numbers, or "env" (the launcher's SHMEM_RUN_RANK/SIZE or OMPI_COMM_WORLD_RANK/SIZE).
+ * --maker R: rank R, not rank 0, makes the unique id (PE 0 must then refuse it).
+ * --tls INFO: the store's TLS with the user's certificates, CANN's TLS info string
+ * (aclshmemx_set_conf_store_tls before start-up).
  * --size and N may be comma lists indexed by rank (the last entry repeats), to give PEs
  * different jobs on purpose. Exits 0 when the data checks out, 3 when start-up fails (after
  * printing the code).
@@ -49,10 +53,10 @@ static int from_env(const char *a, const char *b) {
     return atoi(v);
 }
 
-/* Rank 0 writes the id's bytes to `path` (through a temporary name, so readers never see half
- * of it); the others wait for the file, at most 30 s. */
-static void share(const char *path, int rank, void *id, size_t len) {
-    if (rank == 0) {
+/* The maker writes the id's bytes to `path` (through a temporary name, so readers never see
+ * half of it); the others wait for the file, at most 30 s. */
+static void share(const char *path, int is_maker, void *id, size_t len) {
+    if (is_maker) {
         char tmp[4096];
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
         FILE *f = fopen(tmp, "wb");
@@ -72,13 +76,15 @@ static void share(const char *path, int rank, void *id, size_t len) {
         struct timespec nap = {0, 10 * 1000 * 1000};
         nanosleep(&nap, NULL);
     }
-    fprintf(stderr, "cann_data: PE %d: no unique id in %s after 30 s\n", rank, path);
+    fprintf(stderr, "cann_data: no unique id in %s after 30 s\n", path);
     exit(2);
 }
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: cann_data MODE RANK N [--size LIST] [--ip IP_PORT] [--uid FILE]\n");
+        fprintf(stderr,
+                "usage: cann_data MODE RANK N [--size LIST] [--ip IP_PORT] [--uid FILE] "
+                "[--maker R] [--tls INFO] [--timeout S]\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -87,13 +93,21 @@ int main(int argc, char **argv) {
     const char *n_list = argv[3];
     int n = strcmp(n_list, "env") == 0 ? from_env("SHMEM_RUN_SIZE", "OMPI_COMM_WORLD_SIZE")
                                        : (int)pick(n_list, rank);
-    const char *size_list = "1048576", *ip = "", *uid_path = NULL;
+    const char *size_list = "1048576", *ip = "", *uid_path = NULL, *tls_info = NULL;
     unsigned timeout = 30;
+    int maker = 0;
     for (int i = 4; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--size") == 0) size_list = argv[i + 1];
         if (strcmp(argv[i], "--ip") == 0) ip = argv[i + 1];
         if (strcmp(argv[i], "--uid") == 0) uid_path = argv[i + 1];
         if (strcmp(argv[i], "--timeout") == 0) timeout = (unsigned)atoi(argv[i + 1]);
+        if (strcmp(argv[i], "--maker") == 0) maker = atoi(argv[i + 1]);
+        if (strcmp(argv[i], "--tls") == 0) tls_info = argv[i + 1];
+    }
+    if (tls_info != NULL &&
+        aclshmemx_set_conf_store_tls(true, tls_info, (uint32_t)strlen(tls_info)) != 0) {
+        fprintf(stderr, "cann_data: aclshmemx_set_conf_store_tls refused %s\n", tls_info);
+        return 2;
     }
     uint64_t size = (uint64_t)pick(size_list, rank);
 
@@ -112,11 +126,11 @@ int main(int argc, char **argv) {
         }
     } else if (strcmp(mode, "uid") == 0 && uid_path != NULL) {
         aclshmemx_uniqueid_t uid = ACLSHMEM_UNIQUEID_INITIALIZER;
-        if (rank == 0 && (rc = aclshmemx_get_uniqueid(&uid)) != 0) {
+        if (rank == maker && (rc = aclshmemx_get_uniqueid(&uid)) != 0) {
             fprintf(stderr, "cann_data: aclshmemx_get_uniqueid returned %d\n", rc);
             return 3;
         }
-        share(uid_path, rank, &uid, sizeof uid);
+        share(uid_path, rank == maker, &uid, sizeof uid);
         aclshmemx_init_attr_t *attr = NULL;
         /* Timeouts and engine from a library-filled struct; the id fills in the rest. */
         rc = aclshmemx_set_attr(rank, n, size, NULL, &attr);
@@ -129,7 +143,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "cann_data: shmem_get_uniqueid returned %d\n", rc);
             return 3;
         }
-        share(uid_path, rank, &uid, sizeof uid);
+        share(uid_path, rank == 0, &uid, sizeof uid);
         shmem_init_attr_t *attr = NULL;
         rc = shmem_set_attr(rank, n, size, NULL, &attr);
         if (rc == 0) rc = shmem_set_timeout(attr, timeout);

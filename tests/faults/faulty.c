@@ -10,9 +10,20 @@
 #include <string.h>
 #include <unistd.h>
 
+/* This process's rank as its launcher gives it (shmemrun, Open MPI, Slurm, Hydra), before init. */
+static const char *launcher_rank(void) {
+    static const char *const vars[] = {"SHMEM_RUN_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
+                                       "PMI_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v != NULL) return v;
+    }
+    return NULL;
+}
+
 static void record_pid(void) {
     const char *dir = getenv("SHMEM_TEST_PID_DIR");
-    const char *rank = getenv("SHMEM_RUN_RANK");
+    const char *rank = launcher_rank();
     if (dir == NULL) return;
     char path[4096];
     snprintf(path, sizeof path, "%s/pe%s.pid", dir, rank ? rank : "0");
@@ -26,7 +37,7 @@ static int is(const char *name, const char *want) { return strcmp(name, want) ==
 
 int main(int argc, char **argv) {
     const char *c = argc > 1 ? argv[1] : "";
-    const char *rank = getenv("SHMEM_RUN_RANK");
+    const char *rank = launcher_rank();
     int victim = rank != NULL && atoi(rank) == 1;
     record_pid();
 

@@ -10,15 +10,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-static int me;
+#include "check.h"
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "PE %d: %s:%d: check failed: %s\n", me, __FILE__, __LINE__, #cond);    \
-            shmem_global_exit(1);                                                                  \
-        }                                                                                          \
-    } while (0)
+static int me;
 
 int main(void) {
     start_pes(0);

@@ -4,6 +4,9 @@
 # Runs PROGRAM as one job of NPES PEs started by a launcher other than shmemrun:
 #   mpirun    Open MPI's /usr/bin/mpirun (--allow-run-as-root --oversubscribe); without it the
 #             test is skipped: status 77, ctest's SKIP_RETURN_CODE.
+#   pmi1      tests/launchers/pmi1_server.py: a PMI-1 server starting NPES copies with PMI_FD,
+#             PMI_RANK and PMI_SIZE only, as MPICH's Hydra does (no job id: it comes through
+#             the server's key-value space).
 #   slurm, torchrun, hydra, ompi
 #             NPES copies started here in the background with that launcher's variables set by
 #             hand (hydra: SHMEM_JOB_ID too; hydra-no-id: without it), then waited for.
@@ -13,7 +16,7 @@
 #
 # WANT  ok       the job succeeds, and as ONE job: SHMEM_VERSION=1 makes PE 0 print one version
 #                line, where NPES separate 1-PE jobs would print NPES.
-#       N        (mpirun) the launcher exits with N;  nonzero: with any failure.
+#       N        (mpirun, pmi1) the launcher exits with N;  nonzero: with any failure.
 #       "S0 S1 ..."  (by hand) the exit status of every copy, in rank order (137 = SIGKILL);
 #                nonzero: every copy fails.
 # REGEX must match the combined output ("" matches anything).
@@ -70,7 +73,13 @@ env_of() { # env_of RANK: the launcher's variables for that copy, then the overr
 }
 
 statuses=()
-if [ "$launcher" = mpirun ]; then
+if [ "$launcher" = pmi1 ]; then
+    es=()
+    for o in "${overrides[@]+"${overrides[@]}"}"; do es+=(-e "$o"); done
+    timeout -k 5 "$limit" python3 "$(dirname "$0")/pmi1_server.py" --timeout "$limit" \
+        -n "$npes" "${es[@]+"${es[@]}"}" -- "$@" >"$out" 2>&1
+    statuses=($?)
+elif [ "$launcher" = mpirun ]; then
     if [ ! -x /usr/bin/mpirun ]; then
         echo "SKIP: /usr/bin/mpirun not found (Debian: apt-get install openmpi-bin)"
         exit 77

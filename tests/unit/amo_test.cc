@@ -26,30 +26,7 @@ namespace {
 constexpr int kSlots = 2;
 constexpr int kRepeats = 200;  // updates per PE in the concurrent cases
 
-template <typename T>
-std::string show(T v) {
-    std::ostringstream o;
-    if constexpr (std::is_integral_v<T>) {
-        if constexpr (std::is_signed_v<T>) {
-            o << static_cast<long long>(v);
-        } else {
-            o << static_cast<unsigned long long>(v);
-        }
-        o << " (0x" << std::hex << static_cast<unsigned long long>(v) << ")";
-    } else {
-        o << v;
-    }
-    return o.str();
-}
-
-// Evaluates `got` once (it may be the AMO itself).
-template <typename T>
-testing::AssertionResult same(T got, T want) {
-    if (got == want) return testing::AssertionSuccess();
-    return testing::AssertionFailure() << "got " << show(got) << ", want " << show(want);
-}
-
-#define EXPECT_VALUE(got, want, what) EXPECT_TRUE(same<T>((got), (want))) << (what)
+#define EXPECT_VALUE(got, want, what) EXPECT_TRUE(same_value<T>((got), (want))) << (what)
 
 // A number in T above 2^40 for 64-bit integers (so their upper half takes part), small otherwise.
 template <typename T>

@@ -294,20 +294,15 @@ static long g_psync[SHMEM_BARRIER_SYNC_SIZE];
 
 TEST(CollSync, ActiveSetBarrierAndSyncReusePsync_Test) {
     for (long &w : g_psync) w = SHMEM_SYNC_VALUE;
-    int n = npes();
     long *box = static_cast<long *>(shmem_calloc(1, sizeof(long)));
     ASSERT_NE(box, nullptr);
-    struct Set {
-        int start, log, size;
-    } sets[] = {{0, 0, n}, {0, 1, (n + 1) / 2}, {n > 1 ? 1 : 0, 0, n > 1 ? n - 1 : 1}};
-    for (const Set &s : sets) {
+    for (const ActiveSet &s : active_sets()) {
         // The sets overlap and share pSync and buffers: one set at a time.
         shmem_barrier_all();
-        int stride = 1 << s.log, d = me() - s.start;
-        if (d < 0 || d % stride != 0 || d / stride >= s.size) continue;
-        int i = d / stride;
-        int to = s.start + ((i + 1) % s.size) * stride;
-        int from = s.start + ((i + s.size - 1) % s.size) * stride;
+        int i = s.index();
+        if (i < 0) continue;
+        int to = s.pe((i + 1) % s.size);
+        int from = s.pe((i + s.size - 1) % s.size);
         for (long r = 1; r <= 60; r++) {
             shmem_long_p(box, r * 100 + me(), to);
             if (r % 2) {
@@ -331,18 +326,13 @@ static long g_psync_coll[SHMEM_COLLECT_SYNC_SIZE];
 
 TEST(CollActiveSet, SizedFormsReusePsync_Test) {
     for (long &w : g_psync_coll) w = SHMEM_SYNC_VALUE;
-    int n = npes();
     Buffers<uint64_t> b64(16);
     Buffers<uint32_t> b32(16);
-    struct Set {
-        int start, log, size;
-    } sets[] = {{0, 0, n}, {0, 1, (n + 1) / 2}, {n > 1 ? 1 : 0, 0, n > 1 ? n - 1 : 1}};
-    for (const Set &s : sets) {
+    for (const ActiveSet &s : active_sets()) {
         // The sets overlap and share pSync and buffers: one set at a time.
         shmem_barrier_all();
-        int stride = 1 << s.log, d = me() - s.start;
-        if (d < 0 || d % stride != 0 || d / stride >= s.size) continue;
-        int i = d / stride;
+        int i = s.index();
+        if (i < 0) continue;
         for (int round = 0; round < 10; round++) {
             // broadcast: the root's dest stays as it was.
             int root = round % s.size;

@@ -262,23 +262,6 @@ void check_sized(VoidRma put, VoidRma put_nbi, VoidRma get, VoidRma get_nbi, Voi
 
 // ---- AMO ---------------------------------------------------------------------------------------
 
-template <typename T>
-std::string show(T v) {
-    std::ostringstream o;
-    if constexpr (std::is_integral_v<T>) {
-        o << static_cast<unsigned long long>(v);
-    } else {
-        o << v;
-    }
-    return o.str();
-}
-
-template <typename T>
-testing::AssertionResult same(T got, T want) {
-    if (got == want) return testing::AssertionSuccess();
-    return testing::AssertionFailure() << "got " << show(got) << ", want " << show(want);
-}
-
 // Above 2^40 for 64-bit integers, so their upper half takes part.
 template <typename T>
 T initial(int pe) {
@@ -318,7 +301,7 @@ void amo_rounds(T *sym, Start start, Op op, Check check) {
     }
 }
 
-#define EXPECT_AMO(got, want, what) EXPECT_TRUE(same<T>((got), (want))) << (what)
+#define EXPECT_AMO(got, want, what) EXPECT_TRUE(same_value<T>((got), (want))) << (what)
 
 template <typename T>
 struct ExtendedFns {

@@ -153,15 +153,10 @@ void check_to_all(const char *name, const char *opname,
     T *wrk = static_cast<T *>(shmem_calloc(kLarge / 2 + SHMEM_REDUCE_MIN_WRKDATA_SIZE, sizeof(T)));
     ASSERT_NE(src, nullptr);
     ASSERT_NE(dst, nullptr);
-    int np = npes();
-    struct Set {
-        int start, log, size;
-    } sets[] = {{0, 0, np}, {0, 1, (np + 1) / 2}, {np > 1 ? 1 : 0, 0, np > 1 ? np - 1 : 1}};
-    for (const Set &s : sets) {
+    for (const ActiveSet &s : active_sets()) {
         shmem_barrier_all();  // the sets overlap and share buffers and pSync
-        int stride = 1 << s.log, d = me() - s.start;
-        if (d < 0 || d % stride != 0 || d / stride >= s.size) continue;
-        int i = d / stride;
+        int i = s.index();
+        if (i < 0) continue;
         int k = 0;
         for (size_t n : {kSmall, kLarge}) {
             for (bool in_place : {false, true}) {

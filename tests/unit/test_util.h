@@ -1,10 +1,14 @@
 // test_util.h: small helpers shared by the multi-PE unit tests.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <shmem.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <sstream>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 namespace testutil {
@@ -55,5 +59,55 @@ private:
     T *p_;
     bool owned_;
 };
+
+// `v` for a failure message: integers in decimal and hex (so the upper half of a 64-bit value
+// shows), other types as the stream prints them.
+template <typename T>
+std::string show(T v) {
+    std::ostringstream o;
+    if constexpr (std::is_integral_v<T>) {
+        if constexpr (std::is_signed_v<T>) {
+            o << static_cast<long long>(v);
+        } else {
+            o << static_cast<unsigned long long>(v);
+        }
+        o << " (0x" << std::hex << static_cast<unsigned long long>(v) << ")";
+    } else {
+        o << v;
+    }
+    return o.str();
+}
+
+// Whether `got` equals `want`, with both shown when not. Evaluates `got` once (it may be the
+// routine under test itself).
+template <typename T>
+testing::AssertionResult same_value(T got, T want) {
+    if (got == want) return testing::AssertionSuccess();
+    return testing::AssertionFailure() << "got " << show(got) << ", want " << show(want);
+}
+
+// An active set of the deprecated collectives (PE_start, logPE_stride, PE_size).
+struct ActiveSet {
+    int start;
+    int log;
+    int size;
+
+    int stride() const { return 1 << log; }
+    // World PE of set member `i`.
+    int pe(int i) const { return start + i * stride(); }
+    // This PE's index in the set, or -1 when it is not a member.
+    int index() const {
+        int d = me() - start;
+        if (d < 0 || d % stride() != 0 || d / stride() >= size) return -1;
+        return d / stride();
+    }
+};
+
+// The whole job, every other PE, and every PE but PE 0 (the whole job when it has one PE). They
+// overlap, so a case that shares pSync or buffers between them runs one set at a time.
+inline std::vector<ActiveSet> active_sets() {
+    int n = npes();
+    return {{0, 0, n}, {0, 1, (n + 1) / 2}, {n > 1 ? 1 : 0, 0, n > 1 ? n - 1 : 1}};
+}
 
 }  // namespace testutil

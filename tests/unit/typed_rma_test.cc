@@ -347,84 +347,50 @@ alignas(64) unsigned char g_sized[kCap * kMaxSizedBytes] = {1};
 #define HEAP_TARGET(TYPE, NAME) Target<TYPE>::heap(kCap)
 #define STATIC_TARGET(TYPE, NAME) Target<TYPE>::fixed(g_rma_##NAME)
 
+// One case: makes the target `t` with TARGET, then runs CHECK on it.
+#define RMA_CASE(SUITE, TEST_NAME, TARGET, CHECK)                                                  \
+    TEST(SUITE, TEST_NAME) {                                                                       \
+        auto t = TARGET;                                                                           \
+        ASSERT_NE(t.get(), nullptr);                                                               \
+        CHECK;                                                                                     \
+    }
+
 // Every typed RMA case of one table entry, on the target WHERE(TYPE, NAME) makes.
 #define TYPED_RMA_CASES(SUITE, WHERE, TYPE, NAME)                                                  \
-    TEST(SUITE, Shmem_##NAME##_put_ToNextAndFarPe_Test) {                                          \
-        auto t = WHERE(TYPE, NAME);                                                                \
-        ASSERT_NE(t.get(), nullptr);                                                               \
-        check_put<TYPE>(shmem_##NAME##_put, t.get(), false);                                       \
-    }                                                                                              \
-    TEST(SUITE, Shmem_##NAME##_get_FromNextAndFarPe_Test) {                                        \
-        auto t = WHERE(TYPE, NAME);                                                                \
-        ASSERT_NE(t.get(), nullptr);                                                               \
-        check_get<TYPE>(shmem_##NAME##_get, t.get(), false);                                       \
-    }                                                                                              \
-    TEST(SUITE, Shmem_##NAME##_put_nbi_CompleteAfterQuiet_Test) {                                  \
-        auto t = WHERE(TYPE, NAME);                                                                \
-        ASSERT_NE(t.get(), nullptr);                                                               \
-        check_put<TYPE>(shmem_##NAME##_put_nbi, t.get(), true);                                    \
-    }                                                                                              \
-    TEST(SUITE, Shmem_##NAME##_get_nbi_CompleteAfterQuiet_Test) {                                  \
-        auto t = WHERE(TYPE, NAME);                                                                \
-        ASSERT_NE(t.get(), nullptr);                                                               \
-        check_get<TYPE>(shmem_##NAME##_get_nbi, t.get(), true);                                    \
-    }                                                                                              \
-    TEST(SUITE, Shmem_##NAME##_p_ToNextAndFarPe_Test) {                                            \
-        auto t = WHERE(TYPE, NAME);                                                                \
-        ASSERT_NE(t.get(), nullptr);                                                               \
-        check_p<TYPE>(shmem_##NAME##_p, t.get());                                                  \
-    }                                                                                              \
-    TEST(SUITE, Shmem_##NAME##_g_FromNextAndFarPe_Test) {                                          \
-        auto t = WHERE(TYPE, NAME);                                                                \
-        ASSERT_NE(t.get(), nullptr);                                                               \
-        check_g<TYPE>(shmem_##NAME##_g, t.get());                                                  \
-    }                                                                                              \
-    TEST(SUITE, Shmem_##NAME##_iput_StridesLeaveGaps_Test) {                                       \
-        auto t = WHERE(TYPE, NAME);                                                                \
-        ASSERT_NE(t.get(), nullptr);                                                               \
-        check_iput<TYPE>(shmem_##NAME##_iput, t.get());                                            \
-    }                                                                                              \
-    TEST(SUITE, Shmem_##NAME##_iget_StridesLeaveGaps_Test) {                                       \
-        auto t = WHERE(TYPE, NAME);                                                                \
-        ASSERT_NE(t.get(), nullptr);                                                               \
-        check_iget<TYPE>(shmem_##NAME##_iget, t.get());                                            \
-    }
+    RMA_CASE(SUITE, Shmem_##NAME##_put_ToNextAndFarPe_Test, WHERE(TYPE, NAME),                     \
+             check_put<TYPE>(shmem_##NAME##_put, t.get(), false))                                  \
+    RMA_CASE(SUITE, Shmem_##NAME##_get_FromNextAndFarPe_Test, WHERE(TYPE, NAME),                   \
+             check_get<TYPE>(shmem_##NAME##_get, t.get(), false))                                  \
+    RMA_CASE(SUITE, Shmem_##NAME##_put_nbi_CompleteAfterQuiet_Test, WHERE(TYPE, NAME),             \
+             check_put<TYPE>(shmem_##NAME##_put_nbi, t.get(), true))                               \
+    RMA_CASE(SUITE, Shmem_##NAME##_get_nbi_CompleteAfterQuiet_Test, WHERE(TYPE, NAME),             \
+             check_get<TYPE>(shmem_##NAME##_get_nbi, t.get(), true))                               \
+    RMA_CASE(SUITE, Shmem_##NAME##_p_ToNextAndFarPe_Test, WHERE(TYPE, NAME),                       \
+             check_p<TYPE>(shmem_##NAME##_p, t.get()))                                             \
+    RMA_CASE(SUITE, Shmem_##NAME##_g_FromNextAndFarPe_Test, WHERE(TYPE, NAME),                     \
+             check_g<TYPE>(shmem_##NAME##_g, t.get()))                                             \
+    RMA_CASE(SUITE, Shmem_##NAME##_iput_StridesLeaveGaps_Test, WHERE(TYPE, NAME),                  \
+             check_iput<TYPE>(shmem_##NAME##_iput, t.get()))                                       \
+    RMA_CASE(SUITE, Shmem_##NAME##_iget_StridesLeaveGaps_Test, WHERE(TYPE, NAME),                  \
+             check_iget<TYPE>(shmem_##NAME##_iget, t.get()))
 
 #define HEAP_SIZED_TARGET(BITS) SizedTarget::heap()
 #define STATIC_SIZED_TARGET(BITS) SizedTarget::fixed(g_sized)
 
 // Every sized RMA case of one SHMEM_RMA_SIZES entry.
 #define SIZED_RMA_CASES(SUITE, WHERE, BITS)                                                        \
-    TEST(SUITE, ShmemPut##BITS##_ToNextAndFarPe_Test) {                                            \
-        auto t = WHERE(BITS);                                                                      \
-        ASSERT_NE(t.get(), nullptr);                                                               \
-        Sized<BITS / 8>::put(shmem_put##BITS, t.get(), false);                                     \
-    }                                                                                              \
-    TEST(SUITE, ShmemGet##BITS##_FromNextAndFarPe_Test) {                                          \
-        auto t = WHERE(BITS);                                                                      \
-        ASSERT_NE(t.get(), nullptr);                                                               \
-        Sized<BITS / 8>::get(shmem_get##BITS, t.get(), false);                                     \
-    }                                                                                              \
-    TEST(SUITE, ShmemPut##BITS##Nbi_CompleteAfterQuiet_Test) {                                     \
-        auto t = WHERE(BITS);                                                                      \
-        ASSERT_NE(t.get(), nullptr);                                                               \
-        Sized<BITS / 8>::put(shmem_put##BITS##_nbi, t.get(), true);                                \
-    }                                                                                              \
-    TEST(SUITE, ShmemGet##BITS##Nbi_CompleteAfterQuiet_Test) {                                     \
-        auto t = WHERE(BITS);                                                                      \
-        ASSERT_NE(t.get(), nullptr);                                                               \
-        Sized<BITS / 8>::get(shmem_get##BITS##_nbi, t.get(), true);                                \
-    }                                                                                              \
-    TEST(SUITE, ShmemIput##BITS##_StridesLeaveGaps_Test) {                                         \
-        auto t = WHERE(BITS);                                                                      \
-        ASSERT_NE(t.get(), nullptr);                                                               \
-        Sized<BITS / 8>::iput(shmem_iput##BITS, t.get());                                          \
-    }                                                                                              \
-    TEST(SUITE, ShmemIget##BITS##_StridesLeaveGaps_Test) {                                         \
-        auto t = WHERE(BITS);                                                                      \
-        ASSERT_NE(t.get(), nullptr);                                                               \
-        Sized<BITS / 8>::iget(shmem_iget##BITS, t.get());                                          \
-    }
+    RMA_CASE(SUITE, ShmemPut##BITS##_ToNextAndFarPe_Test, WHERE(BITS),                             \
+             Sized<BITS / 8>::put(shmem_put##BITS, t.get(), false))                                \
+    RMA_CASE(SUITE, ShmemGet##BITS##_FromNextAndFarPe_Test, WHERE(BITS),                           \
+             Sized<BITS / 8>::get(shmem_get##BITS, t.get(), false))                                \
+    RMA_CASE(SUITE, ShmemPut##BITS##Nbi_CompleteAfterQuiet_Test, WHERE(BITS),                      \
+             Sized<BITS / 8>::put(shmem_put##BITS##_nbi, t.get(), true))                           \
+    RMA_CASE(SUITE, ShmemGet##BITS##Nbi_CompleteAfterQuiet_Test, WHERE(BITS),                      \
+             Sized<BITS / 8>::get(shmem_get##BITS##_nbi, t.get(), true))                           \
+    RMA_CASE(SUITE, ShmemIput##BITS##_StridesLeaveGaps_Test, WHERE(BITS),                          \
+             Sized<BITS / 8>::iput(shmem_iput##BITS, t.get()))                                     \
+    RMA_CASE(SUITE, ShmemIget##BITS##_StridesLeaveGaps_Test, WHERE(BITS),                          \
+             Sized<BITS / 8>::iget(shmem_iget##BITS, t.get()))
 
 // Heap targets first; the global-target cases run last, so a job without symmetric static data
 // has run every heap case before the first global target ends it.

@@ -46,17 +46,6 @@ Values values_for(int cmp) {
 }
 
 template <typename T>
-std::string show(T v) {
-    std::ostringstream o;
-    if constexpr (std::is_signed_v<T>) {
-        o << static_cast<long long>(v);
-    } else {
-        o << static_cast<unsigned long long>(v);
-    }
-    return o.str();
-}
-
-template <typename T>
 T load(const T *p) {
     return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }

@@ -113,13 +113,8 @@
     X(unsigned int, uint)                                                                          \
     X(unsigned long, ulong)                                                                        \
     X(unsigned long long, ulonglong)
-#define SHMEM_SYNC_ALIAS_TYPES(X)                                                                  \
-    X(int32_t, int32)                                                                              \
-    X(int64_t, int64)                                                                              \
-    X(uint32_t, uint32)                                                                            \
-    X(uint64_t, uint64)                                                                            \
-    X(size_t, size)                                                                                \
-    X(ptrdiff_t, ptrdiff)
+/* The same fixed-width and size types as the standard AMOs. */
+#define SHMEM_SYNC_ALIAS_TYPES(X) SHMEM_AMO_STANDARD_ALIAS_TYPES(X)
 
 /* Collective types (broadcast, collect, fcollect, alltoall, alltoalls): the standard RMA types. */
 #define SHMEM_COLL_TYPES(X) SHMEM_RMA_TYPES(X)
@@ -131,41 +126,67 @@
  * X(TYPE, TYPENAME, OP) for every type that the operation supports (the operation passes
  * through, so SHMEM_REDUCE_OPS can pair every operation with its tables). */
 
-/* Team-based reductions (shmem_TYPENAME_OP_reduce), by operation. */
-/* AND, OR, XOR */
-#define SHMEM_REDUCE_BITWISE_TYPES(X, OP)                                                          \
-    X(unsigned char, uchar, OP)                                                                    \
-    X(unsigned short, ushort, OP)                                                                  \
-    X(unsigned int, uint, OP)                                                                      \
-    X(unsigned long, ulong, OP)                                                                    \
-    X(unsigned long long, ulonglong, OP)                                                           \
-    X(int8_t, int8, OP)                                                                            \
-    X(int16_t, int16, OP)                                                                          \
-    X(int32_t, int32, OP)                                                                          \
-    X(int64_t, int64, OP)                                                                          \
-    X(uint8_t, uint8, OP)                                                                          \
-    X(uint16_t, uint16, OP)                                                                        \
-    X(uint32_t, uint32, OP)                                                                        \
-    X(uint64_t, uint64, OP)                                                                        \
-    X(size_t, size, OP)
-/* MAX, MIN */
-#define SHMEM_REDUCE_MINMAX_TYPES(X, OP)                                                           \
+/* Team-based reductions (shmem_TYPENAME_OP_reduce), by operation. Like the tables above, each
+ * table SHMEM_REDUCE_<K>_TYPES is its SHMEM_REDUCE_<K>_GENERIC_TYPES, the members that are
+ * distinct C types, followed by its SHMEM_REDUCE_<K>_ALIAS_TYPES. They are put together from the
+ * groups below, which name every type once; the signed fixed-width types are distinct in the
+ * bitwise tables, which list no plain signed type, and aliases of a plain signed type in the
+ * others. */
+#define SHMEM_REDUCE_SIGNED_GROUP(X, OP)                                                           \
     X(char, char, OP)                                                                              \
     X(signed char, schar, OP)                                                                      \
     X(short, short, OP)                                                                            \
     X(int, int, OP)                                                                                \
     X(long, long, OP)                                                                              \
-    X(long long, longlong, OP)                                                                     \
-    X(ptrdiff_t, ptrdiff, OP)                                                                      \
-    SHMEM_REDUCE_BITWISE_TYPES(X, OP)                                                              \
+    X(long long, longlong, OP)
+#define SHMEM_REDUCE_UNSIGNED_GROUP(X, OP)                                                         \
+    X(unsigned char, uchar, OP)                                                                    \
+    X(unsigned short, ushort, OP)                                                                  \
+    X(unsigned int, uint, OP)                                                                      \
+    X(unsigned long, ulong, OP)                                                                    \
+    X(unsigned long long, ulonglong, OP)
+#define SHMEM_REDUCE_SIGNED_FIXED_GROUP(X, OP)                                                     \
+    X(int8_t, int8, OP)                                                                            \
+    X(int16_t, int16, OP)                                                                          \
+    X(int32_t, int32, OP)                                                                          \
+    X(int64_t, int64, OP)
+#define SHMEM_REDUCE_UNSIGNED_FIXED_GROUP(X, OP)                                                   \
+    X(uint8_t, uint8, OP)                                                                          \
+    X(uint16_t, uint16, OP)                                                                        \
+    X(uint32_t, uint32, OP)                                                                        \
+    X(uint64_t, uint64, OP)                                                                        \
+    X(size_t, size, OP)
+#define SHMEM_REDUCE_FLOAT_GROUP(X, OP)                                                            \
     X(float, float, OP)                                                                            \
     X(double, double, OP)                                                                          \
     X(long double, longdouble, OP)
-/* SUM, PROD */
-#define SHMEM_REDUCE_ARITH_TYPES(X, OP)                                                            \
-    SHMEM_REDUCE_MINMAX_TYPES(X, OP)                                                               \
+#define SHMEM_REDUCE_COMPLEX_GROUP(X, OP)                                                          \
     X(SHMEM_COMPLEXD, complexd, OP)                                                                \
     X(SHMEM_COMPLEXF, complexf, OP)
+
+/* AND, OR, XOR */
+#define SHMEM_REDUCE_BITWISE_TYPES(X, OP)                                                          \
+    SHMEM_REDUCE_BITWISE_GENERIC_TYPES(X, OP) SHMEM_REDUCE_BITWISE_ALIAS_TYPES(X, OP)
+#define SHMEM_REDUCE_BITWISE_GENERIC_TYPES(X, OP)                                                  \
+    SHMEM_REDUCE_UNSIGNED_GROUP(X, OP) SHMEM_REDUCE_SIGNED_FIXED_GROUP(X, OP)
+#define SHMEM_REDUCE_BITWISE_ALIAS_TYPES(X, OP) SHMEM_REDUCE_UNSIGNED_FIXED_GROUP(X, OP)
+/* MAX, MIN */
+#define SHMEM_REDUCE_MINMAX_TYPES(X, OP)                                                           \
+    SHMEM_REDUCE_MINMAX_GENERIC_TYPES(X, OP) SHMEM_REDUCE_MINMAX_ALIAS_TYPES(X, OP)
+#define SHMEM_REDUCE_MINMAX_GENERIC_TYPES(X, OP)                                                   \
+    SHMEM_REDUCE_SIGNED_GROUP(X, OP)                                                               \
+    SHMEM_REDUCE_UNSIGNED_GROUP(X, OP)                                                             \
+    SHMEM_REDUCE_FLOAT_GROUP(X, OP)
+#define SHMEM_REDUCE_MINMAX_ALIAS_TYPES(X, OP)                                                     \
+    X(ptrdiff_t, ptrdiff, OP)                                                                      \
+    SHMEM_REDUCE_SIGNED_FIXED_GROUP(X, OP)                                                         \
+    SHMEM_REDUCE_UNSIGNED_FIXED_GROUP(X, OP)
+/* SUM, PROD */
+#define SHMEM_REDUCE_ARITH_TYPES(X, OP)                                                            \
+    SHMEM_REDUCE_ARITH_GENERIC_TYPES(X, OP) SHMEM_REDUCE_ARITH_ALIAS_TYPES(X, OP)
+#define SHMEM_REDUCE_ARITH_GENERIC_TYPES(X, OP)                                                    \
+    SHMEM_REDUCE_MINMAX_GENERIC_TYPES(X, OP) SHMEM_REDUCE_COMPLEX_GROUP(X, OP)
+#define SHMEM_REDUCE_ARITH_ALIAS_TYPES(X, OP) SHMEM_REDUCE_MINMAX_ALIAS_TYPES(X, OP)
 
 /* Deprecated active-set reductions (shmem_TYPENAME_OP_to_all), by operation. */
 /* AND, OR, XOR */
@@ -196,40 +217,8 @@
     X(min, SHMEM_REDUCE_MINMAX_TYPES, SHMEM_TO_ALL_MINMAX_TYPES)                                   \
     X(sum, SHMEM_REDUCE_ARITH_TYPES, SHMEM_TO_ALL_ARITH_TYPES)                                     \
     X(prod, SHMEM_REDUCE_ARITH_TYPES, SHMEM_TO_ALL_ARITH_TYPES)
-/* The members of the team-based reduction tables that are distinct C types, for the generic
- * reductions of <shmem/generic.h> (shmem_sum_reduce, ...). The signed fixed-width types stand
- * for signed char, short, int and long (or long long) in the bitwise tables, which list no
- * plain signed type; the other fixed-width and size types are typedefs of a listed member. */
-#define SHMEM_REDUCE_BITWISE_GENERIC_TYPES(X, OP)                                                  \
-    X(unsigned char, uchar, OP)                                                                    \
-    X(unsigned short, ushort, OP)                                                                  \
-    X(unsigned int, uint, OP)                                                                      \
-    X(unsigned long, ulong, OP)                                                                    \
-    X(unsigned long long, ulonglong, OP)                                                           \
-    X(int8_t, int8, OP)                                                                            \
-    X(int16_t, int16, OP)                                                                          \
-    X(int32_t, int32, OP)                                                                          \
-    X(int64_t, int64, OP)
-#define SHMEM_REDUCE_MINMAX_GENERIC_TYPES(X, OP)                                                   \
-    X(char, char, OP)                                                                              \
-    X(signed char, schar, OP)                                                                      \
-    X(short, short, OP)                                                                            \
-    X(int, int, OP)                                                                                \
-    X(long, long, OP)                                                                              \
-    X(long long, longlong, OP)                                                                     \
-    X(unsigned char, uchar, OP)                                                                    \
-    X(unsigned short, ushort, OP)                                                                  \
-    X(unsigned int, uint, OP)                                                                      \
-    X(unsigned long, ulong, OP)                                                                    \
-    X(unsigned long long, ulonglong, OP)                                                           \
-    X(float, float, OP)                                                                            \
-    X(double, double, OP)                                                                          \
-    X(long double, longdouble, OP)
-#define SHMEM_REDUCE_ARITH_GENERIC_TYPES(X, OP)                                                    \
-    SHMEM_REDUCE_MINMAX_GENERIC_TYPES(X, OP)                                                       \
-    X(SHMEM_COMPLEXD, complexd, OP)                                                                \
-    X(SHMEM_COMPLEXF, complexf, OP)
-/* X(OP, GENERIC_TABLE) for every reduction operation. */
+/* X(OP, GENERIC_TABLE) for every reduction operation, for the generic reductions of
+ * <shmem/generic.h> (shmem_sum_reduce, ...). */
 #define SHMEM_REDUCE_GENERIC_OPS(X)                                                                \
     X(and, SHMEM_REDUCE_BITWISE_GENERIC_TYPES)                                                     \
     X(or, SHMEM_REDUCE_BITWISE_GENERIC_TYPES)                                                      \

@@ -45,6 +45,7 @@ pub struct Var {
 const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace"];
 const SYMMETRIC_DATA: &[&str] = &["auto", "0", "1"];
 const BARRIERS: &[&str] = &["auto", "dissemination", "central"];
+const BOOTSTRAP_KVS: &[&str] = &["auto", "pmix", "pmi1", "off"];
 
 /// Every variable the library reads, in the order `SHMEM_INFO` prints them.
 pub static VARS: &[Var] = &[
@@ -112,7 +113,8 @@ pub static VARS: &[Var] = &[
         kind: Kind::Text,
         default: "",
         help: "Job id under launchers other than shmemrun (same on every PE, unique on the node); \
-               needed under MPICH/Hydra, overrides the launcher's own id elsewhere",
+               overrides the launcher's own id; needed where the launcher gives none and offers \
+               no key-value service (SHMEM_BOOTSTRAP_KVS)",
     },
     Var {
         name: "SHMEM_UID_SOCK_IFNAME",
@@ -127,8 +129,8 @@ pub static VARS: &[Var] = &[
         alias: None,
         kind: Kind::Text,
         default: "",
-        help: "Store address shmem_get_uniqueid puts in the unique id, IP:PORT or [IPv6]:PORT; \
-               wins over SHMEM_UID_SOCK_IFNAME",
+        help: "Store address shmem_get_uniqueid binds and puts in the unique id, IP:PORT or \
+               [IPv6]:PORT (port 0: any free port); wins over SHMEM_UID_SOCK_IFNAME",
     },
     Var {
         name: "SHMEM_BOOTSTRAP_ADDR",
@@ -142,13 +144,32 @@ pub static VARS: &[Var] = &[
                shmem_set_conf_store_tls, or set SHMEM_TLS_DISABLE=1",
     },
     Var {
+        name: "SHMEM_BOOTSTRAP_KVS",
+        alias: None,
+        kind: Kind::Word(BOOTSTRAP_KVS),
+        default: "auto",
+        help: "The launcher's key-value service, through which PE 0 gives the others a job id \
+               where the launcher has none: pmi1 (PMI_FD, MPICH's Hydra), pmix (Open MPI 4, \
+               Slurm; libpmix loaded at run time), off, or auto (PMI-1 when PMI_FD is set, \
+               else PMIx when a PMIx server is named and its library loads). An explicit \
+               choice is used even where the launcher gives an id",
+    },
+    Var {
+        name: "SHMEM_PMIX_LIB",
+        alias: None,
+        kind: Kind::Text,
+        default: "",
+        help: "Path or name of the PMIx client library to load (default: libpmix.so.2, then \
+               libpmix.so)",
+    },
+    Var {
         name: "SHMEM_INSTANCE_PORT_RANGE",
         alias: None,
         kind: Kind::Text,
         default: "",
         help: "lo-hi: a TCP store whose address names no port (shmemrun --store, \
-               SHMEM_BOOTSTRAP_ADDR) takes the first free port of this range; the other PEs \
-               try the range's ports in order",
+               SHMEM_BOOTSTRAP_ADDR, shmem_get_uniqueid without SHMEM_UID_SESSION_ID) takes the \
+               first free port of this range; the other PEs try the range's ports in order",
     },
     Var {
         name: "SHMEM_TLS_DISABLE",
@@ -228,6 +249,10 @@ pub struct Config {
     pub job_id: Option<String>,
     /// `SHMEM_BOOTSTRAP_ADDR`, if set: where PE 0 serves a TCP store.
     pub bootstrap_addr: Option<String>,
+    /// `SHMEM_BOOTSTRAP_KVS`: `auto`, `pmix`, `pmi1` or `off`.
+    pub bootstrap_kvs: &'static str,
+    /// `SHMEM_PMIX_LIB`, if set: the PMIx library to load.
+    pub pmix_lib: Option<String>,
     /// `SHMEM_INSTANCE_PORT_RANGE`, if set.
     pub port_range: Option<(u16, u16)>,
     /// `SHMEM_TLS_DISABLE`.
@@ -354,6 +379,8 @@ pub fn load() -> Result<Config> {
         barrier: parse_word(var("SHMEM_BARRIER"))?,
         job_id: Some(raw(var("SHMEM_JOB_ID"))).filter(|id| !id.is_empty()),
         bootstrap_addr: Some(raw(var("SHMEM_BOOTSTRAP_ADDR"))).filter(|a| !a.is_empty()),
+        bootstrap_kvs: parse_word(var("SHMEM_BOOTSTRAP_KVS"))?,
+        pmix_lib: Some(raw(var("SHMEM_PMIX_LIB"))).filter(|p| !p.is_empty()),
         port_range: port_range()?,
         tls_disable: tls_disable()?,
     })

@@ -113,14 +113,18 @@ mod bridge {
 use crate::sync::wait::Backoff;
 use bridge::{JobAttrs, Topology, WaitState};
 
-/// Logs an error as `call: message` (once; messages that already name a routine keep theirs).
+/// Logs an error as `call: message` (once; messages that already name a routine keep theirs;
+/// an error logged where it was detected is not logged again).
 fn logged<T>(call: &str, r: Result<T, Error>) -> Result<T, Error> {
-    if let Err(e) = &r {
-        let msg = e.to_string();
-        if msg.starts_with("shmem_") || msg.starts_with("aclshmem") {
-            tracing::error!("{msg}");
-        } else {
-            tracing::error!("{call}: {msg}");
+    match &r {
+        Err(Error::Logged(_)) | Ok(_) => {}
+        Err(e) => {
+            let msg = e.to_string();
+            if msg.starts_with("shmem_") || msg.starts_with("aclshmem") {
+                tracing::error!("{msg}");
+            } else {
+                tracing::error!("{call}: {msg}");
+            }
         }
     }
     r
@@ -160,7 +164,9 @@ fn cann_code(e: &Error) -> i32 {
         Error::Logged(inner) => cann_code(inner),
         Error::InvalidArgument { .. } | Error::Mismatch { .. } => INVALID_PARAM,
         Error::BadEnv { .. } => INVALID_VALUE,
-        Error::Bootstrap(BootstrapError::Timeout { .. }) => TIMEOUT_ERROR,
+        Error::Bootstrap(BootstrapError::Timeout { .. } | BootstrapError::Absent { .. }) => {
+            TIMEOUT_ERROR
+        }
         Error::Bootstrap(_) | Error::Launch(_) => BOOTSTRAP_ERROR,
         Error::Heap(_) => MALLOC_FAILED,
         _ => INNER_ERROR,
@@ -218,7 +224,7 @@ fn init_attrs(call: &str, attrs: &JobAttrs, topo: &mut Topology) -> i32 {
 
 fn uniqueid_create(call: &str, internal: &mut Vec<u8>) -> i32 {
     crate::log::install(crate::env::early_log_level());
-    match uniqueid::create() {
+    match crate::env::port_range().and_then(uniqueid::create) {
         Ok(id) => {
             *internal = id.encode().to_vec();
             0

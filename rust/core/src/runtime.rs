@@ -4,10 +4,11 @@
 
 use crate::bootstrap::addr::StoreAddr;
 use crate::bootstrap::attrs::{self, Job};
+use crate::bootstrap::kvs::{self, Choice};
 use crate::bootstrap::launch::{self, Launch, NodeLocal};
 use crate::bootstrap::node::{self, Meeting, NodeJob};
 use crate::bootstrap::tls::{self, Trust};
-use crate::bootstrap::{rendezvous, Client};
+use crate::bootstrap::{locality, rendezvous, uniqueid, Client};
 use crate::env::{self, Config};
 use crate::error::{Error, Result};
 use crate::heap::{self, Heap};
@@ -145,7 +146,12 @@ pub fn init() -> Result<Arc<Runtime>> {
         log::install(env::early_log_level());
         let state = lock_uninitialized("shmem_init")?;
         let config = env::load()?;
-        let launch = launch::detect(config.job_id.as_deref(), config.bootstrap_addr.as_deref())?;
+        let launch = launch::detect(launch::Hints {
+            job_id: config.job_id.as_deref(),
+            store: config.bootstrap_addr.as_deref(),
+            kvs: Choice::from_word(config.bootstrap_kvs),
+            pmix_lib: config.pmix_lib.as_deref(),
+        })?;
         let timeouts = Timeouts::all(config.init_timeout);
         start(state, config, launch, None, None, timeouts)
     })())
@@ -161,8 +167,8 @@ pub fn init_attrs(job: Job, timeouts: Timeouts) -> Result<Arc<Runtime>> {
         let state = lock_uninitialized(job.call)?;
         let config = env::load()?;
         log::set_pe(job.my_pe as i32);
-        let launch = attrs::launch(&job)?;
-        start(state, config, launch, None, Some(job), timeouts)
+        let (launch, trust) = attrs::launch(&job, config.tls_disable)?;
+        start(state, config, launch, trust, Some(job), timeouts)
     })())
 }
 
@@ -192,6 +198,8 @@ pub fn init_explicit(job: ExplicitJob) -> Result<Arc<Runtime>> {
                 my_pe: job.my_pe,
                 n_pes: job.n_pes,
                 job_id: job.job_id,
+                kvs: None,
+                spans_nodes: false,
                 store: Some(job.store),
             })
         } else {
@@ -225,26 +233,12 @@ fn trust_for(
     my_pe: u32,
     launcher_serves: bool,
 ) -> Result<Trust> {
-    let user = tls::user_settings();
-    let off_by_api = user.as_ref().and_then(|u| u.enabled) == Some(false);
-    if config.tls_disable || off_by_api {
-        let why = if config.tls_disable {
-            "SHMEM_TLS_DISABLE=1"
-        } else {
-            "shmem_set_conf_store_tls(false, ...)"
-        };
-        let message = format!(
-            "TLS of the job's store at {addr} is off ({why}): any process that can reach that \
-             port can read and write the store"
-        );
-        // Once per job: by the store's host (shmemrun says it itself).
-        if my_pe == 0 && !launcher_serves {
-            tracing::warn!("{message}");
-        } else {
-            tracing::debug!("{message}");
-        }
+    // Said once per job: by the store's host (shmemrun says it itself).
+    let host = my_pe == 0 && !launcher_serves;
+    if tls::off_by_choice(config.tls_disable, &addr.to_string(), host) {
         return Ok(Trust::Off);
     }
+    let user = tls::user_settings();
     if let Some(fd) = bundle {
         let bytes = read_sealed(&fd)?;
         return tls::identity_from_bundle(&bytes)
@@ -259,7 +253,8 @@ fn trust_for(
     Err(Error::Launch(format!(
         "the job's store at {addr} is on TCP, where TLS is on by default, but no certificates \
          were given: call shmem_set_conf_store_tls(true, info, len) (and \
-         shmem_set_config_store_tls_key for an encrypted key) before shmem_init, or set \
+         shmem_set_config_store_tls_key for an encrypted key) before shmem_init (or \
+         shmem_init_attr), or set \
          SHMEM_TLS_DISABLE=1 to run the store without TLS"
     )))
 }
@@ -327,10 +322,41 @@ fn join(
             };
             let dial = node::dial(&addr, &trust, &job_id)?;
             let client = Client::connect_tcp(&dial, my_pe, n_pes, timeout)?;
+            locality::check(&client, timeout).1?;
             rendezvous::attach(&client, timeout)?;
             (Some(client), None)
         }
-        Launch::NodeLocal(plan) => {
+        Launch::NodeLocal(mut plan) => {
+            let mut trust = trust;
+            if let (Some(service), true) = (&plan.kvs, plan.spans_nodes) {
+                // PE 0's store, its address and pinned certificate through the service.
+                let id = kvs::store_through(
+                    service,
+                    config.pmix_lib.as_deref(),
+                    plan.my_pe,
+                    plan.n_pes,
+                    config.port_range,
+                    timeout,
+                )?;
+                trust = Some(attrs::pinned(
+                    "shmem_init",
+                    plan.my_pe,
+                    &id,
+                    config.tls_disable,
+                )?);
+                plan.store = Some(id.store_text());
+                plan.job_id = id.tag();
+                plan.kvs = None;
+            }
+            if let Some(service) = plan.kvs.take() {
+                plan.job_id = kvs::job_id_through(
+                    &service,
+                    config.pmix_lib.as_deref(),
+                    plan.my_pe,
+                    plan.n_pes,
+                    timeout,
+                )?;
+            }
             let meeting = match &plan.store {
                 None => Meeting::Abstract,
                 Some(text) => {
@@ -455,6 +481,7 @@ pub fn finalize() -> Result<()> {
     }
     *STATE.write().unwrap_or_else(|p| p.into_inner()) = Phase::Finalized;
     STATUS.store(STATUS_NOT_INITIALIZED, Ordering::Release);
+    uniqueid::release_all();
     Ok(())
 }
 

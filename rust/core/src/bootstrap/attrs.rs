@@ -8,14 +8,20 @@
 //! environment decides for `shmem_init`: under `shmemrun`, the launcher's store is used and the
 //! attributes must agree with it.
 //!
-//! Rendezvous: every PE of the job is on this node today, so PE 0 serves the store on the
-//! node-local abstract socket of `node`, named after the address (`ip_port`) or the unique id's
-//! secret. The TCP store plugs in at [`launch`].
+//! Rendezvous: PE 0 serves the job's store over TCP and the other PEs dial it, retrying until
+//! the init timeout (`node`'s TCP meeting). With `ip_port`, PE 0 listens there and trust is the
+//! user's: their certificates (`shmem_set_conf_store_tls`), or no TLS by choice, else start-up
+//! fails naming `SHMEM_TLS_DISABLE`. With a unique id, PE 0 is the process that made the id and
+//! serves on the socket `shmem_get_uniqueid` bound; PEs pin the store's certificate by the id's
+//! fingerprint and prove membership with its secret ([`Trust::Pinned`]). Heap descriptors still
+//! travel node-locally (`rendezvous`), so every PE of the job is on PE 0's node today.
 
 use std::time::{Duration, Instant};
 
+use super::addr::StoreAddr;
 use super::launch::{self, Launch, NodeLocal};
-use super::uniqueid::UniqueId;
+use super::tls::{self, Pinned, Trust};
+use super::uniqueid::{self, UniqueId};
 use super::{BootstrapError, Client};
 use crate::error::{Error, Result};
 
@@ -33,14 +39,7 @@ impl Meet {
     fn describe(&self) -> String {
         match self {
             Meet::Address(a) => a.clone(),
-            Meet::UniqueId(id) => format!("unique id {} (store {})", id.secret_hex(), id.addr),
-        }
-    }
-
-    fn rendezvous(&self) -> (&'static str, &'static str, String) {
-        match self {
-            Meet::Address(a) => ("shmem_init_attr", "attr", a.clone()),
-            Meet::UniqueId(id) => ("unique id", "uid", id.secret_hex()),
+            Meet::UniqueId(id) => format!("unique id {} (store {})", id.tag(), id.addr),
         }
     }
 }
@@ -60,9 +59,10 @@ pub struct Job {
     pub meet: Meet,
 }
 
-/// How this PE joins its job: the launcher's store under `shmemrun` (the attributes must then
-/// name the same PE and size), else the job's own rendezvous.
-pub(crate) fn launch(job: &Job) -> Result<Launch> {
+/// How this PE joins its job, and what it trusts when that is decided here: the launcher's
+/// store under `shmemrun` (the attributes must then name the same PE and size), else the job's
+/// own store over TCP. `tls_disable` is `SHMEM_TLS_DISABLE`.
+pub(crate) fn launch(job: &Job, tls_disable: bool) -> Result<(Launch, Option<Trust>)> {
     if let Some(run) = launch::shmemrun()? {
         if run.my_pe() != job.my_pe || run.n_pes() != job.n_pes {
             return Err(Error::Mismatch {
@@ -78,36 +78,105 @@ pub(crate) fn launch(job: &Job) -> Result<Launch> {
                 ),
             });
         }
-        return Ok(run);
+        return Ok((run, None));
     }
     if job.n_pes == 1 {
-        return Ok(Launch::Alone);
+        return Ok((Launch::Alone, None));
     }
-    let (launcher, tag, job_id) = job.meet.rendezvous();
-    Ok(Launch::NodeLocal(NodeLocal {
-        launcher,
-        tag,
-        my_pe: job.my_pe,
-        n_pes: job.n_pes,
-        job_id,
-        store: None,
+    let (launcher, tag, job_id, store, trust) = match &job.meet {
+        Meet::Address(a) => {
+            let addr = StoreAddr::parse(a, None).map_err(|_| Error::InvalidArgument {
+                call: job.call,
+                arg: "ip_port",
+                value: a.clone(),
+                reason: "expected tcp://IP:PORT or tcp6://[IP]:PORT",
+            })?;
+            if addr.ports.0 == 0 {
+                return Err(Error::InvalidArgument {
+                    call: job.call,
+                    arg: "ip_port",
+                    value: a.clone(),
+                    reason: "PE 0 must listen at a port the other PEs know, not port 0",
+                });
+            }
+            // Trust as the user set it up, decided where the store is opened.
+            ("shmem_init_attr", "attr", a.clone(), a.clone(), None)
+        }
+        Meet::UniqueId(id) => {
+            let trust = pinned(job.call, job.my_pe, id, tls_disable)?;
+            ("unique id", "uid", id.tag(), id.store_text(), Some(trust))
+        }
+    };
+    Ok((
+        Launch::NodeLocal(NodeLocal {
+            launcher,
+            tag,
+            my_pe: job.my_pe,
+            n_pes: job.n_pes,
+            job_id,
+            kvs: None,
+            spans_nodes: false,
+            store: Some(store),
+        }),
+        trust,
+    ))
+}
+
+/// What PE `my_pe` of a unique id's job trusts (`call` started it: for messages). PE 0 must be
+/// the process that made the id: it alone holds the listening socket and the certificate the id
+/// pins.
+pub(crate) fn pinned(call: &str, my_pe: u32, id: &UniqueId, tls_disable: bool) -> Result<Trust> {
+    let server = if my_pe == 0 {
+        let made = uniqueid::served_here(id).ok_or_else(|| {
+            Error::Launch(format!(
+                "{}: this process is PE 0, but did not make the unique id it was given (unique \
+                 id {}, store {}): PE 0 must be the process that called shmem_get_uniqueid \
+                 (aclshmemx_get_uniqueid) for this id",
+                call,
+                id.tag(),
+                id.addr
+            ))
+        })?;
+        Some(made.map_err(|e| Error::os("the unique id's listening socket", e))?)
+    } else if uniqueid::served_here(id).is_some() {
+        // Only this process could serve the id's store, and as PE 0 it would.
+        return Err(Error::Launch(format!(
+            "{}: this process made the unique id it was given (unique id {}, store {}) but is \
+             PE {}: the process that calls shmem_get_uniqueid (aclshmemx_get_uniqueid) must be \
+             PE 0, which serves the job's store",
+            call,
+            id.tag(),
+            id.addr,
+            my_pe
+        )));
+    } else {
+        None
+    };
+    let tls = !tls::off_by_choice(tls_disable, &id.store_text(), my_pe == 0);
+    Ok(Trust::Pinned(Pinned {
+        fingerprint: id.fingerprint,
+        secret: id.secret,
+        tls,
+        server,
     }))
 }
 
-/// A refused join, said the way the mismatch check says it: this PE's size does not match the
-/// job PE 0 serves.
+/// A join refused for this PE's size, said the way the mismatch check says it: this PE's size
+/// does not match the job PE 0 serves. Other failures to join pass unchanged.
 pub(crate) fn refused_join(job: &Job, e: Error) -> Error {
     match e {
         Error::Bootstrap(BootstrapError::Protocol {
             op: "connect",
             message,
-        }) => Error::Mismatch {
-            pe: job.my_pe as i32,
-            what: format!(
-                "was given n_pes={} by {}, and PE 0's store does not take it ({message})",
-                job.n_pes, job.call
-            ),
-        },
+        }) if message.contains("but this job has") || message.contains("the store serves") => {
+            Error::Mismatch {
+                pe: job.my_pe as i32,
+                what: format!(
+                    "was given n_pes={} by {}, and PE 0's store does not take it ({message})",
+                    job.n_pes, job.call
+                ),
+            }
+        }
         e => e,
     }
 }
@@ -151,63 +220,31 @@ fn first_difference<'a>(theirs: &'a str, mine: &'a str) -> Option<(&'a str, &'a 
 /// that differs and how. A PE whose size PE 0's store refused is named too (the store records
 /// the refusal). Returns the PEs that published theirs (all, on success).
 pub(crate) fn check(store: &Client, job: &Job, timeout: Duration) -> (Vec<u32>, Result<()>) {
-    let deadline = Instant::now() + timeout;
     let mine = encode(job);
-    let mut seen = vec![job.my_pe];
-    if let Err(e) = store.set(&job_key(job.my_pe), mine.as_bytes()) {
-        return (seen, Err(e.into()));
-    }
-    let mut first_error: Option<Error> = None;
-    for pe in (0..job.n_pes).filter(|&pe| pe != job.my_pe) {
-        let result = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match store.get(&job_key(pe), left.min(Duration::from_millis(100))) {
-                Ok(v) => break Ok(v),
-                Err(BootstrapError::Timeout { .. }) => {}
-                Err(e) => break Err(Error::from(e)),
-            }
-            if let Ok(why) = store.get(&super::refused_key(pe), Duration::ZERO) {
-                break Err(Error::Mismatch {
-                    pe: pe as i32,
-                    what: format!(
-                        "cannot join this PE's job (PE {} of {}): {}",
-                        job.my_pe,
-                        job.n_pes,
-                        String::from_utf8_lossy(&why)
-                    ),
-                });
-            }
-            if left.is_zero() {
-                break Err(Error::Launch(format!(
-                    "{}: PE {pe} did not join the job within {} s (shm_init_timeout); the store is {}",
-                    job.call,
-                    timeout.as_secs(),
-                    job.meet.describe()
-                )));
-            }
-        };
-        match result {
-            Ok(theirs) => {
-                seen.push(pe);
-                let theirs = String::from_utf8_lossy(&theirs).into_owned();
-                if let Some((name, t, m)) = first_difference(&theirs, &mine) {
-                    first_error.get_or_insert(Error::Mismatch {
-                        pe: pe as i32,
-                        what: format!(
-                            "{} differs: PE {pe} was given {name}={t}, PE {} (this PE) {name}={m}",
-                            name, job.my_pe
-                        ),
-                    });
-                }
-            }
-            Err(e) => {
-                first_error.get_or_insert(e);
-                // A PE that cannot join ends the check: the others' descriptions are moot.
-                break;
-            }
-        }
-    }
-    (seen, first_error.map_or(Ok(()), Err))
+    let got = super::gather(store, &job_key, mine.as_bytes(), Instant::now() + timeout);
+    let differs = (got.values.iter().enumerate()).find_map(|(pe, theirs)| {
+        let theirs = String::from_utf8_lossy(theirs.as_deref()?).into_owned();
+        let (name, t, m) = first_difference(&theirs, &mine)?;
+        Some(Error::Mismatch {
+            pe: pe as i32,
+            what: format!(
+                "{name} differs: PE {pe} was given {name}={t}, PE {} (this PE) {name}={m}",
+                job.my_pe
+            ),
+        })
+    });
+    let seen = got.seen();
+    let absent = got.error.map(|e| match e {
+        Error::Bootstrap(BootstrapError::Absent { rank, .. }) => Error::Launch(format!(
+            "{}: PE {rank} did not join the job within {} s (shm_init_timeout); the store is {}",
+            job.call,
+            timeout.as_secs(),
+            job.meet.describe()
+        )),
+        e => e,
+    });
+    // A difference among the PEs read comes first: a PE that could not be read is moot then.
+    (seen, differs.or(absent).map_or(Ok(()), Err))
 }
 
 #[cfg(test)]
@@ -244,16 +281,80 @@ mod tests {
     }
 
     #[test]
-    fn rendezvous_names_follow_the_meeting_point() {
+    fn attribute_jobs_meet_at_their_address() {
         let j = job(0, 2, 1);
-        let plan = match launch(&j).unwrap() {
-            Launch::NodeLocal(p) => p,
+        let (plan, trust) = match launch(&j, false).unwrap() {
+            (Launch::NodeLocal(p), trust) => (p, trust),
             other => panic!("{other:?}"),
         };
         assert_eq!(
-            (plan.tag, plan.job_id.as_str()),
-            ("attr", "tcp://127.0.0.1:9")
+            (plan.tag, plan.store.as_deref()),
+            ("attr", Some("tcp://127.0.0.1:9"))
         );
-        assert!(matches!(launch(&job(0, 1, 1)).unwrap(), Launch::Alone));
+        assert!(trust.is_none());
+        assert!(matches!(
+            launch(&job(0, 1, 1), false).unwrap(),
+            (Launch::Alone, None)
+        ));
+        let mut zero = job(1, 2, 1);
+        zero.meet = Meet::Address("tcp://127.0.0.1:0".into());
+        let e = launch(&zero, false).unwrap_err().to_string();
+        assert!(
+            e.contains("ip_port=tcp://127.0.0.1:0") && e.contains("port 0"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unique_id_jobs_pin_the_store_and_pe0_must_be_the_maker() {
+        let id = uniqueid::create(None).unwrap();
+        let uid_job = |pe| Job {
+            meet: Meet::UniqueId(id.clone()),
+            ..job(pe, 2, 1)
+        };
+        let (plan, trust) = match launch(&uid_job(0), false).unwrap() {
+            (Launch::NodeLocal(p), Some(t)) => (p, t),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(plan.store, Some(id.store_text()));
+        assert!(!plan.job_id.contains(&hex(&id.secret)));
+        let Trust::Pinned(p) = &trust else {
+            panic!("{trust:?}")
+        };
+        assert!(p.tls && p.server.is_some() && p.fingerprint == id.fingerprint);
+        // PE 1 of an id made elsewhere dials: no server part.
+        let mut elsewhere = id.clone();
+        elsewhere.secret[0] ^= 1;
+        let pe1 = Job {
+            meet: Meet::UniqueId(elsewhere),
+            ..job(1, 2, 1)
+        };
+        match launch(&pe1, true).unwrap() {
+            (_, Some(Trust::Pinned(p))) => assert!(p.server.is_none() && !p.tls),
+            other => panic!("{other:?}"),
+        }
+        // The maker as PE 1: refused at once.
+        let e = launch(&uid_job(1), false).unwrap_err().to_string();
+        assert!(e.contains("must be PE 0") && e.contains("is PE 1"), "{e}");
+        // PE 0 given an id another process made.
+        let mut foreign = id.clone();
+        foreign.secret[3] ^= 0x40;
+        let e = launch(
+            &Job {
+                meet: Meet::UniqueId(foreign),
+                ..job(0, 2, 1)
+            },
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("PE 0 must be the process that called shmem_get_uniqueid"),
+            "{e}"
+        );
+    }
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|b| format!("{b:02x}")).collect()
     }
 }

@@ -214,7 +214,7 @@ impl Client {
                         HandshakeError::Tls(e) => format!(
                             "TLS handshake with the store at {target} failed: {e} (the store's \
                             certificate is not signed by this PE's CA, is expired or revoked, \
-                            or does not name {})",
+                            or does not name {}; or it is not the one a unique id pins)",
                             target.ip()
                         ),
                         other => format!("the store at {target}: {other}"),
@@ -523,7 +523,13 @@ impl Client {
             if rank == self.rank {
                 all.push(data.to_vec());
             } else {
-                all.push(self.get_locked(&mut s, op, &key(rank), left(deadline))?);
+                let value = match self.get_locked(&mut s, op, &key(rank), left(deadline)) {
+                    Err(BootstrapError::Timeout { after, .. }) => {
+                        return Err(BootstrapError::Absent { op, rank, after })
+                    }
+                    other => other?,
+                };
+                all.push(value);
             }
         }
         let prefix = format!("shmem/allgather/{round}/");

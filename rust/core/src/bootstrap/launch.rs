@@ -3,10 +3,13 @@
 //! torchrun, then none (a 1-PE job). The first launcher whose rank variable is set wins.
 //!
 //! Owns the reading of every launcher's variables (rank, size, PEs or nodes of the job, job id,
-//! where the store is) and the refusal of jobs this build cannot bootstrap: PEs on several
-//! nodes, or no job id to meet under. Must never connect anywhere or start anything: `node`
-//! and the store client do.
+//! where the store is, which key-value service it offers: `kvs`) and the refusal of jobs this
+//! build cannot bootstrap: PEs on several nodes with no store address they can all reach, or no
+//! job id to meet under (the launcher gives none, nor `SHMEM_JOB_ID`, nor a key-value service
+//! to take one from). Must never connect anywhere or start anything: `kvs`, `node` and the
+//! store client do.
 
+use super::kvs::{self, Choice, Service};
 use crate::error::{Error, Result};
 use crate::log;
 use rustix::fd::{FromRawFd, OwnedFd};
@@ -75,15 +78,31 @@ pub(crate) struct NodeLocal {
     /// PEs in the job (2 or more).
     pub n_pes: u32,
     /// Id shared by every PE of the job and by no other job on the node ("" when the store is
-    /// on TCP and the launcher gives none: the address alone then names the job).
+    /// on TCP and the launcher gives none: the address alone then names the job; "" until
+    /// taken from `kvs`).
     pub job_id: String,
+    /// The launcher's key-value service the job id is to come through (PE 0 makes one): the
+    /// launcher gives none and `SHMEM_JOB_ID` is unset, or `SHMEM_BOOTSTRAP_KVS` names it.
+    pub kvs: Option<Service>,
+    /// The launcher's key-value service, opened at start-up: it gives the job id, or, when
+    /// the job spans nodes and has no store address, the address of PE 0's store
+    /// (`spans_nodes`).
+    pub spans_nodes: bool,
     /// `SHMEM_BOOTSTRAP_ADDR` (or its torchrun shorthand, resolved): PE 0 serves the store
     /// there, over TCP; `None`: at the node-local abstract socket.
     pub store: Option<String>,
 }
 
 /// Reads one variable: `None` when unset or blank.
-type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+pub(crate) type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// This process's variable `name`, trimmed: `None` when unset or blank.
+pub(crate) fn process_env(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
 
 /// One launcher's variables.
 struct Launcher {
@@ -187,17 +206,35 @@ enum Found {
 /// `SHMEM_BOOTSTRAP_ADDR=tcp` (torch's own store holds `MASTER_PORT`).
 pub const TORCH_PORT_OFFSET: u16 = 1;
 
-/// Detects the launcher from this process's environment. `job_id` is `SHMEM_JOB_ID`, which
-/// gives or overrides the job id of launchers other than `shmemrun`; `store` is
-/// `SHMEM_BOOTSTRAP_ADDR`.
-pub(crate) fn detect(job_id: Option<&str>, store: Option<&str>) -> Result<Launch> {
-    let env = |name: &str| {
-        std::env::var(name)
-            .ok()
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
+/// What the user said about the job, besides the launcher's variables: `SHMEM_JOB_ID`, which
+/// gives or overrides the job id of launchers other than `shmemrun`; `SHMEM_BOOTSTRAP_ADDR`;
+/// `SHMEM_BOOTSTRAP_KVS` and `SHMEM_PMIX_LIB`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hints<'a> {
+    /// `SHMEM_JOB_ID`.
+    pub job_id: Option<&'a str>,
+    /// `SHMEM_BOOTSTRAP_ADDR`.
+    pub store: Option<&'a str>,
+    /// `SHMEM_BOOTSTRAP_KVS`.
+    pub kvs: Choice,
+    /// `SHMEM_PMIX_LIB`.
+    pub pmix_lib: Option<&'a str>,
+}
+
+impl Hints<'_> {
+    /// Nothing said: what `shmemrun`'s own PEs go by.
+    pub const NONE: Hints<'static> = Hints {
+        job_id: None,
+        store: None,
+        kvs: Choice::Off,
+        pmix_lib: None,
     };
-    Ok(match detect_in(&env, job_id, store)? {
+}
+
+/// Detects the launcher from this process's environment and the user's `hints`.
+pub(crate) fn detect(hints: Hints<'_>) -> Result<Launch> {
+    let pmix_loads = || super::pmix::loads(hints.pmix_lib);
+    Ok(match detect_in(&process_env, hints, &pmix_loads)? {
         Found::Alone => Launch::Alone,
         Found::NodeLocal(plan) => Launch::NodeLocal(plan),
         Found::Shmemrun { my_pe, n_pes, fd } => Launch::Shmemrun {
@@ -229,7 +266,7 @@ pub(crate) fn shmemrun() -> Result<Option<Launch>> {
     if std::env::var_os("SHMEM_RUN_FD").is_none() && std::env::var_os("SHMEM_RUN_STORE").is_none() {
         return Ok(None);
     }
-    detect(None, None).map(Some)
+    detect(Hints::NONE).map(Some)
 }
 
 /// The store address under torchrun's shorthand `tcp` / `tcp6`: MASTER_ADDR, at MASTER_PORT +
@@ -258,7 +295,8 @@ fn torch_store(env: Env<'_>, scheme: &str) -> Result<String> {
     })
 }
 
-fn detect_in(env: Env<'_>, job_id: Option<&str>, store: Option<&str>) -> Result<Found> {
+/// `pmix_loads` says whether the PMIx library loads (asked only when it matters).
+fn detect_in(env: Env<'_>, hints: Hints<'_>, pmix_loads: &dyn Fn() -> bool) -> Result<Found> {
     if let Some(addr) = env("SHMEM_RUN_STORE") {
         let (my_pe, n_pes) = rank_and_size(env, "SHMEM_RUN_RANK", "SHMEM_RUN_SIZE", "shmemrun")?;
         let tls_fd = match env("SHMEM_RUN_TLS_FD") {
@@ -298,39 +336,90 @@ fn detect_in(env: Env<'_>, job_id: Option<&str>, store: Option<&str>) -> Result<
     if n_pes == 1 {
         return Ok(Found::Alone);
     }
-    if let Some(how) = several_nodes(env, l, n_pes)? {
-        return Err(Error::Launch(format!(
-            "PEs span several nodes ({how}, under {}); this build's bootstrap is node-local: \
-             run all PEs on one node",
-            l.name
-        )));
-    }
-    let store = match store {
+    let store = match hints.store {
         Some(scheme @ ("tcp" | "tcp6")) if l.tag == "torch" => Some(torch_store(env, scheme)?),
         Some(addr) => Some(addr.to_string()),
         None => None,
     };
-    let job_id = match job_id.map(str::to_string).or_else(|| (l.job_id)(env)) {
-        Some(id) => id,
-        // Over TCP the address names the job; the id only tells jobs on one port range apart.
-        None if store.is_some() => String::new(),
-        None => {
+    if store.is_none() {
+        if let Some(how) = several_nodes(env, l, n_pes)? {
+            // PE 0 serves the store over TCP and gives its address through the service.
+            if let Some(service) = kvs::detect_in(env, hints.kvs, pmix_loads)? {
+                return Ok(Found::NodeLocal(NodeLocal {
+                    launcher: l.name,
+                    tag: l.tag,
+                    my_pe,
+                    n_pes,
+                    job_id: String::new(),
+                    kvs: Some(service),
+                    spans_nodes: true,
+                    store,
+                }));
+            }
             return Err(Error::Launch(format!(
-                "{} gives no job id for the PEs to meet under: set SHMEM_JOB_ID to one value, \
-                 the same for every PE of the job and unique on this node \
-                 (e.g. SHMEM_JOB_ID=$(date +%s%N))",
-                l.name
-            )))
+                "PEs span several nodes ({how}, under {}), a node-local socket cannot reach PE 0 \
+                 from the others, and the launcher offers no key-value service to give them PE \
+                 0's address (SHMEM_BOOTSTRAP_KVS): set SHMEM_BOOTSTRAP_ADDR=tcp://HOST:PORT to \
+                 an address of PE 0's node that every PE can reach{}",
+                l.name,
+                if l.tag == "torch" {
+                    " (or SHMEM_BOOTSTRAP_ADDR=tcp: MASTER_ADDR, at MASTER_PORT+1)"
+                } else {
+                    ""
+                }
+            )));
         }
-    };
+    }
+    let (job_id, kvs) = job_id(env, l, hints, store.is_some(), pmix_loads)?;
     Ok(Found::NodeLocal(NodeLocal {
         launcher: l.name,
         tag: l.tag,
         my_pe,
         n_pes,
         job_id,
+        kvs,
+        spans_nodes: false,
         store,
     }))
+}
+
+/// The job id, in this order: `SHMEM_JOB_ID`; the key-value service `SHMEM_BOOTSTRAP_KVS`
+/// names; the launcher's own id; none when the store is on TCP (`tcp_store`); the service
+/// `auto` finds. With none of these the job cannot meet: a refusal naming the ways out.
+fn job_id(
+    env: Env<'_>,
+    l: &Launcher,
+    hints: Hints<'_>,
+    tcp_store: bool,
+    pmix_loads: &dyn Fn() -> bool,
+) -> Result<(String, Option<Service>)> {
+    if let Some(id) = hints.job_id {
+        return Ok((id.to_string(), None));
+    }
+    if hints.kvs.explicit() {
+        return Ok((String::new(), kvs::detect_in(env, hints.kvs, pmix_loads)?));
+    }
+    if let Some(id) = (l.job_id)(env) {
+        return Ok((id, None));
+    }
+    // Over TCP the address names the job; the id only tells jobs on one port range apart.
+    if tcp_store {
+        return Ok((String::new(), None));
+    }
+    if let Some(service) = kvs::detect_in(env, hints.kvs, pmix_loads)? {
+        return Ok((String::new(), Some(service)));
+    }
+    let why = if hints.kvs == Choice::Off {
+        "SHMEM_BOOTSTRAP_KVS=off"
+    } else {
+        "no PMI_FD, no PMIx server with a library that loads"
+    };
+    Err(Error::Launch(format!(
+        "{} gives no job id for the PEs to meet under, and no key-value service of the \
+         launcher is used ({why}): set SHMEM_JOB_ID to one value, the same for every PE of \
+         the job and unique on this node (e.g. SHMEM_JOB_ID=$(date +%s%N))",
+        l.name
+    )))
 }
 
 /// A rank and a size below which it lies. Sets the log's PE number as soon as it is known, so
@@ -384,16 +473,17 @@ fn number(env: Env<'_>, name: &'static str, launcher: &str) -> Result<u32> {
     })
 }
 
-/// Takes over a descriptor that `shmemrun` left open at `fd` (named by variable `var`).
-fn take_inherited(fd: i32, var: &str) -> Result<OwnedFd> {
+/// Takes over a descriptor that the launcher (`shmemrun`, or a PMI-1 server for `PMI_FD`) left
+/// open at `fd` (named by variable `var`).
+pub(crate) fn take_inherited(fd: i32, var: &str) -> Result<OwnedFd> {
     rustix::io::fcntl_getfd(
         // SAFETY: only borrowed for the duration of the check.
         unsafe { rustix::fd::BorrowedFd::borrow_raw(fd) },
     )
     .map_err(|e| Error::os(format!("{var}={fd} is not an open descriptor"), e))?;
     // SAFETY: the launcher passed this descriptor to this process alone and we checked it is
-    // open; init runs once per process (the runtime's state lock and phase check ensure it), so
-    // nothing else here takes ownership of it. It is made close-on-exec so programs this PE
+    // open; init runs once per process (the runtime's state lock and phase check ensure it) and
+    // takes each launcher descriptor at most once, so nothing else here takes ownership of it. It is made close-on-exec so programs this PE
     // starts do not inherit the job's control connection.
     let socket = unsafe { OwnedFd::from_raw_fd(fd) };
     rustix::io::fcntl_setfd(&socket, rustix::io::FdFlags::CLOEXEC)
@@ -406,12 +496,23 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    fn hints<'a>(job_id: Option<&'a str>, store: Option<&'a str>) -> Hints<'a> {
+        Hints {
+            job_id,
+            store,
+            kvs: Choice::Auto,
+            pmix_lib: None,
+        }
+    }
+
     fn found(vars: &[(&str, &str)], job_id: Option<&str>) -> Result<Found> {
         let map: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        detect_in(&|name| map.get(name).cloned(), job_id, None)
+        detect_in(&|name| map.get(name).cloned(), hints(job_id, None), &|| {
+            false
+        })
     }
 
     fn plan(vars: &[(&str, &str)], job_id: Option<&str>) -> NodeLocal {
@@ -477,6 +578,8 @@ mod tests {
                 my_pe: 1,
                 n_pes: 2,
                 job_id: "1327235073".into(),
+                kvs: None,
+                spans_nodes: false,
                 store: None,
             }
         );
@@ -526,6 +629,79 @@ mod tests {
         assert_eq!(
             (p.tag, p.my_pe, p.n_pes, p.job_id.as_str()),
             ("pmi", 2, 4, "j1")
+        );
+    }
+
+    fn with_kvs(vars: &[(&str, &str)], kvs: Choice, pmix_loads: bool) -> Result<Found> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let hints = Hints {
+            kvs,
+            ..hints(None, None)
+        };
+        detect_in(&|name| map.get(name).cloned(), hints, &|| pmix_loads)
+    }
+
+    #[test]
+    fn the_job_id_comes_through_the_launchers_service() {
+        let hydra = [("PMI_RANK", "1"), ("PMI_SIZE", "2"), ("PMI_FD", "6")];
+        let Found::NodeLocal(p) = with_kvs(&hydra, Choice::Auto, false).unwrap() else {
+            panic!("not a node-local job")
+        };
+        assert_eq!(
+            (p.job_id.as_str(), p.kvs),
+            ("", Some(Service::Pmi1 { fd: 6 }))
+        );
+        // SHMEM_JOB_ID wins over the service.
+        assert_eq!(plan(&hydra, Some("j")).kvs, None);
+        // Off: refused as before, saying why.
+        let msg = with_kvs(&hydra, Choice::Off, true).unwrap_err().to_string();
+        assert!(
+            msg.contains("MPICH/Hydra gives no job id") && msg.contains("SHMEM_BOOTSTRAP_KVS=off"),
+            "{msg}"
+        );
+        // Open MPI gives an id: auto keeps it, an explicit choice takes the service's.
+        let ompi = [
+            ("OMPI_COMM_WORLD_RANK", "0"),
+            ("OMPI_COMM_WORLD_SIZE", "2"),
+            ("OMPI_MCA_ess_base_jobid", "77"),
+            ("PMIX_NAMESPACE", "77"),
+            ("PMIX_RANK", "0"),
+        ];
+        let Found::NodeLocal(p) = with_kvs(&ompi, Choice::Auto, true).unwrap() else {
+            panic!("not a node-local job")
+        };
+        assert_eq!((p.job_id.as_str(), p.kvs), ("77", None));
+        let Found::NodeLocal(p) = with_kvs(&ompi, Choice::Pmix, true).unwrap() else {
+            panic!("not a node-local job")
+        };
+        assert_eq!((p.job_id.as_str(), p.kvs), ("", Some(Service::Pmix)));
+        // Slurm without an id, under a PMIx server whose library loads (or not).
+        let slurm = [
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "2"),
+            ("PMIX_SERVER_URI41", "x"),
+        ];
+        let Found::NodeLocal(p) = with_kvs(&slurm, Choice::Auto, true).unwrap() else {
+            panic!("not a node-local job")
+        };
+        assert_eq!(p.kvs, Some(Service::Pmix));
+        let msg = with_kvs(&slurm, Choice::Auto, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("Slurm gives no job id") && msg.contains("no PMI_FD"),
+            "{msg}"
+        );
+        // An explicit choice that cannot be had.
+        let msg = with_kvs(&slurm, Choice::Pmi1, true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("SHMEM_BOOTSTRAP_KVS=\"pmi1\": PMI_FD is not set"),
+            "{msg}"
         );
     }
 
@@ -595,7 +771,28 @@ mod tests {
     }
 
     #[test]
-    fn several_nodes_are_refused() {
+    fn several_nodes_meet_at_the_given_address() {
+        let vars: HashMap<String, String> = [
+            ("SLURM_PROCID", "3"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_STEP_NUM_NODES", "2"),
+            ("SLURM_JOB_ID", "7"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let env = |n: &str| vars.get(n).cloned();
+        match detect_in(&env, hints(None, Some("tcp://10.0.0.1:9000")), &|| false).unwrap() {
+            Found::NodeLocal(p) => {
+                assert_eq!((p.my_pe, p.n_pes), (3, 4));
+                assert_eq!(p.store.as_deref(), Some("tcp://10.0.0.1:9000"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn several_nodes_without_an_address_are_refused() {
         let msg = refusal(
             &[
                 ("OMPI_COMM_WORLD_RANK", "0"),
@@ -608,7 +805,7 @@ mod tests {
         assert!(
             msg.starts_with(
                 "PEs span several nodes (OMPI_COMM_WORLD_LOCAL_SIZE=2 < OMPI_COMM_WORLD_SIZE=4"
-            ) && msg.contains("run all PEs on one node"),
+            ) && msg.contains("set SHMEM_BOOTSTRAP_ADDR=tcp://HOST:PORT"),
             "{msg}"
         );
         let msg = refusal(
@@ -629,7 +826,11 @@ mod tests {
             ],
             Some("x"),
         );
-        assert!(msg.contains("LOCAL_WORLD_SIZE=4 < WORLD_SIZE=8"), "{msg}");
+        assert!(
+            msg.contains("LOCAL_WORLD_SIZE=4 < WORLD_SIZE=8")
+                && msg.contains("SHMEM_BOOTSTRAP_ADDR=tcp: MASTER_ADDR"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -645,7 +846,7 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         assert_eq!(
-            detect_in(&|n| vars.get(n).cloned(), None, None).unwrap(),
+            detect_in(&|n| vars.get(n).cloned(), Hints::NONE, &|| false).unwrap(),
             Found::ShmemrunTcp {
                 my_pe: 1,
                 n_pes: 2,
@@ -668,7 +869,7 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         let env = |n: &str| vars.get(n).cloned();
-        let plan = |store| match detect_in(&env, None, store).unwrap() {
+        let plan = |store| match detect_in(&env, hints(None, store), &|| false).unwrap() {
             Found::NodeLocal(p) => p,
             other => panic!("{other:?}"),
         };
@@ -685,7 +886,8 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        match detect_in(&|n| hydra.get(n).cloned(), None, Some("tcp://127.0.0.1:9")).unwrap() {
+        let tcp = hints(None, Some("tcp://127.0.0.1:9"));
+        match detect_in(&|n| hydra.get(n).cloned(), tcp, &|| false).unwrap() {
             Found::NodeLocal(p) => assert_eq!(p.job_id, ""),
             other => panic!("{other:?}"),
         }

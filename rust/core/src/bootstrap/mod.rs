@@ -5,8 +5,10 @@
 //! timeout, ADD, CAS, APPEND, DELETE, descriptor passing, ABORT (global exit), BYE (finalize),
 //! and barrier/allgather built on them; the streams they run over ([`link`]: Unix sockets, TCP,
 //! TLS 1.3), store addresses ([`addr`]), trust and certificates ([`tls`]), the node-local
-//! descriptor store of TCP jobs ([`rendezvous`]); which launcher started the job ([`launch`])
-//! and how PEs meet without `shmemrun` ([`node`]).
+//! descriptor store of TCP jobs ([`rendezvous`]); where each PE runs ([`locality`]); which
+//! launcher started the job ([`launch`]), its own key-value service ([`kvs`]: PMI-1 over
+//! `PMI_FD`, [`pmi1`], or PMIx loaded at run time, [`pmix`]) and how PEs meet without
+//! `shmemrun` ([`node`]).
 //! Must never be used on the data path (puts, gets, atomics, data-path waits): every call here
 //! is a round trip to the store. Every blocking step has a timeout, and errors name the
 //! operation and the key.
@@ -14,9 +16,13 @@
 pub mod addr;
 pub mod attrs;
 mod client;
+pub(crate) mod kvs;
 pub(crate) mod launch;
 mod link;
+pub(crate) mod locality;
 pub(crate) mod node;
+mod pmi1;
+mod pmix;
 pub(crate) mod rendezvous;
 mod server;
 pub mod tls;
@@ -27,6 +33,8 @@ pub mod wire;
 use std::io;
 use std::time::Duration;
 
+use crate::error::Error;
+
 pub use client::{Client, TcpDial};
 pub use server::{PeerStatus, Server, StoreEvent, EXTRA_TCP_CONNECTIONS};
 
@@ -34,6 +42,88 @@ pub use server::{PeerStatus, Server, StoreEvent, EXTRA_TCP_CONNECTIONS};
 /// size), for the PEs waiting for that PE at start-up.
 pub(crate) fn refused_key(rank: u32) -> String {
     format!("shmem/refused/{rank}")
+}
+
+/// What [`gather`] read: every PE's value (this PE's included) up to the first PE it could not
+/// read, and why it could not.
+pub(crate) struct Gathered {
+    /// Indexed by PE; `None` for PEs not read.
+    pub values: Vec<Option<Vec<u8>>>,
+    /// The first PE that could not be read and why; `None` when every PE was.
+    pub error: Option<Error>,
+}
+
+impl Gathered {
+    /// The PEs whose values were read (this PE's included).
+    pub fn seen(&self) -> Vec<u32> {
+        (self.values.iter().enumerate())
+            .filter(|(_, v)| v.is_some())
+            .map(|(pe, _)| pe as u32)
+            .collect()
+    }
+}
+
+/// A start-up allgather that notices PEs the store refused: publishes `mine` at `key(my PE)`,
+/// then reads every other PE's value at `key(pe)` in PE order until `deadline`. Stops at the
+/// first PE that cannot be read: one whose HELLO the store refused (an [`Error::Mismatch`]
+/// with the store's reason) or whose value did not come in time ([`BootstrapError::Absent`]).
+/// The keys stay in the store: start-up writes each once.
+pub(crate) fn gather(
+    store: &Client,
+    key: &dyn Fn(u32) -> String,
+    mine: &[u8],
+    deadline: std::time::Instant,
+) -> Gathered {
+    use std::time::Instant;
+    let (me, n_pes) = (store.rank(), store.n_pes());
+    let mut values = vec![None; n_pes as usize];
+    values[me as usize] = Some(mine.to_vec());
+    if let Err(e) = store.set(&key(me), mine) {
+        return Gathered {
+            values,
+            error: Some(e.into()),
+        };
+    }
+    let started = Instant::now();
+    for pe in (0..n_pes).filter(|&pe| pe != me) {
+        let read = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match store.get(&key(pe), left.min(Duration::from_millis(100))) {
+                Ok(v) => break Ok(v),
+                Err(BootstrapError::Timeout { .. }) => {}
+                Err(e) => break Err(Error::from(e)),
+            }
+            if let Ok(why) = store.get(&refused_key(pe), Duration::ZERO) {
+                break Err(Error::Mismatch {
+                    pe: pe as i32,
+                    what: format!(
+                        "cannot join this PE's job (PE {me} of {n_pes}): {}",
+                        String::from_utf8_lossy(&why)
+                    ),
+                });
+            }
+            if left.is_zero() {
+                break Err(Error::Bootstrap(BootstrapError::Absent {
+                    op: "start-up allgather",
+                    rank: pe,
+                    after: started.elapsed(),
+                }));
+            }
+        };
+        match read {
+            Ok(v) => values[pe as usize] = Some(v),
+            Err(e) => {
+                return Gathered {
+                    values,
+                    error: Some(e),
+                }
+            }
+        }
+    }
+    Gathered {
+        values,
+        error: None,
+    }
 }
 
 /// Why a store operation failed.
@@ -58,6 +148,21 @@ pub enum BootstrapError {
         op: &'static str,
         /// Key it waited for.
         key: String,
+        /// How long it waited.
+        after: Duration,
+    },
+    /// A PE's contribution to a collective step (allgather) did not appear within the timeout:
+    /// that PE never reached the store, or stopped before its turn.
+    #[error(
+        "store {op}: PE {rank} did not take part within {:.1} s: it did not start, is stuck, \
+         or died before reaching the job's store",
+        .after.as_secs_f64()
+    )]
+    Absent {
+        /// Operation that timed out.
+        op: &'static str,
+        /// The PE that was waited for.
+        rank: u32,
         /// How long it waited.
         after: Duration,
     },

@@ -29,7 +29,7 @@ use rustix::net::sockopt::socket_peercred;
 use super::addr::StoreAddr;
 use super::launch::NodeLocal;
 use super::tls::Trust;
-use super::{rendezvous, Client, Server, StoreEvent, TcpDial};
+use super::{locality, rendezvous, Client, Server, StoreEvent, TcpDial};
 use crate::error::{Error, Result};
 use crate::mapping::{self, Mapping};
 
@@ -209,23 +209,22 @@ pub(crate) enum Meeting {
     },
 }
 
-/// How a PE dials a TCP store: plain, or TLS with `trust`'s identity, expecting the store's
-/// certificate to name the address dialled.
+/// How a PE dials a TCP store: plain, or TLS as `trust` says (the store's certificate naming
+/// the address dialled, or pinned by a unique id). A job with a secret says it in HELLO.
 pub(crate) fn dial(addr: &StoreAddr, trust: &Trust, job: &str) -> Result<TcpDial> {
-    let tls = match trust.identity() {
-        None => None,
-        Some(id) => {
-            let config = id
-                .client_config()
-                .map_err(|e| Error::Launch(format!("TLS of the store at {addr}: {e}")))?;
-            Some((config, addr.server_name()))
-        }
-    };
+    let tls = trust
+        .client_config()
+        .map_err(|e| Error::Launch(format!("TLS of the store at {addr}: {e}")))?
+        .map(|config| (config, addr.server_name()));
     Ok(TcpDial {
         addr: addr.clone(),
         tls,
-        job: job.to_string(),
+        job: trust.secret().map_or_else(|| job.to_string(), hex),
     })
+}
+
+fn hex(bytes: &[u8; 16]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Joins the job `plan` describes: PE 0 opens the job's store and serves it; the others reach
@@ -297,35 +296,38 @@ fn host(
     Ok((client, NodeJob { shared }))
 }
 
-/// PE 0 of a TCP job: listens at `addr`, serves its own connection over a socket pair, and
-/// opens the node-local descriptor store.
+/// PE 0 of a TCP job: listens at `addr` (or on the listener `trust` holds, bound by
+/// `shmem_get_uniqueid`), serves its own connection over a socket pair, and opens the
+/// node-local descriptor store.
 fn host_tcp(
     plan: &NodeLocal,
     addr: &StoreAddr,
     trust: &Trust,
     timeout: Duration,
 ) -> Result<(Client, NodeJob)> {
-    let tls = match trust.identity() {
-        None => None,
-        Some(id) => Some(
-            id.server_config()
-                .map_err(|e| Error::Launch(format!("TLS of the store at {addr}: {e}")))?,
-        ),
+    let tls = trust
+        .server_config()
+        .map_err(|e| Error::Launch(format!("TLS of the store at {addr}: {e}")))?;
+    let listener = match trust.bound_listener() {
+        Some(l) => l.map_err(|e| Error::os("the unique id's listening socket", e))?,
+        None => addr
+            .bind()
+            .map_err(|e| Error::Launch(format!("PE 0 cannot open the job's store: {e}")))?,
     };
-    let listener = addr
-        .bind()
-        .map_err(|e| Error::Launch(format!("PE 0 cannot open the job's store: {e}")))?;
     let bound = listener
         .local_addr()
         .map_err(|e| Error::os("the store's address", e))?;
-    let (server, events) = Server::for_job(plan.n_pes, &plan.job_id);
+    let (server, events) = match trust.secret() {
+        Some(secret) => Server::for_secret(plan.n_pes, &hex(secret)),
+        None => Server::for_job(plan.n_pes, &plan.job_id),
+    };
     server
         .serve_tcp(listener, tls)
         .map_err(|e| Error::os("starting the store's TCP acceptor", e))?;
     tracing::info!(
         "PE 0 serves the job's store at {} ({})",
         addr.with_port(bound.ip(), bound.port()),
-        if trust.identity().is_some() {
+        if trust.uses_tls() {
             "TLS 1.3"
         } else {
             "plain TCP"
@@ -337,6 +339,11 @@ fn host_tcp(
         .serve_unix(0, theirs)
         .map_err(|e| Error::os("serving PE 0's own store connection", e))?;
     let client = Client::connect_inherited(mine.into(), 0, plan.n_pes, timeout)?;
+    if let (seen, Err(e)) = locality::check(&client, timeout) {
+        // The others that got this far fail too: keep the store up until they have left.
+        wait_for_departures(&events, &seen, timeout);
+        return Err(e);
+    }
     // PE 0's own link carries descriptors, but the others' do not: every PE uses the
     // node-local descriptor store, PE 0 too.
     let fd_store = rendezvous::open_for_host(&client, timeout)?;
@@ -365,6 +372,7 @@ fn guest_tcp(
     let watched = client
         .watch_socket()
         .map_err(|e| Error::os("duplicating the store connection", e))?;
+    locality::check(&client, timeout).1?;
     rendezvous::attach(&client, timeout)?;
     finish_guest(plan, client, watched, timeout)
 }
@@ -523,6 +531,30 @@ fn watch_events(events: Receiver<StoreEvent>, shared: &Shared) {
             }
             // Logged by the server; the connection's Disconnected follows.
             StoreEvent::ProtocolError { .. } => {}
+        }
+    }
+}
+
+/// PE 0 of a job that failed at start: waits until each PE of `pes` has said goodbye or gone,
+/// at most `timeout`, so that PE 0's exit cuts none of their last replies short.
+fn wait_for_departures(events: &Receiver<StoreEvent>, pes: &[u32], timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    let mut gone = vec![true; pes.iter().max().map_or(0, |&m| m as usize + 1)];
+    for &pe in pes.iter().filter(|&&pe| pe != 0) {
+        gone[pe as usize] = false;
+    }
+    while !gone.iter().all(|&g| g) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(event) = events.recv_timeout(left) else {
+            return;
+        };
+        match event {
+            StoreEvent::Goodbye { rank } | StoreEvent::Disconnected { rank, .. } => {
+                if let Some(g) = gone.get_mut(rank as usize) {
+                    *g = true;
+                }
+            }
+            StoreEvent::Abort { .. } | StoreEvent::ProtocolError { .. } => {}
         }
     }
 }
@@ -752,6 +784,8 @@ mod tests {
             my_pe: pe,
             n_pes: 3,
             job_id: format!("meet-{}", std::process::id()),
+            kvs: None,
+            spans_nodes: false,
             store: None,
         };
         // Guests first: they wait for PE 0 to open the store.
@@ -792,6 +826,8 @@ mod tests {
             my_pe: 1,
             n_pes: 2,
             job_id: format!("nobody-{}", std::process::id()),
+            kvs: None,
+            spans_nodes: false,
             store: None,
         };
         let err = join(&plan, &Meeting::Abstract, Duration::from_millis(100))

@@ -21,6 +21,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use subtle::ConstantTimeEq;
+
 use super::link::{self, HandshakeError, Link, Speaks};
 use super::wire::{self, Reply, Request, WireError, MAX_VALUE_LEN, PROTOCOL_VERSION};
 
@@ -111,6 +113,9 @@ struct Shared {
     written: Condvar,
     /// Job id a HELLO must carry ("" accepts any).
     job: String,
+    /// The job id is a secret (a unique id's): a connection from the listening socket joins
+    /// only with exactly it, compared in constant time, and no refusal shows it.
+    secret: bool,
     /// TCP connections open now.
     tcp_open: AtomicUsize,
 }
@@ -140,6 +145,18 @@ impl Server {
     /// As [`Server::new`], for job `job`: a HELLO naming another job is refused (so that PEs
     /// trying the ports of a range find their own job's store).
     pub fn for_job(n_pes: u32, job: &str) -> (Server, Receiver<StoreEvent>) {
+        Server::with_admission(n_pes, job, false)
+    }
+
+    /// As [`Server::new`], for a job whose PEs prove membership with `secret` (a unique id's,
+    /// as hex): a connection from a listening socket whose HELLO does not carry exactly it is
+    /// refused and logged, without the secret. PE 0's own connection ([`Server::serve_unix`])
+    /// needs none.
+    pub fn for_secret(n_pes: u32, secret: &str) -> (Server, Receiver<StoreEvent>) {
+        Server::with_admission(n_pes, secret, true)
+    }
+
+    fn with_admission(n_pes: u32, job: &str, secret: bool) -> (Server, Receiver<StoreEvent>) {
         let (events, rx) = mpsc::channel();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -148,6 +165,7 @@ impl Server {
             }),
             written: Condvar::new(),
             job: job.to_string(),
+            secret,
             tcp_open: AtomicUsize::new(0),
         });
         (
@@ -299,7 +317,8 @@ impl Server {
                 return Err(why.into());
             }
             (None, Speaks::Tls) => {
-                let why = "it speaks TLS, but this store runs without TLS (SHMEM_TLS_DISABLE=1                            where the store runs)";
+                let why = "it speaks TLS, but this store runs without TLS (SHMEM_TLS_DISABLE=1 \
+                           where the store runs)";
                 // A plain ERROR frame: the TLS client recognises a plain peer by it.
                 refuse_plainly(sock, why);
                 return Err(why.into());
@@ -609,7 +628,17 @@ impl Connection {
                         ),
                     );
                 }
-                if !self.shared.job.is_empty() && !job.is_empty() && job != self.shared.job {
+                if self.shared.secret {
+                    if !self.claimed
+                        && !bool::from(job.as_bytes().ct_eq(self.shared.job.as_bytes()))
+                    {
+                        return Next::Fatal(
+                            "HELLO does not carry this job's secret (the unique id's): not a PE \
+                             of this job"
+                                .into(),
+                        );
+                    }
+                } else if !self.shared.job.is_empty() && !job.is_empty() && job != self.shared.job {
                     return Next::Fatal(format!(
                         "HELLO is for job '{job}', but this store serves job '{}'",
                         self.shared.job

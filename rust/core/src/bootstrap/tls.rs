@@ -2,24 +2,28 @@
 //! configurations made from it (TLS 1.3 only, `ring` only, both ends authenticated).
 //!
 //! Owns the per-job CA that `shmemrun` makes (rcgen) and the bundle it hands its PEs through a
-//! memfd; the user's certificates, read from CANN's `"key: value;"` TLS info string, with the
-//! private key in PEM (plain, or PKCS#8 encrypted with PBES2) and CRLs; and the settings the C
-//! entry points make before `shmem_init`. Must never write key material to a file or to the
-//! environment, and never accept a legacy OpenSSL-encrypted key (`Proc-Type: 4,ENCRYPTED`,
-//! whose key derivation is a single MD5).
+//! memfd; the self-signed store certificate of a unique id and the verifier that pins it by
+//! its SHA-256 fingerprint; the user's certificates, read from CANN's `"key: value;"` TLS info
+//! string, with the private key in PEM (plain, or PKCS#8 encrypted with PBES2) and CRLs; and the
+//! settings the C entry points make before `shmem_init`. Must never write key material to a
+//! file or to the environment, and never accept a legacy OpenSSL-encrypted key
+//! (`Proc-Type: 4,ENCRYPTED`, whose key derivation is a single MD5).
 
-use std::net::IpAddr;
+use std::net::{IpAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::server::WebPkiClientVerifier;
-use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
 use rustls_pki_types::pem::{self, PemObject, SectionKind};
 use rustls_pki_types::{
     CertificateDer, CertificateRevocationListDer, PrivateKeyDer, PrivatePkcs8KeyDer,
 };
+use rustls_pki_types::{ServerName, UnixTime};
+use subtle::ConstantTimeEq;
 
 /// Name every per-job server certificate carries besides the store's IP addresses.
 pub const JOB_SERVER_NAME: &str = "shmem-store.invalid";
@@ -36,15 +40,262 @@ pub enum Trust {
     User(TlsIdentity),
     /// No TLS (`SHMEM_TLS_DISABLE=1`, or `shmem_set_conf_store_tls(false, ...)`): plain TCP.
     Off,
+    /// A unique id's store (`shmem_get_uniqueid`): PE 0 presents the self-signed certificate
+    /// the id pins and asks for no client certificate; PEs accept only a store certificate
+    /// whose SHA-256 is the id's fingerprint, and prove membership with the id's secret in
+    /// HELLO.
+    Pinned(Pinned),
 }
 
 impl Trust {
-    /// The identity, unless TLS is off.
+    /// The identity, unless TLS is off or the store's certificate is pinned.
     pub fn identity(&self) -> Option<&TlsIdentity> {
         match self {
             Trust::JobCa(id) | Trust::User(id) => Some(id),
-            Trust::Off => None,
+            Trust::Off | Trust::Pinned(_) => None,
         }
+    }
+
+    /// Whether the store's connections run TLS.
+    pub fn uses_tls(&self) -> bool {
+        match self {
+            Trust::JobCa(_) | Trust::User(_) => true,
+            Trust::Pinned(p) => p.tls,
+            Trust::Off => false,
+        }
+    }
+
+    /// The secret every PE's HELLO must carry, when the job has one (a unique id's).
+    pub fn secret(&self) -> Option<&[u8; 16]> {
+        match self {
+            Trust::Pinned(p) => Some(&p.secret),
+            _ => None,
+        }
+    }
+
+    /// A PE's configuration; `None`: plain TCP.
+    pub fn client_config(&self) -> Result<Option<Arc<ClientConfig>>, String> {
+        match self {
+            Trust::JobCa(id) | Trust::User(id) => id.client_config().map(Some),
+            Trust::Pinned(p) if p.tls => pinned_client_config(p.fingerprint).map(Some),
+            Trust::Pinned(_) | Trust::Off => Ok(None),
+        }
+    }
+
+    /// The store's configuration; `None`: plain TCP. A pinned store needs the certificate and
+    /// key that only the process which made the unique id holds.
+    pub fn server_config(&self) -> Result<Option<Arc<ServerConfig>>, String> {
+        match self {
+            Trust::JobCa(id) | Trust::User(id) => id.server_config().map(Some),
+            Trust::Pinned(p) if p.tls => match &p.server {
+                Some(server) => server.config().map(Some),
+                None => Err("this process holds no certificate of the unique id".into()),
+            },
+            Trust::Pinned(_) | Trust::Off => Ok(None),
+        }
+    }
+
+    /// The listener the store serves on when it was bound before start-up (a unique id's, by
+    /// `shmem_get_uniqueid`): a new handle on it.
+    pub fn bound_listener(&self) -> Option<std::io::Result<TcpListener>> {
+        match self {
+            Trust::Pinned(Pinned {
+                server: Some(server),
+                ..
+            }) => Some(server.listener.try_clone()),
+            _ => None,
+        }
+    }
+}
+
+/// What a unique id lets a PE trust.
+#[derive(Debug)]
+pub struct Pinned {
+    /// SHA-256 of the store's certificate (DER).
+    pub fingerprint: [u8; 32],
+    /// The id's secret: a HELLO without it is refused.
+    pub secret: [u8; 16],
+    /// Whether connections run TLS; `false` by choice (`SHMEM_TLS_DISABLE=1`,
+    /// `shmem_set_conf_store_tls(false, ...)`): plain TCP, the secret is still checked but
+    /// travels in the clear.
+    pub tls: bool,
+    /// PE 0 only: the store's listener, certificate and key, from `shmem_get_uniqueid`.
+    pub server: Option<PinnedServer>,
+}
+
+/// What the process that made a unique id keeps for serving its store.
+pub struct PinnedServer {
+    /// Bound (and listening) by `shmem_get_uniqueid`; close-on-exec.
+    pub listener: TcpListener,
+    /// The self-signed store certificate.
+    pub cert: CertificateDer<'static>,
+    /// Its private key.
+    pub key: PrivateKeyDer<'static>,
+}
+
+impl std::fmt::Debug for PinnedServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PinnedServer")
+            .field("listener", &self.listener)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PinnedServer {
+    /// A copy of this entry: a new handle on the same listener, the same certificate and key.
+    pub fn try_clone(&self) -> std::io::Result<PinnedServer> {
+        Ok(PinnedServer {
+            listener: self.listener.try_clone()?,
+            cert: self.cert.clone(),
+            key: self.key.clone_key(),
+        })
+    }
+
+    /// The store's configuration: TLS 1.3, the self-signed certificate, no client certificate
+    /// asked for (PEs prove membership with the secret, inside TLS).
+    pub fn config(&self) -> Result<Arc<ServerConfig>, String> {
+        let config = ServerConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .map_err(|e| e.to_string())?
+            .with_no_client_auth()
+            .with_single_cert(vec![self.cert.clone()], self.key.clone_key())
+            .map_err(|e| format!("the unique id's store certificate or key refused: {e}"))?;
+        Ok(Arc::new(config))
+    }
+}
+
+/// SHA-256 of a certificate's DER bytes: what a unique id pins.
+pub fn fingerprint(cert: &CertificateDer<'_>) -> [u8; 32] {
+    let digest = ring::digest::digest(&ring::digest::SHA256, cert.as_ref());
+    let mut out = [0u8; 32];
+    out.copy_from_slice(digest.as_ref());
+    out
+}
+
+/// Makes a unique id's store certificate: self-signed, ECDSA P-256, naming `ips`. Nothing is
+/// written anywhere.
+pub fn pinned_certificate(
+    ips: &[IpAddr],
+    validity: Validity,
+) -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>), String> {
+    use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair, SanType};
+    let err = |what: &str, e: rcgen::Error| format!("making the unique id's {what}: {e}");
+    let key = KeyPair::generate().map_err(|e| err("store key", e))?;
+    let mut params = CertificateParams::default();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "shmem store (unique id)");
+    params.not_before = validity.not_before;
+    params.not_after = validity.not_after;
+    params.subject_alt_names = ips.iter().map(|ip| SanType::IpAddress(*ip)).collect();
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = params
+        .self_signed(&key)
+        .map_err(|e| err("store certificate", e))?;
+    Ok((
+        cert.der().clone(),
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+    ))
+}
+
+/// A PE's configuration for a pinned store: TLS 1.3, no client certificate, and the store's
+/// certificate must have SHA-256 `fingerprint`.
+pub fn pinned_client_config(fingerprint: [u8; 32]) -> Result<Arc<ClientConfig>, String> {
+    let provider = provider();
+    let verifier = Arc::new(PinnedVerifier {
+        fingerprint,
+        provider: Arc::clone(&provider),
+    });
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// Accepts exactly one store certificate, by fingerprint: no CA, no name, no validity dates
+/// (the id was made for this job and is as fresh as the job). The handshake's signature is
+/// still checked with the provider's algorithms, so only the holder of the pinned certificate's
+/// key can pass.
+#[derive(Debug)]
+struct PinnedVerifier {
+    fingerprint: [u8; 32],
+    provider: Arc<CryptoProvider>,
+}
+
+/// A store certificate that is not the one a unique id pins. Debug says the same as Display:
+/// rustls shows this error through Debug.
+struct NotPinned;
+
+impl std::fmt::Debug for NotPinned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::fmt::Display for NotPinned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "the store's certificate is not the one the unique id pins (its SHA-256 \
+             fingerprint differs)",
+        )
+    }
+}
+
+impl std::error::Error for NotPinned {}
+
+impl ServerCertVerifier for PinnedVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if bool::from(fingerprint(end_entity).ct_eq(&self.fingerprint)) {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::Other(rustls::OtherError(Arc::new(NotPinned))),
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
@@ -534,6 +785,31 @@ pub fn wipe_key_material() {
 /// What the C entry points set, if anything.
 pub fn user_settings() -> Option<UserSettings> {
     settings().clone()
+}
+
+/// Whether the user turned the store's TLS off, and how: `SHMEM_TLS_DISABLE=1` (`env_off`) or
+/// `shmem_set_conf_store_tls(false, ...)`. Warns once per job when so: by the store's host
+/// (`warn`), at debug level elsewhere.
+pub(crate) fn off_by_choice(env_off: bool, store: &str, warn: bool) -> bool {
+    let api_off = user_settings().and_then(|u| u.enabled) == Some(false);
+    if !env_off && !api_off {
+        return false;
+    }
+    let why = if env_off {
+        "SHMEM_TLS_DISABLE=1"
+    } else {
+        "shmem_set_conf_store_tls(false, ...)"
+    };
+    let message = format!(
+        "TLS of the job's store at {store} is off ({why}): any process that can reach that \
+         port can read and write the store"
+    );
+    if warn {
+        tracing::warn!("{message}");
+    } else {
+        tracing::debug!("{message}");
+    }
+    true
 }
 
 #[cfg(test)]

@@ -3,7 +3,13 @@
 //!
 //! Owns the bytes inside CANN's `internal[124]` (the layout below), the choice of the address
 //! written there (`SHMEM_UID_SESSION_ID`, `SHMEM_UID_SOCK_IFNAME`, else the first non-loopback
-//! interface that is up, else loopback), and the random secret. Must never connect anywhere.
+//! interface that is up, else loopback), the store's listening socket bound right then (port
+//! from the session id, else the first free one of `SHMEM_INSTANCE_PORT_RANGE`, else any), its
+//! self-signed certificate, whose fingerprint goes into the id, and the random secret. The
+//! process that made an id keeps its listener, certificate and key in a registry keyed by the
+//! secret until `shmem_finalize` or exit: that process, and only it, can be PE 0 of the id's
+//! job. Must never connect anywhere, and never put the key or anything secret but the secret
+//! into the id.
 //!
 //! Layout of the 124 bytes (integers little-endian unless said):
 //!
@@ -12,16 +18,21 @@
 //! | 0..4    | magic `SHU1` |
 //! | 4       | address family: 4 or 6 |
 //! | 5       | reserved, 0 |
-//! | 6..8    | store port, big-endian (0: the store picks one when it opens) |
+//! | 6..8    | store port, big-endian: where the maker's socket listens |
 //! | 8..24   | store IP address (IPv4 in the first 4 bytes) |
-//! | 24..40  | secret: 128 random bits; names the job and admits its PEs |
-//! | 40..72  | SHA-256 fingerprint of the store's certificate (zeros: none yet) |
+//! | 24..40  | secret: 128 random bits; admits the job's PEs (sent in HELLO, inside TLS) |
+//! | 40..72  | SHA-256 fingerprint of the store's self-signed certificate (DER) |
 //! | 72..124 | zeros |
 
 use std::ffi::CStr;
 use std::io::Read as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Mutex, MutexGuard};
 
+use subtle::ConstantTimeEq;
+
+use super::addr::StoreAddr;
+use super::tls::{self, PinnedServer, Validity};
 use crate::env;
 use crate::error::{Error, Result};
 
@@ -32,11 +43,11 @@ const MAGIC: &[u8; 4] = b"SHU1";
 /// A decoded unique id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UniqueId {
-    /// Where the job's store listens (port 0: not chosen yet).
+    /// Where the job's store listens.
     pub addr: SocketAddr,
     /// Random secret shared by the job's PEs.
     pub secret: [u8; 16],
-    /// Fingerprint of the store's certificate, all zeros when the id carries none.
+    /// SHA-256 fingerprint of the store's certificate.
     pub fingerprint: [u8; 32],
 }
 
@@ -71,6 +82,9 @@ impl UniqueId {
             return Err("not made by shmem_get_uniqueid of this library (bad magic)".into());
         }
         let port = u16::from_be_bytes([b[6], b[7]]);
+        if port == 0 {
+            return Err("it names no store port (made by an older build of this library)".into());
+        }
         let ip = match b[4] {
             4 => IpAddr::V4(Ipv4Addr::new(b[8], b[9], b[10], b[11])),
             6 => {
@@ -87,6 +101,13 @@ impl UniqueId {
         }
         let mut fingerprint = [0u8; 32];
         fingerprint.copy_from_slice(&b[40..72]);
+        if fingerprint == [0u8; 32] {
+            return Err(
+                "it carries no store certificate fingerprint (made by an older build \
+                        of this library)"
+                    .into(),
+            );
+        }
         Ok(UniqueId {
             addr: SocketAddr::new(ip, port),
             secret,
@@ -94,35 +115,110 @@ impl UniqueId {
         })
     }
 
-    /// The secret as hex: the job id of a node-local rendezvous.
-    pub fn secret_hex(&self) -> String {
-        self.secret.iter().map(|b| format!("{b:02x}")).collect()
+    /// A name for the id in messages and in the check that every PE was given the same one:
+    /// the start of its fingerprint, never the secret.
+    pub fn tag(&self) -> String {
+        self.fingerprint[..6]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// The store's address as a store address string (`tcp://ip:port`, `tcp6://[ip]:port`).
+    pub fn store_text(&self) -> String {
+        match self.addr.ip() {
+            IpAddr::V4(ip) => format!("tcp://{ip}:{}", self.addr.port()),
+            IpAddr::V6(ip) => format!("tcp6://[{ip}]:{}", self.addr.port()),
+        }
     }
 }
 
-/// Makes a new unique id: the store address from the environment or an interface, and a
-/// fresh random secret.
-pub fn create() -> Result<UniqueId> {
-    let addr = match env::text("SHMEM_UID_SESSION_ID") {
-        Some(session) => parse_session(&session).map_err(|reason| Error::BadEnv {
-            name: "SHMEM_UID_SESSION_ID",
-            value: session.clone(),
-            reason,
-        })?,
-        None => SocketAddr::new(
+/// An id this process made, kept for serving its store.
+struct Made {
+    secret: [u8; 16],
+    fingerprint: [u8; 32],
+    server: PinnedServer,
+}
+
+static MADE: Mutex<Vec<Made>> = Mutex::new(Vec::new());
+
+fn made() -> MutexGuard<'static, Vec<Made>> {
+    MADE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Makes a new unique id: binds the store's listening socket at the address from the
+/// environment or an interface (on `port_range`'s first free port when the address names no
+/// port, else on any free port), makes its self-signed certificate and a fresh random secret,
+/// and keeps the socket, certificate and key in this process's registry.
+pub fn create(port_range: Option<(u16, u16)>) -> Result<UniqueId> {
+    let session = env::text("SHMEM_UID_SESSION_ID");
+    let (ip, ports) = match &session {
+        Some(text) => {
+            let at = parse_session(text).map_err(|reason| Error::BadEnv {
+                name: "SHMEM_UID_SESSION_ID",
+                value: text.clone(),
+                reason,
+            })?;
+            (at.ip(), (at.port(), at.port()))
+        }
+        None => (
             pick_address(env::text("SHMEM_UID_SOCK_IFNAME").as_deref())?,
-            0,
+            port_range.unwrap_or((0, 0)),
         ),
     };
+    let wanted = StoreAddr {
+        text: ip.to_string(),
+        host: ip.to_string(),
+        ip,
+        ports,
+    };
+    let listener = wanted.bind().map_err(|why| match &session {
+        Some(text) => Error::BadEnv {
+            name: "SHMEM_UID_SESSION_ID",
+            value: text.clone(),
+            reason: format!("the unique id's store {why}"),
+        },
+        None => Error::Launch(format!("the unique id's store {why}")),
+    })?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| Error::os("the unique id's listening socket", e))?
+        .port();
+    let (cert, key) =
+        tls::pinned_certificate(&[ip], Validity::for_a_job()).map_err(Error::Launch)?;
+    let fingerprint = tls::fingerprint(&cert);
     let mut secret = [0u8; 16];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut secret))
         .map_err(|e| Error::os("reading /dev/urandom for the unique id's secret", e))?;
-    Ok(UniqueId {
-        addr,
+    made().push(Made {
         secret,
-        fingerprint: [0u8; 32],
+        fingerprint,
+        server: PinnedServer {
+            listener,
+            cert,
+            key,
+        },
+    });
+    Ok(UniqueId {
+        addr: SocketAddr::new(ip, port),
+        secret,
+        fingerprint,
     })
+}
+
+/// The listener, certificate and key of `id`, if this process made it: a new handle on them
+/// (the registry keeps its own until [`release_all`]). `None`: another process made `id`.
+pub fn served_here(id: &UniqueId) -> Option<std::io::Result<PinnedServer>> {
+    made()
+        .iter()
+        .find(|m| bool::from(m.secret.ct_eq(&id.secret)) && m.fingerprint == id.fingerprint)
+        .map(|m| m.server.try_clone())
+}
+
+/// Closes the listeners of every id this process made and drops their keys (`shmem_finalize`).
+pub fn release_all() {
+    made().clear();
 }
 
 /// `IP:PORT` or `[IPv6]:PORT`.
@@ -300,7 +396,7 @@ mod tests {
 
     #[test]
     fn round_trips() {
-        for addr in ["10.1.2.3:8666", "[fd00::5]:1", "127.0.0.1:0"] {
+        for addr in ["10.1.2.3:8666", "[fd00::5]:1", "127.0.0.1:65535"] {
             let id = UniqueId {
                 addr: addr.parse().unwrap(),
                 secret: [7; 16],
@@ -320,7 +416,7 @@ mod tests {
         let mut b = UniqueId {
             addr: "1.2.3.4:5".parse().unwrap(),
             secret: [1; 16],
-            fingerprint: [0; 32],
+            fingerprint: [2; 32],
         }
         .encode();
         b[4] = 9;
@@ -331,14 +427,60 @@ mod tests {
             .unwrap_err()
             .contains("secret is empty"));
         assert!(UniqueId::decode(&b[..10]).unwrap_err().contains("10 bytes"));
+        let mut b = UniqueId {
+            addr: "1.2.3.4:5".parse().unwrap(),
+            secret: [1; 16],
+            fingerprint: [0; 32],
+        }
+        .encode();
+        assert!(UniqueId::decode(&b)
+            .unwrap_err()
+            .contains("no store certificate"));
+        b[40] = 1;
+        b[6..8].fill(0);
+        assert!(UniqueId::decode(&b).unwrap_err().contains("no store port"));
     }
 
     #[test]
-    fn fresh_ids_differ() {
-        let a = create().unwrap();
-        let b = create().unwrap();
+    fn fresh_ids_listen_and_pin_their_certificate() {
+        let a = create(None).unwrap();
+        let b = create(None).unwrap();
         assert_ne!(a.secret, b.secret);
-        assert_eq!(a.secret_hex().len(), 32);
+        assert_ne!(a.fingerprint, [0u8; 32]);
+        assert_ne!(a.fingerprint, b.fingerprint);
+        assert_ne!(a.addr.port(), 0);
+        assert_eq!(UniqueId::decode(&a.encode()).unwrap(), a);
+        // This process made both: it holds the listener at the id's port and the certificate
+        // whose fingerprint the id carries.
+        for id in [&a, &b] {
+            let server = served_here(id).unwrap().unwrap();
+            assert_eq!(server.listener.local_addr().unwrap(), id.addr);
+            assert_eq!(tls::fingerprint(&server.cert), id.fingerprint);
+            let flags = rustix::io::fcntl_getfd(&server.listener).unwrap();
+            assert!(flags.contains(rustix::io::FdFlags::CLOEXEC));
+        }
+        // An id made elsewhere (another secret) is not served here.
+        let mut other = a.clone();
+        other.secret[0] ^= 1;
+        assert!(served_here(&other).is_none());
+        assert_eq!(a.tag().len(), 12);
+        assert!(a.store_text().starts_with("tcp"));
+    }
+
+    #[test]
+    fn a_range_gives_the_first_free_port() {
+        // A port the system just found free starts the range.
+        let lo = std::net::TcpListener::bind("0.0.0.0:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+            .min(65535 - 20);
+        let id = create(Some((lo, lo + 20))).unwrap();
+        assert!((lo..=lo + 20).contains(&id.addr.port()), "{}", id.addr);
+        // The range's ports are taken one by one.
+        let next = create(Some((id.addr.port(), id.addr.port()))).unwrap_err();
+        assert!(next.to_string().contains("in use"), "{next}");
     }
 
     #[test]

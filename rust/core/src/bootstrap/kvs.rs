@@ -1,0 +1,498 @@
+//! The launcher's own key-value service, for what PEs must agree on before they can reach PE
+//! 0's store: PMI-1 over the socket in `PMI_FD` (MPICH's Hydra, [`pmi1`](super::pmi1)), or
+//! PMIx, its client library loaded at run time (Open MPI 4's `mpirun`, Slurm,
+//! [`pmix`](super::pmix)). `SHMEM_BOOTSTRAP_KVS=auto|pmix|pmi1|off` picks one.
+//!
+//! Owns the choice of service ([`detect_in`]), opening it for the detected launcher ([`open`]),
+//! the [`Kvs`] operations (put this PE's key, commit and fence, get a peer's key, finalize),
+//! and what goes through it: the job id where the launcher gives none ([`share_job_id`]; PE 0
+//! makes a random one), and the store's address ([`publish_store`] on PE 0,
+//! [`lookup_store`] on the others, a fence between). Must never be used once the job's own
+//! store is up (every call is a round trip to the launcher), never be opened twice in one
+//! process (`PMI_FD` serves one client), and never wait past the caller's timeout.
+
+use std::io::Read as _;
+use std::time::Duration;
+
+use super::launch::{self, Env};
+use super::pmi1::Pmi1;
+use super::pmix::Pmix;
+use super::uniqueid::{self, UniqueId};
+use crate::error::{Error, Result};
+
+/// Key under which PE 0 publishes the job id it made.
+const JOB_ID_KEY: &str = "shmem.job_id";
+/// Key under which PE 0 publishes its store's address.
+const STORE_KEY: &str = "shmem.store";
+/// Longest job id taken from PE 0.
+const MAX_JOB_ID: usize = 64;
+/// `PMIX_SERVER_URI*` variables some PMIx server sets (one per protocol version it speaks).
+const PMIX_URIS: [&str; 6] = [
+    "PMIX_SERVER_URI4",
+    "PMIX_SERVER_URI41",
+    "PMIX_SERVER_URI3",
+    "PMIX_SERVER_URI21",
+    "PMIX_SERVER_URI2",
+    "PMIX_SERVER_URI",
+];
+
+/// `SHMEM_BOOTSTRAP_KVS`: which service to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Choice {
+    /// PMI-1 when `PMI_FD` is set, else PMIx when a PMIx server is named and its library
+    /// loads, else none; only used when the launcher gives no job id.
+    Auto,
+    /// PMIx, or a clear error; gives the job id even where the launcher has one.
+    Pmix,
+    /// PMI-1 over `PMI_FD`, or a clear error; gives the job id even where the launcher has one.
+    Pmi1,
+    /// None.
+    Off,
+}
+
+impl Choice {
+    /// The word of `SHMEM_BOOTSTRAP_KVS` (one of `env`'s list, lower case).
+    pub fn from_word(word: &str) -> Choice {
+        match word {
+            "pmix" => Choice::Pmix,
+            "pmi1" => Choice::Pmi1,
+            "off" => Choice::Off,
+            _ => Choice::Auto,
+        }
+    }
+
+    /// The user named a service.
+    pub fn explicit(self) -> bool {
+        matches!(self, Choice::Pmix | Choice::Pmi1)
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Choice::Auto => "auto",
+            Choice::Pmix => "pmix",
+            Choice::Pmi1 => "pmi1",
+            Choice::Off => "off",
+        }
+    }
+}
+
+/// A service the environment names, not opened yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Service {
+    /// PMI-1 over the inherited socket `fd` (`PMI_FD`).
+    Pmi1 {
+        /// The descriptor number.
+        fd: i32,
+    },
+    /// The PMIx server named by `PMIX_*` variables.
+    Pmix,
+}
+
+/// The launcher's key-value service, opened. Keys are per PE: each PE puts its own, and reads
+/// a peer's after a fence.
+pub(crate) trait Kvs: std::fmt::Debug + Send {
+    /// The service, for messages ("PMI-1 server at PMI_FD=5", "PMIx").
+    fn service(&self) -> String;
+    /// Stores `value` under this PE's `key`; the others see it after the next [`Kvs::fence`].
+    fn put(&mut self, key: &str, value: &[u8], timeout: Duration) -> Result<()>;
+    /// Commits this PE's puts and waits for every PE of the job to get here (collective).
+    fn fence(&mut self, timeout: Duration) -> Result<()>;
+    /// The value PE `rank` put under `key` before the last fence; waits at most `timeout`.
+    fn get(&mut self, rank: u32, key: &str, timeout: Duration) -> Result<Vec<u8>>;
+    /// Ends this PE's use of the service.
+    fn finalize(&mut self, timeout: Duration) -> Result<()>;
+}
+
+impl Kvs for Pmi1 {
+    fn service(&self) -> String {
+        self.label().to_string()
+    }
+    fn put(&mut self, key: &str, value: &[u8], timeout: Duration) -> Result<()> {
+        Pmi1::put(self, key, value, timeout)
+    }
+    fn fence(&mut self, timeout: Duration) -> Result<()> {
+        self.barrier(timeout)
+    }
+    fn get(&mut self, rank: u32, key: &str, timeout: Duration) -> Result<Vec<u8>> {
+        Pmi1::get(self, rank, key, timeout)
+    }
+    fn finalize(&mut self, timeout: Duration) -> Result<()> {
+        Pmi1::finalize(self, timeout)
+    }
+}
+
+impl Kvs for Pmix {
+    fn service(&self) -> String {
+        "PMIx".into()
+    }
+    fn put(&mut self, key: &str, value: &[u8], timeout: Duration) -> Result<()> {
+        Pmix::put(self, key, value, timeout)
+    }
+    fn fence(&mut self, timeout: Duration) -> Result<()> {
+        Pmix::fence(self, timeout)
+    }
+    fn get(&mut self, rank: u32, key: &str, timeout: Duration) -> Result<Vec<u8>> {
+        Pmix::get(self, rank, key, timeout)
+    }
+    fn finalize(&mut self, timeout: Duration) -> Result<()> {
+        Pmix::finalize(self, timeout)
+    }
+}
+
+/// The service `choice` selects in the environment `env`. `pmix_loads` says whether the PMIx
+/// library loads (asked only for `auto` with a PMIx server named). `Ok(None)`: none (`off`,
+/// or `auto` finding none); an explicit choice that cannot be had is an error naming
+/// `SHMEM_BOOTSTRAP_KVS` and why.
+pub(crate) fn detect_in(
+    env: Env<'_>,
+    choice: Choice,
+    pmix_loads: &dyn Fn() -> bool,
+) -> Result<Option<Service>> {
+    let refused = |reason: String| Error::BadEnv {
+        name: "SHMEM_BOOTSTRAP_KVS",
+        value: choice.word().into(),
+        reason,
+    };
+    let pmi_fd = || -> Result<Option<Service>> {
+        let Some(raw) = env("PMI_FD") else {
+            return Ok(None);
+        };
+        let fd = raw
+            .parse::<i32>()
+            .ok()
+            .filter(|fd| *fd >= 0)
+            .ok_or_else(|| Error::BadEnv {
+                name: "PMI_FD",
+                value: raw.clone(),
+                reason: "not a descriptor number (set by the PMI-1 launcher, e.g. Hydra's mpiexec)"
+                    .into(),
+            })?;
+        Ok(Some(Service::Pmi1 { fd }))
+    };
+    let pmix_named = (env("PMIX_NAMESPACE").is_some() && env("PMIX_RANK").is_some())
+        || PMIX_URIS.iter().any(|v| env(v).is_some());
+    match choice {
+        Choice::Off => Ok(None),
+        Choice::Pmi1 => pmi_fd()?.map(Some).ok_or_else(|| {
+            refused(
+                "PMI_FD is not set: no PMI-1 server (such as MPICH's Hydra mpiexec) started \
+                 this process"
+                    .into(),
+            )
+        }),
+        Choice::Pmix if pmix_named => Ok(Some(Service::Pmix)),
+        Choice::Pmix => Err(refused(
+            "no PMIx server started this process (neither PMIX_NAMESPACE with PMIX_RANK nor \
+             PMIX_SERVER_URI* is set)"
+                .into(),
+        )),
+        Choice::Auto => {
+            if let Some(service) = pmi_fd()? {
+                return Ok(Some(service));
+            }
+            Ok((pmix_named && pmix_loads()).then_some(Service::Pmix))
+        }
+    }
+}
+
+/// Opens `service` for PE `my_pe` of `n_pes` (the launcher's numbers, which the service must
+/// agree with), bounded by `timeout`. `pmix_lib` is `SHMEM_PMIX_LIB`. Takes `PMI_FD` over
+/// (close-on-exec), so call it once per process.
+pub(crate) fn open(
+    service: &Service,
+    pmix_lib: Option<&str>,
+    my_pe: u32,
+    n_pes: u32,
+    timeout: Duration,
+) -> Result<Box<dyn Kvs>> {
+    Ok(match service {
+        Service::Pmi1 { fd } => {
+            let socket = launch::take_inherited(*fd, "PMI_FD")?;
+            Box::new(Pmi1::connect(
+                socket,
+                format!("PMI-1 server at PMI_FD={fd}"),
+                my_pe,
+                timeout,
+            )?)
+        }
+        Service::Pmix => Box::new(Pmix::connect(pmix_lib, my_pe, n_pes, timeout)?),
+    })
+}
+
+/// PE 0: puts `value` under `key` and joins the fence after which the others read it.
+pub(crate) fn publish(kvs: &mut dyn Kvs, key: &str, value: &[u8], timeout: Duration) -> Result<()> {
+    kvs.put(key, value, timeout)?;
+    kvs.fence(timeout)
+}
+
+/// PEs other than 0: joins the fence of [`publish`], then reads PE 0's `key`.
+pub(crate) fn lookup(kvs: &mut dyn Kvs, key: &str, timeout: Duration) -> Result<Vec<u8>> {
+    kvs.fence(timeout)?;
+    kvs.get(0, key, timeout)
+}
+
+/// PE 0: publishes its store's address (or whatever the others need to reach it: the bytes are
+/// the caller's). Collective with [`lookup_store`] on every other PE.
+pub(crate) fn publish_store(kvs: &mut dyn Kvs, value: &[u8], timeout: Duration) -> Result<()> {
+    publish(kvs, STORE_KEY, value, timeout)
+}
+
+/// PEs other than 0: what PE 0 gave [`publish_store`].
+pub(crate) fn lookup_store(kvs: &mut dyn Kvs, timeout: Duration) -> Result<Vec<u8>> {
+    lookup(kvs, STORE_KEY, timeout)
+}
+
+/// The job id through `kvs`: PE 0 makes a random one and publishes it, the others read it.
+pub(crate) fn share_job_id(kvs: &mut dyn Kvs, my_pe: u32, timeout: Duration) -> Result<String> {
+    if my_pe == 0 {
+        let id = random_job_id()?;
+        publish(kvs, JOB_ID_KEY, id.as_bytes(), timeout)?;
+        return Ok(id);
+    }
+    let bytes = lookup(kvs, JOB_ID_KEY, timeout)?;
+    match String::from_utf8(bytes) {
+        Ok(id)
+            if !id.is_empty()
+                && id.len() <= MAX_JOB_ID
+                && id.bytes().all(|b| b.is_ascii_graphic()) =>
+        {
+            Ok(id)
+        }
+        other => Err(Error::Launch(format!(
+            "{}: PE 0's job id is not one this library makes: {other:?}",
+            kvs.service()
+        ))),
+    }
+}
+
+/// Opens `service`, takes the job id through it ([`share_job_id`]) and finalizes it: what a
+/// node-local job whose launcher gives no id does before meeting at PE 0's store.
+pub(crate) fn job_id_through(
+    service: &Service,
+    pmix_lib: Option<&str>,
+    my_pe: u32,
+    n_pes: u32,
+    timeout: Duration,
+) -> Result<String> {
+    let mut kvs = open(service, pmix_lib, my_pe, n_pes, timeout)?;
+    let id = share_job_id(kvs.as_mut(), my_pe, timeout);
+    let finalized = kvs.finalize(timeout);
+    let id = id?;
+    finalized?;
+    tracing::debug!("job id {id} through the launcher's {}", kvs.service());
+    Ok(id)
+}
+
+/// Opens `service` and takes PE 0's store through it: PE 0 makes a unique id (binding its
+/// store's listening socket at the address `shmem_get_uniqueid` would pick, with `port_range`),
+/// publishes it, and the others read it. The service is finalized before this returns. What a
+/// job spanning nodes without `SHMEM_BOOTSTRAP_ADDR` does before meeting at PE 0's store.
+pub(crate) fn store_through(
+    service: &Service,
+    pmix_lib: Option<&str>,
+    my_pe: u32,
+    n_pes: u32,
+    port_range: Option<(u16, u16)>,
+    timeout: Duration,
+) -> Result<UniqueId> {
+    let mut kvs = open(service, pmix_lib, my_pe, n_pes, timeout)?;
+    let id = if my_pe == 0 {
+        uniqueid::create(port_range)
+            .and_then(|id| publish_store(kvs.as_mut(), &id.encode(), timeout).map(|()| id))
+    } else {
+        lookup_store(kvs.as_mut(), timeout).and_then(|bytes| {
+            UniqueId::decode(&bytes).map_err(|why| {
+                Error::Launch(format!(
+                    "{}: PE 0's store address is not one this library makes: {why}",
+                    kvs.service()
+                ))
+            })
+        })
+    };
+    let finalized = kvs.finalize(timeout);
+    let id = id?;
+    finalized?;
+    tracing::debug!(
+        "PE 0's store at {} through the launcher's {}",
+        id.addr,
+        kvs.service()
+    );
+    Ok(id)
+}
+
+/// `kvs-` and 128 random bits in hex: unique on the node, the same length everywhere.
+fn random_job_id() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| Error::os("reading /dev/urandom for the job id", e))?;
+    Ok(format!(
+        "kvs-{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::sync::{Arc, Barrier, Mutex};
+
+    fn detect_with(vars: &[(&str, &str)], choice: Choice, loads: bool) -> Result<Option<Service>> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        detect_in(&|n| map.get(n).cloned(), choice, &|| loads)
+    }
+
+    #[test]
+    fn choices() {
+        for word in ["auto", "pmix", "pmi1", "off"] {
+            assert_eq!(Choice::from_word(word).word(), word);
+        }
+        let pmi = [("PMI_FD", "5")];
+        let pmix = [("PMIX_NAMESPACE", "1234"), ("PMIX_RANK", "0")];
+        let both = [("PMI_FD", "5"), ("PMIX_SERVER_URI41", "x")];
+        assert_eq!(
+            detect_with(&pmi, Choice::Auto, true).unwrap(),
+            Some(Service::Pmi1 { fd: 5 })
+        );
+        assert_eq!(
+            detect_with(&both, Choice::Auto, true).unwrap(),
+            Some(Service::Pmi1 { fd: 5 })
+        );
+        assert_eq!(
+            detect_with(&both, Choice::Pmix, false).unwrap(),
+            Some(Service::Pmix)
+        );
+        assert_eq!(
+            detect_with(&pmix, Choice::Auto, true).unwrap(),
+            Some(Service::Pmix)
+        );
+        // The library does not load: no service under auto.
+        assert_eq!(detect_with(&pmix, Choice::Auto, false).unwrap(), None);
+        assert_eq!(
+            detect_with(&[("PMIX_RANK", "0")], Choice::Auto, true).unwrap(),
+            None
+        );
+        assert_eq!(detect_with(&both, Choice::Off, true).unwrap(), None);
+        assert_eq!(detect_with(&[], Choice::Auto, true).unwrap(), None);
+    }
+
+    #[test]
+    fn an_explicit_choice_that_cannot_be_had_says_why() {
+        let msg = detect_with(&[], Choice::Pmi1, true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.starts_with("environment variable SHMEM_BOOTSTRAP_KVS=\"pmi1\": PMI_FD is not set"),
+            "{msg}"
+        );
+        let msg = detect_with(&[("PMI_FD", "5")], Choice::Pmix, true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("SHMEM_BOOTSTRAP_KVS=\"pmix\": no PMIx server"),
+            "{msg}"
+        );
+        let msg = detect_with(&[("PMI_FD", "x")], Choice::Auto, true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("PMI_FD=\"x\": not a descriptor number"),
+            "{msg}"
+        );
+    }
+
+    /// Every PE's puts, by (rank, key).
+    type Puts = Mutex<HashMap<(u32, String), Vec<u8>>>;
+
+    /// Every PE's puts in one map; fences on a barrier.
+    #[derive(Debug)]
+    struct Fake {
+        rank: u32,
+        shared: Arc<(Puts, Barrier)>,
+    }
+
+    impl Kvs for Fake {
+        fn service(&self) -> String {
+            "fake".into()
+        }
+        fn put(&mut self, key: &str, value: &[u8], _: Duration) -> Result<()> {
+            self.shared
+                .0
+                .lock()
+                .unwrap()
+                .insert((self.rank, key.into()), value.to_vec());
+            Ok(())
+        }
+        fn fence(&mut self, _: Duration) -> Result<()> {
+            self.shared.1.wait();
+            Ok(())
+        }
+        fn get(&mut self, rank: u32, key: &str, _: Duration) -> Result<Vec<u8>> {
+            let map = self.shared.0.lock().unwrap();
+            map.get(&(rank, key.to_string()))
+                .cloned()
+                .ok_or_else(|| Error::Launch(format!("no key {key} of rank {rank}")))
+        }
+        fn finalize(&mut self, _: Duration) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn job(n: u32) -> Vec<Fake> {
+        let shared = Arc::new((Mutex::new(HashMap::new()), Barrier::new(n as usize)));
+        (0..n)
+            .map(|rank| Fake {
+                rank,
+                shared: shared.clone(),
+            })
+            .collect()
+    }
+
+    const T: Duration = Duration::from_secs(5);
+
+    #[test]
+    fn every_pe_gets_pe0s_job_id_and_store() {
+        let handles: Vec<_> = job(4)
+            .into_iter()
+            .map(|mut kvs| {
+                std::thread::spawn(move || {
+                    let rank = kvs.rank;
+                    let id = share_job_id(&mut kvs, rank, T).unwrap();
+                    let store = if kvs.rank == 0 {
+                        publish_store(&mut kvs, b"tcp://10.0.0.1:8666", T).unwrap();
+                        b"tcp://10.0.0.1:8666".to_vec()
+                    } else {
+                        lookup_store(&mut kvs, T).unwrap()
+                    };
+                    (id, store)
+                })
+            })
+            .collect();
+        let got: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let id = &got[0].0;
+        assert!(id.starts_with("kvs-") && id.len() == 36, "{id}");
+        for (their_id, store) in &got {
+            assert_eq!(their_id, id);
+            assert_eq!(store, b"tcp://10.0.0.1:8666");
+        }
+        assert_ne!(random_job_id().unwrap(), random_job_id().unwrap());
+    }
+
+    #[test]
+    fn a_strange_job_id_from_pe0_is_refused() {
+        let mut pes = job(2);
+        let mut pe1 = pes.pop().unwrap();
+        let mut pe0 = pes.pop().unwrap();
+        let t = std::thread::spawn(move || publish(&mut pe0, JOB_ID_KEY, b"a b", T));
+        let msg = share_job_id(&mut pe1, 1, T).unwrap_err().to_string();
+        t.join().unwrap().unwrap();
+        assert!(
+            msg.contains("fake: PE 0's job id is not one this library makes"),
+            "{msg}"
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! Where each PE of a job runs. A node is (boot id, network-namespace inode): two network
+//! namespaces on one machine are two nodes, since no abstract socket, and so no descriptor
+//! passing, crosses them.
+//!
+//! Owns this process's node identity, its exchange over the job's store (one allgather, which
+//! is also the first barrier every PE of a TCP job passes), and the refusal of a job whose PEs
+//! no transport of this build can connect: PEs on another node need a network data path, which
+//! this build does not have, so init fails on every PE with a message naming a PE it cannot
+//! reach and where that PE runs. Must never decide anything before every PE's identity is in:
+//! all PEs reach the same verdict from the same table, so the job fails together.
+
+use std::os::unix::fs::MetadataExt;
+use std::time::{Duration, Instant};
+
+use super::Client;
+use crate::error::{Error, Result};
+
+/// File that holds the kernel's id of the current boot.
+const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+/// This process's network namespace (its inode names the namespace).
+const NET_NS: &str = "/proc/self/ns/net";
+/// Longest host name kept (the kernel allows 64 bytes).
+const MAX_HOST: usize = 64;
+
+/// One PE's node, and the host name shown in messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NodeId {
+    /// The kernel's boot id (a UUID): one per machine and boot.
+    boot: String,
+    /// Inode of the network namespace.
+    netns: u64,
+    /// The host name (`uname -n`), for messages only: namespaces of one machine share it.
+    host: String,
+}
+
+impl NodeId {
+    /// This process's node.
+    pub(crate) fn this() -> Result<NodeId> {
+        let boot = std::fs::read_to_string(BOOT_ID)
+            .map_err(|e| Error::os(format!("reading {BOOT_ID}"), e))?
+            .trim()
+            .to_string();
+        let netns = std::fs::metadata(NET_NS)
+            .map_err(|e| Error::os(format!("reading {NET_NS}"), e))?
+            .ino();
+        let host = rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .chars()
+            .take(MAX_HOST)
+            .collect();
+        Ok(NodeId { boot, netns, host })
+    }
+
+    /// Whether `other` is on this node.
+    pub(crate) fn same_node(&self, other: &NodeId) -> bool {
+        self.boot == other.boot && self.netns == other.netns
+    }
+
+    /// Three lines: boot id, namespace inode, host name.
+    fn encode(&self) -> Vec<u8> {
+        format!("{}\n{}\n{}", self.boot, self.netns, self.host).into_bytes()
+    }
+
+    fn decode(bytes: &[u8]) -> std::result::Result<NodeId, String> {
+        let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
+        let mut lines = text.splitn(3, '\n');
+        let (Some(boot), Some(netns), Some(host)) = (lines.next(), lines.next(), lines.next())
+        else {
+            return Err(format!("{text:?} is not boot id, namespace and host"));
+        };
+        let netns = netns
+            .parse()
+            .map_err(|_| format!("namespace inode {netns:?} is not a number"))?;
+        if boot.is_empty() {
+            return Err("empty boot id".into());
+        }
+        Ok(NodeId {
+            boot: boot.to_string(),
+            netns,
+            host: host.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for NodeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let boot: String = self.boot.chars().take(8).collect();
+        write!(
+            f,
+            "host {} (boot {boot}, network namespace {})",
+            self.host, self.netns
+        )
+    }
+}
+
+/// Every PE's node, indexed by PE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NodeMap {
+    nodes: Vec<NodeId>,
+}
+
+impl NodeMap {
+    /// Number of distinct nodes.
+    pub(crate) fn count(&self) -> usize {
+        let mut firsts: Vec<&NodeId> = Vec::new();
+        for n in &self.nodes {
+            if !firsts.iter().any(|f| f.same_node(n)) {
+                firsts.push(n);
+            }
+        }
+        firsts.len()
+    }
+
+    /// Why PE `me` cannot run with the others: the lowest PE on another node, which no
+    /// transport of this build reaches. `None` when every PE shares `me`'s node.
+    pub(crate) fn unreachable(&self, me: u32) -> Option<String> {
+        let mine = &self.nodes[me as usize];
+        let (pe, theirs) = self
+            .nodes
+            .iter()
+            .enumerate()
+            .find(|(_, n)| !n.same_node(mine))?;
+        Some(format!(
+            "PE {pe} on {theirs} is not reachable by any transport from PE {me} on {mine}: \
+             the job spans {} nodes, and PEs on different nodes need a network data path, which \
+             this build does not have; run every PE on one node (one machine, one network \
+             namespace)",
+            self.count()
+        ))
+    }
+}
+
+/// Store key of PE `pe`'s node identity.
+fn node_key(pe: u32) -> String {
+    format!("shmem/node/{pe}")
+}
+
+/// Every PE publishes its node through `store` and reads everyone's, noticing PEs the store
+/// refused; `timeout` bounds it.
+fn exchange(store: &Client, timeout: Duration) -> (Vec<u32>, Result<NodeMap>) {
+    let mine = match NodeId::this() {
+        Ok(me) => me.encode(),
+        Err(e) => return (vec![store.rank()], Err(e)),
+    };
+    let got = super::gather(store, &node_key, &mine, Instant::now() + timeout);
+    let seen = got.seen();
+    if let Some(e) = got.error {
+        return (seen, Err(e));
+    }
+    let nodes = (got.values.into_iter().enumerate())
+        .map(|(pe, bytes)| {
+            NodeId::decode(&bytes.unwrap_or_default()).map_err(|why| {
+                Error::Launch(format!(
+                    "PE {pe} published a node identity this build cannot read ({why}): it runs \
+                     another build of the library"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>>>();
+    (seen, nodes.map(|nodes| NodeMap { nodes }))
+}
+
+/// Checks that a transport of this build connects every PE of the job `store` serves: they
+/// must all be on one node. On failure (the PEs are on several nodes, or one never came) this
+/// PE says goodbye to the store, so that its host sees a departure, not a failure; a refusal
+/// for several nodes is logged here and comes back as a logged error. Returns the PEs seen,
+/// whose departures the store's host waits for on failure.
+pub(crate) fn check(store: &Client, timeout: Duration) -> (Vec<u32>, Result<NodeMap>) {
+    let (seen, map) = exchange(store, timeout);
+    let verdict = map.and_then(|map| match map.unreachable(store.rank()) {
+        None => Ok(map),
+        Some(why) => {
+            tracing::error!("shmem_init: {why}");
+            Err(Error::Logged(Box::new(Error::Launch(why))))
+        }
+    });
+    if verdict.is_err() {
+        if let Err(e) = store.goodbye() {
+            tracing::debug!("goodbye after a failed start not delivered: {e}");
+        }
+    }
+    (seen, verdict)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(boot: &str, netns: u64) -> NodeId {
+        NodeId {
+            boot: boot.into(),
+            netns,
+            host: "h".into(),
+        }
+    }
+
+    #[test]
+    fn identity_round_trips() {
+        let me = NodeId::this().unwrap();
+        assert!(!me.boot.is_empty());
+        assert!(me.netns > 0);
+        assert_eq!(NodeId::decode(&me.encode()).unwrap(), me);
+        let odd = NodeId {
+            host: "a\nb".into(),
+            ..me.clone()
+        };
+        assert_eq!(NodeId::decode(&odd.encode()).unwrap(), odd);
+        assert!(NodeId::decode(b"x\ny").is_err());
+        assert!(NodeId::decode(b"x\nnot-a-number\nh").is_err());
+        assert!(NodeId::decode(b"\n1\nh").is_err());
+        assert!(NodeId::decode(&[0xff, b'\n', b'1', b'\n']).is_err());
+    }
+
+    #[test]
+    fn a_namespace_is_a_node() {
+        let map = NodeMap {
+            nodes: vec![node("b", 1), node("b", 1), node("b", 2), node("b", 2)],
+        };
+        assert_eq!(map.count(), 2);
+        let refusal = map.unreachable(0).unwrap();
+        assert!(
+            refusal.starts_with("PE 2 on host h (boot b, network namespace 2) is not reachable"),
+            "{refusal}"
+        );
+        assert!(refusal.contains("from PE 0 on host h (boot b, network namespace 1)"));
+        assert!(map.unreachable(3).unwrap().starts_with("PE 0 on"));
+    }
+
+    #[test]
+    fn another_boot_is_another_node() {
+        let map = NodeMap {
+            nodes: vec![node("b", 1), node("c", 1)],
+        };
+        assert_eq!(map.count(), 2);
+        assert!(map.unreachable(1).unwrap().starts_with("PE 0 on"));
+        let one = NodeMap {
+            nodes: vec![node("b", 1); 3],
+        };
+        assert_eq!((one.count(), one.unreachable(2)), (1, None));
+    }
+}
