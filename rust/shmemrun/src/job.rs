@@ -234,7 +234,10 @@ fn serve_tcp(server: &Server, text: &str) -> Result<Reach, String> {
     let range = shmem_core::env::port_range().map_err(|e| e.to_string())?;
     let addr = StoreAddr::parse(text, range)?;
     let tls_off = shmem_core::env::tls_disable().map_err(|e| e.to_string())?;
-    let listener = addr.bind()?;
+    // The PEs learn the port from shmemrun, so any free one will do.
+    let listener = addr
+        .bind()
+        .map_err(|e| format!("{e} (or port 0 for any free one)"))?;
     let port = listener
         .local_addr()
         .map_err(|e| format!("the bound address: {e}"))?

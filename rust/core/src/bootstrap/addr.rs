@@ -168,8 +168,7 @@ impl StoreAddr {
         let why = last.map_or_else(String::new, |e| format!(": {e}"));
         Err(if lo == hi {
             format!(
-                "cannot listen at {}: port {lo} is in use{why}; pick another port, or port 0 \
-                 for any free one",
+                "cannot listen at {}: port {lo} is in use{why}; pick another port",
                 SocketAddr::new(self.ip, lo)
             )
         } else {
