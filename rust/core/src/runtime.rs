@@ -4,7 +4,7 @@
 
 use crate::bootstrap::addr::StoreAddr;
 use crate::bootstrap::attrs::{self, Job};
-use crate::bootstrap::kvs::{self, Choice};
+use crate::bootstrap::kvs::{self, Choice, FromKvs};
 use crate::bootstrap::launch::{self, Launch, NodeLocal};
 use crate::bootstrap::node::{self, Meeting, NodeJob};
 use crate::bootstrap::tls::{self, Trust};
@@ -199,7 +199,6 @@ pub fn init_explicit(job: ExplicitJob) -> Result<Arc<Runtime>> {
                 n_pes: job.n_pes,
                 job_id: job.job_id,
                 kvs: None,
-                spans_nodes: false,
                 store: Some(job.store),
             })
         } else {
@@ -328,34 +327,32 @@ fn join(
         }
         Launch::NodeLocal(mut plan) => {
             let mut trust = trust;
-            if let (Some(service), true) = (&plan.kvs, plan.spans_nodes) {
-                // PE 0's store, its address and pinned certificate through the service.
-                let id = kvs::store_through(
-                    service,
-                    config.pmix_lib.as_deref(),
-                    plan.my_pe,
-                    plan.n_pes,
-                    config.port_range,
-                    timeout,
-                )?;
-                trust = Some(attrs::pinned(
-                    "shmem_init",
-                    plan.my_pe,
-                    &id,
-                    config.tls_disable,
-                )?);
-                plan.store = Some(id.store_text());
-                plan.job_id = id.tag();
-                plan.kvs = None;
-            }
-            if let Some(service) = plan.kvs.take() {
-                plan.job_id = kvs::job_id_through(
-                    &service,
-                    config.pmix_lib.as_deref(),
-                    plan.my_pe,
-                    plan.n_pes,
-                    timeout,
-                )?;
+            let pmix_lib = config.pmix_lib.as_deref();
+            match plan.kvs.take() {
+                // A job across nodes: PE 0's TCP store, its address and pinned certificate
+                // through the service, as a unique id.
+                Some(FromKvs::Store(service)) => {
+                    let me = (plan.my_pe, plan.n_pes);
+                    let id = kvs::through(&service, pmix_lib, me, timeout, |kvs| {
+                        kvs::share_store(kvs, plan.my_pe, config.port_range, timeout)
+                    })?;
+                    trust = Some(attrs::pinned(
+                        "shmem_init",
+                        plan.my_pe,
+                        &id,
+                        config.tls_disable,
+                    )?);
+                    plan.store = Some(id.store_text());
+                    plan.job_id = id.tag();
+                }
+                // One node: only the job id through the service.
+                Some(FromKvs::JobId(service)) => {
+                    let me = (plan.my_pe, plan.n_pes);
+                    plan.job_id = kvs::through(&service, pmix_lib, me, timeout, |kvs| {
+                        kvs::share_job_id(kvs, plan.my_pe, timeout)
+                    })?;
+                }
+                None => {}
             }
             let meeting = match &plan.store {
                 None => Meeting::Abstract,

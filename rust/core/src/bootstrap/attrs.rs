@@ -115,7 +115,6 @@ pub(crate) fn launch(job: &Job, tls_disable: bool) -> Result<(Launch, Option<Tru
             n_pes: job.n_pes,
             job_id,
             kvs: None,
-            spans_nodes: false,
             store: Some(store),
         }),
         trust,
@@ -250,6 +249,7 @@ pub(crate) fn check(store: &Client, job: &Job, timeout: Duration) -> (Vec<u32>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bootstrap::hex;
 
     fn job(pe: u32, n: u32, size: usize) -> Job {
         Job {
@@ -352,9 +352,5 @@ mod tests {
             e.contains("PE 0 must be the process that called shmem_get_uniqueid"),
             "{e}"
         );
-    }
-
-    fn hex(b: &[u8]) -> String {
-        b.iter().map(|b| format!("{b:02x}")).collect()
     }
 }

@@ -5,13 +5,12 @@
 //!
 //! Owns the choice of service ([`detect_in`]), opening it for the detected launcher ([`open`]),
 //! the [`Kvs`] operations (put this PE's key, commit and fence, get a peer's key, finalize),
-//! and what goes through it: the job id where the launcher gives none ([`share_job_id`]; PE 0
-//! makes a random one), and the store's address ([`publish_store`] on PE 0,
-//! [`lookup_store`] on the others, a fence between). Must never be used once the job's own
+//! and what goes through it ([`through`]): the job id where the launcher gives none
+//! ([`share_job_id`]; PE 0 makes a random one), and PE 0's store as a unique id for a job on
+//! several nodes ([`share_store`]). Must never be used once the job's own
 //! store is up (every call is a round trip to the launcher), never be opened twice in one
 //! process (`PMI_FD` serves one client), and never wait past the caller's timeout.
 
-use std::io::Read as _;
 use std::time::Duration;
 
 use super::launch::{self, Env};
@@ -86,6 +85,17 @@ pub(crate) enum Service {
     },
     /// The PMIx server named by `PMIX_*` variables.
     Pmix,
+}
+
+/// What a job takes through the launcher's key-value service at start-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FromKvs {
+    /// The job id ([`share_job_id`]): the launcher gives none, or `SHMEM_BOOTSTRAP_KVS` names
+    /// the service.
+    JobId(Service),
+    /// PE 0's store as a unique id ([`share_store`]): the job spans nodes and has no
+    /// `SHMEM_BOOTSTRAP_ADDR`.
+    Store(Service),
 }
 
 /// The launcher's key-value service, opened. Keys are per PE: each PE puts its own, and reads
@@ -231,31 +241,51 @@ pub(crate) fn lookup(kvs: &mut dyn Kvs, key: &str, timeout: Duration) -> Result<
     kvs.get(0, key, timeout)
 }
 
-/// PE 0: publishes its store's address (or whatever the others need to reach it: the bytes are
-/// the caller's). Collective with [`lookup_store`] on every other PE.
-pub(crate) fn publish_store(kvs: &mut dyn Kvs, value: &[u8], timeout: Duration) -> Result<()> {
-    publish(kvs, STORE_KEY, value, timeout)
-}
+/// What PE 0 publishes in place of a value it could not make, before its reason: the others
+/// then stop with that reason instead of waiting out the timeout.
+const FAILED: &[u8] = b"\0failed: ";
 
-/// PEs other than 0: what PE 0 gave [`publish_store`].
-pub(crate) fn lookup_store(kvs: &mut dyn Kvs, timeout: Duration) -> Result<Vec<u8>> {
-    lookup(kvs, STORE_KEY, timeout)
+/// Collective: PE 0 makes a value with `make` and publishes it under `key`; every PE returns
+/// it (PE 0 too). When `make` fails, PE 0 publishes why, and every PE fails saying it.
+fn share(
+    kvs: &mut dyn Kvs,
+    my_pe: u32,
+    key: &str,
+    make: impl FnOnce() -> Result<Vec<u8>>,
+    timeout: Duration,
+) -> Result<Vec<u8>> {
+    if my_pe == 0 {
+        return match make() {
+            Ok(value) => publish(kvs, key, &value, timeout).map(|()| value),
+            Err(e) => {
+                let why = [FAILED, e.to_string().as_bytes()].concat();
+                // The others are told at best; PE 0's own error is the one to report.
+                let _ = publish(kvs, key, &why, timeout);
+                Err(e)
+            }
+        };
+    }
+    let value = lookup(kvs, key, timeout)?;
+    match value.strip_prefix(FAILED) {
+        Some(why) => Err(Error::Launch(format!(
+            "PE 0 could not start the job ({key} through the launcher's {}): {}",
+            kvs.service(),
+            String::from_utf8_lossy(why)
+        ))),
+        None => Ok(value),
+    }
 }
 
 /// The job id through `kvs`: PE 0 makes a random one and publishes it, the others read it.
 pub(crate) fn share_job_id(kvs: &mut dyn Kvs, my_pe: u32, timeout: Duration) -> Result<String> {
-    if my_pe == 0 {
-        let id = random_job_id()?;
-        publish(kvs, JOB_ID_KEY, id.as_bytes(), timeout)?;
-        return Ok(id);
-    }
-    let bytes = lookup(kvs, JOB_ID_KEY, timeout)?;
-    match String::from_utf8(bytes) {
+    let make = || random_job_id().map(String::into_bytes);
+    match String::from_utf8(share(kvs, my_pe, JOB_ID_KEY, make, timeout)?) {
         Ok(id)
             if !id.is_empty()
                 && id.len() <= MAX_JOB_ID
                 && id.bytes().all(|b| b.is_ascii_graphic()) =>
         {
+            tracing::debug!("job id {id} through the launcher's {}", kvs.service());
             Ok(id)
         }
         other => Err(Error::Launch(format!(
@@ -265,53 +295,23 @@ pub(crate) fn share_job_id(kvs: &mut dyn Kvs, my_pe: u32, timeout: Duration) -> 
     }
 }
 
-/// Opens `service`, takes the job id through it ([`share_job_id`]) and finalizes it: what a
-/// node-local job whose launcher gives no id does before meeting at PE 0's store.
-pub(crate) fn job_id_through(
-    service: &Service,
-    pmix_lib: Option<&str>,
+/// PE 0's store through `kvs`: PE 0 makes a unique id (binding its store's listening socket at
+/// the address `shmem_get_uniqueid` would pick, with `port_range`) and publishes it, the others
+/// read it.
+pub(crate) fn share_store(
+    kvs: &mut dyn Kvs,
     my_pe: u32,
-    n_pes: u32,
-    timeout: Duration,
-) -> Result<String> {
-    let mut kvs = open(service, pmix_lib, my_pe, n_pes, timeout)?;
-    let id = share_job_id(kvs.as_mut(), my_pe, timeout);
-    let finalized = kvs.finalize(timeout);
-    let id = id?;
-    finalized?;
-    tracing::debug!("job id {id} through the launcher's {}", kvs.service());
-    Ok(id)
-}
-
-/// Opens `service` and takes PE 0's store through it: PE 0 makes a unique id (binding its
-/// store's listening socket at the address `shmem_get_uniqueid` would pick, with `port_range`),
-/// publishes it, and the others read it. The service is finalized before this returns. What a
-/// job spanning nodes without `SHMEM_BOOTSTRAP_ADDR` does before meeting at PE 0's store.
-pub(crate) fn store_through(
-    service: &Service,
-    pmix_lib: Option<&str>,
-    my_pe: u32,
-    n_pes: u32,
     port_range: Option<(u16, u16)>,
     timeout: Duration,
 ) -> Result<UniqueId> {
-    let mut kvs = open(service, pmix_lib, my_pe, n_pes, timeout)?;
-    let id = if my_pe == 0 {
-        uniqueid::create(port_range)
-            .and_then(|id| publish_store(kvs.as_mut(), &id.encode(), timeout).map(|()| id))
-    } else {
-        lookup_store(kvs.as_mut(), timeout).and_then(|bytes| {
-            UniqueId::decode(&bytes).map_err(|why| {
-                Error::Launch(format!(
-                    "{}: PE 0's store address is not one this library makes: {why}",
-                    kvs.service()
-                ))
-            })
-        })
-    };
-    let finalized = kvs.finalize(timeout);
-    let id = id?;
-    finalized?;
+    let make = || uniqueid::create(port_range).map(|id| id.encode().to_vec());
+    let bytes = share(kvs, my_pe, STORE_KEY, make, timeout)?;
+    let id = UniqueId::decode(&bytes).map_err(|why| {
+        Error::Launch(format!(
+            "{}: PE 0's store address is not one this library makes: {why}",
+            kvs.service()
+        ))
+    })?;
     tracing::debug!(
         "PE 0's store at {} through the launcher's {}",
         id.addr,
@@ -320,16 +320,27 @@ pub(crate) fn store_through(
     Ok(id)
 }
 
+/// Opens `service` for PE `my_pe` of `n_pes`, runs `step` on it and finalizes it (also when
+/// `step` failed): the whole of a job's use of the service, before it meets at PE 0's store.
+pub(crate) fn through<T>(
+    service: &Service,
+    pmix_lib: Option<&str>,
+    (my_pe, n_pes): (u32, u32),
+    timeout: Duration,
+    step: impl FnOnce(&mut dyn Kvs) -> Result<T>,
+) -> Result<T> {
+    let mut kvs = open(service, pmix_lib, my_pe, n_pes, timeout)?;
+    let got = step(kvs.as_mut());
+    let finalized = kvs.finalize(timeout);
+    let got = got?;
+    finalized?;
+    Ok(got)
+}
+
 /// `kvs-` and 128 random bits in hex: unique on the node, the same length everywhere.
 fn random_job_id() -> Result<String> {
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| Error::os("reading /dev/urandom for the job id", e))?;
-    Ok(format!(
-        "kvs-{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    ))
+    let bits = super::random_bits("the job id")?;
+    Ok(format!("kvs-{}", super::hex(&bits)))
 }
 
 #[cfg(test)]
@@ -462,13 +473,8 @@ mod tests {
                 std::thread::spawn(move || {
                     let rank = kvs.rank;
                     let id = share_job_id(&mut kvs, rank, T).unwrap();
-                    let store = if kvs.rank == 0 {
-                        publish_store(&mut kvs, b"tcp://10.0.0.1:8666", T).unwrap();
-                        b"tcp://10.0.0.1:8666".to_vec()
-                    } else {
-                        lookup_store(&mut kvs, T).unwrap()
-                    };
-                    (id, store)
+                    let store = share_store(&mut kvs, rank, None, T).unwrap();
+                    (id, store.encode())
                 })
             })
             .collect();
@@ -477,9 +483,30 @@ mod tests {
         assert!(id.starts_with("kvs-") && id.len() == 36, "{id}");
         for (their_id, store) in &got {
             assert_eq!(their_id, id);
-            assert_eq!(store, b"tcp://10.0.0.1:8666");
+            assert_eq!(store, &got[0].1);
         }
         assert_ne!(random_job_id().unwrap(), random_job_id().unwrap());
+        uniqueid::release_all();
+    }
+
+    #[test]
+    fn pe0s_failure_reaches_the_others_at_once() {
+        let mut pes = job(2);
+        let mut pe1 = pes.pop().unwrap();
+        let mut pe0 = pes.pop().unwrap();
+        let make = || Err(Error::Launch("no address to listen at".into()));
+        let t = std::thread::spawn(move || share(&mut pe0, 0, STORE_KEY, make, T));
+        let msg = share(&mut pe1, 1, STORE_KEY, || unreachable!(), T)
+            .unwrap_err()
+            .to_string();
+        let own = t.join().unwrap().unwrap_err().to_string();
+        assert!(own.contains("no address to listen at"), "{own}");
+        assert!(
+            msg.contains(
+                "PE 0 could not start the job (shmem.store through the launcher's fake): "
+            ) && msg.ends_with("no address to listen at"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! to take one from). Must never connect anywhere or start anything: `kvs`, `node` and the
 //! store client do.
 
-use super::kvs::{self, Choice, Service};
+use super::kvs::{self, Choice, FromKvs};
 use crate::error::{Error, Result};
 use crate::log;
 use rustix::fd::{FromRawFd, OwnedFd};
@@ -81,13 +81,9 @@ pub(crate) struct NodeLocal {
     /// on TCP and the launcher gives none: the address alone then names the job; "" until
     /// taken from `kvs`).
     pub job_id: String,
-    /// The launcher's key-value service the job id is to come through (PE 0 makes one): the
-    /// launcher gives none and `SHMEM_JOB_ID` is unset, or `SHMEM_BOOTSTRAP_KVS` names it.
-    pub kvs: Option<Service>,
-    /// The launcher's key-value service, opened at start-up: it gives the job id, or, when
-    /// the job spans nodes and has no store address, the address of PE 0's store
-    /// (`spans_nodes`).
-    pub spans_nodes: bool,
+    /// What comes through the launcher's key-value service at start-up, if anything: the job
+    /// id, or, for a job on several nodes with no store address, PE 0's store.
+    pub kvs: Option<FromKvs>,
     /// `SHMEM_BOOTSTRAP_ADDR` (or its torchrun shorthand, resolved): PE 0 serves the store
     /// there, over TCP; `None`: at the node-local abstract socket.
     pub store: Option<String>,
@@ -351,8 +347,7 @@ fn detect_in(env: Env<'_>, hints: Hints<'_>, pmix_loads: &dyn Fn() -> bool) -> R
                     my_pe,
                     n_pes,
                     job_id: String::new(),
-                    kvs: Some(service),
-                    spans_nodes: true,
+                    kvs: Some(FromKvs::Store(service)),
                     store,
                 }));
             }
@@ -378,7 +373,6 @@ fn detect_in(env: Env<'_>, hints: Hints<'_>, pmix_loads: &dyn Fn() -> bool) -> R
         n_pes,
         job_id,
         kvs,
-        spans_nodes: false,
         store,
     }))
 }
@@ -392,12 +386,13 @@ fn job_id(
     hints: Hints<'_>,
     tcp_store: bool,
     pmix_loads: &dyn Fn() -> bool,
-) -> Result<(String, Option<Service>)> {
+) -> Result<(String, Option<FromKvs>)> {
     if let Some(id) = hints.job_id {
         return Ok((id.to_string(), None));
     }
     if hints.kvs.explicit() {
-        return Ok((String::new(), kvs::detect_in(env, hints.kvs, pmix_loads)?));
+        let service = kvs::detect_in(env, hints.kvs, pmix_loads)?;
+        return Ok((String::new(), service.map(FromKvs::JobId)));
     }
     if let Some(id) = (l.job_id)(env) {
         return Ok((id, None));
@@ -407,7 +402,7 @@ fn job_id(
         return Ok((String::new(), None));
     }
     if let Some(service) = kvs::detect_in(env, hints.kvs, pmix_loads)? {
-        return Ok((String::new(), Some(service)));
+        return Ok((String::new(), Some(FromKvs::JobId(service))));
     }
     let why = if hints.kvs == Choice::Off {
         "SHMEM_BOOTSTRAP_KVS=off"
@@ -483,8 +478,9 @@ pub(crate) fn take_inherited(fd: i32, var: &str) -> Result<OwnedFd> {
     .map_err(|e| Error::os(format!("{var}={fd} is not an open descriptor"), e))?;
     // SAFETY: the launcher passed this descriptor to this process alone and we checked it is
     // open; init runs once per process (the runtime's state lock and phase check ensure it) and
-    // takes each launcher descriptor at most once, so nothing else here takes ownership of it. It is made close-on-exec so programs this PE
-    // starts do not inherit the job's control connection.
+    // takes each launcher descriptor at most once, so nothing else here takes ownership of it.
+    // It is made close-on-exec so programs this PE starts do not inherit the job's control
+    // connection.
     let socket = unsafe { OwnedFd::from_raw_fd(fd) };
     rustix::io::fcntl_setfd(&socket, rustix::io::FdFlags::CLOEXEC)
         .map_err(|e| Error::os(format!("marking {var} close-on-exec"), e))?;
@@ -494,6 +490,7 @@ pub(crate) fn take_inherited(fd: i32, var: &str) -> Result<OwnedFd> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bootstrap::kvs::Service;
     use std::collections::HashMap;
 
     fn hints<'a>(job_id: Option<&'a str>, store: Option<&'a str>) -> Hints<'a> {
@@ -505,14 +502,16 @@ mod tests {
         }
     }
 
-    fn found(vars: &[(&str, &str)], job_id: Option<&str>) -> Result<Found> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        detect_in(&|name| map.get(name).cloned(), hints(job_id, None), &|| {
-            false
+    /// [`detect_in`] on the variables `vars`, the PMIx library loading if `pmix_loads`.
+    fn detect_with(vars: &[(&str, &str)], hints: Hints<'_>, pmix_loads: bool) -> Result<Found> {
+        let map: HashMap<&str, &str> = vars.iter().copied().collect();
+        detect_in(&|name| map.get(name).map(|v| v.to_string()), hints, &|| {
+            pmix_loads
         })
+    }
+
+    fn found(vars: &[(&str, &str)], job_id: Option<&str>) -> Result<Found> {
+        detect_with(vars, hints(job_id, None), false)
     }
 
     fn plan(vars: &[(&str, &str)], job_id: Option<&str>) -> NodeLocal {
@@ -579,7 +578,6 @@ mod tests {
                 n_pes: 2,
                 job_id: "1327235073".into(),
                 kvs: None,
-                spans_nodes: false,
                 store: None,
             }
         );
@@ -633,15 +631,11 @@ mod tests {
     }
 
     fn with_kvs(vars: &[(&str, &str)], kvs: Choice, pmix_loads: bool) -> Result<Found> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
         let hints = Hints {
             kvs,
             ..hints(None, None)
         };
-        detect_in(&|name| map.get(name).cloned(), hints, &|| pmix_loads)
+        detect_with(vars, hints, pmix_loads)
     }
 
     #[test]
@@ -652,7 +646,7 @@ mod tests {
         };
         assert_eq!(
             (p.job_id.as_str(), p.kvs),
-            ("", Some(Service::Pmi1 { fd: 6 }))
+            ("", Some(FromKvs::JobId(Service::Pmi1 { fd: 6 })))
         );
         // SHMEM_JOB_ID wins over the service.
         assert_eq!(plan(&hydra, Some("j")).kvs, None);
@@ -677,7 +671,10 @@ mod tests {
         let Found::NodeLocal(p) = with_kvs(&ompi, Choice::Pmix, true).unwrap() else {
             panic!("not a node-local job")
         };
-        assert_eq!((p.job_id.as_str(), p.kvs), ("", Some(Service::Pmix)));
+        assert_eq!(
+            (p.job_id.as_str(), p.kvs),
+            ("", Some(FromKvs::JobId(Service::Pmix)))
+        );
         // Slurm without an id, under a PMIx server whose library loads (or not).
         let slurm = [
             ("SLURM_PROCID", "0"),
@@ -687,7 +684,7 @@ mod tests {
         let Found::NodeLocal(p) = with_kvs(&slurm, Choice::Auto, true).unwrap() else {
             panic!("not a node-local job")
         };
-        assert_eq!(p.kvs, Some(Service::Pmix));
+        assert_eq!(p.kvs, Some(FromKvs::JobId(Service::Pmix)));
         let msg = with_kvs(&slurm, Choice::Auto, false)
             .unwrap_err()
             .to_string();
@@ -772,17 +769,13 @@ mod tests {
 
     #[test]
     fn several_nodes_meet_at_the_given_address() {
-        let vars: HashMap<String, String> = [
+        let vars = [
             ("SLURM_PROCID", "3"),
             ("SLURM_NTASKS", "4"),
             ("SLURM_STEP_NUM_NODES", "2"),
             ("SLURM_JOB_ID", "7"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        let env = |n: &str| vars.get(n).cloned();
-        match detect_in(&env, hints(None, Some("tcp://10.0.0.1:9000")), &|| false).unwrap() {
+        ];
+        match detect_with(&vars, hints(None, Some("tcp://10.0.0.1:9000")), false).unwrap() {
             Found::NodeLocal(p) => {
                 assert_eq!((p.my_pe, p.n_pes), (3, 4));
                 assert_eq!(p.store.as_deref(), Some("tcp://10.0.0.1:9000"));
@@ -835,18 +828,15 @@ mod tests {
 
     #[test]
     fn shmemrun_over_tcp() {
-        let vars: HashMap<String, String> = [
+        let vars = [
             ("SHMEM_RUN_STORE", "tcp://127.0.0.1:4000"),
             ("SHMEM_RUN_TLS_FD", "7"),
             ("SHMEM_RUN_RANK", "1"),
             ("SHMEM_RUN_SIZE", "2"),
             ("SHMEM_RUN_JOBID", "j"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+        ];
         assert_eq!(
-            detect_in(&|n| vars.get(n).cloned(), Hints::NONE, &|| false).unwrap(),
+            detect_with(&vars, Hints::NONE, false).unwrap(),
             Found::ShmemrunTcp {
                 my_pe: 1,
                 n_pes: 2,
@@ -859,17 +849,13 @@ mod tests {
 
     #[test]
     fn bootstrap_address_and_the_torchrun_shorthand() {
-        let vars: HashMap<String, String> = [
+        let vars = [
             ("RANK", "1"),
             ("WORLD_SIZE", "2"),
             ("MASTER_ADDR", "10.1.2.3"),
             ("MASTER_PORT", "29500"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        let env = |n: &str| vars.get(n).cloned();
-        let plan = |store| match detect_in(&env, hints(None, store), &|| false).unwrap() {
+        ];
+        let plan = |store| match detect_with(&vars, hints(None, store), false).unwrap() {
             Found::NodeLocal(p) => p,
             other => panic!("{other:?}"),
         };
@@ -882,12 +868,8 @@ mod tests {
             Some("tcp://1.1.1.1:5")
         );
         // Hydra gives no job id; with an address none is needed.
-        let hydra: HashMap<String, String> = [("PMI_RANK", "0"), ("PMI_SIZE", "2")]
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let tcp = hints(None, Some("tcp://127.0.0.1:9"));
-        match detect_in(&|n| hydra.get(n).cloned(), tcp, &|| false).unwrap() {
+        let hydra = [("PMI_RANK", "0"), ("PMI_SIZE", "2")];
+        match detect_with(&hydra, hints(None, Some("tcp://127.0.0.1:9")), false).unwrap() {
             Found::NodeLocal(p) => assert_eq!(p.job_id, ""),
             other => panic!("{other:?}"),
         }

@@ -44,6 +44,22 @@ pub(crate) fn refused_key(rank: u32) -> String {
     format!("shmem/refused/{rank}")
 }
 
+/// 128 bits from the system's random generator, for secrets and names no other job picks;
+/// `what` says what they are for, in the error.
+pub(crate) fn random_bits(what: &str) -> crate::error::Result<[u8; 16]> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 16];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| Error::Launch(format!("the system's random generator failed ({what})")))?;
+    Ok(bytes)
+}
+
+/// `bytes` in lower-case hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// What [`gather`] read: every PE's value (this PE's included) up to the first PE it could not
 /// read, and why it could not.
 pub(crate) struct Gathered {

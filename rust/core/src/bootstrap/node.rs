@@ -29,7 +29,7 @@ use rustix::net::sockopt::socket_peercred;
 use super::addr::StoreAddr;
 use super::launch::NodeLocal;
 use super::tls::Trust;
-use super::{locality, rendezvous, Client, Server, StoreEvent, TcpDial};
+use super::{hex, locality, rendezvous, Client, Server, StoreEvent, TcpDial};
 use crate::error::{Error, Result};
 use crate::mapping::{self, Mapping};
 
@@ -219,12 +219,8 @@ pub(crate) fn dial(addr: &StoreAddr, trust: &Trust, job: &str) -> Result<TcpDial
     Ok(TcpDial {
         addr: addr.clone(),
         tls,
-        job: trust.secret().map_or_else(|| job.to_string(), hex),
+        job: trust.secret().map_or_else(|| job.to_string(), |s| hex(s)),
     })
-}
-
-fn hex(bytes: &[u8; 16]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Joins the job `plan` describes: PE 0 opens the job's store and serves it; the others reach
@@ -785,7 +781,6 @@ mod tests {
             n_pes: 3,
             job_id: format!("meet-{}", std::process::id()),
             kvs: None,
-            spans_nodes: false,
             store: None,
         };
         // Guests first: they wait for PE 0 to open the store.
@@ -827,7 +822,6 @@ mod tests {
             n_pes: 2,
             job_id: format!("nobody-{}", std::process::id()),
             kvs: None,
-            spans_nodes: false,
             store: None,
         };
         let err = join(&plan, &Meeting::Abstract, Duration::from_millis(100))

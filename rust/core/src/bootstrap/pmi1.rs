@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use rustix::io::Errno;
 use rustix::net::SendFlags;
 
+use super::hex;
 use crate::error::{Error, Result};
 
 /// Longest answer line accepted; Hydra's longest is a `get_result` of `vallen_max` (1024).
@@ -366,10 +367,6 @@ impl Pmi1 {
     fn io_error(&self, op: &str, doing: &str, e: io::Error) -> Error {
         Error::os(format!("{}: {op}: {doing} the socket", self.label), e)
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {

@@ -8,7 +8,6 @@
 //! there. Must never carry anything but descriptors: job control (ABORT, BYE, failures) stays
 //! on the TCP store.
 
-use std::io::Read;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 use std::time::Duration;
@@ -21,12 +20,8 @@ const NAME_KEY: &str = "shmem/fd-rendezvous";
 
 /// A name no other job picks: this user, 128 random bits.
 fn random_name(uid: u32) -> Result<String> {
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| Error::os("reading /dev/urandom", e))?;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!("shmem-{uid}-fd-{hex}"))
+    let bits = super::random_bits("the descriptor store's name")?;
+    Ok(format!("shmem-{uid}-fd-{}", super::hex(&bits)))
 }
 
 /// Gives `store` (a client of a TCP store) its node-local descriptor store: PE 0 opens it and

@@ -25,7 +25,6 @@
 //! | 72..124 | zeros |
 
 use std::ffi::CStr;
-use std::io::Read as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Mutex, MutexGuard};
 
@@ -118,10 +117,7 @@ impl UniqueId {
     /// A name for the id in messages and in the check that every PE was given the same one:
     /// the start of its fingerprint, never the secret.
     pub fn tag(&self) -> String {
-        self.fingerprint[..6]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        super::hex(&self.fingerprint[..6])
     }
 
     /// The store's address as a store address string (`tcp://ip:port`, `tcp6://[ip]:port`).
@@ -187,10 +183,7 @@ pub fn create(port_range: Option<(u16, u16)>) -> Result<UniqueId> {
     let (cert, key) =
         tls::pinned_certificate(&[ip], Validity::for_a_job()).map_err(Error::Launch)?;
     let fingerprint = tls::fingerprint(&cert);
-    let mut secret = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut secret))
-        .map_err(|e| Error::os("reading /dev/urandom for the unique id's secret", e))?;
+    let secret = super::random_bits("the unique id's secret")?;
     made().push(Made {
         secret,
         fingerprint,
