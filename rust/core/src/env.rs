@@ -149,7 +149,8 @@ pub static VARS: &[Var] = &[
         kind: Kind::Word(BOOTSTRAP_KVS),
         default: "auto",
         help: "The launcher's key-value service, through which PE 0 gives the others a job id \
-               where the launcher has none: pmi1 (PMI_FD, MPICH's Hydra), pmix (Open MPI 4, \
+               where the launcher has none, or its store's address (as a unique id) when the \
+               PEs span nodes and SHMEM_BOOTSTRAP_ADDR is unset: pmi1 (PMI_FD, MPICH's Hydra), pmix (Open MPI 4, \
                Slurm; libpmix loaded at run time), off, or auto (PMI-1 when PMI_FD is set, \
                else PMIx when a PMIx server is named and its library loads). An explicit \
                choice is used even where the launcher gives an id",

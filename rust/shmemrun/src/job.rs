@@ -23,7 +23,7 @@ use rustix::process::{
     getpid, getppid, getrlimit, kill_process, kill_process_group, set_parent_process_death_signal,
     setrlimit, wait, Pid, Resource, Rlimit, Signal, WaitOptions, WaitStatus,
 };
-use shmem_core::bootstrap::addr::StoreAddr;
+use shmem_core::bootstrap::addr::{url, StoreAddr};
 use shmem_core::bootstrap::tls;
 use shmem_core::bootstrap::{PeerStatus, Server, StoreEvent};
 
@@ -247,7 +247,7 @@ fn serve_tcp(server: &Server, text: &str) -> Result<Reach, String> {
         eprintln!(
             "shmemrun: warning: TLS of the job's store is off (SHMEM_TLS_DISABLE=1): any process \
             that can reach {} can read and write the store",
-            addr.with_port(addr.ip, port)
+            url(addr.ip, port)
         );
         (None, None)
     } else {
@@ -266,7 +266,7 @@ fn serve_tcp(server: &Server, text: &str) -> Result<Reach, String> {
         .serve_tcp(listener, config)
         .map_err(|e| format!("cannot start the store's acceptor: {e}"))?;
     Ok(Reach::Tcp {
-        addr: addr.with_port(dial, port),
+        addr: url(dial, port),
         bundle,
     })
 }

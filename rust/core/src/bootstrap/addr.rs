@@ -124,14 +124,6 @@ impl StoreAddr {
         }
     }
 
-    /// This address with one port, as PEs are told it (`tcp://1.2.3.4:5`, `tcp6://[::1]:5`).
-    pub fn with_port(&self, ip: IpAddr, port: u16) -> String {
-        match ip {
-            IpAddr::V4(ip) => format!("tcp://{ip}:{port}"),
-            IpAddr::V6(ip) => format!("tcp6://[{ip}]:{port}"),
-        }
-    }
-
     /// The name the store's certificate must carry: the host name as written, or the IP
     /// address dialled.
     pub fn server_name(&self) -> rustls_pki_types::ServerName<'static> {
@@ -181,6 +173,14 @@ impl StoreAddr {
     }
 }
 
+/// A store's address as PEs are told it (`tcp://1.2.3.4:5`, `tcp6://[::1]:5`).
+pub fn url(ip: IpAddr, port: u16) -> String {
+    match ip {
+        IpAddr::V4(ip) => format!("tcp://{ip}:{port}"),
+        IpAddr::V6(ip) => format!("tcp6://[{ip}]:{port}"),
+    }
+}
+
 fn resolve(host: &str, family: Family) -> Result<IpAddr, String> {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return match (family, ip) {
@@ -220,7 +220,7 @@ mod tests {
         assert_eq!((a.ip, a.ports), ("::1".parse().unwrap(), (0, 0)));
         let a = StoreAddr::parse("tcp6://[::]", None).unwrap();
         assert_eq!(a.dial_ip(), "::1".parse::<IpAddr>().unwrap());
-        assert_eq!(a.with_port(a.dial_ip(), 5), "tcp6://[::1]:5");
+        assert_eq!(url(a.dial_ip(), 5), "tcp6://[::1]:5");
         let a = StoreAddr::parse("tcp://localhost:1", None).unwrap();
         assert!(a.ip.is_loopback());
         for bad in [

@@ -322,7 +322,7 @@ fn host_tcp(
         .map_err(|e| Error::os("starting the store's TCP acceptor", e))?;
     tracing::info!(
         "PE 0 serves the job's store at {} ({})",
-        addr.with_port(bound.ip(), bound.port()),
+        super::addr::url(bound.ip(), bound.port()),
         if trust.uses_tls() {
             "TLS 1.3"
         } else {

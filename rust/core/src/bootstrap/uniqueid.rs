@@ -122,10 +122,7 @@ impl UniqueId {
 
     /// The store's address as a store address string (`tcp://ip:port`, `tcp6://[ip]:port`).
     pub fn store_text(&self) -> String {
-        match self.addr.ip() {
-            IpAddr::V4(ip) => format!("tcp://{ip}:{}", self.addr.port()),
-            IpAddr::V6(ip) => format!("tcp6://[{ip}]:{}", self.addr.port()),
-        }
+        super::addr::url(self.addr.ip(), self.addr.port())
     }
 }
 
