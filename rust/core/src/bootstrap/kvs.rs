@@ -244,6 +244,8 @@ pub(crate) fn lookup(kvs: &mut dyn Kvs, key: &str, timeout: Duration) -> Result<
 /// What PE 0 publishes in place of a value it could not make, before its reason: the others
 /// then stop with that reason instead of waiting out the timeout.
 const FAILED: &[u8] = b"\0failed: ";
+/// Longest reason PE 0 publishes after [`FAILED`].
+const MAX_FAILURE: usize = 240;
 
 /// Collective: PE 0 makes a value with `make` and publishes it under `key`; every PE returns
 /// it (PE 0 too). When `make` fails, PE 0 publishes why, and every PE fails saying it.
@@ -258,7 +260,12 @@ fn share(
         return match make() {
             Ok(value) => publish(kvs, key, &value, timeout).map(|()| value),
             Err(e) => {
-                let why = [FAILED, e.to_string().as_bytes()].concat();
+                // Short enough for any service's value limit (Hydra's: 1024 bytes, hex).
+                let mut text = e.to_string();
+                while text.len() > MAX_FAILURE {
+                    text.pop();
+                }
+                let why = [FAILED, text.as_bytes()].concat();
                 // The others are told at best; PE 0's own error is the one to report.
                 let _ = publish(kvs, key, &why, timeout);
                 Err(e)
