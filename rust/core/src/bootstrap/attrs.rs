@@ -164,18 +164,13 @@ pub(crate) fn pinned(call: &str, my_pe: u32, id: &UniqueId, tls_disable: bool) -
 /// does not match the job PE 0 serves. Other failures to join pass unchanged.
 pub(crate) fn refused_join(job: &Job, e: Error) -> Error {
     match e {
-        Error::Bootstrap(BootstrapError::Protocol {
-            op: "connect",
-            message,
-        }) if message.contains("but this job has") || message.contains("the store serves") => {
-            Error::Mismatch {
-                pe: job.my_pe as i32,
-                what: format!(
-                    "was given n_pes={} by {}, and PE 0's store does not take it ({message})",
-                    job.n_pes, job.call
-                ),
-            }
-        }
+        Error::Bootstrap(e @ BootstrapError::SizeMismatch { .. }) => Error::Mismatch {
+            pe: job.my_pe as i32,
+            what: format!(
+                "was given n_pes={} by {}, and PE 0's store does not take it ({e})",
+                job.n_pes, job.call
+            ),
+        },
         e => e,
     }
 }

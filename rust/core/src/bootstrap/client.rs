@@ -291,9 +291,9 @@ impl Client {
                 })
             }
             Reply::HelloAck { n_pes: theirs, .. } if theirs != n_pes => {
-                Err(BootstrapError::Protocol {
-                    op,
-                    message: format!("the store serves {theirs} PEs, but this PE was told {n_pes}"),
+                Err(BootstrapError::SizeMismatch {
+                    store: theirs,
+                    ours: n_pes,
                 })
             }
             Reply::HelloAck { .. } => Ok(client),

@@ -182,6 +182,15 @@ pub enum BootstrapError {
         /// How long it waited.
         after: Duration,
     },
+    /// The store serves a job of another size than this PE was told: the PEs were given
+    /// different PE counts.
+    #[error("the store serves {store} PEs, but this PE was told {ours}")]
+    SizeMismatch {
+        /// The store's job size.
+        store: u32,
+        /// This PE's.
+        ours: u32,
+    },
     /// The store answered the request with an error (for example ADD on a key that holds no
     /// counter, or GET on a key that holds a descriptor); the connection is still usable.
     #[error("store refused {op} on key '{key}': {message}")]

@@ -645,7 +645,24 @@ impl Connection {
                     ));
                 }
                 if !self.claimed {
-                    if let Err(message) = self.claim(rank, n_pes) {
+                    if n_pes != self.n_pes {
+                        let message = self.record_refusal(
+                            rank,
+                            format!(
+                                "HELLO says PE {rank} of {n_pes}, but this job has {} PEs",
+                                self.n_pes
+                            ),
+                        );
+                        // Answer with our size so the client can name both.
+                        return Next::Close(
+                            Reply::HelloAck {
+                                version: PROTOCOL_VERSION,
+                                n_pes: self.n_pes,
+                            },
+                            message,
+                        );
+                    }
+                    if let Err(message) = self.claim(rank) {
                         return Next::Fatal(message);
                     }
                 } else if rank != self.rank || n_pes != self.n_pes {
@@ -829,20 +846,24 @@ impl Connection {
         }
     }
 
-    /// Takes `rank`'s slot for a connection from the listening socket, as its HELLO asks.
-    fn claim(&mut self, rank: u32, n_pes: u32) -> Result<(), String> {
-        if n_pes != self.n_pes || rank >= self.n_pes {
-            let message = format!(
-                "HELLO says PE {rank} of {n_pes}, but this job has {} PEs",
-                self.n_pes
-            );
-            // Recorded for the PEs that wait for this one at start-up (`attrs::check`), so
-            // they name it instead of timing out.
-            self.shared.insert(
-                super::refused_key(rank),
-                Entry::Bytes(message.clone().into_bytes().into()),
-            );
-            return Err(message);
+    /// Records why PE `rank` was refused, for the PEs that wait for it at start-up
+    /// (`bootstrap::gather`), so that they name it instead of timing out; returns `message`.
+    fn record_refusal(&self, rank: u32, message: String) -> String {
+        self.shared.insert(
+            super::refused_key(rank),
+            Entry::Bytes(message.clone().into_bytes().into()),
+        );
+        message
+    }
+
+    /// Takes `rank`'s slot for a connection from the listening socket, as its HELLO asks (the
+    /// job's size is checked already).
+    fn claim(&mut self, rank: u32) -> Result<(), String> {
+        if rank >= self.n_pes {
+            return Err(self.record_refusal(
+                rank,
+                format!("HELLO says PE {rank}, but this job has {} PEs", self.n_pes),
+            ));
         }
         let mut state = self.shared.lock();
         let slot = &mut state.peers[rank as usize];
@@ -1199,7 +1220,10 @@ mod tests {
             "{err}"
         );
         let err = Client::connect_inherited(accept(&server), 1, 4, T).unwrap_err();
-        assert!(err.to_string().contains("this job has 3 PEs"), "{err}");
+        assert!(
+            matches!(err, BootstrapError::SizeMismatch { store: 3, ours: 4 }),
+            "{err}"
+        );
         // A connection that leaves before HELLO never joined.
         drop(accept(&server));
         assert!(server.peer_status(1).is_none());
