@@ -277,21 +277,25 @@ EOF
     rm -f "$errf" "$outf"
 }
 
-# Startup: alternating timed launches of hello; one record per variant and round.
+# Startup: alternating timed launches of hello; one record per variant and round. Ours runs
+# twice: with shmemrun's inherited sockets, and with its store on TCP with TLS 1.3 (per-job CA),
+# recorded as "ours" under the name hello_tls.
 run_startup() { # $1 round, $2 npes, $3 launches
     local round=$1 npes=$2 launches=$3 i v t0 t1 lines
     local -A times=()
-    local variants=(ours)
+    local variants=(ours ours_tls)
     ((with_oshmem)) && variants+=(oshmem)
-    ((round % 2 == 0)) && ((${#variants[@]} == 2)) && variants=(oshmem ours)
+    if ((round % 2 == 0)); then
+        mapfile -t variants < <(printf '%s\n' "${variants[@]}" | tac)
+    fi
     for ((i = 0; i < launches; i++)); do
         for v in "${variants[@]}"; do
             local cmd
-            if [[ $v == ours ]]; then
-                cmd=("$OURS_RUN" -n "$npes" "$OURS_BIN/hello")
-            else
-                cmd=("$OSH_RUN" "${OSH_FLAGS[@]}" -np "$npes" "$OSH_BIN/hello")
-            fi
+            case $v in
+            ours) cmd=("$OURS_RUN" -n "$npes" "$OURS_BIN/hello") ;;
+            ours_tls) cmd=("$OURS_RUN" --store tcp://127.0.0.1:0 -n "$npes" "$OURS_BIN/hello") ;;
+            *) cmd=("$OSH_RUN" "${OSH_FLAGS[@]}" -np "$npes" "$OSH_BIN/hello") ;;
+            esac
             t0=${EPOCHREALTIME/./}
             "${cmd[@]}" </dev/null >"$tmp/hello.out" 2>>"$LOG" || true
             t1=${EPOCHREALTIME/./}
@@ -313,7 +317,9 @@ run_startup() { # $1 round, $2 npes, $3 launches
 import json, statistics, sys
 v, rnd, npes, form, *t = sys.argv[1:]
 t = sorted(float(x) for x in t)
-print(json.dumps({"variant": v, "round": int(rnd), "bench": "startup", "name": "hello",
+name = "hello_tls" if v.endswith("_tls") else "hello"
+v = v.removesuffix("_tls")
+print(json.dumps({"variant": v, "round": int(rnd), "bench": "startup", "name": name,
                   "form": form, "lib": v, "npes": int(npes), "size": 0, "placement": "-",
                   "align": 0, "src_off": 0, "dst_off": 0, "window": 0, "metric": "latency",
                   "unit": "ns", "median": statistics.median(t), "min": t[0], "max": t[-1],
@@ -322,6 +328,7 @@ EOF
     done
 }
 declare -A cmd_form=([ours]="shmemrun -n N hello (wall time)"
+    [ours_tls]="shmemrun --store tcp://127.0.0.1:0 -n N hello (wall time; store on TCP, TLS 1.3)"
     [oshmem]="oshrun ${OSH_FLAGS[*]} -np N hello (wall time)")
 
 smoke_failed=0
