@@ -427,25 +427,65 @@ pub fn text(name: &str) -> Option<String> {
     Some(raw(var(name))).filter(|v| !v.is_empty())
 }
 
+/// One printed row of the `SHMEM_INFO` table.
+struct InfoRow {
+    name: &'static str,
+    value: String,
+    default: &'static str,
+    help: &'static str,
+    /// Where the value came from, for a variable with a deprecated alias.
+    note: Option<String>,
+}
+
 /// Renders the table with current values, for `SHMEM_INFO=1`. A variable with a deprecated
 /// alias says so, and which of the two names its value came from.
 pub fn describe() -> String {
+    let rows: Vec<InfoRow> = VARS
+        .iter()
+        .filter(|v| v.kind != Kind::Internal)
+        .map(|v| InfoRow {
+            name: v.name,
+            value: set_value(source(v)).unwrap_or_else(|| "(unset)".into()),
+            default: v.default,
+            help: v.help,
+            note: v
+                .alias
+                .map(|alias| match (set_value(v.name), set_value(alias)) {
+                    (Some(_), Some(_)) => {
+                        format!("{alias} is set too and ignored: {} wins", v.name)
+                    }
+                    (None, Some(_)) => {
+                        format!("value from {alias} (deprecated name of {})", v.name)
+                    }
+                    _ => format!("deprecated alias {alias} is read when {} is unset", v.name),
+                }),
+        })
+        .collect();
+    render_info(&rows)
+}
+
+/// Lays the rows out in columns as wide as their widest entry, so that every meaning starts in
+/// the same column whatever the names and values; a row's note sits under its meaning.
+fn render_info(rows: &[InfoRow]) -> String {
+    let width = |column: fn(&InfoRow) -> usize| rows.iter().map(column).max().unwrap_or(0);
+    let name_w = width(|r| r.name.chars().count());
+    let value_w = width(|r| r.value.chars().count());
+    let default_w = width(|r| r.default.chars().count());
+
     let mut out = String::from("shmem environment variables (name, value, default, meaning):\n");
-    for v in VARS.iter().filter(|v| v.kind != Kind::Internal) {
-        let value = set_value(source(v)).unwrap_or_else(|| "(unset)".into());
+    for row in rows {
         // Writing to a String cannot fail.
         let _ = writeln!(
             out,
-            "  {:<22} {:<10} {:<8} {}",
-            v.name, value, v.default, v.help
+            "  {:<name_w$} {:<value_w$} {:<default_w$} {}",
+            row.name, row.value, row.default, row.help
         );
-        if let Some(alias) = v.alias {
-            let note = match (set_value(v.name), set_value(alias)) {
-                (Some(_), Some(_)) => format!("{alias} is set too and ignored: {} wins", v.name),
-                (None, Some(_)) => format!("value from {alias} (deprecated name of {})", v.name),
-                _ => format!("deprecated alias {alias} is read when {} is unset", v.name),
-            };
-            let _ = writeln!(out, "  {:<22} {}", "", note);
+        if let Some(note) = &row.note {
+            let _ = writeln!(
+                out,
+                "  {:<name_w$} {:<value_w$} {:<default_w$} {note}",
+                "", "", ""
+            );
         }
     }
     out
@@ -509,5 +549,72 @@ mod tests {
                 Kind::Text | Kind::Internal => {}
             }
         }
+    }
+
+    /// The column (in characters) where `needle` starts on `line`.
+    fn column_of(line: &str, needle: &str) -> usize {
+        let at = line
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not in {line:?}"));
+        line[..at].chars().count()
+    }
+
+    #[test]
+    fn info_table_meanings_start_in_one_column() {
+        let table = describe();
+        let lines: Vec<&str> = table.lines().skip(1).collect();
+        let shown: Vec<&Var> = VARS.iter().filter(|v| v.kind != Kind::Internal).collect();
+        // A note's line has a blank name column.
+        let is_note = |l: &&str| l.starts_with("   ");
+        let rows: Vec<&str> = lines.iter().copied().filter(|l| !is_note(l)).collect();
+        assert_eq!(rows.len(), shown.len(), "{table}");
+        let column = column_of(rows[0], shown[0].help);
+        for (line, v) in rows.iter().zip(&shown) {
+            assert!(line.starts_with(&format!("  {} ", v.name)), "{line}");
+            assert_eq!(column_of(line, v.help), column, "{table}");
+        }
+        let notes: Vec<&str> = lines.iter().copied().filter(is_note).collect();
+        assert_eq!(
+            notes.len(),
+            shown.iter().filter(|v| v.alias.is_some()).count()
+        );
+        for note in notes {
+            assert_eq!(note.len() - note.trim_start().len(), column, "{table}");
+        }
+    }
+
+    #[test]
+    fn info_columns_grow_with_long_values() {
+        let row = |name, value: &str, default, help| InfoRow {
+            name,
+            value: value.to_string(),
+            default,
+            help,
+            note: None,
+        };
+        let table = render_info(&[
+            row("SHMEM_A", "(unset)", "512M", "first"),
+            row(
+                "SHMEM_A_MUCH_LONGER_NAME_THAN_USUAL",
+                "/opt/some/long/path/libpmix.so.2",
+                "",
+                "second",
+            ),
+            row("SHMEM_B", "1", "a-long-default", "third"),
+        ]);
+        let lines: Vec<&str> = table.lines().skip(1).collect();
+        let column = column_of(lines[0], "first");
+        assert_eq!(column_of(lines[1], "second"), column, "{table}");
+        assert_eq!(column_of(lines[2], "third"), column, "{table}");
+        assert_eq!(
+            column_of(lines[2], "a-long-default"),
+            column_of(lines[0], "512M"),
+            "{table}"
+        );
+        assert_eq!(
+            column_of(lines[2], "1"),
+            column_of(lines[0], "(unset)"),
+            "{table}"
+        );
     }
 }
