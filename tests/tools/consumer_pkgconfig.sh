@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # consumer_pkgconfig.sh <pkg-config> <cc> <consumer-src> <work-dir> <stage-dir> <libdir>
-# Builds ring.c with the flags `pkg-config --cflags --libs shmem` gives for the staged tree
-# and runs it under the staged launcher on 2 PEs.
+# Builds ring.c with only the flags `pkg-config --cflags --libs shmem` gives for the staged
+# tree and runs it under the staged launcher on 2 PEs, with no LD_LIBRARY_PATH: the flags
+# alone must let the program find libshmem.so.0 at run time.
 set -euo pipefail
 pkgconfig=${1:?}; cc=${2:?}; src=${3:?}; work=${4:?}; stage=${5:?}; libdir=${6:?}
 
@@ -18,6 +19,7 @@ echo "pkg-config --cflags --libs shmem: $flags"
 case $flags in *-lshmem*) ;; *) echo "FAIL: no -lshmem"; exit 1 ;; esac
 
 # shellcheck disable=SC2086  # the flags are meant to be split
-"$cc" -O2 "$src/ring.c" -o "$work/ring_c" $flags -Wl,-rpath,"$libdir"
+"$cc" -O2 "$src/ring.c" -o "$work/ring_c" $flags
+unset LD_LIBRARY_PATH LD_PRELOAD
 "$stage/bin/shmemrun" -n 2 --timeout 60 "$work/ring_c"
 echo "OK: pkg-config consumer builds and runs"
