@@ -1,9 +1,11 @@
 //! `shmemrun` (also installed as `oshrun`): starts an OpenSHMEM program as N PEs on this node.
 //!
-//! This file owns the command line; `job` runs the job, `output` relays tagged output and
-//! `signals` turns SIGINT/SIGTERM/SIGHUP into events. The launcher must never leave anything
-//! behind (no files, no PEs after it is gone) and never wait on anything without a bound.
+//! This file owns the command line (`args` finds where the options end and the program
+//! begins); `job` runs the job, `output` relays tagged output and `signals` turns
+//! SIGINT/SIGTERM/SIGHUP into events. The launcher must never leave anything behind (no files, no PEs after it is gone)
+//! and never wait on anything without a bound.
 
+mod args;
 mod job;
 mod output;
 mod signals;
@@ -11,10 +13,20 @@ mod signals;
 use std::ffi::OsString;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 /// Largest job this launcher starts (one node).
 const MAX_PES: u32 = 4096;
+
+const AFTER_HELP: &str = "\
+Options go before the program; everything after it is the program's own. A long option may \
+also be written with one dash, as mpirun allows (`-np N`).
+
+Accepted from Open MPI's mpirun and ignored, since they change nothing for shmemrun: \
+--allow-run-as-root (shmemrun starts PEs as whoever runs it), --oversubscribe (the number of \
+PEs is never limited to the number of cores) and --bind-to none (shmemrun binds no PE to a \
+core). Other Open MPI options (--mca, -x, --hostfile, --map-by, ...) are refused with what to \
+do instead.";
 
 /// Run an OpenSHMEM program as N processing elements (PEs) on this node.
 ///
@@ -25,7 +37,7 @@ const MAX_PES: u32 = 4096;
     name = "shmemrun",
     version,
     override_usage = "shmemrun [OPTIONS] -n N [--] PROGRAM [ARGS]...",
-    after_help = "`-np N` is accepted as a synonym of `-n N`."
+    after_help = AFTER_HELP
 )]
 struct Cli {
     /// Number of PEs to start (1 to 4096).
@@ -58,7 +70,6 @@ struct Cli {
         value_name = "PROGRAM",
         required = true,
         trailing_var_arg = true,
-        allow_hyphen_values = true,
         num_args = 1..
     )]
     command: Vec<OsString>,
@@ -85,46 +96,17 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
     Ok(secs)
 }
 
-/// Rewrites the single-dash long option `-np` (mpirun's spelling) to `--np`, in the options
-/// before the program only; the program's own arguments are never touched.
-fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
-    let mut out = Vec::new();
-    let mut options_done = false;
-    let mut value_next = false;
-    for (i, arg) in args.into_iter().enumerate() {
-        if i == 0 || options_done {
-            out.push(arg);
-            continue;
-        }
-        if value_next {
-            value_next = false;
-            out.push(arg);
-            continue;
-        }
-        let text = arg.to_string_lossy();
-        let arg = if text == "-np" {
-            OsString::from("--np")
-        } else if let Some(v) = text.strip_prefix("-np=") {
-            OsString::from(format!("--np={v}"))
-        } else {
-            arg
-        };
-        let text = arg.to_string_lossy();
-        if text == "--" || !text.starts_with('-') || text == "-" {
-            options_done = true;
-        } else if matches!(text.as_ref(), "-n" | "--np" | "--timeout" | "--store") {
-            value_next = true;
-        }
-        out.push(arg);
-    }
-    out
-}
-
 fn main() {
     // Before any thread exists, so that every thread inherits the blocked mask and only the
     // signal thread ever receives these signals.
     let signals = signals::block_job_signals();
-    let cli = Cli::parse_from(normalize_args(std::env::args_os()));
+    let cli = match args::prepare(&Cli::command(), std::env::args_os()) {
+        Ok(args) => Cli::parse_from(args),
+        Err(args::UsageError(message)) => {
+            eprintln!("shmemrun: {message}");
+            std::process::exit(2);
+        }
+    };
     let mut command = cli.command.into_iter();
     let Some(program) = command.next() else {
         // clap enforces `required = true` with at least one value.
@@ -147,46 +129,55 @@ fn main() {
 mod tests {
     use super::*;
 
-    fn norm(args: &[&str]) -> Vec<String> {
-        normalize_args(args.iter().map(OsString::from))
-            .into_iter()
-            .map(|a| a.into_string().unwrap())
-            .collect()
-    }
-
-    #[test]
-    fn np_is_rewritten_only_before_the_program() {
-        assert_eq!(
-            norm(&["shmemrun", "-np", "4", "prog", "-np", "2"]),
-            ["shmemrun", "--np", "4", "prog", "-np", "2"]
-        );
-        assert_eq!(
-            norm(&["shmemrun", "-np=4", "--", "-np"]),
-            ["shmemrun", "--np=4", "--", "-np"]
-        );
-        assert_eq!(
-            norm(&["shmemrun", "--timeout", "-np", "x"]),
-            ["shmemrun", "--timeout", "-np", "x"]
-        );
+    fn parse(args: &[&str]) -> Cli {
+        let args = args::prepare(&Cli::command(), args.iter().map(OsString::from)).unwrap();
+        Cli::parse_from(args)
     }
 
     #[test]
     fn cli_parses_trailing_hyphen_arguments() {
-        let cli = Cli::parse_from(norm(&["shmemrun", "-n", "2", "prog", "-x", "--y"]));
+        let cli = parse(&["shmemrun", "-n", "2", "prog", "-x", "--y"]);
         assert_eq!(cli.pes, 2);
         assert_eq!(cli.command, ["prog", "-x", "--y"]);
-        let cli = Cli::parse_from(norm(&["shmemrun", "--tag-output", "-np", "3", "--", "-p"]));
+        let cli = parse(&["shmemrun", "--tag-output", "-np", "3", "--", "-p"]);
         assert!(cli.tag_output);
         assert_eq!((cli.pes, cli.command.len()), (3, 1));
-        let cli = Cli::parse_from(norm(&[
+        let cli = parse(&[
             "shmemrun",
             "--store",
             "tcp://127.0.0.1:0",
             "-np",
             "2",
             "prog",
-        ]));
+        ]);
         assert_eq!(cli.store.as_deref(), Some("tcp://127.0.0.1:0"));
+        let cli = parse(&[
+            "oshrun",
+            "--allow-run-as-root",
+            "-np",
+            "2",
+            "./prog",
+            "--foo",
+        ]);
+        assert_eq!(cli.pes, 2);
+        assert_eq!(cli.command, ["./prog", "--foo"]);
+    }
+
+    #[test]
+    fn every_option_is_known_to_the_prescan() {
+        // Each of shmemrun's options, in each spelling, reaches clap and parses.
+        let cli = parse(&[
+            "shmemrun",
+            "-timeout",
+            "5",
+            "-tag-output",
+            "--store=tcp://127.0.0.1:0",
+            "-n4",
+            "p",
+        ]);
+        assert_eq!(cli.timeout, Some(5.0));
+        assert!(cli.tag_output);
+        assert_eq!(cli.pes, 4);
     }
 
     #[test]
@@ -203,7 +194,6 @@ mod tests {
 
     #[test]
     fn clap_definition_is_consistent() {
-        use clap::CommandFactory;
         Cli::command().debug_assert();
     }
 }

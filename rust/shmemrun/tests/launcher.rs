@@ -1,5 +1,6 @@
 //! Integration tests of the `shmemrun` binary: exit statuses, stopping the job, timeouts,
-//! signals, output tagging, environment, argument parsing, and the store's ABORT/BYE rules.
+//! signals, output tagging, environment, argument parsing (Open MPI's options included), and
+//! the store's ABORT/BYE rules.
 //!
 //! PEs are /bin/sh one-liners, or this test binary itself re-run as a PE (see [`pe_entry`]).
 //! Time bounds are generous and only catch hangs; each test uses its own temporary directory.
@@ -297,6 +298,80 @@ fn bad_pe_counts_are_refused_clearly() {
 }
 
 #[test]
+fn unknown_options_are_refused_by_name() {
+    let dir = TempDir::new("unknown-option");
+    let ran = format!("touch '{}'/ran", dir.path().display());
+    for bad in ["--foo", "-q", "--tag", "-hq"] {
+        let (out, _) = run(shmemrun().args(["-n", "2", bad, "sh", "-c", &ran]));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.starts_with(&format!("shmemrun: unknown option '{bad}' (")),
+            "{bad}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{bad}: {err}");
+        assert!(!dir.path().join("ran").exists(), "{bad}: the program ran");
+    }
+}
+
+#[test]
+fn open_mpi_habits_that_change_nothing_are_accepted() {
+    // Started as `oshrun`, the name Open MPI users type.
+    let dir = TempDir::new("oshrun");
+    let oshrun = dir.path().join("oshrun");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_shmemrun"), &oshrun).unwrap();
+    let mut cmd = Command::new(&oshrun);
+    cmd.env_remove("SHMEMRUN_TEST_PE").args([
+        "--allow-run-as-root",
+        "-np",
+        "2",
+        "-oversubscribe",
+        "--bind-to",
+        "none",
+        "sh",
+        "-c",
+        "echo pe $SHMEM_RUN_RANK: $*",
+        "sh",
+        "--allow-run-as-root",
+        "--foo",
+    ]);
+    let (out, _) = run(&mut cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut lines: Vec<String> = text(&out.stdout).lines().map(String::from).collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "pe 0: --allow-run-as-root --foo",
+            "pe 1: --allow-run-as-root --foo"
+        ]
+    );
+}
+
+#[test]
+fn other_open_mpi_options_are_refused_with_what_to_do() {
+    for (args, why) in [
+        (&["--mca", "btl", "self"][..], "SHMEM_INFO=1"),
+        (
+            &["-x", "LD_LIBRARY_PATH"][..],
+            "inherits shmemrun's environment",
+        ),
+        (&["--hostfile", "hosts"][..], "on this node"),
+        (&["--bind-to", "core"][..], "does not bind"),
+    ] {
+        let (out, _) = run(shmemrun().args(["-np", "2"]).args(args).arg("true"));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("is an Open MPI option that shmemrun does not support: "),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(why), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn program_that_cannot_start_gives_127() {
     let (out, _) = run(shmemrun().args(["-n", "2", "/nonexistent/shmemrun-test-prog"]));
     let err = text(&out.stderr);
@@ -309,7 +384,11 @@ fn program_that_cannot_start_gives_127() {
 fn help_and_version() {
     let (out, _) = run(shmemrun().arg("--help"));
     assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out.stdout).contains("--tag-output"));
+    let help = text(&out.stdout);
+    assert!(help.contains("--tag-output"), "{help}");
+    for ignored in ["--allow-run-as-root", "--oversubscribe", "--bind-to none"] {
+        assert!(help.contains(ignored), "{help}");
+    }
     let (out, _) = run(shmemrun().arg("--version"));
     assert!(text(&out.stdout).starts_with("shmemrun "));
 }
