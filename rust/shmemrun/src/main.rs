@@ -1,13 +1,16 @@
 //! `shmemrun` (also installed as `oshrun`): starts an OpenSHMEM program as N PEs on this node.
 //!
 //! This file owns the command line (`args` finds where the options end and the program
-//! begins); `job` runs the job, `output` relays tagged output and `signals` turns
-//! SIGINT/SIGTERM/SIGHUP into events. The launcher must never leave anything behind (no files, no PEs after it is gone)
+//! begins); `preflight` refuses a program linked with another OpenSHMEM library, `job` runs
+//! the job, `output` relays tagged output and `signals` turns SIGINT/SIGTERM/SIGHUP into
+//! events. The launcher must never leave anything behind (no files, no PEs after it is gone)
 //! and never wait on anything without a bound.
 
 mod args;
+mod elf;
 mod job;
 mod output;
+mod preflight;
 mod signals;
 
 use std::ffi::OsString;
@@ -113,6 +116,13 @@ fn main() {
         eprintln!("shmemrun: no program given");
         std::process::exit(2);
     };
+    let bindir = std::env::current_exe().ok();
+    let bindir = bindir.as_deref().and_then(std::path::Path::parent);
+    if let Err(preflight::Refusal(message)) = preflight::check(&program, bindir) {
+        // As a shell does for a program it found but cannot run.
+        eprintln!("shmemrun: {message}");
+        std::process::exit(126);
+    }
     let plan = job::Plan {
         n_pes: cli.pes,
         program,

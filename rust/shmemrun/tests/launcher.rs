@@ -1,6 +1,6 @@
 //! Integration tests of the `shmemrun` binary: exit statuses, stopping the job, timeouts,
-//! signals, output tagging, environment, argument parsing (Open MPI's options included), and
-//! the store's ABORT/BYE rules.
+//! signals, output tagging, environment, argument parsing (Open MPI's options included), the
+//! refusal of programs linked with another OpenSHMEM library, and the store's ABORT/BYE rules.
 //!
 //! PEs are /bin/sh one-liners, or this test binary itself re-run as a PE (see [`pe_entry`]).
 //! Time bounds are generous and only catch hangs; each test uses its own temporary directory.
@@ -391,6 +391,99 @@ fn help_and_version() {
     }
     let (out, _) = run(shmemrun().arg("--version"));
     assert!(text(&out.stdout).starts_with("shmemrun "));
+}
+
+/// Compiles C `source` with `$CC` (the build's C compiler) and `args`; panics with the
+/// compiler's output if it fails.
+fn compile(dir: &Path, name: &str, source: &str, args: &[&str]) {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .current_dir(dir)
+        .arg(&src)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler '{cc}': {e}"));
+    assert!(out.status.success(), "{cc} {name}.c: {}", text(&out.stderr));
+}
+
+#[test]
+fn program_linked_with_another_openshmem_is_refused() {
+    let dir = TempDir::new("other-openshmem");
+    let lib = "void start_pes(int npes) { (void)npes; }\n";
+    // Open MPI's library, and one standing in for ours, as a linker records them.
+    compile(
+        dir.path(),
+        "oshmem",
+        lib,
+        &[
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,liboshmem.so.40",
+            "-o",
+            "liboshmem.so.40",
+        ],
+    );
+    compile(
+        dir.path(),
+        "shmem",
+        lib,
+        &[
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libshmem.so.0",
+            "-o",
+            "libshmem.so.0",
+        ],
+    );
+    let main = "#include <stdio.h>\nvoid start_pes(int);\n\
+                int main(void) { start_pes(0); puts(\"ran\"); return 0; }\n";
+    let rpath = format!("-Wl,-rpath,{}", dir.path().display());
+    let link = |name: &str, libs: &[&str]| {
+        let mut args = vec!["-o", name, "-Wl,--no-as-needed"];
+        args.extend_from_slice(libs);
+        args.push(&rpath);
+        compile(dir.path(), "main", main, &args);
+    };
+    link("theirs", &["./liboshmem.so.40"]);
+    link("both", &["./libshmem.so.0", "./liboshmem.so.40"]);
+
+    // By path, and found on PATH as execvp finds it.
+    let theirs = dir.path().join("theirs");
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (program, path) in [(theirs.to_str().unwrap(), None), ("theirs", Some(&path))] {
+        let mut cmd = shmemrun();
+        if let Some(path) = path {
+            cmd.env("PATH", path);
+        }
+        let (out, _) = run(cmd.args(["-n", "2", program]));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(126), "{program}: {err}");
+        assert!(
+            err.starts_with(&format!(
+                "shmemrun: '{program}' is linked with liboshmem.so.40 (Open MPI's OpenSHMEM \
+                 library), not with this shmem's libshmem.so"
+            )),
+            "{program}: {err}"
+        );
+        assert!(err.contains("oshcc"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(out.stdout.is_empty(), "{program} ran");
+    }
+
+    // Linked with ours too, or started by a script: left to run.
+    let both = dir.path().join("both");
+    let (out, _) = run(shmemrun().args(["-n", "2"]).arg(&both));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "ran\nran\n");
+    let (out, _) = run(shmemrun().args(["-n", "1", "sh", "-c"]).arg(&theirs));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "ran\n");
 }
 
 /// Starts shmemrun in the background with PEs that record their pid and sleep.
