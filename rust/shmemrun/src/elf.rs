@@ -10,7 +10,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
 /// How a file is linked, as far as the launcher cares.
@@ -40,9 +40,16 @@ const MAX_DYNAMIC_BYTES: u64 = 1 << 20;
 /// Longest library name read.
 const MAX_NAME: u64 = 4096;
 
-/// Reads how the file at `path` is linked.
+/// Reads how the file at `path` is linked; anything but a regular file is [`Linking::NotElf`].
 pub fn linking(path: &Path) -> io::Result<Linking> {
-    let file = File::open(path)?;
+    // Non-blocking, so that opening a FIFO given as the program cannot wait for a writer.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Ok(Linking::NotElf);
+    }
     read(&file)
 }
 
@@ -353,6 +360,19 @@ mod tests {
             Linking::NotElf
         );
         assert_eq!(linking_of("empty", b"").unwrap(), Linking::NotElf);
+    }
+
+    #[test]
+    fn a_fifo_is_not_waited_on() {
+        let path = std::env::temp_dir().join(format!("shmemrun-elf-{}-fifo", std::process::id()));
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        // Without a writer, a blocking open would never return.
+        let result = linking(&path);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(result.unwrap(), Linking::NotElf);
+        assert_eq!(linking(Path::new("/")).unwrap(), Linking::NotElf);
     }
 
     #[test]
