@@ -124,6 +124,8 @@ fn main() {
     // Before any thread exists, so that every thread inherits the blocked mask and only the
     // signal thread ever receives these signals.
     let signals = signals::block_job_signals();
+    // The PEs' logger: the store that `--store` serves logs the connections it refuses.
+    shmem_core::log::install(shmem_core::env::early_log_level());
     let cli = Cli::parse_from(normalize_args(std::env::args_os()));
     let mut command = cli.command.into_iter();
     let Some(program) = command.next() else {
