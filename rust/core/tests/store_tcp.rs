@@ -349,3 +349,33 @@ fn idle_strays_do_not_keep_late_pes_out() {
     );
     drop(idle);
 }
+
+#[test]
+fn a_pe_refused_as_store_full_tries_again() {
+    for with_tls in [false, true] {
+        let c = creds();
+        let (_server, addr) = store(1, "", with_tls.then_some(&c.server));
+        let limit = 1 + shmem_core::bootstrap::EXTRA_TCP_CONNECTIONS;
+        let idle: Vec<TcpStream> = (0..limit)
+            .map(|_| TcpStream::connect((addr.ip, addr.ports.0)).unwrap())
+            .collect();
+        // The strays are too fresh to be evicted: the PE is refused as "store full" until
+        // the oldest has had its grace, then takes its place.
+        let pe = tls::identity_from_bundle(c.client_bundle.as_bytes()).unwrap();
+        let d = dial(&addr, with_tls.then_some(&pe), "");
+        let start = std::time::Instant::now();
+        let err = Client::connect_tcp(&d, 0, 1, Duration::from_millis(300))
+            .expect_err("no place yet")
+            .to_string();
+        assert!(err.contains("store full"), "{err}");
+        let client = Client::connect_tcp(&d, 0, 1, T).unwrap();
+        let waited = start.elapsed();
+        assert!(
+            waited >= Duration::from_millis(500),
+            "joined after {waited:?}: was it ever refused?"
+        );
+        client.set("k", b"v").unwrap();
+        assert_eq!(client.get("k", T).unwrap(), b"v");
+        drop(idle);
+    }
+}

@@ -887,7 +887,10 @@ impl Connection {
             return;
         }
         if let Err(message) = result {
-            tracing::warn!(rank = self.rank, "store: {message}");
+            tracing::warn!(
+                "store: PE {} broke the store protocol: {message}",
+                self.rank
+            );
             let _ = self.events.send(StoreEvent::ProtocolError {
                 rank: self.rank,
                 message,
