@@ -459,11 +459,12 @@ impl Server {
             let server = self.clone();
             let tls = tls.clone();
             let thread_ticket = Arc::clone(&ticket);
+            let thread_peer = peer.clone();
             let spawned = std::thread::Builder::new()
                 .name("shmem-store-tcp".into())
                 .stack_size(CONNECTION_STACK)
                 .spawn(move || {
-                    let ticket = thread_ticket;
+                    let (ticket, peer) = (thread_ticket, thread_peer);
                     let join_by = accepted + TCP_JOIN_LIMIT;
                     match server.join_tcp(sock, tls, &peer, join_by) {
                         Ok(link) => server
@@ -482,7 +483,7 @@ impl Server {
                 self.shared.leave(&ticket);
                 self.shared.tcp_open.fetch_sub(1, Ordering::SeqCst);
                 let why = format!("cannot start its thread: {e}");
-                self.shared.refusals.refused("a new connection", &why);
+                self.shared.refusals.refused(&peer, &why);
             }
         }
     }
