@@ -293,16 +293,19 @@ fn strays_never_reach_a_tls_store() {
 fn too_many_connections_are_refused_and_the_job_goes_on() {
     let (_server, addr) = store(1, "", None);
     let limit = 1 + shmem_core::bootstrap::EXTRA_TCP_CONNECTIONS;
-    // Idle connections that never say HELLO hold their slots for a while.
+    // Idle connections that never say HELLO hold their places for a while.
     let idle: Vec<TcpStream> = (0..limit)
         .map(|_| TcpStream::connect((addr.ip, addr.ports.0)).unwrap())
         .collect();
     thread::sleep(Duration::from_millis(200));
+    // None of them has waited long enough to be evicted: the next one is refused at once, and
+    // told why.
     let mut extra = TcpStream::connect((addr.ip, addr.ports.0)).unwrap();
     extra.set_read_timeout(Some(T)).unwrap();
-    let mut buf = [0u8; 1];
-    // Closed at once by the acceptor.
-    assert_eq!(extra.read(&mut buf).unwrap_or(0), 0);
+    let mut said = Vec::new();
+    let _ = extra.read_to_end(&mut said);
+    let said = String::from_utf8_lossy(&said);
+    assert!(said.contains("refused: store full"), "{said:?}");
     drop(idle);
     let d = dial(&addr, None, "");
     let c = Client::connect_tcp(&d, 0, 1, T).unwrap();
@@ -325,4 +328,54 @@ fn pes_retry_until_the_store_listens() {
     server.serve_tcp(listener, None).unwrap();
     pe.join().unwrap().unwrap().unwrap();
     let _ = Arc::new(server);
+}
+
+#[test]
+fn idle_strays_do_not_keep_late_pes_out() {
+    let c = creds();
+    let (_server, addr) = store(4, "job", Some(&c.server));
+    // More idle connections than the store keeps for connections that have not joined.
+    let idle: Vec<TcpStream> = (0..40)
+        .map(|_| TcpStream::connect((addr.ip, addr.ports.0)).unwrap())
+        .collect();
+    // The PEs start late, while the strays still hold their connections.
+    thread::sleep(Duration::from_millis(1500));
+    let pe = tls::identity_from_bundle(c.client_bundle.as_bytes()).unwrap();
+    let start = std::time::Instant::now();
+    run_job(&dial(&addr, Some(&pe), "job"), 4);
+    eprintln!(
+        "4 late PEs joined past 40 idle strays in {:?}",
+        start.elapsed()
+    );
+    drop(idle);
+}
+
+#[test]
+fn a_pe_refused_as_store_full_tries_again() {
+    for with_tls in [false, true] {
+        let c = creds();
+        let (_server, addr) = store(1, "", with_tls.then_some(&c.server));
+        let limit = 1 + shmem_core::bootstrap::EXTRA_TCP_CONNECTIONS;
+        let idle: Vec<TcpStream> = (0..limit)
+            .map(|_| TcpStream::connect((addr.ip, addr.ports.0)).unwrap())
+            .collect();
+        // The strays are too fresh to be evicted: the PE is refused as "store full" until
+        // the oldest has had its grace, then takes its place.
+        let pe = tls::identity_from_bundle(c.client_bundle.as_bytes()).unwrap();
+        let d = dial(&addr, with_tls.then_some(&pe), "");
+        let start = std::time::Instant::now();
+        let err = Client::connect_tcp(&d, 0, 1, Duration::from_millis(300))
+            .expect_err("no place yet")
+            .to_string();
+        assert!(err.contains("store full"), "{err}");
+        let client = Client::connect_tcp(&d, 0, 1, T).unwrap();
+        let waited = start.elapsed();
+        assert!(
+            waited >= Duration::from_millis(500),
+            "joined after {waited:?}: was it ever refused?"
+        );
+        client.set("k", b"v").unwrap();
+        assert_eq!(client.get("k", T).unwrap(), b"v");
+        drop(idle);
+    }
 }

@@ -525,11 +525,8 @@ impl Job {
                 }
             }
             Event::Store(StoreEvent::Abort { rank, status }) => self.global_exit(rank, status),
-            Event::Store(StoreEvent::ProtocolError { rank, message }) => {
-                eprintln!("shmemrun: PE {rank} broke the store protocol: {message}");
-            }
             // Exits are judged from the store's final state in judge_exits; these only wake
-            // the loop up so that it looks.
+            // the loop up so that it looks. The store logs protocol errors itself.
             Event::Store(_) => {}
             Event::Signal(sig) => {
                 if self.status.is_none() {

@@ -103,6 +103,8 @@ fn main() {
     // Before any thread exists, so that every thread inherits the blocked mask and only the
     // signal thread ever receives these signals.
     let signals = signals::block_job_signals();
+    // The PEs' logger: the store that `--store` serves logs the connections it refuses.
+    shmem_core::log::install(shmem_core::env::early_log_level());
     let cli = match args::prepare(&Cli::command(), std::env::args_os()) {
         Ok(args) => Cli::parse_from(args),
         Err(args::UsageError(message)) => {

@@ -119,8 +119,9 @@ impl Client {
     /// Connects to a store over TCP (TLS when `dial.tls` is set), trying every port of the
     /// address's range in order and retrying while nothing listens, until `timeout`; sends
     /// HELLO and checks the reply. A store that refuses this PE for another job is skipped; one
-    /// that refuses it otherwise (certificate, TLS or not, rank taken) ends the attempt with
-    /// that reason.
+    /// that is full (or closes the connection before answering) is tried again; one that
+    /// refuses it otherwise (certificate, TLS or not, rank taken) ends the attempt with that
+    /// reason.
     pub fn connect_tcp(
         dial: &TcpDial,
         rank: u32,
@@ -204,9 +205,19 @@ impl Client {
                 };
                 let conn = rustls::ClientConnection::new(Arc::clone(config), name.clone())
                     .map_err(|e| fatal(format!("TLS setup: {e}")))?;
-                link::handshake(sock, conn).map_err(|e| {
+                link::handshake(sock, conn, Instant::now() + budget).map_err(|e| {
+                    let refusal = match &e {
+                        HandshakeError::PeerIsPlain(said) => refusal_in(said),
+                        _ => None,
+                    };
+                    if let Some(full) = refusal.filter(|m| m.contains(wire::STORE_FULL)) {
+                        return Attempt::Retry(format!("{target}: {full}"));
+                    }
+                    if is_transient(&e) {
+                        return Attempt::Retry(format!("{target}: {e}"));
+                    }
                     fatal(match e {
-                        HandshakeError::PeerIsPlain => format!(
+                        HandshakeError::PeerIsPlain(_) => format!(
                             "the store at {target} answers in plain TCP: it runs without TLS \
                             (SHMEM_TLS_DISABLE=1 there); set SHMEM_TLS_DISABLE=1 for every \
                             PE too, or enable TLS on the store"
@@ -224,9 +235,13 @@ impl Client {
         };
         match Client::hello(link, rank, n_pes, &dial.job, left) {
             Ok(client) => Ok(client),
-            Err(BootstrapError::Protocol { message, .. }) if message.contains("serves job") => {
+            Err(BootstrapError::Protocol { message, .. })
+                if message.contains("serves job") || message.contains(wire::STORE_FULL) =>
+            {
                 Err(Attempt::Retry(format!("{target}: {message}")))
             }
+            // Dropped before it answered (evicted, or refused before a word could be sent).
+            Err(e @ BootstrapError::Closed { .. }) => Err(Attempt::Retry(format!("{target}: {e}"))),
             Err(BootstrapError::Io { source, .. }) if is_tls_alert(&source) => Err(fatal(format!(
                 "the store at {target} refused this PE's TLS certificate: {source} (not signed \
                 by the store's CA, expired or revoked)"
@@ -765,6 +780,30 @@ enum Attempt {
     Retry(String),
     /// The store refused this PE, or TLS failed: no point in trying again.
     Fatal(BootstrapError),
+}
+
+/// The message of a store's ERROR frame among the bytes a peer answered a TLS handshake with.
+fn refusal_in(said: &[u8]) -> Option<String> {
+    match Reply::from_frame(&wire::read_frame(&mut &said[..]).ok()?).ok()? {
+        Reply::Error(message) => Some(message),
+        _ => None,
+    }
+}
+
+/// Whether a handshake failed in a way that trying again may cure: the store closed the
+/// connection, or reset it, before TLS was settled (it evicted this connection, or had no
+/// room for it and could not say so), or took longer than this attempt had left.
+fn is_transient(e: &HandshakeError) -> bool {
+    match e {
+        HandshakeError::Closed | HandshakeError::TimedOut => true,
+        HandshakeError::Io(e) => matches!(
+            e.kind(),
+            std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::BrokenPipe
+                | std::io::ErrorKind::UnexpectedEof
+        ),
+        _ => false,
+    }
 }
 
 /// Whether an I/O error carries a TLS alert from the peer.

@@ -6,7 +6,10 @@
 //! `abort` goes out while another thread waits for a reply): no lock is held across a blocking
 //! socket call, and TLS records of two senders never interleave. Must never interpret frames,
 //! and never raise `SIGPIPE` (the host program may not ignore it). Timeouts are the socket's
-//! own (`SO_RCVTIMEO`/`SO_SNDTIMEO`): a timed-out read surfaces as `WouldBlock`.
+//! own (`SO_RCVTIMEO`/`SO_SNDTIMEO`): a timed-out read surfaces as `WouldBlock`. A reader may
+//! also carry a deadline for everything it reads (a connection joining the job, the rest of a
+//! started frame): each read then first waits for data until that deadline, so that a peer
+//! trickling one byte at a time cannot stretch it; a passed deadline surfaces as `TimedOut`.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -22,6 +25,14 @@ use super::unix::{send_frame, FdReader};
 
 /// Bytes read from the socket at a time under TLS.
 const RAW_READ: usize = 16 * 1024;
+
+/// Plaintext turned into TLS records at a time, so that sending a large frame never holds
+/// more than this much of it encrypted.
+const TLS_SEND_CHUNK: usize = 64 * 1024;
+
+/// Most bytes gathered from a peer that answers a TLS handshake in plain TCP (a store's
+/// refusal: one short ERROR frame).
+const PLAIN_ANSWER_LIMIT: usize = 8 * 1024;
 
 /// One connection's stream.
 pub(crate) enum Link {
@@ -77,20 +88,42 @@ impl Link {
 
     /// Sends a whole frame, with `fd` beside it (Unix links only).
     pub fn send_frame(&self, frame: &[u8], fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
+        self.send_parts(frame, &[], fd)
+    }
+
+    /// Sends one frame made of `head` then `tail` (a value sent from where it is stored,
+    /// without a copy of the whole frame), with `fd` beside it (Unix links only).
+    pub fn send_parts(
+        &self,
+        head: &[u8],
+        tail: &[u8],
+        fd: Option<BorrowedFd<'_>>,
+    ) -> io::Result<()> {
+        let plain = |sock: BorrowedFd<'_>, fd| {
+            send_frame(sock, head, fd)?;
+            if tail.is_empty() {
+                return Ok(());
+            }
+            send_frame(sock, tail, None)
+        };
         match (self, fd) {
-            (Link::Unix(s), fd) => send_frame(s.as_fd(), frame, fd),
+            (Link::Unix(s), fd) => plain(s.as_fd(), fd),
             (_, Some(_)) => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "file descriptors cannot travel over TCP",
             )),
-            (Link::Tcp(s), None) => send_frame(s.as_fd(), frame, None),
-            (Link::Tls(t), None) => t.send(frame),
+            (Link::Tcp(s), None) => plain(s.as_fd(), None),
+            (Link::Tls(t), None) => t.send(&[head, tail]),
         }
     }
 
     /// A reader for one frame; descriptors that arrive (Unix links) go to `fds`.
     pub fn reader<'a>(&'a self, fds: &'a mut Vec<OwnedFd>) -> LinkReader<'a> {
-        LinkReader { link: self, fds }
+        LinkReader {
+            link: self,
+            fds,
+            deadline: None,
+        }
     }
 }
 
@@ -98,10 +131,22 @@ impl Link {
 pub(crate) struct LinkReader<'a> {
     link: &'a Link,
     fds: &'a mut Vec<OwnedFd>,
+    /// Every read waits for data until then at most (`None`: the socket's timeout alone).
+    deadline: Option<Instant>,
+}
+
+impl LinkReader<'_> {
+    /// Bounds every later read by `deadline` (`None`: by the socket's timeout alone).
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
 }
 
 impl Read for LinkReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let (Some(deadline), Link::Unix(_) | Link::Tcp(_)) = (self.deadline, self.link) {
+            wait_readable(self.link.socket(), deadline)?;
+        }
         match self.link {
             Link::Unix(s) => FdReader {
                 sock: s.as_fd(),
@@ -109,7 +154,32 @@ impl Read for LinkReader<'_> {
             }
             .read(buf),
             Link::Tcp(s) => Ok(recv(s, buf, RecvFlags::empty())?.0),
-            Link::Tls(t) => t.read(buf),
+            Link::Tls(t) => t.read(buf, self.deadline),
+        }
+    }
+}
+
+/// Waits until `sock` has something to read (data, end of stream or an error) or `deadline`
+/// passes, which is a `TimedOut` error.
+pub(crate) fn wait_readable(sock: BorrowedFd<'_>, deadline: Instant) -> io::Result<()> {
+    use rustix::event::{poll, PollFd, PollFlags};
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "nothing arrived before the deadline",
+            ));
+        }
+        let timeout = rustix::time::Timespec {
+            tv_sec: left.as_secs().try_into().unwrap_or(i64::MAX),
+            tv_nsec: left.subsec_nanos().into(),
+        };
+        let mut fds = [PollFd::new(&sock, PollFlags::IN)];
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(0) | Err(rustix::io::Errno::INTR) => continue,
+            Ok(_) => return Ok(()),
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -142,7 +212,7 @@ fn tls_error(e: rustls::Error) -> io::Error {
 }
 
 impl TlsLink {
-    fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+    fn read(&self, buf: &mut [u8], deadline: Option<Instant>) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);
         }
@@ -166,6 +236,9 @@ impl TlsLink {
                 }
             }
             // Blocks without the lock, so senders go on meanwhile.
+            if let Some(deadline) = deadline {
+                wait_readable(self.sock.as_fd(), deadline)?;
+            }
             let n = recv(&self.sock, &mut raw, RecvFlags::empty())?.0;
             let mut st = lock(&self.state);
             if n == 0 {
@@ -181,14 +254,18 @@ impl TlsLink {
         }
     }
 
-    fn send(&self, plain: &[u8]) -> io::Result<()> {
+    /// Sends `parts` as one stream of records, a chunk at a time.
+    fn send(&self, parts: &[&[u8]]) -> io::Result<()> {
         let _sending = lock(&self.sending);
-        let records = {
-            let mut st = lock(&self.state);
-            st.conn.writer().write_all(plain)?;
-            drain_records(&mut st.conn)?
-        };
-        send_all(&self.sock, &records)
+        for chunk in parts.iter().flat_map(|p| p.chunks(TLS_SEND_CHUNK)) {
+            let records = {
+                let mut st = lock(&self.state);
+                st.conn.writer().write_all(chunk)?;
+                drain_records(&mut st.conn)?
+            };
+            send_all(&self.sock, &records)?;
+        }
+        Ok(())
     }
 
     /// Sends what the record layer has queued (alerts, key updates).
@@ -258,9 +335,11 @@ pub(crate) fn classify(prefix: &[u8]) -> Speaks {
     }
 }
 
-/// Peeks at up to 3 bytes of `sock` without consuming them (until `deadline`, or EOF).
+/// Peeks at up to 3 bytes of `sock` without consuming them (until `deadline`, or EOF). A peer
+/// that sends nothing by `deadline` is a `TimedOut` error.
 pub(crate) fn peek_prefix(sock: &TcpStream, deadline: Instant) -> io::Result<Vec<u8>> {
     let mut buf = [0u8; 3];
+    wait_readable(sock.as_fd(), deadline)?;
     loop {
         let n = recv(sock, &mut buf, RecvFlags::PEEK)?.0;
         if n == buf.len() || n == 0 {
@@ -292,9 +371,13 @@ pub(crate) fn peek_prefix(sock: &TcpStream, deadline: Instant) -> io::Result<Vec
 /// Why a TLS handshake failed.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum HandshakeError {
-    /// The peer answered with a store frame: it runs without TLS.
+    /// The peer answered with a store frame: it runs without TLS, or refused this connection
+    /// before TLS (the frame, as far as it came, is kept for the caller to read).
     #[error("the peer speaks plain TCP, not TLS")]
-    PeerIsPlain,
+    PeerIsPlain(Vec<u8>),
+    /// The deadline passed before the handshake completed.
+    #[error("the TLS handshake did not complete in time")]
+    TimedOut,
     /// The peer closed the connection during the handshake.
     #[error("connection closed during the TLS handshake")]
     Closed,
@@ -306,11 +389,13 @@ pub(crate) enum HandshakeError {
     Io(io::Error),
 }
 
-/// Runs the TLS handshake on `sock` (blocking, bounded by the socket's timeouts) and returns the
-/// link. A peer whose first bytes are a store frame is reported as [`HandshakeError::PeerIsPlain`].
+/// Runs the TLS handshake on `sock` and returns the link; the whole handshake must be done by
+/// `deadline`, however the peer spreads its bytes. A peer whose first bytes are a store frame
+/// is reported as [`HandshakeError::PeerIsPlain`].
 pub(crate) fn handshake(
     sock: TcpStream,
     conn: impl Into<rustls::Connection>,
+    deadline: Instant,
 ) -> Result<Link, HandshakeError> {
     let mut conn: rustls::Connection = conn.into();
     conn.set_buffer_limit(None);
@@ -328,12 +413,17 @@ pub(crate) fn handshake(
         if !st.conn.is_handshaking() {
             break;
         }
+        match wait_readable(sock.as_fd(), deadline) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => return Err(HandshakeError::TimedOut),
+            Err(e) => return Err(HandshakeError::Io(e)),
+        }
         let n = recv(&sock, &mut raw, RecvFlags::empty())
             .map_err(|e| HandshakeError::Io(e.into()))?
             .0;
         if n == 0 {
             return Err(match classify(&first) {
-                Speaks::Plain => HandshakeError::PeerIsPlain,
+                Speaks::Plain => HandshakeError::PeerIsPlain(first),
                 _ => HandshakeError::Closed,
             });
         }
@@ -346,7 +436,10 @@ pub(crate) fn handshake(
                 continue;
             }
             if classify(&first) == Speaks::Plain {
-                return Err(HandshakeError::PeerIsPlain);
+                first.extend_from_slice(&bytes[take..]);
+                return Err(HandshakeError::PeerIsPlain(plain_answer(
+                    &sock, first, deadline,
+                )));
             }
             let held = std::mem::take(&mut first);
             bytes = &bytes[take..];
@@ -364,6 +457,20 @@ pub(crate) fn handshake(
         state: Mutex::new(st),
         sending: Mutex::new(()),
     })))
+}
+
+/// What a peer that answered a handshake in plain TCP says: `got` and whatever follows until
+/// it closes, `PLAIN_ANSWER_LIMIT` bytes, or a second (or `deadline`) passes.
+fn plain_answer(sock: &TcpStream, mut got: Vec<u8>, deadline: Instant) -> Vec<u8> {
+    let until = deadline.min(Instant::now() + Duration::from_secs(1));
+    let mut raw = [0u8; 1024];
+    while got.len() < PLAIN_ANSWER_LIMIT && wait_readable(sock.as_fd(), until).is_ok() {
+        match recv(sock, &mut raw, RecvFlags::empty()) {
+            Ok((0, _)) | Err(_) => break,
+            Ok((n, _)) => got.extend_from_slice(&raw[..n.min(PLAIN_ANSWER_LIMIT - got.len())]),
+        }
+    }
+    got
 }
 
 fn feed_handshake(st: &mut TlsState, bytes: &[u8]) -> Result<(), HandshakeError> {

@@ -36,7 +36,7 @@ use std::time::Duration;
 use crate::error::Error;
 
 pub use client::{Client, TcpDial};
-pub use server::{PeerStatus, Server, StoreEvent, EXTRA_TCP_CONNECTIONS};
+pub use server::{PeerStatus, Server, StoreEvent, EXTRA_TCP_CONNECTIONS, FRAME_BUDGET};
 
 /// Store key under which the store records why it refused PE `rank`'s HELLO (another job
 /// size), for the PEs waiting for that PE at start-up.

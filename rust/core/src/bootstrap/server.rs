@@ -6,17 +6,24 @@
 //! (`link`). It reports what its host must act on (ABORT, BYE, disconnects, protocol errors)
 //! as [`StoreEvent`]s and never acts on them itself. Must never block on one connection on
 //! behalf of another: a stuck or hostile client only ever holds up its own thread, every read
-//! of a started frame and every send has a timeout, no lock is held across socket I/O, and the
-//! number of open TCP connections is bounded. A TCP connection that is not part of the job
-//! (no valid certificate, plain TCP to a TLS store, bad frames, another job's HELLO) is refused
-//! and logged, and never becomes a [`StoreEvent`].
+//! of a started frame and every send has a timeout, no lock is held across socket I/O.
+//!
+//! What strangers and insiders can take is bounded. A connection from a listening socket must
+//! join the job (TLS handshake and HELLO together) within one deadline, and sends nothing
+//! larger than a HELLO before it has; connections that have not joined have a budget of their
+//! own, so that they never take the places of PEs (the oldest is evicted for a newer one, or
+//! the newer one is refused as "store full" and its PE tries again). The bytes of frames held
+//! across all connections are budgeted ([`FRAME_BUDGET`]). A TCP connection that is not part
+//! of the job (no valid certificate, plain TCP to a TLS store, bad frames, another job's
+//! HELLO) is refused and logged, a burst of them summarised, and never becomes a
+//! [`StoreEvent`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -24,7 +31,10 @@ use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 
 use super::link::{self, HandshakeError, Link, Speaks};
-use super::wire::{self, Reply, Request, WireError, MAX_VALUE_LEN, PROTOCOL_VERSION};
+use super::wire::{
+    self, Reply, Request, WireError, MAX_FRAME_LEN, MAX_HELLO_FRAME_LEN, MAX_VALUE_LEN,
+    PROTOCOL_VERSION, STORE_FULL,
+};
 
 /// Longest a started frame may take to arrive in full, and a reply to be taken by the peer.
 /// Idle time between frames is unlimited (a PE may compute for hours between store calls).
@@ -33,15 +43,35 @@ const IO_STALL_LIMIT: Duration = Duration::from_secs(30);
 /// Stack of a connection thread: it only parses frames and touches a hash map.
 const CONNECTION_STACK: usize = 256 * 1024;
 
-/// TCP connections open at once beyond one per PE (strays, retries, PEs reconnecting while
-/// their old connection closes); more are refused at once, with a log line.
+/// TCP connections that have not joined the job (no HELLO accepted yet: PEs on their way in,
+/// strays) held at once beyond one per PE. When that many are held, a new connection evicts
+/// the oldest of them if it has waited at least [`JOIN_GRACE`], else it is refused as "store
+/// full" (a PE then tries again). Connections that joined are not counted here.
 pub const EXTRA_TCP_CONNECTIONS: usize = 32;
 
-/// Handshake and HELLO budget of a TCP connection in tests, which shorten it.
+/// How long a connection that has not joined is safe from eviction: time enough for a PE's
+/// TLS handshake and HELLO.
+const JOIN_GRACE: Duration = Duration::from_secs(1);
+
+/// Deadline for a TCP connection to join the job: TLS handshake and HELLO together, however
+/// its bytes are spread. Tests shorten it.
 #[cfg(test)]
-const TCP_JOIN_LIMIT: Duration = Duration::from_secs(5);
+const TCP_JOIN_LIMIT: Duration = Duration::from_secs(3);
 #[cfg(not(test))]
 const TCP_JOIN_LIMIT: Duration = IO_STALL_LIMIT;
+
+/// Bytes of frames the store holds at once across all its connections. A frame is charged
+/// twice its length while it is read and decoded (the frame, then its decoded copy); one that
+/// does not fit waits for room, up to [`IO_STALL_LIMIT`], then is refused. Replies are sent
+/// from where values are kept, a bounded chunk at a time, and are not charged.
+pub const FRAME_BUDGET: usize = 4 * MAX_FRAME_LEN;
+
+/// Refusals of a burst logged one by one; later ones are counted and summarised.
+const REFUSALS_LOGGED: u32 = 5;
+
+/// Period of the summary of refusals not logged one by one; a burst ends after a period
+/// without refusals.
+const REFUSAL_SUMMARY_PERIOD: Duration = Duration::from_secs(5);
 
 /// Something the launcher must know about, sent on the channel [`Server::new`] returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,8 +146,144 @@ struct Shared {
     /// The job id is a secret (a unique id's): a connection from the listening socket joins
     /// only with exactly it, compared in constant time, and no refusal shows it.
     secret: bool,
-    /// TCP connections open now.
+    /// TCP connections open now (their threads), joined or not.
     tcp_open: AtomicUsize,
+    /// TCP connections that have not joined the job yet, oldest first.
+    joining: Mutex<VecDeque<Arc<Ticket>>>,
+    /// Bytes of frames being read and decoded, across connections.
+    budget: FrameBudget,
+    /// Refusal lines, rate-limited.
+    refusals: Arc<RefusalLog>,
+}
+
+/// A TCP connection that has not joined the job yet, as the acceptor sees it.
+struct Ticket {
+    /// When it was accepted.
+    since: Instant,
+    /// Another descriptor of its socket, to shut the connection down when it is evicted.
+    sock: OwnedFd,
+    /// It was evicted to make room for a newer connection.
+    evicted: AtomicBool,
+}
+
+/// The budget of [`FRAME_BUDGET`] bytes.
+#[derive(Default)]
+struct FrameBudget {
+    used: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// Bytes taken from a [`FrameBudget`], given back on drop.
+struct Reservation<'a> {
+    budget: &'a FrameBudget,
+    bytes: usize,
+}
+
+impl FrameBudget {
+    /// Takes `bytes`, waiting for room until `until`; `None` if there was none by then.
+    fn reserve(&self, bytes: usize, until: Instant) -> Option<Reservation<'_>> {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        while *used + bytes > FRAME_BUDGET {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            used = (self.freed.wait_timeout(used, left))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        *used += bytes;
+        Some(Reservation {
+            budget: self,
+            bytes,
+        })
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut used = self.budget.used.lock().unwrap_or_else(|e| e.into_inner());
+        *used -= self.bytes;
+        drop(used);
+        self.budget.freed.notify_all();
+    }
+}
+
+/// Writes refusal lines: the first [`REFUSALS_LOGGED`] of a burst one by one, then a summary
+/// of how many more there were every [`REFUSAL_SUMMARY_PERIOD`], so that a flood of strays
+/// cannot flood the log.
+#[derive(Default)]
+struct RefusalLog {
+    state: Mutex<RefusalState>,
+}
+
+#[derive(Default)]
+struct RefusalState {
+    /// Refusals logged one by one in this burst.
+    logged: u32,
+    /// Refusals counted since the last summary.
+    counted: u64,
+    /// When the last refusal came.
+    last: Option<Instant>,
+    /// A summary thread is running.
+    summarising: bool,
+}
+
+impl RefusalLog {
+    /// Logs (or counts) the refusal of the connection from `peer`, for `why`.
+    fn refused(self: &Arc<Self>, peer: &str, why: &str) {
+        let now = Instant::now();
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let quiet = st
+            .last
+            .map_or(true, |t| now.duration_since(t) >= REFUSAL_SUMMARY_PERIOD);
+        if quiet && !st.summarising {
+            st.logged = 0;
+        }
+        st.last = Some(now);
+        if st.logged < REFUSALS_LOGGED {
+            st.logged += 1;
+            drop(st);
+            tracing::warn!("store: refused a connection from {peer}: {why}");
+            return;
+        }
+        st.counted += 1;
+        if st.summarising {
+            return;
+        }
+        let log = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("shmem-store-refusals".into())
+            .stack_size(CONNECTION_STACK)
+            .spawn(move || log.summarise());
+        if spawned.is_ok() {
+            st.summarising = true;
+        } else {
+            st.counted -= 1;
+            drop(st);
+            tracing::warn!("store: refused a connection from {peer}: {why}");
+        }
+    }
+
+    /// Writes a summary every period while refusals keep coming; ends after a quiet one.
+    fn summarise(&self) {
+        loop {
+            std::thread::sleep(REFUSAL_SUMMARY_PERIOD);
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let counted = std::mem::take(&mut st.counted);
+            if counted == 0 {
+                st.summarising = false;
+                st.logged = 0;
+                return;
+            }
+            drop(st);
+            tracing::warn!(
+                "store: {counted} more connections refused in the last {} s (the first \
+                 {REFUSALS_LOGGED} of a burst are logged one by one)",
+                REFUSAL_SUMMARY_PERIOD.as_secs()
+            );
+        }
+    }
 }
 
 /// Key-value state of the job. Finished barrier and allgather rounds are removed by the
@@ -167,6 +333,9 @@ impl Server {
             job: job.to_string(),
             secret,
             tcp_open: AtomicUsize::new(0),
+            joining: Mutex::new(VecDeque::new()),
+            budget: FrameBudget::default(),
+            refusals: Arc::default(),
         });
         (
             Server {
@@ -202,7 +371,7 @@ impl Server {
             }
             *slot = Some(PeerStatus::default());
         }
-        let spawned = self.spawn(rank, true, link, "its inherited socket".into());
+        let spawned = self.spawn(rank, true, link, "its inherited socket".into(), None);
         if let Err(e) = spawned {
             self.shared.lock().peers[rank as usize] = None;
             return Err(e);
@@ -220,13 +389,21 @@ impl Server {
     pub fn serve_accepted(&self, stream: UnixStream) -> io::Result<()> {
         let link = Link::Unix(stream);
         link.set_timeouts(Some(IO_STALL_LIMIT), Some(IO_STALL_LIMIT))?;
-        self.spawn(u32::MAX, false, link, "a node-local socket".into())
+        let join_by = Instant::now() + IO_STALL_LIMIT;
+        self.spawn(
+            u32::MAX,
+            false,
+            link,
+            "a node-local socket".into(),
+            Some(join_by),
+        )
     }
 
     /// Serves every connection to `listener` (TLS 1.3 with `tls`, else plain TCP), each on its
-    /// own thread, for as long as the process runs. At most `n_pes` +
-    /// [`EXTRA_TCP_CONNECTIONS`] connections are open at once. A connection joins the job as
-    /// the PE its HELLO names, once its TLS handshake (client certificate included) passed.
+    /// own thread, for as long as the process runs. A connection joins the job as the PE its
+    /// HELLO names, once its TLS handshake (client certificate included) passed, both within
+    /// one deadline. At most `n_pes` + [`EXTRA_TCP_CONNECTIONS`] connections that have not
+    /// joined are held at once (see there).
     pub fn serve_tcp(
         &self,
         listener: TcpListener,
@@ -241,7 +418,9 @@ impl Server {
     }
 
     fn accept_tcp(&self, listener: &TcpListener, tls: Option<Arc<rustls::ServerConfig>>) {
-        let limit = self.n_pes as usize + EXTRA_TCP_CONNECTIONS;
+        let joining_limit = self.n_pes as usize + EXTRA_TCP_CONNECTIONS;
+        // Joining, joined (at most one per PE), and evicted ones on their way out.
+        let open_limit = 2 * joining_limit;
         loop {
             let (sock, peer) = match listener.accept() {
                 Ok(accepted) => accepted,
@@ -258,44 +437,130 @@ impl Server {
                     return;
                 }
             };
-            let open = self.shared.tcp_open.fetch_add(1, Ordering::SeqCst) + 1;
-            if open > limit {
-                self.shared.tcp_open.fetch_sub(1, Ordering::SeqCst);
-                tracing::warn!(
-                    "store: refused a connection from {peer}: {limit} connections are open \
-                    already (the job has {} PEs)",
+            let peer = peer.to_string();
+            let accepted = Instant::now();
+            let open = self.shared.tcp_open.load(Ordering::SeqCst);
+            if open >= open_limit {
+                let why = format!(
+                    "{STORE_FULL}: {open} connections are open (the job has {} PEs)",
                     self.n_pes
                 );
+                self.refuse_at_once(sock, &peer, &why);
                 continue;
             }
+            let ticket = match self.admit(&sock, accepted, joining_limit) {
+                Ok(ticket) => ticket,
+                Err(why) => {
+                    self.refuse_at_once(sock, &peer, &why);
+                    continue;
+                }
+            };
+            self.shared.tcp_open.fetch_add(1, Ordering::SeqCst);
             let server = self.clone();
             let tls = tls.clone();
+            let thread_ticket = Arc::clone(&ticket);
+            let thread_peer = peer.clone();
             let spawned = std::thread::Builder::new()
                 .name("shmem-store-tcp".into())
                 .stack_size(CONNECTION_STACK)
                 .spawn(move || {
-                    let peer = format!("{peer}");
-                    match server.join_tcp(sock, tls, &peer) {
-                        Ok(link) => server.run_connection(link, format!("TCP peer {peer}")),
+                    let (ticket, peer) = (thread_ticket, thread_peer);
+                    let join_by = accepted + TCP_JOIN_LIMIT;
+                    match server.join_tcp(sock, tls, &peer, join_by) {
+                        Ok(link) => server
+                            .connection(u32::MAX, false, link, peer, Some(join_by))
+                            .with_ticket(Arc::clone(&ticket))
+                            .run(),
                         Err(why) => {
-                            tracing::warn!("store: refused a connection from {peer}: {why}")
+                            let why = server.shared.why_dropped(&ticket, why);
+                            server.shared.refusals.refused(&peer, &why);
                         }
                     }
+                    server.shared.leave(&ticket);
                     server.shared.tcp_open.fetch_sub(1, Ordering::SeqCst);
                 });
             if let Err(e) = spawned {
+                self.shared.leave(&ticket);
                 self.shared.tcp_open.fetch_sub(1, Ordering::SeqCst);
-                tracing::warn!("store: cannot serve a connection from {peer}: {e}");
+                let why = format!("cannot start its thread: {e}");
+                self.shared.refusals.refused(&peer, &why);
             }
         }
     }
 
-    /// Sets up an accepted TCP connection: timeouts, what the peer speaks, the TLS handshake.
+    /// Takes a place among the connections that have not joined for `sock`, accepted at `now`,
+    /// evicting the oldest if all `limit` places are held and it has had its grace; else says
+    /// why not.
+    fn admit(&self, sock: &TcpStream, now: Instant, limit: usize) -> Result<Arc<Ticket>, String> {
+        let dup = sock
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| format!("socket setup: {e}"))?;
+        let mut joining = self
+            .shared
+            .joining
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if joining.len() >= limit {
+            let waited = joining
+                .front()
+                .map_or(Duration::MAX, |t| now.saturating_duration_since(t.since));
+            if waited < JOIN_GRACE {
+                return Err(format!(
+                    "{STORE_FULL}: {limit} connections are joining the job already (the job \
+                     has {} PEs); the oldest has waited {} ms of its {} ms",
+                    self.n_pes,
+                    waited.as_millis(),
+                    JOIN_GRACE.as_millis()
+                ));
+            }
+            if let Some(oldest) = joining.pop_front() {
+                oldest.evicted.store(true, Ordering::SeqCst);
+                // Wakes its thread, which then leaves.
+                let _ = rustix::net::shutdown(&oldest.sock, rustix::net::Shutdown::Both);
+            }
+        }
+        let ticket = Arc::new(Ticket {
+            since: now,
+            sock: dup,
+            evicted: AtomicBool::new(false),
+        });
+        joining.push_back(Arc::clone(&ticket));
+        Ok(ticket)
+    }
+
+    /// Refuses `sock` on the acceptor's thread: a plain ERROR frame saying `why` (a TLS client
+    /// reads it too), without waiting for anything.
+    fn refuse_at_once(&self, sock: TcpStream, peer: &str, why: &str) {
+        use std::io::{Read, Write};
+        self.shared.refusals.refused(peer, why);
+        let Ok(frame) = Reply::Error(format!("refused: {why}")).encode() else {
+            return;
+        };
+        if sock.set_nonblocking(true).is_err() {
+            return;
+        }
+        let mut sock = sock;
+        let _ = sock.write(&frame);
+        let _ = sock.shutdown(std::net::Shutdown::Write);
+        // What the peer sent already is read, so that closing does not reset the connection
+        // (which may destroy the frame before the peer reads it).
+        let mut sink = [0u8; 4096];
+        for _ in 0..16 {
+            if !matches!(sock.read(&mut sink), Ok(1..)) {
+                break;
+            }
+        }
+    }
+
+    /// Sets up an accepted TCP connection: timeouts, what the peer speaks, the TLS handshake,
+    /// all by `deadline`.
     fn join_tcp(
         &self,
         sock: TcpStream,
         tls: Option<Arc<rustls::ServerConfig>>,
         peer: &str,
+        deadline: Instant,
     ) -> Result<Link, String> {
         let setup = |e: io::Error| format!("socket setup: {e}");
         link::prepare_tcp(&sock).map_err(setup)?;
@@ -306,8 +571,12 @@ impl Server {
         let Link::Tcp(sock) = plain else {
             unreachable!("built as Link::Tcp just above")
         };
-        let prefix = link::peek_prefix(&sock, Instant::now() + TCP_JOIN_LIMIT)
-            .map_err(|e| format!("nothing readable: {e}"))?;
+        let prefix = link::peek_prefix(&sock, deadline).map_err(|e| match e.kind() {
+            io::ErrorKind::TimedOut => {
+                format!("it sent nothing within {} s", TCP_JOIN_LIMIT.as_secs())
+            }
+            _ => format!("nothing readable: {e}"),
+        })?;
         let speaks = link::classify(&prefix);
         let link = match (&tls, speaks) {
             (Some(_), Speaks::Plain) => {
@@ -327,8 +596,12 @@ impl Server {
             (Some(config), _) => {
                 let conn = rustls::ServerConnection::new(Arc::clone(config))
                     .map_err(|e| format!("TLS setup: {e}"))?;
-                link::handshake(sock, conn).map_err(|e| match e {
+                link::handshake(sock, conn, deadline).map_err(|e| match e {
                     HandshakeError::Tls(e) => format!("TLS handshake failed: {e}"),
+                    HandshakeError::TimedOut => format!(
+                        "its TLS handshake did not complete within {} s",
+                        TCP_JOIN_LIMIT.as_secs()
+                    ),
                     other => other.to_string(),
                 })?
             }
@@ -339,19 +612,23 @@ impl Server {
         Ok(link)
     }
 
-    /// Serves a joined TCP connection on this thread until it ends.
-    fn run_connection(&self, link: Link, peer: String) {
-        self.connection(u32::MAX, false, link, peer).run();
-    }
-
-    fn connection(&self, rank: u32, claimed: bool, link: Link, peer: String) -> Connection {
+    /// A connection to serve; one that is not `claimed` must join by `join_by`.
+    fn connection(
+        &self,
+        rank: u32,
+        claimed: bool,
+        link: Link,
+        peer: String,
+        join_by: Option<Instant>,
+    ) -> Connection {
         Connection {
             shared: Arc::clone(&self.shared),
             events: self.events.clone(),
             n_pes: self.n_pes,
             rank,
             claimed,
-            started: Instant::now(),
+            join_by,
+            ticket: None,
             link,
             peer,
             fds: Vec::new(),
@@ -360,8 +637,15 @@ impl Server {
         }
     }
 
-    fn spawn(&self, rank: u32, claimed: bool, link: Link, peer: String) -> io::Result<()> {
-        let conn = self.connection(rank, claimed, link, peer);
+    fn spawn(
+        &self,
+        rank: u32,
+        claimed: bool,
+        link: Link,
+        peer: String,
+        join_by: Option<Instant>,
+    ) -> io::Result<()> {
+        let conn = self.connection(rank, claimed, link, peer, join_by);
         let name = if claimed {
             format!("shmem-store-{rank}")
         } else {
@@ -414,6 +698,32 @@ fn refuse_plainly(sock: TcpStream, why: &str) {
 }
 
 impl Shared {
+    /// Gives up `ticket`'s place among the connections that have not joined (it joined, or
+    /// its connection ended).
+    fn leave(&self, ticket: &Arc<Ticket>) {
+        let mut joining = self.joining.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = joining.iter().position(|t| Arc::ptr_eq(t, ticket)) {
+            joining.remove(at);
+        }
+    }
+
+    /// Why a connection that did not join was dropped: `why`, unless it was evicted.
+    fn why_dropped(&self, ticket: &Ticket, why: String) -> String {
+        if !ticket.evicted.load(Ordering::SeqCst) {
+            return why;
+        }
+        format!(
+            "evicted after {:.1} s without joining the job, to make room for a newer \
+             connection (at most {} connections that have not joined are held)",
+            ticket.since.elapsed().as_secs_f64(),
+            self.joining_limit()
+        )
+    }
+
+    fn joining_limit(&self) -> usize {
+        self.lock().peers.len() + EXTRA_TCP_CONNECTIONS
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panicking connection thread aborts the process (panic = "abort"), so a poisoned
         // lock can only come from a test; the state is still consistent then.
@@ -465,10 +775,12 @@ struct Connection {
     /// The PE; meaningless until `claimed`.
     rank: u32,
     /// The connection holds `rank`'s slot: from the start for [`Server::serve_unix`], from a
-    /// valid HELLO for [`Server::serve_accepted`].
+    /// valid HELLO for [`Server::serve_accepted`] and [`Server::serve_tcp`].
     claimed: bool,
-    /// When serving began (bounds the wait for an accepted connection's HELLO).
-    started: Instant,
+    /// Until it is claimed, its HELLO must be in by then.
+    join_by: Option<Instant>,
+    /// Its place among the TCP connections that have not joined, until it joins.
+    ticket: Option<Arc<Ticket>>,
     link: Link,
     /// Who is at the other end, for messages.
     peer: String,
@@ -482,6 +794,13 @@ struct Connection {
 enum Next {
     /// Send this reply (with this descriptor) and go on.
     Reply(Reply, Option<Arc<OwnedFd>>),
+    /// Send the reply starting with `head` and ending with the stored `value`, and go on.
+    Stream {
+        /// The reply's name, for messages.
+        name: &'static str,
+        head: Vec<u8>,
+        value: Arc<[u8]>,
+    },
     /// Nothing to send; go on.
     Silent,
     /// Send this error and close: the peer broke the protocol.
@@ -490,21 +809,89 @@ enum Next {
     Close(Reply, String),
 }
 
+/// Why reading a request stopped.
+enum ReadEnd {
+    /// The peer closed the stream between frames (or reset it).
+    Closed,
+    /// Nothing came within the socket's timeout; waiting goes on.
+    Idle,
+    /// The peer is dropped for this reason (sent to it first).
+    Refuse(String),
+}
+
+/// Reads one request frame: a frame before HELLO may be no larger than a HELLO, every frame
+/// takes twice its length from `budget` (waiting for room up to the stall limit) before its
+/// body is read, and the body must arrive in full within the stall limit (and by `join`'s
+/// deadline, until the connection joins: the deadline and how long it was).
+fn read_request<'b>(
+    reader: &mut link::LinkReader<'_>,
+    hello: bool,
+    join: Option<(Instant, Duration)>,
+    budget: &'b FrameBudget,
+) -> Result<(wire::Frame, Reservation<'b>), ReadEnd> {
+    let ended = |e: WireError| match e {
+        WireError::Closed => ReadEnd::Closed,
+        WireError::Io(e) if e.kind() == io::ErrorKind::ConnectionReset => ReadEnd::Closed,
+        WireError::TimedOut { .. } if join.is_some_and(|(by, _)| Instant::now() >= by) => {
+            let limit = join.map_or(0, |(_, limit)| limit.as_secs());
+            ReadEnd::Refuse(format!(
+                "it did not join the job within {limit} s (TLS handshake and HELLO together)"
+            ))
+        }
+        WireError::TimedOut { partial: false } => ReadEnd::Idle,
+        e => ReadEnd::Refuse(format!("bad frame: {e}")),
+    };
+    reader.set_deadline(join.map(|(by, _)| by));
+    let len = wire::read_header(reader).map_err(ended)?;
+    if !hello && len > MAX_HELLO_FRAME_LEN {
+        return Err(ReadEnd::Refuse(format!(
+            "a {len}-byte frame before HELLO (a HELLO frame is at most {MAX_HELLO_FRAME_LEN} \
+             bytes)"
+        )));
+    }
+    let Some(reservation) = budget.reserve(2 * len, Instant::now() + IO_STALL_LIMIT) else {
+        return Err(ReadEnd::Refuse(format!(
+            "its {len}-byte frame found no room within {} s: the store holds at most \
+             {FRAME_BUDGET} bytes of frames across connections, and others hold them",
+            IO_STALL_LIMIT.as_secs()
+        )));
+    };
+    let by = Instant::now() + IO_STALL_LIMIT;
+    reader.set_deadline(Some(join.map_or(by, |(join_by, _)| join_by.min(by))));
+    let frame = wire::read_body(reader, len).map_err(ended)?;
+    Ok((frame, reservation))
+}
+
 impl Connection {
+    /// Adds the connection's place among those that have not joined.
+    fn with_ticket(mut self, ticket: Arc<Ticket>) -> Self {
+        self.ticket = Some(ticket);
+        self
+    }
+
     fn run(mut self) {
         let result = self.serve();
         if !self.claimed {
             // Never joined the job: nothing for the launcher to act on.
-            if let Err(message) = result {
-                tracing::warn!(
-                    "store: refused a connection from {} that did not join the job: {message}",
-                    self.peer
-                );
-            }
+            let evicted = (self.ticket.as_ref()).is_some_and(|t| t.evicted.load(Ordering::SeqCst));
+            let why = match result {
+                Err(message) => message,
+                Ok(()) if evicted => "connection closed".into(),
+                Ok(()) => return,
+            };
+            let why = match &self.ticket {
+                Some(ticket) => self.shared.why_dropped(ticket, why),
+                None => why,
+            };
+            let peer = format!("{} that did not join the job", self.peer);
+            self.shared.refusals.refused(&peer, &why);
             return;
         }
         if let Err(message) = result {
-            tracing::warn!(rank = self.rank, "store: {message}");
+            tracing::warn!(
+                "store: PE {} broke the store protocol: {message}",
+                self.rank
+            );
             let _ = self.events.send(StoreEvent::ProtocolError {
                 rank: self.rank,
                 message,
@@ -519,34 +906,28 @@ impl Connection {
     }
 
     /// Answers requests until EOF (`Ok`) or a protocol violation (`Err`, already answered).
+    /// A PE that leaves while its reply is on its way (killed, or gone with the job) has not
+    /// broken the protocol: that ends the connection as its EOF would.
     fn serve(&mut self) -> Result<(), String> {
+        let shared = Arc::clone(&self.shared);
         loop {
-            let frame = {
-                let mut reader = self.link.reader(&mut self.fds);
-                match wire::read_frame(&mut reader) {
-                    Ok(frame) => frame,
-                    Err(WireError::Closed) => return Ok(()),
-                    // Idle between frames: fine, keep waiting (but a connection from the
-                    // listening socket must say who it is first).
-                    Err(WireError::TimedOut { partial: false }) => {
-                        let limit = match self.link {
-                            Link::Unix(_) => IO_STALL_LIMIT,
-                            _ => TCP_JOIN_LIMIT,
-                        };
-                        if !self.claimed && self.started.elapsed() >= limit {
-                            return Err(
-                                self.refuse(format!("no HELLO within {} s", limit.as_secs()))
-                            );
-                        }
-                        continue;
-                    }
-                    Err(WireError::Io(e)) if e.kind() == io::ErrorKind::ConnectionReset => {
-                        return Ok(())
-                    }
-                    Err(e) => return Err(self.refuse(format!("bad frame: {e}"))),
-                }
+            let join = match (self.claimed, self.join_by) {
+                (false, Some(by)) => Some((by, self.join_limit())),
+                _ => None,
             };
-            let request = match Request::from_frame(&frame) {
+            let read = {
+                let mut reader = self.link.reader(&mut self.fds);
+                read_request(&mut reader, self.hello, join, &shared.budget)
+            };
+            let (frame, reservation) = match read {
+                Ok(read) => read,
+                Err(ReadEnd::Closed) => return Ok(()),
+                Err(ReadEnd::Idle) => continue,
+                Err(ReadEnd::Refuse(message)) => return Err(self.refuse(message)),
+            };
+            let request = Request::from_frame(&frame);
+            drop(frame);
+            let request = match request {
                 Ok(r) => r,
                 Err(e) => return Err(self.refuse(e.to_string())),
             };
@@ -568,16 +949,24 @@ impl Connection {
                 )));
             }
             let bye = matches!(request, Request::Bye);
-            match self.handle(request) {
+            let next = self.handle(request);
+            // The request is stored or answered: its bytes are no longer held.
+            drop(reservation);
+            match next {
                 Next::Reply(reply, fd) => {
                     let fd = fd.as_deref().map(AsFd::as_fd);
                     if let Err(e) = self.send(&reply, fd) {
-                        return Err(format!("cannot send {} reply: {e}", reply.name()));
+                        return self.send_failed(reply.name(), e);
                     }
                     if bye {
                         // After the reply: whoever waits for every goodbye may then end this
                         // process without cutting a reply short.
                         let _ = self.events.send(StoreEvent::Goodbye { rank: self.rank });
+                    }
+                }
+                Next::Stream { name, head, value } => {
+                    if let Err(e) = self.link.send_parts(&head, &value, None) {
+                        return self.send_failed(name, e);
                     }
                 }
                 Next::Silent => {}
@@ -588,6 +977,38 @@ impl Connection {
                 }
             }
         }
+    }
+
+    /// How long this connection has to join the job.
+    fn join_limit(&self) -> Duration {
+        match self.link {
+            Link::Unix(_) => IO_STALL_LIMIT,
+            _ => TCP_JOIN_LIMIT,
+        }
+    }
+
+    /// A reply could not be sent: the end of the connection if the peer is gone, a protocol
+    /// violation if it stopped reading.
+    fn send_failed(&self, reply: &str, e: io::Error) -> Result<(), String> {
+        if matches!(
+            e.kind(),
+            io::ErrorKind::BrokenPipe
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::NotConnected
+        ) {
+            tracing::debug!(
+                "store: {} left before its {reply} reply was sent ({e})",
+                self.peer
+            );
+            return Ok(());
+        }
+        Err(match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
+                "did not take its {reply} reply within {} s",
+                IO_STALL_LIMIT.as_secs()
+            ),
+            _ => format!("cannot send {reply} reply: {e}"),
+        })
     }
 
     /// Tells the peer why it is being dropped (best effort) and returns the message.
@@ -691,7 +1112,15 @@ impl Connection {
                     .wait_for(&key, Duration::from_millis(timeout_ms))
                 {
                     None => Next::Reply(Reply::Timeout, None),
-                    Some(Entry::Bytes(v)) => Next::Reply(Reply::Value(v.to_vec()), None),
+                    Some(Entry::Bytes(v)) => match wire::value_reply_head(v.len()) {
+                        Ok(head) => Next::Stream {
+                            name: "VALUE",
+                            head,
+                            value: v,
+                        },
+                        // Stored values are within the limit: SET and APPEND checked them.
+                        Err(e) => Next::Reply(Reply::Error(e.to_string()), None),
+                    },
                     Some(Entry::Fd(_)) => Next::Reply(
                         Reply::Error("key holds a file descriptor; use GET_FD".into()),
                         None,
@@ -745,7 +1174,7 @@ impl Connection {
                 expected,
                 desired,
             } => {
-                let reply = {
+                let (swapped, current) = {
                     let mut state = self.shared.lock();
                     let current = match state.entries.get(&key) {
                         None => None,
@@ -760,21 +1189,23 @@ impl Connection {
                     if current.as_deref() == expected.as_deref() {
                         let stored: Arc<[u8]> = desired.into();
                         state.entries.insert(key, Entry::Bytes(Arc::clone(&stored)));
-                        Reply::Swapped {
-                            swapped: true,
-                            current: Some(stored.to_vec()),
-                        }
+                        (true, Some(stored))
                     } else {
-                        Reply::Swapped {
-                            swapped: false,
-                            current: current.map(|v| v.to_vec()),
-                        }
+                        (false, current)
                     }
                 };
-                if matches!(reply, Reply::Swapped { swapped: true, .. }) {
+                if swapped {
                     self.shared.written.notify_all();
                 }
-                Next::Reply(reply, None)
+                match wire::swapped_reply_head(swapped, current.as_ref().map(|v| v.len())) {
+                    Ok(head) => Next::Stream {
+                        name: "SWAPPED",
+                        head,
+                        value: current.unwrap_or_else(|| Arc::from(&[][..])),
+                    },
+                    // Stored values are within the limit: SET and APPEND checked them.
+                    Err(e) => Next::Reply(Reply::Error(e.to_string()), None),
+                }
             }
             Request::Append { key, value } => {
                 let result = {
@@ -871,8 +1302,12 @@ impl Connection {
             return Err(format!("PE {rank} is already connected to this store"));
         }
         *slot = Some(PeerStatus::default());
+        drop(state);
         self.rank = rank;
         self.claimed = true;
+        if let Some(ticket) = self.ticket.take() {
+            self.shared.leave(&ticket);
+        }
         Ok(())
     }
 }
@@ -1139,6 +1574,8 @@ mod tests {
         assert_protocol_error(&raw_exchange(&[3, 0, 0, 0, 0x05, 9, 0], true), "DELETE");
         // Truncated frame, then EOF.
         assert_protocol_error(&raw_exchange(&[9, 0, 0, 0, 0x02], true), "inside a frame");
+        // A frame larger than any HELLO before HELLO, refused before it is read.
+        assert_protocol_error(&raw_exchange(&4096u32.to_le_bytes(), false), "before HELLO");
         // Anything but HELLO first.
         let set = Request::Set {
             key: "k".into(),
@@ -1266,6 +1703,171 @@ mod tests {
         assert_eq!(
             server.serve_unix(0, a).unwrap_err().kind(),
             io::ErrorKind::AlreadyExists
+        );
+    }
+
+    /// A TCP store of `n` PEs on a free loopback port, with a fresh job CA when `tls`.
+    fn tcp_store(
+        n: u32,
+        tls: bool,
+    ) -> (
+        Server,
+        Receiver<StoreEvent>,
+        std::net::SocketAddr,
+        Option<super::super::tls::JobCredentials>,
+    ) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let creds = tls.then(|| {
+            super::super::tls::job_credentials(
+                &["127.0.0.1".parse().unwrap()],
+                super::super::tls::Validity::for_a_job(),
+            )
+            .unwrap()
+        });
+        let (server, events) = Server::new(n);
+        let config = creds.as_ref().map(|c| c.server.server_config().unwrap());
+        server.serve_tcp(listener, config).unwrap();
+        (server, events, addr, creds)
+    }
+
+    /// Writes `bytes` to a fresh connection one at a time, `every` apart, until the store
+    /// closes it or `give_up` has passed; returns how long it stayed open.
+    fn trickle(
+        addr: std::net::SocketAddr,
+        bytes: &[u8],
+        every: Duration,
+        give_up: Duration,
+    ) -> Duration {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_nonblocking(true).unwrap();
+        let start = Instant::now();
+        let mut sent = 0;
+        let mut next = start;
+        loop {
+            let mut sink = [0u8; 512];
+            match s.read(&mut sink) {
+                Ok(0) => return start.elapsed(),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return start.elapsed(),
+            }
+            if start.elapsed() >= give_up {
+                return start.elapsed();
+            }
+            if sent < bytes.len() && Instant::now() >= next {
+                let _ = s.write(&bytes[sent..=sent]);
+                sent += 1;
+                next += every;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn frames_wait_for_room_in_the_budget_then_are_refused() {
+        let budget = FrameBudget::default();
+        let half = FRAME_BUDGET / 2;
+        let first = budget.reserve(half, Instant::now()).unwrap();
+        let second = budget.reserve(half, Instant::now()).unwrap();
+        // Full: one more byte waits until its deadline, and gets nothing.
+        let start = Instant::now();
+        let wait = Duration::from_millis(100);
+        assert!(budget.reserve(1, start + wait).is_none());
+        assert!(start.elapsed() >= wait);
+        // Room given back while a frame waits goes to it.
+        thread::scope(|s| {
+            let waiter = s.spawn(|| budget.reserve(half, Instant::now() + T).map(|r| r.bytes));
+            thread::sleep(wait);
+            drop(first);
+            assert_eq!(waiter.join().unwrap(), Some(half));
+        });
+        drop(second);
+        assert_eq!(*budget.used.lock().unwrap(), 0);
+    }
+
+    #[test]
+    fn a_trickled_tls_handshake_is_cut_at_the_join_deadline() {
+        let (_server, _events, addr, creds) = tcp_store(1, true);
+        let pe = super::super::tls::identity_from_bundle(creds.unwrap().client_bundle.as_bytes())
+            .unwrap();
+        let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let mut conn = rustls::ClientConnection::new(pe.client_config().unwrap(), name).unwrap();
+        let mut client_hello = Vec::new();
+        while conn.wants_write() {
+            conn.write_tls(&mut client_hello).unwrap();
+        }
+        // Every byte comes well within a single read's timeout; the whole never does.
+        let every = TCP_JOIN_LIMIT / 5;
+        assert!(client_hello.len() > 50);
+        let held = trickle(addr, &client_hello, every, TCP_JOIN_LIMIT * 4);
+        assert!(
+            held < TCP_JOIN_LIMIT + Duration::from_secs(2),
+            "a trickled ClientHello held its connection for {held:?}"
+        );
+        eprintln!("a trickled ClientHello was cut after {held:?}");
+    }
+
+    #[test]
+    fn a_trickled_hello_is_cut_at_the_join_deadline() {
+        let (server, _events, addr, _) = tcp_store(1, false);
+        let hello = Request::Hello {
+            version: PROTOCOL_VERSION,
+            rank: 0,
+            n_pes: 1,
+            job: String::new(),
+        };
+        let every = TCP_JOIN_LIMIT / 5;
+        let held = trickle(addr, &hello.encode().unwrap(), every, TCP_JOIN_LIMIT * 6);
+        assert!(
+            held < TCP_JOIN_LIMIT + Duration::from_secs(2),
+            "a trickled HELLO held its connection for {held:?}"
+        );
+        eprintln!("a trickled HELLO was cut after {held:?}");
+        assert!(server.peer_status(0).is_none(), "the trickled HELLO joined");
+    }
+
+    #[test]
+    fn an_idle_stray_is_told_it_sent_nothing() {
+        let (server, _events) = Server::new(1);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let _idle = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (sock, _) = listener.accept().unwrap();
+        let why =
+            (server.join_tcp(sock, None, "idle", Instant::now() + TCP_JOIN_LIMIT)).unwrap_err();
+        let want = format!("sent nothing within {} s", TCP_JOIN_LIMIT.as_secs());
+        assert!(why.contains(&want), "{why}");
+    }
+
+    #[test]
+    fn a_reply_to_a_pe_that_left_is_not_a_protocol_error() {
+        let (_server, events, mut ends) = job(1);
+        let sock = UnixStream::from(ends.pop().unwrap());
+        let hello = Request::Hello {
+            version: PROTOCOL_VERSION,
+            rank: 0,
+            n_pes: 1,
+            job: String::new(),
+        };
+        send_frame(sock.as_fd(), &hello.encode().unwrap(), None).unwrap();
+        let mut reader = FdReader {
+            sock: sock.as_fd(),
+            fds: &mut Vec::new(),
+        };
+        Reply::from_frame(&wire::read_frame(&mut reader).unwrap()).unwrap();
+        // A GET whose answer comes after the PE is gone (killed during a teardown).
+        let get = Request::Get {
+            key: "never".into(),
+            timeout_ms: 200,
+        };
+        send_frame(sock.as_fd(), &get.encode().unwrap(), None).unwrap();
+        drop(sock);
+        let seen = events_until_disconnect(&events, 0);
+        assert!(
+            !seen
+                .iter()
+                .any(|e| matches!(e, StoreEvent::ProtocolError { .. })),
+            "{seen:?}"
         );
     }
 }

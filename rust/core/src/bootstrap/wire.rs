@@ -24,6 +24,12 @@ pub const MAX_VALUE_LEN: usize = 16 << 20;
 pub const MAX_FRAME_LEN: usize = 17 << 20;
 /// Longest error message a reply carries; longer ones are cut.
 const MAX_MESSAGE_LEN: usize = 4096;
+/// Largest length field of a HELLO frame (op byte, magic, three integers and a job id of at
+/// most [`MAX_KEY_LEN`] bytes): a store takes no larger frame from a connection before HELLO.
+pub const MAX_HELLO_FRAME_LEN: usize = 1 + 4 + 12 + 2 + MAX_KEY_LEN;
+/// Words that start a store's refusal of a connection it has no room for: the PE tries
+/// again, where any other refusal is final.
+pub const STORE_FULL: &str = "store full";
 
 /// Size of the length prefix.
 const HEADER_LEN: usize = 4;
@@ -610,6 +616,35 @@ impl Reply {
     }
 }
 
+/// The start of a VALUE reply whose `len`-byte value the sender sends right after it, from
+/// where the value is kept (no copy of the whole frame). Fails on a value over its limit.
+pub fn value_reply_head(len: usize) -> Result<Vec<u8>, WireError> {
+    if len > MAX_VALUE_LEN {
+        return Err(WireError::Limit {
+            what: "value",
+            len,
+            max: MAX_VALUE_LEN,
+        });
+    }
+    let mut head = FrameBuilder::new(op::VALUE, 0).finish();
+    // At most 1 + MAX_VALUE_LEN, far below u32::MAX.
+    let frame_len = (1 + len) as u32;
+    head[..HEADER_LEN].copy_from_slice(&frame_len.to_le_bytes());
+    Ok(head)
+}
+
+/// The start of a SWAPPED reply whose value (`current`: its length, `None` when the key is
+/// absent) the sender sends right after it, as [`value_reply_head`] does for VALUE.
+pub fn swapped_reply_head(swapped: bool, current: Option<usize>) -> Result<Vec<u8>, WireError> {
+    let len = current.unwrap_or(0);
+    let mut head = value_reply_head(len)?;
+    head[HEADER_LEN] = op::SWAPPED;
+    let frame_len = (2 + len) as u32;
+    head[..HEADER_LEN].copy_from_slice(&frame_len.to_le_bytes());
+    head.push(u8::from(swapped) | u8::from(current.is_some()) << 1);
+    Ok(head)
+}
+
 /// One frame as read from a stream: the op byte and its payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
@@ -635,6 +670,14 @@ impl Frame {
 /// [`WireError::TimedOut`] telling whether the frame was cut. A bad length is refused before
 /// anything is allocated for it.
 pub fn read_frame<R: Read + ?Sized>(r: &mut R) -> Result<Frame, WireError> {
+    let len = read_header(r)?;
+    read_body(r, len)
+}
+
+/// Reads a frame's length field: the first half of [`read_frame`], for a reader that decides
+/// whether (and when) to take the frame before its body is read. Returns the length of the
+/// op byte and payload, checked to be in `1..=MAX_FRAME_LEN`.
+pub fn read_header<R: Read + ?Sized>(r: &mut R) -> Result<usize, WireError> {
     let mut header = [0u8; HEADER_LEN];
     let got = fill(r, &mut header, 0)?;
     if got == 0 {
@@ -650,7 +693,16 @@ pub fn read_frame<R: Read + ?Sized>(r: &mut R) -> Result<Frame, WireError> {
     if len == 0 || len as usize > MAX_FRAME_LEN {
         return Err(WireError::BadLength(len));
     }
-    let mut body = vec![0u8; len as usize];
+    Ok(len as usize)
+}
+
+/// Reads the op byte and payload of a frame whose header [`read_header`] read: `len` bytes
+/// (at least 1: `read_header` checked it; a zero `len` reads as a malformed frame).
+pub fn read_body<R: Read + ?Sized>(r: &mut R, len: usize) -> Result<Frame, WireError> {
+    if len == 0 {
+        return Err(WireError::BadLength(0));
+    }
+    let mut body = vec![0u8; len];
     let got = fill(r, &mut body, HEADER_LEN)?;
     if got < body.len() {
         return Err(WireError::Truncated {
@@ -888,6 +940,36 @@ mod tests {
             let (op, payload) = split(&reply.encode().unwrap());
             assert_eq!(Reply::decode(op, &payload).unwrap(), reply);
         }
+    }
+
+    #[test]
+    fn streamed_reply_heads_match_whole_replies() {
+        for reply in all_replies() {
+            let (head, value) = match &reply {
+                Reply::Value(v) => (value_reply_head(v.len()).unwrap(), v.clone()),
+                Reply::Swapped { swapped, current } => (
+                    swapped_reply_head(*swapped, current.as_ref().map(Vec::len)).unwrap(),
+                    current.clone().unwrap_or_default(),
+                ),
+                _ => continue,
+            };
+            assert_eq!([head, value].concat(), reply.encode().unwrap(), "{reply:?}");
+        }
+        assert!(value_reply_head(MAX_VALUE_LEN + 1).is_err());
+    }
+
+    #[test]
+    fn the_largest_hello_fits_the_hello_limit() {
+        let hello = Request::Hello {
+            version: PROTOCOL_VERSION,
+            rank: u32::MAX,
+            n_pes: u32::MAX,
+            job: "j".repeat(MAX_KEY_LEN),
+        };
+        assert_eq!(
+            hello.encode().unwrap().len(),
+            HEADER_LEN + MAX_HELLO_FRAME_LEN
+        );
     }
 
     #[test]
