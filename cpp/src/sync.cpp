@@ -15,7 +15,7 @@ namespace {
 void sync_all(const char *call) {
     require_running(call);
     try {
-        core::sync_all();
+        core::sync_all(call);
     } catch (const rust::Error &) {
         fail_logged();
     }
