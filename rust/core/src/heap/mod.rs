@@ -166,6 +166,30 @@ impl Heap {
     }
 }
 
+#[cfg(test)]
+impl Heap {
+    /// The heaps of an `n_pes`-PE job living in this one process, as each PE sees them (PE i's
+    /// view maps every PE's file), with `size` user bytes each: for tests of the barrier and
+    /// other code on the reserved words, one thread per PE.
+    pub(crate) fn in_process(n_pes: usize, size: usize) -> Vec<Heap> {
+        let total = RESERVED + size;
+        let files: Vec<_> = (0..n_pes)
+            .map(|pe| mapping::memfd(&format!("shmem-test-heap-pe{pe}"), total).unwrap())
+            .collect();
+        (0..n_pes)
+            .map(|my_pe| Heap {
+                my_pe,
+                maps: files
+                    .iter()
+                    .map(|fd| Mapping::map_shared(fd, total).unwrap())
+                    .collect(),
+                size,
+                allocator: Mutex::new(Allocator::new(size)),
+            })
+            .collect()
+    }
+}
+
 /// Describes an allocation failure for the log.
 pub fn describe(call: &str, err: &AllocError, heap_size: usize) -> String {
     match err {

@@ -201,3 +201,150 @@ impl Barrier {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::call::Step;
+    use std::time::Duration;
+
+    fn malloc(size: u64) -> Call {
+        Call::new("shmem_malloc", Step::Alloc { size, align: 64 })
+    }
+
+    /// Runs one barrier per entry of `rounds` on `n` PEs (threads), PE i entering barrier k
+    /// with `rounds[k](i)`, and returns each PE's outcomes (a PE stops at its first error).
+    fn run(
+        n: usize,
+        central: bool,
+        rounds: &[&(dyn Fn(usize) -> Call + Sync)],
+        deadline: Option<Duration>,
+    ) -> Vec<Vec<Result<(), Stop>>> {
+        let heaps = Heap::in_process(n, 4096);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = heaps
+                .iter()
+                .enumerate()
+                .map(|(pe, heap)| {
+                    scope.spawn(move || {
+                        let barrier = Barrier::new(central);
+                        let mut outcomes = Vec::new();
+                        for call in rounds {
+                            let deadline = deadline.map(|d| Instant::now() + d);
+                            let r = barrier.sync(heap, pe, n, call(pe), deadline);
+                            outcomes.push(r);
+                            if r.is_err() {
+                                break;
+                            }
+                        }
+                        outcomes
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
+    #[test]
+    fn calls_that_agree_pass_and_are_recorded() {
+        let barrier_or_sync = |pe: usize| {
+            let routine = ["shmem_barrier_all", "shmem_sync_all"][pe % 2];
+            Call::new(routine, Step::Sync)
+        };
+        let same_malloc = |_: usize| malloc(64);
+        for central in [false, true] {
+            for n in 1..=5 {
+                let out = run(
+                    n,
+                    central,
+                    &[&barrier_or_sync, &same_malloc, &barrier_or_sync],
+                    None,
+                );
+                for (pe, o) in out.iter().enumerate() {
+                    assert_eq!(o, &vec![Ok(()); 3], "n={n} central={central} PE {pe}");
+                }
+            }
+        }
+        let heaps = Heap::in_process(2, 4096);
+        assert_eq!(
+            entered(&heaps[0], 1),
+            Entered {
+                epoch: 0,
+                call: None
+            }
+        );
+    }
+
+    /// Every pattern of two different calls over 2..=6 PEs: every PE returns `OutOfStep` from
+    /// that barrier, none goes on (with 4 PEs or more, some PEs see only calls that agree with
+    /// their own: they learn it from the marked flags).
+    #[test]
+    fn every_pe_learns_that_calls_differ() {
+        for central in [false, true] {
+            for n in 2..=6usize {
+                for pattern in 1..(1u32 << n) - 1 {
+                    let call = |pe: usize| malloc(if pattern >> pe & 1 == 1 { 128 } else { 64 });
+                    let out = run(n, central, &[&|_| malloc(8), &call], None);
+                    for (pe, o) in out.iter().enumerate() {
+                        assert_eq!(
+                            o,
+                            &vec![Ok(()), Err(Stop::OutOfStep { epoch: 2 })],
+                            "n={n} central={central} pattern={pattern:b} PE {pe}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn state_lines_say_who_called_what() {
+        for central in [false, true] {
+            let n = 3;
+            let heaps = Heap::in_process(n, 4096);
+            let calls = [
+                malloc(64),
+                Call::new("shmem_finalize", Step::Finalize),
+                malloc(64),
+            ];
+            std::thread::scope(|scope| {
+                for (pe, heap) in heaps.iter().enumerate() {
+                    let call = calls[pe];
+                    scope.spawn(move || {
+                        let barrier = Barrier::new(central);
+                        let r = barrier.sync(heap, pe, n, call, None);
+                        assert_eq!(r, Err(Stop::OutOfStep { epoch: 1 }));
+                    });
+                }
+            });
+            for (pe, call) in calls.iter().enumerate() {
+                for view in &heaps {
+                    let e = entered(view, pe);
+                    assert_eq!((e.epoch, e.call), (1, Some(*call)), "central={central}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pe_that_never_comes_times_the_others_out() {
+        for central in [false, true] {
+            let n = 3;
+            let heaps = Heap::in_process(n, 4096);
+            std::thread::scope(|scope| {
+                // PE 2 never enters the barrier.
+                for (pe, heap) in heaps.iter().enumerate().take(2) {
+                    scope.spawn(move || {
+                        let barrier = Barrier::new(central);
+                        let deadline = Some(Instant::now() + Duration::from_millis(100));
+                        let fin = Call::new("shmem_finalize", Step::Finalize);
+                        let r = barrier.sync(heap, pe, n, fin, deadline);
+                        assert_eq!(r, Err(Stop::TimedOut { epoch: 1 }), "central={central}");
+                    });
+                }
+            });
+            assert_eq!(entered(&heaps[0], 2).epoch, 0);
+            assert_eq!(entered(&heaps[2], 0).epoch, 1);
+        }
+    }
+}
