@@ -79,9 +79,9 @@ mod bridge {
         fn finalize() -> Result<()>;
         /// Ends the whole job with `status`; does not return.
         fn global_exit(status: i32);
-        /// Barrier over all PEs for `call` (`shmem_barrier_all` or `shmem_sync_all`; no
-        /// completion of puts: the caller fences first if needed).
-        fn sync_all(call: &str) -> Result<()>;
+        /// Barrier over all PEs for `shmem_barrier_all` (`barrier_all`) or `shmem_sync_all`
+        /// (no completion of puts: the caller fences first if needed).
+        fn sync_all(barrier_all: bool) -> Result<()>;
         /// Collective symmetric allocation; returns the local address.
         fn heap_alloc(call: &str, len: usize, align: usize, zero: bool) -> Result<usize>;
         /// Collective free of a block from `heap_alloc`.
@@ -255,11 +255,13 @@ fn global_exit(status: i32) {
     runtime::global_exit(status)
 }
 
-fn sync_all(call: &str) -> Result<(), Error> {
-    logged(
-        call,
-        runtime::get("shmem_sync_all").map(|rt| rt.sync_all(call)),
-    )
+fn sync_all(barrier_all: bool) -> Result<(), Error> {
+    let call = if barrier_all {
+        "shmem_barrier_all"
+    } else {
+        "shmem_sync_all"
+    };
+    logged(call, runtime::get(call).map(|rt| rt.sync_all(barrier_all)))
 }
 
 // Calls whose PEs are out of step never return from these: the runtime ends the job.

@@ -514,10 +514,15 @@ pub(crate) fn exit_process(status: i32) -> ! {
 }
 
 impl Runtime {
-    /// Barrier over all PEs without the completion of outstanding puts, for `call`
-    /// (`shmem_sync_all` or `shmem_barrier_all`, which agree with each other).
-    pub fn sync_all(&self, call: &str) {
-        self.enter(Call::new(call, Step::Sync), None);
+    /// Barrier over all PEs without the completion of outstanding puts, for
+    /// `shmem_barrier_all` (`barrier_all`) or `shmem_sync_all`, which agree with each other.
+    pub fn sync_all(&self, barrier_all: bool) {
+        let call = if barrier_all {
+            Call::BARRIER_ALL
+        } else {
+            Call::SYNC_ALL
+        };
+        self.enter(call, None);
     }
 
     /// True when barriers take the central shape; the facade's team barriers follow it.

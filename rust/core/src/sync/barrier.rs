@@ -1,32 +1,36 @@
 //! Barrier over all PEs on the heaps' reserved words, in one of two shapes chosen at start-up,
-//! carrying the call each PE entered it with ([`Call`]) so that PEs whose calls over all PEs
-//! are out of step all find out at that barrier, rather than corrupt data or wait for ever.
+//! carrying a tag of the call each PE entered it with ([`Call::tag`]) so that PEs whose calls
+//! over all PEs are out of step all find out at that barrier, rather than corrupt data or wait
+//! for ever. The tag travels in the words the barrier writes anyway: no extra cache line.
 //!
 //! - Dissemination (PEs have cores of their own): in round k, PE i raises the round-k flag of
 //!   PE (i + 2^k) mod n to the barrier's epoch and waits until its own round-k flag reaches it;
-//!   log2(n) rounds of one cache-line transfer each. The sender's call travels in the same line
-//!   as the flag (in one of two slots chosen by the epoch's parity: a sender is at most one
-//!   barrier ahead of its receiver's reading), and the receiver compares it with its own. A PE
-//!   that has seen a difference, itself or through a flag, marks its later flags; since every
-//!   PE's arrival reaches every other PE through a chain of rounds, and any difference between
-//!   two PEs' calls is a difference between two neighbours of that chain, every PE leaves a
-//!   barrier whose calls differ knowing it.
-//! - Central (more PEs than cores): every PE adds 1 to a counter on PE 0; the PE that brings it
-//!   to epoch * n compares every PE's call with its own and raises PE 0's release word to the
-//!   epoch, marked if they differ, which everyone else waits for. Each PE then needs the CPU
-//!   twice per barrier, where dissemination needs it once per round, in an order the scheduler
-//!   does not know.
+//!   log2(n) rounds of one cache-line transfer each. A flag holds the epoch's low 32 bits (a
+//!   flag is never more than one epoch away from its reader's, so they compare modulo 2^32),
+//!   the sender's tag, and a mark; the receiver compares the tag with its own. A PE that has
+//!   seen a difference, itself or as a mark, marks its later flags. Every PE's arrival reaches
+//!   every other PE through a chain of rounds, and a difference between two PEs' calls is a
+//!   difference between two neighbours of that chain, so every PE leaves a barrier whose calls
+//!   differ knowing it. A flag already one epoch ahead comes from a PE that left this barrier
+//!   unmarked, which it cannot have done unless every call agreed.
+//! - Central (more PEs than cores): every PE ORs its tag, and above it its complement, into a
+//!   word beside a counter on PE 0, then adds 1 to the counter; the PE that brings it to
+//!   epoch * n finds a bit set in both halves if the tags differ, and raises PE 0's release
+//!   word to the epoch, marked if so, which everyone else waits for. Each PE then needs the CPU twice per
+//!   barrier, where dissemination needs it once per round, in an order the scheduler does not
+//!   know.
 //!
-//! Epochs only grow and each word's meaning is "reached epoch e", so nothing is ever reset and a
-//! PE already in the next barrier is harmless. Release stores (or read-modify-writes) and acquire
-//! loads carry every store made before the barrier to every PE after it. Every PE also records
-//! in its state line the last epoch it entered and its call: the central shape compares those,
-//! and after a barrier whose calls differ (which no PE leaves for the next one) they say who
-//! called what. This module never ends the job: it says what it found.
+//! Epochs only grow and each word's meaning is "reached epoch e", so nothing is ever reset (but
+//! the central tag word, by the last arrival, for the next epoch) and a PE already in
+//! the next barrier is harmless. Release stores (or read-modify-writes) and acquire loads carry
+//! every store made before the barrier to every PE after it. Every PE also records in its own
+//! state line the last epoch it entered and its whole call: after a barrier whose calls differ
+//! (which no PE leaves for the next one) they say who called what. This module never ends the
+//! job: it says what it found.
 
 use crate::heap::{Heap, BARRIER_CENTRAL, BARRIER_FLAGS, BARRIER_ROUNDS, BARRIER_STATE};
 use crate::mapping::Mapping;
-use crate::sync::call::Call;
+use crate::sync::call::{Call, TAG_BITS};
 use crate::sync::wait;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -68,16 +72,30 @@ fn flag_offset(round: usize) -> usize {
     BARRIER_FLAGS + round * 64
 }
 
-/// Where in the round-`round` line the sender's call for `epoch` goes: words 1..4 for even
-/// epochs, 4..7 for odd ones.
-fn slot_offset(round: usize, epoch: u64) -> usize {
-    flag_offset(round) + 8 + (epoch % 2) as usize * 24
+/// Set in a flag or the release word, beside the epoch: the calls of this barrier differ.
+const OUT_OF_STEP: u64 = 1 << 63;
+const EPOCH_MASK: u64 = (1 << 32) - 1;
+const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
+
+/// A dissemination flag: the epoch's low 32 bits, the sender's tag, the mark.
+fn flag(epoch: u64, tag: u64, out_of_step: bool) -> u64 {
+    let mark = if out_of_step { OUT_OF_STEP } else { 0 };
+    (epoch & EPOCH_MASK) | tag << 32 | mark
+}
+
+/// How far a flag's epoch is ahead of `epoch`, modulo 2^32: 0 or 1 once reached, 2^32 - 1
+/// before.
+fn ahead(flag: u64, epoch: u64) -> u64 {
+    (flag & EPOCH_MASK).wrapping_sub(epoch) & EPOCH_MASK
 }
 
 const COUNTER: usize = BARRIER_CENTRAL;
+/// The central shape's tag word on PE 0 for `epoch`, beside the counter (one per epoch parity):
+/// the OR of every PE's tag in the low [`TAG_BITS`] bits, the OR of their complements above.
+fn tag_word(epoch: u64) -> usize {
+    COUNTER + 8 + (epoch % 2) as usize * 8
+}
 const RELEASE: usize = BARRIER_CENTRAL + 64;
-/// Set beside the epoch in a flag or the release word: the calls of this barrier differ.
-const OUT_OF_STEP: u64 = 1 << 63;
 
 fn store_call(line: &Mapping, offset: usize, call: &Call) {
     for (i, w) in call.encode().into_iter().enumerate() {
@@ -135,28 +153,27 @@ impl Barrier {
         if n_pes == 1 {
             return Ok(());
         }
+        let tag = call.tag();
         if self.central {
-            return self.sync_central(heap, my_pe, n_pes, &call, epoch, deadline);
+            return self.sync_central(heap, n_pes, tag, epoch, deadline);
         }
         let mut out_of_step = false;
         let mut dist = 1usize;
         let mut round = 0usize;
         while dist < n_pes {
             debug_assert!(round < BARRIER_ROUNDS);
-            let to = heap.map((my_pe + dist) % n_pes);
-            store_call(to, slot_offset(round, epoch), &call);
-            let mark = if out_of_step { OUT_OF_STEP } else { 0 };
-            to.atomic_u64(flag_offset(round))
-                .store(epoch | mark, Ordering::Release);
+            heap.map((my_pe + dist) % n_pes)
+                .atomic_u64(flag_offset(round))
+                .store(flag(epoch, tag, out_of_step), Ordering::Release);
             let mine: &AtomicU64 = heap.local().atomic_u64(flag_offset(round));
-            let reached = || mine.load(Ordering::Acquire) & !OUT_OF_STEP >= epoch;
+            let reached = || ahead(mine.load(Ordering::Acquire), epoch) <= 1;
             if !wait::until_deadline(reached, deadline) {
                 return Err(Stop::TimedOut { epoch });
             }
-            // A flag already past this epoch comes from a sender whose calls agreed here.
-            out_of_step |= mine.load(Ordering::Acquire) == epoch | OUT_OF_STEP
-                || !load_call(heap.local(), slot_offset(round, epoch))
-                    .is_some_and(|theirs| theirs.agrees(&call));
+            let got = mine.load(Ordering::Acquire);
+            if ahead(got, epoch) == 0 {
+                out_of_step |= got & OUT_OF_STEP != 0 || (got >> 32) & TAG_MASK != tag;
+            }
             dist <<= 1;
             round += 1;
         }
@@ -169,27 +186,33 @@ impl Barrier {
     fn sync_central(
         &self,
         heap: &Heap,
-        my_pe: usize,
         n_pes: usize,
-        call: &Call,
+        tag: u64,
         epoch: u64,
         deadline: Option<Instant>,
     ) -> Result<(), Stop> {
         let root = heap.map(0);
         let release = root.atomic_u64(RELEASE);
+        let tags = root.atomic_u64(tag_word(epoch));
+        tags.fetch_or(tag | (!tag & TAG_MASK) << TAG_BITS, Ordering::Relaxed);
         let arrived = root.atomic_u64(COUNTER).fetch_add(1, Ordering::AcqRel) + 1;
         if arrived == epoch * n_pes as u64 {
-            // The counter's read-modify-writes form one release sequence: every PE's state
-            // line, written before its increment, is visible here.
-            let agree = (0..n_pes).filter(|&pe| pe != my_pe).all(|pe| {
-                load_call(heap.map(pe), BARRIER_STATE + 8).is_some_and(|t| t.agrees(call))
-            });
-            if agree {
-                release.store(epoch, Ordering::Release);
-                return Ok(());
-            }
-            release.store(epoch | OUT_OF_STEP, Ordering::Release);
-            return Err(Stop::OutOfStep { epoch });
+            // The counter's read-modify-writes form one release sequence: every PE's OR, made
+            // before its increment, is visible here. A bit set both in some tag and in some
+            // complement is a bit where two tags differ.
+            let seen = tags.load(Ordering::Relaxed);
+            let differ = seen & (seen >> TAG_BITS) & TAG_MASK != 0;
+            // The other word last served the previous epoch, which every PE has left; it
+            // serves the next one only after the release below.
+            root.atomic_u64(tag_word(epoch + 1))
+                .store(0, Ordering::Relaxed);
+            let mark = if differ { OUT_OF_STEP } else { 0 };
+            release.store(epoch | mark, Ordering::Release);
+            return if differ {
+                Err(Stop::OutOfStep { epoch })
+            } else {
+                Ok(())
+            };
         }
         let reached = || release.load(Ordering::Acquire) & !OUT_OF_STEP >= epoch;
         if !wait::until_deadline(reached, deadline) {
@@ -243,6 +266,34 @@ mod tests {
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         })
+    }
+
+    #[test]
+    fn flags_compare_modulo_two_to_the_32() {
+        let tag = malloc(64).tag();
+        for epoch in [
+            1u64,
+            2,
+            (1 << 32) - 1,
+            1 << 32,
+            (1 << 32) + 1,
+            5 << 32,
+            u64::MAX >> 2,
+        ] {
+            let before = flag(epoch - 1, tag, false);
+            assert_eq!(ahead(before, epoch), EPOCH_MASK, "epoch {epoch}");
+            assert_eq!(ahead(flag(epoch, tag, true), epoch), 0, "epoch {epoch}");
+            assert_eq!(
+                ahead(flag(epoch + 1, tag, false), epoch),
+                1,
+                "epoch {epoch}"
+            );
+            let word = flag(epoch, tag, true);
+            assert_eq!((word >> 32) & TAG_MASK, tag);
+            assert_ne!(word & OUT_OF_STEP, 0);
+        }
+        // A fresh heap's 0 has not reached the first epoch.
+        assert_eq!(ahead(0, 1), EPOCH_MASK);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Which call over all PEs a barrier belongs to: the routine and the arguments every PE must
-//! agree on, packed into three heap words so that a barrier carries it at no extra cache-line
-//! transfer (see [`crate::sync::barrier`]).
+//! agree on, as three heap words (each PE's record of its call) and as a 31-bit tag that a
+//! barrier carries beside its epoch in the words it already writes (see
+//! [`crate::sync::barrier`]).
 //!
 //! Two PEs agree when they entered the barrier for the same step: plain synchronisations
 //! (`shmem_barrier_all`, `shmem_sync_all`) agree with each other whatever the routine; an
@@ -30,6 +31,9 @@ const OTHER_ROUTINE: u64 = 0xff;
 
 /// An offset that names no block (the pointer was outside the symmetric heap).
 const NO_OFFSET: u64 = u64::MAX;
+
+/// Bits of [`Call::tag`].
+pub const TAG_BITS: u32 = 31;
 
 /// What the PEs must agree on, with its arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -68,6 +72,17 @@ pub struct Call {
 }
 
 impl Call {
+    /// `shmem_barrier_all()`.
+    pub const BARRIER_ALL: Call = Call {
+        routine: 0,
+        step: Step::Sync,
+    };
+    /// `shmem_sync_all()`.
+    pub const SYNC_ALL: Call = Call {
+        routine: 1,
+        step: Step::Sync,
+    };
+
     /// The call of routine `routine` (a public name such as `"shmem_malloc"`) for `step`.
     pub fn new(routine: &str, step: Step) -> Call {
         let routine = ROUTINES
@@ -87,15 +102,33 @@ impl Call {
         self.step == other.step
     }
 
-    /// The three words a barrier carries; the first is never 0, which marks "nothing written".
-    pub fn encode(&self) -> [u64; 3] {
-        let (kind, a, b) = match self.step {
+    fn kind_and_args(&self) -> (u64, u64, u64) {
+        match self.step {
             Step::Sync => (1, 0, 0),
             Step::Alloc { size, align } => (2, size, align),
             Step::Free { offset } => (3, offset, 0),
             Step::Realloc { offset, size } => (4, offset, size),
             Step::Finalize => (5, 0, 0),
-        };
+        }
+    }
+
+    /// The step in [`TAG_BITS`] bits, small enough to travel beside an epoch in one word: the
+    /// kind of step exactly (3 bits), its arguments hashed (28 bits). Calls that agree have the
+    /// same tag; calls of different kinds never do; calls of one kind with different arguments
+    /// do with probability 2^-28.
+    pub fn tag(&self) -> u64 {
+        let (kind, a, b) = self.kind_and_args();
+        // splitmix64's finaliser over both arguments: fixed, so every PE computes the same.
+        let mut h = a ^ b.rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15;
+        h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        h ^= h >> 31;
+        kind << 28 | (h & ((1 << 28) - 1))
+    }
+
+    /// The three words a state line holds; the first is never 0, which marks "nothing written".
+    pub fn encode(&self) -> [u64; 3] {
+        let (kind, a, b) = self.kind_and_args();
         [kind | self.routine << 8, a, b]
     }
 
@@ -197,6 +230,11 @@ mod tests {
             assert_eq!(Call::decode(call.encode()), Some(call));
         }
         assert_eq!(Call::decode([0, 0, 0]), None);
+        assert_eq!(
+            Call::BARRIER_ALL,
+            Call::new("shmem_barrier_all", Step::Sync)
+        );
+        assert_eq!(Call::SYNC_ALL, Call::new("shmem_sync_all", Step::Sync));
     }
 
     #[test]
@@ -218,6 +256,34 @@ mod tests {
         assert!(!malloc(64).agrees(&finalize));
         assert!(!barrier.agrees(&finalize));
         assert!(!barrier.agrees(&malloc(64)));
+    }
+
+    #[test]
+    fn tags_fit_and_follow_agreement() {
+        let barrier = Call::new("shmem_barrier_all", Step::Sync);
+        let sync = Call::new("shmem_sync_all", Step::Sync);
+        let finalize = Call::new("shmem_finalize", Step::Finalize);
+        let malloc = |size| Call::new("shmem_malloc", Step::Alloc { size, align: 64 });
+        let calloc = Call::new(
+            "shmem_calloc",
+            Step::Alloc {
+                size: 64,
+                align: 64,
+            },
+        );
+        assert_eq!(barrier.tag(), sync.tag());
+        assert_eq!(malloc(64).tag(), calloc.tag());
+        assert_ne!(barrier.tag(), finalize.tag());
+        assert_ne!(malloc(64).tag(), finalize.tag());
+        let mut seen = std::collections::HashSet::new();
+        for size in 1..=4096u64 {
+            let tag = malloc(size).tag();
+            assert!(tag < 1 << TAG_BITS);
+            assert!(seen.insert(tag), "sizes up to 4096 have distinct tags");
+        }
+        let free = |offset| Call::new("shmem_free", Step::Free { offset });
+        assert_ne!(free(0).tag(), free(64).tag());
+        assert_ne!(free(0).tag(), free(Call::offset_word(None)).tag());
     }
 
     #[test]
