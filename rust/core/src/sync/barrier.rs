@@ -46,7 +46,7 @@ pub struct Barrier {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
     /// Every PE entered this barrier, but their calls do not agree ([`Call::agrees`]); every
-    /// PE returns this, and none goes on to the next barrier, so [`entries`] reads each PE's
+    /// PE returns this, and none goes on to the next barrier, so [`entered`] reads each PE's
     /// call for this epoch.
     OutOfStep {
         /// The barrier's epoch (the number of barriers over all PEs so far, this one included).
