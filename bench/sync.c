@@ -3,6 +3,8 @@
  *
  *   barrier_all   shmem_barrier_all                      (1.4 and 1.5)
  *   sync_all      shmem_sync_all                         (1.4 and 1.5)
+ *   malloc_free   shmem_malloc(64) then shmem_free: two barriers over all PEs, each carrying
+ *                 the call's arguments, plus the allocator's own work
  *
  *   ---- active-set collectives (1.4, deprecated in 1.5; every library has them) ------------
  *   barrier_as    shmem_barrier(0, 0, npes, pSync)
@@ -90,6 +92,40 @@ static void run_barrier(const char *name) {
     }
     check_barrier(sync_only);
     emit(name, sync_only ? "shmem_sync_all" : "shmem_barrier_all", 0, iters, 0);
+}
+
+static double loop_malloc_free(long iters) {
+    double t0 = bench_now_ns();
+    for (long i = 0; i < iters; i++) shmem_free(shmem_malloc(64));
+    return (bench_now_ns() - t0) / (double)iters;
+}
+
+/* Every PE's block has the same offset: a put to the right neighbour's block lands in it. */
+static void check_malloc_free(void) {
+    const int right = (me + 1) % npes, left = (me + npes - 1) % npes;
+    for (long k = 1; k <= 20; k++) {
+        long *b = shmem_malloc(64);
+        shmem_long_p(b, k * 1000 + me, right);
+        shmem_barrier_all();
+        if (*b != k * 1000 + left)
+            bench_die("malloc_free: round %ld: block holds %ld, expected %ld", k, *b,
+                      k * 1000 + left);
+        shmem_free(b);
+    }
+}
+
+static void run_malloc_free(void) {
+    for (int t = -opt.warmup; t < opt.trials; t++) {
+        shmem_barrier_all();
+        if (me == 0 && t >= 0) BENCH_CG_TOGGLE();
+        double ns = loop_malloc_free(opt.iters);
+        if (me == 0 && t >= 0) {
+            BENCH_CG_TOGGLE();
+            samples[t] = ns;
+        }
+    }
+    check_malloc_free();
+    emit("malloc_free", "shmem_malloc+shmem_free", 64, opt.iters, 0);
 }
 
 /* ---- collectives: active-set forms everywhere, team forms with BENCH_HAVE_TEAMS ----------- */
@@ -241,6 +277,10 @@ int main(int argc, char **argv) {
         const char *op = opt.ops[k];
         if (!strcmp(op, "barrier_all") || !strcmp(op, "sync_all")) {
             run_barrier(op);
+            continue;
+        }
+        if (!strcmp(op, "malloc_free")) {
+            run_malloc_free();
             continue;
         }
         static const struct {

@@ -12,10 +12,10 @@ namespace core = shmem::core;
 
 namespace {
 
-void sync_all(const char *call) {
+void sync_all(const char *call, bool barrier_all) {
     require_running(call);
     try {
-        core::sync_all();
+        core::sync_all(barrier_all);
     } catch (const rust::Error &) {
         fail_logged();
     }
@@ -29,10 +29,10 @@ SHMEM_EXPORT void pshmem_quiet(void) { std::atomic_thread_fence(std::memory_orde
 
 SHMEM_EXPORT void pshmem_barrier_all(void) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    sync_all("shmem_barrier_all");
+    sync_all("shmem_barrier_all", true);
 }
 
-SHMEM_EXPORT void pshmem_sync_all(void) { sync_all("shmem_sync_all"); }
+SHMEM_EXPORT void pshmem_sync_all(void) { sync_all("shmem_sync_all", false); }
 
 SHMEM_WEAK_ALIAS(shmem_fence)
 SHMEM_WEAK_ALIAS(shmem_quiet)

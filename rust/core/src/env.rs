@@ -75,7 +75,7 @@ pub static VARS: &[Var] = &[
         alias: Some("SMA_DEBUG"),
         kind: Kind::Bool,
         default: "0",
-        help: "Enable expensive argument checks and debug messages",
+        help: "Debug messages (log level debug unless SHMEM_LOG_LEVEL is set)",
     },
     Var {
         name: "SHMEM_LOG_LEVEL",
@@ -235,7 +235,8 @@ pub struct Config {
     pub print_version: bool,
     /// Print the variable table at start-up.
     pub print_info: bool,
-    /// Expensive checks on.
+    /// `SHMEM_DEBUG`: debug messages (the log level is read from it earlier, by
+    /// [`early_log_level`]).
     pub debug: bool,
     /// Log level word, one of `error..trace`.
     pub log_level: &'static str,

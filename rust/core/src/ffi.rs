@@ -79,8 +79,9 @@ mod bridge {
         fn finalize() -> Result<()>;
         /// Ends the whole job with `status`; does not return.
         fn global_exit(status: i32);
-        /// Barrier over all PEs (no completion of puts; the caller fences first if needed).
-        fn sync_all() -> Result<()>;
+        /// Barrier over all PEs for `shmem_barrier_all` (`barrier_all`) or `shmem_sync_all`
+        /// (no completion of puts: the caller fences first if needed).
+        fn sync_all(barrier_all: bool) -> Result<()>;
         /// Collective symmetric allocation; returns the local address.
         fn heap_alloc(call: &str, len: usize, align: usize, zero: bool) -> Result<usize>;
         /// Collective free of a block from `heap_alloc`.
@@ -254,41 +255,36 @@ fn global_exit(status: i32) {
     runtime::global_exit(status)
 }
 
-fn sync_all() -> Result<(), Error> {
+fn sync_all(barrier_all: bool) -> Result<(), Error> {
+    let call = if barrier_all {
+        "shmem_barrier_all"
+    } else {
+        "shmem_sync_all"
+    };
+    logged(call, runtime::get(call).map(|rt| rt.sync_all(barrier_all)))
+}
+
+// Calls whose PEs are out of step never return from these: the runtime ends the job.
+
+fn heap_alloc(call: &str, len: usize, align: usize, zero: bool) -> Result<usize, Error> {
     logged(
-        "shmem_sync_all",
-        runtime::get("shmem_sync_all").map(|rt| rt.sync_all()),
+        call,
+        runtime::get("shmem_malloc").and_then(|rt| rt.alloc(call, len, align, zero)),
     )
 }
 
-/// An allocation sequence that differs between PEs (found under `SHMEM_DEBUG`) means every
-/// later symmetric address may be wrong: the job ends here rather than corrupt data.
-fn end_job_on_mismatch<T>(r: Result<T, Error>) -> Result<T, Error> {
-    if let Err(Error::Mismatch { .. }) = &r {
-        runtime::global_exit(1);
-    }
-    r
-}
-
-fn heap_alloc(call: &str, len: usize, align: usize, zero: bool) -> Result<usize, Error> {
-    end_job_on_mismatch(logged(
-        call,
-        runtime::get("shmem_malloc").and_then(|rt| rt.alloc(call, len, align, zero)),
-    ))
-}
-
 fn heap_free(call: &str, addr: usize) -> Result<(), Error> {
-    end_job_on_mismatch(logged(
+    logged(
         call,
         runtime::get("shmem_free").and_then(|rt| rt.free(call, addr)),
-    ))
+    )
 }
 
 fn heap_realloc(call: &str, addr: usize, len: usize) -> Result<usize, Error> {
-    end_job_on_mismatch(logged(
+    logged(
         call,
         runtime::get("shmem_realloc").and_then(|rt| rt.realloc(call, addr, len)),
-    ))
+    )
 }
 
 fn static_data_prepare() {

@@ -14,11 +14,12 @@ use crate::error::{Error, Result};
 use crate::heap::{self, Heap};
 use crate::log;
 use crate::static_data::{self, StaticData};
-use crate::sync::barrier::Barrier;
+use crate::sync::barrier::{self, Barrier, Stop};
+use crate::sync::call::{Call, Step};
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, RwLock, RwLockWriteGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Library name reported by `shmem_info_get_name`.
 pub const NAME: &str = "shmem";
@@ -33,8 +34,8 @@ pub struct Timeouts {
     pub init: Duration,
     /// Creating and exchanging the symmetric heap and static data (`shm_create_timeout`).
     pub create: Duration,
-    /// Control-plane steps of a running job: allocation checks, finalize
-    /// (`control_operation_timeout`).
+    /// Control-plane steps of a running job: finalize's wait for every PE to enter it, and for
+    /// their goodbyes (`control_operation_timeout`).
     pub control: Duration,
 }
 
@@ -84,8 +85,6 @@ pub struct Runtime {
     /// Global and static variables: this PE's range and the peers' mappings, or why not.
     pub static_data: StaticData,
     barrier: Barrier,
-    /// Collective allocation calls made so far (numbers the `SHMEM_DEBUG` sequence check).
-    alloc_calls: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -439,7 +438,6 @@ fn start(
         heap,
         static_data,
         barrier: Barrier::new(central_barrier),
-        alloc_calls: AtomicU64::new(0),
     });
     *state = Phase::Running(rt.clone());
     STATUS.store(STATUS_IS_INITIALIZED, Ordering::Release);
@@ -462,11 +460,15 @@ pub fn get(call: &'static str) -> Result<Arc<Runtime>> {
     }
 }
 
-/// Ends the library on this PE: waits for every PE, says goodbye to the store (PE 0 of a job
-/// without `shmemrun` then waits for every PE's goodbye) and unmaps the heaps.
+/// Ends the library on this PE: waits for every PE (at most the control timeout: a PE that
+/// has not entered `shmem_finalize` by then ends the job), says goodbye to the store (PE 0 of
+/// a job without `shmemrun` then waits for every PE's goodbye) and unmaps the heaps.
 pub fn finalize() -> Result<()> {
     let rt = get("shmem_finalize")?;
-    rt.sync_all();
+    rt.enter(
+        Call::new("shmem_finalize", Step::Finalize),
+        Some(rt.timeouts.control),
+    );
     if let Some(node) = &rt.node {
         node.finalizing();
     }
@@ -512,9 +514,15 @@ pub(crate) fn exit_process(status: i32) -> ! {
 }
 
 impl Runtime {
-    /// Barrier over all PEs without the completion of outstanding puts (`shmem_sync_all`).
-    pub fn sync_all(&self) {
-        self.barrier.sync(&self.heap, self.my_pe, self.n_pes);
+    /// Barrier over all PEs without the completion of outstanding puts, for
+    /// `shmem_barrier_all` (`barrier_all`) or `shmem_sync_all`, which agree with each other.
+    pub fn sync_all(&self, barrier_all: bool) {
+        let call = if barrier_all {
+            Call::BARRIER_ALL
+        } else {
+            Call::SYNC_ALL
+        };
+        self.enter(call, None);
     }
 
     /// True when barriers take the central shape; the facade's team barriers follow it.
@@ -522,37 +530,108 @@ impl Runtime {
         self.barrier.central()
     }
 
-    /// Under `SHMEM_DEBUG`, compares this collective allocation call with every PE's (through
-    /// the store) and names the first PE whose call differs: an asymmetric allocation sequence
-    /// would otherwise silently give PEs different blocks for the same address.
-    fn check_symmetric_call(&self, call: &str, args: std::fmt::Arguments<'_>) -> Result<()> {
-        let Some(store) = self.store.as_ref().filter(|_| self.config.debug) else {
-            return Ok(());
-        };
-        let n = self.alloc_calls.fetch_add(1, Ordering::Relaxed) + 1;
-        let mine = format!("{call}({args}) as collective allocation call #{n}");
-        let all = store.allgather(mine.as_bytes(), self.timeouts.control)?;
-        for (pe, theirs) in all.iter().enumerate() {
-            if theirs.as_slice() != mine.as_bytes() {
-                return Err(Error::Mismatch {
-                    pe: pe as i32,
-                    what: format!(
-                        "symmetric allocation sequence differs: that PE made {}, this PE made {mine}",
-                        String::from_utf8_lossy(theirs)
-                    ),
-                });
-            }
+    /// The barrier over all PEs for `call`, waiting at most `limit`. Returns only when every
+    /// PE entered it with a call that agrees with this one; otherwise the job ends here: the
+    /// same address would name different blocks from now on, or a PE would wait for ever.
+    fn enter(&self, call: Call, limit: Option<Duration>) {
+        let deadline = limit.map(|t| Instant::now() + t);
+        match self
+            .barrier
+            .sync(&self.heap, self.my_pe, self.n_pes, call, deadline)
+        {
+            Ok(()) => {}
+            Err(Stop::OutOfStep { epoch }) => self.out_of_step(&call, epoch),
+            Err(Stop::TimedOut { epoch }) => self.not_arrived(&call, epoch, limit),
         }
-        Ok(())
+    }
+
+    /// Ends the job after a barrier whose calls differ. Every PE knows; the first PE whose
+    /// call differs from PE 0's says so, in one line naming both PEs and both calls, and ends
+    /// the job; the others wait for that, and say it themselves if the job has not ended
+    /// within the control timeout.
+    fn out_of_step(&self, mine: &Call, epoch: u64) -> ! {
+        let calls: Vec<Option<Call>> = (0..self.n_pes)
+            .map(|pe| barrier::entered(&self.heap, pe).call)
+            .collect();
+        let first = calls[0];
+        let differs = (1..self.n_pes)
+            .find(|&pe| match (&first, &calls[pe]) {
+                (Some(a), Some(b)) => !a.agrees(b),
+                _ => true,
+            })
+            .unwrap_or(self.my_pe);
+        if differs != self.my_pe {
+            std::thread::sleep(self.timeouts.control);
+        }
+        let describe =
+            |c: &Option<Call>| c.map_or("an unknown call".to_string(), |c| c.to_string());
+        tracing::error!(
+            "{}: collective calls out of step: PE 0 called {} while PE {differs} called {} \
+             (call #{epoch} over all PEs); ending the job",
+            mine.routine(),
+            describe(&first),
+            describe(&calls[differs]),
+        );
+        global_exit(1)
+    }
+
+    /// Ends the job when the barrier for `mine` did not complete within `limit`, naming the
+    /// PEs that had not entered it and the last call over all PEs each one made. The first PE
+    /// that did enter says so; the others wait for that as in [`Runtime::out_of_step`].
+    fn not_arrived(&self, mine: &Call, epoch: u64, limit: Option<Duration>) -> ! {
+        const NAMED: usize = 4;
+        let entries: Vec<barrier::Entered> = (0..self.n_pes)
+            .map(|pe| barrier::entered(&self.heap, pe))
+            .collect();
+        let first_in = entries.iter().position(|e| e.epoch >= epoch);
+        if first_in.is_some_and(|pe| pe != self.my_pe) {
+            std::thread::sleep(self.timeouts.control);
+        }
+        let missing: Vec<(usize, &barrier::Entered)> = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.epoch < epoch)
+            .collect();
+        let mut who: Vec<String> = missing
+            .iter()
+            .take(NAMED)
+            .map(|(pe, e)| match e.call {
+                Some(c) if e.epoch > 0 => {
+                    format!("PE {pe} (its last was {c}, call #{} over all PEs)", e.epoch)
+                }
+                _ => format!("PE {pe} (no call over all PEs yet)"),
+            })
+            .collect();
+        if missing.len() > NAMED {
+            who.push(format!("{} more", missing.len() - NAMED));
+        }
+        let who = if who.is_empty() {
+            "every PE arrived, but not in time".to_string()
+        } else {
+            format!("not entered by {}", who.join(", "))
+        };
+        let secs = limit.unwrap_or_default().as_secs_f64();
+        tracing::error!(
+            "{}: PE {} waited {secs} s in {mine} (call #{epoch} over all PEs), {who}: \
+             collective calls out of step, or a PE stuck elsewhere; ending the job (the \
+             control timeout, SHMEM_INIT_TIMEOUT, bounds this wait)",
+            mine.routine(),
+            self.my_pe,
+        );
+        global_exit(1)
     }
 
     /// Collective symmetric allocation (`shmem_malloc` and friends): `len` > 0 bytes aligned to
-    /// `align`, zeroed if asked. Every PE must call it with the same arguments; all PEs get the
-    /// same offset. Returns the local address once every PE has its block.
+    /// `align`, zeroed if asked. Every PE must call it with the same arguments, which the
+    /// closing barrier checks; all PEs get the same offset. Returns the local address once
+    /// every PE has its block.
     pub fn alloc(&self, call: &str, len: usize, align: usize, zero: bool) -> Result<usize> {
-        self.check_symmetric_call(call, format_args!("size={len}, align={align}"))?;
         let result = self.alloc_local(call, len, align, zero);
-        self.sync_all();
+        let step = Step::Alloc {
+            size: len as u64,
+            align: align as u64,
+        };
+        self.enter(Call::new(call, step), None);
         result
     }
 
@@ -575,10 +654,10 @@ impl Runtime {
     }
 
     /// Collective free; `addr` must be a block start returned by [`Runtime::alloc`]. Waits for
-    /// every PE first, so no peer is still using the block.
+    /// every PE first (each freeing the same block), so no peer is still using the block.
     pub fn free(&self, call: &str, addr: usize) -> Result<()> {
-        self.check_symmetric_call(call, format_args!("offset={:?}", self.heap.offset_of(addr)))?;
-        self.sync_all();
+        let offset = Call::offset_word(self.heap.offset_of(addr));
+        self.enter(Call::new(call, Step::Free { offset }), None);
         let off = self.user_offset(call, addr)?;
         self.heap
             .with_allocator(|a| a.free(off))
@@ -588,12 +667,13 @@ impl Runtime {
     /// Collective reallocation keeping the first `min(old, new)` bytes. Returns once every PE
     /// has its resized block with the old contents copied in.
     pub fn realloc(&self, call: &str, addr: usize, len: usize) -> Result<usize> {
-        self.check_symmetric_call(
-            call,
-            format_args!("offset={:?}, size={len}", self.heap.offset_of(addr)),
-        )?;
+        let offset = Call::offset_word(self.heap.offset_of(addr));
         let result = self.realloc_local(call, addr, len);
-        self.sync_all();
+        let step = Step::Realloc {
+            offset,
+            size: len as u64,
+        };
+        self.enter(Call::new(call, step), None);
         result
     }
 

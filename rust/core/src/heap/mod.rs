@@ -32,6 +32,9 @@ pub const BARRIER_ROUNDS: usize = 32;
 /// Offset of the central barrier's counter and release word (used on PE 0's heap), after the
 /// dissemination flags.
 pub const BARRIER_CENTRAL: usize = BARRIER_FLAGS + BARRIER_ROUNDS * 64;
+/// Offset of the line where each PE records the last barrier over all PEs it entered and the
+/// call that entered it (read by the central barrier's last arrival and by diagnostics).
+pub const BARRIER_STATE: usize = BARRIER_CENTRAL + 128;
 
 /// Offset of the team synchronisation areas: one per slot, [`TEAM_AREA_SIZE`] bytes each. A team
 /// uses the area of its slot on every member; slots 0 and 1 belong to the predefined teams
@@ -46,7 +49,7 @@ pub const TEAM_AREA_SIZE: usize = 4096;
 
 const PAGE: usize = 4096;
 
-const _: () = assert!(BARRIER_CENTRAL + 128 <= TEAM_AREAS);
+const _: () = assert!(BARRIER_STATE + 64 <= TEAM_AREAS);
 
 /// This PE's heap and its view of every peer's heap.
 #[derive(Debug)]
@@ -160,6 +163,30 @@ impl Heap {
         // so recovering the guard is never observed with broken state.
         let mut guard = self.allocator.lock().unwrap_or_else(|p| p.into_inner());
         f(&mut guard)
+    }
+}
+
+#[cfg(test)]
+impl Heap {
+    /// The heaps of an `n_pes`-PE job living in this one process, as each PE sees them (PE i's
+    /// view maps every PE's file), with `size` user bytes each: for tests of the barrier and
+    /// other code on the reserved words, one thread per PE.
+    pub(crate) fn in_process(n_pes: usize, size: usize) -> Vec<Heap> {
+        let total = RESERVED + size;
+        let files: Vec<_> = (0..n_pes)
+            .map(|pe| mapping::memfd(&format!("shmem-test-heap-pe{pe}"), total).unwrap())
+            .collect();
+        (0..n_pes)
+            .map(|my_pe| Heap {
+                my_pe,
+                maps: files
+                    .iter()
+                    .map(|fd| Mapping::map_shared(fd, total).unwrap())
+                    .collect(),
+                size,
+                allocator: Mutex::new(Allocator::new(size)),
+            })
+            .collect()
     }
 }
 

@@ -1,20 +1,39 @@
-//! Barrier over all PEs on the heaps' reserved words, in one of two shapes chosen at start-up.
+//! Barrier over all PEs on the heaps' reserved words, in one of two shapes chosen at start-up,
+//! carrying a tag of the call each PE entered it with ([`Call::tag`]) so that PEs whose calls
+//! over all PEs are out of step all find out at that barrier, rather than corrupt data or wait
+//! for ever. The tag travels in the words the barrier writes anyway: no extra cache line.
 //!
 //! - Dissemination (PEs have cores of their own): in round k, PE i raises the round-k flag of
 //!   PE (i + 2^k) mod n to the barrier's epoch and waits until its own round-k flag reaches it;
-//!   log2(n) rounds of one cache-line transfer each.
-//! - Central (more PEs than cores): every PE adds 1 to a counter on PE 0; the PE that brings it
-//!   to epoch * n raises PE 0's release word to the epoch, which everyone else waits for. Each
-//!   PE then needs the CPU twice per barrier, where dissemination needs it once per round, in
-//!   an order the scheduler does not know.
+//!   log2(n) rounds of one cache-line transfer each. A flag holds the epoch's low 32 bits (a
+//!   flag is never more than one epoch away from its reader's, so they compare modulo 2^32),
+//!   the sender's tag, and a mark; the receiver compares the tag with its own. A PE that has
+//!   seen a difference, itself or as a mark, marks its later flags. Every PE's arrival reaches
+//!   every other PE through a chain of rounds, and a difference between two PEs' calls is a
+//!   difference between two neighbours of that chain, so every PE leaves a barrier whose calls
+//!   differ knowing it. A flag already one epoch ahead comes from a PE that left this barrier
+//!   unmarked, which it cannot have done unless every call agreed.
+//! - Central (more PEs than cores): every PE ORs its tag, and above it its complement, into a
+//!   word beside a counter on PE 0, then adds 1 to the counter; the PE that brings it to
+//!   epoch * n finds a bit set in both halves if the tags differ, and raises PE 0's release
+//!   word to the epoch, marked if so, which everyone else waits for. Each PE then needs the CPU twice per
+//!   barrier, where dissemination needs it once per round, in an order the scheduler does not
+//!   know.
 //!
-//! Epochs only grow and each word's meaning is "reached epoch e", so nothing is ever reset and a
-//! PE already in the next barrier is harmless. Release stores (or read-modify-writes) and acquire
-//! loads carry every store made before the barrier to every PE after it.
+//! Epochs only grow and each word's meaning is "reached epoch e", so nothing is ever reset (but
+//! the central tag word, by the last arrival, for the next epoch) and a PE already in
+//! the next barrier is harmless. Release stores (or read-modify-writes) and acquire loads carry
+//! every store made before the barrier to every PE after it. Every PE also records in its own
+//! state line the last epoch it entered and its whole call: after a barrier whose calls differ
+//! (which no PE leaves for the next one) they say who called what. This module never ends the
+//! job: it says what it found.
 
-use crate::heap::{Heap, BARRIER_CENTRAL, BARRIER_FLAGS, BARRIER_ROUNDS};
+use crate::heap::{Heap, BARRIER_CENTRAL, BARRIER_FLAGS, BARRIER_ROUNDS, BARRIER_STATE};
+use crate::mapping::Mapping;
+use crate::sync::call::{Call, TAG_BITS};
 use crate::sync::wait;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 /// Per-PE barrier state.
 #[derive(Debug, Default)]
@@ -23,12 +42,82 @@ pub struct Barrier {
     central: bool,
 }
 
+/// Why [`Barrier::sync`] returned without the barrier completing normally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Every PE entered this barrier, but their calls do not agree ([`Call::agrees`]); every
+    /// PE returns this, and none goes on to the next barrier, so [`entered`] reads each PE's
+    /// call for this epoch.
+    OutOfStep {
+        /// The barrier's epoch (the number of barriers over all PEs so far, this one included).
+        epoch: u64,
+    },
+    /// The deadline passed before every PE had arrived.
+    TimedOut {
+        /// The barrier's epoch.
+        epoch: u64,
+    },
+}
+
+/// What a PE last did at the barrier, from its state line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entered {
+    /// The last epoch it entered (0: none yet).
+    pub epoch: u64,
+    /// The call it entered that epoch with (`None` before its first barrier).
+    pub call: Option<Call>,
+}
+
 fn flag_offset(round: usize) -> usize {
     BARRIER_FLAGS + round * 64
 }
 
+/// Set in a flag or the release word, beside the epoch: the calls of this barrier differ.
+const OUT_OF_STEP: u64 = 1 << 63;
+const EPOCH_MASK: u64 = (1 << 32) - 1;
+const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
+
+/// A dissemination flag: the epoch's low 32 bits, the sender's tag, the mark.
+fn flag(epoch: u64, tag: u64, out_of_step: bool) -> u64 {
+    let mark = if out_of_step { OUT_OF_STEP } else { 0 };
+    (epoch & EPOCH_MASK) | tag << 32 | mark
+}
+
+/// How far a flag's epoch is ahead of `epoch`, modulo 2^32: 0 or 1 once reached, 2^32 - 1
+/// before.
+fn ahead(flag: u64, epoch: u64) -> u64 {
+    (flag & EPOCH_MASK).wrapping_sub(epoch) & EPOCH_MASK
+}
+
 const COUNTER: usize = BARRIER_CENTRAL;
+/// The central shape's tag word on PE 0 for `epoch`, beside the counter (one per epoch parity):
+/// the OR of every PE's tag in the low [`TAG_BITS`] bits, the OR of their complements above.
+fn tag_word(epoch: u64) -> usize {
+    COUNTER + 8 + (epoch % 2) as usize * 8
+}
 const RELEASE: usize = BARRIER_CENTRAL + 64;
+
+fn store_call(line: &Mapping, offset: usize, call: &Call) {
+    for (i, w) in call.encode().into_iter().enumerate() {
+        line.atomic_u64(offset + 8 * i).store(w, Ordering::Relaxed);
+    }
+}
+
+fn load_call(line: &Mapping, offset: usize) -> Option<Call> {
+    let w = |i: usize| line.atomic_u64(offset + 8 * i).load(Ordering::Relaxed);
+    Call::decode([w(0), w(1), w(2)])
+}
+
+/// `pe`'s last entry, from its state line. Exact for every PE once a barrier has stopped
+/// [`Stop::OutOfStep`]; otherwise a snapshot of a PE that may be moving on.
+pub fn entered(heap: &Heap, pe: usize) -> Entered {
+    let line = heap.map(pe);
+    let epoch = line.atomic_u64(BARRIER_STATE).load(Ordering::Acquire);
+    Entered {
+        epoch,
+        call: load_call(line, BARRIER_STATE + 8),
+    }
+}
 
 impl Barrier {
     /// A barrier whose first epoch is 1 (words in a fresh heap are 0); `central` when the node
@@ -45,35 +134,268 @@ impl Barrier {
         self.central
     }
 
-    /// Waits until every PE has called `sync` as many times as this one.
-    pub fn sync(&self, heap: &Heap, my_pe: usize, n_pes: usize) {
+    /// Waits until every PE has called `sync` as many times as this one, and checks that
+    /// their calls agree with `call`; gives up at `deadline`.
+    pub fn sync(
+        &self,
+        heap: &Heap,
+        my_pe: usize,
+        n_pes: usize,
+        call: Call,
+        deadline: Option<Instant>,
+    ) -> Result<(), Stop> {
         let epoch = self.epoch.fetch_add(1, Ordering::Relaxed) + 1;
+        let state = heap.local();
+        store_call(state, BARRIER_STATE + 8, &call);
+        state
+            .atomic_u64(BARRIER_STATE)
+            .store(epoch, Ordering::Release);
         if n_pes == 1 {
-            return;
+            return Ok(());
         }
+        let tag = call.tag();
         if self.central {
-            let root = heap.map(0);
-            let release = root.atomic_u64(RELEASE);
-            let arrived = root.atomic_u64(COUNTER).fetch_add(1, Ordering::AcqRel) + 1;
-            if arrived == epoch * n_pes as u64 {
-                release.store(epoch, Ordering::Release);
-            } else {
-                wait::until(|| release.load(Ordering::Acquire) >= epoch);
-            }
-            return;
+            return self.sync_central(heap, n_pes, tag, epoch, deadline);
         }
+        let mut out_of_step = false;
         let mut dist = 1usize;
         let mut round = 0usize;
         while dist < n_pes {
             debug_assert!(round < BARRIER_ROUNDS);
-            let to = (my_pe + dist) % n_pes;
-            heap.map(to)
+            heap.map((my_pe + dist) % n_pes)
                 .atomic_u64(flag_offset(round))
-                .store(epoch, Ordering::Release);
+                .store(flag(epoch, tag, out_of_step), Ordering::Release);
             let mine: &AtomicU64 = heap.local().atomic_u64(flag_offset(round));
-            wait::until(|| mine.load(Ordering::Acquire) >= epoch);
+            let reached = || ahead(mine.load(Ordering::Acquire), epoch) <= 1;
+            if !wait::until_deadline(reached, deadline) {
+                return Err(Stop::TimedOut { epoch });
+            }
+            let got = mine.load(Ordering::Acquire);
+            if ahead(got, epoch) == 0 {
+                out_of_step |= got & OUT_OF_STEP != 0 || (got >> 32) & TAG_MASK != tag;
+            }
             dist <<= 1;
             round += 1;
+        }
+        if out_of_step {
+            return Err(Stop::OutOfStep { epoch });
+        }
+        Ok(())
+    }
+
+    fn sync_central(
+        &self,
+        heap: &Heap,
+        n_pes: usize,
+        tag: u64,
+        epoch: u64,
+        deadline: Option<Instant>,
+    ) -> Result<(), Stop> {
+        let root = heap.map(0);
+        let release = root.atomic_u64(RELEASE);
+        let tags = root.atomic_u64(tag_word(epoch));
+        tags.fetch_or(tag | (!tag & TAG_MASK) << TAG_BITS, Ordering::Relaxed);
+        let arrived = root.atomic_u64(COUNTER).fetch_add(1, Ordering::AcqRel) + 1;
+        if arrived == epoch * n_pes as u64 {
+            // The counter's read-modify-writes form one release sequence: every PE's OR, made
+            // before its increment, is visible here. A bit set both in some tag and in some
+            // complement is a bit where two tags differ.
+            let seen = tags.load(Ordering::Relaxed);
+            let differ = seen & (seen >> TAG_BITS) & TAG_MASK != 0;
+            // The other word last served the previous epoch, which every PE has left; it
+            // serves the next one only after the release below.
+            root.atomic_u64(tag_word(epoch + 1))
+                .store(0, Ordering::Relaxed);
+            let mark = if differ { OUT_OF_STEP } else { 0 };
+            release.store(epoch | mark, Ordering::Release);
+            return if differ {
+                Err(Stop::OutOfStep { epoch })
+            } else {
+                Ok(())
+            };
+        }
+        let reached = || release.load(Ordering::Acquire) & !OUT_OF_STEP >= epoch;
+        if !wait::until_deadline(reached, deadline) {
+            return Err(Stop::TimedOut { epoch });
+        }
+        if release.load(Ordering::Acquire) == epoch | OUT_OF_STEP {
+            return Err(Stop::OutOfStep { epoch });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::call::Step;
+    use std::time::Duration;
+
+    fn malloc(size: u64) -> Call {
+        Call::new("shmem_malloc", Step::Alloc { size, align: 64 })
+    }
+
+    /// Runs one barrier per entry of `rounds` on `n` PEs (threads), PE i entering barrier k
+    /// with `rounds[k](i)`, and returns each PE's outcomes (a PE stops at its first error).
+    fn run(
+        n: usize,
+        central: bool,
+        rounds: &[&(dyn Fn(usize) -> Call + Sync)],
+        deadline: Option<Duration>,
+    ) -> Vec<Vec<Result<(), Stop>>> {
+        let heaps = Heap::in_process(n, 4096);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = heaps
+                .iter()
+                .enumerate()
+                .map(|(pe, heap)| {
+                    scope.spawn(move || {
+                        let barrier = Barrier::new(central);
+                        let mut outcomes = Vec::new();
+                        for call in rounds {
+                            let deadline = deadline.map(|d| Instant::now() + d);
+                            let r = barrier.sync(heap, pe, n, call(pe), deadline);
+                            outcomes.push(r);
+                            if r.is_err() {
+                                break;
+                            }
+                        }
+                        outcomes
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
+    #[test]
+    fn flags_compare_modulo_two_to_the_32() {
+        let tag = malloc(64).tag();
+        for epoch in [
+            1u64,
+            2,
+            (1 << 32) - 1,
+            1 << 32,
+            (1 << 32) + 1,
+            5 << 32,
+            u64::MAX >> 2,
+        ] {
+            let before = flag(epoch - 1, tag, false);
+            assert_eq!(ahead(before, epoch), EPOCH_MASK, "epoch {epoch}");
+            assert_eq!(ahead(flag(epoch, tag, true), epoch), 0, "epoch {epoch}");
+            assert_eq!(
+                ahead(flag(epoch + 1, tag, false), epoch),
+                1,
+                "epoch {epoch}"
+            );
+            let word = flag(epoch, tag, true);
+            assert_eq!((word >> 32) & TAG_MASK, tag);
+            assert_ne!(word & OUT_OF_STEP, 0);
+        }
+        // A fresh heap's 0 has not reached the first epoch.
+        assert_eq!(ahead(0, 1), EPOCH_MASK);
+    }
+
+    #[test]
+    fn calls_that_agree_pass_and_are_recorded() {
+        let barrier_or_sync = |pe: usize| {
+            let routine = ["shmem_barrier_all", "shmem_sync_all"][pe % 2];
+            Call::new(routine, Step::Sync)
+        };
+        let same_malloc = |_: usize| malloc(64);
+        for central in [false, true] {
+            for n in 1..=5 {
+                let out = run(
+                    n,
+                    central,
+                    &[&barrier_or_sync, &same_malloc, &barrier_or_sync],
+                    None,
+                );
+                for (pe, o) in out.iter().enumerate() {
+                    assert_eq!(o, &vec![Ok(()); 3], "n={n} central={central} PE {pe}");
+                }
+            }
+        }
+        let heaps = Heap::in_process(2, 4096);
+        assert_eq!(
+            entered(&heaps[0], 1),
+            Entered {
+                epoch: 0,
+                call: None
+            }
+        );
+    }
+
+    /// Every pattern of two different calls over 2..=6 PEs: every PE returns `OutOfStep` from
+    /// that barrier, none goes on (with 4 PEs or more, some PEs see only calls that agree with
+    /// their own: they learn it from the marked flags).
+    #[test]
+    fn every_pe_learns_that_calls_differ() {
+        for central in [false, true] {
+            for n in 2..=6usize {
+                for pattern in 1..(1u32 << n) - 1 {
+                    let call = |pe: usize| malloc(if pattern >> pe & 1 == 1 { 128 } else { 64 });
+                    let out = run(n, central, &[&|_| malloc(8), &call], None);
+                    for (pe, o) in out.iter().enumerate() {
+                        assert_eq!(
+                            o,
+                            &vec![Ok(()), Err(Stop::OutOfStep { epoch: 2 })],
+                            "n={n} central={central} pattern={pattern:b} PE {pe}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn state_lines_say_who_called_what() {
+        for central in [false, true] {
+            let n = 3;
+            let heaps = Heap::in_process(n, 4096);
+            let calls = [
+                malloc(64),
+                Call::new("shmem_finalize", Step::Finalize),
+                malloc(64),
+            ];
+            std::thread::scope(|scope| {
+                for (pe, heap) in heaps.iter().enumerate() {
+                    let call = calls[pe];
+                    scope.spawn(move || {
+                        let barrier = Barrier::new(central);
+                        let r = barrier.sync(heap, pe, n, call, None);
+                        assert_eq!(r, Err(Stop::OutOfStep { epoch: 1 }));
+                    });
+                }
+            });
+            for (pe, call) in calls.iter().enumerate() {
+                for view in &heaps {
+                    let e = entered(view, pe);
+                    assert_eq!((e.epoch, e.call), (1, Some(*call)), "central={central}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pe_that_never_comes_times_the_others_out() {
+        for central in [false, true] {
+            let n = 3;
+            let heaps = Heap::in_process(n, 4096);
+            std::thread::scope(|scope| {
+                // PE 2 never enters the barrier.
+                for (pe, heap) in heaps.iter().enumerate().take(2) {
+                    scope.spawn(move || {
+                        let barrier = Barrier::new(central);
+                        let deadline = Some(Instant::now() + Duration::from_millis(100));
+                        let fin = Call::new("shmem_finalize", Step::Finalize);
+                        let r = barrier.sync(heap, pe, n, fin, deadline);
+                        assert_eq!(r, Err(Stop::TimedOut { epoch: 1 }), "central={central}");
+                    });
+                }
+            });
+            assert_eq!(entered(&heaps[0], 2).epoch, 0);
+            assert_eq!(entered(&heaps[2], 0).epoch, 1);
         }
     }
 }

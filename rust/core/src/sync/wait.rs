@@ -5,7 +5,7 @@
 //! policy through the bridge, keeping their own condition check.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Spins (one `pause` each, the condition checked between them) before the first yield, about
 /// 50 us; 0 when PEs outnumber cores (spinning then only delays the peer we wait for, which
@@ -88,6 +88,23 @@ pub fn until(mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Waits until `done()` is true (returns true) or `deadline` has passed (returns false); no
+/// deadline waits as long as it takes. The clock is read only once spinning is over.
+pub fn until_deadline(mut done: impl FnMut() -> bool, deadline: Option<Instant>) -> bool {
+    let Some(deadline) = deadline else {
+        until(done);
+        return true;
+    };
+    let mut backoff = Backoff::new();
+    while !done() {
+        if backoff.yielding_since_ns != 0 && Instant::now() >= deadline {
+            return false;
+        }
+        backoff.snooze();
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,6 +121,24 @@ mod tests {
         assert!(start.elapsed() >= Duration::from_nanos(YIELD_FOR_NS));
         b.snooze();
         assert_eq!(b.nap_ns, LONGEST_NAP_NS);
+    }
+
+    #[test]
+    fn until_deadline_gives_up_at_the_deadline() {
+        let start = Instant::now();
+        let deadline = start + Duration::from_millis(50);
+        assert!(!until_deadline(|| false, Some(deadline)));
+        assert!(Instant::now() >= deadline);
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert!(until_deadline(|| true, Some(start)));
+        let mut calls = 0;
+        assert!(until_deadline(
+            || {
+                calls += 1;
+                calls > 3
+            },
+            None
+        ));
     }
 
     #[test]
