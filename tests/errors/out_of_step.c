@@ -6,12 +6,15 @@
  * tests/errors/CMakeLists.txt holds the message each case must produce.
  *
  * "in_step" is the control: barrier_all and sync_all mixed across PEs, allocations that agree;
- * it must end with status 0 after every PE has checked its neighbour's data.
+ * it must end with status 0 after every PE has checked its neighbour's data. "late_finalize" is
+ * the other control: a PE that works longer than the control timeout before a collective call is
+ * late, not out of step, and is waited for.
  */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int is(const char *name, const char *want) { return strcmp(name, want) == 0; }
 
@@ -63,6 +66,18 @@ int main(int argc, char **argv) {
     int me = shmem_my_pe(), npes = shmem_n_pes();
 
     if (is(c, "in_step")) return in_step(me, npes);
+    if (is(c, "late_finalize")) {
+        /* The control: the last PE works past the control timeout before it finalizes, and
+         * then allocates; the others wait for it in finalize and in the allocation as long as
+         * it takes, since it is not stuck in the library. */
+        if (me == npes - 1) sleep(3);
+        long *x = shmem_malloc(sizeof(long));
+        shmem_free(x);
+        if (me == npes - 1) sleep(3);
+        shmem_finalize();
+        if (me == 0) printf("out_of_step: the late PE was waited for on %d PEs\n", npes);
+        return 0;
+    }
     if (is(c, "extra_malloc")) {
         /* PE 0 allocates once more than the others, which go on to finalize. */
         (void)shmem_malloc(64);

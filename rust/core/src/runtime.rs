@@ -16,10 +16,11 @@ use crate::log;
 use crate::static_data::{self, StaticData};
 use crate::sync::barrier::{self, Barrier, Stop};
 use crate::sync::call::{Call, Step};
+use crate::sync::wait;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, RwLock, RwLockWriteGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Library name reported by `shmem_info_get_name`.
 pub const NAME: &str = "shmem";
@@ -34,8 +35,9 @@ pub struct Timeouts {
     pub init: Duration,
     /// Creating and exchanging the symmetric heap and static data (`shm_create_timeout`).
     pub create: Duration,
-    /// Control-plane steps of a running job: finalize's wait for every PE to enter it, and for
-    /// their goodbyes (`control_operation_timeout`).
+    /// Control-plane steps of a running job: how long a barrier over all PEs waits for PEs
+    /// that are all stuck in other library calls, and finalize's wait for goodbyes
+    /// (`control_operation_timeout`).
     pub control: Duration,
 }
 
@@ -382,7 +384,7 @@ fn start(
     let call = job.as_ref().map_or("shmem_init", |j| j.call);
     let (my_pe, n_pes) = (launch.my_pe() as usize, launch.n_pes() as usize);
     log::set_pe(my_pe as i32);
-    crate::sync::wait::configure(n_pes);
+    wait::configure(n_pes);
     let joined = join(&config, launch, trust, timeouts.init);
     let (store, node) = match (joined, &job) {
         (Ok(j), _) => j,
@@ -426,7 +428,7 @@ fn start(
     let central_barrier = match config.barrier {
         "central" => true,
         "dissemination" => false,
-        _ => crate::sync::wait::oversubscribed(n_pes),
+        _ => wait::oversubscribed(n_pes),
     };
     let rt = Arc::new(Runtime {
         config,
@@ -439,6 +441,7 @@ fn start(
         static_data,
         barrier: Barrier::new(central_barrier),
     });
+    wait::publish_naps(Some(barrier::nap_stamp(&rt.heap, my_pe)));
     *state = Phase::Running(rt.clone());
     STATUS.store(STATUS_IS_INITIALIZED, Ordering::Release);
     tls::wipe_key_material();
@@ -460,15 +463,13 @@ pub fn get(call: &'static str) -> Result<Arc<Runtime>> {
     }
 }
 
-/// Ends the library on this PE: waits for every PE (at most the control timeout: a PE that
-/// has not entered `shmem_finalize` by then ends the job), says goodbye to the store (PE 0 of
+/// Ends the library on this PE: waits for every PE (as long as it takes, unless the PEs it
+/// waits for are stuck in other library calls: see [`Runtime::enter`]), says goodbye to the store (PE 0 of
 /// a job without `shmemrun` then waits for every PE's goodbye) and unmaps the heaps.
 pub fn finalize() -> Result<()> {
     let rt = get("shmem_finalize")?;
-    rt.enter(
-        Call::new("shmem_finalize", Step::Finalize),
-        Some(rt.timeouts.control),
-    );
+    rt.enter(Call::new("shmem_finalize", Step::Finalize));
+    wait::publish_naps(None);
     if let Some(node) = &rt.node {
         node.finalizing();
     }
@@ -522,7 +523,7 @@ impl Runtime {
         } else {
             Call::SYNC_ALL
         };
-        self.enter(call, None);
+        self.enter(call);
     }
 
     /// True when barriers take the central shape; the facade's team barriers follow it.
@@ -530,18 +531,22 @@ impl Runtime {
         self.barrier.central()
     }
 
-    /// The barrier over all PEs for `call`, waiting at most `limit`. Returns only when every
-    /// PE entered it with a call that agrees with this one; otherwise the job ends here: the
-    /// same address would name different blocks from now on, or a PE would wait for ever.
-    fn enter(&self, call: Call, limit: Option<Duration>) {
-        let deadline = limit.map(|t| Instant::now() + t);
+    /// The barrier over all PEs for `call`. Returns only when every PE entered it with a call
+    /// that agrees with this one; otherwise the job ends here: the same address would name
+    /// different blocks from now on. It also ends when the barrier cannot complete: every PE
+    /// that has not entered it has waited in another library call for the control timeout
+    /// ([`barrier::Hopeless`]); a PE that is only late is waited for.
+    fn enter(&self, call: Call) {
+        let patience = self.timeouts.control;
+        let mut hopeless = barrier::Hopeless::new(&self.heap, self.n_pes, patience);
+        let mut give_up = |epoch| hopeless.check(epoch);
         match self
             .barrier
-            .sync(&self.heap, self.my_pe, self.n_pes, call, deadline)
+            .sync(&self.heap, self.my_pe, self.n_pes, call, Some(&mut give_up))
         {
             Ok(()) => {}
             Err(Stop::OutOfStep { epoch }) => self.out_of_step(&call, epoch),
-            Err(Stop::TimedOut { epoch }) => self.not_arrived(&call, epoch, limit),
+            Err(Stop::TimedOut { epoch }) => self.deadlocked(&call, epoch),
         }
     }
 
@@ -575,10 +580,11 @@ impl Runtime {
         global_exit(1)
     }
 
-    /// Ends the job when the barrier for `mine` did not complete within `limit`, naming the
-    /// PEs that had not entered it and the last call over all PEs each one made. The first PE
-    /// that did enter says so; the others wait for that as in [`Runtime::out_of_step`].
-    fn not_arrived(&self, mine: &Call, epoch: u64, limit: Option<Duration>) -> ! {
+    /// Ends the job when the barrier for `mine` cannot complete: the PEs that have not entered
+    /// it have all waited in other library calls for the control timeout. Names them and the
+    /// last call over all PEs each one made. The first PE that did enter says so; the others
+    /// wait for that as in [`Runtime::out_of_step`].
+    fn deadlocked(&self, mine: &Call, epoch: u64) -> ! {
         const NAMED: usize = 4;
         let entries: Vec<barrier::Entered> = (0..self.n_pes)
             .map(|pe| barrier::entered(&self.heap, pe))
@@ -605,18 +611,15 @@ impl Runtime {
         if missing.len() > NAMED {
             who.push(format!("{} more", missing.len() - NAMED));
         }
-        let who = if who.is_empty() {
-            "every PE arrived, but not in time".to_string()
-        } else {
-            format!("not entered by {}", who.join(", "))
-        };
-        let secs = limit.unwrap_or_default().as_secs_f64();
+        let secs = self.timeouts.control.as_secs_f64();
         tracing::error!(
-            "{}: PE {} waited {secs} s in {mine} (call #{epoch} over all PEs), {who}: \
-             collective calls out of step, or a PE stuck elsewhere; ending the job (the \
-             control timeout, SHMEM_INIT_TIMEOUT, bounds this wait)",
+            "{}: PE {} waits in {mine} (call #{epoch} over all PEs) for {}, which {} waited {secs} s \
+             in another library call: collective calls out of step, the job cannot go on; \
+             ending it (SHMEM_INIT_TIMEOUT sets this wait)",
             mine.routine(),
             self.my_pe,
+            who.join(", "),
+            if missing.len() == 1 { "has" } else { "have all" },
         );
         global_exit(1)
     }
@@ -631,7 +634,7 @@ impl Runtime {
             size: len as u64,
             align: align as u64,
         };
-        self.enter(Call::new(call, step), None);
+        self.enter(Call::new(call, step));
         result
     }
 
@@ -657,7 +660,7 @@ impl Runtime {
     /// every PE first (each freeing the same block), so no peer is still using the block.
     pub fn free(&self, call: &str, addr: usize) -> Result<()> {
         let offset = Call::offset_word(self.heap.offset_of(addr));
-        self.enter(Call::new(call, Step::Free { offset }), None);
+        self.enter(Call::new(call, Step::Free { offset }));
         let off = self.user_offset(call, addr)?;
         self.heap
             .with_allocator(|a| a.free(off))
@@ -673,7 +676,7 @@ impl Runtime {
             offset,
             size: len as u64,
         };
-        self.enter(Call::new(call, step), None);
+        self.enter(Call::new(call, step));
         result
     }
 

@@ -33,7 +33,7 @@ use crate::mapping::Mapping;
 use crate::sync::call::{Call, TAG_BITS};
 use crate::sync::wait;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Per-PE barrier state.
 #[derive(Debug, Default)]
@@ -52,7 +52,7 @@ pub enum Stop {
         /// The barrier's epoch (the number of barriers over all PEs so far, this one included).
         epoch: u64,
     },
-    /// The deadline passed before every PE had arrived.
+    /// The caller's `give_up` said so before every PE had arrived.
     TimedOut {
         /// The barrier's epoch.
         epoch: u64,
@@ -66,6 +66,79 @@ pub struct Entered {
     pub epoch: u64,
     /// The call it entered that epoch with (`None` before its first barrier).
     pub call: Option<Call>,
+}
+
+/// Asked with the barrier's epoch while a PE waits at it: true ends the wait ([`Stop::TimedOut`]).
+pub type GiveUp<'a> = &'a mut dyn FnMut(u64) -> bool;
+
+/// Waits for `reached`, asking `give_up` (if any) between checks; false if it gave up.
+fn wait_for(reached: impl FnMut() -> bool, give_up: &mut Option<GiveUp<'_>>, epoch: u64) -> bool {
+    match give_up {
+        None => {
+            wait::until(reached);
+            true
+        }
+        Some(give_up) => wait::until_or(reached, Some(&mut || give_up(epoch))),
+    }
+}
+
+/// Offset in a PE's state line of its nap stamp ([`wait::publish_naps`]), after its last
+/// epoch and call.
+const NAP_STAMP: usize = BARRIER_STATE + 32;
+
+/// `pe`'s nap stamp: where it publishes its naps, and where peers read them.
+pub fn nap_stamp(heap: &Heap, pe: usize) -> &AtomicU64 {
+    heap.map(pe).atomic_u64(NAP_STAMP)
+}
+
+/// Tells when a wait at the barrier cannot end: every PE that has not entered it has been
+/// waiting in the library ([`wait::napping`]) for `patience` without a break. Nobody is then
+/// computing who could release anybody, since the PEs at the barrier only wait too. A PE that
+/// is merely late (computing, or blocked outside the library) is waited for as long as it
+/// takes. Looks at the state lines at most every [`Hopeless::LOOK_EVERY`].
+#[derive(Debug)]
+pub struct Hopeless<'h> {
+    heap: &'h Heap,
+    n_pes: usize,
+    patience: Duration,
+    /// Since when every missing PE has been seen waiting.
+    since: Option<Instant>,
+    looked: Option<Instant>,
+}
+
+impl<'h> Hopeless<'h> {
+    /// How often the state lines are read while waiting.
+    pub const LOOK_EVERY: Duration = Duration::from_millis(50);
+
+    /// A watch over the barrier on `heap` of an `n_pes` job.
+    pub fn new(heap: &'h Heap, n_pes: usize, patience: Duration) -> Self {
+        Hopeless {
+            heap,
+            n_pes,
+            patience,
+            since: None,
+            looked: None,
+        }
+    }
+
+    /// True once the barrier of `epoch` cannot complete (see [`Hopeless`]).
+    pub fn check(&mut self, epoch: u64) -> bool {
+        let now = Instant::now();
+        if self.looked.is_some_and(|t| now - t < Self::LOOK_EVERY) {
+            return false;
+        }
+        self.looked = Some(now);
+        let mut missing = (0..self.n_pes)
+            .filter(|&pe| entered(self.heap, pe).epoch < epoch)
+            .peekable();
+        let stuck =
+            missing.peek().is_some() && missing.all(|pe| wait::napping(nap_stamp(self.heap, pe)));
+        if !stuck {
+            self.since = None;
+            return false;
+        }
+        now - *self.since.get_or_insert(now) >= self.patience
+    }
 }
 
 fn flag_offset(round: usize) -> usize {
@@ -135,14 +208,15 @@ impl Barrier {
     }
 
     /// Waits until every PE has called `sync` as many times as this one, and checks that
-    /// their calls agree with `call`; gives up at `deadline`.
+    /// their calls agree with `call`; gives up when `give_up(epoch)` says so (asked now and
+    /// then once the wait has stopped spinning).
     pub fn sync(
         &self,
         heap: &Heap,
         my_pe: usize,
         n_pes: usize,
         call: Call,
-        deadline: Option<Instant>,
+        mut give_up: Option<GiveUp<'_>>,
     ) -> Result<(), Stop> {
         let epoch = self.epoch.fetch_add(1, Ordering::Relaxed) + 1;
         let state = heap.local();
@@ -155,7 +229,7 @@ impl Barrier {
         }
         let tag = call.tag();
         if self.central {
-            return self.sync_central(heap, n_pes, tag, epoch, deadline);
+            return self.sync_central(heap, n_pes, tag, epoch, give_up);
         }
         let mut out_of_step = false;
         let mut dist = 1usize;
@@ -167,7 +241,7 @@ impl Barrier {
                 .store(flag(epoch, tag, out_of_step), Ordering::Release);
             let mine: &AtomicU64 = heap.local().atomic_u64(flag_offset(round));
             let reached = || ahead(mine.load(Ordering::Acquire), epoch) <= 1;
-            if !wait::until_deadline(reached, deadline) {
+            if !wait_for(reached, &mut give_up, epoch) {
                 return Err(Stop::TimedOut { epoch });
             }
             let got = mine.load(Ordering::Acquire);
@@ -189,7 +263,7 @@ impl Barrier {
         n_pes: usize,
         tag: u64,
         epoch: u64,
-        deadline: Option<Instant>,
+        mut give_up: Option<GiveUp<'_>>,
     ) -> Result<(), Stop> {
         let root = heap.map(0);
         let release = root.atomic_u64(RELEASE);
@@ -215,7 +289,7 @@ impl Barrier {
             };
         }
         let reached = || release.load(Ordering::Acquire) & !OUT_OF_STEP >= epoch;
-        if !wait::until_deadline(reached, deadline) {
+        if !wait_for(reached, &mut give_up, epoch) {
             return Err(Stop::TimedOut { epoch });
         }
         if release.load(Ordering::Acquire) == epoch | OUT_OF_STEP {
@@ -229,7 +303,6 @@ impl Barrier {
 mod tests {
     use super::*;
     use crate::sync::call::Step;
-    use std::time::Duration;
 
     fn malloc(size: u64) -> Call {
         Call::new("shmem_malloc", Step::Alloc { size, align: 64 })
@@ -254,7 +327,9 @@ mod tests {
                         let mut outcomes = Vec::new();
                         for call in rounds {
                             let deadline = deadline.map(|d| Instant::now() + d);
-                            let r = barrier.sync(heap, pe, n, call(pe), deadline);
+                            let mut past = |_| deadline.is_some_and(|d| Instant::now() >= d);
+                            let give_up: Option<GiveUp<'_>> = Some(&mut past);
+                            let r = barrier.sync(heap, pe, n, call(pe), give_up);
                             outcomes.push(r);
                             if r.is_err() {
                                 break;
@@ -387,9 +462,10 @@ mod tests {
                 for (pe, heap) in heaps.iter().enumerate().take(2) {
                     scope.spawn(move || {
                         let barrier = Barrier::new(central);
-                        let deadline = Some(Instant::now() + Duration::from_millis(100));
+                        let deadline = Instant::now() + Duration::from_millis(100);
                         let fin = Call::new("shmem_finalize", Step::Finalize);
-                        let r = barrier.sync(heap, pe, n, fin, deadline);
+                        let mut past = |_| Instant::now() >= deadline;
+                        let r = barrier.sync(heap, pe, n, fin, Some(&mut past));
                         assert_eq!(r, Err(Stop::TimedOut { epoch: 1 }), "central={central}");
                     });
                 }
@@ -397,5 +473,44 @@ mod tests {
             assert_eq!(entered(&heaps[0], 2).epoch, 0);
             assert_eq!(entered(&heaps[2], 0).epoch, 1);
         }
+    }
+
+    /// A missing PE that computes is waited for; one that waits in the library for the
+    /// whole patience is not.
+    #[test]
+    fn only_missing_pes_that_wait_in_the_library_make_a_barrier_hopeless() {
+        let heaps = Heap::in_process(3, 4096);
+        let patience = Duration::from_millis(300);
+        let mut watch = Hopeless::new(&heaps[0], 3, patience);
+        // PEs 0 and 1 entered epoch 1; PE 2 did not, and does not nap: it computes.
+        for heap in &heaps[..2] {
+            heap.local()
+                .atomic_u64(BARRIER_STATE)
+                .store(1, Ordering::Release);
+        }
+        let start = Instant::now();
+        while start.elapsed() < 2 * patience {
+            assert!(!watch.check(1), "a computing PE is waited for");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // PE 2 now naps in a library wait: hopeless once the patience has passed.
+        let stamp = nap_stamp(&heaps[2], 2);
+        let start = Instant::now();
+        let gave_up = loop {
+            stamp.store(wait::node_clock_ns(), Ordering::Relaxed);
+            if watch.check(1) {
+                break start.elapsed();
+            }
+            assert!(start.elapsed() < 20 * patience, "never gave up");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(gave_up >= patience, "gave up after {gave_up:?}");
+        // Everyone arrived: nothing is missing, nothing is hopeless.
+        heaps[2]
+            .local()
+            .atomic_u64(BARRIER_STATE)
+            .store(1, Ordering::Release);
+        let mut watch = Hopeless::new(&heaps[0], 3, Duration::ZERO);
+        assert!(!watch.check(1));
     }
 }

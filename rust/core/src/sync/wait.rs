@@ -4,8 +4,8 @@
 //! Waits in Rust use [`Backoff`]; the facade's waits (wait_until, signals) drive the same
 //! policy through the bridge, keeping their own condition check.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
 
 /// Spins (one `pause` each, the condition checked between them) before the first yield, about
 /// 50 us; 0 when PEs outnumber cores (spinning then only delays the peer we wait for, which
@@ -76,8 +76,55 @@ impl Backoff {
         } else {
             (self.nap_ns * 2).min(LONGEST_NAP_NS)
         };
+        stamp_nap();
         std::thread::sleep(Duration::from_nanos(self.nap_ns));
     }
+}
+
+/// This PE's nap stamp in its own heap (null before start-up and after finalize): the node's
+/// monotonic clock at its latest nap. Peers read it ([`napping`]) to tell a PE that is stuck in
+/// a library wait from one that is computing, which never naps.
+static NAP_STAMP: AtomicPtr<AtomicU64> = AtomicPtr::new(std::ptr::null_mut());
+
+/// A PE whose last nap is older than this is not waiting in the library (a nap lasts at most
+/// [`LONGEST_NAP_NS`]; the rest is room for a busy scheduler).
+const NAPPING_WITHIN_NS: u64 = 250_000_000;
+
+/// The node's monotonic clock in nanoseconds: the same clock in every process of the node,
+/// unlike [`now_ns`]. 0 only if the clock cannot be read.
+pub(crate) fn node_clock_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `ts` is.
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn stamp_nap() {
+    let word = NAP_STAMP.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer was published by `publish_naps` and points into this PE's
+    // heap, which stays mapped until finalize has cleared the pointer again.
+    if let Some(word) = unsafe { word.as_ref() } {
+        word.store(node_clock_ns(), Ordering::Relaxed);
+    }
+}
+
+/// Where this PE stamps its naps from now on (`None`: stop). The runtime publishes its heap's
+/// word after start-up and clears it in finalize, before the heap is unmapped.
+pub fn publish_naps(word: Option<&AtomicU64>) {
+    let ptr = word.map_or(std::ptr::null_mut(), |w| (w as *const AtomicU64).cast_mut());
+    NAP_STAMP.store(ptr, Ordering::Release);
+}
+
+/// True when the PE owning `stamp` (its nap stamp, read through its mapped heap) has napped in
+/// a library wait within the last quarter second: one of its threads is waiting for a peer.
+pub fn napping(stamp: &AtomicU64) -> bool {
+    let last = stamp.load(Ordering::Relaxed);
+    last != 0 && node_clock_ns().saturating_sub(last) < NAPPING_WITHIN_NS
 }
 
 /// Waits until `done()` is true.
@@ -88,16 +135,17 @@ pub fn until(mut done: impl FnMut() -> bool) {
     }
 }
 
-/// Waits until `done()` is true (returns true) or `deadline` has passed (returns false); no
-/// deadline waits as long as it takes. The clock is read only once spinning is over.
-pub fn until_deadline(mut done: impl FnMut() -> bool, deadline: Option<Instant>) -> bool {
-    let Some(deadline) = deadline else {
+/// Waits until `done()` is true (returns true) or `give_up()` is (returns false); without
+/// `give_up` it waits as long as it takes. `give_up` is asked only between naps, so a wait
+/// that ends within the spin and yield phases never pays for it.
+pub fn until_or(mut done: impl FnMut() -> bool, give_up: Option<&mut dyn FnMut() -> bool>) -> bool {
+    let Some(give_up) = give_up else {
         until(done);
         return true;
     };
     let mut backoff = Backoff::new();
     while !done() {
-        if backoff.yielding_since_ns != 0 && Instant::now() >= deadline {
+        if backoff.nap_ns != 0 && give_up() {
             return false;
         }
         backoff.snooze();
@@ -124,21 +172,47 @@ mod tests {
     }
 
     #[test]
-    fn until_deadline_gives_up_at_the_deadline() {
+    fn until_or_gives_up_when_asked() {
+        use std::time::Instant;
         let start = Instant::now();
         let deadline = start + Duration::from_millis(50);
-        assert!(!until_deadline(|| false, Some(deadline)));
+        let mut past = || Instant::now() >= deadline;
+        assert!(!until_or(|| false, Some(&mut past)));
         assert!(Instant::now() >= deadline);
         assert!(start.elapsed() < Duration::from_secs(5));
-        assert!(until_deadline(|| true, Some(start)));
+        assert!(until_or(|| true, Some(&mut || true)));
         let mut calls = 0;
-        assert!(until_deadline(
+        assert!(until_or(
             || {
                 calls += 1;
                 calls > 3
             },
             None
         ));
+    }
+
+    #[test]
+    fn naps_are_stamped_where_published_and_only_there() {
+        // Static: another test's thread may still stamp through the pointer just unpublished.
+        static STAMP: AtomicU64 = AtomicU64::new(0);
+        let stamp = &STAMP;
+        assert!(!napping(stamp));
+        publish_naps(Some(stamp));
+        let mut b = Backoff::new();
+        while b.nap_ns == 0 {
+            b.snooze();
+        }
+        publish_naps(None);
+        assert!(napping(stamp), "a wait that napped is seen napping");
+        let seen = stamp.load(Ordering::Relaxed);
+        b.snooze();
+        assert_eq!(
+            stamp.load(Ordering::Relaxed),
+            seen,
+            "no stamp once unpublished"
+        );
+        stamp.store(node_clock_ns() - 2 * NAPPING_WITHIN_NS, Ordering::Relaxed);
+        assert!(!napping(stamp), "an old nap is not a wait now");
     }
 
     #[test]
