@@ -77,8 +77,12 @@ mod bridge {
         fn init_status() -> i32;
         /// Ends the library on this PE (collective).
         fn finalize() -> Result<()>;
-        /// Ends the whole job with `status`; does not return.
+        /// Ends the whole job with `status` (the program's `shmem_global_exit`); does not
+        /// return.
         fn global_exit(status: i32);
+        /// Ends the whole job with `status` after an error the facade logged on this PE; does
+        /// not return. The job's end names the library's stop, not `shmem_global_exit`.
+        fn stop_after_error(status: i32);
         /// Barrier over all PEs (no completion of puts; the caller fences first if needed).
         fn sync_all() -> Result<()>;
         /// Collective symmetric allocation; returns the local address.
@@ -254,6 +258,10 @@ fn global_exit(status: i32) {
     runtime::global_exit(status)
 }
 
+fn stop_after_error(status: i32) {
+    runtime::stop_after_error(status)
+}
+
 fn sync_all() -> Result<(), Error> {
     logged(
         "shmem_sync_all",
@@ -265,7 +273,7 @@ fn sync_all() -> Result<(), Error> {
 /// later symmetric address may be wrong: the job ends here rather than corrupt data.
 fn end_job_on_mismatch<T>(r: Result<T, Error>) -> Result<T, Error> {
     if let Err(Error::Mismatch { .. }) = &r {
-        runtime::global_exit(1);
+        runtime::stop_after_error(1);
     }
     r
 }

@@ -482,15 +482,26 @@ pub fn finalize() -> Result<()> {
     Ok(())
 }
 
-/// Ends the whole job with `status`: tells the store's host (`shmemrun`, or PE 0, which
-/// then ends every other PE), then exits this process.
+/// Ends the whole job with `status` for the program's `shmem_global_exit`: tells the store's
+/// host (`shmemrun`, or PE 0, which then ends every other PE), then exits this process.
 pub fn global_exit(status: i32) -> ! {
+    end_job(status, false)
+}
+
+/// Ends the whole job with `status` after an error the library reported on this PE (a bad
+/// argument, an asymmetric allocation): as [`global_exit`], but the job's end is reported as
+/// the library's stop, not as a call of `shmem_global_exit`.
+pub fn stop_after_error(status: i32) -> ! {
+    end_job(status, true)
+}
+
+fn end_job(status: i32, after_error: bool) -> ! {
     if let Ok(Phase::Running(rt)) = STATE.try_read().as_deref() {
         if let Some(node) = rt.node.as_ref().filter(|n| n.hosts_store()) {
-            node.global_exit(status);
+            node.global_exit(status, after_error);
         }
         if let Some(store) = &rt.store {
-            store.abort(status);
+            store.abort(status, after_error);
         }
     }
     exit_process(status)

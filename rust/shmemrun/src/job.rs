@@ -524,7 +524,11 @@ impl Job {
                         .push_back((rank, Instant::now() + VERDICT_GRACE));
                 }
             }
-            Event::Store(StoreEvent::Abort { rank, status }) => self.global_exit(rank, status),
+            Event::Store(StoreEvent::Abort {
+                rank,
+                status,
+                after_error,
+            }) => self.global_exit(rank, status, after_error),
             Event::Store(StoreEvent::ProtocolError { rank, message }) => {
                 eprintln!("shmemrun: PE {rank} broke the store protocol: {message}");
             }
@@ -563,7 +567,7 @@ impl Job {
     fn judge(&mut self, rank: u32, exit: WaitStatus, peer: PeerStatus) {
         let pid = self.pes[rank as usize].pid.as_raw_nonzero();
         if let Some(status) = peer.abort_status {
-            self.global_exit(rank, status);
+            self.global_exit(rank, status, peer.abort_after_error);
         } else if let Some(sig) = exit.terminating_signal() {
             let message = format!(
                 "PE {rank} (pid {pid}) was killed by signal {sig} ({})",
@@ -579,9 +583,15 @@ impl Job {
         }
     }
 
-    fn global_exit(&mut self, rank: u32, status: i32) {
+    /// PE `rank` ended the job: its program called `shmem_global_exit(status)`, or
+    /// (`after_error`) the library stopped the job after an error it reported there.
+    fn global_exit(&mut self, rank: u32, status: i32, after_error: bool) {
         if self.status.is_none() {
-            let message = format!("PE {rank} called shmem_global_exit({status})");
+            let message = if after_error {
+                format!("PE {rank} stopped the job after an error (status {status})")
+            } else {
+                format!("PE {rank} called shmem_global_exit({status})")
+            };
             // The caller itself is among the PEs still running.
             self.fail(status, &message, "");
         }
