@@ -168,9 +168,11 @@ fn cann_code(e: &Error) -> i32 {
         Error::Logged(inner) => cann_code(inner),
         Error::InvalidArgument { .. } | Error::Mismatch { .. } => INVALID_PARAM,
         Error::BadEnv { .. } => INVALID_VALUE,
-        Error::Bootstrap(BootstrapError::Timeout { .. } | BootstrapError::Absent { .. }) => {
-            TIMEOUT_ERROR
-        }
+        Error::Bootstrap(
+            BootstrapError::Timeout { .. }
+            | BootstrapError::Absent { .. }
+            | BootstrapError::NotPublished { .. },
+        ) => TIMEOUT_ERROR,
         Error::Bootstrap(_) | Error::Launch(_) => BOOTSTRAP_ERROR,
         Error::Heap(_) => MALLOC_FAILED,
         _ => INNER_ERROR,

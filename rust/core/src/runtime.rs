@@ -8,7 +8,7 @@ use crate::bootstrap::kvs::{self, Choice, FromKvs};
 use crate::bootstrap::launch::{self, Launch, NodeLocal};
 use crate::bootstrap::node::{self, Meeting, NodeJob};
 use crate::bootstrap::tls::{self, Trust};
-use crate::bootstrap::{locality, rendezvous, uniqueid, Client};
+use crate::bootstrap::{locality, rendezvous, uniqueid, BootstrapError, Client};
 use crate::env::{self, Config};
 use crate::error::{Error, Result};
 use crate::heap::{self, Heap};
@@ -410,7 +410,15 @@ fn start(
     STATUS.store(STATUS_SHM_CREATED, Ordering::Release);
     let static_data = static_data::exchange(store.as_ref(), my_pe, n_pes, timeouts.create)?;
     if let Some(store) = &store {
-        store.barrier(timeouts.create)?;
+        store.barrier(timeouts.create).map_err(|e| match e {
+            BootstrapError::Timeout { after, .. } => Error::Launch(format!(
+                "not every PE reached the end of start-up within {:.1} s (the start-up timeout, \
+                 SHMEM_INIT_TIMEOUT), though every PE had published its heap and static data: \
+                 one is stuck or died since",
+                after.as_secs_f64()
+            )),
+            e => e.into(),
+        })?;
     }
     if my_pe == 0 {
         if config.print_version {

@@ -417,7 +417,8 @@ fn finish_guest(
     watched: OwnedFd,
     timeout: Duration,
 ) -> Result<(Client, NodeJob)> {
-    let fd = client.get_fd(JOB_PAGE_KEY, timeout)?;
+    let fd = (client.get_fd(JOB_PAGE_KEY, timeout))
+        .map_err(|e| e.unpublished(0, "the job page (its record of how the job ends)"))?;
     let len = mapping::file_len(fd.as_fd())?;
     if len != JOB_PAGE_LEN {
         return Err(Error::Launch(format!(

@@ -126,7 +126,8 @@ impl Heap {
                         );
                         continue;
                     }
-                    let fd = store.get_fd(&format!("heap/{pe}"), timeout)?;
+                    let fd = (store.get_fd(&format!("heap/{pe}"), timeout))
+                        .map_err(|e| e.unpublished(pe as u32, "its symmetric heap"))?;
                     let len = mapping::file_len(fd.as_fd())?;
                     if len != total {
                         return Err(Error::Mismatch {
