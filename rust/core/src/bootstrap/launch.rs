@@ -237,7 +237,7 @@ pub(crate) fn rank_hint() -> Option<u32> {
 fn rank_hint_in(env: Env<'_>) -> Option<u32> {
     std::iter::once("SHMEM_RUN_RANK")
         .chain(LAUNCHERS.iter().map(|l| l.rank))
-        .find_map(|var| env(var))
+        .find_map(env)
         .and_then(|rank| rank.parse().ok())
 }
 
