@@ -33,6 +33,10 @@ extern "C" {
 
 #ifdef __cplusplus
 }
+/* C99 complex pointers for the complex reductions, where the compiler has _Complex in C++. */
+#define SHMEM_C99_NAME(x) pshmem_##x
+#include "shmem/c99_complex.h"
+#undef SHMEM_C99_NAME
 #endif
 
 #endif /* PSHMEM_H */

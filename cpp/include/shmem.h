@@ -45,6 +45,10 @@ extern "C" {
 
 #ifdef __cplusplus
 }
+/* C99 complex pointers for the complex reductions, where the compiler has _Complex in C++. */
+#define SHMEM_C99_NAME(x) shmem_##x
+#include "shmem/c99_complex.h"
+#undef SHMEM_C99_NAME
 #endif
 
 /* shmem_sync names two routines: the deprecated active-set barrier without completion (the

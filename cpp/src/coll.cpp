@@ -146,23 +146,25 @@ void fcollect_pull(const Members &m, Sync &sync, char *dest, Sym src, size_t byt
     sync.barrier();
 }
 
-// collect: every member's byte count is published before the first barrier; member i's block
-// starts at the sum of the counts before it.
+// collect: every member publishes its byte count and where its source is before the first
+// barrier; member i's block starts at the sum of the counts before it. Each block is read
+// where its owner said: a member that gives no bytes has no source of its own to go by (it
+// may even pass NULL), yet reads everyone else's.
 template <class Sync>
 void collect_pull(const char *call, const Members &m, Sync &sync, char *dest, Sym src,
                   size_t bytes) {
-    sync.publish(bytes);
+    sync.publish({bytes, sym_word(src)});
     sync.barrier();
     size_t total = 0;
-    for (int i = 0; i < m.size; i++) total += sync.published(i);
+    for (int i = 0; i < m.size; i++) total += sync.published(i).value;
     // Checked once the total is known; every member sees the same counts, so either all pass
     // or the job ends here.
     symmetric(call, "dest", dest, total);
     size_t off = 0;
     for (int i = 0; i < m.size; i++) {
-        size_t n = sync.published(i);
-        if (n != 0) copy(dest + off, at(src, m.world(i)), n);
-        off += n;
+        Published p = sync.published(i);
+        if (p.value != 0) copy(dest + off, at(sym_of(p.value2), m.world(i)), p.value);
+        off += p.value;
     }
     sync.barrier();
     sync.unpublish();

@@ -64,6 +64,12 @@ inline char *at(Sym s, int pe) {
     return reinterpret_cast<char *>(g.bases[2 * static_cast<size_t>(pe) + s.column] + s.off);
 }
 
+// `s` as one word a member publishes for its peers, and back (offsets stay below 2^63).
+inline uint64_t sym_word(Sym s) { return (static_cast<uint64_t>(s.off) << 1) | s.column; }
+inline Sym sym_of(uint64_t w) {
+    return {static_cast<size_t>(w & 1), static_cast<uintptr_t>(w >> 1)};
+}
+
 // The PEs a collective runs over: member i is world PE start + i * stride; this PE is `me`.
 struct Members {
     int start = 0;
@@ -77,17 +83,26 @@ inline Members members_of(const shmem_team_s *t) {
     return {t->start, t->stride, t->size, t->my_pe};
 }
 
-// Synchronisation of a team's collective: its barrier, and one value per member published
-// before a barrier and read after it (until the next barrier).
+// Two words a member publishes before a barrier and its peers read after it (until the next
+// barrier): collect's byte count and where its source is.
+struct Published {
+    uint64_t value = 0;
+    uint64_t value2 = 0;
+};
+
+// Synchronisation of a team's collective: its barrier, and the words each member publishes.
 class TeamSync {
 public:
     explicit TeamSync(shmem_team_s *t) : t_(t) {}
     void barrier() { team_barrier(t_); }
-    void publish(uint64_t v) {
-        __atomic_store_n(area_word(t_->areas[t_->my_pe], kAreaValue), v, __ATOMIC_RELAXED);
+    void publish(Published p) {
+        char *mine = t_->areas[t_->my_pe];
+        __atomic_store_n(area_word(mine, kAreaValue), p.value, __ATOMIC_RELAXED);
+        __atomic_store_n(area_word(mine, kAreaValue2), p.value2, __ATOMIC_RELAXED);
     }
-    uint64_t published(int i) const {
-        return __atomic_load_n(area_word(t_->areas[i], kAreaValue), __ATOMIC_RELAXED);
+    Published published(int i) const {
+        return {__atomic_load_n(area_word(t_->areas[i], kAreaValue), __ATOMIC_RELAXED),
+                __atomic_load_n(area_word(t_->areas[i], kAreaValue2), __ATOMIC_RELAXED)};
     }
     void unpublish() {}
 
@@ -99,9 +114,10 @@ private:
 enum PsyncWord : int {
     kPsyncCount = 0,    // arrivals at the barrier (on the set's first PE)
     kPsyncRelease = 1,  // set to 1 by the first PE when the barrier is complete
-    kPsyncValue = 2,    // a member's published value (collect's element count)
+    kPsyncValue = 2,    // a member's published values (collect's byte count and source)
+    kPsyncValue2 = 3,
 };
-constexpr size_t kPsyncWords = 3;
+constexpr size_t kPsyncWords = 4;
 
 // Synchronisation of an active-set collective on its pSync array. Every word returns to
 // SHMEM_SYNC_VALUE (0) before its owner leaves the collective, so the same pSync may serve the
@@ -128,13 +144,18 @@ public:
         wait_for([&] { return load_acquire(release) == 1; });
         __atomic_store_n(release, 0L, __ATOMIC_RELAXED);
     }
-    void publish(uint64_t v) {
-        __atomic_store_n(mine_ + kPsyncValue, static_cast<long>(v), __ATOMIC_RELAXED);
+    void publish(Published p) {
+        __atomic_store_n(mine_ + kPsyncValue, static_cast<long>(p.value), __ATOMIC_RELAXED);
+        __atomic_store_n(mine_ + kPsyncValue2, static_cast<long>(p.value2), __ATOMIC_RELAXED);
     }
-    uint64_t published(int i) const {
-        return static_cast<uint64_t>(__atomic_load_n(word(i, kPsyncValue), __ATOMIC_RELAXED));
+    Published published(int i) const {
+        return {static_cast<uint64_t>(__atomic_load_n(word(i, kPsyncValue), __ATOMIC_RELAXED)),
+                static_cast<uint64_t>(__atomic_load_n(word(i, kPsyncValue2), __ATOMIC_RELAXED))};
     }
-    void unpublish() { __atomic_store_n(mine_ + kPsyncValue, 0L, __ATOMIC_RELAXED); }
+    void unpublish() {
+        __atomic_store_n(mine_ + kPsyncValue, 0L, __ATOMIC_RELAXED);
+        __atomic_store_n(mine_ + kPsyncValue2, 0L, __ATOMIC_RELAXED);
+    }
 
 private:
     long *word(int member, int w) const {

@@ -38,7 +38,7 @@ void fail(const char *call, const char *fmt, ...) {
 
 void fail_logged() {
     std::fflush(nullptr);
-    core::global_exit(1);
+    core::stop_after_error(1);
     std::_Exit(1);  // global_exit does not return; this keeps [[noreturn]] honest
 }
 

@@ -6,6 +6,7 @@
 #include <shmem.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "test_util.h"
@@ -207,6 +208,74 @@ TEST(CollMem, CollectFcollectAlltoallBytes_Test) {
         ASSERT_EQ(shmem_collectmem(team, b.dst, b.src, 0), 0);
         ASSERT_EQ(shmem_alltoallmem(team, b.dst, b.src, 0), 0);
     }
+}
+
+// collect with contributions of zero elements: on PE 0, on a middle PE, on the last PE, on
+// every PE. The source sits past the heap's first block, so a source resolved on an empty PE
+// alone (where it has no bytes) would read the peers' heaps from the wrong place. An empty PE
+// may also pass NULL as its source.
+TEST(CollZeroLength, EmptyContributionsInEveryForm_Test) {
+    const int n = npes();
+    const size_t most = 6;
+    // The first block keeps `src` away from the heap's start.
+    void *pad = shmem_malloc(256);
+    ASSERT_NE(pad, nullptr);
+    Buffers<uint64_t> b(most);
+    static long psync[SHMEM_COLLECT_SYNC_SIZE];
+    for (long &w : psync) w = SHMEM_SYNC_VALUE;
+    shmem_barrier_all();
+    struct Case {
+        const char *name;
+        bool (*empty)(int pe, int n);
+    };
+    const Case cases[] = {
+        {"PE 0", [](int pe, int) { return pe == 0; }},
+        {"a middle PE", [](int pe, int n) { return pe == n / 2; }},
+        {"the last PE", [](int pe, int n) { return pe == n - 1; }},
+        {"every PE", [](int, int) { return true; }},
+    };
+    // Elements PE `pe` gives (0 for an empty one), each `elem` bytes.
+    auto count = [&](const Case &c, int pe) -> size_t {
+        return c.empty(pe, n) ? 0 : static_cast<size_t>(pe % 3) + 1;
+    };
+    for (const Case &c : cases) {
+        for (int form = 0; form < 4; form++) {
+            for (bool null_source : {false, true}) {
+                SCOPED_TRACE(std::string("empty on ") + c.name + ", form " + std::to_string(form) +
+                             (null_source ? ", NULL source" : ""));
+                size_t elem = form == 2 ? 4 : 8;  // collect32 moves 4-byte elements
+                size_t mine = count(c, me());
+                unsigned char *src = reinterpret_cast<unsigned char *>(b.src);
+                unsigned char *dst = reinterpret_cast<unsigned char *>(b.dst);
+                for (size_t i = 0; i < mine * elem; i++) src[i] = pattern(me(), i, form + 1);
+                std::memset(dst, 0xEE, most * n * elem);
+                const void *from = (mine == 0 && null_source) ? nullptr : b.src;
+                switch (form) {
+                case 0:
+                    ASSERT_EQ(shmem_uint64_collect(SHMEM_TEAM_WORLD, b.dst,
+                                                   static_cast<const uint64_t *>(from), mine),
+                              0);
+                    break;
+                case 1:
+                    ASSERT_EQ(shmem_collectmem(SHMEM_TEAM_WORLD, dst, from, mine * 8), 0);
+                    break;
+                case 2: shmem_collect32(dst, from, mine, 0, 0, n, psync); break;
+                default: shmem_collect64(dst, from, mine, 0, 0, n, psync); break;
+                }
+                size_t off = 0;
+                for (int p = 0; p < n; p++) {
+                    for (size_t i = 0; i < count(c, p) * elem; i++, off++) {
+                        ASSERT_EQ(dst[off], pattern(p, i, form + 1))
+                            << "byte " << i << " from PE " << p;
+                    }
+                }
+                // Nothing past the collected bytes is written.
+                for (size_t i = off; i < most * n * elem; i++) ASSERT_EQ(dst[i], 0xEE) << i;
+            }
+        }
+    }
+    for (long w : psync) ASSERT_EQ(w, SHMEM_SYNC_VALUE);
+    shmem_free(pad);
 }
 
 // Global (static) arrays as source and dest.

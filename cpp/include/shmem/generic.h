@@ -358,6 +358,19 @@ SHMEM_REDUCE_GENERIC_OPS(SHMEM_CXX_REDUCE_OP)
 #undef SHMEM_CXX_REDUCE_OP
 #undef SHMEM_CXX_REDUCE
 
+/* The sum and product of C99 complex pointers, where the compiler has _Complex in C++ (the
+ * typed overloads are in <shmem/c99_complex.h>). */
+#ifdef SHMEM_C99_COMPLEX_TYPES
+#define SHMEM_CXX_C99_REDUCE(C99, T, N, OP)                                                        \
+    inline int shmem_##OP##_reduce(shmem_team_t team, C99 *dest, const C99 *source,                \
+                                   size_t nreduce) {                                               \
+        return shmem_##N##_##OP##_reduce(team, dest, source, nreduce);                             \
+    }
+SHMEM_C99_COMPLEX_TYPES(SHMEM_CXX_C99_REDUCE, sum)
+SHMEM_C99_COMPLEX_TYPES(SHMEM_CXX_C99_REDUCE, prod)
+#undef SHMEM_CXX_C99_REDUCE
+#endif
+
 /* Deprecated generic AMO names, over their old type sets; each calls the shmem_atomic_*
  * routine it was renamed to. */
 #define SHMEM_CXX_DEPRECATED(use) __attribute__((deprecated(use)))

@@ -29,6 +29,19 @@
 #define SHMEM_COMPLEXD double _Complex
 #endif
 
+/* GCC and Clang accept C99's _Complex in C++ too, and code written for other OpenSHMEM
+ * libraries passes float _Complex * and double _Complex * to the complex reductions: there the
+ * C++ headers add overloads taking them (<shmem/c99_complex.h>), beside the std::complex ones.
+ * X(C99_TYPE, TYPE, TYPENAME, OP): the C99 type, the declared type of the same layout, and the
+ * name part of the routine. */
+#if defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
+__extension__ typedef float _Complex shmem_c99_complexf_t;
+__extension__ typedef double _Complex shmem_c99_complexd_t;
+#define SHMEM_C99_COMPLEX_TYPES(X, OP)                                                             \
+    X(shmem_c99_complexd_t, SHMEM_COMPLEXD, complexd, OP)                                          \
+    X(shmem_c99_complexf_t, SHMEM_COMPLEXF, complexf, OP)
+#endif
+
 /* Standard RMA types (put, get, p, g, iput, iget and their nbi forms). */
 #define SHMEM_RMA_TYPES(X) SHMEM_RMA_GENERIC_TYPES(X) SHMEM_RMA_ALIAS_TYPES(X)
 #define SHMEM_RMA_GENERIC_TYPES(X)                                                                 \

@@ -298,32 +298,64 @@ fn bad(v: &Var, value: &str, reason: impl Into<String>) -> Error {
     }
 }
 
-/// Parses a byte count such as `64M`, `2g`, `4096` or `1.5G`.
-pub fn parse_size(s: &str) -> Option<usize> {
+/// Largest symmetric heap a PE may ask for: 128 TiB (`128T`), the whole user address space of
+/// a process on x86-64 and AArch64 Linux (48-bit addresses). Every PE maps every PE's heap, so
+/// a job needs far less per PE in practice; this bound only separates "too large for any
+/// machine" from the address-space limits that mapping the heaps runs into.
+pub const MAX_SYMMETRIC_SIZE: usize = 1 << 47;
+
+/// Why [`parse_size`] refused a byte count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeError {
+    /// Not a number with an optional K, M, G or T suffix.
+    Malformed,
+    /// A number, but above [`MAX_SYMMETRIC_SIZE`].
+    TooLarge,
+}
+
+/// Parses a byte count such as `64M`, `2g`, `4096` or `1.5G`, at most [`MAX_SYMMETRIC_SIZE`].
+pub fn parse_size(s: &str) -> std::result::Result<usize, SizeError> {
+    use std::num::IntErrorKind;
     let s = s.trim();
-    let (digits, shift) = match s.char_indices().last()? {
-        (i, c) if c.is_ascii_alphabetic() => {
+    let (digits, shift) = match s.char_indices().last() {
+        None => return Err(SizeError::Malformed),
+        Some((i, c)) if c.is_ascii_alphabetic() => {
             let shift = match c.to_ascii_uppercase() {
                 'K' => 10,
                 'M' => 20,
                 'G' => 30,
                 'T' => 40,
-                _ => return None,
+                _ => return Err(SizeError::Malformed),
             };
             (&s[..i], shift)
         }
-        _ => (s, 0),
+        Some(_) => (s, 0),
     };
-    if digits.contains('.') {
-        let x: f64 = digits.parse().ok()?;
-        let bytes = x * (1u64 << shift) as f64;
-        if !(bytes.is_finite() && bytes >= 0.0 && bytes < usize::MAX as f64) {
-            return None;
+    let bytes: f64 = if digits.contains('.') {
+        let x: f64 = digits.parse().map_err(|_| SizeError::Malformed)?;
+        if !(x.is_finite() && x >= 0.0) {
+            return Err(SizeError::Malformed);
         }
-        return Some(bytes as usize);
+        x * (1u64 << shift) as f64
+    } else {
+        // Whole numbers are exact: parsed wide enough that any shifted value in range fits.
+        let n: u128 = digits.parse().map_err(|e: std::num::ParseIntError| {
+            if *e.kind() == IntErrorKind::PosOverflow {
+                SizeError::TooLarge
+            } else {
+                SizeError::Malformed
+            }
+        })?;
+        let n = n.checked_shl(shift).filter(|b| b >> shift == n);
+        return match n {
+            Some(b) if b <= MAX_SYMMETRIC_SIZE as u128 => Ok(b as usize),
+            _ => Err(SizeError::TooLarge),
+        };
+    };
+    if bytes > MAX_SYMMETRIC_SIZE as f64 {
+        return Err(SizeError::TooLarge);
     }
-    let n: usize = digits.parse().ok()?;
-    n.checked_mul(1usize << shift)
+    Ok(bytes as usize)
 }
 
 fn parse_bool(v: &Var) -> Result<bool> {
@@ -351,11 +383,17 @@ fn parse_word(v: &Var) -> Result<&'static str> {
 pub fn load() -> Result<Config> {
     let size_var = var("SHMEM_SYMMETRIC_SIZE");
     let size_raw = raw(size_var);
-    let symmetric_size = parse_size(&size_raw).ok_or_else(|| {
+    let symmetric_size = parse_size(&size_raw).map_err(|e| {
         bad(
             size_var,
             &size_raw,
-            "expected bytes with optional K/M/G/T suffix",
+            match e {
+                SizeError::Malformed => "expected bytes with optional K/M/G/T suffix",
+                SizeError::TooLarge => {
+                    "too large: at most 128T (the address space of a process), and every PE \
+                     maps every PE's heap"
+                }
+            },
         )
     })?;
     if symmetric_size == 0 {
@@ -498,23 +536,43 @@ mod tests {
 
     #[test]
     fn parse_size_accepts_suffixes() {
-        assert_eq!(parse_size("4096"), Some(4096));
-        assert_eq!(parse_size("64k"), Some(64 << 10));
-        assert_eq!(parse_size("64K"), Some(64 << 10));
-        assert_eq!(parse_size("512M"), Some(512 << 20));
-        assert_eq!(parse_size("2G"), Some(2 << 30));
-        assert_eq!(parse_size("1T"), Some(1 << 40));
-        assert_eq!(parse_size("1.5G"), Some(3 << 29));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64k"), Ok(64 << 10));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        assert_eq!(parse_size("1.5G"), Ok(3 << 29));
+        assert_eq!(parse_size("128T"), Ok(MAX_SYMMETRIC_SIZE));
+    }
+
+    #[test]
+    fn parse_size_says_too_large_apart_from_malformed() {
+        for big in [
+            "99999999T",
+            "129T",
+            "128.5T",
+            "140737488355329",
+            "99999999999999999999999T",
+            "999999999999999999999999999999999999999999",
+            "1e300",
+        ] {
+            let want = if big == "1e300" {
+                SizeError::Malformed
+            } else {
+                SizeError::TooLarge
+            };
+            assert_eq!(parse_size(big), Err(want), "{big}");
+        }
     }
 
     #[test]
     fn parse_size_refuses_garbage() {
-        assert_eq!(parse_size(""), None);
-        assert_eq!(parse_size("M"), None);
-        assert_eq!(parse_size("12Q"), None);
-        assert_eq!(parse_size("-5M"), None);
-        assert_eq!(parse_size("99999999999999999999999T"), None);
-        assert_eq!(parse_size("1e3"), None);
+        for bad in [
+            "", "M", "12Q", "-5M", "1e3", "-1.5G", "NaNK", "infT", "1.2.3",
+        ] {
+            assert_eq!(parse_size(bad), Err(SizeError::Malformed), "{bad}");
+        }
     }
 
     #[test]
@@ -543,7 +601,7 @@ mod tests {
     fn defaults_parse() {
         for v in VARS {
             match v.kind {
-                Kind::Size => assert!(parse_size(v.default).is_some(), "{}", v.name),
+                Kind::Size => assert!(parse_size(v.default).is_ok(), "{}", v.name),
                 Kind::Seconds => assert!(v.default.parse::<u64>().is_ok(), "{}", v.name),
                 Kind::Word(w) => assert!(w.contains(&v.default), "{}", v.name),
                 Kind::Bool => assert!(v.default == "0" || v.default == "1", "{}", v.name),

@@ -55,7 +55,8 @@ pub enum Error {
         /// The system's error.
         source: std::io::Error,
     },
-    /// A symmetric allocation could not be met (heap exhausted) or named no live block.
+    /// A symmetric allocation could not be met (heap exhausted) or named no live block, or the
+    /// heaps did not fit this process's address space at start-up.
     #[error("{0}")]
     Heap(String),
     /// The PEs of one job disagree on something that must be the same everywhere.

@@ -1,6 +1,7 @@
 //! Logging: one `tracing` subscriber writing `shmem: PE <n>: <LEVEL>: <message>` lines to stderr.
-//! Installed once, at initialisation; the PE number is filled in as soon as it is known.
-//! Never used on the data path.
+//! Installed once, at initialisation or at the first error before it; the PE number is the
+//! launcher's rank from the start (so an error before `shmem_init` names its PE too), and the
+//! job's once `shmem_init` knows it. Never used on the data path.
 
 use std::fmt;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -58,6 +59,9 @@ pub fn install(level: &str) {
         _ => Level::WARN,
     };
     INSTALL.call_once(|| {
+        if let Some(rank) = crate::bootstrap::launch::rank_hint() {
+            let _ = PE.compare_exchange(-1, rank as i32, Ordering::Relaxed, Ordering::Relaxed);
+        }
         let subscriber = tracing_subscriber::fmt()
             .with_max_level(max)
             .with_writer(std::io::stderr)

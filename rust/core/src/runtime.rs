@@ -8,7 +8,7 @@ use crate::bootstrap::kvs::{self, Choice, FromKvs};
 use crate::bootstrap::launch::{self, Launch, NodeLocal};
 use crate::bootstrap::node::{self, Meeting, NodeJob};
 use crate::bootstrap::tls::{self, Trust};
-use crate::bootstrap::{locality, rendezvous, uniqueid, Client};
+use crate::bootstrap::{locality, rendezvous, uniqueid, BootstrapError, Client};
 use crate::env::{self, Config};
 use crate::error::{Error, Result};
 use crate::heap::{self, Heap};
@@ -411,7 +411,15 @@ fn start(
     STATUS.store(STATUS_SHM_CREATED, Ordering::Release);
     let static_data = static_data::exchange(store.as_ref(), my_pe, n_pes, timeouts.create)?;
     if let Some(store) = &store {
-        store.barrier(timeouts.create)?;
+        store.barrier(timeouts.create).map_err(|e| match e {
+            BootstrapError::Timeout { after, .. } => Error::Launch(format!(
+                "not every PE reached the end of start-up within {:.1} s (the start-up timeout, \
+                 SHMEM_INIT_TIMEOUT), though every PE had published its heap and static data: \
+                 one is stuck or died since",
+                after.as_secs_f64()
+            )),
+            e => e.into(),
+        })?;
     }
     if my_pe == 0 {
         if config.print_version {
@@ -485,15 +493,26 @@ pub fn finalize() -> Result<()> {
     Ok(())
 }
 
-/// Ends the whole job with `status`: tells the store's host (`shmemrun`, or PE 0, which
-/// then ends every other PE), then exits this process.
+/// Ends the whole job with `status` for the program's `shmem_global_exit`: tells the store's
+/// host (`shmemrun`, or PE 0, which then ends every other PE), then exits this process.
 pub fn global_exit(status: i32) -> ! {
+    end_job(status, false)
+}
+
+/// Ends the whole job with `status` after an error the library reported on this PE (a bad
+/// argument, an asymmetric allocation): as [`global_exit`], but the job's end is reported as
+/// the library's stop, not as a call of `shmem_global_exit`.
+pub fn stop_after_error(status: i32) -> ! {
+    end_job(status, true)
+}
+
+fn end_job(status: i32, after_error: bool) -> ! {
     if let Ok(Phase::Running(rt)) = STATE.try_read().as_deref() {
         if let Some(node) = rt.node.as_ref().filter(|n| n.hosts_store()) {
-            node.global_exit(status);
+            node.global_exit(status, after_error);
         }
         if let Some(store) = &rt.store {
-            store.abort(status);
+            store.abort(status, after_error);
         }
     }
     exit_process(status)

@@ -870,8 +870,8 @@ pub fn exchange(
     };
     let all = match store {
         None => vec![mine.clone()],
-        Some(store) => store
-            .allgather(&mine.encode(), timeout)?
+        Some(store) => (store.allgather(&mine.encode(), timeout))
+            .map_err(|e| e.unshared("how it lays out global and static variables"))?
             .iter()
             .enumerate()
             .map(|(pe, bytes)| {
@@ -913,7 +913,8 @@ pub fn exchange(
             if let Some(store) = store {
                 store.put_fd(&format!("data/{my_pe}"), fd.as_fd())?;
                 for pe in (0..n_pes).filter(|pe| *pe != my_pe) {
-                    let theirs = store.get_fd(&format!("data/{pe}"), timeout)?;
+                    let theirs = (store.get_fd(&format!("data/{pe}"), timeout))
+                        .map_err(|e| e.unpublished(pe as u32, "its global and static variables"))?;
                     let len = mapping::file_len(theirs.as_fd())?;
                     if len != size {
                         return Err(Error::Mismatch {

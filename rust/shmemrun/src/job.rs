@@ -39,6 +39,10 @@ const KILL_GRACE: Duration = Duration::from_secs(5);
 /// socket before the exit is reported, so this only matters when a child process of the PE
 /// holds the socket open.
 const VERDICT_GRACE: Duration = Duration::from_secs(1);
+/// How long the other PEs may go on after a PE failed without joining the job's store (before
+/// or early in `shmem_init`): they are likely failing the same way, and each says why itself
+/// before the rest is stopped.
+const SETTLE_GRACE: Duration = Duration::from_secs(1);
 /// How long to wait, after the last PE exited, for its output to drain (`--tag-output`),
 /// in case a background child of a PE still holds a pipe.
 const OUTPUT_GRACE: Duration = Duration::from_secs(2);
@@ -88,6 +92,9 @@ struct Pe {
 /// Where the stop sequence stands.
 enum Stopping {
     No,
+    /// The job failed (its status is set) by a PE that never joined the store; the others are
+    /// stopped at this instant, unless they are all gone by then.
+    Settle(Instant),
     /// SIGTERM sent; SIGKILL at this instant.
     Term(Instant),
     /// SIGKILL sent; stop waiting at this instant.
@@ -105,6 +112,8 @@ struct Job {
     unjudged: VecDeque<(u32, Instant)>,
     /// Exit status of the job, set by the first failure.
     status: Option<i32>,
+    /// Why the job failed, while [`Stopping::Settle`] holds it back.
+    settling: Option<String>,
     stopping: Stopping,
 }
 
@@ -130,6 +139,7 @@ pub fn run(plan: Plan, signals: JobSignals) -> i32 {
         running: 0,
         unjudged: VecDeque::new(),
         status: None,
+        settling: None,
         stopping: Stopping::No,
     };
 
@@ -163,7 +173,7 @@ pub fn run(plan: Plan, signals: JobSignals) -> i32 {
             deadline.filter(|_| job.status.is_none()),
             match job.stopping {
                 Stopping::No => None,
-                Stopping::Term(t) | Stopping::Kill(t) => Some(t),
+                Stopping::Settle(t) | Stopping::Term(t) | Stopping::Kill(t) => Some(t),
             },
             job.unjudged.front().map(|&(_, due)| due),
         ]
@@ -183,6 +193,7 @@ pub fn run(plan: Plan, signals: JobSignals) -> i32 {
                     job.fail(124, &message, "");
                 }
                 match job.stopping {
+                    Stopping::Settle(t) if now >= t => job.settled(),
                     Stopping::Term(t) if now >= t => job.escalate(),
                     Stopping::Kill(t) if now >= t => {
                         eprintln!(
@@ -205,6 +216,8 @@ pub fn run(plan: Plan, signals: JobSignals) -> i32 {
         }
     }
 
+    // Every PE is gone before the settle ended: the failure is still to be told.
+    job.settled();
     // Let the relay print what the PEs wrote last.
     let output_deadline = Instant::now() + OUTPUT_GRACE;
     while output_open {
@@ -524,7 +537,11 @@ impl Job {
                         .push_back((rank, Instant::now() + VERDICT_GRACE));
                 }
             }
-            Event::Store(StoreEvent::Abort { rank, status }) => self.global_exit(rank, status),
+            Event::Store(StoreEvent::Abort {
+                rank,
+                status,
+                after_error,
+            }) => self.global_exit(rank, status, after_error),
             // Exits are judged from the store's final state in judge_exits; these only wake
             // the loop up so that it looks. The store logs protocol errors itself.
             Event::Store(_) => {}
@@ -532,6 +549,9 @@ impl Job {
                 if self.status.is_none() {
                     let message = format!("caught {}", signals::name(sig));
                     self.fail(128 + sig, &message, "");
+                } else if matches!(self.stopping, Stopping::Settle(_)) {
+                    // Asked to stop: no more waiting for the others to finish.
+                    self.settled();
                 } else if matches!(self.stopping, Stopping::Term(_)) {
                     // Asked twice: no more grace.
                     self.escalate();
@@ -560,27 +580,56 @@ impl Job {
     fn judge(&mut self, rank: u32, exit: WaitStatus, peer: PeerStatus) {
         let pid = self.pes[rank as usize].pid.as_raw_nonzero();
         if let Some(status) = peer.abort_status {
-            self.global_exit(rank, status);
+            self.global_exit(rank, status, peer.abort_after_error);
         } else if let Some(sig) = exit.terminating_signal() {
             let message = format!(
                 "PE {rank} (pid {pid}) was killed by signal {sig} ({})",
                 signals::name(sig)
             );
-            self.fail(128 + sig, &message, "the remaining ");
+            self.fail_pe(peer, 128 + sig, message);
         } else if let Some(code) = exit.exit_status().filter(|&c| c != 0) {
             let message = format!("PE {rank} (pid {pid}) exited with status {code}");
-            self.fail(code, &message, "the remaining ");
+            self.fail_pe(peer, code, message);
         } else if peer.connected && !peer.said_goodbye && self.running > 0 {
             let message = format!("PE {rank} (pid {pid}) exited without calling shmem_finalize");
             self.fail(1, &message, "the remaining ");
         }
     }
 
-    fn global_exit(&mut self, rank: u32, status: i32) {
+    /// PE `rank` ended the job: its program called `shmem_global_exit(status)`, or
+    /// (`after_error`) the library stopped the job after an error it reported there.
+    fn global_exit(&mut self, rank: u32, status: i32, after_error: bool) {
         if self.status.is_none() {
-            let message = format!("PE {rank} called shmem_global_exit({status})");
+            let message = if after_error {
+                format!("PE {rank} stopped the job after an error (status {status})")
+            } else {
+                format!("PE {rank} called shmem_global_exit({status})")
+            };
             // The caller itself is among the PEs still running.
             self.fail(status, &message, "");
+        }
+    }
+
+    /// A PE's failure. One that never joined the store failed before or early in
+    /// `shmem_init`, as the others probably do too (a call before `shmem_init`, a bad
+    /// variable): they get [`SETTLE_GRACE`] to say so themselves, one line each, before the
+    /// rest is stopped.
+    fn fail_pe(&mut self, peer: PeerStatus, status: i32, message: String) {
+        if peer.connected {
+            self.fail(status, &message, "the remaining ");
+        } else if self.status.is_none() {
+            self.status = Some(status);
+            self.unjudged.clear();
+            self.settling = Some(message);
+            self.stopping = Stopping::Settle(Instant::now() + SETTLE_GRACE);
+        }
+    }
+
+    /// Ends a [`Stopping::Settle`]: says why the job failed and stops what still runs.
+    fn settled(&mut self) {
+        if let Some(message) = self.settling.take() {
+            self.stopping = Stopping::No;
+            self.stop(&message, "the remaining ");
         }
     }
 
@@ -591,6 +640,11 @@ impl Job {
         }
         self.status = Some(status);
         self.unjudged.clear();
+        self.stop(message, remaining);
+    }
+
+    /// Says why the job failed and, if PEs still run, sends them SIGTERM (SIGKILL follows).
+    fn stop(&mut self, message: &str, remaining: &str) {
         if self.running == 0 {
             eprintln!("shmemrun: {message}");
             return;

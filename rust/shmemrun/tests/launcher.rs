@@ -563,9 +563,9 @@ fn pe_entry() {
             let _ = store.get("never", HANG);
             std::process::exit(0);
         }
-        "abort" => {
+        "abort" | "abort-after-error" => {
             if rank == 0 {
-                store.abort(5);
+                store.abort(5, mode == "abort-after-error");
             }
             let _ = store.get("never", HANG);
             std::process::exit(0);
@@ -601,4 +601,16 @@ fn abort_is_a_global_exit_with_its_status() {
         err.contains("PE 0 called shmem_global_exit(5); stopping 3 PEs"),
         "{err}"
     );
+}
+
+#[test]
+fn the_library_stopping_the_job_is_not_called_a_global_exit() {
+    let out = store_job(3, "abort-after-error");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("PE 0 stopped the job after an error (status 5); stopping 3 PEs"),
+        "{err}"
+    );
+    assert!(!err.contains("shmem_global_exit"), "{err}");
 }

@@ -215,7 +215,14 @@ fn first_difference<'a>(theirs: &'a str, mine: &'a str) -> Option<(&'a str, &'a 
 /// the refusal). Returns the PEs that published theirs (all, on success).
 pub(crate) fn check(store: &Client, job: &Job, timeout: Duration) -> (Vec<u32>, Result<()>) {
     let mine = encode(job);
-    let got = super::gather(store, &job_key, mine.as_bytes(), Instant::now() + timeout);
+    let deadline = Instant::now() + timeout;
+    let got = super::gather(
+        store,
+        &job_key,
+        "its job attributes",
+        mine.as_bytes(),
+        deadline,
+    );
     let differs = (got.values.iter().enumerate()).find_map(|(pe, theirs)| {
         let theirs = String::from_utf8_lossy(theirs.as_deref()?).into_owned();
         let (name, t, m) = first_difference(&theirs, &mine)?;
@@ -229,7 +236,7 @@ pub(crate) fn check(store: &Client, job: &Job, timeout: Duration) -> (Vec<u32>, 
     });
     let seen = got.seen();
     let absent = got.error.map(|e| match e {
-        Error::Bootstrap(BootstrapError::Absent { rank, .. }) => Error::Launch(format!(
+        Error::Bootstrap(BootstrapError::NotPublished { rank, .. }) => Error::Launch(format!(
             "{}: PE {rank} did not join the job within {} s (shm_init_timeout); the store is {}",
             job.call,
             timeout.as_secs(),

@@ -556,12 +556,18 @@ impl Client {
     }
 
     /// Tells the launcher to end the whole job with `status` (best effort; does not exit the
-    /// process).
+    /// process); `after_error`: the library stops the job after an error it reported, rather
+    /// than the program calling `shmem_global_exit`.
     ///
     /// Does not wait for a request in flight on another thread: the frame goes out between
     /// that request's frames, and no reply is awaited.
-    pub fn abort(&self, status: i32) {
-        let frame = match (Request::Abort { status }).encode() {
+    pub fn abort(&self, status: i32, after_error: bool) {
+        let frame = match (Request::Abort {
+            status,
+            after_error,
+        })
+        .encode()
+        {
             Ok(frame) => frame,
             // An ABORT frame has no key or value, so it always encodes.
             Err(_) => return,

@@ -232,13 +232,32 @@ pub(crate) fn open(
 /// PE 0: puts `value` under `key` and joins the fence after which the others read it.
 pub(crate) fn publish(kvs: &mut dyn Kvs, key: &str, value: &[u8], timeout: Duration) -> Result<()> {
     kvs.put(key, value, timeout)?;
-    kvs.fence(timeout)
+    fence_all(kvs, timeout)
 }
 
 /// PEs other than 0: joins the fence of [`publish`], then reads PE 0's `key`.
 pub(crate) fn lookup(kvs: &mut dyn Kvs, key: &str, timeout: Duration) -> Result<Vec<u8>> {
-    kvs.fence(timeout)?;
+    fence_all(kvs, timeout)?;
     kvs.get(0, key, timeout)
+}
+
+/// The service's fence, which every PE of the job reaches from `shmem_init`. One that fails
+/// once the whole `timeout` has passed says so in terms of PEs: the service does not say which
+/// PE is missing, only that not all came.
+fn fence_all(kvs: &mut dyn Kvs, timeout: Duration) -> Result<()> {
+    let started = std::time::Instant::now();
+    kvs.fence(timeout).map_err(|e| {
+        if started.elapsed() < timeout {
+            return e;
+        }
+        Error::Launch(format!(
+            "not every PE reached shmem_init's fence at the launcher's {} within {:.1} s (the \
+             start-up timeout, SHMEM_INIT_TIMEOUT): a PE has not called shmem_init, or is \
+             stuck or died before it ({e})",
+            kvs.service(),
+            timeout.as_secs_f64()
+        ))
+    })
 }
 
 /// What PE 0 publishes in place of a value it could not make, before its reason: the others
@@ -514,6 +533,46 @@ mod tests {
             ) && msg.ends_with("no address to listen at"),
             "{msg}"
         );
+    }
+
+    /// A service whose fence never completes: some PE never came.
+    #[derive(Debug)]
+    struct NobodyElseCame;
+
+    impl Kvs for NobodyElseCame {
+        fn service(&self) -> String {
+            "fake".into()
+        }
+        fn put(&mut self, _: &str, _: &[u8], _: Duration) -> Result<()> {
+            Ok(())
+        }
+        fn fence(&mut self, timeout: Duration) -> Result<()> {
+            std::thread::sleep(timeout);
+            Err(Error::Launch("fence: timed out".into()))
+        }
+        fn get(&mut self, _: u32, _: &str, _: Duration) -> Result<Vec<u8>> {
+            unreachable!("read only after a fence")
+        }
+        fn finalize(&mut self, _: Duration) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_fence_that_times_out_says_a_pe_did_not_come() {
+        let t = Duration::from_millis(50);
+        for pe in [0, 1] {
+            let msg = share_job_id(&mut NobodyElseCame, pe, t)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                msg.starts_with(
+                    "not every PE reached shmem_init's fence at the launcher's fake within 0.1 s"
+                ) && msg.contains("a PE has not called shmem_init")
+                    && msg.ends_with("(fence: timed out)"),
+                "{msg}"
+            );
+        }
     }
 
     #[test]

@@ -227,6 +227,20 @@ impl Hints<'_> {
     };
 }
 
+/// This process's rank as the launcher's variables give it, before (or without) `shmem_init`:
+/// the rank variable of the first launcher in detection order that set one, if it is a
+/// number. Nothing else is checked; for naming the PE in messages only.
+pub(crate) fn rank_hint() -> Option<u32> {
+    rank_hint_in(&process_env)
+}
+
+fn rank_hint_in(env: Env<'_>) -> Option<u32> {
+    std::iter::once("SHMEM_RUN_RANK")
+        .chain(LAUNCHERS.iter().map(|l| l.rank))
+        .find_map(env)
+        .and_then(|rank| rank.parse().ok())
+}
+
 /// Detects the launcher from this process's environment and the user's `hints`.
 pub(crate) fn detect(hints: Hints<'_>) -> Result<Launch> {
     let pmix_loads = || super::pmix::loads(hints.pmix_lib);
@@ -526,6 +540,22 @@ mod tests {
             Err(e) => e.to_string(),
             Ok(other) => panic!("accepted: {other:?}"),
         }
+    }
+
+    #[test]
+    fn rank_hint_follows_the_detection_order() {
+        let hint = |vars: &[(&str, &str)]| {
+            let map: std::collections::HashMap<String, String> = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            rank_hint_in(&|name| map.get(name).cloned())
+        };
+        assert_eq!(hint(&[]), None);
+        assert_eq!(hint(&[("SHMEM_RUN_RANK", "3"), ("RANK", "1")]), Some(3));
+        assert_eq!(hint(&[("PMI_RANK", "2"), ("RANK", "1")]), Some(2));
+        assert_eq!(hint(&[("SLURM_PROCID", "5")]), Some(5));
+        assert_eq!(hint(&[("OMPI_COMM_WORLD_RANK", "x"), ("RANK", "1")]), None);
     }
 
     #[test]

@@ -143,7 +143,8 @@ fn exchange(store: &Client, timeout: Duration) -> (Vec<u32>, Result<NodeMap>) {
         Ok(me) => me.encode(),
         Err(e) => return (vec![store.rank()], Err(e)),
     };
-    let got = super::gather(store, &node_key, &mine, Instant::now() + timeout);
+    let deadline = Instant::now() + timeout;
+    let got = super::gather(store, &node_key, "which node it runs on", &mine, deadline);
     let seen = got.seen();
     if let Some(e) = got.error {
         return (seen, Err(e));

@@ -79,14 +79,16 @@ impl Gathered {
     }
 }
 
-/// A start-up allgather that notices PEs the store refused: publishes `mine` at `key(my PE)`,
-/// then reads every other PE's value at `key(pe)` in PE order until `deadline`. Stops at the
-/// first PE that cannot be read: one whose HELLO the store refused (an [`Error::Mismatch`]
-/// with the store's reason) or whose value did not come in time ([`BootstrapError::Absent`]).
-/// The keys stay in the store: start-up writes each once.
+/// A start-up allgather that notices PEs the store refused: publishes `mine` (which is `what`,
+/// for messages: "its node identity") at `key(my PE)`, then reads every other PE's value at
+/// `key(pe)` in PE order until `deadline`. Stops at the first PE that cannot be read: one whose
+/// HELLO the store refused (an [`Error::Mismatch`] with the store's reason) or whose value did
+/// not come in time ([`BootstrapError::NotPublished`]). The keys stay in the store: start-up
+/// writes each once.
 pub(crate) fn gather(
     store: &Client,
     key: &dyn Fn(u32) -> String,
+    what: &'static str,
     mine: &[u8],
     deadline: std::time::Instant,
 ) -> Gathered {
@@ -119,9 +121,9 @@ pub(crate) fn gather(
                 });
             }
             if left.is_zero() {
-                break Err(Error::Bootstrap(BootstrapError::Absent {
-                    op: "start-up allgather",
+                break Err(Error::Bootstrap(BootstrapError::NotPublished {
                     rank: pe,
+                    what,
                     after: started.elapsed(),
                 }));
             }
@@ -142,6 +144,42 @@ pub(crate) fn gather(
     }
 }
 
+/// The text of [`BootstrapError::Timeout`]: a wait for a key, or for any answer at all (HELLO).
+fn timeout_text(op: &str, key: &str, after: Duration) -> String {
+    let secs = after.as_secs_f64();
+    if key.is_empty() {
+        format!("the store did not answer {op} within {secs:.1} s")
+    } else {
+        format!("store {op} timed out after {secs:.1} s waiting for key '{key}'")
+    }
+}
+
+impl BootstrapError {
+    /// The same error seen from a start-up step in which PE `rank` publishes `what`: a wait
+    /// for its key that timed out becomes [`BootstrapError::NotPublished`], naming the PE and
+    /// what it had not done. Any other error is returned as it is.
+    pub(crate) fn unpublished(self, rank: u32, what: &'static str) -> BootstrapError {
+        match self {
+            BootstrapError::Timeout { after, .. } => {
+                BootstrapError::NotPublished { rank, what, after }
+            }
+            other => other.unshared(what),
+        }
+    }
+
+    /// The same error seen from a start-up allgather in which every PE shares `what`: the
+    /// PE an [`BootstrapError::Absent`] names becomes the PE that did not publish it. Any other
+    /// error is returned as it is.
+    pub(crate) fn unshared(self, what: &'static str) -> BootstrapError {
+        match self {
+            BootstrapError::Absent { rank, after, .. } => {
+                BootstrapError::NotPublished { rank, what, after }
+            }
+            other => other,
+        }
+    }
+}
+
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -158,7 +196,7 @@ pub enum BootstrapError {
     },
     /// The key did not appear (GET, GET_FD, barrier, allgather), or the store did not answer,
     /// within the timeout.
-    #[error("store {op} timed out after {after:?} waiting for key '{key}'")]
+    #[error("{}", timeout_text(op, key, *after))]
     Timeout {
         /// Operation that timed out.
         op: &'static str,
@@ -180,6 +218,22 @@ pub enum BootstrapError {
         /// The PE that was waited for.
         rank: u32,
         /// How long it waited.
+        after: Duration,
+    },
+    /// A PE's part of a start-up step (its heap, its node, ...) did not appear in the store
+    /// within the start-up timeout: that PE has not called `shmem_init`, or is slow, stuck or
+    /// dead before the step.
+    #[error(
+        "PE {rank} did not publish {what} within {:.1} s (the start-up timeout, \
+         SHMEM_INIT_TIMEOUT): it has not called shmem_init, or is stuck or died before that step",
+        .after.as_secs_f64()
+    )]
+    NotPublished {
+        /// The PE that was waited for.
+        rank: u32,
+        /// What it had to publish ("its symmetric heap").
+        what: &'static str,
+        /// How long this PE waited.
         after: Duration,
     },
     /// The store serves a job of another size than this PE was told: the PEs were given
@@ -244,4 +298,56 @@ pub enum BootstrapError {
         /// The earlier failure.
         cause: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_up_waits_name_the_pe_and_what_it_had_not_published() {
+        let after = Duration::from_millis(5000);
+        let timeout = BootstrapError::Timeout {
+            op: "get_fd",
+            key: "heap/2".into(),
+            after,
+        };
+        assert_eq!(
+            timeout.to_string(),
+            "store get_fd timed out after 5.0 s waiting for key 'heap/2'"
+        );
+        assert_eq!(
+            timeout.unpublished(2, "its symmetric heap").to_string(),
+            "PE 2 did not publish its symmetric heap within 5.0 s (the start-up timeout, \
+             SHMEM_INIT_TIMEOUT): it has not called shmem_init, or is stuck or died before that \
+             step"
+        );
+        let absent = BootstrapError::Absent {
+            op: "allgather",
+            rank: 3,
+            after,
+        };
+        assert!(matches!(
+            absent.unshared("its layout"),
+            BootstrapError::NotPublished {
+                rank: 3,
+                what: "its layout",
+                ..
+            }
+        ));
+        let closed = BootstrapError::Closed { op: "get_fd" };
+        assert!(matches!(
+            closed.unpublished(1, "x"),
+            BootstrapError::Closed { .. }
+        ));
+        let silent = BootstrapError::Timeout {
+            op: "connect",
+            key: String::new(),
+            after,
+        };
+        assert_eq!(
+            silent.to_string(),
+            "the store did not answer connect within 5.0 s"
+        );
+    }
 }

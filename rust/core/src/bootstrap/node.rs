@@ -42,7 +42,9 @@ const JOB_PAGE_LEN: usize = 4096;
 const END_WORD: usize = 0;
 const END_SET: u64 = 1 << 63;
 const END_GLOBAL_EXIT: u64 = 1 << 62;
-const END_PE_MASK: u64 = (1 << 30) - 1;
+/// With [`END_GLOBAL_EXIT`]: the library stopped the job after an error.
+const END_AFTER_ERROR: u64 = 1 << 61;
+const END_PE_MASK: u64 = (1 << 29) - 1;
 /// Longest nap between attempts to reach PE 0's socket (PE 0 may start last).
 const LONGEST_CONNECT_NAP: Duration = Duration::from_millis(50);
 /// Stack of the job's helper threads: they wait on a channel, a socket or `accept`.
@@ -51,8 +53,13 @@ const THREAD_STACK: usize = 128 * 1024;
 /// Why the job ended, as PE 0 records it in the job page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ending {
-    /// PE `pe` called `shmem_global_exit(status)`.
-    GlobalExit { pe: u32, status: i32 },
+    /// PE `pe` called `shmem_global_exit(status)`, or (`after_error`) the library stopped the
+    /// job there after an error it reported.
+    GlobalExit {
+        pe: u32,
+        status: i32,
+        after_error: bool,
+    },
     /// PE `pe` left without `shmem_finalize`: it exited, died, or broke the store protocol.
     Lost { pe: u32 },
 }
@@ -60,9 +67,14 @@ enum Ending {
 impl Ending {
     fn encode(self) -> u64 {
         match self {
-            Ending::GlobalExit { pe, status } => {
+            Ending::GlobalExit {
+                pe,
+                status,
+                after_error,
+            } => {
                 END_SET
                     | END_GLOBAL_EXIT
+                    | if after_error { END_AFTER_ERROR } else { 0 }
                     | (u64::from(pe) & END_PE_MASK) << 32
                     | status as u32 as u64
             }
@@ -79,6 +91,7 @@ impl Ending {
             Ending::GlobalExit {
                 pe,
                 status: word as u32 as i32,
+                after_error: word & END_AFTER_ERROR != 0,
             }
         } else {
             Ending::Lost { pe }
@@ -97,9 +110,19 @@ impl Ending {
 impl std::fmt::Display for Ending {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Ending::GlobalExit { pe, status } => {
-                write!(f, "PE {pe} called shmem_global_exit({status})")
-            }
+            Ending::GlobalExit {
+                pe,
+                status,
+                after_error: false,
+            } => write!(f, "PE {pe} called shmem_global_exit({status})"),
+            Ending::GlobalExit {
+                pe,
+                status,
+                after_error: true,
+            } => write!(
+                f,
+                "PE {pe} stopped the job after an error (status {status})"
+            ),
             Ending::Lost { pe } => write!(f, "PE {pe} exited without shmem_finalize or died"),
         }
     }
@@ -394,7 +417,8 @@ fn finish_guest(
     watched: OwnedFd,
     timeout: Duration,
 ) -> Result<(Client, NodeJob)> {
-    let fd = client.get_fd(JOB_PAGE_KEY, timeout)?;
+    let fd = (client.get_fd(JOB_PAGE_KEY, timeout))
+        .map_err(|e| e.unpublished(0, "the job page (its record of how the job ends)"))?;
     let len = mapping::file_len(fd.as_fd())?;
     if len != JOB_PAGE_LEN {
         return Err(Error::Launch(format!(
@@ -507,9 +531,15 @@ fn same_user(peer: u32, mine: u32) -> std::result::Result<(), String> {
 fn watch_events(events: Receiver<StoreEvent>, shared: &Shared) {
     for event in events {
         match event {
-            StoreEvent::Abort { rank, status } => {
-                shared.end_job(Ending::GlobalExit { pe: rank, status })
-            }
+            StoreEvent::Abort {
+                rank,
+                status,
+                after_error,
+            } => shared.end_job(Ending::GlobalExit {
+                pe: rank,
+                status,
+                after_error,
+            }),
             StoreEvent::Goodbye { rank }
             | StoreEvent::Disconnected {
                 rank,
@@ -659,11 +689,13 @@ impl NodeJob {
         p.finished = true;
     }
 
-    /// PE 0's own `shmem_global_exit`: ends the job at once (there is no one to tell first).
-    pub fn global_exit(&self, status: i32) -> ! {
+    /// PE 0's own `shmem_global_exit` (or, `after_error`, the library's stop after an error
+    /// there): ends the job at once (there is no one to tell first).
+    pub fn global_exit(&self, status: i32, after_error: bool) -> ! {
         self.shared.end_job(Ending::GlobalExit {
             pe: self.shared.my_pe,
             status,
+            after_error,
         })
     }
 }
@@ -677,11 +709,25 @@ mod tests {
     #[test]
     fn endings_round_trip() {
         for e in [
-            Ending::GlobalExit { pe: 0, status: 0 },
-            Ending::GlobalExit { pe: 7, status: -3 },
+            Ending::GlobalExit {
+                pe: 0,
+                status: 0,
+                after_error: false,
+            },
+            Ending::GlobalExit {
+                pe: 7,
+                status: -3,
+                after_error: false,
+            },
             Ending::GlobalExit {
                 pe: 1 << 20,
                 status: i32::MAX,
+                after_error: true,
+            },
+            Ending::GlobalExit {
+                pe: (1 << 29) - 1,
+                status: 1,
+                after_error: true,
             },
             Ending::Lost { pe: 0 },
             Ending::Lost { pe: 4095 },
@@ -693,6 +739,16 @@ mod tests {
         assert_eq!(
             Ending::Lost { pe: 2 }.to_string(),
             "PE 2 exited without shmem_finalize or died"
+        );
+        let exit = |after_error| Ending::GlobalExit {
+            pe: 3,
+            status: 1,
+            after_error,
+        };
+        assert_eq!(exit(false).to_string(), "PE 3 called shmem_global_exit(1)");
+        assert_eq!(
+            exit(true).to_string(),
+            "PE 3 stopped the job after an error (status 1)"
         );
     }
 

@@ -72,7 +72,8 @@ pub(crate) fn open_for_host(store: &Client, timeout: Duration) -> Result<Client>
 fn connect(store: &Client, timeout: Duration) -> Result<Client> {
     let (rank, n_pes) = (store.rank(), store.n_pes());
     {
-        let name = store.get(NAME_KEY, timeout)?;
+        let name = (store.get(NAME_KEY, timeout))
+            .map_err(|e| e.unpublished(0, "the name of its node-local descriptor store"))?;
         let shown = String::from_utf8_lossy(&name).into_owned();
         let addr = SocketAddr::from_abstract_name(&name)
             .map_err(|e| Error::os(format!("socket name @{shown}"), e))?;

@@ -76,12 +76,15 @@ const REFUSAL_SUMMARY_PERIOD: Duration = Duration::from_secs(5);
 /// Something the launcher must know about, sent on the channel [`Server::new`] returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreEvent {
-    /// PE `rank` asked for a global exit with `status` (`shmem_global_exit`).
+    /// PE `rank` asked for a global exit with `status` (`shmem_global_exit`, or the library
+    /// after an error).
     Abort {
         /// The PE.
         rank: u32,
         /// Exit status it asked for.
         status: i32,
+        /// The library stopped the job after an error it reported on that PE.
+        after_error: bool,
     },
     /// PE `rank` sent its goodbye (finalize) and the reply has left; its later EOF is a clean
     /// exit.
@@ -115,6 +118,8 @@ pub struct PeerStatus {
     pub said_goodbye: bool,
     /// The status of the PE's ABORT, if it sent one.
     pub abort_status: Option<i32>,
+    /// That ABORT came from the library after an error, not from `shmem_global_exit`.
+    pub abort_after_error: bool,
     /// The connection has ended (EOF, error or protocol violation) and nothing more will come.
     pub closed: bool,
 }
@@ -1258,12 +1263,18 @@ impl Connection {
                     ),
                 }
             }
-            Request::Abort { status } => {
-                self.shared
-                    .update_peer(self.rank, |p| p.abort_status = Some(status));
+            Request::Abort {
+                status,
+                after_error,
+            } => {
+                self.shared.update_peer(self.rank, |p| {
+                    p.abort_status = Some(status);
+                    p.abort_after_error = after_error;
+                });
                 let _ = self.events.send(StoreEvent::Abort {
                     rank: self.rank,
                     status,
+                    after_error,
                 });
                 Next::Silent
             }
@@ -1493,10 +1504,14 @@ mod tests {
         let (server, events, mut ends) = job(2);
         let quitter = Client::connect_inherited(ends.pop().unwrap(), 1, 2, T).unwrap();
         let aborter = Client::connect_inherited(ends.pop().unwrap(), 0, 2, T).unwrap();
-        aborter.abort(7);
+        aborter.abort(7, false);
         assert_eq!(
             next_event(&events),
-            StoreEvent::Abort { rank: 0, status: 7 }
+            StoreEvent::Abort {
+                rank: 0,
+                status: 7,
+                after_error: false
+            }
         );
         assert_eq!(server.peer_status(0).unwrap().abort_status, Some(7));
         drop(quitter);

@@ -114,10 +114,15 @@ pub enum Request {
         /// How long the server waits for the key to appear.
         timeout_ms: u64,
     },
-    /// Global exit: the launcher stops the job with `status`. Layout: i32. No reply.
+    /// Global exit: the launcher stops the job with `status`. Layout: i32, then the byte 1 when
+    /// the library itself stops the job after an error it reported (nothing for a call of
+    /// `shmem_global_exit`). No reply.
     Abort {
         /// Exit status for the whole job.
         status: i32,
+        /// The library stopped the job after an error, rather than the program calling
+        /// `shmem_global_exit`.
+        after_error: bool,
     },
     /// Goodbye sent by finalize; EOF after it is a clean exit. Empty payload.
     Bye,
@@ -366,8 +371,12 @@ impl Request {
                 .key(key)?
                 .bytes(&timeout_ms.to_le_bytes())
                 .finish(),
-            Request::Abort { status } => FrameBuilder::new(op::ABORT, 4)
+            Request::Abort {
+                status,
+                after_error,
+            } => FrameBuilder::new(op::ABORT, 5)
                 .bytes(&status.to_le_bytes())
+                .bytes(if *after_error { &[1u8][..] } else { &[] })
                 .finish(),
             Request::Bye => FrameBuilder::new(op::BYE, 0).finish(),
             Request::Cas {
@@ -497,9 +506,23 @@ impl Request {
                 key: c.key()?,
                 timeout_ms: c.u64()?,
             },
-            op::ABORT => Request::Abort {
-                status: c.u32()? as i32,
-            },
+            op::ABORT => {
+                let status = c.u32()? as i32;
+                let after_error = match c.rest() {
+                    [] => false,
+                    [1] => true,
+                    other => {
+                        return Err(c.malformed(format!(
+                            "ABORT ends with {} bytes, not the after-error flag",
+                            other.len()
+                        )))
+                    }
+                };
+                Request::Abort {
+                    status,
+                    after_error,
+                }
+            }
             _ => Request::Bye,
         };
         c.finish()?;
@@ -885,7 +908,14 @@ mod tests {
                 key: "f".into(),
                 timeout_ms: u64::MAX,
             },
-            Request::Abort { status: -3 },
+            Request::Abort {
+                status: -3,
+                after_error: false,
+            },
+            Request::Abort {
+                status: 1,
+                after_error: true,
+            },
             Request::Bye,
         ]
     }

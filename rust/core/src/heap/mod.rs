@@ -62,6 +62,32 @@ pub struct Heap {
     allocator: Mutex<Allocator>,
 }
 
+/// A heap mapping that failed: when the address space ran out (ENOMEM), says what the heaps
+/// take and the two settings that bound it, `SHMEM_SYMMETRIC_SIZE` and `ulimit -v`.
+fn address_space_hint(e: Error, n_pes: usize, size: usize) -> Error {
+    let Error::Os { what, source } = &e else {
+        return e;
+    };
+    if source.raw_os_error() != Some(libc::ENOMEM) {
+        return e;
+    }
+    let limit = match rustix::process::getrlimit(rustix::process::Resource::As).current {
+        Some(bytes) => format!("now {} KiB", bytes / 1024),
+        None => "now unlimited".to_string(),
+    };
+    let each = if size >= 1 << 20 {
+        format!("{} MiB", size >> 20)
+    } else {
+        format!("{size} bytes")
+    };
+    Error::Heap(format!(
+        "{what}: {source}: every PE maps the symmetric heaps of all {n_pes} PEs, \
+         SHMEM_SYMMETRIC_SIZE ({each}) each, and its own with {} GiB of room to align it; \
+         lower SHMEM_SYMMETRIC_SIZE or raise the address-space limit (ulimit -v, {limit})",
+        USER_BASE_ALIGN >> 30
+    ))
+}
+
 impl Heap {
     /// Creates this PE's heap of `size` user bytes and, with a store, exchanges heap files with
     /// every peer and maps theirs.
@@ -87,26 +113,24 @@ impl Heap {
         })?;
         let own = mapping::memfd(&format!("shmem-heap-pe{my_pe}"), total)?;
         let mut maps = Vec::with_capacity(n_pes);
+        let no_room = |e| address_space_hint(e, n_pes, size);
         match store {
-            None => maps.push(Mapping::map_shared_aligned(
-                &own,
-                total,
-                USER_BASE_ALIGN,
-                RESERVED,
-            )?),
+            None => maps.push(
+                Mapping::map_shared_aligned(&own, total, USER_BASE_ALIGN, RESERVED)
+                    .map_err(no_room)?,
+            ),
             Some(store) => {
                 store.put_fd(&format!("heap/{my_pe}"), own.as_fd())?;
                 for pe in 0..n_pes {
                     if pe == my_pe {
-                        maps.push(Mapping::map_shared_aligned(
-                            &own,
-                            total,
-                            USER_BASE_ALIGN,
-                            RESERVED,
-                        )?);
+                        maps.push(
+                            Mapping::map_shared_aligned(&own, total, USER_BASE_ALIGN, RESERVED)
+                                .map_err(no_room)?,
+                        );
                         continue;
                     }
-                    let fd = store.get_fd(&format!("heap/{pe}"), timeout)?;
+                    let fd = (store.get_fd(&format!("heap/{pe}"), timeout))
+                        .map_err(|e| e.unpublished(pe as u32, "its symmetric heap"))?;
                     let len = mapping::file_len(fd.as_fd())?;
                     if len != total {
                         return Err(Error::Mismatch {
@@ -119,7 +143,7 @@ impl Heap {
                             ),
                         });
                     }
-                    maps.push(Mapping::map_shared(&fd, total)?);
+                    maps.push(Mapping::map_shared(&fd, total).map_err(no_room)?);
                 }
             }
         }
