@@ -80,17 +80,12 @@ mod bridge {
         /// Ends the whole job with `status` (the program's `shmem_global_exit`); does not
         /// return.
         fn global_exit(status: i32);
-<<<<<<< HEAD
-        /// Barrier over all PEs for `shmem_barrier_all` (`barrier_all`) or `shmem_sync_all`
-        /// (no completion of puts: the caller fences first if needed).
-        fn sync_all(barrier_all: bool) -> Result<()>;
-=======
         /// Ends the whole job with `status` after an error the facade logged on this PE; does
         /// not return. The job's end names the library's stop, not `shmem_global_exit`.
         fn stop_after_error(status: i32);
-        /// Barrier over all PEs (no completion of puts; the caller fences first if needed).
-        fn sync_all() -> Result<()>;
->>>>>>> i13-facade
+        /// Barrier over all PEs for `shmem_barrier_all` (`barrier_all`) or `shmem_sync_all`
+        /// (no completion of puts: the caller fences first if needed).
+        fn sync_all(barrier_all: bool) -> Result<()>;
         /// Collective symmetric allocation; returns the local address.
         fn heap_alloc(call: &str, len: usize, align: usize, zero: bool) -> Result<usize>;
         /// Collective free of a block from `heap_alloc`.
@@ -266,7 +261,10 @@ fn global_exit(status: i32) {
     runtime::global_exit(status)
 }
 
-<<<<<<< HEAD
+fn stop_after_error(status: i32) {
+    runtime::stop_after_error(status)
+}
+
 fn sync_all(barrier_all: bool) -> Result<(), Error> {
     let call = if barrier_all {
         "shmem_barrier_all"
@@ -279,38 +277,12 @@ fn sync_all(barrier_all: bool) -> Result<(), Error> {
 // Calls whose PEs are out of step never return from these: the runtime ends the job.
 
 fn heap_alloc(call: &str, len: usize, align: usize, zero: bool) -> Result<usize, Error> {
-=======
-fn stop_after_error(status: i32) {
-    runtime::stop_after_error(status)
-}
-
-fn sync_all() -> Result<(), Error> {
->>>>>>> i13-facade
     logged(
         call,
         runtime::get("shmem_malloc").and_then(|rt| rt.alloc(call, len, align, zero)),
     )
 }
 
-<<<<<<< HEAD
-=======
-/// An allocation sequence that differs between PEs (found under `SHMEM_DEBUG`) means every
-/// later symmetric address may be wrong: the job ends here rather than corrupt data.
-fn end_job_on_mismatch<T>(r: Result<T, Error>) -> Result<T, Error> {
-    if let Err(Error::Mismatch { .. }) = &r {
-        runtime::stop_after_error(1);
-    }
-    r
-}
-
-fn heap_alloc(call: &str, len: usize, align: usize, zero: bool) -> Result<usize, Error> {
-    end_job_on_mismatch(logged(
-        call,
-        runtime::get("shmem_malloc").and_then(|rt| rt.alloc(call, len, align, zero)),
-    ))
-}
-
->>>>>>> i13-facade
 fn heap_free(call: &str, addr: usize) -> Result<(), Error> {
     logged(
         call,

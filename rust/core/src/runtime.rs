@@ -596,7 +596,7 @@ impl Runtime {
             describe(&first),
             describe(&calls[differs]),
         );
-        global_exit(1)
+        stop_after_error(1)
     }
 
     /// Ends the job when the barrier for `mine` cannot complete: the PEs that have not entered
@@ -640,7 +640,7 @@ impl Runtime {
             who.join(", "),
             if missing.len() == 1 { "has" } else { "have all" },
         );
-        global_exit(1)
+        stop_after_error(1)
     }
 
     /// Collective symmetric allocation (`shmem_malloc` and friends): `len` > 0 bytes aligned to
