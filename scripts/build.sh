@@ -241,18 +241,15 @@ if ((do_tests)); then
 
     log "tests"
     # rust.cargo_test keeps cargo's output in this file; cargo's own counts are shown after
-    # ctest's summary, which sees the whole of cargo test as one test.
+    # ctest's summary, which sees the whole of cargo test as one test (ctest's
+    # rust.cargo_results checks them too).
     cargo_log=$build_dir/tests/cargo_test.log
     rm -f "$cargo_log"
     status=0
     ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -j "${CTEST_JOBS:-2}" ||
         status=$?
     log "cargo test (ctest rust.cargo_test), per test binary"
-    if [[ -f $cargo_log ]]; then
-        grep -E '^ *(Running|Doc-tests) |^test result: ' "$cargo_log" || echo "no result lines in $cargo_log"
-    else
-        echo "rust.cargo_test did not run"
-    fi
+    "$ROOT/tests/tools/cargo_results.sh" "$cargo_log" || true
     ((status == 0)) || die "ctest failed (exit $status): see the failed tests above"
 fi
 
