@@ -9,7 +9,7 @@
 # Adds one test per PE count, <name>.np<n>, running `shmemrun -n <n> --timeout <s> <target>`.
 # A hang is a failure: shmemrun kills the job at its timeout, ctest at TIMEOUT. PROCESSORS is
 # capped at 2 (the CI machine's cores) so ctest -j2 schedules big jobs alone; 8 PEs on 2 cores
-# must work anyway (ARCHITECTURE.md §4).
+# must work anyway (docs/architecture.md §5, Waiting).
 include_guard(GLOBAL)
 
 # shmem_test_processors(<test> <npes>): a test that runs <npes> processes asks ctest for as many

@@ -2,29 +2,40 @@
 # scripts/build.sh: the one entry point to build, install and test shmem.
 #
 # Usage: scripts/build.sh [options]
-#   (no mode)          check dependencies, configure, build, install
+#   (no mode)          check dependencies, configure, build everything (tests too), install
 #   -uttests           ... then format checks (cargo fmt, clang-format), cargo clippy, and every
 #                      test: ctest --output-on-failure -j2 (gtest multi-PE, cargo test, ABI,
-#                      install/consumer checks, examples)
-#   -examples          ... then run the main demo (examples/allgather.c) on 4 PEs with the
-#                      freshly built shmemrun
+#                      install/consumer checks, examples), then cargo's own result lines
+#   -examples          build only what the main demo needs (the library, shmemrun, the demo),
+#                      install, then run the demo (examples/allgather.c) on 4 PEs with the
+#                      freshly built shmemrun. A new build dir is configured without tests
+#                      (no googletest needed); one configured with tests keeps them.
 #   -debug             Debug build (cargo dev profile); default Release
 #   --prefix DIR       install prefix (default: ./install)
 #   --build-dir DIR    build directory (default: ./build)
 #   -j N               parallel build jobs (default: number of cores)
+#   --apt-wait SECONDS how long apt-get waits for another apt or dpkg to release its lock
+#                      (default 600)
+#   --deps-only        check and install the dependencies of the mode given, then stop
 #   -h, --help         this text
 #
-# On Debian it installs the missing system packages with apt-get (as root, or with sudo).
+# On Debian it installs the missing system packages with apt-get (as root, or with sudo): for
+# -examples only the compilers and build tools; googletest and pkg-config to build the tests
+# (no mode, -uttests); clang-format, Open MPI and iproute2 to run them (-uttests).
 # The Rust toolchain comes from rustup (~/.cargo/bin); this script never downloads one.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MAIN_DEMO=allgather
 DEMO_NPES=4
-SYSTEM_PACKAGES=(cmake ninja-build g++ libgtest-dev pkg-config clang-format
-    ca-certificates # ca-certificates: cargo fetches crates over https
-    openmpi-bin     # openmpi-bin: /usr/bin/mpirun for the tests in tests/launchers
-    iproute2)       # iproute2: ip netns, for the two-node tests in tests/launchers
+# Debian packages, by what needs them.
+BUILD_PACKAGES=(cmake ninja-build g++
+    ca-certificates) # ca-certificates: cargo fetches crates over https
+TEST_BUILD_PACKAGES=(libgtest-dev # the gtest units (tests/unit)
+    pkg-config)                   # the pkg-config consumer test (install.pkgconfig)
+TEST_RUN_PACKAGES=(clang-format # scripts/format-check.sh
+    openmpi-bin                 # /usr/bin/mpirun for the tests in tests/launchers
+    iproute2)                   # ip netns, for the two-node tests in tests/launchers
 
 build_type=Release
 prefix=$ROOT/install
@@ -32,6 +43,8 @@ build_dir=$ROOT/build
 jobs=$(nproc 2>/dev/null || echo 2)
 do_tests=0
 do_examples=0
+deps_only=0
+apt_wait=600
 
 if [[ -t 1 ]]; then
     log() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -68,6 +81,13 @@ while (($#)); do
             shift
             ;;
         -j*) jobs=${1#-j} ;;
+        --apt-wait)
+            (($# >= 2)) || die "--apt-wait needs a number of seconds"
+            apt_wait=$2
+            shift
+            ;;
+        --apt-wait=*) apt_wait=${1#*=} ;;
+        --deps-only) deps_only=1 ;;
         -h | --help)
             usage
             exit 0
@@ -79,6 +99,20 @@ while (($#)); do
     esac
     shift
 done
+[[ $apt_wait =~ ^[0-9]+$ ]] || die "--apt-wait: '$apt_wait' is not a number of seconds"
+
+# Tests are built unless the demo alone was asked for.
+build_tests=1
+if ((do_examples && !do_tests)); then
+    build_tests=0
+fi
+SYSTEM_PACKAGES=("${BUILD_PACKAGES[@]}")
+if ((build_tests)); then
+    SYSTEM_PACKAGES+=("${TEST_BUILD_PACKAGES[@]}")
+fi
+if ((do_tests)); then
+    SYSTEM_PACKAGES+=("${TEST_RUN_PACKAGES[@]}")
+fi
 
 # --- dependencies ------------------------------------------------------------------------------
 
@@ -105,8 +139,31 @@ install_system_packages() {
     fi
     echo "installing: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    "${sudo[@]}" apt-get update
-    "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+    apt_get update
+    apt_get install -y --no-install-recommends "${missing[@]}"
+}
+
+# apt_get ARGS...: apt-get as root, waiting up to --apt-wait seconds for another apt or dpkg
+# (unattended-upgrades or cloud-init on a fresh machine) to release its lock. apt waits for
+# dpkg's lock itself (DPkg::Lock::Timeout); a run that still fails on a lock (older apt, or the
+# package lists' lock of `apt-get update`) is tried again every 5 s until the same deadline.
+apt_get() {
+    local deadline=$((SECONDS + apt_wait)) rc errors
+    while :; do
+        rc=0
+        # stdout goes through as is; stderr is kept to see why it failed, then shown.
+        { errors=$("${sudo[@]}" apt-get -o DPkg::Lock::Timeout="$apt_wait" "$@" 2>&1 1>&3 3>&-) || rc=$?; } 3>&1
+        [[ -n $errors ]] && printf '%s\n' "$errors" >&2
+        ((rc == 0)) && return 0
+        if ! grep -qiE 'could not get lock|unable to lock|unable to acquire the dpkg' <<<"$errors"; then
+            die "apt-get $1 failed (exit $rc): see apt's message above; or install these packages yourself and run this script again: ${missing[*]}"
+        fi
+        if ((SECONDS >= deadline)); then
+            die "apt-get $1: another apt or dpkg process still holds its lock after ${apt_wait}s (see 'ps -C apt,apt-get,dpkg,unattended-upgr'). Let it finish and run this script again, or wait longer with --apt-wait SECONDS."
+        fi
+        echo "apt-get $1: another apt or dpkg process holds its lock; trying again in 5 s (until ${apt_wait}s have passed)"
+        sleep 5
+    done
 }
 
 find_cargo() {
@@ -128,22 +185,43 @@ find_cargo() {
 log "dependencies"
 install_system_packages
 find_cargo
+if ((deps_only)); then
+    log "done: dependencies present"
+    exit 0
+fi
 
 # --- configure, build, install -----------------------------------------------------------------
 
-log "configure ($build_type) in $build_dir"
-if [[ -f $build_dir/CMakeCache.txt ]] &&
-    ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$build_dir/CMakeCache.txt"; then
+cache=$build_dir/CMakeCache.txt
+if [[ -f $cache ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$cache"; then
     die "$build_dir was configured with another generator: remove it or pick --build-dir"
 fi
+# -examples alone leaves a build dir's tests as they are (a full build keeps them) and
+# configures a new one without: googletest is then not needed.
+tests_option=(-DSHMEM_BUILD_TESTS=ON)
+if ((!build_tests)); then
+    if [[ -f $cache ]] && grep -q '^SHMEM_BUILD_TESTS:BOOL=ON$' "$cache"; then
+        tests_option=()
+    else
+        tests_option=(-DSHMEM_BUILD_TESTS=OFF)
+    fi
+fi
+log "configure ($build_type) in $build_dir"
 cmake -S "$ROOT" -B "$build_dir" -G Ninja \
     -DCMAKE_BUILD_TYPE="$build_type" \
     -DCMAKE_INSTALL_PREFIX="$prefix" \
-    -DSHMEM_BUILD_TESTS=ON \
+    "${tests_option[@]}" \
     -DSHMEM_BUILD_EXAMPLES=ON
 
-log "build (-j $jobs)"
-cmake --build "$build_dir" -j "$jobs"
+if ((build_tests)); then
+    log "build (-j $jobs)"
+    cmake --build "$build_dir" -j "$jobs"
+else
+    # The library, shmemrun (built with it by cargo) and the demo: all the install and the demo
+    # need; the other examples, tests and benchmarks are left out.
+    log "build the library, shmemrun and examples/$MAIN_DEMO (-j $jobs)"
+    cmake --build "$build_dir" -j "$jobs" --target shmem "shmem_example_$MAIN_DEMO"
+fi
 
 log "install to $prefix"
 cmake --install "$build_dir" --prefix "$prefix"
@@ -162,7 +240,17 @@ if ((do_tests)); then
     (cd "$ROOT" && "$SHMEM_CARGO" clippy --locked --workspace --all-targets -- -D warnings)
 
     log "tests"
-    ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -j "${CTEST_JOBS:-2}"
+    # rust.cargo_test keeps cargo's output in this file; cargo's own counts are shown after
+    # ctest's summary, which sees the whole of cargo test as one test (ctest's
+    # rust.cargo_results checks them too).
+    cargo_log=$build_dir/tests/cargo_test.log
+    rm -f "$cargo_log"
+    status=0
+    ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -j "${CTEST_JOBS:-2}" ||
+        status=$?
+    log "cargo test (ctest rust.cargo_test), per test binary"
+    "$ROOT/tests/tools/cargo_results.sh" "$cargo_log" || true
+    ((status == 0)) || die "ctest failed (exit $status): see the failed tests above"
 fi
 
 if ((do_examples)); then

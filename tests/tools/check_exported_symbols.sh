@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check_exported_symbols.sh <libshmem.so>
 # Fails if the library exports (defines, dynamic table) any name outside the public families
-# shmem_*, pshmem_*, shmemx_*, aclshmem* (ARCHITECTURE.md §3) and the deprecated OpenSHMEM
+# shmem_*, pshmem_*, shmemx_*, aclshmem* (docs/architecture.md §4) and the deprecated OpenSHMEM
 # routines without a shmem_ prefix listed below with their twins; the version node symbol
 # (type A, e.g. SHMEM_0) is expected. Also fails on an empty export list or no shmem_init, and
 # unless every shmem_X (and every name below) is a weak alias with a strong p-prefixed twin

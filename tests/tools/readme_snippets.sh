@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# readme_snippets.sh <readme> <stage-dir> <work-dir> <cc> <cxx> <cmake> <generator>
+# Checks every fenced code block of README.md against the staged install, so that what the
+# README shows keeps compiling and running as the library changes.
+#
+# How README blocks are written (the conventions this test reads):
+#   - Every fence names its language right after the backticks: c, cpp, cmake, sh or text.
+#     A fence with no language, or another one, fails the test.
+#   - text: never checked. For what is not code: usage synopses, output, layouts.
+#   - c, cpp: a program when it defines main: built with the staged oshcc / oshc++ (-std=c11 /
+#     -std=c++17, -Wall -Wextra -Werror) and run under the staged shmemrun on 4 PEs; it must
+#     exit 0. Without main: a translation unit, built into a shared object with
+#     -Wl,--no-undefined, so every routine it calls must exist in libshmem.
+#   - cmake: lines of a project's CMakeLists.txt that use a target named `app`. The test puts
+#     them in a project (cmake_minimum_required, project, add_executable(app ...) from the
+#     last program block above), configures it with CMAKE_PREFIX_PATH=<stage>, builds it and
+#     runs app under shmemrun on 4 PEs.
+#   - sh: commands a user types, run with bash -e in the work dir, where `install` is the
+#     staged install tree (the README's ./install) and earlier blocks were saved (below).
+#   - A marker line right before a fence changes how that block is taken:
+#       <!-- readme-test: file NAME -->   also save the block as NAME in the work dir (e.g.
+#                                         hello.c, for an sh block that builds it);
+#       <!-- readme-test: skip: WHY -->   do not build or run it (sh: syntax check only), e.g.
+#                                         the build commands this test is itself part of.
+#     Several markers may stand on consecutive lines right before the fence.
+set -euo pipefail
+readme=${1:?}; stage=${2:?}; work=${3:?}; cc=${4:?}; cxx=${5:?}; cmake=${6:?}; generator=${7:?}
+export SHMEM_CC=$cc SHMEM_CXX=$cxx
+npes=4
+run_timeout=120
+
+rm -rf "$work"
+mkdir -p "$work/blocks"
+stage=$(cd "$stage" && pwd)
+ln -s "$stage" "$work/install"
+
+# Split the README into blocks: blocks/<n> holds the text of block n (dedented to its fence),
+# blocks/index one line per block: n, line, language, file, skip reason, split by \037 (not a
+# tab: read would merge the empty fields that tabs delimit).
+awk -v dir="$work/blocks" '
+    function flush_markers() { mfile = ""; mskip = "" }
+    BEGIN { n = 0; open = 0; flush_markers() }
+    {
+        line = $0
+        lead = match(line, /[^ ]/) ? RSTART - 1 : length(line)
+        rest = substr(line, lead + 1)
+        if (open) {
+            if (substr(rest, 1, length(fence)) == fence && rest ~ /^(```+|~~~+) *$/) {
+                open = 0
+                close(out)
+                next
+            }
+            text = line
+            for (i = 0; i < indent && substr(text, 1, 1) == " "; i++) text = substr(text, 2)
+            print text > out
+            next
+        }
+        if (rest ~ /^<!-- readme-test: file [^ ]+ -->$/) {
+            mfile = rest
+            sub(/^<!-- readme-test: file /, "", mfile)
+            sub(/ -->$/, "", mfile)
+            next
+        }
+        if (rest ~ /^<!-- readme-test: skip: .* -->$/) {
+            mskip = rest
+            sub(/^<!-- readme-test: skip: /, "", mskip)
+            sub(/ -->$/, "", mskip)
+            next
+        }
+        if (rest ~ /^(```|~~~)/) {
+            fence = rest
+            sub(/[^`~].*$/, "", fence)
+            info = substr(rest, length(fence) + 1)
+            sub(/^ +/, "", info)
+            lang = info
+            sub(/[ {].*$/, "", lang)
+            n++
+            out = dir "/" n
+            printf "" > out
+            printf "%d\037%d\037%s\037%s\037%s\n", n, NR, lang, mfile, mskip > (dir "/index")
+            open = 1
+            indent = lead
+            flush_markers()
+            next
+        }
+        if (rest != "") flush_markers()
+    }
+    END { if (open) { print "unclosed fence at the end of the file" > "/dev/stderr"; exit 1 } }
+' "$readme"
+[[ -f $work/blocks/index ]] || { echo "FAIL: no fenced blocks in $readme"; exit 1; }
+
+failures=0
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+# run_pes <program>: the program under the staged launcher, as the README's users start one.
+run_pes() { "$work/install/bin/shmemrun" -n "$npes" --timeout "$run_timeout" "$@"; }
+
+last_program=""
+while IFS=$'\037' read -r n line lang file skip; do
+    where="README.md:$line ($lang block $n)"
+    src=$work/blocks/$n
+    [[ -n $file ]] && cp "$src" "$work/$file"
+    case $lang in
+        c | cpp | cmake | sh | text) ;;
+        "") fail "README.md:$line: a fence without a language; name one (c, cpp, cmake, sh or text)"; continue ;;
+        *) fail "README.md:$line: language '$lang' is none of c, cpp, cmake, sh, text"; continue ;;
+    esac
+    if [[ $lang == text ]]; then
+        echo "--- $where: text, not checked"
+        continue
+    fi
+    if [[ -n $skip ]]; then
+        echo "--- $where: skipped ($skip)"
+        if [[ $lang == sh ]] && ! bash -n "$src"; then
+            fail "$where: not valid shell"
+        fi
+        continue
+    fi
+    echo "--- $where"
+    case $lang in
+        c | cpp)
+            if [[ $lang == c ]]; then
+                name=${file:-block$n.c}
+                build=("$work/install/bin/oshcc" -std=c11)
+            else
+                name=${file:-block$n.cpp}
+                build=("$work/install/bin/oshc++" -std=c++17)
+            fi
+            [[ -n $file ]] || cp "$src" "$work/$name"
+            build+=(-Wall -Wextra -Werror)
+            if grep -Eq '(^|[^[:alnum:]_])main *\(' "$src"; then
+                if ! (cd "$work" && "${build[@]}" "$name" -o "prog$n"); then
+                    fail "$where: does not build"
+                elif ! (cd "$work" && run_pes "./prog$n"); then
+                    fail "$where: did not exit 0 under shmemrun -n $npes"
+                fi
+                last_program=$name
+            elif ! (cd "$work" && "${build[@]}" -fPIC -shared -Wl,--no-undefined "$name" \
+                -o "lib$n.so"); then
+                fail "$where: does not build (as a shared object: no main)"
+            fi
+            ;;
+        cmake)
+            if [[ -z $last_program ]]; then
+                fail "$where: no program block above it to build as app"
+                continue
+            fi
+            proj=$work/cmake$n
+            mkdir -p "$proj"
+            cp "$work/$last_program" "$proj/"
+            {
+                echo "cmake_minimum_required(VERSION 3.25)"
+                echo "project(readme_block$n LANGUAGES C CXX)"
+                echo "add_executable(app $last_program)"
+                cat "$src"
+            } >"$proj/CMakeLists.txt"
+            if ! "$cmake" -S "$proj" -B "$proj/build" -G "$generator" \
+                -DCMAKE_PREFIX_PATH="$stage" -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" ||
+                ! "$cmake" --build "$proj/build"; then
+                fail "$where: the project around it ($proj/CMakeLists.txt) does not build"
+            elif ! (cd "$proj" && run_pes ./build/app); then
+                fail "$where: app did not exit 0 under shmemrun -n $npes"
+            fi
+            ;;
+        sh)
+            if ! (cd "$work" && timeout "$run_timeout" bash -e "$src"); then
+                fail "$where: the commands failed in $work"
+            fi
+            ;;
+    esac
+done <"$work/blocks/index"
+
+if ((failures)); then
+    echo "FAIL: $failures README block(s) above do not work as written"
+    exit 1
+fi
+echo "OK: every README block builds and runs as written"
