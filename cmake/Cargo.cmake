@@ -29,11 +29,13 @@ set(SHMEM_SHMEMRUN_PATH ${_out}/shmemrun)
 file(MAKE_DIRECTORY ${SHMEM_CXXBRIDGE_DIR})
 
 # The environment every cargo invocation of this build uses (build, test, clippy in build.sh):
-# one target dir, and the same C/C++ compilers as CMake for the cxx bridge.
+# one target dir, the same C/C++ compilers as CMake for the cxx bridge, and this build's
+# libshmem.so for the shmem-sys crate to link (its tests and examples).
 set(SHMEM_CARGO_ENV
     CARGO_TARGET_DIR=${SHMEM_CARGO_TARGET_DIR}
     CC=${CMAKE_C_COMPILER}
-    CXX=${CMAKE_CXX_COMPILER})
+    CXX=${CMAKE_CXX_COMPILER}
+    SHMEM_LIB_DIR=${CMAKE_BINARY_DIR}/cpp)
 
 # Cargo's dep-info lists absolute paths of every Rust source it compiled (CMP0116 NEW makes
 # CMake rewrite them for Ninja). Two files, one per final artifact, merged into one depfile.

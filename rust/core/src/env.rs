@@ -42,57 +42,104 @@ pub struct Var {
     pub help: &'static str,
 }
 
+// The names, one constant each: the rest of the runtime and `shmemrun` refer to a variable only
+// through these, so that the table below is the one place a name is spelled.
+/// `SHMEM_SYMMETRIC_SIZE`: see its row of [`VARS`].
+pub const SYMMETRIC_SIZE: &str = "SHMEM_SYMMETRIC_SIZE";
+/// `SHMEM_VERSION`: see its row of [`VARS`].
+pub const VERSION: &str = "SHMEM_VERSION";
+/// `SHMEM_INFO`: see its row of [`VARS`].
+pub const INFO: &str = "SHMEM_INFO";
+/// `SHMEM_DEBUG`: see its row of [`VARS`].
+pub const DEBUG: &str = "SHMEM_DEBUG";
+/// `SHMEM_LOG_LEVEL`: see its row of [`VARS`].
+pub const LOG_LEVEL: &str = "SHMEM_LOG_LEVEL";
+/// `SHMEM_INIT_TIMEOUT`: see its row of [`VARS`].
+pub const INIT_TIMEOUT: &str = "SHMEM_INIT_TIMEOUT";
+/// `SHMEM_BARRIER`: see its row of [`VARS`].
+pub const BARRIER: &str = "SHMEM_BARRIER";
+/// `SHMEM_SYMMETRIC_DATA`: see its row of [`VARS`].
+pub const SYMMETRIC_DATA: &str = "SHMEM_SYMMETRIC_DATA";
+/// `SHMEM_JOB_ID`: see its row of [`VARS`].
+pub const JOB_ID: &str = "SHMEM_JOB_ID";
+/// `SHMEM_UID_SOCK_IFNAME`: see its row of [`VARS`].
+pub const UID_SOCK_IFNAME: &str = "SHMEM_UID_SOCK_IFNAME";
+/// `SHMEM_UID_SESSION_ID`: see its row of [`VARS`].
+pub const UID_SESSION_ID: &str = "SHMEM_UID_SESSION_ID";
+/// `SHMEM_BOOTSTRAP_ADDR`: see its row of [`VARS`].
+pub const BOOTSTRAP_ADDR: &str = "SHMEM_BOOTSTRAP_ADDR";
+/// `SHMEM_BOOTSTRAP_KVS`: see its row of [`VARS`].
+pub const BOOTSTRAP_KVS: &str = "SHMEM_BOOTSTRAP_KVS";
+/// `SHMEM_PMIX_LIB`: see its row of [`VARS`].
+pub const PMIX_LIB: &str = "SHMEM_PMIX_LIB";
+/// `SHMEM_INSTANCE_PORT_RANGE`: see its row of [`VARS`].
+pub const INSTANCE_PORT_RANGE: &str = "SHMEM_INSTANCE_PORT_RANGE";
+/// `SHMEM_TLS_DISABLE`: see its row of [`VARS`].
+pub const TLS_DISABLE: &str = "SHMEM_TLS_DISABLE";
+/// `SHMEM_RUN_FD`: see its row of [`VARS`].
+pub const RUN_FD: &str = "SHMEM_RUN_FD";
+/// `SHMEM_RUN_RANK`: see its row of [`VARS`].
+pub const RUN_RANK: &str = "SHMEM_RUN_RANK";
+/// `SHMEM_RUN_SIZE`: see its row of [`VARS`].
+pub const RUN_SIZE: &str = "SHMEM_RUN_SIZE";
+/// `SHMEM_RUN_JOBID`: see its row of [`VARS`].
+pub const RUN_JOBID: &str = "SHMEM_RUN_JOBID";
+/// `SHMEM_RUN_STORE`: see its row of [`VARS`].
+pub const RUN_STORE: &str = "SHMEM_RUN_STORE";
+/// `SHMEM_RUN_TLS_FD`: see its row of [`VARS`].
+pub const RUN_TLS_FD: &str = "SHMEM_RUN_TLS_FD";
+
 const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace"];
-const SYMMETRIC_DATA: &[&str] = &["auto", "0", "1"];
+const SYMMETRIC_DATA_WORDS: &[&str] = &["auto", "0", "1"];
 const BARRIERS: &[&str] = &["auto", "dissemination", "central"];
-const BOOTSTRAP_KVS: &[&str] = &["auto", "pmix", "pmi1", "off"];
+const BOOTSTRAP_KVS_WORDS: &[&str] = &["auto", "pmix", "pmi1", "off"];
 
 /// Every variable the library reads, in the order `SHMEM_INFO` prints them.
 pub static VARS: &[Var] = &[
     Var {
-        name: "SHMEM_SYMMETRIC_SIZE",
+        name: SYMMETRIC_SIZE,
         alias: Some("SMA_SYMMETRIC_SIZE"),
         kind: Kind::Size,
         default: "512M",
         help: "Bytes of symmetric heap per PE (K, M, G, T suffixes are powers of 1024)",
     },
     Var {
-        name: "SHMEM_VERSION",
+        name: VERSION,
         alias: Some("SMA_VERSION"),
         kind: Kind::Bool,
         default: "0",
         help: "Print the library version at start-up (PE 0)",
     },
     Var {
-        name: "SHMEM_INFO",
+        name: INFO,
         alias: Some("SMA_INFO"),
         kind: Kind::Bool,
         default: "0",
         help: "Print this table with current values at start-up (PE 0)",
     },
     Var {
-        name: "SHMEM_DEBUG",
+        name: DEBUG,
         alias: Some("SMA_DEBUG"),
         kind: Kind::Bool,
         default: "0",
         help: "Debug messages (log level debug unless SHMEM_LOG_LEVEL is set)",
     },
     Var {
-        name: "SHMEM_LOG_LEVEL",
+        name: LOG_LEVEL,
         alias: None,
         kind: Kind::Word(LOG_LEVELS),
         default: "warn",
         help: "Least severe message printed: error, warn, info, debug or trace",
     },
     Var {
-        name: "SHMEM_INIT_TIMEOUT",
+        name: INIT_TIMEOUT,
         alias: None,
         kind: Kind::Seconds,
         default: "120",
         help: "Seconds any start-up or control-plane step may take before the job fails",
     },
     Var {
-        name: "SHMEM_BARRIER",
+        name: BARRIER,
         alias: None,
         kind: Kind::Word(BARRIERS),
         default: "auto",
@@ -100,15 +147,15 @@ pub static VARS: &[Var] = &[
                central (one counter, when PEs outnumber cores) or auto",
     },
     Var {
-        name: "SHMEM_SYMMETRIC_DATA",
+        name: SYMMETRIC_DATA,
         alias: None,
-        kind: Kind::Word(SYMMETRIC_DATA),
+        kind: Kind::Word(SYMMETRIC_DATA_WORDS),
         default: "auto",
         help: "Global and static variables symmetric: auto (when libshmem is linked at start), \
                1 (also under dlopen), 0 (never)",
     },
     Var {
-        name: "SHMEM_JOB_ID",
+        name: JOB_ID,
         alias: None,
         kind: Kind::Text,
         default: "",
@@ -117,7 +164,7 @@ pub static VARS: &[Var] = &[
                no key-value service (SHMEM_BOOTSTRAP_KVS)",
     },
     Var {
-        name: "SHMEM_UID_SOCK_IFNAME",
+        name: UID_SOCK_IFNAME,
         alias: None,
         kind: Kind::Text,
         default: "",
@@ -125,7 +172,7 @@ pub static VARS: &[Var] = &[
                or NAME:inet6 (default: the first non-loopback interface that is up, else loopback)",
     },
     Var {
-        name: "SHMEM_UID_SESSION_ID",
+        name: UID_SESSION_ID,
         alias: None,
         kind: Kind::Text,
         default: "",
@@ -133,7 +180,7 @@ pub static VARS: &[Var] = &[
                [IPv6]:PORT (port 0: any free port); wins over SHMEM_UID_SOCK_IFNAME",
     },
     Var {
-        name: "SHMEM_BOOTSTRAP_ADDR",
+        name: BOOTSTRAP_ADDR,
         alias: None,
         kind: Kind::Text,
         default: "",
@@ -144,9 +191,9 @@ pub static VARS: &[Var] = &[
                shmem_set_conf_store_tls, or set SHMEM_TLS_DISABLE=1",
     },
     Var {
-        name: "SHMEM_BOOTSTRAP_KVS",
+        name: BOOTSTRAP_KVS,
         alias: None,
-        kind: Kind::Word(BOOTSTRAP_KVS),
+        kind: Kind::Word(BOOTSTRAP_KVS_WORDS),
         default: "auto",
         help: "The launcher's key-value service, through which PE 0 gives the others a job id \
                where the launcher has none, or its store's address (as a unique id) when the \
@@ -156,7 +203,7 @@ pub static VARS: &[Var] = &[
                choice is used even where the launcher gives an id",
     },
     Var {
-        name: "SHMEM_PMIX_LIB",
+        name: PMIX_LIB,
         alias: None,
         kind: Kind::Text,
         default: "",
@@ -164,7 +211,7 @@ pub static VARS: &[Var] = &[
                libpmix.so)",
     },
     Var {
-        name: "SHMEM_INSTANCE_PORT_RANGE",
+        name: INSTANCE_PORT_RANGE,
         alias: None,
         kind: Kind::Text,
         default: "",
@@ -173,7 +220,7 @@ pub static VARS: &[Var] = &[
                first free port of this range; the other PEs try the range's ports in order",
     },
     Var {
-        name: "SHMEM_TLS_DISABLE",
+        name: TLS_DISABLE,
         alias: None,
         kind: Kind::Bool,
         default: "0",
@@ -182,42 +229,42 @@ pub static VARS: &[Var] = &[
                alike",
     },
     Var {
-        name: "SHMEM_RUN_FD",
+        name: RUN_FD,
         alias: None,
         kind: Kind::Internal,
         default: "",
         help: "Set by shmemrun: inherited control socket of this PE",
     },
     Var {
-        name: "SHMEM_RUN_RANK",
+        name: RUN_RANK,
         alias: None,
         kind: Kind::Internal,
         default: "",
         help: "Set by shmemrun: this PE's number",
     },
     Var {
-        name: "SHMEM_RUN_SIZE",
+        name: RUN_SIZE,
         alias: None,
         kind: Kind::Internal,
         default: "",
         help: "Set by shmemrun: number of PEs in the job",
     },
     Var {
-        name: "SHMEM_RUN_JOBID",
+        name: RUN_JOBID,
         alias: None,
         kind: Kind::Internal,
         default: "",
         help: "Set by shmemrun: identifier of the job",
     },
     Var {
-        name: "SHMEM_RUN_STORE",
+        name: RUN_STORE,
         alias: None,
         kind: Kind::Internal,
         default: "",
         help: "Set by shmemrun --store: the TCP address of the job's store",
     },
     Var {
-        name: "SHMEM_RUN_TLS_FD",
+        name: RUN_TLS_FD,
         alias: None,
         kind: Kind::Internal,
         default: "",
@@ -381,7 +428,7 @@ fn parse_word(v: &Var) -> Result<&'static str> {
 
 /// Reads every user variable; the first bad one is the error.
 pub fn load() -> Result<Config> {
-    let size_var = var("SHMEM_SYMMETRIC_SIZE");
+    let size_var = var(SYMMETRIC_SIZE);
     let size_raw = raw(size_var);
     let symmetric_size = parse_size(&size_raw).map_err(|e| {
         bad(
@@ -399,7 +446,7 @@ pub fn load() -> Result<Config> {
     if symmetric_size == 0 {
         return Err(bad(size_var, &size_raw, "the heap cannot be empty"));
     }
-    let timeout_var = var("SHMEM_INIT_TIMEOUT");
+    let timeout_var = var(INIT_TIMEOUT);
     let timeout_raw = raw(timeout_var);
     let secs: u64 = timeout_raw.parse().ok().filter(|s| *s > 0).ok_or_else(|| {
         bad(
@@ -410,17 +457,17 @@ pub fn load() -> Result<Config> {
     })?;
     Ok(Config {
         symmetric_size,
-        print_version: parse_bool(var("SHMEM_VERSION"))?,
-        print_info: parse_bool(var("SHMEM_INFO"))?,
-        debug: parse_bool(var("SHMEM_DEBUG"))?,
-        log_level: parse_word(var("SHMEM_LOG_LEVEL"))?,
+        print_version: parse_bool(var(VERSION))?,
+        print_info: parse_bool(var(INFO))?,
+        debug: parse_bool(var(DEBUG))?,
+        log_level: parse_word(var(LOG_LEVEL))?,
         init_timeout: Duration::from_secs(secs),
         symmetric_data: symmetric_data()?,
-        barrier: parse_word(var("SHMEM_BARRIER"))?,
-        job_id: Some(raw(var("SHMEM_JOB_ID"))).filter(|id| !id.is_empty()),
-        bootstrap_addr: Some(raw(var("SHMEM_BOOTSTRAP_ADDR"))).filter(|a| !a.is_empty()),
-        bootstrap_kvs: parse_word(var("SHMEM_BOOTSTRAP_KVS"))?,
-        pmix_lib: Some(raw(var("SHMEM_PMIX_LIB"))).filter(|p| !p.is_empty()),
+        barrier: parse_word(var(BARRIER))?,
+        job_id: Some(raw(var(JOB_ID))).filter(|id| !id.is_empty()),
+        bootstrap_addr: Some(raw(var(BOOTSTRAP_ADDR))).filter(|a| !a.is_empty()),
+        bootstrap_kvs: parse_word(var(BOOTSTRAP_KVS))?,
+        pmix_lib: Some(raw(var(PMIX_LIB))).filter(|p| !p.is_empty()),
         port_range: port_range()?,
         tls_disable: tls_disable()?,
     })
@@ -428,7 +475,7 @@ pub fn load() -> Result<Config> {
 
 /// `SHMEM_INSTANCE_PORT_RANGE`, parsed (also read by `shmemrun`).
 pub fn port_range() -> Result<Option<(u16, u16)>> {
-    let v = var("SHMEM_INSTANCE_PORT_RANGE");
+    let v = var(INSTANCE_PORT_RANGE);
     let s = raw(v);
     if s.is_empty() {
         return Ok(None);
@@ -440,21 +487,20 @@ pub fn port_range() -> Result<Option<(u16, u16)>> {
 
 /// `SHMEM_TLS_DISABLE` (also read by `shmemrun`).
 pub fn tls_disable() -> Result<bool> {
-    parse_bool(var("SHMEM_TLS_DISABLE"))
+    parse_bool(var(TLS_DISABLE))
 }
 
 /// `SHMEM_SYMMETRIC_DATA` alone (`auto`, `0` or `1`), for the library constructor, which runs
 /// before [`load`].
 pub fn symmetric_data() -> Result<&'static str> {
-    parse_word(var("SHMEM_SYMMETRIC_DATA"))
+    parse_word(var(SYMMETRIC_DATA))
 }
 
 /// The log level to use before [`load`] ran (e.g. for its own errors): the variable if valid,
 /// `debug` when `SHMEM_DEBUG` is on, else the default.
 pub fn early_log_level() -> &'static str {
-    let level = parse_word(var("SHMEM_LOG_LEVEL")).unwrap_or("warn");
-    if set_value("SHMEM_LOG_LEVEL").is_none() && matches!(parse_bool(var("SHMEM_DEBUG")), Ok(true))
-    {
+    let level = parse_word(var(LOG_LEVEL)).unwrap_or("warn");
+    if set_value(LOG_LEVEL).is_none() && matches!(parse_bool(var(DEBUG)), Ok(true)) {
         "debug"
     } else {
         level
@@ -675,5 +721,99 @@ mod tests {
             column_of(lines[0], "(unset)"),
             "{table}"
         );
+    }
+
+    /// The names of variables a source file spells as whole string literals, with their line
+    /// numbers; a file's `mod tests` at its end is skipped (tests may set variables for a
+    /// child by name).
+    fn spelled_names(text: &str) -> Vec<(usize, String)> {
+        let code = match text.find("\n#[cfg(test)]\nmod tests") {
+            Some(at) => &text[..at],
+            None => text,
+        };
+        let mut found = Vec::new();
+        for (i, line) in code.lines().enumerate() {
+            for (at, _) in line.match_indices("\"SHMEM_") {
+                let rest = &line[at + 1..];
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+                    .unwrap_or(rest.len());
+                if rest[end..].starts_with('"') {
+                    found.push((i + 1, rest[..end].to_string()));
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn variable_names_are_spelled_only_in_this_table() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut dirs = vec![root.join("src"), root.join("../shmemrun/src")];
+        let mut offenders = Vec::new();
+        let mut seen = 0;
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("source folder readable") {
+                let path = entry.expect("folder entry").path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs")
+                    && !path.ends_with("src/env.rs")
+                {
+                    seen += 1;
+                    let text = std::fs::read_to_string(&path).expect("source file readable");
+                    for (line, name) in spelled_names(&text) {
+                        offenders.push(format!("{}:{line}: {name}", path.display()));
+                    }
+                }
+            }
+        }
+        assert!(
+            seen > 10,
+            "found only {seen} source files under {}",
+            root.display()
+        );
+        assert!(
+            offenders.is_empty(),
+            "use the env module's constant, not the literal name:\n{}",
+            offenders.join("\n")
+        );
+    }
+
+    #[test]
+    fn spelled_names_finds_whole_literals_outside_tests() {
+        let text = "let a = \"SHMEM_RUN_FD\";\nlet b = \"SHMEM_X=1 in prose\";\n\
+                    #[cfg(test)]\nmod tests { \"SHMEM_RUN_RANK\" }\n";
+        assert_eq!(spelled_names(text), [(1, "SHMEM_RUN_FD".to_string())]);
+    }
+
+    #[test]
+    fn every_row_has_its_constant() {
+        let constants = [
+            SYMMETRIC_SIZE,
+            VERSION,
+            INFO,
+            DEBUG,
+            LOG_LEVEL,
+            INIT_TIMEOUT,
+            BARRIER,
+            SYMMETRIC_DATA,
+            JOB_ID,
+            UID_SOCK_IFNAME,
+            UID_SESSION_ID,
+            BOOTSTRAP_ADDR,
+            BOOTSTRAP_KVS,
+            PMIX_LIB,
+            INSTANCE_PORT_RANGE,
+            TLS_DISABLE,
+            RUN_FD,
+            RUN_RANK,
+            RUN_SIZE,
+            RUN_JOBID,
+            RUN_STORE,
+            RUN_TLS_FD,
+        ];
+        let names: Vec<&str> = VARS.iter().map(|v| v.name).collect();
+        assert_eq!(names, constants);
     }
 }

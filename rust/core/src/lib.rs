@@ -6,13 +6,19 @@
 //! through the cxx bridge in [`ffi`]; the per-call data path (put, get, atomics) runs in the
 //! facade on the addresses this crate hands out and never calls back in here.
 
+//!
+//! Public are only the modules `shmemrun` builds on (the bootstrap's store, the variable table,
+//! logging) and the error type their calls return; everything else is private to the library,
+//! and Rust programs reach the runtime through `libshmem.so`'s C ABI (the `shmem-sys` crate),
+//! never by linking this crate a second time.
+
 pub mod bootstrap;
 pub mod env;
 pub mod error;
 mod ffi;
-pub mod heap;
+mod heap;
 pub mod log;
 mod mapping;
-pub mod runtime;
-pub mod static_data;
-pub mod sync;
+mod runtime;
+mod static_data;
+mod sync;

@@ -130,16 +130,6 @@ impl Mapping {
         self.ptr as usize
     }
 
-    /// Length in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True for an empty mapping (never produced by `map_shared`).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The 8-byte word at `offset` as an atomic.
     ///
     /// Panics if the word does not lie inside the mapping or is misaligned.

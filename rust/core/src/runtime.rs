@@ -5,7 +5,7 @@
 use crate::bootstrap::addr::StoreAddr;
 use crate::bootstrap::attrs::{self, Job};
 use crate::bootstrap::kvs::{self, Choice, FromKvs};
-use crate::bootstrap::launch::{self, Launch, NodeLocal};
+use crate::bootstrap::launch::{self, Launch};
 use crate::bootstrap::node::{self, Meeting, NodeJob};
 use crate::bootstrap::tls::{self, Trust};
 use crate::bootstrap::{locality, rendezvous, uniqueid, BootstrapError, Client};
@@ -22,8 +22,6 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, RwLock, RwLockWriteGuard};
 use std::time::Duration;
 
-/// Library name reported by `shmem_info_get_name`.
-pub const NAME: &str = "shmem";
 /// Library version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -69,8 +67,6 @@ pub fn status() -> i32 {
 /// One initialised job.
 #[derive(Debug)]
 pub struct Runtime {
-    /// Settings read at start-up.
-    pub config: Config,
     /// Bounds on blocking steps.
     pub timeouts: Timeouts,
     /// This PE's number.
@@ -97,25 +93,6 @@ enum Phase {
 }
 
 static STATE: RwLock<Phase> = RwLock::new(Phase::Uninitialized);
-
-/// A job described by its caller rather than by a launcher's environment (init attributes, a
-/// uniqueid): what [`init_explicit`] takes.
-#[derive(Debug)]
-pub struct ExplicitJob {
-    /// This PE.
-    pub my_pe: u32,
-    /// PEs in the job.
-    pub n_pes: u32,
-    /// The store's address: `tcp://ip[:port]` or `tcp6://[ip][:port]`.
-    pub store: String,
-    /// PE 0 serves the store (in its own process); otherwise someone else already does.
-    pub pe0_serves: bool,
-    /// The job's id ("" for none): a store of another job refuses this PE's HELLO.
-    pub job_id: String,
-    /// What both ends trust; `None`: as the user configured it (`shmem_set_conf_store_tls`,
-    /// `SHMEM_TLS_DISABLE`), failing if TLS is on and no certificates were given.
-    pub trust: Option<Trust>,
-}
 
 /// Whether the library is initialized now (the TLS settings may not change then).
 pub fn is_running() -> bool {
@@ -173,49 +150,6 @@ pub fn init_attrs(job: Job, timeouts: Timeouts) -> Result<Arc<Runtime>> {
     })())
 }
 
-/// Starts the library on this PE for a job its caller describes: PE `my_pe` of `n_pes`, the
-/// store at `store` (served by PE 0, or already there), with `trust`. The environment still
-/// gives every other setting.
-pub fn init_explicit(job: ExplicitJob) -> Result<Arc<Runtime>> {
-    reset_status_on_error((|| {
-        log::install(env::early_log_level());
-        let state = lock_uninitialized("shmem_init")?;
-        let config = env::load()?;
-        if job.n_pes == 0 || job.my_pe >= job.n_pes {
-            return Err(Error::InvalidArgument {
-                call: "shmem_init",
-                arg: "my_pe",
-                value: format!("{} of {}", job.my_pe, job.n_pes),
-                reason: "must be below n_pes, which must be positive",
-            });
-        }
-        log::set_pe(job.my_pe as i32);
-        let launch = if job.n_pes == 1 {
-            Launch::Alone
-        } else if job.pe0_serves {
-            Launch::NodeLocal(NodeLocal {
-                launcher: "explicit attributes",
-                tag: "attr",
-                my_pe: job.my_pe,
-                n_pes: job.n_pes,
-                job_id: job.job_id,
-                kvs: None,
-                store: Some(job.store),
-            })
-        } else {
-            Launch::ShmemrunTcp {
-                my_pe: job.my_pe,
-                n_pes: job.n_pes,
-                store: job.store,
-                tls_bundle: None,
-                job_id: job.job_id,
-            }
-        };
-        let timeouts = Timeouts::all(config.init_timeout);
-        start(state, config, launch, job.trust, None, timeouts)
-    })())
-}
-
 fn reset_status_on_error(r: Result<Arc<Runtime>>) -> Result<Arc<Runtime>> {
     if r.is_err() && !matches!(r, Err(Error::State { .. })) {
         STATUS.store(STATUS_NOT_INITIALIZED, Ordering::Release);
@@ -263,17 +197,15 @@ fn trust_for(
 /// shared with the launcher and every other PE).
 fn read_sealed(fd: &OwnedFd) -> Result<Vec<u8>> {
     use std::os::unix::fs::FileExt;
-    let file = std::fs::File::from(
-        fd.try_clone()
-            .map_err(|e| Error::os("SHMEM_RUN_TLS_FD", e))?,
-    );
+    let file = std::fs::File::from(fd.try_clone().map_err(|e| Error::os(env::RUN_TLS_FD, e))?);
     let len = file
         .metadata()
-        .map_err(|e| Error::os("SHMEM_RUN_TLS_FD", e))?
+        .map_err(|e| Error::os(env::RUN_TLS_FD, e))?
         .len();
     if len > 1 << 20 {
         return Err(Error::Launch(format!(
-            "SHMEM_RUN_TLS_FD holds {len} bytes: not the job's TLS bundle"
+            "{} holds {len} bytes: not the job's TLS bundle",
+            env::RUN_TLS_FD
         )));
     }
     let mut bytes = vec![0u8; len as usize];
@@ -315,7 +247,7 @@ fn join(
             job_id,
         } => {
             let addr = StoreAddr::parse(&store, None)
-                .map_err(|e| bad_address("SHMEM_RUN_STORE", &store, e))?;
+                .map_err(|e| bad_address(env::RUN_STORE, &store, e))?;
             let trust = match trust {
                 Some(t) => t,
                 None => trust_for(config, &addr, tls_bundle, my_pe, true)?,
@@ -359,7 +291,7 @@ fn join(
                 None => Meeting::Abstract,
                 Some(text) => {
                     let addr = StoreAddr::parse(text, config.port_range)
-                        .map_err(|e| bad_address("SHMEM_BOOTSTRAP_ADDR", text, e))?;
+                        .map_err(|e| bad_address(env::BOOTSTRAP_ADDR, text, e))?;
                     let trust = match trust {
                         Some(t) => t,
                         None => trust_for(config, &addr, None, plan.my_pe, false)?,
@@ -439,7 +371,6 @@ fn start(
         _ => wait::oversubscribed(n_pes),
     };
     let rt = Arc::new(Runtime {
-        config,
         timeouts,
         my_pe,
         n_pes,

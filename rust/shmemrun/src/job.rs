@@ -324,9 +324,9 @@ fn spawn_all(
         };
         let mut cmd = Command::new(&plan.program);
         cmd.args(&plan.args)
-            .env("SHMEM_RUN_RANK", rank.to_string())
-            .env("SHMEM_RUN_SIZE", plan.n_pes.to_string())
-            .env("SHMEM_RUN_JOBID", job_id)
+            .env(shmem_core::env::RUN_RANK, rank.to_string())
+            .env(shmem_core::env::RUN_SIZE, plan.n_pes.to_string())
+            .env(shmem_core::env::RUN_JOBID, job_id)
             .process_group(job.pgid.map_or(0, |p| p.as_raw_nonzero().get()));
         // The descriptor the child must inherit, and our end of its socket pair.
         let (inherit, ours) = match reach {
@@ -336,20 +336,21 @@ fn spawn_all(
                 // close-on-exec here, so that only this PE inherits it.
                 let theirs: OwnedFd =
                     fcntl_dupfd_cloexec(&theirs, 3).map_err(|e| internal("dup", e.into()))?;
-                cmd.env("SHMEM_RUN_FD", theirs.as_raw_fd().to_string());
+                cmd.env(shmem_core::env::RUN_FD, theirs.as_raw_fd().to_string());
                 (Some(theirs), Some(ours))
             }
             Reach::Tcp { addr, bundle } => {
-                cmd.env("SHMEM_RUN_STORE", addr).env_remove("SHMEM_RUN_FD");
+                cmd.env(shmem_core::env::RUN_STORE, addr)
+                    .env_remove(shmem_core::env::RUN_FD);
                 let copy = match bundle {
                     Some(b) => {
                         let copy: OwnedFd =
                             fcntl_dupfd_cloexec(b, 3).map_err(|e| internal("dup", e.into()))?;
-                        cmd.env("SHMEM_RUN_TLS_FD", copy.as_raw_fd().to_string());
+                        cmd.env(shmem_core::env::RUN_TLS_FD, copy.as_raw_fd().to_string());
                         Some(copy)
                     }
                     None => {
-                        cmd.env_remove("SHMEM_RUN_TLS_FD");
+                        cmd.env_remove(shmem_core::env::RUN_TLS_FD);
                         None
                     }
                 };

@@ -543,8 +543,11 @@ fn pe_entry() {
     use shmem_core::bootstrap::Client;
     use std::os::fd::{FromRawFd, OwnedFd};
     let var = |name: &str| -> u32 { std::env::var(name).unwrap().parse().unwrap() };
-    let fd = var("SHMEM_RUN_FD") as i32;
-    let (rank, n) = (var("SHMEM_RUN_RANK"), var("SHMEM_RUN_SIZE"));
+    let fd = var(shmem_core::env::RUN_FD) as i32;
+    let (rank, n) = (
+        var(shmem_core::env::RUN_RANK),
+        var(shmem_core::env::RUN_SIZE),
+    );
     // SAFETY: shmemrun hands this descriptor to us, and nothing else in this process owns it.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let store = Client::connect_inherited(fd, rank, n, HANG).unwrap();

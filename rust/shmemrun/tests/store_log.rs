@@ -20,8 +20,8 @@ fn job(mode: &str) -> Output {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_shmemrun"));
     cmd.env("SHMEMRUN_STRAY_PE", mode)
-        .env_remove("SHMEM_LOG_LEVEL")
-        .env_remove("SHMEM_DEBUG")
+        .env_remove(shmem_core::env::LOG_LEVEL)
+        .env_remove(shmem_core::env::DEBUG)
         .args(["-n", "1"]);
     if mode != "garbage" {
         cmd.args(["--store", "tcp://127.0.0.1:0"]);
@@ -61,7 +61,8 @@ fn stray_pe() {
         garbage_pe();
         return;
     }
-    let store = std::env::var("SHMEM_RUN_STORE").expect("shmemrun gives the store's address");
+    let store =
+        std::env::var(shmem_core::env::RUN_STORE).expect("shmemrun gives the store's address");
     let addr = store.strip_prefix("tcp://").expect("a tcp:// address");
     let (count, linger) = match mode.as_str() {
         "one" => (1, Duration::from_millis(500)),
@@ -83,7 +84,10 @@ fn garbage_pe() {
     use shmem_core::bootstrap::wire::{self, Reply, Request};
     use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::net::UnixStream;
-    let fd: i32 = std::env::var("SHMEM_RUN_FD").unwrap().parse().unwrap();
+    let fd: i32 = std::env::var(shmem_core::env::RUN_FD)
+        .unwrap()
+        .parse()
+        .unwrap();
     // SAFETY: shmemrun hands this descriptor to the PE, and nothing else in this process owns
     // it.
     let mut sock = UnixStream::from(unsafe { OwnedFd::from_raw_fd(fd) });
@@ -92,7 +96,7 @@ fn garbage_pe() {
         version: wire::PROTOCOL_VERSION,
         rank: 0,
         n_pes: 1,
-        job: std::env::var("SHMEM_RUN_JOBID").unwrap_or_default(),
+        job: std::env::var(shmem_core::env::RUN_JOBID).unwrap_or_default(),
     };
     sock.write_all(&hello.encode().unwrap()).unwrap();
     let ack = Reply::from_frame(&wire::read_frame(&mut sock).unwrap()).unwrap();

@@ -159,7 +159,7 @@ pub(crate) fn detect_in(
     pmix_loads: &dyn Fn() -> bool,
 ) -> Result<Option<Service>> {
     let refused = |reason: String| Error::BadEnv {
-        name: "SHMEM_BOOTSTRAP_KVS",
+        name: crate::env::BOOTSTRAP_KVS,
         value: choice.word().into(),
         reason,
     };

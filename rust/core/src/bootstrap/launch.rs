@@ -235,7 +235,7 @@ pub(crate) fn rank_hint() -> Option<u32> {
 }
 
 fn rank_hint_in(env: Env<'_>) -> Option<u32> {
-    std::iter::once("SHMEM_RUN_RANK")
+    std::iter::once(crate::env::RUN_RANK)
         .chain(LAUNCHERS.iter().map(|l| l.rank))
         .find_map(env)
         .and_then(|rank| rank.parse().ok())
@@ -250,7 +250,7 @@ pub(crate) fn detect(hints: Hints<'_>) -> Result<Launch> {
         Found::Shmemrun { my_pe, n_pes, fd } => Launch::Shmemrun {
             my_pe,
             n_pes,
-            socket: take_inherited(fd, "SHMEM_RUN_FD")?,
+            socket: take_inherited(fd, crate::env::RUN_FD)?,
         },
         Found::ShmemrunTcp {
             my_pe,
@@ -263,7 +263,7 @@ pub(crate) fn detect(hints: Hints<'_>) -> Result<Launch> {
             n_pes,
             store,
             tls_bundle: tls_fd
-                .map(|fd| take_inherited(fd, "SHMEM_RUN_TLS_FD"))
+                .map(|fd| take_inherited(fd, crate::env::RUN_TLS_FD))
                 .transpose()?,
             job_id,
         },
@@ -273,7 +273,9 @@ pub(crate) fn detect(hints: Hints<'_>) -> Result<Launch> {
 /// The `shmemrun` job this process belongs to, if `shmemrun` started it (its socket or TLS
 /// bundle taken over); other launchers are not looked at.
 pub(crate) fn shmemrun() -> Result<Option<Launch>> {
-    if std::env::var_os("SHMEM_RUN_FD").is_none() && std::env::var_os("SHMEM_RUN_STORE").is_none() {
+    if std::env::var_os(crate::env::RUN_FD).is_none()
+        && std::env::var_os(crate::env::RUN_STORE).is_none()
+    {
         return Ok(None);
     }
     detect(Hints::NONE).map(Some)
@@ -284,7 +286,7 @@ pub(crate) fn shmemrun() -> Result<Option<Launch>> {
 fn torch_store(env: Env<'_>, scheme: &str) -> Result<String> {
     let (Some(host), Some(port)) = (env("MASTER_ADDR"), env("MASTER_PORT")) else {
         return Err(Error::BadEnv {
-            name: "SHMEM_BOOTSTRAP_ADDR",
+            name: crate::env::BOOTSTRAP_ADDR,
             value: scheme.into(),
             reason: "the shorthand needs torchrun's MASTER_ADDR and MASTER_PORT".into(),
         });
@@ -307,15 +309,16 @@ fn torch_store(env: Env<'_>, scheme: &str) -> Result<String> {
 
 /// `pmix_loads` says whether the PMIx library loads (asked only when it matters).
 fn detect_in(env: Env<'_>, hints: Hints<'_>, pmix_loads: &dyn Fn() -> bool) -> Result<Found> {
-    if let Some(addr) = env("SHMEM_RUN_STORE") {
-        let (my_pe, n_pes) = rank_and_size(env, "SHMEM_RUN_RANK", "SHMEM_RUN_SIZE", "shmemrun")?;
-        let tls_fd = match env("SHMEM_RUN_TLS_FD") {
+    if let Some(addr) = env(crate::env::RUN_STORE) {
+        let (my_pe, n_pes) =
+            rank_and_size(env, crate::env::RUN_RANK, crate::env::RUN_SIZE, "shmemrun")?;
+        let tls_fd = match env(crate::env::RUN_TLS_FD) {
             None => None,
             Some(_) => Some(
-                i32::try_from(number(env, "SHMEM_RUN_TLS_FD", "shmemrun")?).map_err(|_| {
+                i32::try_from(number(env, crate::env::RUN_TLS_FD, "shmemrun")?).map_err(|_| {
                     Error::BadEnv {
-                        name: "SHMEM_RUN_TLS_FD",
-                        value: env("SHMEM_RUN_TLS_FD").unwrap_or_default(),
+                        name: crate::env::RUN_TLS_FD,
+                        value: env(crate::env::RUN_TLS_FD).unwrap_or_default(),
                         reason: "not a descriptor number".into(),
                     }
                 })?,
@@ -326,14 +329,15 @@ fn detect_in(env: Env<'_>, hints: Hints<'_>, pmix_loads: &dyn Fn() -> bool) -> R
             n_pes,
             store: addr,
             tls_fd,
-            job_id: env("SHMEM_RUN_JOBID").unwrap_or_default(),
+            job_id: env(crate::env::RUN_JOBID).unwrap_or_default(),
         });
     }
-    if env("SHMEM_RUN_FD").is_some() {
-        let fd = number(env, "SHMEM_RUN_FD", "shmemrun")?;
-        let (my_pe, n_pes) = rank_and_size(env, "SHMEM_RUN_RANK", "SHMEM_RUN_SIZE", "shmemrun")?;
+    if env(crate::env::RUN_FD).is_some() {
+        let fd = number(env, crate::env::RUN_FD, "shmemrun")?;
+        let (my_pe, n_pes) =
+            rank_and_size(env, crate::env::RUN_RANK, crate::env::RUN_SIZE, "shmemrun")?;
         let fd = i32::try_from(fd).map_err(|_| Error::BadEnv {
-            name: "SHMEM_RUN_FD",
+            name: crate::env::RUN_FD,
             value: fd.to_string(),
             reason: "not a descriptor number".into(),
         })?;

@@ -144,18 +144,18 @@ fn made() -> MutexGuard<'static, Vec<Made>> {
 /// port, else on any free port), makes its self-signed certificate and a fresh random secret,
 /// and keeps the socket, certificate and key in this process's registry.
 pub fn create(port_range: Option<(u16, u16)>) -> Result<UniqueId> {
-    let session = env::text("SHMEM_UID_SESSION_ID");
+    let session = env::text(env::UID_SESSION_ID);
     let (ip, ports) = match &session {
         Some(text) => {
             let at = parse_session(text).map_err(|reason| Error::BadEnv {
-                name: "SHMEM_UID_SESSION_ID",
+                name: env::UID_SESSION_ID,
                 value: text.clone(),
                 reason,
             })?;
             (at.ip(), (at.port(), at.port()))
         }
         None => (
-            pick_address(env::text("SHMEM_UID_SOCK_IFNAME").as_deref())?,
+            pick_address(env::text(env::UID_SOCK_IFNAME).as_deref())?,
             port_range.unwrap_or((0, 0)),
         ),
     };
@@ -167,7 +167,7 @@ pub fn create(port_range: Option<(u16, u16)>) -> Result<UniqueId> {
     };
     let listener = wanted.bind().map_err(|why| match &session {
         Some(text) => Error::BadEnv {
-            name: "SHMEM_UID_SESSION_ID",
+            name: env::UID_SESSION_ID,
             value: text.clone(),
             reason: format!("the unique id's store {why}"),
         },
@@ -258,7 +258,7 @@ fn pick_address(ifname: Option<&str>) -> Result<IpAddr> {
     let all = interfaces()?;
     choose(&all, ifname).map_err(|reason| match ifname {
         Some(v) => Error::BadEnv {
-            name: "SHMEM_UID_SOCK_IFNAME",
+            name: env::UID_SOCK_IFNAME,
             value: v.into(),
             reason,
         },

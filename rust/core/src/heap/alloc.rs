@@ -29,7 +29,6 @@ pub enum AllocError {
 /// First-fit allocator over `[0, size)` with coalescing frees.
 #[derive(Debug)]
 pub struct Allocator {
-    size: usize,
     /// Free ranges: start -> length, never adjacent (always coalesced).
     free: BTreeMap<usize, usize>,
     /// Live blocks: start -> length.
@@ -48,15 +47,9 @@ impl Allocator {
             free.insert(0, size);
         }
         Allocator {
-            size,
             free,
             used: BTreeMap::new(),
         }
-    }
-
-    /// Bytes managed.
-    pub fn size(&self) -> usize {
-        self.size
     }
 
     /// Reserves `len` bytes (> 0) aligned to `align` (a power of two); returns the offset.
@@ -161,6 +154,7 @@ impl Allocator {
     }
 
     /// Number of live blocks.
+    #[cfg(test)]
     pub fn live_blocks(&self) -> usize {
         self.used.len()
     }

@@ -102,12 +102,12 @@ impl Heap {
             .checked_add(PAGE - 1)
             .map(|s| s & !(PAGE - 1))
             .ok_or_else(|| Error::BadEnv {
-                name: "SHMEM_SYMMETRIC_SIZE",
+                name: crate::env::SYMMETRIC_SIZE,
                 value: size.to_string(),
                 reason: "too large".into(),
             })?;
         let total = RESERVED.checked_add(size).ok_or_else(|| Error::BadEnv {
-            name: "SHMEM_SYMMETRIC_SIZE",
+            name: crate::env::SYMMETRIC_SIZE,
             value: size.to_string(),
             reason: "too large".into(),
         })?;
