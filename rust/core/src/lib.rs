@@ -11,6 +11,7 @@ pub mod env;
 pub mod error;
 mod ffi;
 pub mod heap;
+pub mod job_state;
 pub mod log;
 mod mapping;
 pub mod runtime;

@@ -12,6 +12,7 @@ use crate::bootstrap::{locality, rendezvous, uniqueid, BootstrapError, Client};
 use crate::env::{self, Config};
 use crate::error::{Error, Result};
 use crate::heap::{self, Heap};
+use crate::job_state;
 use crate::log;
 use crate::static_data::{self, StaticData};
 use crate::sync::barrier::{self, Barrier, Stop};
@@ -87,6 +88,10 @@ pub struct Runtime {
     /// Global and static variables: this PE's range and the peers' mappings, or why not.
     pub static_data: StaticData,
     barrier: Barrier,
+    /// What the published job state points at (`job_state::publish`); never read, only kept
+    /// alive as long as the state is published (until finalize clears it).
+    #[allow(dead_code)]
+    job_state: job_state::Backing,
 }
 
 #[derive(Debug)]
@@ -438,6 +443,17 @@ fn start(
         "dissemination" => false,
         _ => wait::oversubscribed(n_pes),
     };
+    let heap_bases: Vec<usize> = (0..n_pes).map(|pe| heap.user_base(pe)).collect();
+    let job_state = job_state::publish(&job_state::Job {
+        my_pe,
+        heap_bases: &heap_bases,
+        heap_size: heap.size(),
+        data_base: static_data.base,
+        data_size: static_data.size,
+        data_bases: &static_data.bases,
+        data_off_reason: &static_data.off_reason,
+        central_barrier,
+    });
     let rt = Arc::new(Runtime {
         config,
         timeouts,
@@ -448,6 +464,7 @@ fn start(
         heap,
         static_data,
         barrier: Barrier::new(central_barrier),
+        job_state,
     });
     wait::publish_naps(Some(barrier::nap_stamp(&rt.heap, my_pe)));
     *state = Phase::Running(rt.clone());
@@ -487,6 +504,8 @@ pub fn finalize() -> Result<()> {
     if let Some(node) = &rt.node {
         node.wait_for_goodbyes(rt.timeouts.control)?;
     }
+    // The state points into this runtime, which goes with the phase change below.
+    job_state::clear();
     *STATE.write().unwrap_or_else(|p| p.into_inner()) = Phase::Finalized;
     STATUS.store(STATUS_NOT_INITIALIZED, Ordering::Release);
     uniqueid::release_all();
