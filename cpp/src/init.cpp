@@ -1,7 +1,7 @@
 // init.cpp: starting and ending the library, job queries, and the shared error reporting.
 #include <cstdarg>
-#include <cstdio>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 
@@ -23,7 +23,8 @@ void check_job_state_layout(const char *call) {
         const char *name;
         size_t value;
     };
-#define SHMEM_FIELD(type, field) {"offset of " #type "." #field, offsetof(type, field)}
+#define SHMEM_FIELD(type, field)                                                                   \
+    { "offset of " #type "." #field, offsetof(type, field) }
     static constexpr Field mine[] = {
         {"sizeof(shmem_job_state)", sizeof(S)},
         {"alignof(shmem_job_state)", alignof(S)},
@@ -51,6 +52,8 @@ void check_job_state_layout(const char *call) {
         SHMEM_FIELD(shmem_job_team, stride),
         SHMEM_FIELD(shmem_job_team, size),
         SHMEM_FIELD(shmem_job_team, slot),
+        {"SHMEM_TEAM_AREA_LINE_BYTES", SHMEM_TEAM_AREA_LINE_BYTES},
+        {"SHMEM_TEAM_AREA_LINES", SHMEM_TEAM_AREA_LINES},
     };
 #undef SHMEM_FIELD
     constexpr size_t count = sizeof mine / sizeof mine[0];
@@ -119,7 +122,8 @@ void fail_pe(const char *call, int pe) {
 
 void fail_addr(const char *call, const char *arg, const void *addr, size_t n) {
     fail(call, "invalid argument %s=%p with %zu bytes: not inside the symmetric heap [%p, %p)", arg,
-         addr, n, reinterpret_cast<void *>(g.heap_base), reinterpret_cast<void *>(g.heap_base + g.heap_size));
+         addr, n, reinterpret_cast<void *>(g.heap_base),
+         reinterpret_cast<void *>(g.heap_base + g.heap_size));
 }
 
 char *remote_other(const char *call, const char *arg, const void *addr, size_t n, int pe) {

@@ -31,6 +31,22 @@ enum shmem_job_reach {
     SHMEM_JOB_REACH_TRANSPORT = 2, /* through a transport; no mapped base */
 };
 
+/* The words of a team's synchronisation area, one 64-byte line each (no false sharing): the
+ * one layout of team areas, used by the host facade's team barriers and collectives and meant
+ * for kernel-side code. The runtime reserves team_area_size bytes per slot and checks at build
+ * time that SHMEM_TEAM_AREA_LINES lines fit. Epochs only grow; a split zeroes the area. */
+#define SHMEM_TEAM_AREA_LINE_BYTES 64
+enum shmem_job_team_area_line {
+    SHMEM_TEAM_AREA_BCAST_ARRIVE = 0,    /* broadcast epoch the root has entered (on the root) */
+    SHMEM_TEAM_AREA_BCAST_DONE = 1,      /* broadcast epoch this member has finished reading */
+    SHMEM_TEAM_AREA_CENTRAL_COUNT = 2,   /* central barrier: arrivals (on team PE 0) */
+    SHMEM_TEAM_AREA_CENTRAL_RELEASE = 3, /* central barrier: epoch released (on team PE 0) */
+    SHMEM_TEAM_AREA_VALUE = 4,           /* a value a member publishes between two barriers */
+    SHMEM_TEAM_AREA_VALUE2 = 5,
+    SHMEM_TEAM_AREA_ROUNDS = 8, /* dissemination barrier: one flag per round, 32 rounds */
+    SHMEM_TEAM_AREA_LINES = 40  /* lines in use */
+};
+
 /* One entry of the team table, indexed by synchronisation slot. Team PE i is world PE
  * start + i * stride; the team's synchronisation area is `slot` on every member. size 0: the
  * slot holds no team on this PE. */

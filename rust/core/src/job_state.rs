@@ -21,6 +21,14 @@ pub const REACH_MAPPED: u8 = 1;
 /// A peer reached through a transport (`SHMEM_JOB_REACH_TRANSPORT`).
 pub const REACH_TRANSPORT: u8 = 2;
 
+/// Bytes of one line of a team area (`SHMEM_TEAM_AREA_LINE_BYTES`).
+pub const TEAM_AREA_LINE_BYTES: usize = 64;
+/// Lines of a team area in use (`SHMEM_TEAM_AREA_LINES`): the layout of team areas is the C
+/// header's; the heap reserves room for it.
+pub const TEAM_AREA_LINES: usize = 40;
+
+const _: () = assert!(TEAM_AREA_LINES * TEAM_AREA_LINE_BYTES <= crate::heap::TEAM_AREA_SIZE);
+
 /// One entry of the team table (`shmem_job_team`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -216,7 +224,8 @@ pub fn snapshot() -> JobState {
 }
 
 /// The mirror's layout: its size and alignment, then each field's offset in declaration
-/// order, then the team entry's size. The facade compares it with the C header's at start-up.
+/// order, then the team entry's size and offsets, then the team area's line size and line
+/// count. The facade compares it with the C header's at start-up.
 pub fn layout() -> Vec<usize> {
     vec![
         size_of::<JobState>(),
@@ -245,6 +254,8 @@ pub fn layout() -> Vec<usize> {
         offset_of!(JobTeam, stride),
         offset_of!(JobTeam, size),
         offset_of!(JobTeam, slot),
+        TEAM_AREA_LINE_BYTES,
+        TEAM_AREA_LINES,
     ]
 }
 
@@ -276,7 +287,10 @@ mod tests {
                 std::slice::from_raw_parts(s.reach, 3),
             )
         };
-        assert_eq!(bases, [0x1000_0000, 0x10, 0x2000_0000, 0x20, 0x3000_0000, 0x30]);
+        assert_eq!(
+            bases,
+            [0x1000_0000, 0x10, 0x2000_0000, 0x20, 0x3000_0000, 0x30]
+        );
         assert_eq!(reach, [REACH_MAPPED; 3]);
         assert_eq!(s.team_slots as usize, backing.teams.len());
         clear();
@@ -293,6 +307,9 @@ mod tests {
         // Offsets grow: fields are listed in declaration order, none forgotten in between.
         let fields = &l[2..21];
         assert!(fields.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(l[0], offset_of!(JobState, teams) + size_of::<*mut JobTeam>());
+        assert_eq!(
+            l[0],
+            offset_of!(JobState, teams) + size_of::<*mut JobTeam>()
+        );
     }
 }
