@@ -162,7 +162,7 @@ int set_attr(const char *call, int my_pe, int n_pes, uint64_t local_mem_size, co
     if (ip_port != nullptr && ip_port[0] != '\0') {
         ACLSHMEMI_TRY(check_ip_port(call, "ip_port", ip_port));
     }
-    if (g.phase.load(std::memory_order_acquire) == kRunning) {
+    if (lib_phase.load(std::memory_order_acquire) == kRunning) {
         return refuse(ACLSHMEM_INNER_ERROR, call,
                       "the library is initialized: the attributes it started with are in use");
     }
@@ -243,7 +243,7 @@ int init_attr(const char *call, int flags, aclshmemx_init_attr_t *attributes) {
                       "attributes alone, aclshmemx_init_attr(flags, attributes) both",
                       static_cast<void *>(attributes));
     }
-    switch (g.phase.load(std::memory_order_acquire)) {
+    switch (lib_phase.load(std::memory_order_acquire)) {
     case kRunning:
         return refuse(ACLSHMEM_INNER_ERROR, call, "called again while the library is initialized");
     case kFinalized:
@@ -307,9 +307,9 @@ int init_attr(const char *call, int flags, aclshmemx_init_attr_t *attributes) {
             job.uniqueid.push_back(static_cast<uint8_t>(internal[i]));
         }
     }
-    core::Topology topo;
-    ACLSHMEMI_TRY(core::init_attrs(call, job, topo));
-    adopt(topo);
+    check_job_state_layout(call);
+    ACLSHMEMI_TRY(core::init_attrs(call, job));
+    adopt();
     return ACLSHMEM_SUCCESS;
 }
 
@@ -397,7 +397,7 @@ SHMEM_EXPORT int pshmem_init_attr(shmem_init_attr_t *attributes) {
 SHMEM_WEAK_ALIAS(shmem_init_attr)
 
 SHMEM_EXPORT int aclshmem_finalize(void) {
-    if (g.phase.load(std::memory_order_acquire) != kRunning) {
+    if (lib_phase.load(std::memory_order_acquire) != kRunning) {
         return refuse(ACLSHMEM_NOT_INITED, "aclshmem_finalize", "the library is not initialized");
     }
     pshmem_finalize();

@@ -54,8 +54,8 @@ inline Sym symmetric(const char *call, const char *arg, const void *addr, size_t
         remote_other(call, arg, addr, n, g.my_pe);
     }
     uintptr_t a = reinterpret_cast<uintptr_t>(addr);
-    uintptr_t heap_off = a - g.base;
-    if (heap_off <= g.size && n <= g.size - heap_off) return {0, heap_off};
+    uintptr_t heap_off = a - g.heap_base;
+    if (heap_off <= g.heap_size && n <= g.heap_size - heap_off) return {0, heap_off};
     return {1, a - g.data_base};
 }
 

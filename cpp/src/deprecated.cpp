@@ -14,7 +14,7 @@ namespace {
 // Programs of the start_pes era end without shmem_finalize; the library then finalizes at exit
 // (collectively, as every PE leaves main), instead of reporting a PE that left unfinalized.
 void finalize_at_exit() {
-    if (g.phase.load(std::memory_order_acquire) == kRunning) pshmem_finalize();
+    if (lib_phase.load(std::memory_order_acquire) == kRunning) pshmem_finalize();
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // init.cpp: starting and ending the library, job queries, and the shared error reporting.
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -12,7 +13,71 @@
 
 namespace shmem::detail {
 
-State g;
+std::atomic<int> lib_phase{kNotStarted};
+
+void check_job_state_layout(const char *call) {
+    using S = shmem_job_state;
+    using T = shmem_job_team;
+    // In the order of job_state::layout() in rust/core/src/job_state.rs.
+    struct Field {
+        const char *name;
+        size_t value;
+    };
+#define SHMEM_FIELD(type, field)                                                                   \
+    { "offset of " #type "." #field, offsetof(type, field) }
+    static constexpr Field mine[] = {
+        {"sizeof(shmem_job_state)", sizeof(S)},
+        {"alignof(shmem_job_state)", alignof(S)},
+        SHMEM_FIELD(shmem_job_state, size),
+        SHMEM_FIELD(shmem_job_state, version),
+        SHMEM_FIELD(shmem_job_state, my_pe),
+        SHMEM_FIELD(shmem_job_state, n_pes),
+        SHMEM_FIELD(shmem_job_state, heap_base),
+        SHMEM_FIELD(shmem_job_state, heap_size),
+        SHMEM_FIELD(shmem_job_state, data_base),
+        SHMEM_FIELD(shmem_job_state, data_size),
+        SHMEM_FIELD(shmem_job_state, data_span),
+        SHMEM_FIELD(shmem_job_state, bases),
+        SHMEM_FIELD(shmem_job_state, reach),
+        SHMEM_FIELD(shmem_job_state, data_off_reason),
+        SHMEM_FIELD(shmem_job_state, reserved),
+        SHMEM_FIELD(shmem_job_state, barrier_words),
+        SHMEM_FIELD(shmem_job_state, team_areas),
+        SHMEM_FIELD(shmem_job_state, team_area_size),
+        SHMEM_FIELD(shmem_job_state, team_slots),
+        SHMEM_FIELD(shmem_job_state, central_barrier),
+        SHMEM_FIELD(shmem_job_state, teams),
+        {"sizeof(shmem_job_team)", sizeof(T)},
+        SHMEM_FIELD(shmem_job_team, start),
+        SHMEM_FIELD(shmem_job_team, stride),
+        SHMEM_FIELD(shmem_job_team, size),
+        SHMEM_FIELD(shmem_job_team, slot),
+        {"SHMEM_TEAM_AREA_LINE_BYTES", SHMEM_TEAM_AREA_LINE_BYTES},
+        {"SHMEM_TEAM_AREA_LINES", SHMEM_TEAM_AREA_LINES},
+    };
+#undef SHMEM_FIELD
+    constexpr size_t count = sizeof mine / sizeof mine[0];
+    rust::Vec<size_t> theirs = core::job_state_layout();
+    for (size_t i = 0; i < count || i < theirs.size(); i++) {
+        if (i < count && i < theirs.size() && mine[i].value == theirs[i]) continue;
+        if (i >= count || i >= theirs.size()) {
+            fail(call,
+                 "the job state has %zu layout entries in shmem/job_state.h but %zu in the "
+                 "runtime: the library was built from mismatched sources",
+                 count, theirs.size());
+        }
+        fail(call,
+             "the job state's %s is %zu in shmem/job_state.h but %zu in the runtime: the "
+             "library was built from mismatched sources",
+             mine[i].name, mine[i].value, theirs[i]);
+    }
+    // The runtime fills what it knows: a state from a runtime that knows fewer fields than
+    // this header is as wrong as a moved field.
+    if (g.size != sizeof(S) || g.version != SHMEM_JOB_STATE_VERSION) {
+        fail(call, "the job state is %u bytes of version %u, but shmem/job_state.h says %zu of %u",
+             g.size, g.version, sizeof(S), SHMEM_JOB_STATE_VERSION);
+    }
+}
 
 void log_call_errorv(const char *call, const char *fmt, va_list ap) {
     char msg[512];
@@ -43,7 +108,7 @@ void fail_logged() {
 }
 
 void require_running(const char *call) {
-    switch (g.phase.load(std::memory_order_acquire)) {
+    switch (lib_phase.load(std::memory_order_acquire)) {
     case kRunning: return;
     case kNotStarted: fail(call, "the library is not initialized (call shmem_init first)");
     default: fail(call, "called after shmem_finalize");
@@ -57,7 +122,8 @@ void fail_pe(const char *call, int pe) {
 
 void fail_addr(const char *call, const char *arg, const void *addr, size_t n) {
     fail(call, "invalid argument %s=%p with %zu bytes: not inside the symmetric heap [%p, %p)", arg,
-         addr, n, reinterpret_cast<void *>(g.base), reinterpret_cast<void *>(g.base + g.size));
+         addr, n, reinterpret_cast<void *>(g.heap_base),
+         reinterpret_cast<void *>(g.heap_base + g.heap_size));
 }
 
 char *remote_other(const char *call, const char *arg, const void *addr, size_t n, int pe) {
@@ -70,32 +136,13 @@ char *remote_other(const char *call, const char *arg, const void *addr, size_t n
     if (!in_data) fail_addr(call, arg, addr, n);
     // Inside the static data, which remote() only misses when it is not symmetric.
     fail(call, "invalid argument %s=%p: a global or static variable, but %s", arg, addr,
-         g.data_off_reason.c_str());
+         g.data_off_reason);
 }
 
-void adopt(const core::Topology &topo) {
-    g.my_pe = topo.my_pe;
-    g.size = topo.heap_size;
-    g.base = topo.heap_bases[static_cast<size_t>(topo.my_pe)];
-    g.data_base = topo.data_base;
-    g.data_size = topo.data_size;
-    bool data = !topo.data_bases.empty();
-    g.data_span = data ? g.data_size : 0;
-    g.bases.assign(2 * topo.heap_bases.size(), 0);
-    for (size_t pe = 0; pe < topo.heap_bases.size(); pe++) {
-        g.bases[2 * pe] = topo.heap_bases[pe];
-        g.bases[2 * pe + 1] = data ? topo.data_bases[pe] : 0;
-    }
-    g.data_off_reason = std::string(topo.data_off_reason);
-    g.reserved = topo.reserved;
-    g.team_areas = topo.team_areas;
-    g.team_area_size = topo.team_area_size;
-    g.team_slots = static_cast<int>(topo.team_slots);
-    g.central_barrier = topo.central_barrier;
-    g.n_pes = topo.n_pes;
+void adopt() {
     teams_start();
     contexts_start();
-    g.phase.store(kRunning, std::memory_order_release);
+    lib_phase.store(kRunning, std::memory_order_release);
 }
 
 }  // namespace shmem::detail
@@ -104,13 +151,15 @@ using namespace shmem::detail;
 namespace core = shmem::core;
 
 SHMEM_EXPORT void pshmem_init(void) {
-    if (g.phase.load(std::memory_order_acquire) != kNotStarted) {
-        fail("shmem_init", g.phase.load() == kRunning
+    if (lib_phase.load(std::memory_order_acquire) != kNotStarted) {
+        fail("shmem_init", lib_phase.load() == kRunning
                                ? "called again while the library is initialized"
                                : "called after shmem_finalize; the library cannot be restarted");
     }
+    check_job_state_layout("shmem_init");
     try {
-        adopt(core::init());
+        core::init();
+        adopt();
     } catch (const rust::Error &) {
         fail_logged();
     }
@@ -146,14 +195,9 @@ SHMEM_EXPORT int pshmem_finalize(void) {
     } catch (const rust::Error &) {
         fail_logged();
     }
-    g.phase.store(kFinalized, std::memory_order_release);
+    lib_phase.store(kFinalized, std::memory_order_release);
     contexts_stop();
     teams_stop();
-    g.n_pes = 0;
-    g.base = 0;
-    g.size = 0;
-    g.data_span = 0;
-    g.bases.clear();
     return 0;
 }
 

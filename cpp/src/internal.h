@@ -12,8 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <string>
-#include <vector>
+
+#include <shmem/job_state.h>
 
 // Public entry points: default-visible, C linkage. pshmem_X is the definition, shmem_X a weak
 // alias (defined in the same file, as aliases must be).
@@ -29,31 +29,24 @@
 
 namespace shmem::detail {
 
-// What the data path reads. Written by init and finalize only, on the thread that calls them,
-// while the program makes no other library calls (as the specification requires).
-struct State {
-    int my_pe = -1;
-    int n_pes = 0;       // 0 while not running: every PE check fails and reports why
-    uintptr_t base = 0;  // this PE's user heap
-    size_t size = 0;
-    // The executable's global and static variables (symmetric when data_span is not 0).
-    uintptr_t data_base = 0;
-    size_t data_size = 0;
-    size_t data_span = 0;  // data_size when symmetric, else 0: the data path's one check
-    // Per PE: {heap base, static data base (0 when not symmetric)}, as mapped here.
-    std::vector<uintptr_t> bases;
-    std::string data_off_reason;
-    // The team synchronisation areas in the reserved bytes before each PE's user heap: slot s
-    // of PE p is at bases[2 * p] - reserved + team_areas + s * team_area_size.
-    size_t reserved = 0;
-    size_t team_areas = 0;
-    size_t team_area_size = 0;
-    int team_slots = 0;
-    bool central_barrier = false;  // barriers take the central shape (see sync/barrier.rs)
-    std::atomic<int> phase{0};     // 0 not started, 1 running, 2 finalized
-};
+// What the data path reads: the job state the runtime fills at init and clears at finalize
+// (shmem/job_state.h). The facade reads it and writes only its team table.
+}  // namespace shmem::detail
 
-extern State g;
+// Hidden: the data path reaches it relative to the code, with no load of its address.
+extern "C" __attribute__((visibility("hidden"))) shmem_job_state shmem_job_state_g;
+
+namespace shmem::detail {
+
+// The facade's short name for the job state; a constant alias, so every use is a direct
+// access to the one instance.
+inline shmem_job_state &g = shmem_job_state_g;
+
+// Where the library is: 0 not started, 1 running, 2 finalized. Set by init and finalize.
+extern std::atomic<int> lib_phase;
+
+// Fails `call` unless the job state's C layout is the runtime's (checked before every start).
+void check_job_state_layout(const char *call);
 
 enum Phase : int { kNotStarted = 0, kRunning = 1, kFinalized = 2 };
 
@@ -86,9 +79,9 @@ char *remote_other(const char *call, const char *arg, const void *addr, size_t n
 // as a heap one: the segment picks the column of g.bases.
 SHMEM_HOT_INLINE char *translate(const void *addr, size_t n, int pe) {
     uintptr_t a = reinterpret_cast<uintptr_t>(addr);
-    uintptr_t heap_off = a - g.base;
+    uintptr_t heap_off = a - g.heap_base;
     uintptr_t data_off = a - g.data_base;
-    bool in_heap = heap_off <= g.size && n <= g.size - heap_off;
+    bool in_heap = heap_off <= g.heap_size && n <= g.heap_size - heap_off;
     bool in_data = data_off <= g.data_span && n <= g.data_span - data_off;
     if (SHMEM_UNLIKELY(!(in_heap | in_data))) return nullptr;
     size_t column = in_heap ? 0 : 1;
@@ -116,14 +109,10 @@ inline void require_buffer(const char *call, const char *arg, const void *p, siz
 
 }  // namespace shmem::detail
 
-namespace shmem::core {
-struct Topology;
-}
-
 namespace shmem::detail {
 
-// Takes over a started job's topology: from here on the data path runs.
-void adopt(const core::Topology &topo);
+// Starts the facade's part of a job the runtime has started: from here on the data path runs.
+void adopt();
 
 // Copy for the ranges where memcpy stalls on 4 KiB aliasing (copy.cpp).
 void copy_aliasing(void *dst, const void *src, size_t n);

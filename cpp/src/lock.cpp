@@ -64,7 +64,7 @@ Lock checked(const char *call, long *lock) {
              static_cast<void *>(lock), sizeof(long));
     }
     uintptr_t a = reinterpret_cast<uintptr_t>(lock);
-    uintptr_t off = a - g.base < g.size ? a - g.base : a - g.data_base;
+    uintptr_t off = a - g.heap_base < g.heap_size ? a - g.heap_base : a - g.data_base;
     int home = static_cast<int>((off / sizeof(long)) % static_cast<uintptr_t>(g.n_pes));
     // remote() reports a lock outside the symmetric segments, naming why.
     auto *words = reinterpret_cast<uint32_t *>(remote(call, "lock", lock, sizeof(long), home));

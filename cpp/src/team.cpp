@@ -47,6 +47,14 @@ void set_areas(shmem_team_s *t) {
     }
 }
 
+// Writes `t`'s entry of the job state's team table (cleared when `t` ends), for code that
+// finds teams by slot rather than by handle.
+void publish_team(const shmem_team_s *t, bool live) {
+    if (t->slot < 0 || t->slot >= g.team_slots || g.teams == nullptr) return;
+    g.teams[t->slot] = live ? shmem_job_team{t->start, t->stride, t->size, t->slot}
+                            : shmem_job_team{0, 0, 0, t->slot};
+}
+
 // Sets up a predefined team spanning every PE of the job, with its areas at `slot`.
 void start_predefined(shmem_team_s &t, int slot) {
     t.start = 0;
@@ -59,6 +67,7 @@ void start_predefined(shmem_team_s &t, int slot) {
     set_areas(&t);
     t.sync_epoch = 0;
     t.bcast_epoch = 0;
+    publish_team(&t, true);
 }
 
 const char *team_name(const shmem_team_s *t) {
@@ -96,7 +105,7 @@ void teams_stop() {
 }
 
 shmem_team_s *team_find(shmem_team_t team) {
-    if (team == SHMEM_TEAM_INVALID || g.phase.load(std::memory_order_acquire) != kRunning) {
+    if (team == SHMEM_TEAM_INVALID || lib_phase.load(std::memory_order_acquire) != kRunning) {
         return nullptr;
     }
     if (predefined(team)) return team;
@@ -119,11 +128,13 @@ shmem_team_s *team_check(const char *call, const char *arg, shmem_team_t team) {
 void team_register(shmem_team_s *team) {
     std::lock_guard<std::mutex> lock(live_mutex);
     live.push_back(team);
+    publish_team(team, true);
 }
 
 void team_unregister(shmem_team_s *team) {
     std::lock_guard<std::mutex> lock(live_mutex);
     live.erase(std::remove(live.begin(), live.end(), team), live.end());
+    publish_team(team, false);
 }
 
 }  // namespace shmem::detail

@@ -64,21 +64,23 @@ inline int team_pe_of(const shmem_team_s *t, int world_pe) {
     return i >= 0 && i < t->size ? i : -1;
 }
 
-// The words of a team area, one 64-byte line each (a line per word: no false sharing).
+// The words of a team area: the one layout, in shmem/job_state.h (kernel-side code reads the
+// same areas); the short names here are the facade's.
 enum TeamAreaLine : int {
-    kAreaBcastArrive = 0,     // broadcast epoch the root has entered (on the root)
-    kAreaBcastDone = 1,       // broadcast epoch this member has finished reading
-    kAreaCentralCount = 2,    // central barrier: arrivals (on team PE 0)
-    kAreaCentralRelease = 3,  // central barrier: epoch released (on team PE 0)
-    kAreaValue = 4,           // a value a member publishes between two barriers (collect, split)
-    kAreaValue2 = 5,
-    kAreaRounds = 8,  // dissemination barrier: one flag per round
+    kAreaBcastArrive = SHMEM_TEAM_AREA_BCAST_ARRIVE,
+    kAreaBcastDone = SHMEM_TEAM_AREA_BCAST_DONE,
+    kAreaCentralCount = SHMEM_TEAM_AREA_CENTRAL_COUNT,
+    kAreaCentralRelease = SHMEM_TEAM_AREA_CENTRAL_RELEASE,
+    kAreaValue = SHMEM_TEAM_AREA_VALUE,
+    kAreaValue2 = SHMEM_TEAM_AREA_VALUE2,
+    kAreaRounds = SHMEM_TEAM_AREA_ROUNDS,
 };
-constexpr int kAreaLines = kAreaRounds + 32;
+constexpr int kAreaLines = SHMEM_TEAM_AREA_LINES;
 
 // Word `line` of an area.
 inline uint64_t *area_word(char *area, int line) {
-    return reinterpret_cast<uint64_t *>(area + static_cast<size_t>(line) * 64);
+    return reinterpret_cast<uint64_t *>(area +
+                                        static_cast<size_t>(line) * SHMEM_TEAM_AREA_LINE_BYTES);
 }
 
 // Area of `slot` on world PE `world_pe`, as mapped here.

@@ -5,41 +5,11 @@
 use crate::bootstrap::attrs::{Job, Meet};
 use crate::bootstrap::{uniqueid, BootstrapError};
 use crate::error::Error;
-use crate::runtime::{self, Runtime, Timeouts};
+use crate::runtime::{self, Timeouts};
 use std::time::Duration;
 
 #[cxx::bridge(namespace = "shmem::core")]
 mod bridge {
-    /// What the facade needs to run the data path without calling back into the runtime.
-    struct Topology {
-        my_pe: i32,
-        n_pes: i32,
-        /// Usable bytes of each PE's user heap.
-        heap_size: usize,
-        /// Address of every PE's user heap as mapped in this process, indexed by PE.
-        heap_bases: Vec<usize>,
-        /// The executable's symmetric static data (.data/.bss past RELRO) in this process:
-        /// start and length; 0/0 when the executable has no such range.
-        data_base: usize,
-        data_size: usize,
-        /// Where every PE's static data is mapped in this process, indexed by PE; empty when
-        /// static data is not symmetric in this job (then `data_off_reason` says why).
-        data_bases: Vec<usize>,
-        /// Why a global or static variable cannot be a target, for the error message.
-        data_off_reason: String,
-        /// Bytes of each heap file before the user heap (the runtime's reserved words).
-        reserved: usize,
-        /// Offset in the reserved bytes of team slot 0's synchronisation area; slot s is at
-        /// `team_areas + s * team_area_size`.
-        team_areas: usize,
-        team_area_size: usize,
-        /// Team slots per PE.
-        team_slots: usize,
-        /// True when barriers should take the central shape (more PEs than cores, or
-        /// `SHMEM_BARRIER=central`); the team barriers follow the same choice.
-        central_barrier: bool,
-    }
-
     /// Progress of one wait in the facade (see `sync::wait::Backoff`); start from zeros.
     struct WaitState {
         spins: u32,
@@ -63,11 +33,15 @@ mod bridge {
     }
 
     extern "Rust" {
-        /// Starts the library on this PE (collective).
-        fn init() -> Result<Topology>;
-        /// Starts the library for the job `attrs` describes (collective); fills `topo` and
-        /// returns 0, or returns CANN's error code (the error is logged).
-        fn init_attrs(call: &str, attrs: &JobAttrs, topo: &mut Topology) -> i32;
+        /// Starts the library on this PE (collective) and fills the job state
+        /// (`shmem/job_state.h`) the data path reads.
+        fn init() -> Result<()>;
+        /// Starts the library for the job `attrs` describes (collective), fills the job state
+        /// and returns 0, or returns CANN's error code (the error is logged).
+        fn init_attrs(call: &str, attrs: &JobAttrs) -> i32;
+        /// The job state's layout as the runtime defines it (`job_state::layout`), for the
+        /// facade to compare with the C header's before it starts anything.
+        fn job_state_layout() -> Vec<usize>;
         /// Makes a unique id: fills `internal` with CANN's `internal[]` bytes and returns 0, or
         /// returns CANN's error code (logged).
         fn uniqueid_create(call: &str, internal: &mut Vec<u8>) -> i32;
@@ -116,7 +90,7 @@ mod bridge {
 }
 
 use crate::sync::wait::Backoff;
-use bridge::{JobAttrs, Topology, WaitState};
+use bridge::{JobAttrs, WaitState};
 
 /// Logs an error as `call: message` (once; messages that already name a routine keep theirs;
 /// an error logged where it was detected is not logged again).
@@ -135,26 +109,12 @@ fn logged<T>(call: &str, r: Result<T, Error>) -> Result<T, Error> {
     r
 }
 
-fn topology(rt: &Runtime) -> Topology {
-    Topology {
-        my_pe: rt.my_pe as i32,
-        n_pes: rt.n_pes as i32,
-        heap_size: rt.heap.size(),
-        heap_bases: (0..rt.n_pes).map(|pe| rt.heap.user_base(pe)).collect(),
-        data_base: rt.static_data.base,
-        data_size: rt.static_data.size,
-        data_bases: rt.static_data.bases.clone(),
-        data_off_reason: rt.static_data.off_reason.clone(),
-        reserved: crate::heap::RESERVED,
-        team_areas: crate::heap::TEAM_AREAS,
-        team_area_size: crate::heap::TEAM_AREA_SIZE,
-        team_slots: crate::heap::TEAM_SLOTS,
-        central_barrier: rt.central_barrier(),
-    }
+fn init() -> Result<(), Error> {
+    logged("shmem_init", runtime::init().map(|_| ()))
 }
 
-fn init() -> Result<Topology, Error> {
-    logged("shmem_init", runtime::init().map(|rt| topology(&rt)))
+fn job_state_layout() -> Vec<usize> {
+    crate::job_state::layout()
 }
 
 /// CANN's error code for `e` (`ACLSHMEM_*` in `aclshmem.h`).
@@ -188,7 +148,7 @@ fn attrs_call(call: &str) -> &'static str {
     }
 }
 
-fn init_attrs(call: &str, attrs: &JobAttrs, topo: &mut Topology) -> i32 {
+fn init_attrs(call: &str, attrs: &JobAttrs) -> i32 {
     let call = attrs_call(call);
     let meet = if attrs.uniqueid.is_empty() {
         Meet::Address(attrs.ip_port.clone())
@@ -215,10 +175,7 @@ fn init_attrs(call: &str, attrs: &JobAttrs, topo: &mut Topology) -> i32 {
         control: Duration::from_secs(attrs.control_timeout_s.into()),
     };
     match runtime::init_attrs(job, timeouts) {
-        Ok(rt) => {
-            *topo = topology(&rt);
-            0
-        }
+        Ok(_) => 0,
         Err(e) => {
             let code = cann_code(&e);
             if !matches!(e, Error::Logged(_)) {

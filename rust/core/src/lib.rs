@@ -17,6 +17,7 @@ pub mod env;
 pub mod error;
 mod ffi;
 mod heap;
+mod job_state;
 pub mod log;
 mod mapping;
 mod runtime;

@@ -12,6 +12,7 @@ use crate::bootstrap::{locality, rendezvous, uniqueid, BootstrapError, Client};
 use crate::env::{self, Config};
 use crate::error::{Error, Result};
 use crate::heap::{self, Heap};
+use crate::job_state;
 use crate::log;
 use crate::static_data::{self, StaticData};
 use crate::sync::barrier::{self, Barrier, Stop};
@@ -80,9 +81,14 @@ pub struct Runtime {
     node: Option<NodeJob>,
     /// The symmetric heap and the peers' mappings.
     pub heap: Heap,
-    /// Global and static variables: this PE's range and the peers' mappings, or why not.
-    pub static_data: StaticData,
+    /// Global and static variables: this PE's range and the peers' mappings, or why not. Only
+    /// held (the job state publishes what the facade reads); dropping it unmaps the peers.
+    _static_data: StaticData,
     barrier: Barrier,
+    /// What the published job state points at (`job_state::publish`); never read, only kept
+    /// alive as long as the state is published (until finalize clears it).
+    #[allow(dead_code)]
+    job_state: job_state::Backing,
 }
 
 #[derive(Debug)]
@@ -370,6 +376,17 @@ fn start(
         "dissemination" => false,
         _ => wait::oversubscribed(n_pes),
     };
+    let heap_bases: Vec<usize> = (0..n_pes).map(|pe| heap.user_base(pe)).collect();
+    let job_state = job_state::publish(&job_state::Job {
+        my_pe,
+        heap_bases: &heap_bases,
+        heap_size: heap.size(),
+        data_base: static_data.base,
+        data_size: static_data.size,
+        data_bases: &static_data.bases,
+        data_off_reason: &static_data.off_reason,
+        central_barrier,
+    });
     let rt = Arc::new(Runtime {
         timeouts,
         my_pe,
@@ -377,8 +394,9 @@ fn start(
         store,
         node,
         heap,
-        static_data,
+        _static_data: static_data,
         barrier: Barrier::new(central_barrier),
+        job_state,
     });
     wait::publish_naps(Some(barrier::nap_stamp(&rt.heap, my_pe)));
     *state = Phase::Running(rt.clone());
@@ -418,6 +436,8 @@ pub fn finalize() -> Result<()> {
     if let Some(node) = &rt.node {
         node.wait_for_goodbyes(rt.timeouts.control)?;
     }
+    // The state points into this runtime, which goes with the phase change below.
+    job_state::clear();
     *STATE.write().unwrap_or_else(|p| p.into_inner()) = Phase::Finalized;
     STATUS.store(STATUS_NOT_INITIALIZED, Ordering::Release);
     uniqueid::release_all();
@@ -474,11 +494,6 @@ impl Runtime {
             Call::SYNC_ALL
         };
         self.enter(call);
-    }
-
-    /// True when barriers take the central shape; the facade's team barriers follow it.
-    pub fn central_barrier(&self) -> bool {
-        self.barrier.central()
     }
 
     /// The barrier over all PEs for `call`. Returns only when every PE entered it with a call

@@ -39,8 +39,9 @@ pub const BARRIER_STATE: usize = BARRIER_CENTRAL + 128;
 /// Offset of the team synchronisation areas: one per slot, [`TEAM_AREA_SIZE`] bytes each. A team
 /// uses the area of its slot on every member; slots 0 and 1 belong to the predefined teams
 /// (world and shared), so a PE can be a member of at most `TEAM_SLOTS - 2` teams made by splits.
-/// The facade lays out and uses the words inside an area; this module only reserves them (the
-/// memfd pages stay unbacked until a team touches them).
+/// The words inside an area are laid out once, in `shmem/job_state.h` (mirrored in
+/// [`crate::job_state`]); this module only reserves them (the memfd pages stay unbacked until a
+/// team touches them).
 pub const TEAM_AREAS: usize = 64 * 1024;
 /// Team slots per PE (the limit on simultaneous teams).
 pub const TEAM_SLOTS: usize = 64;

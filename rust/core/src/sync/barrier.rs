@@ -202,11 +202,6 @@ impl Barrier {
         }
     }
 
-    /// True for the central shape (more PEs than cores, or chosen with `SHMEM_BARRIER`).
-    pub fn central(&self) -> bool {
-        self.central
-    }
-
     /// Waits until every PE has called `sync` as many times as this one, and checks that
     /// their calls agree with `call`; gives up when `give_up(epoch)` says so (asked now and
     /// then once the wait has stopped spinning).

@@ -1,0 +1,101 @@
+/* shmem/job_state.h: the job as the data path sees it, in plain C data.
+ *
+ * One instance per process, filled by the runtime (rust/core/src/job_state.rs, a #[repr(C)]
+ * mirror of this struct) when the library starts and cleared when it ends. The host facade
+ * reads it on every put and get; kernel-side code will read the same struct, directly on the
+ * host device and from a device copy on accelerators. It holds only fixed-size fields and
+ * pointers, so it can be copied as bytes; it must never include a host-only header.
+ *
+ * The struct may grow: fields are only ever added at its end, `size` says how many bytes the
+ * filler wrote and `version` which fields it knows. The runtime checks at start-up that this
+ * layout and its own agree field by field and refuses to run otherwise.
+ *
+ * Not installed: the layout is the library's own until a kernel-side API ships with it. */
+#ifndef SHMEM_JOB_STATE_H
+#define SHMEM_JOB_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Fields this header knows; raised when a field is added. */
+#define SHMEM_JOB_STATE_VERSION 1u
+
+/* How this PE reaches a peer's symmetric memory (shmem_job_state.reach). */
+enum shmem_job_reach {
+    SHMEM_JOB_REACH_NONE = 0,      /* not at all: every access to it is refused */
+    SHMEM_JOB_REACH_MAPPED = 1,    /* mapped here: loads, stores and CPU atomics */
+    SHMEM_JOB_REACH_TRANSPORT = 2, /* through a transport; no mapped base */
+};
+
+/* The words of a team's synchronisation area, one 64-byte line each (no false sharing): the
+ * one layout of team areas, used by the host facade's team barriers and collectives and meant
+ * for kernel-side code. The runtime reserves team_area_size bytes per slot and checks at build
+ * time that SHMEM_TEAM_AREA_LINES lines fit. Epochs only grow; a split zeroes the area. */
+#define SHMEM_TEAM_AREA_LINE_BYTES 64
+enum shmem_job_team_area_line {
+    SHMEM_TEAM_AREA_BCAST_ARRIVE = 0,    /* broadcast epoch the root has entered (on the root) */
+    SHMEM_TEAM_AREA_BCAST_DONE = 1,      /* broadcast epoch this member has finished reading */
+    SHMEM_TEAM_AREA_CENTRAL_COUNT = 2,   /* central barrier: arrivals (on team PE 0) */
+    SHMEM_TEAM_AREA_CENTRAL_RELEASE = 3, /* central barrier: epoch released (on team PE 0) */
+    SHMEM_TEAM_AREA_VALUE = 4,           /* a value a member publishes between two barriers */
+    SHMEM_TEAM_AREA_VALUE2 = 5,
+    SHMEM_TEAM_AREA_ROUNDS = 8, /* dissemination barrier: one flag per round, 32 rounds */
+    SHMEM_TEAM_AREA_LINES = 40  /* lines in use */
+};
+
+/* One entry of the team table, indexed by synchronisation slot. Team PE i is world PE
+ * start + i * stride; the team's synchronisation area is `slot` on every member. size 0: the
+ * slot holds no team on this PE. */
+typedef struct shmem_job_team {
+    int32_t start;
+    int32_t stride; /* negative for a team listed downwards, 0 only for a team of one PE */
+    int32_t size;
+    int32_t slot;
+} shmem_job_team;
+
+/* The job. Every offset and size is in bytes; every address is as mapped in this process. */
+typedef struct shmem_job_state {
+    uint32_t size;    /* bytes the filler wrote: its sizeof(shmem_job_state) */
+    uint32_t version; /* its SHMEM_JOB_STATE_VERSION */
+    int32_t my_pe;    /* -1 while the library is not running */
+    int32_t n_pes;    /* 0 while the library is not running: every PE check then fails */
+
+    /* This PE's user heap (what shmem_malloc carves). */
+    uintptr_t heap_base;
+    uint64_t heap_size;
+    /* This PE's global and static variables (.data/.bss), whether symmetric or not. */
+    uintptr_t data_base;
+    uint64_t data_size;
+    /* data_size when static data is symmetric in this job, else 0: the data path's one test. */
+    uint64_t data_span;
+
+    /* Per PE, 2 * n_pes entries: {user heap base, static data base} of PE p at [2p], [2p+1];
+     * 0 where PE p's memory is not mapped here (or its static data is not symmetric). */
+    const uintptr_t *bases;
+    /* Per PE, n_pes entries: how PE p is reached (enum shmem_job_reach). */
+    const uint8_t *reach;
+    /* Why a global or static variable cannot be a target (NUL-terminated; "" when it can). */
+    const char *data_off_reason;
+
+    /* The synchronisation words: the `reserved` bytes before each PE's user heap. The world
+     * barrier's words start at heap_base - reserved + barrier_words; team slot s's area at
+     * heap_base - reserved + team_areas + s * team_area_size. */
+    uint64_t reserved;
+    uint64_t barrier_words;
+    uint64_t team_areas;
+    uint64_t team_area_size;
+    int32_t team_slots;      /* entries of `teams` */
+    int32_t central_barrier; /* nonzero: barriers take the central shape */
+    /* The team table: team_slots entries, indexed by slot; written by whoever makes a team. */
+    shmem_job_team *teams;
+} shmem_job_state;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SHMEM_JOB_STATE_H */

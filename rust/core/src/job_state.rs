@@ -1,0 +1,320 @@
+//! The job state: the one plain description of the running job that the facade's data path
+//! (and later kernel-side code) reads. It is a `#[repr(C)]` mirror of `shmem_job_state` in
+//! `device/include/shmem/job_state.h`; this module owns the one instance, fills it when the
+//! runtime starts and clears it when the runtime ends. It must never hold anything but fixed-size
+//! fields and pointers, and never change a field's place: fields are added at the end.
+//!
+//! The facade compares the C layout with [`layout`] at start-up, so a difference between the two
+//! definitions stops the library with an error naming the field instead of running on garbage.
+
+use std::cell::UnsafeCell;
+use std::ffi::{c_char, CString};
+use std::mem::{align_of, offset_of, size_of};
+
+/// Fields this mirror knows (`SHMEM_JOB_STATE_VERSION`).
+pub const VERSION: u32 = 1;
+
+/// A peer whose memory this PE cannot reach (`SHMEM_JOB_REACH_NONE`). Mirrors the header;
+/// nothing sets it while every PE of a job shares one node.
+#[allow(dead_code)]
+pub const REACH_NONE: u8 = 0;
+/// A peer whose memory is mapped here (`SHMEM_JOB_REACH_MAPPED`).
+pub const REACH_MAPPED: u8 = 1;
+/// A peer reached through a transport (`SHMEM_JOB_REACH_TRANSPORT`). Mirrors the header;
+/// nothing sets it before a transport exists.
+#[allow(dead_code)]
+pub const REACH_TRANSPORT: u8 = 2;
+
+/// Bytes of one line of a team area (`SHMEM_TEAM_AREA_LINE_BYTES`).
+pub const TEAM_AREA_LINE_BYTES: usize = 64;
+/// Lines of a team area in use (`SHMEM_TEAM_AREA_LINES`): the layout of team areas is the C
+/// header's; the heap reserves room for it.
+pub const TEAM_AREA_LINES: usize = 40;
+
+const _: () = assert!(TEAM_AREA_LINES * TEAM_AREA_LINE_BYTES <= crate::heap::TEAM_AREA_SIZE);
+
+/// One entry of the team table (`shmem_job_team`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobTeam {
+    /// World PE of team PE 0.
+    pub start: i32,
+    /// World PEs between consecutive team PEs.
+    pub stride: i32,
+    /// PEs in the team; 0 when the slot holds no team.
+    pub size: i32,
+    /// The team's synchronisation slot.
+    pub slot: i32,
+}
+
+/// The job as the data path sees it (`shmem_job_state`); see the C header for each field.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct JobState {
+    /// Bytes the filler wrote.
+    pub size: u32,
+    /// Fields the filler knows.
+    pub version: u32,
+    /// This PE; -1 while not running.
+    pub my_pe: i32,
+    /// PEs in the job; 0 while not running.
+    pub n_pes: i32,
+    /// This PE's user heap.
+    pub heap_base: usize,
+    /// Usable bytes of each user heap.
+    pub heap_size: u64,
+    /// This PE's static data.
+    pub data_base: usize,
+    /// Bytes of static data.
+    pub data_size: u64,
+    /// `data_size` when static data is symmetric, else 0.
+    pub data_span: u64,
+    /// `2 * n_pes` entries: per PE, user heap base and static data base as mapped here.
+    pub bases: *const usize,
+    /// `n_pes` entries: how each PE is reached (`REACH_*`).
+    pub reach: *const u8,
+    /// Why static data cannot be a target (NUL-terminated).
+    pub data_off_reason: *const c_char,
+    /// Bytes of synchronisation words before each user heap.
+    pub reserved: u64,
+    /// Offset in those bytes of the world barrier's words.
+    pub barrier_words: u64,
+    /// Offset in those bytes of team slot 0's area.
+    pub team_areas: u64,
+    /// Bytes of one team area.
+    pub team_area_size: u64,
+    /// Entries of `teams`.
+    pub team_slots: i32,
+    /// Nonzero when barriers take the central shape.
+    pub central_barrier: i32,
+    /// The team table, indexed by slot.
+    pub teams: *mut JobTeam,
+}
+
+impl JobState {
+    /// The state of a library that is not running.
+    pub const IDLE: JobState = JobState {
+        size: size_of::<JobState>() as u32,
+        version: VERSION,
+        my_pe: -1,
+        n_pes: 0,
+        heap_base: 0,
+        heap_size: 0,
+        data_base: 0,
+        data_size: 0,
+        data_span: 0,
+        bases: std::ptr::null(),
+        reach: std::ptr::null(),
+        data_off_reason: std::ptr::null(),
+        reserved: 0,
+        barrier_words: 0,
+        team_areas: 0,
+        team_area_size: 0,
+        team_slots: 0,
+        central_barrier: 0,
+        teams: std::ptr::null_mut(),
+    };
+}
+
+/// The one instance, read by the facade under its C name (hidden in `libshmem.so`).
+#[repr(transparent)]
+pub struct Published(UnsafeCell<JobState>);
+
+// SAFETY: the state is written only by `publish` and `clear`, which the runtime calls from
+// init and finalize while it holds its write lock; the specification forbids other library
+// calls during those, so no reader runs concurrently with a write. The facade orders its
+// readers after init with its own release/acquire on the library's phase.
+unsafe impl Sync for Published {}
+
+/// The instance the facade reads (`shmem_job_state_g` in C).
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static shmem_job_state_g: Published = Published(UnsafeCell::new(JobState::IDLE));
+
+/// What a running job's state points at; lives as long as the runtime.
+#[derive(Debug)]
+pub struct Backing {
+    bases: Vec<usize>,
+    reach: Vec<u8>,
+    data_off_reason: CString,
+    teams: Vec<JobTeam>,
+}
+
+/// What a starting job knows, for [`publish`].
+#[derive(Debug)]
+pub struct Job<'a> {
+    /// This PE.
+    pub my_pe: usize,
+    /// User heap base of every PE as mapped here.
+    pub heap_bases: &'a [usize],
+    /// Usable bytes of each user heap.
+    pub heap_size: usize,
+    /// This PE's static data.
+    pub data_base: usize,
+    /// Bytes of static data.
+    pub data_size: usize,
+    /// Static data base of every PE as mapped here; empty when not symmetric.
+    pub data_bases: &'a [usize],
+    /// Why static data cannot be a target ("" when it can).
+    pub data_off_reason: &'a str,
+    /// Whether barriers take the central shape.
+    pub central_barrier: bool,
+}
+
+/// Fills the state for a started job; the returned backing must outlive it (until [`clear`]).
+/// Called once per job, from init, before the facade reads anything.
+pub fn publish(job: &Job<'_>) -> Backing {
+    let n_pes = job.heap_bases.len();
+    let symmetric = !job.data_bases.is_empty();
+    let mut bases = Vec::with_capacity(2 * n_pes);
+    for (pe, &heap) in job.heap_bases.iter().enumerate() {
+        bases.push(heap);
+        bases.push(if symmetric { job.data_bases[pe] } else { 0 });
+    }
+    // Every peer of a job is on this node and mapped today; a transport will change this.
+    let reach = vec![REACH_MAPPED; n_pes];
+    // A reason never holds a NUL; one that did would lose its tail, not its meaning.
+    let reason: Vec<u8> = job
+        .data_off_reason
+        .bytes()
+        .take_while(|&b| b != 0)
+        .collect();
+    let data_off_reason = CString::new(reason).unwrap_or_default();
+    let mut teams = vec![JobTeam::default(); crate::heap::TEAM_SLOTS];
+    let mut backing = Backing {
+        bases,
+        reach,
+        data_off_reason,
+        teams: Vec::new(),
+    };
+    let state = JobState {
+        size: size_of::<JobState>() as u32,
+        version: VERSION,
+        my_pe: job.my_pe as i32,
+        n_pes: n_pes as i32,
+        heap_base: job.heap_bases[job.my_pe],
+        heap_size: job.heap_size as u64,
+        data_base: job.data_base,
+        data_size: job.data_size as u64,
+        data_span: if symmetric { job.data_size as u64 } else { 0 },
+        bases: backing.bases.as_ptr(),
+        reach: backing.reach.as_ptr(),
+        data_off_reason: backing.data_off_reason.as_ptr(),
+        reserved: crate::heap::RESERVED as u64,
+        barrier_words: crate::heap::BARRIER_FLAGS as u64,
+        team_areas: crate::heap::TEAM_AREAS as u64,
+        team_area_size: crate::heap::TEAM_AREA_SIZE as u64,
+        team_slots: crate::heap::TEAM_SLOTS as i32,
+        central_barrier: i32::from(job.central_barrier),
+        teams: teams.as_mut_ptr(),
+    };
+    backing.teams = teams;
+    // SAFETY: see `Published`: no reader runs while init writes.
+    unsafe { *shmem_job_state_g.0.get() = state };
+    backing
+}
+
+/// Returns the state to that of a library that is not running; called from finalize before
+/// the backing of the ended job is dropped.
+pub fn clear() {
+    // SAFETY: see `Published`: no reader runs while finalize writes.
+    unsafe { *shmem_job_state_g.0.get() = JobState::IDLE };
+}
+
+/// A copy of the state as it is now (for tests).
+#[cfg(test)]
+pub fn snapshot() -> JobState {
+    // SAFETY: see `Published`; a plain copy of plain data.
+    unsafe { *shmem_job_state_g.0.get() }
+}
+
+/// The mirror's layout: its size and alignment, then each field's offset in declaration
+/// order, then the team entry's size and offsets, then the team area's line size and line
+/// count. The facade compares it with the C header's at start-up.
+pub fn layout() -> Vec<usize> {
+    vec![
+        size_of::<JobState>(),
+        align_of::<JobState>(),
+        offset_of!(JobState, size),
+        offset_of!(JobState, version),
+        offset_of!(JobState, my_pe),
+        offset_of!(JobState, n_pes),
+        offset_of!(JobState, heap_base),
+        offset_of!(JobState, heap_size),
+        offset_of!(JobState, data_base),
+        offset_of!(JobState, data_size),
+        offset_of!(JobState, data_span),
+        offset_of!(JobState, bases),
+        offset_of!(JobState, reach),
+        offset_of!(JobState, data_off_reason),
+        offset_of!(JobState, reserved),
+        offset_of!(JobState, barrier_words),
+        offset_of!(JobState, team_areas),
+        offset_of!(JobState, team_area_size),
+        offset_of!(JobState, team_slots),
+        offset_of!(JobState, central_barrier),
+        offset_of!(JobState, teams),
+        size_of::<JobTeam>(),
+        offset_of!(JobTeam, start),
+        offset_of!(JobTeam, stride),
+        offset_of!(JobTeam, size),
+        offset_of!(JobTeam, slot),
+        TEAM_AREA_LINE_BYTES,
+        TEAM_AREA_LINES,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publish_fills_every_pe_and_clear_empties() {
+        let heaps = [0x1000_0000, 0x2000_0000, 0x3000_0000];
+        let datas = [0x10, 0x20, 0x30];
+        let backing = publish(&Job {
+            my_pe: 1,
+            heap_bases: &heaps,
+            heap_size: 4096,
+            data_base: 0x20,
+            data_size: 8,
+            data_bases: &datas,
+            data_off_reason: "",
+            central_barrier: true,
+        });
+        let s = snapshot();
+        assert_eq!((s.my_pe, s.n_pes, s.heap_base), (1, 3, 0x2000_0000));
+        assert_eq!((s.data_span, s.central_barrier), (8, 1));
+        // SAFETY: `backing` keeps the arrays alive; 2 * n_pes and n_pes entries.
+        let (bases, reach) = unsafe {
+            (
+                std::slice::from_raw_parts(s.bases, 6),
+                std::slice::from_raw_parts(s.reach, 3),
+            )
+        };
+        assert_eq!(
+            bases,
+            [0x1000_0000, 0x10, 0x2000_0000, 0x20, 0x3000_0000, 0x30]
+        );
+        assert_eq!(reach, [REACH_MAPPED; 3]);
+        assert_eq!(s.team_slots as usize, backing.teams.len());
+        clear();
+        let s = snapshot();
+        assert_eq!((s.my_pe, s.n_pes), (-1, 0));
+        assert!(s.bases.is_null());
+        drop(backing);
+    }
+
+    #[test]
+    fn layout_lists_every_field_in_order() {
+        let l = layout();
+        assert_eq!(l[0], size_of::<JobState>());
+        // Offsets grow: fields are listed in declaration order, none forgotten in between.
+        let fields = &l[2..21];
+        assert!(fields.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(
+            l[0],
+            offset_of!(JobState, teams) + size_of::<*mut JobTeam>()
+        );
+    }
+}

@@ -1,0 +1,43 @@
+/* job_state.c: shmem/job_state.h is plain C, and the library starts only when the runtime's
+ * job state has the header's layout field for field (shmem_init compares them and stops the
+ * job naming the first field that differs). Every PE then checks that what the state gives
+ * the data path works: every peer is mapped (shmem_ptr), a put and a get reach each of them. */
+#include <shmem.h>
+#include <shmem/job_state.h>
+#include <stdio.h>
+
+/* The header compiles as C with fixed-size fields only: its size is the same for every
+ * compiler of this ABI (LP64: six 4-byte fields and thirteen 8-byte ones, no padding). */
+_Static_assert(sizeof(shmem_job_state) == 6 * 4 + 13 * 8, "job state size");
+_Static_assert(offsetof(shmem_job_state, size) == 0, "size first");
+_Static_assert(sizeof(shmem_job_team) == 16, "team entry size");
+
+static long cell;
+
+int main(void) {
+    shmem_init();
+    int me = shmem_my_pe();
+    int n = shmem_n_pes();
+    int bad = 0;
+    for (int pe = 0; pe < n; pe++) {
+        if (shmem_ptr(&cell, pe) == NULL) {
+            fprintf(stderr, "PE %d: shmem_ptr(&cell, %d) is NULL: PE %d not mapped\n", me, pe, pe);
+            bad = 1;
+        }
+    }
+    shmem_long_p(&cell, 100 + me, (me + 1) % n);
+    shmem_barrier_all();
+    long want = 100 + (me + n - 1) % n;
+    if (cell != want) {
+        fprintf(stderr, "PE %d: cell=%ld, want %ld\n", me, cell, want);
+        bad = 1;
+    }
+    long got = shmem_long_g(&cell, (me + 1) % n);
+    if (got != 100 + me) {
+        fprintf(stderr, "PE %d: get from PE %d gave %ld, want %d\n", me, (me + 1) % n, got,
+                100 + me);
+        bad = 1;
+    }
+    shmem_finalize();
+    return bad;
+}
