@@ -66,6 +66,9 @@ const TCP_JOIN_LIMIT: Duration = IO_STALL_LIMIT;
 /// from where values are kept, a bounded chunk at a time, and are not charged.
 pub const FRAME_BUDGET: usize = 4 * MAX_FRAME_LEN;
 
+/// About how many bytes one send of a VALUES reply carries.
+const SEND_CHUNK: usize = 64 * 1024;
+
 /// Refusals of a burst logged one by one; later ones are counted and summarised.
 const REFUSALS_LOGGED: u32 = 5;
 
@@ -747,6 +750,53 @@ impl Shared {
         self.written.notify_all();
     }
 
+    /// Waits until the keys `prefix0` .. `prefix{count-1}` all exist or `timeout` passes (an
+    /// unrepresentable deadline waits forever). Returns their entries in index order, or the
+    /// indices still absent at the timeout. Each wake-up looks only at the first key not seen
+    /// yet, so a whole wait costs `count` lookups plus one per write: a gather by every PE of
+    /// a job is O(N) work for each. A key seen and later removed still counts as seen.
+    fn wait_for_all(
+        &self,
+        prefix: &str,
+        count: u32,
+        timeout: Duration,
+    ) -> std::result::Result<Vec<Entry>, Vec<u32>> {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut got = Vec::with_capacity(count as usize);
+        let mut key = String::with_capacity(prefix.len() + 10);
+        let mut state = self.lock();
+        loop {
+            while got.len() < count as usize {
+                key.clear();
+                key.push_str(prefix);
+                key.push_str(&got.len().to_string());
+                match state.entries.get(&key) {
+                    Some(entry) => got.push(entry.clone()),
+                    None => break,
+                }
+            }
+            if got.len() == count as usize {
+                return Ok(got);
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            state = match left {
+                None => self.written.wait(state).unwrap_or_else(|e| e.into_inner()),
+                Some(left) if left.is_zero() => {
+                    let missing = (got.len() as u32..count)
+                        .filter(|i| !state.entries.contains_key(&format!("{prefix}{i}")))
+                        .collect();
+                    return Err(missing);
+                }
+                Some(left) => {
+                    self.written
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        }
+    }
+
     /// Waits until `key` exists or `timeout` passes (an unrepresentable deadline waits forever).
     fn wait_for(&self, key: &str, timeout: Duration) -> Option<Entry> {
         let deadline = Instant::now().checked_add(timeout);
@@ -806,6 +856,10 @@ enum Next {
         head: Vec<u8>,
         value: Arc<[u8]>,
     },
+    /// Send the VALUES reply starting with `head`, then each value with its length, and go on.
+    Values { head: Vec<u8>, values: Vec<Arc<[u8]>> },
+    /// Send a FDS reply with these descriptors, and go on.
+    Fds(Vec<Arc<OwnedFd>>),
     /// Nothing to send; go on.
     Silent,
     /// Send this error and close: the peer broke the protocol.
@@ -936,7 +990,10 @@ impl Connection {
                 Ok(r) => r,
                 Err(e) => return Err(self.refuse(e.to_string())),
             };
-            let fd_op = matches!(request, Request::PutFd { .. } | Request::GetFd { .. });
+            let fd_op = matches!(
+                request,
+                Request::PutFd { .. } | Request::GetFd { .. } | Request::GatherFd { .. }
+            );
             if fd_op && !self.link.passes_fds() {
                 return Err(self.refuse(format!(
                     "{} over {}: file descriptors travel only over node-local Unix sockets",
@@ -972,6 +1029,16 @@ impl Connection {
                 Next::Stream { name, head, value } => {
                     if let Err(e) = self.link.send_parts(&head, &value, None) {
                         return self.send_failed(name, e);
+                    }
+                }
+                Next::Values { head, values } => {
+                    if let Err(e) = self.send_values(head, &values) {
+                        return self.send_failed("VALUES", e);
+                    }
+                }
+                Next::Fds(fds) => {
+                    if let Err(e) = self.send_fds(&fds) {
+                        return self.send_failed("FDS", e);
                     }
                 }
                 Next::Silent => {}
@@ -1020,6 +1087,41 @@ impl Connection {
     fn refuse(&self, message: String) -> String {
         let _ = self.send(&Reply::Error(message.clone()), None);
         message
+    }
+
+    /// Sends a VALUES reply from where the values are kept: small values are batched into
+    /// sends of about [`SEND_CHUNK`] bytes, large ones sent as they are.
+    fn send_values(&self, mut buf: Vec<u8>, values: &[Arc<[u8]>]) -> io::Result<()> {
+        for v in values {
+            buf.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            if v.len() <= SEND_CHUNK {
+                buf.extend_from_slice(v);
+            } else {
+                self.link.send_parts(&buf, v, None)?;
+                buf.clear();
+            }
+            if buf.len() >= SEND_CHUNK {
+                self.link.send_parts(&buf, &[], None)?;
+                buf.clear();
+            }
+        }
+        if buf.is_empty() {
+            return Ok(());
+        }
+        self.link.send_parts(&buf, &[], None)
+    }
+
+    /// Sends a FDS reply: its head, then one zero byte per descriptor, each `sendmsg` carrying
+    /// at most [`wire::FDS_PER_SEND`] of them.
+    fn send_fds(&self, fds: &[Arc<OwnedFd>]) -> io::Result<()> {
+        // The count was checked against MAX_GATHER_COUNT when the request was decoded.
+        self.link.send_fds(&wire::fds_reply_head(fds.len() as u32), &[])?;
+        let zeros = [0u8; wire::FDS_PER_SEND];
+        for chunk in fds.chunks(wire::FDS_PER_SEND) {
+            let borrowed: Vec<BorrowedFd<'_>> = chunk.iter().map(|f| f.as_fd()).collect();
+            self.link.send_fds(&zeros[..chunk.len()], &borrowed)?;
+        }
+        Ok(())
     }
 
     fn send(&self, reply: &Reply, fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
@@ -1262,6 +1364,64 @@ impl Connection {
                         None,
                     ),
                 }
+            }
+            Request::Gather {
+                prefix,
+                count,
+                timeout_ms,
+            } => {
+                let wait = Duration::from_millis(timeout_ms);
+                let entries = match self.shared.wait_for_all(&prefix, count, wait) {
+                    Ok(entries) => entries,
+                    Err(missing) => return Next::Reply(Reply::Missing(missing), None),
+                };
+                let mut values = Vec::with_capacity(entries.len());
+                for (i, entry) in entries.into_iter().enumerate() {
+                    match entry {
+                        Entry::Bytes(v) => values.push(v),
+                        Entry::Fd(_) => {
+                            return Next::Reply(
+                                Reply::Error(format!(
+                                    "key '{prefix}{i}' holds a file descriptor; use GATHER_FD"
+                                )),
+                                None,
+                            )
+                        }
+                    }
+                }
+                match wire::values_reply_head(values.iter().map(|v| v.len())) {
+                    Ok(head) => Next::Values { head, values },
+                    Err(e) => Next::Reply(
+                        Reply::Error(format!("{}: {e}", wire::GATHER_TOO_LARGE)),
+                        None,
+                    ),
+                }
+            }
+            Request::GatherFd {
+                prefix,
+                count,
+                timeout_ms,
+            } => {
+                let wait = Duration::from_millis(timeout_ms);
+                let entries = match self.shared.wait_for_all(&prefix, count, wait) {
+                    Ok(entries) => entries,
+                    Err(missing) => return Next::Reply(Reply::Missing(missing), None),
+                };
+                let mut fds = Vec::with_capacity(entries.len());
+                for (i, entry) in entries.into_iter().enumerate() {
+                    match entry {
+                        Entry::Fd(fd) => fds.push(fd),
+                        Entry::Bytes(_) => {
+                            return Next::Reply(
+                                Reply::Error(format!(
+                                    "key '{prefix}{i}' holds a value, not a file descriptor"
+                                )),
+                                None,
+                            )
+                        }
+                    }
+                }
+                Next::Fds(fds)
             }
             Request::Abort {
                 status,
