@@ -162,6 +162,8 @@ struct Shared {
     budget: FrameBudget,
     /// Refusal lines, rate-limited.
     refusals: Arc<RefusalLog>,
+    /// Requests answered so far, across connections: what start-up costs the store.
+    requests: AtomicUsize,
 }
 
 /// A TCP connection that has not joined the job yet, as the acceptor sees it.
@@ -344,6 +346,7 @@ impl Server {
             joining: Mutex::new(VecDeque::new()),
             budget: FrameBudget::default(),
             refusals: Arc::default(),
+            requests: AtomicUsize::new(0),
         });
         (
             Server {
@@ -675,6 +678,12 @@ impl Server {
         state.peers.get(rank as usize).copied().flatten()
     }
 
+    /// Requests answered so far across every connection (HELLOs included): what the job's
+    /// control traffic costs the store.
+    pub fn requests_served(&self) -> usize {
+        self.shared.requests.load(Ordering::Relaxed)
+    }
+
     /// Size of the job this store serves.
     pub fn n_pes(&self) -> u32 {
         self.n_pes
@@ -990,6 +999,7 @@ impl Connection {
                 Ok(r) => r,
                 Err(e) => return Err(self.refuse(e.to_string())),
             };
+            shared.requests.fetch_add(1, Ordering::Relaxed);
             let fd_op = matches!(
                 request,
                 Request::PutFd { .. } | Request::GetFd { .. } | Request::GatherFd { .. }
@@ -1577,6 +1587,67 @@ mod tests {
             assert!(st.connected && st.said_goodbye && st.closed);
             assert_eq!(st.abort_status, None);
         }
+    }
+
+    #[test]
+    fn an_allgather_costs_each_pe_a_few_requests_whatever_the_job_size() {
+        let n = 16;
+        let (server, _events, ends) = job(n);
+        let clients: Vec<Client> = (ends.into_iter().enumerate())
+            .map(|(rank, fd)| Client::connect_inherited(fd, rank as u32, n, T).unwrap())
+            .collect();
+        let before = server.requests_served();
+        let handles: Vec<_> = (clients.into_iter())
+            .map(|c| {
+                thread::spawn(move || {
+                    let all = c.allgather(&[c.rank() as u8; 3], T).unwrap();
+                    let want: Vec<Vec<u8>> = (0..n as u8).map(|r| vec![r; 3]).collect();
+                    assert_eq!(all, want);
+                    let fd = rustix::fs::memfd_create("t", rustix::fs::MemfdFlags::CLOEXEC)
+                        .unwrap();
+                    rustix::fs::ftruncate(&fd, u64::from(c.rank())).unwrap();
+                    c.put_fd(&format!("seg/{}", c.rank()), fd.as_fd()).unwrap();
+                    let fds = c.gather_fds("seg/", n, T).unwrap();
+                    for (pe, fd) in fds.iter().enumerate() {
+                        assert_eq!(rustix::fs::fstat(fd).unwrap().st_size, pe as i64);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        // SET, GATHER and ADD (the last PE's DELETE_PREFIX too), then PUT_FD and GATHER_FD:
+        // one GET per peer would be n - 1 more for each PE.
+        let served = server.requests_served() - before;
+        assert!(served <= 5 * n as usize + 1, "{served} requests for {n} PEs");
+    }
+
+    #[test]
+    fn a_gather_names_the_first_key_missing_and_keeps_the_connection() {
+        let (_server, _events, mut ends) = job(1);
+        let c = Client::connect_inherited(ends.pop().unwrap(), 0, 1, T).unwrap();
+        c.set("g/0", b"a").unwrap();
+        c.set("g/2", b"c").unwrap();
+        let err = c.gather("g/", 4, Duration::from_millis(50)).unwrap_err();
+        assert!(
+            matches!(err, BootstrapError::Absent { rank: 1, .. }),
+            "{err}"
+        );
+        c.set("g/1", b"b").unwrap();
+        c.set("g/3", b"").unwrap();
+        let all = c.gather("g/", 4, T).unwrap();
+        assert_eq!(all, [&b"a"[..], b"b", b"c", b""]);
+        // A value where a descriptor is expected is refused, the connection still usable.
+        let err = c.gather_fds("g/", 4, T).unwrap_err();
+        assert!(matches!(err, BootstrapError::Refused { .. }), "{err}");
+        // Values too large for one reply frame are read one by one.
+        let big = vec![7u8; wire::MAX_VALUE_LEN / 2 + 1];
+        for i in 0..3 {
+            c.set(&format!("big/{i}"), &big).unwrap();
+        }
+        let all = c.gather("big/", 3, T).unwrap();
+        assert!(all.iter().all(|v| *v == big));
     }
 
     #[test]
