@@ -474,7 +474,9 @@ impl Client {
             timeout_ms: timeout.as_millis() as u64,
         };
         match self.call(&mut s, op, key, &request, None, timeout)? {
-            (Reply::Fd, mut fds) if fds.len() == 1 => fds.pop().ok_or(BootstrapError::Closed { op }),
+            (Reply::Fd, mut fds) if fds.len() == 1 => {
+                fds.pop().ok_or(BootstrapError::Closed { op })
+            }
             (other, _) => Err(self.fail(&mut s, self.unexpected(op, &other))),
         }
     }

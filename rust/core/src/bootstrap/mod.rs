@@ -126,13 +126,23 @@ pub(crate) fn gather(
                 "cannot join this PE's job (PE {me} of {n_pes}): {}",
                 String::from_utf8_lossy(&why)
             );
-            break (Some(pe), Error::Mismatch { pe: pe as i32, what });
+            break (
+                Some(pe),
+                Error::Mismatch {
+                    pe: pe as i32,
+                    what,
+                },
+            );
         }
         if left.is_zero() {
             let after = started.elapsed();
             break (
                 Some(pe),
-                Error::Bootstrap(BootstrapError::NotPublished { rank: pe, what, after }),
+                Error::Bootstrap(BootstrapError::NotPublished {
+                    rank: pe,
+                    what,
+                    after,
+                }),
             );
         }
     };

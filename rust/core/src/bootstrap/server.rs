@@ -866,7 +866,10 @@ enum Next {
         value: Arc<[u8]>,
     },
     /// Send the VALUES reply starting with `head`, then each value with its length, and go on.
-    Values { head: Vec<u8>, values: Vec<Arc<[u8]>> },
+    Values {
+        head: Vec<u8>,
+        values: Vec<Arc<[u8]>>,
+    },
     /// Send a FDS reply with these descriptors, and go on.
     Fds(Vec<Arc<OwnedFd>>),
     /// Nothing to send; go on.
@@ -1125,7 +1128,8 @@ impl Connection {
     /// at most [`wire::FDS_PER_SEND`] of them.
     fn send_fds(&self, fds: &[Arc<OwnedFd>]) -> io::Result<()> {
         // The count was checked against MAX_GATHER_COUNT when the request was decoded.
-        self.link.send_fds(&wire::fds_reply_head(fds.len() as u32), &[])?;
+        self.link
+            .send_fds(&wire::fds_reply_head(fds.len() as u32), &[])?;
         let zeros = [0u8; wire::FDS_PER_SEND];
         for chunk in fds.chunks(wire::FDS_PER_SEND) {
             let borrowed: Vec<BorrowedFd<'_>> = chunk.iter().map(|f| f.as_fd()).collect();
@@ -1603,8 +1607,8 @@ mod tests {
                     let all = c.allgather(&[c.rank() as u8; 3], T).unwrap();
                     let want: Vec<Vec<u8>> = (0..n as u8).map(|r| vec![r; 3]).collect();
                     assert_eq!(all, want);
-                    let fd = rustix::fs::memfd_create("t", rustix::fs::MemfdFlags::CLOEXEC)
-                        .unwrap();
+                    let fd =
+                        rustix::fs::memfd_create("t", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
                     rustix::fs::ftruncate(&fd, u64::from(c.rank())).unwrap();
                     c.put_fd(&format!("seg/{}", c.rank()), fd.as_fd()).unwrap();
                     let fds = c.gather_fds("seg/", n, T).unwrap();
@@ -1620,7 +1624,10 @@ mod tests {
         // SET, GATHER and ADD (the last PE's DELETE_PREFIX too), then PUT_FD and GATHER_FD:
         // one GET per peer would be n - 1 more for each PE.
         let served = server.requests_served() - before;
-        assert!(served <= 5 * n as usize + 1, "{served} requests for {n} PEs");
+        assert!(
+            served <= 5 * n as usize + 1,
+            "{served} requests for {n} PEs"
+        );
     }
 
     #[test]

@@ -568,9 +568,7 @@ impl Request {
                 let prefix = c.key()?;
                 let count = c.u32()?;
                 if count > MAX_GATHER_COUNT {
-                    return Err(c.malformed(format!(
-                        "{count} keys, limit {MAX_GATHER_COUNT}"
-                    )));
+                    return Err(c.malformed(format!("{count} keys, limit {MAX_GATHER_COUNT}")));
                 }
                 let timeout_ms = c.u64()?;
                 if op == op::GATHER {
@@ -845,7 +843,9 @@ pub fn values_reply_head(lens: impl ExactSizeIterator<Item = usize>) -> Result<V
             max: MAX_FRAME_LEN,
         });
     }
-    let mut head = FrameBuilder::new(op::VALUES, 4).bytes(&(n as u32).to_le_bytes()).finish();
+    let mut head = FrameBuilder::new(op::VALUES, 4)
+        .bytes(&(n as u32).to_le_bytes())
+        .finish();
     // At most MAX_FRAME_LEN, checked above.
     head[..HEADER_LEN].copy_from_slice(&(body as u32).to_le_bytes());
     Ok(head)
@@ -854,7 +854,9 @@ pub fn values_reply_head(lens: impl ExactSizeIterator<Item = usize>) -> Result<V
 /// The start of a FDS reply for `n` descriptors (header, op byte and count); the `n` zero
 /// bytes that carry the descriptors follow it.
 pub fn fds_reply_head(n: u32) -> Vec<u8> {
-    let mut head = FrameBuilder::new(op::FDS, 4).bytes(&n.to_le_bytes()).finish();
+    let mut head = FrameBuilder::new(op::FDS, 4)
+        .bytes(&n.to_le_bytes())
+        .finish();
     // 5 + n bytes, n at most MAX_GATHER_COUNT: far below MAX_FRAME_LEN.
     head[..HEADER_LEN].copy_from_slice(&(5 + n).to_le_bytes());
     head
@@ -1217,7 +1219,10 @@ mod tests {
         // 4 values of 5 MiB do not fit one frame: the store says so instead of sending it.
         assert!(matches!(
             values_reply_head([5 << 20; 4].into_iter()),
-            Err(WireError::Limit { what: "VALUES reply", .. })
+            Err(WireError::Limit {
+                what: "VALUES reply",
+                ..
+            })
         ));
         assert!(Request::Gather {
             prefix: "k".into(),
@@ -1330,8 +1335,14 @@ mod tests {
             (op::APPEND, vec![]),
             (op::DELETE_PREFIX, vec![0, 0]),
             (op::GATHER, vec![1, 0, b'a', 1, 0, 0, 0]),
-            (op::GATHER, [&[1, 0, b'a', 0, 0, 0, 0x40][..], &[0; 8]].concat()),
-            (op::GATHER_FD, vec![1, 0, b'a', 1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9]),
+            (
+                op::GATHER,
+                [&[1, 0, b'a', 0, 0, 0, 0x40][..], &[0; 8]].concat(),
+            ),
+            (
+                op::GATHER_FD,
+                vec![1, 0, b'a', 1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+            ),
             (
                 op::HELLO,
                 b"SHKV\x02\0\0\0\0\0\0\0\x01\0\0\0\x05\0ab".to_vec(),
