@@ -912,9 +912,10 @@ pub fn exchange(
             let mut maps = Vec::new();
             if let Some(store) = store {
                 store.put_fd(&format!("data/{my_pe}"), fd.as_fd())?;
-                for pe in (0..n_pes).filter(|pe| *pe != my_pe) {
-                    let theirs = (store.get_fd(&format!("data/{pe}"), timeout))
-                        .map_err(|e| e.unpublished(pe as u32, "its global and static variables"))?;
+                // Every PE's descriptor in one round trip (this PE's own comes back too).
+                let all = (store.gather_fds("data/", n_pes as u32, timeout))
+                    .map_err(|e| e.unshared("its global and static variables"))?;
+                for (pe, theirs) in all.into_iter().enumerate().filter(|(pe, _)| *pe != my_pe) {
                     let len = mapping::file_len(theirs.as_fd())?;
                     if len != size {
                         return Err(Error::Mismatch {

@@ -175,10 +175,8 @@ pub(crate) fn refused_join(job: &Job, e: Error) -> Error {
     }
 }
 
-/// Store key of PE `pe`'s description of its job.
-fn job_key(pe: u32) -> String {
-    format!("shmem/attrs/{pe}")
-}
+/// Prefix of the store keys of the PEs' descriptions of their job (the PE number follows).
+const JOB_PREFIX: &str = "shmem/attrs/";
 
 fn encode(job: &Job) -> String {
     format!(
@@ -218,7 +216,7 @@ pub(crate) fn check(store: &Client, job: &Job, timeout: Duration) -> (Vec<u32>, 
     let deadline = Instant::now() + timeout;
     let got = super::gather(
         store,
-        &job_key,
+        JOB_PREFIX,
         "its job attributes",
         mine.as_bytes(),
         deadline,

@@ -474,7 +474,52 @@ impl Client {
             timeout_ms: timeout.as_millis() as u64,
         };
         match self.call(&mut s, op, key, &request, None, timeout)? {
-            (Reply::Fd, Some(fd)) => Ok(fd),
+            (Reply::Fd, mut fds) if fds.len() == 1 => {
+                fds.pop().ok_or(BootstrapError::Closed { op })
+            }
+            (other, _) => Err(self.fail(&mut s, self.unexpected(op, &other))),
+        }
+    }
+
+    /// Waits up to `timeout` until the keys `prefix0` .. `prefix{count-1}` all hold values and
+    /// returns them in index order, in one round trip (GATHER). A key still absent at the
+    /// timeout is a [`BootstrapError::Absent`] naming the first such index. When the values
+    /// together do not fit one frame, they are read one by one instead.
+    pub fn gather(
+        &self,
+        prefix: &str,
+        count: u32,
+        timeout: Duration,
+    ) -> Result<Vec<Vec<u8>>, BootstrapError> {
+        let mut s = self.session();
+        self.gather_locked(&mut s, "gather", prefix, count, timeout)
+    }
+
+    /// Waits up to `timeout` until the keys `prefix0` .. `prefix{count-1}` all hold
+    /// descriptors and returns duplicates of them (close-on-exec) in index order, in one round
+    /// trip (GATHER_FD). A key still absent at the timeout is a [`BootstrapError::Absent`]
+    /// naming the first such index.
+    pub fn gather_fds(
+        &self,
+        prefix: &str,
+        count: u32,
+        timeout: Duration,
+    ) -> Result<Vec<OwnedFd>, BootstrapError> {
+        let target = self.fd_client();
+        if !std::ptr::eq(target, self) {
+            return target.gather_fds(prefix, count, timeout);
+        }
+        let op = "gather_fd";
+        let timeout = timeout.min(MAX_WAIT);
+        let mut s = self.session();
+        let request = Request::GatherFd {
+            prefix: prefix.into(),
+            count,
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        match self.call(&mut s, op, prefix, &request, None, timeout)? {
+            (Reply::Fds(n), fds) if n == count && fds.len() == count as usize => Ok(fds),
+            (Reply::Missing(missing), _) => Err(absent(op, &missing, timeout)),
             (other, _) => Err(self.fail(&mut s, self.unexpected(op, &other))),
         }
     }
@@ -516,7 +561,8 @@ impl Client {
         Ok(())
     }
 
-    /// Every PE contributes `data`; returns all contributions indexed by rank (SET + GETs).
+    /// Every PE contributes `data`; returns all contributions indexed by rank (SET, then one
+    /// GATHER: O(N) work at the store for each PE).
     ///
     /// Every PE must call it the same number of times; `timeout` bounds the whole call. Each
     /// PE counts itself done after reading every contribution; the last one removes the
@@ -531,23 +577,10 @@ impl Client {
         let mut s = self.session();
         let round = s.allgather_round;
         s.allgather_round += 1;
-        let key = |rank: u32| format!("shmem/allgather/{round}/{rank}");
-        self.set_locked(&mut s, op, &key(self.rank), data)?;
-        let mut all = Vec::with_capacity(self.n_pes as usize);
-        for rank in 0..self.n_pes {
-            if rank == self.rank {
-                all.push(data.to_vec());
-            } else {
-                let value = match self.get_locked(&mut s, op, &key(rank), left(deadline)) {
-                    Err(BootstrapError::Timeout { after, .. }) => {
-                        return Err(BootstrapError::Absent { op, rank, after })
-                    }
-                    other => other?,
-                };
-                all.push(value);
-            }
-        }
         let prefix = format!("shmem/allgather/{round}/");
+        let mine = format!("{prefix}{}", self.rank);
+        self.set_locked(&mut s, op, &mine, data)?;
+        let all = self.gather_locked(&mut s, op, &prefix, self.n_pes, left(deadline))?;
         let read = self.add_locked(&mut s, op, &format!("{prefix}read"), 1)?;
         if read == i64::from(self.n_pes) {
             self.delete_prefix_locked(&mut s, op, &prefix)?;
@@ -647,6 +680,44 @@ impl Client {
         }
     }
 
+    fn gather_locked(
+        &self,
+        s: &mut Session,
+        op: &'static str,
+        prefix: &str,
+        count: u32,
+        timeout: Duration,
+    ) -> Result<Vec<Vec<u8>>, BootstrapError> {
+        let timeout = timeout.min(MAX_WAIT);
+        let deadline = Instant::now() + timeout;
+        let request = Request::Gather {
+            prefix: prefix.into(),
+            count,
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        match self.call(s, op, prefix, &request, None, timeout) {
+            Ok((Reply::Values(values), _)) if values.len() == count as usize => Ok(values),
+            Ok((Reply::Missing(missing), _)) => Err(absent(op, &missing, timeout)),
+            Ok((other, _)) => Err(self.fail(s, self.unexpected(op, &other))),
+            Err(BootstrapError::Refused { message, .. })
+                if message.starts_with(wire::GATHER_TOO_LARGE) =>
+            {
+                (0..count)
+                    .map(|i| {
+                        let key = format!("{prefix}{i}");
+                        match self.get_locked(s, op, &key, left(deadline)) {
+                            Err(BootstrapError::Timeout { after, .. }) => {
+                                Err(BootstrapError::Absent { op, rank: i, after })
+                            }
+                            other => other,
+                        }
+                    })
+                    .collect()
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     fn add_locked(
         &self,
         s: &mut Session,
@@ -675,7 +746,7 @@ impl Client {
         request: &Request,
         fd: Option<BorrowedFd<'_>>,
         wait: Duration,
-    ) -> Result<(Reply, Option<OwnedFd>), BootstrapError> {
+    ) -> Result<(Reply, Vec<OwnedFd>), BootstrapError> {
         if let Some(cause) = &s.broken {
             return Err(BootstrapError::Broken {
                 cause: cause.clone(),
@@ -739,8 +810,12 @@ impl Client {
             }
         };
 
-        let wants_fd = matches!(reply, Reply::Fd);
-        if s.fds.len() != usize::from(wants_fd) {
+        let wants_fds = match reply {
+            Reply::Fd => 1,
+            Reply::Fds(n) => n as usize,
+            _ => 0,
+        };
+        if s.fds.len() != wants_fds {
             let n = s.fds.len();
             s.fds.clear();
             let err = BootstrapError::Protocol {
@@ -760,7 +835,7 @@ impl Client {
                 key: key.into(),
                 after: wait,
             }),
-            reply => Ok((reply, s.fds.pop())),
+            reply => Ok((reply, std::mem::take(&mut s.fds))),
         }
     }
 
@@ -777,6 +852,18 @@ impl Client {
             op,
             message: format!("unexpected {} reply", reply.name()),
         }
+    }
+}
+
+/// The error of a gather that timed out with the indices `missing` still absent: the first of
+/// them is named.
+fn absent(op: &'static str, missing: &[u32], after: Duration) -> BootstrapError {
+    match missing.first() {
+        Some(&rank) => BootstrapError::Absent { op, rank, after },
+        None => BootstrapError::Protocol {
+            op,
+            message: "the store said keys were missing but named none".into(),
+        },
     }
 }
 

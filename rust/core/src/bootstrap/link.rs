@@ -117,6 +117,19 @@ impl Link {
         }
     }
 
+    /// Sends `bytes` with `fds` attached to the first of them (Unix links only; at most
+    /// [`wire::FDS_PER_SEND`](super::wire::FDS_PER_SEND) descriptors).
+    pub fn send_fds(&self, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+        match self {
+            Link::Unix(s) => super::unix::send_with_fds(s.as_fd(), bytes, fds),
+            _ if fds.is_empty() => self.send_parts(bytes, &[], None),
+            _ => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "file descriptors cannot travel over TCP",
+            )),
+        }
+    }
+
     /// A reader for one frame; descriptors that arrive (Unix links) go to `fds`.
     pub fn reader<'a>(&'a self, fds: &'a mut Vec<OwnedFd>) -> LinkReader<'a> {
         LinkReader {

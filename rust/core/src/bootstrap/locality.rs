@@ -131,10 +131,8 @@ impl NodeMap {
     }
 }
 
-/// Store key of PE `pe`'s node identity.
-fn node_key(pe: u32) -> String {
-    format!("shmem/node/{pe}")
-}
+/// Prefix of the store keys of the PEs' node identities (the PE number follows).
+const NODE_PREFIX: &str = "shmem/node/";
 
 /// Every PE publishes its node through `store` and reads everyone's, noticing PEs the store
 /// refused; `timeout` bounds it.
@@ -144,7 +142,7 @@ fn exchange(store: &Client, timeout: Duration) -> (Vec<u32>, Result<NodeMap>) {
         Err(e) => return (vec![store.rank()], Err(e)),
     };
     let deadline = Instant::now() + timeout;
-    let got = super::gather(store, &node_key, "which node it runs on", &mine, deadline);
+    let got = super::gather(store, NODE_PREFIX, "which node it runs on", &mine, deadline);
     let seen = got.seen();
     if let Some(e) = got.error {
         return (seen, Err(e));

@@ -79,15 +79,21 @@ impl Gathered {
     }
 }
 
+/// How long one GATHER of a start-up allgather waits before [`gather`] looks whether the
+/// store refused the PE it waits for.
+const REFUSAL_CHECK: Duration = Duration::from_millis(200);
+
 /// A start-up allgather that notices PEs the store refused: publishes `mine` (which is `what`,
-/// for messages: "its node identity") at `key(my PE)`, then reads every other PE's value at
-/// `key(pe)` in PE order until `deadline`. Stops at the first PE that cannot be read: one whose
-/// HELLO the store refused (an [`Error::Mismatch`] with the store's reason) or whose value did
-/// not come in time ([`BootstrapError::NotPublished`]). The keys stay in the store: start-up
-/// writes each once.
+/// for messages: "its node identity") at `{prefix}{my PE}`, then reads every PE's value at
+/// `{prefix}{pe}` with one GATHER at a time until `deadline`. While a PE's value is missing,
+/// looks whether the store refused that PE's HELLO (an [`Error::Mismatch`] with the store's
+/// reason); at the deadline, the first PE still missing has not published it
+/// ([`BootstrapError::NotPublished`]). On failure the values of the PEs before the first one
+/// missing are read one by one, so that the caller can compare them. The keys stay in the
+/// store: start-up writes each once.
 pub(crate) fn gather(
     store: &Client,
-    key: &dyn Fn(u32) -> String,
+    prefix: &str,
     what: &'static str,
     mine: &[u8],
     deadline: std::time::Instant,
@@ -96,51 +102,59 @@ pub(crate) fn gather(
     let (me, n_pes) = (store.rank(), store.n_pes());
     let mut values = vec![None; n_pes as usize];
     values[me as usize] = Some(mine.to_vec());
-    if let Err(e) = store.set(&key(me), mine) {
+    if let Err(e) = store.set(&format!("{prefix}{me}"), mine) {
         return Gathered {
             values,
             error: Some(e.into()),
         };
     }
     let started = Instant::now();
-    for pe in (0..n_pes).filter(|&pe| pe != me) {
-        let read = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match store.get(&key(pe), left.min(Duration::from_millis(100))) {
-                Ok(v) => break Ok(v),
-                Err(BootstrapError::Timeout { .. }) => {}
-                Err(e) => break Err(Error::from(e)),
-            }
-            if let Ok(why) = store.get(&refused_key(pe), Duration::ZERO) {
-                break Err(Error::Mismatch {
-                    pe: pe as i32,
-                    what: format!(
-                        "cannot join this PE's job (PE {me} of {n_pes}): {}",
-                        String::from_utf8_lossy(&why)
-                    ),
-                });
-            }
-            if left.is_zero() {
-                break Err(Error::Bootstrap(BootstrapError::NotPublished {
-                    rank: pe,
-                    what,
-                    after: started.elapsed(),
-                }));
-            }
-        };
-        match read {
-            Ok(v) => values[pe as usize] = Some(v),
-            Err(e) => {
+    let (missing, error) = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let pe = match store.gather(prefix, n_pes, left.min(REFUSAL_CHECK)) {
+            Ok(all) => {
                 return Gathered {
-                    values,
-                    error: Some(e),
+                    values: all.into_iter().map(Some).collect(),
+                    error: None,
                 }
             }
+            Err(BootstrapError::Absent { rank, .. }) => rank,
+            Err(e) => break (None, Error::from(e)),
+        };
+        if let Ok(why) = store.get(&refused_key(pe), Duration::ZERO) {
+            let what = format!(
+                "cannot join this PE's job (PE {me} of {n_pes}): {}",
+                String::from_utf8_lossy(&why)
+            );
+            break (
+                Some(pe),
+                Error::Mismatch {
+                    pe: pe as i32,
+                    what,
+                },
+            );
+        }
+        if left.is_zero() {
+            let after = started.elapsed();
+            break (
+                Some(pe),
+                Error::Bootstrap(BootstrapError::NotPublished {
+                    rank: pe,
+                    what,
+                    after,
+                }),
+            );
+        }
+    };
+    for pe in (0..missing.unwrap_or(0)).filter(|&pe| pe != me) {
+        match store.get(&format!("{prefix}{pe}"), Duration::ZERO) {
+            Ok(v) => values[pe as usize] = Some(v),
+            Err(_) => break,
         }
     }
     Gathered {
         values,
-        error: None,
+        error: Some(error),
     }
 }
 

@@ -66,6 +66,9 @@ const TCP_JOIN_LIMIT: Duration = IO_STALL_LIMIT;
 /// from where values are kept, a bounded chunk at a time, and are not charged.
 pub const FRAME_BUDGET: usize = 4 * MAX_FRAME_LEN;
 
+/// About how many bytes one send of a VALUES reply carries.
+const SEND_CHUNK: usize = 64 * 1024;
+
 /// Refusals of a burst logged one by one; later ones are counted and summarised.
 const REFUSALS_LOGGED: u32 = 5;
 
@@ -159,6 +162,8 @@ struct Shared {
     budget: FrameBudget,
     /// Refusal lines, rate-limited.
     refusals: Arc<RefusalLog>,
+    /// Requests answered so far, across connections: what start-up costs the store.
+    requests: AtomicUsize,
 }
 
 /// A TCP connection that has not joined the job yet, as the acceptor sees it.
@@ -341,6 +346,7 @@ impl Server {
             joining: Mutex::new(VecDeque::new()),
             budget: FrameBudget::default(),
             refusals: Arc::default(),
+            requests: AtomicUsize::new(0),
         });
         (
             Server {
@@ -672,6 +678,12 @@ impl Server {
         state.peers.get(rank as usize).copied().flatten()
     }
 
+    /// Requests answered so far across every connection (HELLOs included): what the job's
+    /// control traffic costs the store.
+    pub fn requests_served(&self) -> usize {
+        self.shared.requests.load(Ordering::Relaxed)
+    }
+
     /// Size of the job this store serves.
     pub fn n_pes(&self) -> u32 {
         self.n_pes
@@ -747,6 +759,53 @@ impl Shared {
         self.written.notify_all();
     }
 
+    /// Waits until the keys `prefix0` .. `prefix{count-1}` all exist or `timeout` passes (an
+    /// unrepresentable deadline waits forever). Returns their entries in index order, or the
+    /// indices still absent at the timeout. Each wake-up looks only at the first key not seen
+    /// yet, so a whole wait costs `count` lookups plus one per write: a gather by every PE of
+    /// a job is O(N) work for each. A key seen and later removed still counts as seen.
+    fn wait_for_all(
+        &self,
+        prefix: &str,
+        count: u32,
+        timeout: Duration,
+    ) -> std::result::Result<Vec<Entry>, Vec<u32>> {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut got = Vec::with_capacity(count as usize);
+        let mut key = String::with_capacity(prefix.len() + 10);
+        let mut state = self.lock();
+        loop {
+            while got.len() < count as usize {
+                key.clear();
+                key.push_str(prefix);
+                key.push_str(&got.len().to_string());
+                match state.entries.get(&key) {
+                    Some(entry) => got.push(entry.clone()),
+                    None => break,
+                }
+            }
+            if got.len() == count as usize {
+                return Ok(got);
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            state = match left {
+                None => self.written.wait(state).unwrap_or_else(|e| e.into_inner()),
+                Some(left) if left.is_zero() => {
+                    let missing = (got.len() as u32..count)
+                        .filter(|i| !state.entries.contains_key(&format!("{prefix}{i}")))
+                        .collect();
+                    return Err(missing);
+                }
+                Some(left) => {
+                    self.written
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        }
+    }
+
     /// Waits until `key` exists or `timeout` passes (an unrepresentable deadline waits forever).
     fn wait_for(&self, key: &str, timeout: Duration) -> Option<Entry> {
         let deadline = Instant::now().checked_add(timeout);
@@ -806,6 +865,13 @@ enum Next {
         head: Vec<u8>,
         value: Arc<[u8]>,
     },
+    /// Send the VALUES reply starting with `head`, then each value with its length, and go on.
+    Values {
+        head: Vec<u8>,
+        values: Vec<Arc<[u8]>>,
+    },
+    /// Send a FDS reply with these descriptors, and go on.
+    Fds(Vec<Arc<OwnedFd>>),
     /// Nothing to send; go on.
     Silent,
     /// Send this error and close: the peer broke the protocol.
@@ -936,7 +1002,11 @@ impl Connection {
                 Ok(r) => r,
                 Err(e) => return Err(self.refuse(e.to_string())),
             };
-            let fd_op = matches!(request, Request::PutFd { .. } | Request::GetFd { .. });
+            shared.requests.fetch_add(1, Ordering::Relaxed);
+            let fd_op = matches!(
+                request,
+                Request::PutFd { .. } | Request::GetFd { .. } | Request::GatherFd { .. }
+            );
             if fd_op && !self.link.passes_fds() {
                 return Err(self.refuse(format!(
                     "{} over {}: file descriptors travel only over node-local Unix sockets",
@@ -972,6 +1042,16 @@ impl Connection {
                 Next::Stream { name, head, value } => {
                     if let Err(e) = self.link.send_parts(&head, &value, None) {
                         return self.send_failed(name, e);
+                    }
+                }
+                Next::Values { head, values } => {
+                    if let Err(e) = self.send_values(head, &values) {
+                        return self.send_failed("VALUES", e);
+                    }
+                }
+                Next::Fds(fds) => {
+                    if let Err(e) = self.send_fds(&fds) {
+                        return self.send_failed("FDS", e);
                     }
                 }
                 Next::Silent => {}
@@ -1020,6 +1100,42 @@ impl Connection {
     fn refuse(&self, message: String) -> String {
         let _ = self.send(&Reply::Error(message.clone()), None);
         message
+    }
+
+    /// Sends a VALUES reply from where the values are kept: small values are batched into
+    /// sends of about [`SEND_CHUNK`] bytes, large ones sent as they are.
+    fn send_values(&self, mut buf: Vec<u8>, values: &[Arc<[u8]>]) -> io::Result<()> {
+        for v in values {
+            buf.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            if v.len() <= SEND_CHUNK {
+                buf.extend_from_slice(v);
+            } else {
+                self.link.send_parts(&buf, v, None)?;
+                buf.clear();
+            }
+            if buf.len() >= SEND_CHUNK {
+                self.link.send_parts(&buf, &[], None)?;
+                buf.clear();
+            }
+        }
+        if buf.is_empty() {
+            return Ok(());
+        }
+        self.link.send_parts(&buf, &[], None)
+    }
+
+    /// Sends a FDS reply: its head, then one zero byte per descriptor, each `sendmsg` carrying
+    /// at most [`wire::FDS_PER_SEND`] of them.
+    fn send_fds(&self, fds: &[Arc<OwnedFd>]) -> io::Result<()> {
+        // The count was checked against MAX_GATHER_COUNT when the request was decoded.
+        self.link
+            .send_fds(&wire::fds_reply_head(fds.len() as u32), &[])?;
+        let zeros = [0u8; wire::FDS_PER_SEND];
+        for chunk in fds.chunks(wire::FDS_PER_SEND) {
+            let borrowed: Vec<BorrowedFd<'_>> = chunk.iter().map(|f| f.as_fd()).collect();
+            self.link.send_fds(&zeros[..chunk.len()], &borrowed)?;
+        }
+        Ok(())
     }
 
     fn send(&self, reply: &Reply, fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
@@ -1263,6 +1379,64 @@ impl Connection {
                     ),
                 }
             }
+            Request::Gather {
+                prefix,
+                count,
+                timeout_ms,
+            } => {
+                let wait = Duration::from_millis(timeout_ms);
+                let entries = match self.shared.wait_for_all(&prefix, count, wait) {
+                    Ok(entries) => entries,
+                    Err(missing) => return Next::Reply(Reply::Missing(missing), None),
+                };
+                let mut values = Vec::with_capacity(entries.len());
+                for (i, entry) in entries.into_iter().enumerate() {
+                    match entry {
+                        Entry::Bytes(v) => values.push(v),
+                        Entry::Fd(_) => {
+                            return Next::Reply(
+                                Reply::Error(format!(
+                                    "key '{prefix}{i}' holds a file descriptor; use GATHER_FD"
+                                )),
+                                None,
+                            )
+                        }
+                    }
+                }
+                match wire::values_reply_head(values.iter().map(|v| v.len())) {
+                    Ok(head) => Next::Values { head, values },
+                    Err(e) => Next::Reply(
+                        Reply::Error(format!("{}: {e}", wire::GATHER_TOO_LARGE)),
+                        None,
+                    ),
+                }
+            }
+            Request::GatherFd {
+                prefix,
+                count,
+                timeout_ms,
+            } => {
+                let wait = Duration::from_millis(timeout_ms);
+                let entries = match self.shared.wait_for_all(&prefix, count, wait) {
+                    Ok(entries) => entries,
+                    Err(missing) => return Next::Reply(Reply::Missing(missing), None),
+                };
+                let mut fds = Vec::with_capacity(entries.len());
+                for (i, entry) in entries.into_iter().enumerate() {
+                    match entry {
+                        Entry::Fd(fd) => fds.push(fd),
+                        Entry::Bytes(_) => {
+                            return Next::Reply(
+                                Reply::Error(format!(
+                                    "key '{prefix}{i}' holds a value, not a file descriptor"
+                                )),
+                                None,
+                            )
+                        }
+                    }
+                }
+                Next::Fds(fds)
+            }
             Request::Abort {
                 status,
                 after_error,
@@ -1417,6 +1591,70 @@ mod tests {
             assert!(st.connected && st.said_goodbye && st.closed);
             assert_eq!(st.abort_status, None);
         }
+    }
+
+    #[test]
+    fn an_allgather_costs_each_pe_a_few_requests_whatever_the_job_size() {
+        let n = 16;
+        let (server, _events, ends) = job(n);
+        let clients: Vec<Client> = (ends.into_iter().enumerate())
+            .map(|(rank, fd)| Client::connect_inherited(fd, rank as u32, n, T).unwrap())
+            .collect();
+        let before = server.requests_served();
+        let handles: Vec<_> = (clients.into_iter())
+            .map(|c| {
+                thread::spawn(move || {
+                    let all = c.allgather(&[c.rank() as u8; 3], T).unwrap();
+                    let want: Vec<Vec<u8>> = (0..n as u8).map(|r| vec![r; 3]).collect();
+                    assert_eq!(all, want);
+                    let fd =
+                        rustix::fs::memfd_create("t", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+                    rustix::fs::ftruncate(&fd, u64::from(c.rank())).unwrap();
+                    c.put_fd(&format!("seg/{}", c.rank()), fd.as_fd()).unwrap();
+                    let fds = c.gather_fds("seg/", n, T).unwrap();
+                    for (pe, fd) in fds.iter().enumerate() {
+                        assert_eq!(rustix::fs::fstat(fd).unwrap().st_size, pe as i64);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        // SET, GATHER and ADD (the last PE's DELETE_PREFIX too), then PUT_FD and GATHER_FD:
+        // one GET per peer would be n - 1 more for each PE.
+        let served = server.requests_served() - before;
+        assert!(
+            served <= 5 * n as usize + 1,
+            "{served} requests for {n} PEs"
+        );
+    }
+
+    #[test]
+    fn a_gather_names_the_first_key_missing_and_keeps_the_connection() {
+        let (_server, _events, mut ends) = job(1);
+        let c = Client::connect_inherited(ends.pop().unwrap(), 0, 1, T).unwrap();
+        c.set("g/0", b"a").unwrap();
+        c.set("g/2", b"c").unwrap();
+        let err = c.gather("g/", 4, Duration::from_millis(50)).unwrap_err();
+        assert!(
+            matches!(err, BootstrapError::Absent { rank: 1, .. }),
+            "{err}"
+        );
+        c.set("g/1", b"b").unwrap();
+        c.set("g/3", b"").unwrap();
+        let all = c.gather("g/", 4, T).unwrap();
+        assert_eq!(all, [&b"a"[..], b"b", b"c", b""]);
+        // A value where a descriptor is expected is refused, the connection still usable.
+        let err = c.gather_fds("g/", 4, T).unwrap_err();
+        assert!(matches!(err, BootstrapError::Refused { .. }), "{err}");
+        // Values too large for one reply frame are read one by one.
+        let big = vec![7u8; wire::MAX_VALUE_LEN / 2 + 1];
+        for i in 0..3 {
+            c.set(&format!("big/{i}"), &big).unwrap();
+        }
+        let all = c.gather("big/", 3, T).unwrap();
+        assert!(all.iter().all(|v| *v == big));
     }
 
     #[test]

@@ -16,9 +16,11 @@ use rustix::net::{
     SendAncillaryBuffer, SendAncillaryMessage, SendFlags,
 };
 
-/// Room for descriptors in one `recvmsg`; a frame carries at most one, the rest is slack so
-/// that a peer sending too many is detected (and the extra ones closed) instead of truncated.
-const MAX_FDS_PER_READ: usize = 4;
+/// Room for descriptors in one `recvmsg`: a `sendmsg` carries at most
+/// [`FDS_PER_SEND`](super::wire::FDS_PER_SEND) (a GATHER_FD reply; one for GET_FD), and a read
+/// ends after the bytes that carried descriptors; the rest is slack so that a peer sending
+/// too many is detected (and the extra ones closed) instead of truncated.
+const MAX_FDS_PER_READ: usize = super::wire::FDS_PER_SEND + 4;
 
 /// A [`Read`] over a Unix stream socket that keeps every descriptor arriving with the bytes.
 pub(crate) struct FdReader<'a> {
@@ -58,14 +60,35 @@ pub(crate) fn send_frame(
     frame: &[u8],
     fd: Option<BorrowedFd<'_>>,
 ) -> io::Result<()> {
+    match fd {
+        Some(fd) => send_with_fds(sock, frame, &[fd]),
+        None => send_with_fds(sock, frame, &[]),
+    }
+}
+
+/// Sends `bytes` (part of a frame, or all of it) with `fds` (at most
+/// [`FDS_PER_SEND`](super::wire::FDS_PER_SEND), none for a plain send) attached to the first
+/// of them.
+pub(crate) fn send_with_fds(
+    sock: BorrowedFd<'_>,
+    frame: &[u8],
+    fds: &[BorrowedFd<'_>],
+) -> io::Result<()> {
+    const MAX: usize = super::wire::FDS_PER_SEND;
+    if fds.len() > MAX || (!fds.is_empty() && frame.is_empty()) {
+        return Err(io::Error::other(format!(
+            "{} descriptors on {} bytes: at most {MAX}, on at least one byte",
+            fds.len(),
+            frame.len()
+        )));
+    }
     let mut sent = 0;
-    if let Some(fd) = fd {
-        let fds = [fd];
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    if !fds.is_empty() {
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX))];
         let mut control = SendAncillaryBuffer::new(&mut space);
-        if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
-            // The buffer is sized by cmsg_space!(ScmRights(1)) for exactly this message.
-            return Err(io::Error::other("ancillary buffer too small for one fd"));
+        if !control.push(SendAncillaryMessage::ScmRights(fds)) {
+            // The buffer is sized by cmsg_space!(ScmRights(MAX)), and fds.len() <= MAX.
+            return Err(io::Error::other("ancillary buffer too small"));
         }
         let iov = [IoSlice::new(frame)];
         sent = loop {
@@ -128,6 +151,37 @@ mod tests {
         let mut back = String::new();
         theirs.read_to_string(&mut back).unwrap();
         assert_eq!(back, "shared");
+    }
+
+    #[test]
+    fn many_fds_arrive_in_order_with_their_bytes() {
+        use super::super::wire::FDS_PER_SEND;
+        let (a, b) = UnixStream::pair().unwrap();
+        let files: Vec<OwnedFd> = (0..FDS_PER_SEND + 3)
+            .map(|i| {
+                let fd = rustix::fs::memfd_create("t", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+                rustix::fs::ftruncate(&fd, i as u64).unwrap();
+                fd
+            })
+            .collect();
+        let borrowed: Vec<BorrowedFd<'_>> = files.iter().map(|f| f.as_fd()).collect();
+        send_with_fds(a.as_fd(), b"head", &[]).unwrap();
+        for chunk in borrowed.chunks(FDS_PER_SEND) {
+            send_with_fds(a.as_fd(), &vec![0; chunk.len()], chunk).unwrap();
+        }
+        assert!(send_with_fds(a.as_fd(), &[0; 100], &[borrowed[0]; FDS_PER_SEND + 1]).is_err());
+        let mut fds = Vec::new();
+        let mut buf = vec![0u8; 4 + files.len()];
+        FdReader {
+            sock: b.as_fd(),
+            fds: &mut fds,
+        }
+        .read_exact(&mut buf)
+        .unwrap();
+        assert_eq!(fds.len(), files.len());
+        for (i, fd) in fds.iter().enumerate() {
+            assert_eq!(rustix::fs::fstat(fd).unwrap().st_size, i as i64);
+        }
     }
 
     #[test]

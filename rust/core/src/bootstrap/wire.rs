@@ -12,8 +12,9 @@
 use std::io::{self, Read};
 
 /// Version spoken by this build; HELLO carries it and both ends must agree.
-/// Version 2 added the job id to HELLO, and CAS, APPEND and DELETE_PREFIX.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// Version 2 added the job id to HELLO, and CAS, APPEND and DELETE_PREFIX; version 3 added
+/// GATHER and GATHER_FD, which read one key per PE in one round trip.
+pub const PROTOCOL_VERSION: u32 = 3;
 /// First bytes of a HELLO payload, so a stray peer is told apart from an old version.
 pub const HELLO_MAGIC: [u8; 4] = *b"SHKV";
 /// Longest key, in bytes.
@@ -31,6 +32,15 @@ pub const MAX_HELLO_FRAME_LEN: usize = 1 + 4 + 12 + 2 + MAX_KEY_LEN;
 /// again, where any other refusal is final.
 pub const STORE_FULL: &str = "store full";
 
+/// Most keys one GATHER or GATHER_FD may name (the job sizes a store serves fit it).
+pub const MAX_GATHER_COUNT: u32 = 1 << 20;
+/// Most descriptors sent with one `sendmsg` of a FDS reply; a receiver's buffer has room for
+/// this many per read.
+pub const FDS_PER_SEND: usize = 64;
+/// Words that start a store's refusal of a GATHER whose reply would not fit one frame: the
+/// client then reads the keys one by one.
+pub const GATHER_TOO_LARGE: &str = "gathered values do not fit one frame";
+
 /// Size of the length prefix.
 const HEADER_LEN: usize = 4;
 
@@ -47,6 +57,8 @@ mod op {
     pub const CAS: u8 = 0x0a;
     pub const APPEND: u8 = 0x0b;
     pub const DELETE_PREFIX: u8 = 0x0c;
+    pub const GATHER: u8 = 0x0d;
+    pub const GATHER_FD: u8 = 0x0e;
 
     pub const HELLO_ACK: u8 = 0x81;
     pub const OK: u8 = 0x82;
@@ -56,6 +68,9 @@ mod op {
     pub const TIMEOUT: u8 = 0x86;
     pub const ERROR: u8 = 0x87;
     pub const SWAPPED: u8 = 0x88;
+    pub const VALUES: u8 = 0x89;
+    pub const FDS: u8 = 0x8a;
+    pub const MISSING: u8 = 0x8b;
 }
 
 /// A frame sent by a PE to the store.
@@ -151,6 +166,28 @@ pub enum Request {
         /// Prefix of the keys to remove.
         prefix: String,
     },
+    /// Wait up to `timeout_ms` until the keys `prefix0` .. `prefix{count-1}` (the prefix then
+    /// the decimal index) all hold values; answered with VALUES, in index order, or with
+    /// MISSING, naming the indices still absent at the timeout. Layout: key (the prefix), u32
+    /// count, u64 timeout_ms.
+    Gather {
+        /// Prefix of the keys.
+        prefix: String,
+        /// How many keys, at most [`MAX_GATHER_COUNT`].
+        count: u32,
+        /// How long the server waits for the last of them.
+        timeout_ms: u64,
+    },
+    /// As GATHER, for keys that hold descriptors (PUT_FD); answered with FDS, whose
+    /// descriptors travel beside it in index order, or with MISSING. Unix links only.
+    GatherFd {
+        /// Prefix of the keys.
+        prefix: String,
+        /// How many keys, at most [`MAX_GATHER_COUNT`].
+        count: u32,
+        /// How long the server waits for the last of them.
+        timeout_ms: u64,
+    },
 }
 
 /// A frame sent by the store to a PE, answering the request before it.
@@ -183,6 +220,16 @@ pub enum Reply {
         /// What the key holds after the request (`None`: absent).
         current: Option<Vec<u8>>,
     },
+    /// Answer to GATHER: every value in index order. Layout: u32 count, then per value u32
+    /// length and its bytes.
+    Values(Vec<Vec<u8>>),
+    /// Answer to GATHER_FD: `count` descriptors travel beside the frame, in index order.
+    /// Layout: u32 count, then one zero byte per descriptor (each `sendmsg` needs bytes to
+    /// carry its descriptors, at most [`FDS_PER_SEND`] of them).
+    Fds(u32),
+    /// A GATHER or GATHER_FD waited its whole timeout: the indices still absent, ascending.
+    /// Layout: u32 count, then the indices (u32 each).
+    Missing(Vec<u32>),
 }
 
 /// Why a frame could not be read, encoded or decoded.
@@ -317,6 +364,8 @@ impl Request {
             Request::Cas { .. } => "CAS",
             Request::Append { .. } => "APPEND",
             Request::DeletePrefix { .. } => "DELETE_PREFIX",
+            Request::Gather { .. } => "GATHER",
+            Request::GatherFd { .. } => "GATHER_FD",
         }
     }
 
@@ -417,6 +466,27 @@ impl Request {
                     .key(prefix)?
                     .finish()
             }
+            Request::Gather {
+                prefix,
+                count,
+                timeout_ms,
+            }
+            | Request::GatherFd {
+                prefix,
+                count,
+                timeout_ms,
+            } => {
+                check_gather_count(*count)?;
+                let code = match self {
+                    Request::Gather { .. } => op::GATHER,
+                    _ => op::GATHER_FD,
+                };
+                FrameBuilder::new(code, 14 + prefix.len())
+                    .key(prefix)?
+                    .bytes(&count.to_le_bytes())
+                    .bytes(&timeout_ms.to_le_bytes())
+                    .finish()
+            }
         })
     }
 
@@ -440,6 +510,8 @@ impl Request {
             op::CAS => "CAS",
             op::APPEND => "APPEND",
             op::DELETE_PREFIX => "DELETE_PREFIX",
+            op::GATHER => "GATHER",
+            op::GATHER_FD => "GATHER_FD",
             other => return Err(WireError::UnknownOp(other)),
         };
         let mut c = Cursor::new(name, payload);
@@ -492,6 +564,27 @@ impl Request {
                 value: c.value()?,
             },
             op::DELETE_PREFIX => Request::DeletePrefix { prefix: c.key()? },
+            op::GATHER | op::GATHER_FD => {
+                let prefix = c.key()?;
+                let count = c.u32()?;
+                if count > MAX_GATHER_COUNT {
+                    return Err(c.malformed(format!("{count} keys, limit {MAX_GATHER_COUNT}")));
+                }
+                let timeout_ms = c.u64()?;
+                if op == op::GATHER {
+                    Request::Gather {
+                        prefix,
+                        count,
+                        timeout_ms,
+                    }
+                } else {
+                    Request::GatherFd {
+                        prefix,
+                        count,
+                        timeout_ms,
+                    }
+                }
+            }
             op::GET => Request::Get {
                 key: c.key()?,
                 timeout_ms: c.u64()?,
@@ -542,6 +635,9 @@ impl Reply {
             Reply::Timeout => "TIMEOUT",
             Reply::Error(_) => "ERROR",
             Reply::Swapped { .. } => "SWAPPED",
+            Reply::Values(_) => "VALUES",
+            Reply::Fds(_) => "FDS",
+            Reply::Missing(_) => "MISSING",
         }
     }
 
@@ -583,6 +679,30 @@ impl Reply {
                     .bytes(value)
                     .finish()
             }
+            Reply::Values(values) => {
+                let mut frame = values_reply_head(values.iter().map(Vec::len))?;
+                for v in values {
+                    frame.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                    frame.extend_from_slice(v);
+                }
+                frame
+            }
+            Reply::Fds(n) => {
+                check_gather_count(*n)?;
+                let mut frame = fds_reply_head(*n);
+                frame.resize(frame.len() + *n as usize, 0);
+                frame
+            }
+            Reply::Missing(indices) => {
+                // Callers list indices of one gather, so at most MAX_GATHER_COUNT of them.
+                check_gather_count(indices.len().try_into().unwrap_or(u32::MAX))?;
+                let mut b = FrameBuilder::new(op::MISSING, 4 + 4 * indices.len())
+                    .bytes(&(indices.len() as u32).to_le_bytes());
+                for i in indices {
+                    b = b.bytes(&i.to_le_bytes());
+                }
+                b.finish()
+            }
         })
     }
 
@@ -602,6 +722,9 @@ impl Reply {
             op::TIMEOUT => "TIMEOUT",
             op::ERROR => "ERROR",
             op::SWAPPED => "SWAPPED",
+            op::VALUES => "VALUES",
+            op::FDS => "FDS",
+            op::MISSING => "MISSING",
             other => return Err(WireError::UnknownOp(other)),
         };
         let mut c = Cursor::new(name, payload);
@@ -630,6 +753,31 @@ impl Reply {
                 }
             }
             op::COUNTER => Reply::Counter(c.u64()? as i64),
+            op::VALUES => {
+                let n = c.count()?;
+                let mut values = Vec::with_capacity((n as usize).min(c.rest.len() / 4));
+                for _ in 0..n {
+                    let len = c.u32()? as usize;
+                    values.push(c.take(len)?.to_vec());
+                }
+                Reply::Values(values)
+            }
+            op::FDS => {
+                let n = c.count()?;
+                let pad = c.take(n as usize)?;
+                if pad.iter().any(|&b| b != 0) {
+                    return Err(c.malformed("descriptor bytes are not zero"));
+                }
+                Reply::Fds(n)
+            }
+            op::MISSING => {
+                let n = c.count()?;
+                let mut indices = Vec::with_capacity((n as usize).min(c.rest.len() / 4));
+                for _ in 0..n {
+                    indices.push(c.u32()?);
+                }
+                Reply::Missing(indices)
+            }
             op::FD => Reply::Fd,
             op::TIMEOUT => Reply::Timeout,
             _ => Reply::Error(String::from_utf8_lossy(c.rest()).into_owned()),
@@ -666,6 +814,52 @@ pub fn swapped_reply_head(swapped: bool, current: Option<usize>) -> Result<Vec<u
     head[..HEADER_LEN].copy_from_slice(&frame_len.to_le_bytes());
     head.push(u8::from(swapped) | u8::from(current.is_some()) << 1);
     Ok(head)
+}
+
+/// Checks a GATHER's key count against [`MAX_GATHER_COUNT`].
+pub fn check_gather_count(count: u32) -> Result<(), WireError> {
+    if count > MAX_GATHER_COUNT {
+        return Err(WireError::Limit {
+            what: "gather count",
+            len: count as usize,
+            max: MAX_GATHER_COUNT as usize,
+        });
+    }
+    Ok(())
+}
+
+/// The start of a VALUES reply (op byte and count) for values of the lengths `lens`, whose
+/// length prefixes and bytes the sender sends right after it from where they are kept. Fails
+/// when the whole frame would exceed [`MAX_FRAME_LEN`] (the store then answers
+/// [`GATHER_TOO_LARGE`]) or there are too many values.
+pub fn values_reply_head(lens: impl ExactSizeIterator<Item = usize>) -> Result<Vec<u8>, WireError> {
+    let n = lens.len();
+    check_gather_count(n.try_into().unwrap_or(u32::MAX))?;
+    let body = lens.fold(1 + 4usize, |sum, len| sum.saturating_add(4 + len));
+    if body > MAX_FRAME_LEN {
+        return Err(WireError::Limit {
+            what: "VALUES reply",
+            len: body,
+            max: MAX_FRAME_LEN,
+        });
+    }
+    let mut head = FrameBuilder::new(op::VALUES, 4)
+        .bytes(&(n as u32).to_le_bytes())
+        .finish();
+    // At most MAX_FRAME_LEN, checked above.
+    head[..HEADER_LEN].copy_from_slice(&(body as u32).to_le_bytes());
+    Ok(head)
+}
+
+/// The start of a FDS reply for `n` descriptors (header, op byte and count); the `n` zero
+/// bytes that carry the descriptors follow it.
+pub fn fds_reply_head(n: u32) -> Vec<u8> {
+    let mut head = FrameBuilder::new(op::FDS, 4)
+        .bytes(&n.to_le_bytes())
+        .finish();
+    // 5 + n bytes, n at most MAX_GATHER_COUNT: far below MAX_FRAME_LEN.
+    head[..HEADER_LEN].copy_from_slice(&(5 + n).to_le_bytes());
+    head
 }
 
 /// One frame as read from a stream: the op byte and its payload.
@@ -810,6 +1004,15 @@ impl<'a> Cursor<'a> {
         self.text(false)
     }
 
+    /// A u32 count of items at most [`MAX_GATHER_COUNT`].
+    fn count(&mut self) -> Result<u32, WireError> {
+        let n = self.u32()?;
+        if n > MAX_GATHER_COUNT {
+            return Err(self.malformed(format!("{n} items, limit {MAX_GATHER_COUNT}")));
+        }
+        Ok(n)
+    }
+
     /// A `u16 LE length | UTF-8` string of at most [`MAX_KEY_LEN`] bytes.
     fn text(&mut self, may_be_empty: bool) -> Result<String, WireError> {
         let len = u16::from_le_bytes(self.array()?) as usize;
@@ -886,6 +1089,16 @@ mod tests {
             Request::DeletePrefix {
                 prefix: "shmem/".into(),
             },
+            Request::Gather {
+                prefix: "heap/".into(),
+                count: 256,
+                timeout_ms: 5,
+            },
+            Request::GatherFd {
+                prefix: "data/".into(),
+                count: 1,
+                timeout_ms: u64::MAX,
+            },
             Request::Set {
                 key: "a/b".into(),
                 value: vec![1, 2, 3],
@@ -945,6 +1158,10 @@ mod tests {
                 swapped: false,
                 current: Some(vec![]),
             },
+            Reply::Values(vec![vec![1, 2], vec![], vec![3; 70]]),
+            Reply::Values(vec![]),
+            Reply::Fds(3),
+            Reply::Missing(vec![0, 7, 255]),
         ]
     }
 
@@ -986,6 +1203,34 @@ mod tests {
             assert_eq!([head, value].concat(), reply.encode().unwrap(), "{reply:?}");
         }
         assert!(value_reply_head(MAX_VALUE_LEN + 1).is_err());
+    }
+
+    #[test]
+    fn gather_reply_heads_match_whole_replies() {
+        let values = vec![vec![1u8, 2], vec![], vec![3; 70]];
+        let mut streamed = values_reply_head(values.iter().map(Vec::len)).unwrap();
+        for v in &values {
+            streamed.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            streamed.extend_from_slice(v);
+        }
+        assert_eq!(streamed, Reply::Values(values).encode().unwrap());
+        let fds = [fds_reply_head(3), vec![0; 3]].concat();
+        assert_eq!(fds, Reply::Fds(3).encode().unwrap());
+        // 4 values of 5 MiB do not fit one frame: the store says so instead of sending it.
+        assert!(matches!(
+            values_reply_head([5 << 20; 4].into_iter()),
+            Err(WireError::Limit {
+                what: "VALUES reply",
+                ..
+            })
+        ));
+        assert!(Request::Gather {
+            prefix: "k".into(),
+            count: MAX_GATHER_COUNT + 1,
+            timeout_ms: 0
+        }
+        .encode()
+        .is_err());
     }
 
     #[test]
@@ -1089,6 +1334,15 @@ mod tests {
             (op::CAS, vec![1, 0, b'a', 0xff, 0xff]),
             (op::APPEND, vec![]),
             (op::DELETE_PREFIX, vec![0, 0]),
+            (op::GATHER, vec![1, 0, b'a', 1, 0, 0, 0]),
+            (
+                op::GATHER,
+                [&[1, 0, b'a', 0, 0, 0, 0x40][..], &[0; 8]].concat(),
+            ),
+            (
+                op::GATHER_FD,
+                vec![1, 0, b'a', 1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+            ),
             (
                 op::HELLO,
                 b"SHKV\x02\0\0\0\0\0\0\0\x01\0\0\0\x05\0ab".to_vec(),
@@ -1109,6 +1363,11 @@ mod tests {
         assert!(Reply::decode(op::SWAPPED, &[4]).is_err());
         assert!(Reply::decode(op::SWAPPED, &[1, 9]).is_err());
         assert!(Reply::decode(op::SWAPPED, &[]).is_err());
+        assert!(Reply::decode(op::VALUES, &[1, 0, 0, 0, 5, 0, 0, 0, 1]).is_err());
+        assert!(Reply::decode(op::VALUES, &[0xff, 0xff, 0xff, 0xff]).is_err());
+        assert!(Reply::decode(op::FDS, &[2, 0, 0, 0, 0]).is_err());
+        assert!(Reply::decode(op::FDS, &[1, 0, 0, 0, 1]).is_err());
+        assert!(Reply::decode(op::MISSING, &[2, 0, 0, 0, 1, 0, 0, 0]).is_err());
     }
 
     #[test]

@@ -122,7 +122,10 @@ impl Heap {
             ),
             Some(store) => {
                 store.put_fd(&format!("heap/{my_pe}"), own.as_fd())?;
-                for pe in 0..n_pes {
+                // Every PE's descriptor in one round trip (this PE's own comes back too).
+                let fds = (store.gather_fds("heap/", n_pes as u32, timeout))
+                    .map_err(|e| e.unshared("its symmetric heap"))?;
+                for (pe, fd) in fds.into_iter().enumerate() {
                     if pe == my_pe {
                         maps.push(
                             Mapping::map_shared_aligned(&own, total, USER_BASE_ALIGN, RESERVED)
@@ -130,8 +133,6 @@ impl Heap {
                         );
                         continue;
                     }
-                    let fd = (store.get_fd(&format!("heap/{pe}"), timeout))
-                        .map_err(|e| e.unpublished(pe as u32, "its symmetric heap"))?;
                     let len = mapping::file_len(fd.as_fd())?;
                     if len != total {
                         return Err(Error::Mismatch {
