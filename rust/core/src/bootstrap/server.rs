@@ -1716,8 +1716,12 @@ mod tests {
             if rank % 2 == 0 {
                 writer.set(&format!("gets/{rank}"), &[rank as u8]).unwrap();
             } else {
-                writer.set(&format!("gathers/{rank}/0"), &[rank as u8]).unwrap();
-                writer.set(&format!("gathers/{rank}/1"), &[rank as u8 + 1]).unwrap();
+                writer
+                    .set(&format!("gathers/{rank}/0"), &[rank as u8])
+                    .unwrap();
+                writer
+                    .set(&format!("gathers/{rank}/1"), &[rank as u8 + 1])
+                    .unwrap();
             }
         }
         for h in handles {
