@@ -12,9 +12,13 @@ use rustix::fd::{AsFd, OwnedFd};
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Host;
 
-/// What keeps a host segment exportable: its file.
+/// What keeps a host segment allocated here exportable: its file.
 #[derive(Debug)]
 struct File(OwnedFd);
+
+/// The backing of a peer's segment imported here: nothing beyond its mapping.
+#[derive(Debug)]
+struct Imported;
 
 fn map(fd: impl AsFd, len: usize, placement: Placement) -> Result<Mapping> {
     match placement {
@@ -24,14 +28,15 @@ fn map(fd: impl AsFd, len: usize, placement: Placement) -> Result<Mapping> {
 }
 
 impl Host {
-    /// A segment over an existing shared-memory file of `len` bytes (static data moved into
-    /// a memfd by the loader's side of the runtime), so it can be exported like any other.
-    pub fn adopt(&self, fd: OwnedFd, len: usize, placement: Placement) -> Result<Segment> {
+    /// A segment over a shared-memory file of `len` bytes made here, kept so it can be
+    /// exported.
+    fn adopt(&self, fd: OwnedFd, len: usize, placement: Placement) -> Result<Segment> {
         let map = map(&fd, len, placement)?;
         Ok(Segment::mapped(map, Box::new(File(fd))))
     }
 
-    /// Exports a shared-memory file without mapping it here.
+    /// Exports a shared-memory file without mapping it here (static data, already mapped in
+    /// place by its own module).
     pub fn export_fd(&self, fd: &OwnedFd) -> Result<Export> {
         let fd = fd
             .try_clone()
@@ -72,10 +77,10 @@ impl Device for Host {
 
     fn import(&self, export: &Export, placement: Placement) -> Result<Segment> {
         let len = self.exported_len(export)?;
-        let fd = the_file(export)?
-            .try_clone()
-            .map_err(|e| Error::os("duplicating a peer's segment descriptor", e))?;
-        self.adopt(fd, len, placement)
+        let map = map(the_file(export)?, len, placement)?;
+        // The mapping alone keeps a peer's memory alive; holding its descriptor too would
+        // cost every PE one descriptor per peer for the whole job.
+        Ok(Segment::mapped(map, Box::new(Imported)))
     }
 
     fn free(&self, segment: Segment) -> Result<()> {
@@ -140,6 +145,9 @@ mod tests {
         assert_eq!(host.exported_len(&export).unwrap(), 1 << 16);
         let theirs = host.import(&export, Placement::Anywhere).unwrap();
         assert_ne!(mine.addr(), theirs.addr());
+        // An import keeps no descriptor, and is not this PE's to export again.
+        assert!(theirs.backing().downcast_ref::<File>().is_none());
+        assert!(host.export(&theirs).is_err());
         let (a, b) = (mine.cpu().unwrap(), theirs.cpu().unwrap());
         a.atomic_u64(128).store(0x1234, Ordering::Release);
         assert_eq!(b.atomic_u64(128).load(Ordering::Acquire), 0x1234);
