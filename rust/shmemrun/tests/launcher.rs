@@ -5,6 +5,8 @@
 //! PEs are /bin/sh one-liners, or this test binary itself re-run as a PE (see [`pe_entry`]).
 //! Time bounds are generous and only catch hangs; each test uses its own temporary directory.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -21,28 +23,7 @@ fn shmemrun() -> Command {
 
 /// Runs to completion, failing the test if it takes longer than [`HANG`].
 fn run(cmd: &mut Command) -> (Output, Duration) {
-    let start = Instant::now();
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("shmemrun starts");
-    let pid = child.id() as i32;
-    let (done, finished) = std::sync::mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        if finished.recv_timeout(HANG).is_err() {
-            // SAFETY: plain kill(2) of our own child, which has not been reaped yet (the
-            // main thread is still waiting for it).
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    });
-    let out = child.wait_with_output().expect("shmemrun output");
-    let took = start.elapsed();
-    let _ = done.send(());
-    watchdog.join().unwrap();
-    assert!(took < HANG, "shmemrun (pid {pid}) hung for {took:?}");
-    (out, took)
+    common::run_watched(cmd, HANG)
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -6,10 +6,12 @@
 //! The PE is this test binary re-run by `shmemrun` (see [`stray_pe`]): it connects to the
 //! store it was given as a stranger would, or speaks nonsense on its own connection.
 
+mod common;
+
 use std::io::Write;
 use std::net::TcpStream;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
 /// Only catches hangs.
 const HANG: Duration = Duration::from_secs(60);
@@ -28,27 +30,7 @@ fn job(mode: &str) -> Output {
     }
     cmd.arg(exe)
         .args(["stray_pe", "--exact", "--nocapture", "--test-threads=1"]);
-    let start = Instant::now();
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("shmemrun starts");
-    let pid = child.id() as i32;
-    let (done, finished) = std::sync::mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        if finished.recv_timeout(HANG).is_err() {
-            // SAFETY: plain kill(2) of our own child, not reaped yet (the main thread still
-            // waits for it).
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    });
-    let out = child.wait_with_output().expect("shmemrun output");
-    let _ = done.send(());
-    watchdog.join().unwrap();
-    assert!(start.elapsed() < HANG, "shmemrun hung");
-    out
+    common::run_watched(&mut cmd, HANG).0
 }
 
 /// Not a test of its own: the PE's body when `SHMEMRUN_STRAY_PE` says so.

@@ -740,6 +740,23 @@ impl Server {
     }
 }
 
+/// Gathered `entries` as the kind `pick` keeps, or the index of the first of the other kind.
+fn all_of_a_kind<T>(
+    entries: Vec<Entry>,
+    pick: impl Fn(Entry) -> Option<T>,
+) -> Result<Vec<T>, usize> {
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| pick(e).ok_or(i))
+        .collect()
+}
+
+/// The reply to a gather whose key `prefix{i}` holds the wrong kind of entry.
+fn refuse_gather(prefix: &str, i: usize, why: &str) -> Next {
+    Next::Reply(Reply::Error(format!("key '{prefix}{i}' {why}")), None)
+}
+
 /// Sends a plain ERROR frame and closes without resetting the connection: the peer's unread
 /// bytes are drained first (a close with unread data sends a reset, which may destroy the
 /// frame before the peer reads it).
@@ -1442,20 +1459,16 @@ impl Connection {
                     Ok(entries) => entries,
                     Err(missing) => return Next::Reply(Reply::Missing(missing), None),
                 };
-                let mut values = Vec::with_capacity(entries.len());
-                for (i, entry) in entries.into_iter().enumerate() {
-                    match entry {
-                        Entry::Bytes(v) => values.push(v),
-                        Entry::Fd(_) => {
-                            return Next::Reply(
-                                Reply::Error(format!(
-                                    "key '{prefix}{i}' holds a file descriptor; use GATHER_FD"
-                                )),
-                                None,
-                            )
-                        }
+                let bytes = |e| match e {
+                    Entry::Bytes(v) => Some(v),
+                    Entry::Fd(_) => None,
+                };
+                let values = match all_of_a_kind(entries, bytes) {
+                    Ok(values) => values,
+                    Err(i) => {
+                        return refuse_gather(&prefix, i, "holds a file descriptor; use GATHER_FD")
                     }
-                }
+                };
                 match wire::values_reply_head(values.iter().map(|v| v.len())) {
                     Ok(head) => Next::Values { head, values },
                     Err(e) => Next::Reply(
@@ -1474,21 +1487,14 @@ impl Connection {
                     Ok(entries) => entries,
                     Err(missing) => return Next::Reply(Reply::Missing(missing), None),
                 };
-                let mut fds = Vec::with_capacity(entries.len());
-                for (i, entry) in entries.into_iter().enumerate() {
-                    match entry {
-                        Entry::Fd(fd) => fds.push(fd),
-                        Entry::Bytes(_) => {
-                            return Next::Reply(
-                                Reply::Error(format!(
-                                    "key '{prefix}{i}' holds a value, not a file descriptor"
-                                )),
-                                None,
-                            )
-                        }
-                    }
+                let fd = |e| match e {
+                    Entry::Fd(fd) => Some(fd),
+                    Entry::Bytes(_) => None,
+                };
+                match all_of_a_kind(entries, fd) {
+                    Ok(fds) => Next::Fds(fds),
+                    Err(i) => refuse_gather(&prefix, i, "holds a value, not a file descriptor"),
                 }
-                Next::Fds(fds)
             }
             Request::Abort {
                 status,
