@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/format-check.sh [--fix]
-# Formatting is by tools (STYLE.md): cargo fmt for Rust, clang-format (.clang-format at the
+# Formatting is by tools, never by hand: cargo fmt for Rust, clang-format (.clang-format at the
 # repo root; Debian 12's clang-format 14 is the reference) for C/C++ under cpp/, device/,
 # tests/, examples/ and bench/. Without --fix it only checks and fails on any difference;
 # with --fix it rewrites the files in place. CLANG_FORMAT may name another binary.
