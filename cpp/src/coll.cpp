@@ -23,8 +23,8 @@ void team_barrier(shmem_team_s *t) {
     int n = t->size;
     if (n == 1) return;
     if (g.central_barrier) {
-        uint64_t *count = area_word(t->areas[0], kAreaCentralCount);
-        uint64_t *release = area_word(t->areas[0], kAreaCentralRelease);
+        uint64_t *count = area_word(t->areas[0], SHMEM_TEAM_AREA_CENTRAL_COUNT);
+        uint64_t *release = area_word(t->areas[0], SHMEM_TEAM_AREA_CENTRAL_RELEASE);
         uint64_t arrived = __atomic_add_fetch(count, 1, __ATOMIC_ACQ_REL);
         if (arrived == epoch * static_cast<uint64_t>(n)) {
             store_release(release, epoch);
@@ -35,8 +35,8 @@ void team_barrier(shmem_team_s *t) {
     }
     int me = t->my_pe;
     for (int dist = 1, round = 0; dist < n; dist <<= 1, round++) {
-        store_release(area_word(t->areas[(me + dist) % n], kAreaRounds + round), epoch);
-        const uint64_t *mine = area_word(t->areas[me], kAreaRounds + round);
+        store_release(area_word(t->areas[(me + dist) % n], SHMEM_TEAM_AREA_ROUNDS + round), epoch);
+        const uint64_t *mine = area_word(t->areas[me], SHMEM_TEAM_AREA_ROUNDS + round);
         wait_for([&] { return load_acquire(mine) >= epoch; });
     }
 }
@@ -103,20 +103,21 @@ int team_broadcast(const char *call, shmem_team_t team, void *dest, const void *
     symmetric(call, "dest", dest, bytes);
     uint64_t epoch = ++t->bcast_epoch;
     if (t->my_pe == root) {
-        if (t->size > 1) store_release(area_word(t->areas[root], kAreaBcastArrive), epoch);
+        if (t->size > 1)
+            store_release(area_word(t->areas[root], SHMEM_TEAM_AREA_BCAST_ARRIVE), epoch);
         if (dest != source && bytes != 0) copy(dest, source, bytes);
         for (int i = 0; i < t->size; i++) {
             if (i == root) continue;
-            const uint64_t *done = area_word(t->areas[i], kAreaBcastDone);
+            const uint64_t *done = area_word(t->areas[i], SHMEM_TEAM_AREA_BCAST_DONE);
             wait_for([&] { return load_acquire(done) >= epoch; });
         }
         return 0;
     }
-    const uint64_t *arrived = area_word(t->areas[root], kAreaBcastArrive);
+    const uint64_t *arrived = area_word(t->areas[root], SHMEM_TEAM_AREA_BCAST_ARRIVE);
     wait_for([&] { return load_acquire(arrived) >= epoch; });
     if (bytes != 0) copy(dest, at(src, t->start + root * t->stride), bytes);
     // A release store: the copy's reads come before the root may reuse its source.
-    store_release(area_word(t->areas[t->my_pe], kAreaBcastDone), epoch);
+    store_release(area_word(t->areas[t->my_pe], SHMEM_TEAM_AREA_BCAST_DONE), epoch);
     return 0;
 }
 

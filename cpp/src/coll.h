@@ -97,12 +97,12 @@ public:
     void barrier() { team_barrier(t_); }
     void publish(Published p) {
         char *mine = t_->areas[t_->my_pe];
-        __atomic_store_n(area_word(mine, kAreaValue), p.value, __ATOMIC_RELAXED);
-        __atomic_store_n(area_word(mine, kAreaValue2), p.value2, __ATOMIC_RELAXED);
+        __atomic_store_n(area_word(mine, SHMEM_TEAM_AREA_VALUE), p.value, __ATOMIC_RELAXED);
+        __atomic_store_n(area_word(mine, SHMEM_TEAM_AREA_VALUE2), p.value2, __ATOMIC_RELAXED);
     }
     Published published(int i) const {
-        return {__atomic_load_n(area_word(t_->areas[i], kAreaValue), __ATOMIC_RELAXED),
-                __atomic_load_n(area_word(t_->areas[i], kAreaValue2), __ATOMIC_RELAXED)};
+        return {__atomic_load_n(area_word(t_->areas[i], SHMEM_TEAM_AREA_VALUE), __ATOMIC_RELAXED),
+                __atomic_load_n(area_word(t_->areas[i], SHMEM_TEAM_AREA_VALUE2), __ATOMIC_RELAXED)};
     }
     void unpublish() {}
 

@@ -81,9 +81,9 @@ const char *team_name(const shmem_team_s *t) {
 namespace shmem::detail {
 
 void teams_start() {
-    if (static_cast<size_t>(kAreaLines) * 64 > g.team_area_size) {
+    if (static_cast<size_t>(SHMEM_TEAM_AREA_LINES) * 64 > g.team_area_size) {
         fail("shmem_init", "a team area of %zu bytes cannot hold the %d words the teams use",
-             g.team_area_size, kAreaLines);
+             g.team_area_size, SHMEM_TEAM_AREA_LINES);
     }
     // Every PE of this job shares memory with every other (one node, device `host`), so the
     // shared team is the world under another slot; a job spanning nodes stops at init until a
@@ -230,15 +230,17 @@ int split(const char *call, shmem_team_s *parent, const NewTeam *defs, int count
         mine = used_slots;
     }
     char *area = parent->areas[static_cast<size_t>(parent->my_pe)];
-    __atomic_store_n(area_word(area, kAreaValue), mine, __ATOMIC_RELAXED);
-    __atomic_store_n(area_word(area, kAreaValue2), uint64_t{ok ? 0u : 1u}, __ATOMIC_RELAXED);
+    __atomic_store_n(area_word(area, SHMEM_TEAM_AREA_VALUE), mine, __ATOMIC_RELAXED);
+    __atomic_store_n(area_word(area, SHMEM_TEAM_AREA_VALUE2), uint64_t{ok ? 0u : 1u},
+                     __ATOMIC_RELAXED);
     team_barrier(parent);
     uint64_t used = 0;
     bool all_ok = true;
     for (int i = 0; i < parent->size; i++) {
         char *a = parent->areas[static_cast<size_t>(i)];
-        used |= __atomic_load_n(area_word(a, kAreaValue), __ATOMIC_RELAXED);
-        if (__atomic_load_n(area_word(a, kAreaValue2), __ATOMIC_RELAXED) != 0) all_ok = false;
+        used |= __atomic_load_n(area_word(a, SHMEM_TEAM_AREA_VALUE), __ATOMIC_RELAXED);
+        if (__atomic_load_n(area_word(a, SHMEM_TEAM_AREA_VALUE2), __ATOMIC_RELAXED) != 0)
+            all_ok = false;
     }
     int slots[2] = {-1, -1};
     int found = 0;

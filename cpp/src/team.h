@@ -64,20 +64,8 @@ inline int team_pe_of(const shmem_team_s *t, int world_pe) {
     return i >= 0 && i < t->size ? i : -1;
 }
 
-// The words of a team area: the one layout, in shmem/job_state.h (kernel-side code reads the
-// same areas); the short names here are the facade's.
-enum TeamAreaLine : int {
-    kAreaBcastArrive = SHMEM_TEAM_AREA_BCAST_ARRIVE,
-    kAreaBcastDone = SHMEM_TEAM_AREA_BCAST_DONE,
-    kAreaCentralCount = SHMEM_TEAM_AREA_CENTRAL_COUNT,
-    kAreaCentralRelease = SHMEM_TEAM_AREA_CENTRAL_RELEASE,
-    kAreaValue = SHMEM_TEAM_AREA_VALUE,
-    kAreaValue2 = SHMEM_TEAM_AREA_VALUE2,
-    kAreaRounds = SHMEM_TEAM_AREA_ROUNDS,
-};
-constexpr int kAreaLines = SHMEM_TEAM_AREA_LINES;
-
-// Word `line` of an area.
+// Word `line` (SHMEM_TEAM_AREA_* of shmem/job_state.h, the one layout of a team area, which
+// kernel-side code reads too) of an area.
 inline uint64_t *area_word(char *area, int line) {
     return reinterpret_cast<uint64_t *>(area +
                                         static_cast<size_t>(line) * SHMEM_TEAM_AREA_LINE_BYTES);
