@@ -740,23 +740,6 @@ impl Server {
     }
 }
 
-/// Gathered `entries` as the kind `pick` keeps, or the index of the first of the other kind.
-fn all_of_a_kind<T>(
-    entries: Vec<Entry>,
-    pick: impl Fn(Entry) -> Option<T>,
-) -> Result<Vec<T>, usize> {
-    entries
-        .into_iter()
-        .enumerate()
-        .map(|(i, e)| pick(e).ok_or(i))
-        .collect()
-}
-
-/// The reply to a gather whose key `prefix{i}` holds the wrong kind of entry.
-fn refuse_gather(prefix: &str, i: usize, why: &str) -> Next {
-    Next::Reply(Reply::Error(format!("key '{prefix}{i}' {why}")), None)
-}
-
 /// Sends a plain ERROR frame and closes without resetting the connection: the peer's unread
 /// bytes are drained first (a close with unread data sends a reset, which may destroy the
 /// frame before the peer reads it).
@@ -1222,6 +1205,30 @@ impl Connection {
         self.link.send_frame(&frame, fd)
     }
 
+    /// Waits for the `count` keys of `prefix` and keeps the kind of entry `pick` takes; else
+    /// the reply: the PEs still missing at the timeout, or the first key holding the other kind
+    /// (`wrong` says what it holds).
+    fn gather<T>(
+        &self,
+        prefix: &str,
+        count: u32,
+        timeout_ms: u64,
+        pick: impl Fn(Entry) -> Option<T>,
+        wrong: &str,
+    ) -> Result<Vec<T>, Next> {
+        let wait = Duration::from_millis(timeout_ms);
+        let entries = self
+            .shared
+            .wait_for_all(prefix, count, wait)
+            .map_err(|missing| Next::Reply(Reply::Missing(missing), None))?;
+        entries
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| pick(e).ok_or(i))
+            .collect::<Result<Vec<T>, usize>>()
+            .map_err(|i| Next::Reply(Reply::Error(format!("key '{prefix}{i}' {wrong}")), None))
+    }
+
     fn handle(&mut self, request: Request) -> Next {
         if !self.hello && !matches!(request, Request::Hello { .. }) {
             return Next::Fatal(format!("{} before HELLO", request.name()));
@@ -1454,20 +1461,14 @@ impl Connection {
                 count,
                 timeout_ms,
             } => {
-                let wait = Duration::from_millis(timeout_ms);
-                let entries = match self.shared.wait_for_all(&prefix, count, wait) {
-                    Ok(entries) => entries,
-                    Err(missing) => return Next::Reply(Reply::Missing(missing), None),
-                };
                 let bytes = |e| match e {
                     Entry::Bytes(v) => Some(v),
                     Entry::Fd(_) => None,
                 };
-                let values = match all_of_a_kind(entries, bytes) {
+                let wrong = "holds a file descriptor; use GATHER_FD";
+                let values = match self.gather(&prefix, count, timeout_ms, bytes, wrong) {
                     Ok(values) => values,
-                    Err(i) => {
-                        return refuse_gather(&prefix, i, "holds a file descriptor; use GATHER_FD")
-                    }
+                    Err(reply) => return reply,
                 };
                 match wire::values_reply_head(values.iter().map(|v| v.len())) {
                     Ok(head) => Next::Values { head, values },
@@ -1482,18 +1483,14 @@ impl Connection {
                 count,
                 timeout_ms,
             } => {
-                let wait = Duration::from_millis(timeout_ms);
-                let entries = match self.shared.wait_for_all(&prefix, count, wait) {
-                    Ok(entries) => entries,
-                    Err(missing) => return Next::Reply(Reply::Missing(missing), None),
-                };
                 let fd = |e| match e {
                     Entry::Fd(fd) => Some(fd),
                     Entry::Bytes(_) => None,
                 };
-                match all_of_a_kind(entries, fd) {
+                let wrong = "holds a value, not a file descriptor";
+                match self.gather(&prefix, count, timeout_ms, fd, wrong) {
                     Ok(fds) => Next::Fds(fds),
-                    Err(i) => refuse_gather(&prefix, i, "holds a value, not a file descriptor"),
+                    Err(reply) => reply,
                 }
             }
             Request::Abort {
