@@ -117,19 +117,19 @@ for pkg in cmake ninja-build g++ ca-certificates libgtest-dev pkg-config clang-f
     [[ " $line " == *" $pkg "* ]] || fail "-uttests does not install $pkg: $line"
 done
 
-echo "--- 2. dpkg's lock held for 4 s"
-hold dpkg.lock 4
-deps -examples
-release
-((rc == 0)) || fail "with dpkg's lock held for 4 s, build.sh exited $rc instead of waiting"
-[[ -n $(installed) ]] || fail "with dpkg's lock held for 4 s, nothing was installed"
-
-echo "--- 3. the package lists' lock held for 4 s"
-hold lists.lock 4
-deps -examples
-release
-((rc == 0)) || fail "with the lists' lock held for 4 s, build.sh exited $rc instead of trying again"
-[[ -n $(installed) ]] || fail "with the lists' lock held for 4 s, nothing was installed"
+# 2 and 3: each of apt's locks held for 4 s; build.sh must wait (dpkg's) or try again (the
+# package lists') and then install.
+case_no=2
+for lock in "dpkg.lock:dpkg's lock" "lists.lock:the package lists' lock"; do
+    file=${lock%%:*} what=${lock#*:}
+    echo "--- $case_no. $what held for 4 s"
+    hold "$file" 4
+    deps -examples
+    release
+    ((rc == 0)) || fail "with $what held for 4 s, build.sh exited $rc instead of waiting"
+    [[ -n $(installed) ]] || fail "with $what held for 4 s, nothing was installed"
+    case_no=$((case_no + 1))
+done
 
 echo "--- 4. dpkg's lock never released, --apt-wait 3"
 hold dpkg.lock 300
