@@ -47,6 +47,7 @@ void check_job_state_layout(const char *call) {
         SHMEM_FIELD(shmem_job_state, team_slots),
         SHMEM_FIELD(shmem_job_state, central_barrier),
         SHMEM_FIELD(shmem_job_state, teams),
+        SHMEM_FIELD(shmem_job_state, transport),
         {"sizeof(shmem_job_team)", sizeof(T)},
         SHMEM_FIELD(shmem_job_team, start),
         SHMEM_FIELD(shmem_job_team, stride),
@@ -54,6 +55,19 @@ void check_job_state_layout(const char *call) {
         SHMEM_FIELD(shmem_job_team, slot),
         {"SHMEM_TEAM_AREA_LINE_BYTES", SHMEM_TEAM_AREA_LINE_BYTES},
         {"SHMEM_TEAM_AREA_LINES", SHMEM_TEAM_AREA_LINES},
+        {"sizeof(shmem_transport_ops)", sizeof(shmem_transport_ops)},
+        SHMEM_FIELD(shmem_transport_ops, size),
+        SHMEM_FIELD(shmem_transport_ops, version),
+        SHMEM_FIELD(shmem_transport_ops, name),
+        SHMEM_FIELD(shmem_transport_ops, self),
+        SHMEM_FIELD(shmem_transport_ops, put),
+        SHMEM_FIELD(shmem_transport_ops, get),
+        SHMEM_FIELD(shmem_transport_ops, put_nbi),
+        SHMEM_FIELD(shmem_transport_ops, get_nbi),
+        SHMEM_FIELD(shmem_transport_ops, amo),
+        SHMEM_FIELD(shmem_transport_ops, fence),
+        SHMEM_FIELD(shmem_transport_ops, quiet),
+        SHMEM_FIELD(shmem_transport_ops, progress),
     };
 #undef SHMEM_FIELD
     constexpr size_t count = sizeof mine / sizeof mine[0];

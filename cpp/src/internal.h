@@ -100,6 +100,28 @@ SHMEM_HOT_INLINE char *remote(const char *call, const char *arg, const void *add
     return to;
 }
 
+// Whether `pe` (a valid PE) is reached through the transport rather than mapped here: one
+// byte of the job state, the same every call to that PE, so the branch is predicted.
+SHMEM_HOT_INLINE bool through_transport(int pe) {
+    return SHMEM_UNLIKELY(g.reach[pe] != SHMEM_JOB_REACH_MAPPED);
+}
+
+// The transport path (transport.cpp), taken for PEs marked SHMEM_JOB_REACH_TRANSPORT. `addr` is
+// a symmetric address as this PE sees it (checked by remote); `ctx` the context (nullptr or
+// SHMEM_CTX_DEFAULT: the default one). Each ends the job when the transport fails (it logged
+// why).
+void transport_put(const char *call, const void *ctx, bool nbi, const void *addr,
+                   const void *source, size_t n, int pe) __attribute__((noinline));
+void transport_get(const char *call, const void *ctx, bool nbi, void *dest, const void *addr,
+                   size_t n, int pe) __attribute__((noinline));
+// One AMO (enum shmem_transport_amo_op) on the `size`-byte element at `addr` on `pe`; returns
+// the old value.
+uint64_t transport_amo(const char *call, const void *ctx, int op, const void *addr, size_t size,
+                       uint64_t value, uint64_t compare, int pe) __attribute__((noinline));
+// Fence and quiet on `ctx` when a transport is in use (no-ops otherwise).
+void transport_fence(const void *ctx);
+void transport_quiet(const void *ctx);
+
 // A local buffer argument that must not be NULL when it holds bytes.
 inline void require_buffer(const char *call, const char *arg, const void *p, size_t n) {
     if (SHMEM_UNLIKELY(p == nullptr && n != 0)) {

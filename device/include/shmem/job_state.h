@@ -17,18 +17,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* Fields this header knows; raised when a field is added. */
-#define SHMEM_JOB_STATE_VERSION 1u
+#define SHMEM_JOB_STATE_VERSION 2u
 
 /* How this PE reaches a peer's symmetric memory (shmem_job_state.reach). */
 enum shmem_job_reach {
     SHMEM_JOB_REACH_NONE = 0,      /* not at all: every access to it is refused */
     SHMEM_JOB_REACH_MAPPED = 1,    /* mapped here: loads, stores and CPU atomics */
-    SHMEM_JOB_REACH_TRANSPORT = 2, /* through a transport; no mapped base */
+    SHMEM_JOB_REACH_TRANSPORT = 2, /* through `transport`; its base in `bases` is 0, except
+                                    * under the loopback test transport */
 };
 
 /* The words of a team's synchronisation area, one 64-byte line each (no false sharing): the
@@ -92,6 +95,11 @@ typedef struct shmem_job_state {
     int32_t central_barrier; /* nonzero: barriers take the central shape */
     /* The team table: team_slots entries, indexed by slot; written by whoever makes a team. */
     shmem_job_team *teams;
+
+    /* Version 2. The transport that reaches the PEs marked SHMEM_JOB_REACH_TRANSPORT, or NULL
+     * when every PE is mapped here. Non-NULL also means every AMO goes through it, to mapped
+     * PEs too: CPU atomics and a transport's atomics on one word are not atomic together. */
+    const shmem_transport_ops *transport;
 } shmem_job_state;
 
 #ifdef __cplusplus

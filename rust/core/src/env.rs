@@ -76,6 +76,8 @@ pub const PMIX_LIB: &str = "SHMEM_PMIX_LIB";
 pub const INSTANCE_PORT_RANGE: &str = "SHMEM_INSTANCE_PORT_RANGE";
 /// `SHMEM_TLS_DISABLE`: see its row of [`VARS`].
 pub const TLS_DISABLE: &str = "SHMEM_TLS_DISABLE";
+/// `SHMEM_TEST_LOOPBACK`: see its row of [`VARS`].
+pub const TEST_LOOPBACK: &str = "SHMEM_TEST_LOOPBACK";
 /// `SHMEM_RUN_FD`: see its row of [`VARS`].
 pub const RUN_FD: &str = "SHMEM_RUN_FD";
 /// `SHMEM_RUN_RANK`: see its row of [`VARS`].
@@ -227,6 +229,15 @@ pub static VARS: &[Var] = &[
         help: "Run a TCP store without TLS (logged as a warning): any process that reaches the \
                port can then read and write the job's store. Set it for shmemrun and every PE \
                alike",
+    },
+    Var {
+        name: TEST_LOOPBACK,
+        alias: None,
+        kind: Kind::Text,
+        default: "",
+        help: "For testing only: reach these PEs through the loopback test transport (the \
+               transport table, copying through the mapping) instead of directly: odd, all, or a \
+               comma list of PE numbers; every AMO then goes through it. Set it for every PE alike",
     },
     Var {
         name: RUN_FD,
@@ -483,6 +494,38 @@ pub fn port_range() -> Result<Option<(u16, u16)>> {
     crate::bootstrap::addr::parse_port_range(&s)
         .map(Some)
         .map_err(|why| bad(v, &s, why))
+}
+
+/// `SHMEM_TEST_LOOPBACK` for a job of `n_pes` PEs: per PE, whether the loopback test
+/// transport reaches it; `None` when unset.
+pub fn test_loopback(n_pes: usize) -> Result<Option<Vec<bool>>> {
+    let v = var(TEST_LOOPBACK);
+    let s = raw(v);
+    match s.as_str() {
+        "" => return Ok(None),
+        "all" => return Ok(Some(vec![true; n_pes])),
+        "odd" => return Ok(Some((0..n_pes).map(|pe| pe % 2 == 1).collect())),
+        _ => {}
+    }
+    let mut chosen = vec![false; n_pes];
+    for word in s.split(',').map(str::trim) {
+        let pe: usize = word.parse().map_err(|_| {
+            bad(
+                v,
+                &s,
+                format!("{word:?} is not a PE number (expected odd, all, or a comma list of PEs)"),
+            )
+        })?;
+        if pe >= n_pes {
+            return Err(bad(
+                v,
+                &s,
+                format!("PE {pe} is not in this job of {n_pes} PEs"),
+            ));
+        }
+        chosen[pe] = true;
+    }
+    Ok(Some(chosen))
 }
 
 /// `SHMEM_TLS_DISABLE` (also read by `shmemrun`).

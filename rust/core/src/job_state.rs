@@ -11,8 +11,10 @@ use std::cell::UnsafeCell;
 use std::ffi::{c_char, CString};
 use std::mem::{align_of, offset_of, size_of};
 
+use crate::transport::table::TransportOps;
+
 /// Fields this mirror knows (`SHMEM_JOB_STATE_VERSION`).
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// A peer whose memory this PE cannot reach (`SHMEM_JOB_REACH_NONE`). Mirrors the header;
 /// nothing sets it while every PE of a job shares one node.
@@ -20,9 +22,7 @@ pub const VERSION: u32 = 1;
 pub const REACH_NONE: u8 = 0;
 /// A peer whose memory is mapped here (`SHMEM_JOB_REACH_MAPPED`).
 pub const REACH_MAPPED: u8 = 1;
-/// A peer reached through a transport (`SHMEM_JOB_REACH_TRANSPORT`). Mirrors the header;
-/// nothing sets it before a transport exists.
-#[allow(dead_code)]
+/// A peer reached through a transport (`SHMEM_JOB_REACH_TRANSPORT`).
 pub const REACH_TRANSPORT: u8 = 2;
 
 /// Bytes of one line of a team area (`SHMEM_TEAM_AREA_LINE_BYTES`).
@@ -89,6 +89,8 @@ pub struct JobState {
     pub central_barrier: i32,
     /// The team table, indexed by slot.
     pub teams: *mut JobTeam,
+    /// Version 2: the transport's table, or null when every PE is mapped here.
+    pub transport: *const TransportOps,
 }
 
 impl JobState {
@@ -113,6 +115,7 @@ impl JobState {
         team_slots: 0,
         central_barrier: 0,
         teams: std::ptr::null_mut(),
+        transport: std::ptr::null(),
     };
 }
 
@@ -159,6 +162,10 @@ pub struct Job<'a> {
     pub data_off_reason: &'a str,
     /// Whether barriers take the central shape.
     pub central_barrier: bool,
+    /// How each PE is reached (`REACH_*`); empty: every PE is mapped.
+    pub reach: &'a [u8],
+    /// The transport's table (null when no PE is reached through one); must outlive the state.
+    pub transport: *const TransportOps,
 }
 
 /// Fills the state for a started job; the returned backing must outlive it (until [`clear`]).
@@ -171,8 +178,11 @@ pub fn publish(job: &Job<'_>) -> Backing {
         bases.push(heap);
         bases.push(if symmetric { job.data_bases[pe] } else { 0 });
     }
-    // Every peer of a job is on this node and mapped today; a transport will change this.
-    let reach = vec![REACH_MAPPED; n_pes];
+    let reach = if job.reach.is_empty() {
+        vec![REACH_MAPPED; n_pes]
+    } else {
+        job.reach.to_vec()
+    };
     // A reason never holds a NUL; one that did would lose its tail, not its meaning.
     let reason: Vec<u8> = job
         .data_off_reason
@@ -207,6 +217,7 @@ pub fn publish(job: &Job<'_>) -> Backing {
         team_slots: crate::heap::TEAM_SLOTS as i32,
         central_barrier: i32::from(job.central_barrier),
         teams: teams.as_mut_ptr(),
+        transport: job.transport,
     };
     backing.teams = teams;
     // SAFETY: see `Published`: no reader runs while init writes.
@@ -221,6 +232,12 @@ pub fn clear() {
     unsafe { *shmem_job_state_g.0.get() = JobState::IDLE };
 }
 
+/// The published transport table, or null (none published, or the library is not running).
+pub fn transport() -> *const TransportOps {
+    // SAFETY: see `Published`: written only by init and finalize, which no reader overlaps.
+    unsafe { (*shmem_job_state_g.0.get()).transport }
+}
+
 /// A copy of the state as it is now (for tests).
 #[cfg(test)]
 pub fn snapshot() -> JobState {
@@ -230,9 +247,10 @@ pub fn snapshot() -> JobState {
 
 /// The mirror's layout: its size and alignment, then each field's offset in declaration
 /// order, then the team entry's size and offsets, then the team area's line size and line
-/// count. The facade compares it with the C header's at start-up.
+/// count, then the transport table's size and offsets. The facade compares it with the C
+/// headers' at start-up.
 pub fn layout() -> Vec<usize> {
-    vec![
+    let mut l = vec![
         size_of::<JobState>(),
         align_of::<JobState>(),
         offset_of!(JobState, size),
@@ -254,6 +272,7 @@ pub fn layout() -> Vec<usize> {
         offset_of!(JobState, team_slots),
         offset_of!(JobState, central_barrier),
         offset_of!(JobState, teams),
+        offset_of!(JobState, transport),
         size_of::<JobTeam>(),
         offset_of!(JobTeam, start),
         offset_of!(JobTeam, stride),
@@ -261,7 +280,9 @@ pub fn layout() -> Vec<usize> {
         offset_of!(JobTeam, slot),
         TEAM_AREA_LINE_BYTES,
         TEAM_AREA_LINES,
-    ]
+    ];
+    l.extend(crate::transport::table::layout());
+    l
 }
 
 #[cfg(test)]
@@ -281,6 +302,8 @@ mod tests {
             data_bases: &datas,
             data_off_reason: "",
             central_barrier: true,
+            reach: &[],
+            transport: std::ptr::null(),
         });
         let s = snapshot();
         assert_eq!((s.my_pe, s.n_pes, s.heap_base), (1, 3, 0x2000_0000));
@@ -310,11 +333,11 @@ mod tests {
         let l = layout();
         assert_eq!(l[0], size_of::<JobState>());
         // Offsets grow: fields are listed in declaration order, none forgotten in between.
-        let fields = &l[2..21];
+        let fields = &l[2..22];
         assert!(fields.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(
             l[0],
-            offset_of!(JobState, teams) + size_of::<*mut JobTeam>()
+            offset_of!(JobState, transport) + size_of::<*const TransportOps>()
         );
     }
 }

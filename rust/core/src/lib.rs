@@ -23,3 +23,4 @@ mod mapping;
 mod runtime;
 mod static_data;
 mod sync;
+mod transport;
