@@ -42,10 +42,10 @@ inline void put_signal(const char *call, void *dest, const void *source, size_t 
     if (amo_through_transport()) {
         // The transport's fence orders the put before the signal's update on the context.
         transport_fence(ctx);
-        transport_amo(call, ctx,
-                      sig_op == SHMEM_SIGNAL_SET ? SHMEM_TRANSPORT_AMO_SET
-                                                 : SHMEM_TRANSPORT_AMO_FETCH_ADD,
-                      sig_addr, sizeof(uint64_t), signal, 0, pe);
+        transport_amo(
+            call, ctx,
+            sig_op == SHMEM_SIGNAL_SET ? SHMEM_TRANSPORT_AMO_SET : SHMEM_TRANSPORT_AMO_FETCH_ADD,
+            sig_addr, sizeof(uint64_t), signal, 0, pe);
         return;
     }
     if (n >= kFencedBytes) std::atomic_thread_fence(std::memory_order_seq_cst);

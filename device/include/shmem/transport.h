@@ -65,8 +65,8 @@ typedef struct shmem_transport_ops {
     /* Non-blocking: the source may be reused, and the dest read, only after quiet on `ctx`. */
     int (*put_nbi)(void *self, const void *ctx, int pe, int segment, uint64_t offset,
                    const void *source, size_t n);
-    int (*get_nbi)(void *self, const void *ctx, int pe, int segment, uint64_t offset,
-                   void *dest, size_t n);
+    int (*get_nbi)(void *self, const void *ctx, int pe, int segment, uint64_t offset, void *dest,
+                   size_t n);
     /* One atomic operation (enum shmem_transport_amo_op) on a naturally aligned element of
      * `size` bytes (4 or 8); blocking. */
     int (*amo)(void *self, const void *ctx, int pe, int segment, uint64_t offset, int op,

@@ -501,7 +501,11 @@ pub fn port_range() -> Result<Option<(u16, u16)>> {
 pub fn test_loopback(n_pes: usize) -> Result<Option<Vec<bool>>> {
     let v = var(TEST_LOOPBACK);
     let s = raw(v);
-    match s.as_str() {
+    parse_loopback(&s, n_pes).map_err(|why| bad(v, &s, why))
+}
+
+fn parse_loopback(s: &str, n_pes: usize) -> std::result::Result<Option<Vec<bool>>, String> {
+    match s {
         "" => return Ok(None),
         "all" => return Ok(Some(vec![true; n_pes])),
         "odd" => return Ok(Some((0..n_pes).map(|pe| pe % 2 == 1).collect())),
@@ -510,18 +514,10 @@ pub fn test_loopback(n_pes: usize) -> Result<Option<Vec<bool>>> {
     let mut chosen = vec![false; n_pes];
     for word in s.split(',').map(str::trim) {
         let pe: usize = word.parse().map_err(|_| {
-            bad(
-                v,
-                &s,
-                format!("{word:?} is not a PE number (expected odd, all, or a comma list of PEs)"),
-            )
+            format!("{word:?} is not a PE number (expected odd, all, or a comma list of PEs)")
         })?;
         if pe >= n_pes {
-            return Err(bad(
-                v,
-                &s,
-                format!("PE {pe} is not in this job of {n_pes} PEs"),
-            ));
+            return Err(format!("PE {pe} is not in this job of {n_pes} PEs"));
         }
         chosen[pe] = true;
     }
@@ -849,6 +845,7 @@ mod tests {
             PMIX_LIB,
             INSTANCE_PORT_RANGE,
             TLS_DISABLE,
+            TEST_LOOPBACK,
             RUN_FD,
             RUN_RANK,
             RUN_SIZE,
@@ -858,5 +855,18 @@ mod tests {
         ];
         let names: Vec<&str> = VARS.iter().map(|v| v.name).collect();
         assert_eq!(names, constants);
+    }
+
+    #[test]
+    fn loopback_choices_parse_and_bad_ones_say_why() {
+        assert_eq!(parse_loopback("", 3), Ok(None));
+        assert_eq!(parse_loopback("odd", 3), Ok(Some(vec![false, true, false])));
+        assert_eq!(parse_loopback("all", 2), Ok(Some(vec![true, true])));
+        assert_eq!(parse_loopback("0, 2", 3), Ok(Some(vec![true, false, true])));
+        assert_eq!(
+            parse_loopback("3", 3),
+            Err("PE 3 is not in this job of 3 PEs".to_string())
+        );
+        assert!(parse_loopback("some", 3).unwrap_err().contains("\"some\""));
     }
 }

@@ -355,7 +355,11 @@ fn start(
     let transport = start_transport(
         store.as_ref(),
         my_pe,
-        &heap, &static_data, n_pes, timeouts.create)?;
+        &heap,
+        &static_data,
+        n_pes,
+        timeouts.create,
+    )?;
     if let Some(store) = &store {
         store.barrier(timeouts.create).map_err(|e| match e {
             BootstrapError::Timeout { after, .. } => Error::Launch(format!(

@@ -287,13 +287,16 @@ pub struct LocalSegment {
     pub len: usize,
 }
 
+/// Every PE contributes bytes and receives every PE's, by rank (the bootstrap's allgather).
+pub type Allgather<'a> = dyn FnMut(&[u8]) -> crate::error::Result<Vec<Vec<u8>>> + 'a;
+
 /// Connects `transport` and registers `segments` with it, exchanging addresses and remote keys
 /// through `allgather` (every PE contributes bytes and receives every PE's, by rank), then
 /// builds its table. Collective: every PE of the job calls it with the same segments.
 pub fn start(
     mut transport: Box<dyn Transport>,
     segments: &[LocalSegment],
-    allgather: &mut dyn FnMut(&[u8]) -> crate::error::Result<Vec<Vec<u8>>>,
+    allgather: &mut Allgather<'_>,
 ) -> crate::error::Result<Started> {
     let addresses = allgather(&transport.address())?;
     transport.connect(&addresses)?;

@@ -10,8 +10,24 @@ use std::mem::{offset_of, size_of};
 /// Operations this mirror knows (`SHMEM_TRANSPORT_OPS_VERSION`).
 pub const VERSION: u32 = 1;
 
-type Put = unsafe extern "C" fn(*mut c_void, *const c_void, c_int, c_int, u64, *const c_void, usize) -> c_int;
-type Get = unsafe extern "C" fn(*mut c_void, *const c_void, c_int, c_int, u64, *mut c_void, usize) -> c_int;
+type Put = unsafe extern "C" fn(
+    *mut c_void,
+    *const c_void,
+    c_int,
+    c_int,
+    u64,
+    *const c_void,
+    usize,
+) -> c_int;
+type Get = unsafe extern "C" fn(
+    *mut c_void,
+    *const c_void,
+    c_int,
+    c_int,
+    u64,
+    *mut c_void,
+    usize,
+) -> c_int;
 type Amo = unsafe extern "C" fn(
     *mut c_void,
     *const c_void,
@@ -195,7 +211,14 @@ unsafe extern "C" fn put_nbi(
     // SAFETY: OpenSHMEM's contract for a non-blocking put: the program keeps `source` unchanged
     // until quiet on the context.
     let r = (|| unsafe {
-        t.put_nbi(Ctx::from_raw(ctx), peer(pe)?, segment(seg)?, offset, source.cast(), n)
+        t.put_nbi(
+            Ctx::from_raw(ctx),
+            peer(pe)?,
+            segment(seg)?,
+            offset,
+            source.cast(),
+            n,
+        )
     })();
     status(t, "put_nbi", pe, r)
 }
@@ -214,7 +237,14 @@ unsafe extern "C" fn get_nbi(
     // SAFETY: OpenSHMEM's contract for a non-blocking get: the program leaves `dest` alone
     // until quiet on the context.
     let r = (|| unsafe {
-        t.get_nbi(Ctx::from_raw(ctx), peer(pe)?, segment(seg)?, offset, dest.cast(), n)
+        t.get_nbi(
+            Ctx::from_raw(ctx),
+            peer(pe)?,
+            segment(seg)?,
+            offset,
+            dest.cast(),
+            n,
+        )
     })();
     status(t, "get_nbi", pe, r)
 }
