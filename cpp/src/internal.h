@@ -100,10 +100,11 @@ SHMEM_HOT_INLINE char *remote(const char *call, const char *arg, const void *add
     return to;
 }
 
-// Whether `pe` (a valid PE) is reached through the transport rather than mapped here: one
-// byte of the job state, the same every call to that PE, so the branch is predicted.
+// Whether `pe` (a valid PE) is reached through the transport rather than mapped here. Without
+// a transport (every PE mapped) one load of the job state, next to those remote() made, and a
+// branch that always goes the same way; with one, also the peer's reach byte.
 SHMEM_HOT_INLINE bool through_transport(int pe) {
-    return SHMEM_UNLIKELY(g.reach[pe] != SHMEM_JOB_REACH_MAPPED);
+    return SHMEM_UNLIKELY(g.transport != nullptr) && g.reach[pe] != SHMEM_JOB_REACH_MAPPED;
 }
 
 // The transport path (transport.cpp), taken for PEs marked SHMEM_JOB_REACH_TRANSPORT. `addr` is
