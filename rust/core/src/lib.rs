@@ -1,7 +1,8 @@
 //! shmem-core: the runtime behind `libshmem.so`.
 //!
-//! It owns every decision about a job: who the PEs are (bootstrap), where the symmetric heap
-//! lives and how peers map it (heap), how global and static variables become symmetric
+//! It owns every decision about a job: who the PEs are (bootstrap), which memory holds
+//! symmetric data and how the PEs of a node reach each other's (device), how the symmetric heap
+//! is laid out and carved (heap), how global and static variables become symmetric
 //! (static_data), and how PEs wait for each other (sync). The C++ facade reaches it only
 //! through the cxx bridge in [`ffi`]; the per-call data path (put, get, atomics) runs in the
 //! facade on the addresses this crate hands out and never calls back in here.
@@ -13,6 +14,7 @@
 //! never by linking this crate a second time.
 
 pub mod bootstrap;
+mod device;
 pub mod env;
 pub mod error;
 mod ffi;

@@ -1,6 +1,7 @@
 //! Shared-memory files and their mappings: the only place the runtime creates, sizes and maps
 //! memory or views mapped bytes as atomics. Every unsafe block here says why it is sound.
-//! Nothing here decides layout; `heap` does.
+//! Nothing here decides layout (`heap` does) or which memory a segment lives in (`device`
+//! does; its host device is built on these files).
 
 use crate::error::{Error, Result};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -130,6 +131,18 @@ impl Mapping {
         self.ptr as usize
     }
 
+    /// Length of the mapping in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Fills `len` bytes at `offset` with `byte`.
+    pub fn fill(&self, offset: usize, byte: u8, len: usize) {
+        assert!(offset.checked_add(len).is_some_and(|end| end <= self.len));
+        // SAFETY: the range lies inside the live, writable mapping (checked above).
+        unsafe { std::ptr::write_bytes((self.ptr as *mut u8).add(offset), byte, len) }
+    }
+
     /// The 8-byte word at `offset` as an atomic.
     ///
     /// Panics if the word does not lie inside the mapping or is misaligned.
@@ -142,13 +155,6 @@ impl Mapping {
         // mapping is page-aligned), and shared memory is only ever accessed atomically at
         // these control-word offsets, so an AtomicU64 view is valid for the borrow of self.
         unsafe { &*((self.ptr as *const u8).add(offset) as *const AtomicU64) }
-    }
-
-    /// Fills `len` bytes at `offset` with zeros.
-    pub fn zero(&self, offset: usize, len: usize) {
-        assert!(offset.checked_add(len).is_some_and(|end| end <= self.len));
-        // SAFETY: the range lies inside the live, writable mapping (checked above).
-        unsafe { std::ptr::write_bytes((self.ptr as *mut u8).add(offset), 0, len) }
     }
 
     /// Copies `len` bytes from `src` to `dst`, both offsets inside this mapping.
@@ -185,7 +191,7 @@ mod tests {
         assert_ne!(a.addr(), b.addr());
         a.atomic_u64(64).store(0xdead_beef, Ordering::Release);
         assert_eq!(b.atomic_u64(64).load(Ordering::Acquire), 0xdead_beef);
-        b.zero(64, 8);
+        b.fill(64, 0, 8);
         assert_eq!(a.atomic_u64(64).load(Ordering::Acquire), 0);
     }
 

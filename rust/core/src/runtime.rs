@@ -9,6 +9,7 @@ use crate::bootstrap::launch::{self, Launch};
 use crate::bootstrap::node::{self, Meeting, NodeJob};
 use crate::bootstrap::tls::{self, Trust};
 use crate::bootstrap::{locality, rendezvous, uniqueid, BootstrapError, Client};
+use crate::device::host::Host;
 use crate::env::{self, Config};
 use crate::error::{Error, Result};
 use crate::heap::{self, Heap};
@@ -349,7 +350,14 @@ fn start(
         }
     }
     let heap_size = job.as_ref().map_or(config.symmetric_size, |j| j.heap_size);
-    let heap = Heap::create(my_pe, n_pes, heap_size, store.as_ref(), timeouts.create)?;
+    let heap = Heap::create(
+        Box::new(Host),
+        my_pe,
+        n_pes,
+        heap_size,
+        store.as_ref(),
+        timeouts.create,
+    )?;
     STATUS.store(STATUS_SHM_CREATED, Ordering::Release);
     let static_data = static_data::exchange(store.as_ref(), my_pe, n_pes, timeouts.create)?;
     let transport = start_transport(
@@ -692,7 +700,7 @@ impl Runtime {
             .with_allocator(|a| a.alloc(len, align))
             .map_err(|e| Error::Heap(heap::describe(call, &e, self.heap.size())))?;
         if zero {
-            self.heap.local().zero(heap::RESERVED + off, len);
+            self.heap.zero(off, len)?;
         }
         Ok(self.heap.user_base(self.my_pe) + off)
     }
@@ -733,11 +741,7 @@ impl Runtime {
         let old_len = self.heap.with_allocator(|a| a.block_len(off)).unwrap_or(0);
         let new_addr = self.alloc_local(call, len, alloc_align(off), false)?;
         let new_off = new_addr - self.heap.user_base(self.my_pe);
-        self.heap.local().copy_within(
-            heap::RESERVED + off,
-            heap::RESERVED + new_off,
-            old_len.min(len),
-        );
+        self.heap.copy(off, new_off, old_len.min(len))?;
         self.heap
             .with_allocator(|a| a.free(off))
             .map_err(|e| self.bad_block(call, addr, &e))?;

@@ -9,15 +9,22 @@
 //! hands the memfd to every peer, maps theirs, and decides for the whole job whether static
 //! targets are symmetric: only if every PE moved its data and all run the same executable.
 //!
+//! The range is a segment of the host device whatever device holds the heap: the program's
+//! globals are in host memory, and they stay at the addresses the loader gave them, so this
+//! module maps its own range in place itself and only the export and the peers' imports go
+//! through [`crate::device::host`].
+//!
 //! It must never move anything once user code may run concurrently (so never from `init`, and
 //! by default not when libshmem arrives by `dlopen`), never fail loudly in the constructor (a
 //! failure becomes the reason static targets are refused), and never allocate, lock or log in
 //! the fork handlers (they run inside fork, the child's in a child of a threaded process).
 
 use crate::bootstrap::Client;
+use crate::device::host::Host;
+use crate::device::{self, Device, Placement};
 use crate::error::{Error, Result};
-use crate::mapping::{self, Mapping};
-use rustix::fd::{AsFd, AsRawFd, OwnedFd};
+use crate::mapping;
+use rustix::fd::{AsRawFd, OwnedFd};
 use std::ffi::{c_void, CStr};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
@@ -840,7 +847,7 @@ pub struct StaticData {
     /// Why static data is not symmetric ("" when it is).
     pub off_reason: String,
     /// The peers' ranges, unmapped on drop.
-    _maps: Vec<Mapping>,
+    _maps: Vec<device::Segment>,
 }
 
 /// Exchanges static-data files with every PE (collective, right after the heap exchange) and
@@ -911,12 +918,17 @@ pub fn exchange(
             bases[my_pe] = base;
             let mut maps = Vec::new();
             if let Some(store) = store {
-                store.put_fd(&format!("data/{my_pe}"), fd.as_fd())?;
-                // Every PE's descriptor in one round trip (this PE's own comes back too).
-                let all = (store.gather_fds("data/", n_pes as u32, timeout))
-                    .map_err(|e| e.unshared("its global and static variables"))?;
-                for (pe, theirs) in all.into_iter().enumerate().filter(|(pe, _)| *pe != my_pe) {
-                    let len = mapping::file_len(theirs.as_fd())?;
+                let exports = device::exchange(
+                    store,
+                    "data/",
+                    my_pe,
+                    n_pes,
+                    Host.export_fd(fd)?,
+                    "its global and static variables",
+                    timeout,
+                )?;
+                for (pe, theirs) in exports.iter().enumerate().filter(|(pe, _)| *pe != my_pe) {
+                    let len = Host.exported_len(theirs)?;
                     if len != size {
                         return Err(Error::Mismatch {
                             pe: pe as i32,
@@ -925,9 +937,9 @@ pub fn exchange(
                             ),
                         });
                     }
-                    let map = Mapping::map_shared(&theirs, size)?;
-                    bases[pe] = map.addr();
-                    maps.push(map);
+                    let segment = Host.import(theirs, Placement::Anywhere)?;
+                    bases[pe] = segment.addr();
+                    maps.push(segment);
                 }
             }
             tracing::debug!("global and static variables are symmetric: {size} bytes at {base:#x}");
@@ -945,6 +957,7 @@ pub fn exchange(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mapping::Mapping;
 
     const RW: u32 = libc::PF_R | libc::PF_W;
     const PAGE: usize = 4096;

@@ -147,8 +147,6 @@ impl std::fmt::Debug for Server {
 /// State every connection thread shares.
 struct Shared {
     state: Mutex<State>,
-    /// Signalled whenever a key is written, for GET and GET_FD waiters.
-    written: Condvar,
     /// Job id a HELLO must carry ("" accepts any).
     job: String,
     /// The job id is a secret (a unique id's): a connection from the listening socket joins
@@ -300,9 +298,54 @@ impl RefusalLog {
 /// clients (DELETE_PREFIX).
 struct State {
     entries: HashMap<String, Entry>,
+    /// Who waits for which absent key: a write wakes only that key's waiters, so a start-up
+    /// where N PEs each write once while N wait costs O(N) wake-ups, not N x N.
+    waiters: HashMap<String, KeyWaiters>,
+    /// Times a waiting connection thread woke up, for any reason: what waiting costs.
+    wakeups: usize,
     /// Indexed by rank; `None` until [`Server::serve_unix`] is called for that rank, or a
     /// connection from [`Server::serve_accepted`] says HELLO as that rank.
     peers: Vec<Option<PeerStatus>>,
+}
+
+/// The connection threads waiting for one key, and the condition variable they wait on
+/// (always with [`Shared::state`]'s lock).
+struct KeyWaiters {
+    written: Arc<Condvar>,
+    count: usize,
+}
+
+impl State {
+    /// Stores `entry` under `key` and wakes the threads waiting for that key, and no other.
+    fn put(&mut self, key: String, entry: Entry) {
+        if let Some(waiters) = self.waiters.get(&key) {
+            waiters.written.notify_all();
+        }
+        self.entries.insert(key, entry);
+    }
+
+    /// Registers one waiter for `key`; returns what to wait on. Pair with [`State::unwait`].
+    fn wait_on(&mut self, key: &str) -> Arc<Condvar> {
+        let waiters = self
+            .waiters
+            .entry(key.to_string())
+            .or_insert_with(|| KeyWaiters {
+                written: Arc::new(Condvar::new()),
+                count: 0,
+            });
+        waiters.count += 1;
+        Arc::clone(&waiters.written)
+    }
+
+    /// Withdraws one waiter for `key` registered by [`State::wait_on`].
+    fn unwait(&mut self, key: &str) {
+        if let Some(waiters) = self.waiters.get_mut(key) {
+            waiters.count -= 1;
+            if waiters.count == 0 {
+                self.waiters.remove(key);
+            }
+        }
+    }
 }
 
 /// One stored value. Shared so that a reply can be sent after the lock is released.
@@ -337,9 +380,10 @@ impl Server {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 entries: HashMap::new(),
+                waiters: HashMap::new(),
+                wakeups: 0,
                 peers: vec![None; n_pes as usize],
             }),
-            written: Condvar::new(),
             job: job.to_string(),
             secret,
             tcp_open: AtomicUsize::new(0),
@@ -684,6 +728,12 @@ impl Server {
         self.shared.requests.load(Ordering::Relaxed)
     }
 
+    /// Times a connection thread waiting for a key woke up so far: with one wake-up list per
+    /// key, about one per key waited for, however many other keys are written meanwhile.
+    pub fn wakeups(&self) -> usize {
+        self.shared.lock().wakeups
+    }
+
     /// Size of the job this store serves.
     pub fn n_pes(&self) -> u32 {
         self.n_pes
@@ -755,15 +805,15 @@ impl Shared {
     }
 
     fn insert(&self, key: String, entry: Entry) {
-        self.lock().entries.insert(key, entry);
-        self.written.notify_all();
+        self.lock().put(key, entry);
     }
 
     /// Waits until the keys `prefix0` .. `prefix{count-1}` all exist or `timeout` passes (an
     /// unrepresentable deadline waits forever). Returns their entries in index order, or the
-    /// indices still absent at the timeout. Each wake-up looks only at the first key not seen
-    /// yet, so a whole wait costs `count` lookups plus one per write: a gather by every PE of
-    /// a job is O(N) work for each. A key seen and later removed still counts as seen.
+    /// indices still absent at the timeout. It waits only for the first key not seen yet and
+    /// is woken only by writes of that key, so a whole wait costs `count` lookups and about
+    /// `count` wake-ups: a gather by every PE of a job is O(N) work for each. A key seen and
+    /// later removed still counts as seen.
     fn wait_for_all(
         &self,
         prefix: &str,
@@ -787,22 +837,14 @@ impl Shared {
             if got.len() == count as usize {
                 return Ok(got);
             }
-            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            state = match left {
-                None => self.written.wait(state).unwrap_or_else(|e| e.into_inner()),
-                Some(left) if left.is_zero() => {
-                    let missing = (got.len() as u32..count)
-                        .filter(|i| !state.entries.contains_key(&format!("{prefix}{i}")))
-                        .collect();
-                    return Err(missing);
-                }
-                Some(left) => {
-                    self.written
-                        .wait_timeout(state, left)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
-                }
-            };
+            let in_time;
+            (state, in_time) = Self::wait_key(state, &key, deadline);
+            if !in_time {
+                let missing = (got.len() as u32..count)
+                    .filter(|i| !state.entries.contains_key(&format!("{prefix}{i}")))
+                    .collect();
+                return Err(missing);
+            }
         }
     }
 
@@ -814,20 +856,40 @@ impl Shared {
             if let Some(entry) = state.entries.get(key) {
                 return Some(entry.clone());
             }
-            state = match deadline {
-                None => self.written.wait(state).unwrap_or_else(|e| e.into_inner()),
-                Some(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return None;
-                    }
-                    self.written
-                        .wait_timeout(state, left)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
-                }
-            };
+            let in_time;
+            (state, in_time) = Self::wait_key(state, key, deadline);
+            if !in_time {
+                return None;
+            }
         }
+    }
+
+    /// Sleeps, with the state's lock released meanwhile, until `key` is written or `deadline`
+    /// passes (`None`: never); a write of any other key does not wake it. Returns the lock
+    /// again and whether the deadline had not passed on entry (the caller looks again either
+    /// way: a wake-up may be spurious, and the key may have come as time ran out).
+    fn wait_key<'a>(
+        mut state: MutexGuard<'a, State>,
+        key: &str,
+        deadline: Option<Instant>,
+    ) -> (MutexGuard<'a, State>, bool) {
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        if left.is_some_and(|left| left.is_zero()) {
+            return (state, false);
+        }
+        let written = state.wait_on(key);
+        state = match left {
+            None => written.wait(state).unwrap_or_else(|e| e.into_inner()),
+            Some(left) => {
+                written
+                    .wait_timeout(state, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0
+            }
+        };
+        state.unwait(key);
+        state.wakeups += 1;
+        (state, true)
     }
 }
 
@@ -1267,15 +1329,12 @@ impl Connection {
                     old.map(|old| {
                         let new = old.wrapping_add(delta);
                         let bytes: Arc<[u8]> = new.to_le_bytes().into();
-                        state.entries.insert(key, Entry::Bytes(bytes));
+                        state.put(key, Entry::Bytes(bytes));
                         new
                     })
                 };
                 match result {
-                    Ok(new) => {
-                        self.shared.written.notify_all();
-                        Next::Reply(Reply::Counter(new), None)
-                    }
+                    Ok(new) => Next::Reply(Reply::Counter(new), None),
                     Err(message) => Next::Reply(Reply::Error(message), None),
                 }
             }
@@ -1309,15 +1368,12 @@ impl Connection {
                     };
                     if current.as_deref() == expected.as_deref() {
                         let stored: Arc<[u8]> = desired.into();
-                        state.entries.insert(key, Entry::Bytes(Arc::clone(&stored)));
+                        state.put(key, Entry::Bytes(Arc::clone(&stored)));
                         (true, Some(stored))
                     } else {
                         (false, current)
                     }
                 };
-                if swapped {
-                    self.shared.written.notify_all();
-                }
                 match wire::swapped_reply_head(swapped, current.as_ref().map(|v| v.len())) {
                     Ok(head) => Next::Stream {
                         name: "SWAPPED",
@@ -1346,15 +1402,12 @@ impl Connection {
                         let mut joined = Vec::with_capacity(len);
                         joined.extend_from_slice(&old);
                         joined.extend_from_slice(&value);
-                        state.entries.insert(key, Entry::Bytes(joined.into()));
+                        state.put(key, Entry::Bytes(joined.into()));
                         Ok(len)
                     })
                 };
                 match result {
-                    Ok(len) => {
-                        self.shared.written.notify_all();
-                        Next::Reply(Reply::Counter(len as i64), None)
-                    }
+                    Ok(len) => Next::Reply(Reply::Counter(len as i64), None),
                     Err(message) => Next::Reply(Reply::Error(message), None),
                 }
             }
@@ -1628,6 +1681,57 @@ mod tests {
             served <= 5 * n as usize + 1,
             "{served} requests for {n} PEs"
         );
+    }
+
+    #[test]
+    fn a_write_wakes_only_the_waiters_of_its_key() {
+        let n = 8;
+        let (server, _events, mut ends) = job(n + 1);
+        let writer = Client::connect_inherited(ends.pop().unwrap(), n, n + 1, T).unwrap();
+        let handles: Vec<_> = (ends.into_iter().enumerate())
+            .map(|(rank, fd)| {
+                thread::spawn(move || {
+                    let rank = rank as u32;
+                    let c = Client::connect_inherited(fd, rank, n + 1, T).unwrap();
+                    let key = if rank % 2 == 0 { "gets/" } else { "gathers/" };
+                    if rank % 2 == 0 {
+                        assert_eq!(c.get(&format!("{key}{rank}"), T).unwrap(), [rank as u8]);
+                    } else {
+                        let all = c.gather(&format!("{key}{rank}/"), 2, T).unwrap();
+                        assert_eq!(all, [[rank as u8], [rank as u8 + 1]]);
+                    }
+                })
+            })
+            .collect();
+        let start = Instant::now();
+        while server.shared.lock().waiters.len() < n as usize {
+            assert!(start.elapsed() < T, "the waiters never started waiting");
+            thread::sleep(Duration::from_millis(1));
+        }
+        for i in 0..50 {
+            writer.set(&format!("other/{i}"), b"x").unwrap();
+            writer.add("counter", 1).unwrap();
+        }
+        for rank in 0..n {
+            if rank % 2 == 0 {
+                writer.set(&format!("gets/{rank}"), &[rank as u8]).unwrap();
+            } else {
+                writer
+                    .set(&format!("gathers/{rank}/0"), &[rank as u8])
+                    .unwrap();
+                writer
+                    .set(&format!("gathers/{rank}/1"), &[rank as u8 + 1])
+                    .unwrap();
+            }
+        }
+        for h in handles {
+            h.join().unwrap();
+        }
+        // One wake-up per key waited for (n / 2 GETs, two keys per gather); a few spurious
+        // ones are allowed. Waking every waiter on every write would be about 100 x n.
+        let wakeups = server.wakeups();
+        assert!(wakeups <= 3 * n as usize / 2 + 4, "{wakeups} wake-ups");
+        assert!(server.shared.lock().waiters.is_empty());
     }
 
     #[test]

@@ -1,19 +1,21 @@
 //! The symmetric heap of this PE and the mappings of its peers' heaps on the same node.
 //!
-//! Layout of every PE's heap file (one memfd per PE, mapped by every PE of the node):
+//! Where the heap's memory lives is the [`Device`]'s business (today the host device: one
+//! memfd per PE); this module owns the layout and the allocator. Layout of every PE's heap
+//! segment (exported to and imported by every PE of the node):
 //! `[0, RESERVED)` holds the runtime's synchronisation words (barrier flags, then one area per
 //! team slot that the facade's team collectives use);
 //! `[RESERVED, RESERVED + size)` is the user heap that `shmem_malloc` carves. A remote address is
 //! `peer_base[pe] + (addr - my_base)`. Allocation is collective and deterministic (see
-//! [`alloc`]); this module never touches the store beyond the one-time descriptor exchange.
+//! [`alloc`]); this module never touches the store beyond the one-time exchange of the segments' exports.
 
 pub mod alloc;
 
 use crate::bootstrap::Client;
+use crate::device::{self, Device, Placement, Segment};
 use crate::error::{Error, Result};
-use crate::mapping::{self, Mapping};
+use crate::mapping::Mapping;
 use alloc::{AllocError, Allocator};
-use rustix::fd::AsFd;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -56,8 +58,11 @@ const _: () = assert!(BARRIER_STATE + 64 <= TEAM_AREAS);
 #[derive(Debug)]
 pub struct Heap {
     my_pe: usize,
-    /// Mapping of each PE's heap file, indexed by PE (this PE's own heap included).
-    maps: Vec<Mapping>,
+    /// Where the segments live.
+    device: Box<dyn Device>,
+    /// Each PE's heap segment as reachable here, indexed by PE (this PE's own, allocated here,
+    /// included).
+    segments: Vec<Segment>,
     /// Usable bytes of the user part.
     size: usize,
     allocator: Mutex<Allocator>,
@@ -90,15 +95,25 @@ fn address_space_hint(e: Error, n_pes: usize, size: usize) -> Error {
 }
 
 impl Heap {
-    /// Creates this PE's heap of `size` user bytes and, with a store, exchanges heap files with
-    /// every peer and maps theirs.
+    /// Creates this PE's heap of `size` user bytes on `device` and, with a store, exchanges
+    /// heap segments with every peer and imports theirs.
     pub fn create(
+        device: Box<dyn Device>,
         my_pe: usize,
         n_pes: usize,
         size: usize,
         store: Option<&Client>,
         timeout: Duration,
     ) -> Result<Heap> {
+        if !device.cpu_accessible() {
+            // The barrier words and team areas live in the reserved prefix, which the CPU
+            // must reach until they have a host segment of their own.
+            return Err(Error::Heap(format!(
+                "the {} device's memory is not CPU-accessible, and the runtime's \
+                 synchronisation words live in the symmetric heap",
+                device.name()
+            )));
+        }
         let size = size
             .checked_add(PAGE - 1)
             .map(|s| s & !(PAGE - 1))
@@ -112,49 +127,62 @@ impl Heap {
             value: size.to_string(),
             reason: "too large".into(),
         })?;
-        let own = mapping::memfd(&format!("shmem-heap-pe{my_pe}"), total)?;
-        let mut maps = Vec::with_capacity(n_pes);
         let no_room = |e| address_space_hint(e, n_pes, size);
-        match store {
-            None => maps.push(
-                Mapping::map_shared_aligned(&own, total, USER_BASE_ALIGN, RESERVED)
-                    .map_err(no_room)?,
-            ),
-            Some(store) => {
-                store.put_fd(&format!("heap/{my_pe}"), own.as_fd())?;
-                // Every PE's descriptor in one round trip (this PE's own comes back too).
-                let fds = (store.gather_fds("heap/", n_pes as u32, timeout))
-                    .map_err(|e| e.unshared("its symmetric heap"))?;
-                for (pe, fd) in fds.into_iter().enumerate() {
-                    if pe == my_pe {
-                        maps.push(
-                            Mapping::map_shared_aligned(&own, total, USER_BASE_ALIGN, RESERVED)
-                                .map_err(no_room)?,
-                        );
-                        continue;
-                    }
-                    let len = mapping::file_len(fd.as_fd())?;
-                    if len != total {
-                        return Err(Error::Mismatch {
-                            pe: pe as i32,
-                            what: format!(
-                                "symmetric heap is {} bytes there and {} here; \
-                                 SHMEM_SYMMETRIC_SIZE must be the same on every PE",
-                                len.saturating_sub(RESERVED),
-                                size
-                            ),
-                        });
-                    }
-                    maps.push(Mapping::map_shared(&fd, total).map_err(no_room)?);
-                }
-            }
-        }
-        Ok(Heap {
+        let own = Placement::Aligned {
+            align: USER_BASE_ALIGN,
+            skew: RESERVED,
+        };
+        let mine = device
+            .allocate(&format!("shmem-heap-pe{my_pe}"), total, own)
+            .map_err(no_room)?;
+        let Some(store) = store else {
+            return Ok(Heap::new(device, my_pe, vec![mine], size));
+        };
+        let exports = device::exchange(
+            store,
+            "heap/",
             my_pe,
-            maps,
+            n_pes,
+            device.export(&mine)?,
+            "its symmetric heap",
+            timeout,
+        )?;
+        let mut segments = Vec::with_capacity(n_pes);
+        let mut mine = Some(mine);
+        for (pe, export) in exports.iter().enumerate() {
+            if pe == my_pe {
+                segments.extend(mine.take());
+                continue;
+            }
+            let len = device.exported_len(export)?;
+            if len != total {
+                return Err(Error::Mismatch {
+                    pe: pe as i32,
+                    what: format!(
+                        "symmetric heap is {} bytes there and {} here; \
+                         SHMEM_SYMMETRIC_SIZE must be the same on every PE",
+                        len.saturating_sub(RESERVED),
+                        size
+                    ),
+                });
+            }
+            segments.push(
+                device
+                    .import(export, Placement::Anywhere)
+                    .map_err(no_room)?,
+            );
+        }
+        Ok(Heap::new(device, my_pe, segments, size))
+    }
+
+    fn new(device: Box<dyn Device>, my_pe: usize, segments: Vec<Segment>, size: usize) -> Heap {
+        Heap {
+            my_pe,
+            device,
+            segments,
             size,
             allocator: Mutex::new(Allocator::new(size)),
-        })
+        }
     }
 
     /// Usable user bytes per PE.
@@ -164,17 +192,34 @@ impl Heap {
 
     /// Address of the first user byte of `pe`'s heap as mapped in this process.
     pub fn user_base(&self, pe: usize) -> usize {
-        self.maps[pe].addr() + RESERVED
+        self.segments[pe].addr() + RESERVED
     }
 
-    /// Mapping of `pe`'s whole heap file (reserved part included).
+    /// The CPU's mapping of `pe`'s whole heap segment (reserved part included).
     pub fn map(&self, pe: usize) -> &Mapping {
-        &self.maps[pe]
+        // `create` accepts only a CPU-accessible device, and such a device gives every
+        // segment a CPU mapping (the contract of `Device::cpu_accessible`).
+        self.segments[pe]
+            .cpu()
+            .expect("heap segments of a CPU-accessible device are mapped")
     }
 
     /// This PE's own mapping.
     pub fn local(&self) -> &Mapping {
-        &self.maps[self.my_pe]
+        self.map(self.my_pe)
+    }
+
+    /// Zeroes `len` bytes at offset `off` of this PE's user heap.
+    pub fn zero(&self, off: usize, len: usize) -> Result<()> {
+        let own = &self.segments[self.my_pe];
+        self.device.set(own, RESERVED + off, 0, len)
+    }
+
+    /// Copies `len` bytes from user-heap offset `src` to `dst` in this PE's heap (the ranges
+    /// may overlap).
+    pub fn copy(&self, src: usize, dst: usize, len: usize) -> Result<()> {
+        let own = &self.segments[self.my_pe];
+        self.device.copy(own, RESERVED + src, RESERVED + dst, len)
     }
 
     /// Offset in the user heap of a local address, if it lies inside it.
@@ -192,25 +237,42 @@ impl Heap {
     }
 }
 
+impl Drop for Heap {
+    fn drop(&mut self) {
+        for segment in self.segments.drain(..).rev() {
+            if let Err(e) = self.device.free(segment) {
+                tracing::warn!("freeing a symmetric heap segment: {e}");
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 impl Heap {
     /// The heaps of an `n_pes`-PE job living in this one process, as each PE sees them (PE i's
     /// view maps every PE's file), with `size` user bytes each: for tests of the barrier and
     /// other code on the reserved words, one thread per PE.
     pub(crate) fn in_process(n_pes: usize, size: usize) -> Vec<Heap> {
+        let host = crate::device::host::Host;
         let total = RESERVED + size;
-        let files: Vec<_> = (0..n_pes)
-            .map(|pe| mapping::memfd(&format!("shmem-test-heap-pe{pe}"), total).unwrap())
+        let first: Vec<Segment> = (0..n_pes)
+            .map(|pe| {
+                host.allocate(
+                    &format!("shmem-test-heap-pe{pe}"),
+                    total,
+                    Placement::Anywhere,
+                )
+                .unwrap()
+            })
             .collect();
+        let exports: Vec<_> = first.iter().map(|s| host.export(s).unwrap()).collect();
         (0..n_pes)
-            .map(|my_pe| Heap {
-                my_pe,
-                maps: files
+            .map(|my_pe| {
+                let segments = exports
                     .iter()
-                    .map(|fd| Mapping::map_shared(fd, total).unwrap())
-                    .collect(),
-                size,
-                allocator: Mutex::new(Allocator::new(size)),
+                    .map(|e| host.import(e, Placement::Anywhere).unwrap())
+                    .collect();
+                Heap::new(Box::new(host), my_pe, segments, size)
             })
             .collect()
     }
@@ -231,5 +293,104 @@ pub fn describe(call: &str, err: &AllocError, heap_size: usize) -> String {
         AllocError::NotABlock { offset } => {
             format!("{call}: address at heap offset {offset} is not the start of a symmetric block")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::Export;
+    use std::sync::atomic::Ordering;
+
+    /// A device whose memory the CPU may not touch, allocating nothing.
+    #[derive(Debug)]
+    struct Remote;
+
+    impl Device for Remote {
+        fn name(&self) -> &'static str {
+            "remote"
+        }
+        fn cpu_accessible(&self) -> bool {
+            false
+        }
+        fn allocate(&self, _: &str, len: usize, _: Placement) -> Result<Segment> {
+            Ok(Segment::unmapped(1 << 40, len, Box::new(())))
+        }
+        fn export(&self, _: &Segment) -> Result<Export> {
+            Ok(Export::default())
+        }
+        fn exported_len(&self, _: &Export) -> Result<usize> {
+            Ok(0)
+        }
+        fn import(&self, _: &Export, _: Placement) -> Result<Segment> {
+            unreachable!()
+        }
+        fn free(&self, _: Segment) -> Result<()> {
+            Ok(())
+        }
+        fn set(&self, _: &Segment, _: usize, _: u8, _: usize) -> Result<()> {
+            unreachable!()
+        }
+        fn copy(&self, _: &Segment, _: usize, _: usize, _: usize) -> Result<()> {
+            unreachable!()
+        }
+    }
+
+    #[test]
+    fn a_heap_on_memory_the_cpu_cannot_reach_is_refused_by_name() {
+        let e = Heap::create(
+            Box::new(Remote),
+            0,
+            1,
+            1 << 20,
+            None,
+            Duration::from_secs(1),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("remote device") && e.contains("not CPU-accessible"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_single_pe_heap_is_aligned_zeroes_and_copies_through_its_device() {
+        let heap = Heap::create(
+            Box::new(crate::device::host::Host),
+            0,
+            1,
+            5000,
+            None,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        assert_eq!(heap.size(), 8192, "rounded up to pages");
+        assert_eq!(heap.user_base(0) % USER_BASE_ALIGN, 0);
+        let word = |off: usize| heap.local().atomic_u64(RESERVED + off);
+        word(64).store(7, Ordering::Relaxed);
+        heap.copy(64, 4096, 8).unwrap();
+        assert_eq!(word(4096).load(Ordering::Relaxed), 7);
+        heap.zero(64, 8).unwrap();
+        assert_eq!(word(64).load(Ordering::Relaxed), 0);
+        assert!(heap.zero(8190, 8).is_err(), "past the user heap's segment");
+        assert_eq!(heap.offset_of(heap.user_base(0) + 100), Some(100));
+    }
+
+    #[test]
+    fn in_process_views_share_each_pes_segment() {
+        let heaps = Heap::in_process(3, 4096);
+        heaps[1]
+            .local()
+            .atomic_u64(RESERVED)
+            .store(11, Ordering::Release);
+        for view in &heaps {
+            assert_eq!(view.map(1).atomic_u64(RESERVED).load(Ordering::Acquire), 11);
+        }
+        heaps[1].zero(0, 8).unwrap();
+        assert_eq!(
+            heaps[2].map(1).atomic_u64(RESERVED).load(Ordering::Acquire),
+            0
+        );
     }
 }

@@ -1,0 +1,202 @@
+//! Devices: where symmetric memory lives. A [`Device`] allocates this PE's segment, exports it
+//! for the PEs of its node (opaque bytes plus node-local handles such as file descriptors),
+//! imports a peer's export, sets and copies bytes inside a segment, and says whether the CPU
+//! may load and store its memory. The heap and the static data hold segments; they decide
+//! layout, the device decides only placement and access.
+//!
+//! [`host`] (shared-memory files in host memory) is the only device today; an NPU or GPU device
+//! is another file in this folder implementing the same trait. Nothing here talks to the store
+//! beyond [`exchange`], which moves exports between the PEs of a node.
+
+pub mod host;
+
+use crate::bootstrap::Client;
+use crate::error::{Error, Result};
+use crate::mapping::Mapping;
+use rustix::fd::{AsFd, OwnedFd};
+use std::any::Any;
+use std::fmt;
+use std::time::Duration;
+
+/// Where a segment is placed in this process's address space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Wherever the device (or the kernel) picks.
+    Anywhere,
+    /// At an address `a` with `a + skew` a multiple of `align` (a power of two, at least a
+    /// page), so that an offset inside the segment can carry an alignment of up to `align`.
+    Aligned {
+        /// The alignment of `a + skew`.
+        align: usize,
+        /// Bytes from the segment's start to the aligned point.
+        skew: usize,
+    },
+}
+
+/// A segment as another PE of the node can import it. Its shape (how many handles, whether
+/// there are bytes) is fixed per device kind, so every PE of a job makes the same exchange calls.
+#[derive(Debug, Default)]
+pub struct Export {
+    /// Device-defined description (a memory handle, a length); empty for the host device.
+    pub bytes: Vec<u8>,
+    /// Node-local handles that travel with the bytes (at most one today; the host device's
+    /// shared-memory file).
+    pub fds: Vec<OwnedFd>,
+}
+
+/// Device-private state that keeps a segment's memory alive (released on drop).
+pub type Backing = Box<dyn Any + Send + Sync>;
+
+/// A block of symmetric memory of one PE, allocated here or imported from a peer. Dropping it
+/// releases this process's hold on it (the memory itself lives until its last holder lets go).
+pub struct Segment {
+    addr: usize,
+    len: usize,
+    /// The CPU's view, when the device allows loads and stores.
+    cpu: Option<Mapping>,
+    /// What the device needs to export the segment again or to release it.
+    backing: Backing,
+}
+
+impl fmt::Debug for Segment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Segment")
+            .field("addr", &format_args!("{:#x}", self.addr))
+            .field("len", &self.len)
+            .field("cpu", &self.cpu.is_some())
+            .finish()
+    }
+}
+
+impl Segment {
+    /// A segment the CPU can load and store through `map`.
+    pub fn mapped(map: Mapping, backing: Backing) -> Segment {
+        Segment {
+            addr: map.addr(),
+            len: map.len(),
+            cpu: Some(map),
+            backing,
+        }
+    }
+
+    /// A segment at device address `addr` that the CPU must not touch.
+    // For devices whose memory the CPU cannot load or store (NPU, GPU); until one is built,
+    // only tests call it.
+    #[allow(dead_code)]
+    pub fn unmapped(addr: usize, len: usize, backing: Backing) -> Segment {
+        Segment {
+            addr,
+            len,
+            cpu: None,
+            backing,
+        }
+    }
+
+    /// First byte of the segment in this process's (or the device's) address space.
+    pub fn addr(&self) -> usize {
+        self.addr
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The CPU's mapping of the segment, when the CPU may load and store it.
+    pub fn cpu(&self) -> Option<&Mapping> {
+        self.cpu.as_ref()
+    }
+
+    /// The device's private state behind the segment.
+    pub fn backing(&self) -> &(dyn Any + Send + Sync) {
+        &*self.backing
+    }
+}
+
+/// Where symmetric memory lives: one implementation per kind of memory (host, NPU, GPU).
+/// Calls that fail say what they were doing; the caller adds which PE and which segment.
+pub trait Device: fmt::Debug + Send + Sync {
+    /// Short name for messages ("host").
+    fn name(&self) -> &'static str;
+
+    /// Whether the CPU may load and store this device's segments (then every segment carries
+    /// a [`Segment::cpu`] mapping).
+    fn cpu_accessible(&self) -> bool;
+
+    /// Allocates this PE's segment of `len` bytes, zero-filled, named `name` for diagnostics.
+    fn allocate(&self, name: &str, len: usize, placement: Placement) -> Result<Segment>;
+
+    /// Describes `segment` (allocated here) for the PEs of this node.
+    fn export(&self, segment: &Segment) -> Result<Export>;
+
+    /// Length in bytes of the segment `export` describes, before importing it (so a mismatch
+    /// is found without mapping anything).
+    fn exported_len(&self, export: &Export) -> Result<usize>;
+
+    /// Makes a peer's exported segment reachable here.
+    fn import(&self, export: &Export, placement: Placement) -> Result<Segment>;
+
+    /// Releases this process's hold on `segment`.
+    fn free(&self, segment: Segment) -> Result<()>;
+
+    /// Sets `len` bytes at `offset` inside `segment` to `byte`.
+    fn set(&self, segment: &Segment, offset: usize, byte: u8, len: usize) -> Result<()>;
+
+    /// Copies `len` bytes from offset `src` to offset `dst` inside `segment` (the ranges may
+    /// overlap).
+    fn copy(&self, segment: &Segment, src: usize, dst: usize, len: usize) -> Result<()>;
+}
+
+/// Checks that `offset..offset+len` lies inside `segment`, naming `what` otherwise.
+pub(crate) fn check_range(segment: &Segment, what: &str, offset: usize, len: usize) -> Result<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= segment.len() => Ok(()),
+        _ => Err(Error::os(
+            format!(
+                "{what}: offset={offset} len={len} outside a segment of {} bytes",
+                segment.len()
+            ),
+            std::io::ErrorKind::InvalidInput,
+        )),
+    }
+}
+
+/// Exchanges every PE's export under `prefix` (collective over the job): this PE's `mine`
+/// goes out, and every PE's comes back indexed by PE (this PE's own included). `whose` names
+/// what is exchanged for the message when a PE never publishes it.
+pub fn exchange(
+    store: &Client,
+    prefix: &str,
+    my_pe: usize,
+    n_pes: usize,
+    mine: Export,
+    whose: &'static str,
+    timeout: Duration,
+) -> Result<Vec<Export>> {
+    if mine.fds.len() > 1 {
+        return Err(Error::os(
+            format!(
+                "exporting {prefix}: {} handles, at most one",
+                mine.fds.len()
+            ),
+            std::io::ErrorKind::InvalidInput,
+        ));
+    }
+    let mut all: Vec<Export> = (0..n_pes).map(|_| Export::default()).collect();
+    if let Some(fd) = mine.fds.first() {
+        store.put_fd(&format!("{prefix}{my_pe}"), fd.as_fd())?;
+        // Every PE's descriptor in one round trip (this PE's own comes back too).
+        let fds =
+            (store.gather_fds(prefix, n_pes as u32, timeout)).map_err(|e| e.unshared(whose))?;
+        for (export, fd) in all.iter_mut().zip(fds) {
+            export.fds.push(fd);
+        }
+    }
+    if !mine.bytes.is_empty() {
+        let bytes = (store.allgather(&mine.bytes, timeout)).map_err(|e| e.unshared(whose))?;
+        for (export, bytes) in all.iter_mut().zip(bytes) {
+            export.bytes = bytes;
+        }
+    }
+    Ok(all)
+}
