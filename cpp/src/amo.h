@@ -15,14 +15,14 @@ namespace shmem::detail {
 constexpr int kOrder = __ATOMIC_SEQ_CST;
 
 // The target element on `pe`: symmetric and naturally aligned (a misaligned atomic would be a
-// split lock, or not atomic at all).
+// split lock, or not atomic at all). nullptr: a transport is in use and the AMO goes through it.
 template <typename T>
 inline T *target(const char *call, const char *arg, const void *dest, int pe) {
     if (SHMEM_UNLIKELY(reinterpret_cast<uintptr_t>(dest) % sizeof(T) != 0)) {
         fail(call, "invalid argument %s=%p: not aligned to its %zu-byte type", arg, dest,
              sizeof(T));
     }
-    return reinterpret_cast<T *>(remote(call, arg, dest, sizeof(T), pe));
+    return reinterpret_cast<T *>(amo_remote(call, arg, dest, sizeof(T), pe));
 }
 
 template <typename T>
@@ -31,8 +31,6 @@ inline T *fetch_buffer(const char *call, T *fetch) {
     return fetch;
 }
 
-// Whether AMOs go through the transport: one load of the job state, the same every call.
-SHMEM_HOT_INLINE bool amo_through_transport() { return SHMEM_UNLIKELY(g.transport != nullptr); }
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the transport table carries an element in the low bytes of a uint64_t");
@@ -54,7 +52,7 @@ __attribute__((noinline)) T amo_via(const char *call, const void *ctx, int op, c
 template <typename T>
 inline T fetch(const char *call, const T *source, int pe, const void *ctx = nullptr) {
     T *p = target<T>(call, "source", source, pe);
-    if (amo_through_transport()) {
+    if (SHMEM_UNLIKELY(p == nullptr)) {
         return amo_via<T>(call, ctx, SHMEM_TRANSPORT_AMO_FETCH, source, T{}, T{}, pe);
     }
     T out;
@@ -65,7 +63,7 @@ inline T fetch(const char *call, const T *source, int pe, const void *ctx = null
 template <typename T>
 inline void set(const char *call, T *dest, T value, int pe, const void *ctx = nullptr) {
     T *p = target<T>(call, "dest", dest, pe);
-    if (amo_through_transport()) {
+    if (SHMEM_UNLIKELY(p == nullptr)) {
         amo_via<T>(call, ctx, SHMEM_TRANSPORT_AMO_SET, dest, value, T{}, pe);
         return;
     }
@@ -75,7 +73,7 @@ inline void set(const char *call, T *dest, T value, int pe, const void *ctx = nu
 template <typename T>
 inline T swap(const char *call, T *dest, T value, int pe, const void *ctx = nullptr) {
     T *p = target<T>(call, "dest", dest, pe);
-    if (amo_through_transport()) {
+    if (SHMEM_UNLIKELY(p == nullptr)) {
         return amo_via<T>(call, ctx, SHMEM_TRANSPORT_AMO_SWAP, dest, value, T{}, pe);
     }
     T out;
@@ -87,7 +85,7 @@ template <typename T>
 inline T compare_swap(const char *call, T *dest, T cond, T value, int pe,
                       const void *ctx = nullptr) {
     T *p = target<T>(call, "dest", dest, pe);
-    if (amo_through_transport()) {
+    if (SHMEM_UNLIKELY(p == nullptr)) {
         return amo_via<T>(call, ctx, SHMEM_TRANSPORT_AMO_COMPARE_SWAP, dest, value, cond, pe);
     }
     __atomic_compare_exchange_n(p, &cond, value, false, kOrder, kOrder);
@@ -98,7 +96,7 @@ inline T compare_swap(const char *call, T *dest, T cond, T value, int pe,
     template <typename T>                                                                          \
     inline T fetch_##NAME(const char *call, T *dest, T value, int pe, const void *ctx = nullptr) { \
         T *p = target<T>(call, "dest", dest, pe);                                                  \
-        if (amo_through_transport()) {                                                             \
+        if (SHMEM_UNLIKELY(p == nullptr)) {                                                             \
             return amo_via<T>(call, ctx, OP, dest, value, T{}, pe);                                \
         }                                                                                          \
         return __atomic_fetch_##NAME(p, value, kOrder);                                            \

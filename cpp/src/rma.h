@@ -23,7 +23,7 @@ inline void put(const char *call, void *dest, const void *source, size_t n, int 
                 const void *ctx = nullptr, bool nbi = false) {
     char *to = remote(call, "dest", dest, n, pe);
     require_buffer(call, "source", source, n);
-    if (through_transport(pe)) return transport_put(call, ctx, nbi, dest, source, n, pe);
+    if (SHMEM_UNLIKELY(to == nullptr)) return transport_put(call, ctx, nbi, dest, source, n, pe);
     copy(to, source, n);
 }
 
@@ -31,7 +31,7 @@ inline void get(const char *call, void *dest, const void *source, size_t n, int 
                 const void *ctx = nullptr, bool nbi = false) {
     const char *from = remote(call, "source", source, n, pe);
     require_buffer(call, "dest", dest, n);
-    if (through_transport(pe)) return transport_get(call, ctx, nbi, dest, source, n, pe);
+    if (SHMEM_UNLIKELY(from == nullptr)) return transport_get(call, ctx, nbi, dest, source, n, pe);
     copy(dest, from, n);
 }
 
@@ -40,7 +40,7 @@ template <size_t Size>
 inline void put_one(const char *call, void *dest, const void *value, int pe,
                     const void *ctx = nullptr) {
     char *to = remote(call, "dest", dest, Size, pe);
-    if (through_transport(pe)) return transport_put(call, ctx, false, dest, value, Size, pe);
+    if (SHMEM_UNLIKELY(to == nullptr)) return transport_put(call, ctx, false, dest, value, Size, pe);
     std::memcpy(to, value, Size);
 }
 
@@ -48,7 +48,9 @@ template <size_t Size>
 inline void get_one(const char *call, void *value, const void *source, int pe,
                     const void *ctx = nullptr) {
     const char *from = remote(call, "source", source, Size, pe);
-    if (through_transport(pe)) return transport_get(call, ctx, false, value, source, Size, pe);
+    if (SHMEM_UNLIKELY(from == nullptr)) {
+        return transport_get(call, ctx, false, value, source, Size, pe);
+    }
     std::memcpy(value, from, Size);
 }
 
@@ -83,16 +85,19 @@ void strided(const char *call, bool is_put, void *dest, const void *source, ptrd
     const char *slow = strided_span(call, "sst", source, sst, nelems, Size, &sspan);
     char *d = static_cast<char *>(dest);
     const char *s = static_cast<const char *>(source);
+    const char *mapped;  // the remote range's lowest byte as mapped here; nullptr: transport
     if (is_put) {
         require_buffer(call, "source", source, nelems);
-        d = remote(call, "dest", dlow, dspan, pe) + (d - dlow);
+        mapped = remote(call, "dest", dlow, dspan, pe);
+        d = const_cast<char *>(mapped) + (d - dlow);
     } else {
         require_buffer(call, "dest", dest, nelems);
-        s = remote(call, "source", slow, sspan, pe) + (s - slow);
+        mapped = remote(call, "source", slow, sspan, pe);
+        s = mapped + (s - slow);
     }
     const ptrdiff_t dstep = dst * static_cast<ptrdiff_t>(Size);
     const ptrdiff_t sstep = sst * static_cast<ptrdiff_t>(Size);
-    if (through_transport(pe)) {
+    if (SHMEM_UNLIKELY(mapped == nullptr)) {
         // One element per call, at the user's addresses (the symmetric side is translated by
         // the transport path).
         char *ud = static_cast<char *>(dest);

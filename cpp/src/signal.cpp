@@ -39,7 +39,7 @@ inline void put_signal(const char *call, void *dest, const void *source, size_t 
              n, static_cast<void *>(sig_addr));
     }
     put(call, dest, source, n, pe, ctx, nbi);
-    if (amo_through_transport()) {
+    if (SHMEM_UNLIKELY(sig == nullptr)) {  // a transport is in use: the update goes through it
         // The transport's fence orders the put before the signal's update on the context.
         transport_fence(ctx);
         transport_amo(
@@ -59,7 +59,7 @@ inline void put_signal(const char *call, void *dest, const void *source, size_t 
 // The local signal word: symmetric (peers update it) and aligned.
 inline const uint64_t *signal_word(const char *call, const uint64_t *sig_addr) {
     require_running(call);
-    if (SHMEM_UNLIKELY(translate(sig_addr, sizeof(uint64_t), g.my_pe) == nullptr)) {
+    if (SHMEM_UNLIKELY(translate_mapped(sig_addr, sizeof(uint64_t), g.my_pe) == nullptr)) {
         fail(call, "invalid argument sig_addr=%p: not a symmetric address",
              static_cast<const void *>(sig_addr));
     }
@@ -74,7 +74,7 @@ inline const uint64_t *signal_word(const char *call, const uint64_t *sig_addr) {
 
 SHMEM_EXPORT uint64_t pshmem_signal_fetch(const uint64_t *sig_addr) {
     const uint64_t *p = signal_word("shmem_signal_fetch", sig_addr);
-    if (amo_through_transport()) {
+    if (SHMEM_UNLIKELY(translate_in(g.amo_bases, p, sizeof(uint64_t), g.my_pe) == nullptr)) {
         return transport_amo("shmem_signal_fetch", nullptr, SHMEM_TRANSPORT_AMO_FETCH, p,
                              sizeof(uint64_t), 0, 0, g.my_pe);
     }

@@ -91,6 +91,10 @@ pub struct JobState {
     pub teams: *mut JobTeam,
     /// Version 2: the transport's table, or null when every PE is mapped here.
     pub transport: *const TransportOps,
+    /// Version 2: every peer's memory as mapped here, laid out as `bases`.
+    pub mapped_bases: *const usize,
+    /// Version 2: `bases` without a transport, all 0 with one (AMOs and signal updates).
+    pub amo_bases: *const usize,
 }
 
 impl JobState {
@@ -116,6 +120,8 @@ impl JobState {
         central_barrier: 0,
         teams: std::ptr::null_mut(),
         transport: std::ptr::null(),
+        mapped_bases: std::ptr::null(),
+        amo_bases: std::ptr::null(),
     };
 }
 
@@ -138,6 +144,8 @@ pub static shmem_job_state_g: Published = Published(UnsafeCell::new(JobState::ID
 #[derive(Debug)]
 pub struct Backing {
     bases: Vec<usize>,
+    mapped_bases: Vec<usize>,
+    amo_bases: Vec<usize>,
     reach: Vec<u8>,
     data_off_reason: CString,
     teams: Vec<JobTeam>,
@@ -173,15 +181,29 @@ pub struct Job<'a> {
 pub fn publish(job: &Job<'_>) -> Backing {
     let n_pes = job.heap_bases.len();
     let symmetric = !job.data_bases.is_empty();
-    let mut bases = Vec::with_capacity(2 * n_pes);
-    for (pe, &heap) in job.heap_bases.iter().enumerate() {
-        bases.push(heap);
-        bases.push(if symmetric { job.data_bases[pe] } else { 0 });
-    }
     let reach = if job.reach.is_empty() {
         vec![REACH_MAPPED; n_pes]
     } else {
         job.reach.to_vec()
+    };
+    let mut mapped_bases = Vec::with_capacity(2 * n_pes);
+    for (pe, &heap) in job.heap_bases.iter().enumerate() {
+        mapped_bases.push(heap);
+        mapped_bases.push(if symmetric { job.data_bases[pe] } else { 0 });
+    }
+    // The data path's view: a PE reached through the transport has no base, so its puts and
+    // gets miss the mapping and take the cold path to the transport (also under the loopback
+    // test transport, which keeps its own view of the mappings).
+    let bases: Vec<usize> = mapped_bases
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| if reach[i / 2] == REACH_MAPPED { b } else { 0 })
+        .collect();
+    // With a transport every AMO goes through it: no AMO finds a base.
+    let amo_bases = if job.transport.is_null() {
+        bases.clone()
+    } else {
+        vec![0; 2 * n_pes]
     };
     // A reason never holds a NUL; one that did would lose its tail, not its meaning.
     let reason: Vec<u8> = job
@@ -193,6 +215,8 @@ pub fn publish(job: &Job<'_>) -> Backing {
     let mut teams = vec![JobTeam::default(); crate::heap::TEAM_SLOTS];
     let mut backing = Backing {
         bases,
+        mapped_bases,
+        amo_bases,
         reach,
         data_off_reason,
         teams: Vec::new(),
@@ -218,6 +242,8 @@ pub fn publish(job: &Job<'_>) -> Backing {
         central_barrier: i32::from(job.central_barrier),
         teams: teams.as_mut_ptr(),
         transport: job.transport,
+        mapped_bases: backing.mapped_bases.as_ptr(),
+        amo_bases: backing.amo_bases.as_ptr(),
     };
     backing.teams = teams;
     // SAFETY: see `Published`: no reader runs while init writes.
@@ -273,6 +299,8 @@ pub fn layout() -> Vec<usize> {
         offset_of!(JobState, central_barrier),
         offset_of!(JobState, teams),
         offset_of!(JobState, transport),
+        offset_of!(JobState, mapped_bases),
+        offset_of!(JobState, amo_bases),
         size_of::<JobTeam>(),
         offset_of!(JobTeam, start),
         offset_of!(JobTeam, stride),
@@ -333,11 +361,11 @@ mod tests {
         let l = layout();
         assert_eq!(l[0], size_of::<JobState>());
         // Offsets grow: fields are listed in declaration order, none forgotten in between.
-        let fields = &l[2..22];
+        let fields = &l[2..24];
         assert!(fields.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(
             l[0],
-            offset_of!(JobState, transport) + size_of::<*const TransportOps>()
+            offset_of!(JobState, amo_bases) + size_of::<*const usize>()
         );
     }
 }
