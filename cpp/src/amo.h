@@ -31,7 +31,6 @@ inline T *fetch_buffer(const char *call, T *fetch) {
     return fetch;
 }
 
-
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the transport table carries an element in the low bytes of a uint64_t");
 
@@ -96,7 +95,7 @@ inline T compare_swap(const char *call, T *dest, T cond, T value, int pe,
     template <typename T>                                                                          \
     inline T fetch_##NAME(const char *call, T *dest, T value, int pe, const void *ctx = nullptr) { \
         T *p = target<T>(call, "dest", dest, pe);                                                  \
-        if (SHMEM_UNLIKELY(p == nullptr)) {                                                             \
+        if (SHMEM_UNLIKELY(p == nullptr)) {                                                        \
             return amo_via<T>(call, ctx, OP, dest, value, T{}, pe);                                \
         }                                                                                          \
         return __atomic_fetch_##NAME(p, value, kOrder);                                            \

@@ -39,8 +39,8 @@ inline void wait_for(F done) {
     while (!done()) core::wait_snooze(state);
 }
 
-// A checked symmetric range: its segment (column of g.mapped_bases) and offset, so a member's copy is
-// one addition away.
+// A checked symmetric range: its segment (column of g.mapped_bases) and offset, so a member's copy
+// is one addition away.
 struct Sym {
     size_t column = 0;
     uintptr_t off = 0;

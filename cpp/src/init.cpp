@@ -158,8 +158,7 @@ char *remote_other(const char *call, const char *arg, const void *addr, size_t n
          g.data_off_reason);
 }
 
-char *remote_miss(const char *call, const char *arg, const void *addr, size_t n, int pe,
-                  bool amo) {
+char *remote_miss(const char *call, const char *arg, const void *addr, size_t n, int pe, bool amo) {
     if (symmetric_range(addr, n) &&
         (amo ? g.transport != nullptr : g.reach[pe] == SHMEM_JOB_REACH_TRANSPORT)) {
         return nullptr;

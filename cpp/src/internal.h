@@ -142,8 +142,7 @@ SHMEM_HOT_INLINE char *amo_remote(const char *call, const char *arg, const void 
 }
 
 // As remote(), in the mapped view, for what has no transport path; never nullptr.
-inline char *remote_mapped(const char *call, const char *arg, const void *addr, size_t n,
-                           int pe) {
+inline char *remote_mapped(const char *call, const char *arg, const void *addr, size_t n, int pe) {
     if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
         fail_pe(call, pe);
     }

@@ -67,7 +67,8 @@ Lock checked(const char *call, long *lock) {
     uintptr_t off = a - g.heap_base < g.heap_size ? a - g.heap_base : a - g.data_base;
     int home = static_cast<int>((off / sizeof(long)) % static_cast<uintptr_t>(g.n_pes));
     // remote() reports a lock outside the symmetric segments, naming why.
-    auto *words = reinterpret_cast<uint32_t *>(remote_mapped(call, "lock", lock, sizeof(long), home));
+    auto *words =
+        reinterpret_cast<uint32_t *>(remote_mapped(call, "lock", lock, sizeof(long), home));
     return Lock{words, reinterpret_cast<uint32_t *>(lock) + 1};
 }
 

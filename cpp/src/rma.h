@@ -40,7 +40,8 @@ template <size_t Size>
 inline void put_one(const char *call, void *dest, const void *value, int pe,
                     const void *ctx = nullptr) {
     char *to = remote(call, "dest", dest, Size, pe);
-    if (SHMEM_UNLIKELY(to == nullptr)) return transport_put(call, ctx, false, dest, value, Size, pe);
+    if (SHMEM_UNLIKELY(to == nullptr))
+        return transport_put(call, ctx, false, dest, value, Size, pe);
     std::memcpy(to, value, Size);
 }
 

@@ -1,7 +1,8 @@
 // transport.cpp: the facade's side of the transport table (shmem/transport.h), for the PEs the
 // job state marks SHMEM_JOB_REACH_TRANSPORT and, while a transport is in use, every AMO. Out of
 // line and never on the mapped path: rma.h and amo.h come here when the job state's view has no
-// base for the PE (internal.h: remote, amo_remote). An address crosses the table as its segment and offset, the same on every PE.
+// base for the PE (internal.h: remote, amo_remote). An address crosses the table as its segment and
+// offset, the same on every PE.
 #include "internal.h"
 
 namespace shmem::detail {

@@ -3,9 +3,9 @@
  * another PE wrote. Exits 0 on success; prints the first failure and exits 1.
  */
 #include <shmem.h>
-#include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
