@@ -1,8 +1,12 @@
 // amo.h: the atomics behind every AMO (amo.cpp, ctx_amo.cpp) and signal update (signal.cpp):
-// one CPU atomic on the peer's mapped element. `pe` is a world PE.
+// one CPU atomic on the peer's mapped element, or, while any PE of the job is reached through a
+// transport, the transport's atomic, to mapped PEs too (CPU atomics and a transport's atomics
+// on one word are not atomic together; docs/architecture.md). `pe` is a world PE; `ctx` the
+// context (nullptr: the default one), read by the transport only.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "internal.h"
 
@@ -11,14 +15,14 @@ namespace shmem::detail {
 constexpr int kOrder = __ATOMIC_SEQ_CST;
 
 // The target element on `pe`: symmetric and naturally aligned (a misaligned atomic would be a
-// split lock, or not atomic at all).
+// split lock, or not atomic at all). nullptr: a transport is in use and the AMO goes through it.
 template <typename T>
 inline T *target(const char *call, const char *arg, const void *dest, int pe) {
     if (SHMEM_UNLIKELY(reinterpret_cast<uintptr_t>(dest) % sizeof(T) != 0)) {
         fail(call, "invalid argument %s=%p: not aligned to its %zu-byte type", arg, dest,
              sizeof(T));
     }
-    return reinterpret_cast<T *>(remote(call, arg, dest, sizeof(T), pe));
+    return reinterpret_cast<T *>(amo_remote(call, arg, dest, sizeof(T), pe));
 }
 
 template <typename T>
@@ -27,50 +31,79 @@ inline T *fetch_buffer(const char *call, T *fetch) {
     return fetch;
 }
 
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the transport table carries an element in the low bytes of a uint64_t");
+
+// The transport's AMO `op` on the element at `dest` of type T, values as T.
 template <typename T>
-inline T fetch(const char *call, const T *source, int pe) {
+__attribute__((noinline)) T amo_via(const char *call, const void *ctx, int op, const void *dest,
+                                    T value, T compare, int pe) {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "AMO elements are 4 or 8 bytes");
+    uint64_t v = 0, c = 0;
+    std::memcpy(&v, &value, sizeof(T));
+    std::memcpy(&c, &compare, sizeof(T));
+    uint64_t old = transport_amo(call, ctx, op, dest, sizeof(T), v, c, pe);
     T out;
-    __atomic_load(target<T>(call, "source", source, pe), &out, kOrder);
+    std::memcpy(&out, &old, sizeof(T));
     return out;
 }
 
 template <typename T>
-inline void set(const char *call, T *dest, T value, int pe) {
-    __atomic_store(target<T>(call, "dest", dest, pe), &value, kOrder);
-}
-
-template <typename T>
-inline T swap(const char *call, T *dest, T value, int pe) {
+inline T fetch(const char *call, const T *source, int pe, const void *ctx = nullptr) {
+    T *p = target<T>(call, "source", source, pe);
+    if (SHMEM_UNLIKELY(p == nullptr)) {
+        return amo_via<T>(call, ctx, SHMEM_TRANSPORT_AMO_FETCH, source, T{}, T{}, pe);
+    }
     T out;
-    __atomic_exchange(target<T>(call, "dest", dest, pe), &value, &out, kOrder);
+    __atomic_load(p, &out, kOrder);
     return out;
 }
 
 template <typename T>
-inline T compare_swap(const char *call, T *dest, T cond, T value, int pe) {
-    __atomic_compare_exchange_n(target<T>(call, "dest", dest, pe), &cond, value, false, kOrder,
-                                kOrder);
+inline void set(const char *call, T *dest, T value, int pe, const void *ctx = nullptr) {
+    T *p = target<T>(call, "dest", dest, pe);
+    if (SHMEM_UNLIKELY(p == nullptr)) {
+        amo_via<T>(call, ctx, SHMEM_TRANSPORT_AMO_SET, dest, value, T{}, pe);
+        return;
+    }
+    __atomic_store(p, &value, kOrder);
+}
+
+template <typename T>
+inline T swap(const char *call, T *dest, T value, int pe, const void *ctx = nullptr) {
+    T *p = target<T>(call, "dest", dest, pe);
+    if (SHMEM_UNLIKELY(p == nullptr)) {
+        return amo_via<T>(call, ctx, SHMEM_TRANSPORT_AMO_SWAP, dest, value, T{}, pe);
+    }
+    T out;
+    __atomic_exchange(p, &value, &out, kOrder);
+    return out;
+}
+
+template <typename T>
+inline T compare_swap(const char *call, T *dest, T cond, T value, int pe,
+                      const void *ctx = nullptr) {
+    T *p = target<T>(call, "dest", dest, pe);
+    if (SHMEM_UNLIKELY(p == nullptr)) {
+        return amo_via<T>(call, ctx, SHMEM_TRANSPORT_AMO_COMPARE_SWAP, dest, value, cond, pe);
+    }
+    __atomic_compare_exchange_n(p, &cond, value, false, kOrder, kOrder);
     return cond;  // the value found, whether or not it matched
 }
 
-template <typename T>
-inline T fetch_add(const char *call, T *dest, T value, int pe) {
-    return __atomic_fetch_add(target<T>(call, "dest", dest, pe), value, kOrder);
-}
-
-template <typename T>
-inline T fetch_and(const char *call, T *dest, T value, int pe) {
-    return __atomic_fetch_and(target<T>(call, "dest", dest, pe), value, kOrder);
-}
-
-template <typename T>
-inline T fetch_or(const char *call, T *dest, T value, int pe) {
-    return __atomic_fetch_or(target<T>(call, "dest", dest, pe), value, kOrder);
-}
-
-template <typename T>
-inline T fetch_xor(const char *call, T *dest, T value, int pe) {
-    return __atomic_fetch_xor(target<T>(call, "dest", dest, pe), value, kOrder);
-}
+#define SHMEM_AMO_FETCH_OP(NAME, OP)                                                               \
+    template <typename T>                                                                          \
+    inline T fetch_##NAME(const char *call, T *dest, T value, int pe, const void *ctx = nullptr) { \
+        T *p = target<T>(call, "dest", dest, pe);                                                  \
+        if (SHMEM_UNLIKELY(p == nullptr)) {                                                        \
+            return amo_via<T>(call, ctx, OP, dest, value, T{}, pe);                                \
+        }                                                                                          \
+        return __atomic_fetch_##NAME(p, value, kOrder);                                            \
+    }
+SHMEM_AMO_FETCH_OP(add, SHMEM_TRANSPORT_AMO_FETCH_ADD)
+SHMEM_AMO_FETCH_OP(and, SHMEM_TRANSPORT_AMO_FETCH_AND)
+SHMEM_AMO_FETCH_OP(or, SHMEM_TRANSPORT_AMO_FETCH_OR)
+SHMEM_AMO_FETCH_OP(xor, SHMEM_TRANSPORT_AMO_FETCH_XOR)
+#undef SHMEM_AMO_FETCH_OP
 
 }  // namespace shmem::detail

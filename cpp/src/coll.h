@@ -39,8 +39,8 @@ inline void wait_for(F done) {
     while (!done()) core::wait_snooze(state);
 }
 
-// A checked symmetric range: its segment (column of g.bases) and offset, so a member's copy is
-// one addition away.
+// A checked symmetric range: its segment (column of g.mapped_bases) and offset, so a member's copy
+// is one addition away.
 struct Sym {
     size_t column = 0;
     uintptr_t off = 0;
@@ -50,7 +50,7 @@ struct Sym {
 // is neither in the heap nor in symmetric static data. Zero bytes accept any address.
 inline Sym symmetric(const char *call, const char *arg, const void *addr, size_t n) {
     if (n == 0) return {};
-    if (SHMEM_UNLIKELY(translate(addr, n, g.my_pe) == nullptr)) {
+    if (SHMEM_UNLIKELY(translate_mapped(addr, n, g.my_pe) == nullptr)) {
         remote_other(call, arg, addr, n, g.my_pe);
     }
     uintptr_t a = reinterpret_cast<uintptr_t>(addr);
@@ -61,7 +61,7 @@ inline Sym symmetric(const char *call, const char *arg, const void *addr, size_t
 
 // The range `s` on world PE `pe`, as mapped here.
 inline char *at(Sym s, int pe) {
-    return reinterpret_cast<char *>(g.bases[2 * static_cast<size_t>(pe) + s.column] + s.off);
+    return reinterpret_cast<char *>(g.mapped_bases[2 * static_cast<size_t>(pe) + s.column] + s.off);
 }
 
 // `s` as one word a member publishes for its peers, and back (offsets stay below 2^63).

@@ -42,6 +42,7 @@ Pool &pool() {
 // Completes the context's operations and takes it out of use. Caller holds the pool lock.
 void retire(Pool &p, shmem_ctx_s *c, CtxState why) {
     std::atomic_thread_fence(std::memory_order_seq_cst);  // the implied shmem_ctx_quiet
+    if (SHMEM_UNLIKELY(g.transport != nullptr)) transport_quiet(c);
     c->size.store(0, std::memory_order_relaxed);
     c->state = why;
     c->team->contexts.fetch_sub(1, std::memory_order_relaxed);
@@ -214,11 +215,13 @@ SHMEM_EXPORT int pshmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team) {
 SHMEM_EXPORT void pshmem_ctx_fence(shmem_ctx_t ctx) {
     ctx_require("shmem_ctx_fence", ctx);
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (SHMEM_UNLIKELY(g.transport != nullptr)) transport_fence(ctx);
 }
 
 SHMEM_EXPORT void pshmem_ctx_quiet(shmem_ctx_t ctx) {
     ctx_require("shmem_ctx_quiet", ctx);
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (SHMEM_UNLIKELY(g.transport != nullptr)) transport_quiet(ctx);
 }
 
 SHMEM_WEAK_ALIAS(shmem_ctx_create)

@@ -2,8 +2,9 @@
 // ctx.cpp; the shmem_ctx_ data routines (ctx_rma.cpp, ctx_amo.cpp, signal.cpp) only turn a
 // context and a team PE number into a world PE number, here, inline.
 //
-// On this device every operation completes when its call returns, so a context holds no queue:
-// it is its team's PE numbering plus its options, and shmem_ctx_quiet/fence are CPU fences.
+// A context is its team's PE numbering plus its options. To a mapped PE every operation
+// completes when its call returns, so shmem_ctx_quiet/fence are CPU fences; a transport keeps
+// what it has not completed per context, and the data routines pass it the context's handle.
 #pragma once
 
 #include <atomic>

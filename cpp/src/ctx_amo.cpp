@@ -12,29 +12,29 @@ using namespace shmem::detail;
     SHMEM_EXPORT TYPE pshmem_ctx_##NAME##_atomic_fetch(shmem_ctx_t ctx, const TYPE *source,        \
                                                        int pe) {                                   \
         const char *call = SHMEM_CTX_NAME(NAME, fetch);                                            \
-        return fetch(call, source, ctx_world_pe(call, ctx, pe));                                   \
+        return fetch(call, source, ctx_world_pe(call, ctx, pe), ctx);                              \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_ctx_##NAME##_atomic_set(shmem_ctx_t ctx, TYPE *dest, TYPE value,      \
                                                      int pe) {                                     \
         const char *call = SHMEM_CTX_NAME(NAME, set);                                              \
-        set(call, dest, value, ctx_world_pe(call, ctx, pe));                                       \
+        set(call, dest, value, ctx_world_pe(call, ctx, pe), ctx);                                  \
     }                                                                                              \
     SHMEM_EXPORT TYPE pshmem_ctx_##NAME##_atomic_swap(shmem_ctx_t ctx, TYPE *dest, TYPE value,     \
                                                       int pe) {                                    \
         const char *call = SHMEM_CTX_NAME(NAME, swap);                                             \
-        return swap(call, dest, value, ctx_world_pe(call, ctx, pe));                               \
+        return swap(call, dest, value, ctx_world_pe(call, ctx, pe), ctx);                          \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_ctx_##NAME##_atomic_fetch_nbi(shmem_ctx_t ctx, TYPE *out,             \
                                                            const TYPE *source, int pe) {           \
         const char *call = SHMEM_CTX_NAME(NAME, fetch_nbi);                                        \
         int world = ctx_world_pe(call, ctx, pe);                                                   \
-        *fetch_buffer(call, out) = fetch(call, source, world);                                     \
+        *fetch_buffer(call, out) = fetch(call, source, world, ctx);                                \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_ctx_##NAME##_atomic_swap_nbi(shmem_ctx_t ctx, TYPE *out, TYPE *dest,  \
                                                           TYPE value, int pe) {                    \
         const char *call = SHMEM_CTX_NAME(NAME, swap_nbi);                                         \
         int world = ctx_world_pe(call, ctx, pe);                                                   \
-        *fetch_buffer(call, out) = swap(call, dest, value, world);                                 \
+        *fetch_buffer(call, out) = swap(call, dest, value, world, ctx);                            \
     }                                                                                              \
     SHMEM_WEAK_ALIAS(shmem_ctx_##NAME##_atomic_fetch)                                              \
     SHMEM_WEAK_ALIAS(shmem_ctx_##NAME##_atomic_set)                                                \
@@ -47,43 +47,43 @@ SHMEM_AMO_EXTENDED_TYPES(SHMEM_DEFINE_CTX_AMO_EXTENDED)
     SHMEM_EXPORT TYPE pshmem_ctx_##NAME##_atomic_compare_swap(shmem_ctx_t ctx, TYPE *dest,         \
                                                               TYPE cond, TYPE value, int pe) {     \
         const char *call = SHMEM_CTX_NAME(NAME, compare_swap);                                     \
-        return compare_swap(call, dest, cond, value, ctx_world_pe(call, ctx, pe));                 \
+        return compare_swap(call, dest, cond, value, ctx_world_pe(call, ctx, pe), ctx);            \
     }                                                                                              \
     SHMEM_EXPORT TYPE pshmem_ctx_##NAME##_atomic_fetch_inc(shmem_ctx_t ctx, TYPE *dest, int pe) {  \
         const char *call = SHMEM_CTX_NAME(NAME, fetch_inc);                                        \
-        return fetch_add(call, dest, static_cast<TYPE>(1), ctx_world_pe(call, ctx, pe));           \
+        return fetch_add(call, dest, static_cast<TYPE>(1), ctx_world_pe(call, ctx, pe), ctx);      \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_ctx_##NAME##_atomic_inc(shmem_ctx_t ctx, TYPE *dest, int pe) {        \
         const char *call = SHMEM_CTX_NAME(NAME, inc);                                              \
-        fetch_add(call, dest, static_cast<TYPE>(1), ctx_world_pe(call, ctx, pe));                  \
+        fetch_add(call, dest, static_cast<TYPE>(1), ctx_world_pe(call, ctx, pe), ctx);             \
     }                                                                                              \
     SHMEM_EXPORT TYPE pshmem_ctx_##NAME##_atomic_fetch_add(shmem_ctx_t ctx, TYPE *dest,            \
                                                            TYPE value, int pe) {                   \
         const char *call = SHMEM_CTX_NAME(NAME, fetch_add);                                        \
-        return fetch_add(call, dest, value, ctx_world_pe(call, ctx, pe));                          \
+        return fetch_add(call, dest, value, ctx_world_pe(call, ctx, pe), ctx);                     \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_ctx_##NAME##_atomic_add(shmem_ctx_t ctx, TYPE *dest, TYPE value,      \
                                                      int pe) {                                     \
         const char *call = SHMEM_CTX_NAME(NAME, add);                                              \
-        fetch_add(call, dest, value, ctx_world_pe(call, ctx, pe));                                 \
+        fetch_add(call, dest, value, ctx_world_pe(call, ctx, pe), ctx);                            \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_ctx_##NAME##_atomic_compare_swap_nbi(                                 \
         shmem_ctx_t ctx, TYPE *out, TYPE *dest, TYPE cond, TYPE value, int pe) {                   \
         const char *call = SHMEM_CTX_NAME(NAME, compare_swap_nbi);                                 \
         int world = ctx_world_pe(call, ctx, pe);                                                   \
-        *fetch_buffer(call, out) = compare_swap(call, dest, cond, value, world);                   \
+        *fetch_buffer(call, out) = compare_swap(call, dest, cond, value, world, ctx);              \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_ctx_##NAME##_atomic_fetch_inc_nbi(shmem_ctx_t ctx, TYPE *out,         \
                                                                TYPE *dest, int pe) {               \
         const char *call = SHMEM_CTX_NAME(NAME, fetch_inc_nbi);                                    \
         int world = ctx_world_pe(call, ctx, pe);                                                   \
-        *fetch_buffer(call, out) = fetch_add(call, dest, static_cast<TYPE>(1), world);             \
+        *fetch_buffer(call, out) = fetch_add(call, dest, static_cast<TYPE>(1), world, ctx);        \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_ctx_##NAME##_atomic_fetch_add_nbi(shmem_ctx_t ctx, TYPE *out,         \
                                                                TYPE *dest, TYPE value, int pe) {   \
         const char *call = SHMEM_CTX_NAME(NAME, fetch_add_nbi);                                    \
         int world = ctx_world_pe(call, ctx, pe);                                                   \
-        *fetch_buffer(call, out) = fetch_add(call, dest, value, world);                            \
+        *fetch_buffer(call, out) = fetch_add(call, dest, value, world, ctx);                       \
     }                                                                                              \
     SHMEM_WEAK_ALIAS(shmem_ctx_##NAME##_atomic_compare_swap)                                       \
     SHMEM_WEAK_ALIAS(shmem_ctx_##NAME##_atomic_fetch_inc)                                          \
@@ -99,18 +99,18 @@ SHMEM_AMO_STANDARD_TYPES(SHMEM_DEFINE_CTX_AMO_STANDARD)
     SHMEM_EXPORT TYPE pshmem_ctx_##NAME##_atomic_fetch_##OP(shmem_ctx_t ctx, TYPE *dest,           \
                                                             TYPE value, int pe) {                  \
         const char *call = SHMEM_CTX_NAME(NAME, fetch_##OP);                                       \
-        return fetch_##OP(call, dest, value, ctx_world_pe(call, ctx, pe));                         \
+        return fetch_##OP(call, dest, value, ctx_world_pe(call, ctx, pe), ctx);                    \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_ctx_##NAME##_atomic_##OP(shmem_ctx_t ctx, TYPE *dest, TYPE value,     \
                                                       int pe) {                                    \
         const char *call = SHMEM_CTX_NAME(NAME, OP);                                               \
-        fetch_##OP(call, dest, value, ctx_world_pe(call, ctx, pe));                                \
+        fetch_##OP(call, dest, value, ctx_world_pe(call, ctx, pe), ctx);                           \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_ctx_##NAME##_atomic_fetch_##OP##_nbi(                                 \
         shmem_ctx_t ctx, TYPE *out, TYPE *dest, TYPE value, int pe) {                              \
         const char *call = SHMEM_CTX_NAME(NAME, fetch_##OP##_nbi);                                 \
         int world = ctx_world_pe(call, ctx, pe);                                                   \
-        *fetch_buffer(call, out) = fetch_##OP(call, dest, value, world);                           \
+        *fetch_buffer(call, out) = fetch_##OP(call, dest, value, world, ctx);                      \
     }                                                                                              \
     SHMEM_WEAK_ALIAS(shmem_ctx_##NAME##_atomic_fetch_##OP)                                         \
     SHMEM_WEAK_ALIAS(shmem_ctx_##NAME##_atomic_##OP)                                               \

@@ -47,6 +47,9 @@ void check_job_state_layout(const char *call) {
         SHMEM_FIELD(shmem_job_state, team_slots),
         SHMEM_FIELD(shmem_job_state, central_barrier),
         SHMEM_FIELD(shmem_job_state, teams),
+        SHMEM_FIELD(shmem_job_state, transport),
+        SHMEM_FIELD(shmem_job_state, mapped_bases),
+        SHMEM_FIELD(shmem_job_state, amo_bases),
         {"sizeof(shmem_job_team)", sizeof(T)},
         SHMEM_FIELD(shmem_job_team, start),
         SHMEM_FIELD(shmem_job_team, stride),
@@ -54,6 +57,19 @@ void check_job_state_layout(const char *call) {
         SHMEM_FIELD(shmem_job_team, slot),
         {"SHMEM_TEAM_AREA_LINE_BYTES", SHMEM_TEAM_AREA_LINE_BYTES},
         {"SHMEM_TEAM_AREA_LINES", SHMEM_TEAM_AREA_LINES},
+        {"sizeof(shmem_transport_ops)", sizeof(shmem_transport_ops)},
+        SHMEM_FIELD(shmem_transport_ops, size),
+        SHMEM_FIELD(shmem_transport_ops, version),
+        SHMEM_FIELD(shmem_transport_ops, name),
+        SHMEM_FIELD(shmem_transport_ops, self),
+        SHMEM_FIELD(shmem_transport_ops, put),
+        SHMEM_FIELD(shmem_transport_ops, get),
+        SHMEM_FIELD(shmem_transport_ops, put_nbi),
+        SHMEM_FIELD(shmem_transport_ops, get_nbi),
+        SHMEM_FIELD(shmem_transport_ops, amo),
+        SHMEM_FIELD(shmem_transport_ops, fence),
+        SHMEM_FIELD(shmem_transport_ops, quiet),
+        SHMEM_FIELD(shmem_transport_ops, progress),
     };
 #undef SHMEM_FIELD
     constexpr size_t count = sizeof mine / sizeof mine[0];
@@ -130,13 +146,24 @@ char *remote_other(const char *call, const char *arg, const void *addr, size_t n
     // Zero bytes touch nothing: any address will do (generic code passes NULL from a zero-size
     // shmem_malloc).
     if (n == 0) return const_cast<char *>(static_cast<const char *>(addr));
-    (void)pe;
+    if (symmetric_range(addr, n)) {
+        fail(call, "PE %d is not reachable from PE %d: neither mapped nor reached by a transport",
+             pe, g.my_pe);
+    }
     uintptr_t off = reinterpret_cast<uintptr_t>(addr) - g.data_base;
     bool in_data = off <= g.data_size && n <= g.data_size - off;
     if (!in_data) fail_addr(call, arg, addr, n);
     // Inside the static data, which remote() only misses when it is not symmetric.
     fail(call, "invalid argument %s=%p: a global or static variable, but %s", arg, addr,
          g.data_off_reason);
+}
+
+char *remote_miss(const char *call, const char *arg, const void *addr, size_t n, int pe, bool amo) {
+    if (symmetric_range(addr, n) &&
+        (amo ? g.transport != nullptr : g.reach[pe] == SHMEM_JOB_REACH_TRANSPORT)) {
+        return nullptr;
+    }
+    return remote_other(call, arg, addr, n, pe);
 }
 
 void adopt() {

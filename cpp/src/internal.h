@@ -73,32 +73,99 @@ void require_running(const char *call);
 // it has no bytes); returns the address to use.
 char *remote_other(const char *call, const char *arg, const void *addr, size_t n, int pe);
 
-// Address of [addr, addr+n) on `pe` (a valid PE) as mapped here, or nullptr when the range is
-// in neither symmetric segment: the heap, or the executable's global and static variables.
-// Both segments are checked without a branch between them, so a static target costs the same
-// as a heap one: the segment picks the column of g.bases.
-SHMEM_HOT_INLINE char *translate(const void *addr, size_t n, int pe) {
+// Address of [addr, addr+n) on `pe` (a valid PE) in the view `bases` (laid out as the job
+// state's `bases`), or nullptr when the range is in neither symmetric segment (the heap, or the
+// executable's global and static variables) or the view has no base there. Both segments are
+// checked without a branch between them, so a static target costs the same as a heap one: the
+// segment picks the column of the view. One branch covers every miss.
+SHMEM_HOT_INLINE char *translate_in(const uintptr_t *bases, const void *addr, size_t n, int pe) {
     uintptr_t a = reinterpret_cast<uintptr_t>(addr);
     uintptr_t heap_off = a - g.heap_base;
     uintptr_t data_off = a - g.data_base;
     bool in_heap = heap_off <= g.heap_size && n <= g.heap_size - heap_off;
     bool in_data = data_off <= g.data_span && n <= g.data_span - data_off;
-    if (SHMEM_UNLIKELY(!(in_heap | in_data))) return nullptr;
     size_t column = in_heap ? 0 : 1;
     uintptr_t off = in_heap ? heap_off : data_off;
-    return reinterpret_cast<char *>(g.bases[2 * static_cast<size_t>(pe) + column] + off);
+    uintptr_t base = bases[2 * static_cast<size_t>(pe) + column];  // valid for any range
+    if (SHMEM_UNLIKELY(!(in_heap | in_data) | (base == 0))) return nullptr;
+    return reinterpret_cast<char *>(base + off);
 }
 
-// Address of [addr, addr+n) on `pe` as mapped here; the range must be symmetric.
+// The data path's view: nullptr also for a PE reached through the transport (shmem_ptr's
+// answer for it).
+SHMEM_HOT_INLINE char *translate(const void *addr, size_t n, int pe) {
+    return translate_in(g.bases, addr, n, pe);
+}
+
+// Every peer's memory as mapped here, for what has no transport path (collectives, barriers,
+// locks, waits on local words).
+SHMEM_HOT_INLINE char *translate_mapped(const void *addr, size_t n, int pe) {
+    return translate_in(g.mapped_bases, addr, n, pe);
+}
+
+// Whether [addr, addr+n) is inside a symmetric segment (the job's, whatever PE it names).
+inline bool symmetric_range(const void *addr, size_t n) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    uintptr_t heap_off = a - g.heap_base;
+    uintptr_t data_off = a - g.data_base;
+    return (heap_off <= g.heap_size && n <= g.heap_size - heap_off) ||
+           (data_off <= g.data_span && n <= g.data_span - data_off);
+}
+
+// The cold path of remote() and amo_remote(): nullptr when the range is symmetric and the call
+// goes through the transport (`amo`: any AMO while a transport is in use; else a PE marked
+// SHMEM_JOB_REACH_TRANSPORT), else what remote_other answers.
+char *remote_miss(const char *call, const char *arg, const void *addr, size_t n, int pe, bool amo)
+    __attribute__((cold, noinline));
+
+// Address of [addr, addr+n) on `pe` as mapped here; the range must be symmetric. nullptr: the
+// PE is reached through the transport (the caller's cold path).
 SHMEM_HOT_INLINE char *remote(const char *call, const char *arg, const void *addr, size_t n,
                               int pe) {
     if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
         fail_pe(call, pe);
     }
     char *to = translate(addr, n, pe);
+    if (SHMEM_UNLIKELY(to == nullptr)) return remote_miss(call, arg, addr, n, pe, false);
+    return to;
+}
+
+// As remote(), in the AMO view: nullptr while a transport is in use (every AMO goes through it).
+SHMEM_HOT_INLINE char *amo_remote(const char *call, const char *arg, const void *addr, size_t n,
+                                  int pe) {
+    if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
+        fail_pe(call, pe);
+    }
+    char *to = translate_in(g.amo_bases, addr, n, pe);
+    if (SHMEM_UNLIKELY(to == nullptr)) return remote_miss(call, arg, addr, n, pe, true);
+    return to;
+}
+
+// As remote(), in the mapped view, for what has no transport path; never nullptr.
+inline char *remote_mapped(const char *call, const char *arg, const void *addr, size_t n, int pe) {
+    if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
+        fail_pe(call, pe);
+    }
+    char *to = translate_mapped(addr, n, pe);
     if (SHMEM_UNLIKELY(to == nullptr)) return remote_other(call, arg, addr, n, pe);
     return to;
 }
+
+// The transport path (transport.cpp), taken when remote() or amo_remote() answered nullptr.
+// `addr` is a symmetric address as this PE sees it; `ctx` the context (nullptr or
+// SHMEM_CTX_DEFAULT: the default one). Each ends the job when the transport fails (it logged
+// why).
+void transport_put(const char *call, const void *ctx, bool nbi, const void *addr,
+                   const void *source, size_t n, int pe) __attribute__((noinline));
+void transport_get(const char *call, const void *ctx, bool nbi, void *dest, const void *addr,
+                   size_t n, int pe) __attribute__((noinline));
+// One AMO (enum shmem_transport_amo_op) on the `size`-byte element at `addr` on `pe`; returns
+// the old value.
+uint64_t transport_amo(const char *call, const void *ctx, int op, const void *addr, size_t size,
+                       uint64_t value, uint64_t compare, int pe) __attribute__((noinline));
+// Fence and quiet on `ctx` when a transport is in use (no-ops otherwise).
+void transport_fence(const void *ctx);
+void transport_quiet(const void *ctx);
 
 // A local buffer argument that must not be NULL when it holds bytes.
 inline void require_buffer(const char *call, const char *arg, const void *p, size_t n) {

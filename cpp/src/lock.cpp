@@ -52,7 +52,7 @@ uint32_t *node_of(const char *call, long *lock, uint32_t ticket) {
              static_cast<void *>(lock), ticket);
     }
     return reinterpret_cast<uint32_t *>(
-               translate(lock, sizeof(long), static_cast<int>(ticket) - 1)) +
+               translate_mapped(lock, sizeof(long), static_cast<int>(ticket) - 1)) +
            1;
 }
 
@@ -67,7 +67,8 @@ Lock checked(const char *call, long *lock) {
     uintptr_t off = a - g.heap_base < g.heap_size ? a - g.heap_base : a - g.data_base;
     int home = static_cast<int>((off / sizeof(long)) % static_cast<uintptr_t>(g.n_pes));
     // remote() reports a lock outside the symmetric segments, naming why.
-    auto *words = reinterpret_cast<uint32_t *>(remote(call, "lock", lock, sizeof(long), home));
+    auto *words =
+        reinterpret_cast<uint32_t *>(remote_mapped(call, "lock", lock, sizeof(long), home));
     return Lock{words, reinterpret_cast<uint32_t *>(lock) + 1};
 }
 

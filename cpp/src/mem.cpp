@@ -87,7 +87,7 @@ SHMEM_EXPORT void pshmem_free(void *ptr) {
 SHMEM_EXPORT void *pshmem_ptr(const void *dest, int pe) {
     require_running("shmem_ptr");
     if (static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes)) fail_pe("shmem_ptr", pe);
-    return translate(dest, 1, pe);
+    return translate(dest, 1, pe);  // NULL for a PE reached through the transport
 }
 
 SHMEM_EXPORT int pshmem_pe_accessible(int pe) {
@@ -98,7 +98,7 @@ SHMEM_EXPORT int pshmem_pe_accessible(int pe) {
 SHMEM_EXPORT int pshmem_addr_accessible(const void *addr, int pe) {
     require_running("shmem_addr_accessible");
     if (static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes)) return 0;
-    return translate(addr, 1, pe) != nullptr ? 1 : 0;
+    return symmetric_range(addr, 1) && g.reach[pe] != SHMEM_JOB_REACH_NONE ? 1 : 0;
 }
 
 SHMEM_WEAK_ALIAS(shmem_malloc)

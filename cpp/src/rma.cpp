@@ -15,11 +15,11 @@ SHMEM_EXPORT void pshmem_getmem(void *dest, const void *source, size_t nelems, i
 }
 
 SHMEM_EXPORT void pshmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe) {
-    put("shmem_putmem_nbi", dest, source, nelems, pe);
+    put("shmem_putmem_nbi", dest, source, nelems, pe, nullptr, true);
 }
 
 SHMEM_EXPORT void pshmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe) {
-    get("shmem_getmem_nbi", dest, source, nelems, pe);
+    get("shmem_getmem_nbi", dest, source, nelems, pe, nullptr, true);
 }
 
 SHMEM_WEAK_ALIAS(shmem_putmem)
@@ -39,12 +39,12 @@ SHMEM_WEAK_ALIAS(shmem_getmem_nbi)
     SHMEM_EXPORT void pshmem_##NAME##_put_nbi(TYPE *dest, const TYPE *source, size_t nelems,       \
                                               int pe) {                                            \
         const char *call = "shmem_" #NAME "_put_nbi";                                              \
-        put(call, dest, source, extent(call, nelems, sizeof(TYPE)), pe);                           \
+        put(call, dest, source, extent(call, nelems, sizeof(TYPE)), pe, nullptr, true);            \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_##NAME##_get_nbi(TYPE *dest, const TYPE *source, size_t nelems,       \
                                               int pe) {                                            \
         const char *call = "shmem_" #NAME "_get_nbi";                                              \
-        get(call, dest, source, extent(call, nelems, sizeof(TYPE)), pe);                           \
+        get(call, dest, source, extent(call, nelems, sizeof(TYPE)), pe, nullptr, true);            \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_##NAME##_p(TYPE *dest, TYPE value, int pe) {                          \
         put_one<sizeof(TYPE)>("shmem_" #NAME "_p", dest, &value, pe);                              \
@@ -84,12 +84,12 @@ SHMEM_RMA_TYPES(SHMEM_DEFINE_RMA_TYPED)
     SHMEM_EXPORT void pshmem_put##BITS##_nbi(void *dest, const void *source, size_t nelems,        \
                                              int pe) {                                             \
         const char *call = "shmem_put" #BITS "_nbi";                                               \
-        put(call, dest, source, extent(call, nelems, BITS / 8), pe);                               \
+        put(call, dest, source, extent(call, nelems, BITS / 8), pe, nullptr, true);                \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_get##BITS##_nbi(void *dest, const void *source, size_t nelems,        \
                                              int pe) {                                             \
         const char *call = "shmem_get" #BITS "_nbi";                                               \
-        get(call, dest, source, extent(call, nelems, BITS / 8), pe);                               \
+        get(call, dest, source, extent(call, nelems, BITS / 8), pe, nullptr, true);                \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_iput##BITS(void *dest, const void *source, ptrdiff_t dst,             \
                                         ptrdiff_t sst, size_t nelems, int pe) {                    \

@@ -1,5 +1,7 @@
 // rma.h: the copies behind every put and get (rma.cpp, ctx_rma.cpp, signal.cpp): a bounds
-// check of the remote range and a copy into or out of the peer's mapping. `pe` is a world PE.
+// check of the remote range, then a copy into or out of the peer's mapping when it is mapped
+// here, else the transport's put or get. `pe` is a world PE; `ctx` the context (nullptr: the
+// default one) and `nbi` whether the call is non-blocking, both read by the transport only.
 #pragma once
 
 #include <cstring>
@@ -17,27 +19,40 @@ inline size_t extent(const char *call, size_t nelems, size_t size) {
     return bytes;
 }
 
-inline void put(const char *call, void *dest, const void *source, size_t n, int pe) {
+inline void put(const char *call, void *dest, const void *source, size_t n, int pe,
+                const void *ctx = nullptr, bool nbi = false) {
     char *to = remote(call, "dest", dest, n, pe);
     require_buffer(call, "source", source, n);
+    if (SHMEM_UNLIKELY(to == nullptr)) return transport_put(call, ctx, nbi, dest, source, n, pe);
     copy(to, source, n);
 }
 
-inline void get(const char *call, void *dest, const void *source, size_t n, int pe) {
+inline void get(const char *call, void *dest, const void *source, size_t n, int pe,
+                const void *ctx = nullptr, bool nbi = false) {
     const char *from = remote(call, "source", source, n, pe);
     require_buffer(call, "dest", dest, n);
+    if (SHMEM_UNLIKELY(from == nullptr)) return transport_get(call, ctx, nbi, dest, source, n, pe);
     copy(dest, from, n);
 }
 
 // One element; Size is known at compile time, so the copy is a load and a store.
 template <size_t Size>
-inline void put_one(const char *call, void *dest, const void *value, int pe) {
-    std::memcpy(remote(call, "dest", dest, Size, pe), value, Size);
+inline void put_one(const char *call, void *dest, const void *value, int pe,
+                    const void *ctx = nullptr) {
+    char *to = remote(call, "dest", dest, Size, pe);
+    if (SHMEM_UNLIKELY(to == nullptr))
+        return transport_put(call, ctx, false, dest, value, Size, pe);
+    std::memcpy(to, value, Size);
 }
 
 template <size_t Size>
-inline void get_one(const char *call, void *value, const void *source, int pe) {
-    std::memcpy(value, remote(call, "source", source, Size, pe), Size);
+inline void get_one(const char *call, void *value, const void *source, int pe,
+                    const void *ctx = nullptr) {
+    const char *from = remote(call, "source", source, Size, pe);
+    if (SHMEM_UNLIKELY(from == nullptr)) {
+        return transport_get(call, ctx, false, value, source, Size, pe);
+    }
+    std::memcpy(value, from, Size);
 }
 
 // Lowest byte and byte span of `nelems` elements `stride` apart starting at `base`.
@@ -59,7 +74,7 @@ inline const char *strided_span(const char *call, const char *arg, const void *b
 // Strided copy of `nelems` elements of Size bytes, `dst` and `sst` elements apart.
 template <size_t Size>
 void strided(const char *call, bool is_put, void *dest, const void *source, ptrdiff_t dst,
-             ptrdiff_t sst, size_t nelems, int pe) {
+             ptrdiff_t sst, size_t nelems, int pe, const void *ctx = nullptr) {
     if (nelems == 0) {
         if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
             fail_pe(call, pe);
@@ -71,15 +86,32 @@ void strided(const char *call, bool is_put, void *dest, const void *source, ptrd
     const char *slow = strided_span(call, "sst", source, sst, nelems, Size, &sspan);
     char *d = static_cast<char *>(dest);
     const char *s = static_cast<const char *>(source);
+    const char *mapped;  // the remote range's lowest byte as mapped here; nullptr: transport
     if (is_put) {
         require_buffer(call, "source", source, nelems);
-        d = remote(call, "dest", dlow, dspan, pe) + (d - dlow);
+        mapped = remote(call, "dest", dlow, dspan, pe);
+        d = const_cast<char *>(mapped) + (d - dlow);
     } else {
         require_buffer(call, "dest", dest, nelems);
-        s = remote(call, "source", slow, sspan, pe) + (s - slow);
+        mapped = remote(call, "source", slow, sspan, pe);
+        s = mapped + (s - slow);
     }
     const ptrdiff_t dstep = dst * static_cast<ptrdiff_t>(Size);
     const ptrdiff_t sstep = sst * static_cast<ptrdiff_t>(Size);
+    if (SHMEM_UNLIKELY(mapped == nullptr)) {
+        // One element per call, at the user's addresses (the symmetric side is translated by
+        // the transport path).
+        char *ud = static_cast<char *>(dest);
+        const char *us = static_cast<const char *>(source);
+        for (size_t i = 0; i < nelems; i++, ud += dstep, us += sstep) {
+            if (is_put) {
+                transport_put(call, ctx, false, ud, us, Size, pe);
+            } else {
+                transport_get(call, ctx, false, ud, us, Size, pe);
+            }
+        }
+        return;
+    }
     for (size_t i = 0; i < nelems; i++, d += dstep, s += sstep) std::memcpy(d, s, Size);
 }
 

@@ -24,7 +24,8 @@ constexpr size_t kFencedBytes = 1024;
 
 // Put `n` bytes, then update the signal. Everything is checked before anything is written.
 inline void put_signal(const char *call, void *dest, const void *source, size_t n,
-                       uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) {
+                       uint64_t *sig_addr, uint64_t signal, int sig_op, int pe,
+                       const void *ctx = nullptr, bool nbi = false) {
     if (SHMEM_UNLIKELY(sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)) {
         require_running(call);
         fail(call, "invalid argument sig_op=%d: not SHMEM_SIGNAL_SET (%d) or SHMEM_SIGNAL_ADD (%d)",
@@ -37,7 +38,16 @@ inline void put_signal(const char *call, void *dest, const void *source, size_t 
         fail(call, "invalid arguments dest=%p with %zu bytes and sig_addr=%p: they overlap", dest,
              n, static_cast<void *>(sig_addr));
     }
-    put(call, dest, source, n, pe);
+    put(call, dest, source, n, pe, ctx, nbi);
+    if (SHMEM_UNLIKELY(sig == nullptr)) {  // a transport is in use: the update goes through it
+        // The transport's fence orders the put before the signal's update on the context.
+        transport_fence(ctx);
+        transport_amo(
+            call, ctx,
+            sig_op == SHMEM_SIGNAL_SET ? SHMEM_TRANSPORT_AMO_SET : SHMEM_TRANSPORT_AMO_FETCH_ADD,
+            sig_addr, sizeof(uint64_t), signal, 0, pe);
+        return;
+    }
     if (n >= kFencedBytes) std::atomic_thread_fence(std::memory_order_seq_cst);
     if (sig_op == SHMEM_SIGNAL_SET) {
         __atomic_store_n(sig, signal, __ATOMIC_RELEASE);
@@ -49,7 +59,7 @@ inline void put_signal(const char *call, void *dest, const void *source, size_t 
 // The local signal word: symmetric (peers update it) and aligned.
 inline const uint64_t *signal_word(const char *call, const uint64_t *sig_addr) {
     require_running(call);
-    if (SHMEM_UNLIKELY(translate(sig_addr, sizeof(uint64_t), g.my_pe) == nullptr)) {
+    if (SHMEM_UNLIKELY(translate_mapped(sig_addr, sizeof(uint64_t), g.my_pe) == nullptr)) {
         fail(call, "invalid argument sig_addr=%p: not a symmetric address",
              static_cast<const void *>(sig_addr));
     }
@@ -63,7 +73,12 @@ inline const uint64_t *signal_word(const char *call, const uint64_t *sig_addr) {
 }  // namespace
 
 SHMEM_EXPORT uint64_t pshmem_signal_fetch(const uint64_t *sig_addr) {
-    return load_watched(signal_word("shmem_signal_fetch", sig_addr));
+    const uint64_t *p = signal_word("shmem_signal_fetch", sig_addr);
+    if (SHMEM_UNLIKELY(translate_in(g.amo_bases, p, sizeof(uint64_t), g.my_pe) == nullptr)) {
+        return transport_amo("shmem_signal_fetch", nullptr, SHMEM_TRANSPORT_AMO_FETCH, p,
+                             sizeof(uint64_t), 0, 0, g.my_pe);
+    }
+    return load_watched(p);
 }
 
 SHMEM_EXPORT uint64_t pshmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value) {
@@ -96,7 +111,8 @@ SHMEM_WEAK_ALIAS(shmem_signal_wait_until)
                                                  uint64_t *sig_addr, uint64_t signal, int sig_op,  \
                                                  int pe) {                                         \
         const char *call = "shmem_" #NAME "_signal_nbi";                                           \
-        put_signal(call, dest, source, extent(call, nelems, SIZE), sig_addr, signal, sig_op, pe);  \
+        put_signal(call, dest, source, extent(call, nelems, SIZE), sig_addr, signal, sig_op, pe,   \
+                   nullptr, true);                                                                 \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_ctx_##NAME##_signal(shmem_ctx_t ctx, TYPE *dest, const TYPE *source,  \
                                                  size_t nelems, uint64_t *sig_addr,                \
@@ -104,7 +120,7 @@ SHMEM_WEAK_ALIAS(shmem_signal_wait_until)
         const char *call = "shmem_ctx_" #NAME "_signal";                                           \
         int world = ctx_world_pe(call, ctx, pe);                                                   \
         put_signal(call, dest, source, extent(call, nelems, SIZE), sig_addr, signal, sig_op,       \
-                   world);                                                                         \
+                   world, ctx);                                                                    \
     }                                                                                              \
     SHMEM_EXPORT void pshmem_ctx_##NAME##_signal_nbi(                                              \
         shmem_ctx_t ctx, TYPE *dest, const TYPE *source, size_t nelems, uint64_t *sig_addr,        \
@@ -112,7 +128,7 @@ SHMEM_WEAK_ALIAS(shmem_signal_wait_until)
         const char *call = "shmem_ctx_" #NAME "_signal_nbi";                                       \
         int world = ctx_world_pe(call, ctx, pe);                                                   \
         put_signal(call, dest, source, extent(call, nelems, SIZE), sig_addr, signal, sig_op,       \
-                   world);                                                                         \
+                   world, ctx, true);                                                              \
     }                                                                                              \
     SHMEM_WEAK_ALIAS(shmem_##NAME##_signal)                                                        \
     SHMEM_WEAK_ALIAS(shmem_##NAME##_signal_nbi)                                                    \

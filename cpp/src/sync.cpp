@@ -23,12 +23,22 @@ void sync_all(const char *call, bool barrier_all) {
 
 }  // namespace
 
-SHMEM_EXPORT void pshmem_fence(void) { std::atomic_thread_fence(std::memory_order_seq_cst); }
+// With a transport in use, fence and quiet also order and complete what went through it on the
+// default context.
+// The test comes before the CPU fence, so its load does not wait for the fence to drain.
+SHMEM_EXPORT void pshmem_fence(void) {
+    if (SHMEM_UNLIKELY(g.transport != nullptr)) transport_fence(nullptr);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
 
-SHMEM_EXPORT void pshmem_quiet(void) { std::atomic_thread_fence(std::memory_order_seq_cst); }
+SHMEM_EXPORT void pshmem_quiet(void) {
+    if (SHMEM_UNLIKELY(g.transport != nullptr)) transport_quiet(nullptr);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
 
 SHMEM_EXPORT void pshmem_barrier_all(void) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (SHMEM_UNLIKELY(g.transport != nullptr)) transport_quiet(nullptr);
     sync_all("shmem_barrier_all", true);
 }
 

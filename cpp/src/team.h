@@ -73,8 +73,8 @@ inline uint64_t *area_word(char *area, int line) {
 
 // Area of `slot` on world PE `world_pe`, as mapped here.
 inline char *team_area(int world_pe, int slot) {
-    return reinterpret_cast<char *>(g.bases[2 * static_cast<size_t>(world_pe)]) - g.reserved +
-           g.team_areas + static_cast<size_t>(slot) * g.team_area_size;
+    return reinterpret_cast<char *>(g.mapped_bases[2 * static_cast<size_t>(world_pe)]) -
+           g.reserved + g.team_areas + static_cast<size_t>(slot) * g.team_area_size;
 }
 
 // Barrier over the team's members on its area (no completion of puts).

@@ -7,8 +7,11 @@
 #include <stdio.h>
 
 /* The header compiles as C with fixed-size fields only: its size is the same for every
- * compiler of this ABI (LP64: six 4-byte fields and thirteen 8-byte ones, no padding). */
-_Static_assert(sizeof(shmem_job_state) == 6 * 4 + 13 * 8, "job state size");
+ * compiler of this ABI (LP64: six 4-byte fields and sixteen 8-byte ones, no padding). The
+ * transport table likewise: two 4-byte fields, then two pointers and eight functions. */
+_Static_assert(sizeof(shmem_job_state) == 6 * 4 + 16 * 8, "job state size");
+_Static_assert(sizeof(shmem_transport_ops) == 2 * 4 + 10 * 8, "transport table size");
+_Static_assert(offsetof(shmem_transport_ops, size) == 0, "transport table size first");
 _Static_assert(offsetof(shmem_job_state, size) == 0, "size first");
 _Static_assert(sizeof(shmem_job_team) == 16, "team entry size");
 

@@ -17,18 +17,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* Fields this header knows; raised when a field is added. */
-#define SHMEM_JOB_STATE_VERSION 1u
+#define SHMEM_JOB_STATE_VERSION 2u
 
 /* How this PE reaches a peer's symmetric memory (shmem_job_state.reach). */
 enum shmem_job_reach {
     SHMEM_JOB_REACH_NONE = 0,      /* not at all: every access to it is refused */
     SHMEM_JOB_REACH_MAPPED = 1,    /* mapped here: loads, stores and CPU atomics */
-    SHMEM_JOB_REACH_TRANSPORT = 2, /* through a transport; no mapped base */
+    SHMEM_JOB_REACH_TRANSPORT = 2, /* through `transport`; its bases in `bases` are 0 */
 };
 
 /* The words of a team's synchronisation area, one 64-byte line each (no false sharing): the
@@ -73,8 +75,9 @@ typedef struct shmem_job_state {
     /* data_size when static data is symmetric in this job, else 0: the data path's one test. */
     uint64_t data_span;
 
-    /* Per PE, 2 * n_pes entries: {user heap base, static data base} of PE p at [2p], [2p+1];
-     * 0 where PE p's memory is not mapped here (or its static data is not symmetric). */
+    /* Per PE, 2 * n_pes entries: {user heap base, static data base} of PE p at [2p], [2p+1],
+     * for puts and gets; 0 where PE p's memory is not mapped here, is reached through the
+     * transport, or (static data) is not symmetric. A 0 sends the call to its cold path. */
     const uintptr_t *bases;
     /* Per PE, n_pes entries: how PE p is reached (enum shmem_job_reach). */
     const uint8_t *reach;
@@ -92,6 +95,18 @@ typedef struct shmem_job_state {
     int32_t central_barrier; /* nonzero: barriers take the central shape */
     /* The team table: team_slots entries, indexed by slot; written by whoever makes a team. */
     shmem_job_team *teams;
+
+    /* Version 2. The transport that reaches the PEs marked SHMEM_JOB_REACH_TRANSPORT, or NULL
+     * when every PE is mapped here. Non-NULL also means every AMO goes through it, to mapped
+     * PEs too: CPU atomics and a transport's atomics on one word are not atomic together. */
+    const shmem_transport_ops *transport;
+    /* Version 2. Laid out as `bases`: every peer's memory as mapped here, whether or not it is
+     * reached through the transport, for what has no transport path (collectives, barriers,
+     * locks, waits). Equal to `bases` when every PE is mapped. */
+    const uintptr_t *mapped_bases;
+    /* Version 2. Laid out as `bases`, for AMOs and signal updates: `bases` when no transport is
+     * in use, all 0 when one is, so every AMO takes its cold path to the transport. */
+    const uintptr_t *amo_bases;
 } shmem_job_state;
 
 #ifdef __cplusplus

@@ -76,6 +76,8 @@ pub const PMIX_LIB: &str = "SHMEM_PMIX_LIB";
 pub const INSTANCE_PORT_RANGE: &str = "SHMEM_INSTANCE_PORT_RANGE";
 /// `SHMEM_TLS_DISABLE`: see its row of [`VARS`].
 pub const TLS_DISABLE: &str = "SHMEM_TLS_DISABLE";
+/// `SHMEM_TEST_LOOPBACK`: see its row of [`VARS`].
+pub const TEST_LOOPBACK: &str = "SHMEM_TEST_LOOPBACK";
 /// `SHMEM_RUN_FD`: see its row of [`VARS`].
 pub const RUN_FD: &str = "SHMEM_RUN_FD";
 /// `SHMEM_RUN_RANK`: see its row of [`VARS`].
@@ -227,6 +229,15 @@ pub static VARS: &[Var] = &[
         help: "Run a TCP store without TLS (logged as a warning): any process that reaches the \
                port can then read and write the job's store. Set it for shmemrun and every PE \
                alike",
+    },
+    Var {
+        name: TEST_LOOPBACK,
+        alias: None,
+        kind: Kind::Text,
+        default: "",
+        help: "For testing only: reach these PEs through the loopback test transport (the \
+               transport table, copying through the mapping) instead of directly: odd, all, or a \
+               comma list of PE numbers; every AMO then goes through it. Set it for every PE alike",
     },
     Var {
         name: RUN_FD,
@@ -483,6 +494,34 @@ pub fn port_range() -> Result<Option<(u16, u16)>> {
     crate::bootstrap::addr::parse_port_range(&s)
         .map(Some)
         .map_err(|why| bad(v, &s, why))
+}
+
+/// `SHMEM_TEST_LOOPBACK` for a job of `n_pes` PEs: per PE, whether the loopback test
+/// transport reaches it; `None` when unset.
+pub fn test_loopback(n_pes: usize) -> Result<Option<Vec<bool>>> {
+    let v = var(TEST_LOOPBACK);
+    let s = raw(v);
+    parse_loopback(&s, n_pes).map_err(|why| bad(v, &s, why))
+}
+
+fn parse_loopback(s: &str, n_pes: usize) -> std::result::Result<Option<Vec<bool>>, String> {
+    match s {
+        "" => return Ok(None),
+        "all" => return Ok(Some(vec![true; n_pes])),
+        "odd" => return Ok(Some((0..n_pes).map(|pe| pe % 2 == 1).collect())),
+        _ => {}
+    }
+    let mut chosen = vec![false; n_pes];
+    for word in s.split(',').map(str::trim) {
+        let pe: usize = word.parse().map_err(|_| {
+            format!("{word:?} is not a PE number (expected odd, all, or a comma list of PEs)")
+        })?;
+        if pe >= n_pes {
+            return Err(format!("PE {pe} is not in this job of {n_pes} PEs"));
+        }
+        chosen[pe] = true;
+    }
+    Ok(Some(chosen))
 }
 
 /// `SHMEM_TLS_DISABLE` (also read by `shmemrun`).
@@ -806,6 +845,7 @@ mod tests {
             PMIX_LIB,
             INSTANCE_PORT_RANGE,
             TLS_DISABLE,
+            TEST_LOOPBACK,
             RUN_FD,
             RUN_RANK,
             RUN_SIZE,
@@ -815,5 +855,18 @@ mod tests {
         ];
         let names: Vec<&str> = VARS.iter().map(|v| v.name).collect();
         assert_eq!(names, constants);
+    }
+
+    #[test]
+    fn loopback_choices_parse_and_bad_ones_say_why() {
+        assert_eq!(parse_loopback("", 3), Ok(None));
+        assert_eq!(parse_loopback("odd", 3), Ok(Some(vec![false, true, false])));
+        assert_eq!(parse_loopback("all", 2), Ok(Some(vec![true, true])));
+        assert_eq!(parse_loopback("0, 2", 3), Ok(Some(vec![true, false, true])));
+        assert_eq!(
+            parse_loopback("3", 3),
+            Err("PE 3 is not in this job of 3 PEs".to_string())
+        );
+        assert!(parse_loopback("some", 3).unwrap_err().contains("\"some\""));
     }
 }

@@ -67,6 +67,9 @@ pub enum Error {
         /// What differs, with both values.
         what: String,
     },
+    /// A transport failed to connect, register a segment or reach a peer.
+    #[error("transport: {0}")]
+    Transport(#[from] crate::transport::TransportError),
     /// An error already logged where it was detected (with its context); callers pass it on
     /// without logging it again.
     #[error("{0}")]

@@ -11,8 +11,10 @@ use std::cell::UnsafeCell;
 use std::ffi::{c_char, CString};
 use std::mem::{align_of, offset_of, size_of};
 
+use crate::transport::table::TransportOps;
+
 /// Fields this mirror knows (`SHMEM_JOB_STATE_VERSION`).
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// A peer whose memory this PE cannot reach (`SHMEM_JOB_REACH_NONE`). Mirrors the header;
 /// nothing sets it while every PE of a job shares one node.
@@ -20,9 +22,7 @@ pub const VERSION: u32 = 1;
 pub const REACH_NONE: u8 = 0;
 /// A peer whose memory is mapped here (`SHMEM_JOB_REACH_MAPPED`).
 pub const REACH_MAPPED: u8 = 1;
-/// A peer reached through a transport (`SHMEM_JOB_REACH_TRANSPORT`). Mirrors the header;
-/// nothing sets it before a transport exists.
-#[allow(dead_code)]
+/// A peer reached through a transport (`SHMEM_JOB_REACH_TRANSPORT`).
 pub const REACH_TRANSPORT: u8 = 2;
 
 /// Bytes of one line of a team area (`SHMEM_TEAM_AREA_LINE_BYTES`).
@@ -89,6 +89,12 @@ pub struct JobState {
     pub central_barrier: i32,
     /// The team table, indexed by slot.
     pub teams: *mut JobTeam,
+    /// Version 2: the transport's table, or null when every PE is mapped here.
+    pub transport: *const TransportOps,
+    /// Version 2: every peer's memory as mapped here, laid out as `bases`.
+    pub mapped_bases: *const usize,
+    /// Version 2: `bases` without a transport, all 0 with one (AMOs and signal updates).
+    pub amo_bases: *const usize,
 }
 
 impl JobState {
@@ -113,6 +119,9 @@ impl JobState {
         team_slots: 0,
         central_barrier: 0,
         teams: std::ptr::null_mut(),
+        transport: std::ptr::null(),
+        mapped_bases: std::ptr::null(),
+        amo_bases: std::ptr::null(),
     };
 }
 
@@ -135,6 +144,8 @@ pub static shmem_job_state_g: Published = Published(UnsafeCell::new(JobState::ID
 #[derive(Debug)]
 pub struct Backing {
     bases: Vec<usize>,
+    mapped_bases: Vec<usize>,
+    amo_bases: Vec<usize>,
     reach: Vec<u8>,
     data_off_reason: CString,
     teams: Vec<JobTeam>,
@@ -159,6 +170,10 @@ pub struct Job<'a> {
     pub data_off_reason: &'a str,
     /// Whether barriers take the central shape.
     pub central_barrier: bool,
+    /// How each PE is reached (`REACH_*`); empty: every PE is mapped.
+    pub reach: &'a [u8],
+    /// The transport's table (null when no PE is reached through one); must outlive the state.
+    pub transport: *const TransportOps,
 }
 
 /// Fills the state for a started job; the returned backing must outlive it (until [`clear`]).
@@ -166,13 +181,30 @@ pub struct Job<'a> {
 pub fn publish(job: &Job<'_>) -> Backing {
     let n_pes = job.heap_bases.len();
     let symmetric = !job.data_bases.is_empty();
-    let mut bases = Vec::with_capacity(2 * n_pes);
+    let reach = if job.reach.is_empty() {
+        vec![REACH_MAPPED; n_pes]
+    } else {
+        job.reach.to_vec()
+    };
+    let mut mapped_bases = Vec::with_capacity(2 * n_pes);
     for (pe, &heap) in job.heap_bases.iter().enumerate() {
-        bases.push(heap);
-        bases.push(if symmetric { job.data_bases[pe] } else { 0 });
+        mapped_bases.push(heap);
+        mapped_bases.push(if symmetric { job.data_bases[pe] } else { 0 });
     }
-    // Every peer of a job is on this node and mapped today; a transport will change this.
-    let reach = vec![REACH_MAPPED; n_pes];
+    // The data path's view: a PE reached through the transport has no base, so its puts and
+    // gets miss the mapping and take the cold path to the transport (also under the loopback
+    // test transport, which keeps its own view of the mappings).
+    let bases: Vec<usize> = mapped_bases
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| if reach[i / 2] == REACH_MAPPED { b } else { 0 })
+        .collect();
+    // With a transport every AMO goes through it: no AMO finds a base.
+    let amo_bases = if job.transport.is_null() {
+        bases.clone()
+    } else {
+        vec![0; 2 * n_pes]
+    };
     // A reason never holds a NUL; one that did would lose its tail, not its meaning.
     let reason: Vec<u8> = job
         .data_off_reason
@@ -183,6 +215,8 @@ pub fn publish(job: &Job<'_>) -> Backing {
     let mut teams = vec![JobTeam::default(); crate::heap::TEAM_SLOTS];
     let mut backing = Backing {
         bases,
+        mapped_bases,
+        amo_bases,
         reach,
         data_off_reason,
         teams: Vec::new(),
@@ -207,6 +241,9 @@ pub fn publish(job: &Job<'_>) -> Backing {
         team_slots: crate::heap::TEAM_SLOTS as i32,
         central_barrier: i32::from(job.central_barrier),
         teams: teams.as_mut_ptr(),
+        transport: job.transport,
+        mapped_bases: backing.mapped_bases.as_ptr(),
+        amo_bases: backing.amo_bases.as_ptr(),
     };
     backing.teams = teams;
     // SAFETY: see `Published`: no reader runs while init writes.
@@ -221,6 +258,12 @@ pub fn clear() {
     unsafe { *shmem_job_state_g.0.get() = JobState::IDLE };
 }
 
+/// The published transport table, or null (none published, or the library is not running).
+pub fn transport() -> *const TransportOps {
+    // SAFETY: see `Published`: written only by init and finalize, which no reader overlaps.
+    unsafe { (*shmem_job_state_g.0.get()).transport }
+}
+
 /// A copy of the state as it is now (for tests).
 #[cfg(test)]
 pub fn snapshot() -> JobState {
@@ -230,9 +273,10 @@ pub fn snapshot() -> JobState {
 
 /// The mirror's layout: its size and alignment, then each field's offset in declaration
 /// order, then the team entry's size and offsets, then the team area's line size and line
-/// count. The facade compares it with the C header's at start-up.
+/// count, then the transport table's size and offsets. The facade compares it with the C
+/// headers' at start-up.
 pub fn layout() -> Vec<usize> {
-    vec![
+    let mut l = vec![
         size_of::<JobState>(),
         align_of::<JobState>(),
         offset_of!(JobState, size),
@@ -254,6 +298,9 @@ pub fn layout() -> Vec<usize> {
         offset_of!(JobState, team_slots),
         offset_of!(JobState, central_barrier),
         offset_of!(JobState, teams),
+        offset_of!(JobState, transport),
+        offset_of!(JobState, mapped_bases),
+        offset_of!(JobState, amo_bases),
         size_of::<JobTeam>(),
         offset_of!(JobTeam, start),
         offset_of!(JobTeam, stride),
@@ -261,7 +308,9 @@ pub fn layout() -> Vec<usize> {
         offset_of!(JobTeam, slot),
         TEAM_AREA_LINE_BYTES,
         TEAM_AREA_LINES,
-    ]
+    ];
+    l.extend(crate::transport::table::layout());
+    l
 }
 
 #[cfg(test)]
@@ -281,6 +330,8 @@ mod tests {
             data_bases: &datas,
             data_off_reason: "",
             central_barrier: true,
+            reach: &[],
+            transport: std::ptr::null(),
         });
         let s = snapshot();
         assert_eq!((s.my_pe, s.n_pes, s.heap_base), (1, 3, 0x2000_0000));
@@ -310,11 +361,11 @@ mod tests {
         let l = layout();
         assert_eq!(l[0], size_of::<JobState>());
         // Offsets grow: fields are listed in declaration order, none forgotten in between.
-        let fields = &l[2..21];
+        let fields = &l[2..24];
         assert!(fields.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(
             l[0],
-            offset_of!(JobState, teams) + size_of::<*mut JobTeam>()
+            offset_of!(JobState, amo_bases) + size_of::<*const usize>()
         );
     }
 }

@@ -25,3 +25,4 @@ mod mapping;
 mod runtime;
 mod static_data;
 mod sync;
+mod transport;

@@ -19,6 +19,7 @@ use crate::static_data::{self, StaticData};
 use crate::sync::barrier::{self, Barrier, Stop};
 use crate::sync::call::{Call, Step};
 use crate::sync::wait;
+use crate::transport::{self, LocalSegment, Segment};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, RwLock, RwLockWriteGuard};
@@ -90,6 +91,9 @@ pub struct Runtime {
     /// alive as long as the state is published (until finalize clears it).
     #[allow(dead_code)]
     job_state: job_state::Backing,
+    /// The transport reaching the PEs that are not mapped here, when any is (its table is in
+    /// the job state).
+    transport: Option<transport::Started>,
 }
 
 #[derive(Debug)]
@@ -356,6 +360,14 @@ fn start(
     )?;
     STATUS.store(STATUS_SHM_CREATED, Ordering::Release);
     let static_data = static_data::exchange(store.as_ref(), my_pe, n_pes, timeouts.create)?;
+    let transport = start_transport(
+        store.as_ref(),
+        my_pe,
+        &heap,
+        &static_data,
+        n_pes,
+        timeouts.create,
+    )?;
     if let Some(store) = &store {
         store.barrier(timeouts.create).map_err(|e| match e {
             BootstrapError::Timeout { after, .. } => Error::Launch(format!(
@@ -385,6 +397,18 @@ fn start(
         _ => wait::oversubscribed(n_pes),
     };
     let heap_bases: Vec<usize> = (0..n_pes).map(|pe| heap.user_base(pe)).collect();
+    let reach: Vec<u8> = match &transport {
+        Some(t) => (0..n_pes)
+            .map(|pe| {
+                if t.transport().can_reach(pe) {
+                    job_state::REACH_TRANSPORT
+                } else {
+                    job_state::REACH_MAPPED
+                }
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     let job_state = job_state::publish(&job_state::Job {
         my_pe,
         heap_bases: &heap_bases,
@@ -394,6 +418,8 @@ fn start(
         data_bases: &static_data.bases,
         data_off_reason: &static_data.off_reason,
         central_barrier,
+        reach: &reach,
+        transport: transport.as_ref().map_or(std::ptr::null(), |t| t.ops()),
     });
     let rt = Arc::new(Runtime {
         timeouts,
@@ -405,12 +431,59 @@ fn start(
         _static_data: static_data,
         barrier: Barrier::new(central_barrier),
         job_state,
+        transport,
     });
     wait::publish_naps(Some(barrier::nap_stamp(&rt.heap, my_pe)));
     *state = Phase::Running(rt.clone());
     STATUS.store(STATUS_IS_INITIALIZED, Ordering::Release);
     tls::wipe_key_material();
     Ok(rt)
+}
+
+/// The transport chosen for this job, connected and with the heap and static data registered
+/// (collective), or `None` when every PE is mapped here, as it is unless `SHMEM_TEST_LOOPBACK`
+/// chooses PEs for the loopback test transport.
+fn start_transport(
+    store: Option<&Client>,
+    my_pe: usize,
+    heap: &Heap,
+    static_data: &StaticData,
+    n_pes: usize,
+    timeout: Duration,
+) -> Result<Option<transport::Started>> {
+    let heap_bases: Vec<usize> = (0..n_pes).map(|pe| heap.user_base(pe)).collect();
+    let chosen: Box<dyn transport::Transport> = match env::test_loopback(n_pes)? {
+        Some(pes) => Box::new(transport::loopback::Loopback::new(
+            pes,
+            &heap_bases,
+            &static_data.bases,
+        )),
+        None => Box::new(transport::none::NoTransport),
+    };
+    // Every PE is mapped here and reached directly: no table, and the data path never
+    // looks for one.
+    if !(0..n_pes).any(|pe| chosen.can_reach(pe)) {
+        return Ok(None);
+    }
+    let mut segments = vec![LocalSegment {
+        segment: Segment::Heap,
+        base: heap.user_base(my_pe),
+        len: heap.size(),
+    }];
+    if !static_data.bases.is_empty() {
+        segments.push(LocalSegment {
+            segment: Segment::Data,
+            base: static_data.base,
+            len: static_data.size,
+        });
+    }
+    let mut allgather = |data: &[u8]| -> Result<Vec<Vec<u8>>> {
+        match store {
+            Some(s) => Ok(s.allgather(data, timeout)?),
+            None => Ok(vec![data.to_vec()]),
+        }
+    };
+    transport::start(chosen, &segments, &mut allgather).map(Some)
 }
 
 /// The running job, or a state error naming `call`.
@@ -443,6 +516,9 @@ pub fn finalize() -> Result<()> {
     }
     if let Some(node) = &rt.node {
         node.wait_for_goodbyes(rt.timeouts.control)?;
+    }
+    if let Some(t) = &rt.transport {
+        t.transport().finalize()?;
     }
     // The state points into this runtime, which goes with the phase change below.
     job_state::clear();

@@ -58,6 +58,7 @@ impl Backoff {
 
     /// Waits a little before the caller checks its condition again.
     pub fn snooze(&mut self) {
+        crate::transport::progress();
         if self.spins < SPINS.load(Ordering::Relaxed) {
             self.spins += 1;
             std::hint::spin_loop();

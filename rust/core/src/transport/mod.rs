@@ -1,0 +1,324 @@
+//! Transports: how this PE reaches a peer whose symmetric memory is not mapped here. This module
+//! owns the [`Transport`] trait, the choice of transport at start-up ([`start`]) and the C table
+//! of operations the facade calls (`shmem/transport.h`, filled by [`table`]). It never touches
+//! the mapped path: a peer that is mapped here is reached by the facade's own loads, stores and
+//! CPU atomics, and this module is not called for it (except AMOs, see below).
+//!
+//! Shipped transports: [`none`] (no peer reachable: today's refusal of every PE that is not
+//! mapped) and [`loopback`], a test transport that reaches chosen peers through the table while
+//! copying through their mappings (`SHMEM_TEST_LOOPBACK`, for testing only).
+//!
+//! Atomicity rule: while any PE of the job is reached through a transport, every AMO goes
+//! through it, to mapped PEs too, since CPU atomics and a transport's atomics on one word are
+//! not atomic with each other. The facade follows it by testing the job state's `transport`.
+
+pub mod loopback;
+pub mod none;
+pub mod table;
+
+use std::ffi::c_void;
+
+/// A symmetric segment an address lies in (`enum shmem_transport_segment`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Segment {
+    /// The user heap.
+    Heap = 0,
+    /// Global and static variables.
+    Data = 1,
+}
+
+impl Segment {
+    /// The segment of a C `segment` argument, if it names one.
+    pub fn from_raw(raw: i32) -> Option<Segment> {
+        match raw {
+            0 => Some(Segment::Heap),
+            1 => Some(Segment::Data),
+            _ => None,
+        }
+    }
+
+    /// The segment's name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Segment::Heap => "heap",
+            Segment::Data => "static data",
+        }
+    }
+}
+
+/// An atomic operation (`enum shmem_transport_amo_op`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AmoOp {
+    /// Returns the element.
+    Fetch,
+    /// Stores the value.
+    Set,
+    /// Stores the value, returns the old one.
+    Swap,
+    /// Stores the value where the element equals the compare value; returns the old one.
+    CompareSwap,
+    /// Adds (two's complement), returns the old value.
+    FetchAdd,
+    /// Bitwise and, returns the old value.
+    FetchAnd,
+    /// Bitwise or, returns the old value.
+    FetchOr,
+    /// Bitwise xor, returns the old value.
+    FetchXor,
+}
+
+impl AmoOp {
+    /// The operation of a C `op` argument, if it names one.
+    pub fn from_raw(raw: i32) -> Option<AmoOp> {
+        Some(match raw {
+            0 => AmoOp::Fetch,
+            1 => AmoOp::Set,
+            2 => AmoOp::Swap,
+            3 => AmoOp::CompareSwap,
+            4 => AmoOp::FetchAdd,
+            5 => AmoOp::FetchAnd,
+            6 => AmoOp::FetchOr,
+            7 => AmoOp::FetchXor,
+            _ => return None,
+        })
+    }
+}
+
+/// The context an operation was issued on: only its identity (the facade's `shmem_ctx_t`; 0
+/// for the default context). Completion and ordering are per context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ctx(pub usize);
+
+impl Ctx {
+    /// The context of a C `ctx` argument.
+    pub fn from_raw(raw: *const c_void) -> Ctx {
+        Ctx(raw as usize)
+    }
+}
+
+/// What a transport can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The operation targets a PE this transport does not reach.
+    #[error("PE {pe} is not reachable through the {transport} transport")]
+    Unreachable {
+        /// The transport.
+        transport: &'static str,
+        /// The PE.
+        pe: usize,
+    },
+    /// The range lies outside the segment as the peer registered it.
+    #[error("bytes [{offset}, {offset}+{len}) are outside PE {pe}'s {} of {size} bytes", segment.name())]
+    OutOfRange {
+        /// The PE.
+        pe: usize,
+        /// The segment.
+        segment: Segment,
+        /// The range's offset in the segment.
+        offset: u64,
+        /// The range's length.
+        len: usize,
+        /// The segment's size on that PE.
+        size: usize,
+    },
+    /// The facade passed a value the table does not define (a segment, an operation, an
+    /// element size).
+    #[error("invalid argument {arg}={value}")]
+    BadArgument {
+        /// The argument's name.
+        arg: &'static str,
+        /// Its value.
+        value: i64,
+    },
+    /// A peer's address or remote key does not describe what this transport expects.
+    #[error("PE {pe}'s {what} is malformed: {why}")]
+    BadPeerData {
+        /// The PE.
+        pe: usize,
+        /// What it sent (`address`, `heap key`, ...).
+        what: &'static str,
+        /// Why it was refused.
+        why: String,
+    },
+    /// The transport does not support this (an operation, a segment).
+    #[error("the {transport} transport cannot {what}")]
+    Unsupported {
+        /// The transport.
+        transport: &'static str,
+        /// What was asked.
+        what: &'static str,
+    },
+}
+
+/// How this PE reaches peers whose memory is not mapped here. One instance per job, made at
+/// start-up by [`start`], called by the facade through the C table ([`table`]) from any thread
+/// (hence `Sync`).
+///
+/// Set-up order: [`address`](Transport::address) of every PE is exchanged through the bootstrap
+/// and given to [`connect`](Transport::connect); then per segment, [`register`]
+/// (Transport::register) gives the remote-key bytes that are exchanged and given to
+/// [`attach`](Transport::attach).
+pub trait Transport: Send + Sync + std::fmt::Debug {
+    /// The transport's name, for messages.
+    fn name(&self) -> &'static str;
+    /// The same name for C (the table's `name`).
+    fn c_name(&self) -> &'static std::ffi::CStr;
+    /// Whether this transport reaches `pe` (the per-peer capability query).
+    fn can_reach(&self, pe: usize) -> bool;
+    /// This PE's address, as the other PEs' `connect` will receive it.
+    fn address(&self) -> Vec<u8>;
+    /// Connects to the peers; `addresses[p]` is PE p's [`address`](Transport::address).
+    fn connect(&mut self, addresses: &[Vec<u8>]) -> Result<(), TransportError>;
+    /// Registers this PE's `segment` (`len` bytes at `base`); returns its remote key.
+    fn register(
+        &mut self,
+        segment: Segment,
+        base: usize,
+        len: usize,
+    ) -> Result<Vec<u8>, TransportError>;
+    /// Takes every PE's remote key of `segment` (`keys[p]` from PE p's `register`).
+    fn attach(&mut self, segment: Segment, keys: &[Vec<u8>]) -> Result<(), TransportError>;
+    /// Copies `source` to `offset` of `segment` on `pe`; complete on return.
+    fn put(
+        &self,
+        ctx: Ctx,
+        pe: usize,
+        segment: Segment,
+        offset: u64,
+        source: &[u8],
+    ) -> Result<(), TransportError>;
+    /// Copies from `offset` of `segment` on `pe` into `dest`; complete on return.
+    fn get(
+        &self,
+        ctx: Ctx,
+        pe: usize,
+        segment: Segment,
+        offset: u64,
+        dest: &mut [u8],
+    ) -> Result<(), TransportError>;
+    /// Starts a put; complete after [`quiet`](Transport::quiet) on `ctx`. The caller keeps
+    /// `source` (`len` bytes) unchanged until then.
+    ///
+    /// # Safety
+    /// `source` must be readable for `len` bytes until `quiet` on `ctx` returns.
+    unsafe fn put_nbi(
+        &self,
+        ctx: Ctx,
+        pe: usize,
+        segment: Segment,
+        offset: u64,
+        source: *const u8,
+        len: usize,
+    ) -> Result<(), TransportError>;
+    /// Starts a get; `dest` holds the data after [`quiet`](Transport::quiet) on `ctx`.
+    ///
+    /// # Safety
+    /// `dest` must be writable for `len` bytes, and not read, until `quiet` on `ctx` returns.
+    unsafe fn get_nbi(
+        &self,
+        ctx: Ctx,
+        pe: usize,
+        segment: Segment,
+        offset: u64,
+        dest: *mut u8,
+        len: usize,
+    ) -> Result<(), TransportError>;
+    /// One atomic operation on the naturally aligned element of `size` bytes (4 or 8) at
+    /// `offset` of `segment` on `pe`; returns the old value (0 for `Set`).
+    #[allow(clippy::too_many_arguments)]
+    fn amo(
+        &self,
+        ctx: Ctx,
+        pe: usize,
+        segment: Segment,
+        offset: u64,
+        op: AmoOp,
+        size: usize,
+        value: u64,
+        compare: u64,
+    ) -> Result<u64, TransportError>;
+    /// Orders the operations issued on `ctx` before this call before those issued after.
+    fn fence(&self, ctx: Ctx) -> Result<(), TransportError>;
+    /// Completes every operation issued on `ctx`.
+    fn quiet(&self, ctx: Ctx) -> Result<(), TransportError>;
+    /// Moves data while this PE waits.
+    fn progress(&self) -> Result<(), TransportError>;
+    /// Ends the transport's part in the job (from finalize, after the last barrier).
+    fn finalize(&self) -> Result<(), TransportError>;
+}
+
+/// A started transport and the C table that reaches it; lives as long as the runtime, and the
+/// job state points at its table until finalize clears the state.
+#[derive(Debug)]
+pub struct Started {
+    /// The transport (boxed twice so the table's `self` is a thin, stable pointer).
+    transport: Box<Box<dyn Transport>>,
+    /// The table the facade calls.
+    ops: Box<table::TransportOps>,
+}
+
+// SAFETY: the table's pointers are its static name and the transport this value owns, which is
+// `Send + Sync` itself; the table is never written after `start` built it.
+unsafe impl Send for Started {}
+// SAFETY: as for `Send`: shared access only reads the table and calls the `Sync` transport.
+unsafe impl Sync for Started {}
+
+impl Started {
+    /// The table, for the job state.
+    pub fn ops(&self) -> *const table::TransportOps {
+        &*self.ops
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> &dyn Transport {
+        &**self.transport
+    }
+}
+
+/// A segment of this PE to register: which, where and how long.
+#[derive(Debug, Clone, Copy)]
+pub struct LocalSegment {
+    /// Which segment.
+    pub segment: Segment,
+    /// Its base in this process.
+    pub base: usize,
+    /// Its length in bytes.
+    pub len: usize,
+}
+
+/// Every PE contributes bytes and receives every PE's, by rank (the bootstrap's allgather).
+pub type Allgather<'a> = dyn FnMut(&[u8]) -> crate::error::Result<Vec<Vec<u8>>> + 'a;
+
+/// Connects `transport` and registers `segments` with it, exchanging addresses and remote keys
+/// through `allgather` (every PE contributes bytes and receives every PE's, by rank), then
+/// builds its table. Collective: every PE of the job calls it with the same segments.
+pub fn start(
+    mut transport: Box<dyn Transport>,
+    segments: &[LocalSegment],
+    allgather: &mut Allgather<'_>,
+) -> crate::error::Result<Started> {
+    let addresses = allgather(&transport.address())?;
+    transport.connect(&addresses)?;
+    for s in segments {
+        let key = transport.register(s.segment, s.base, s.len)?;
+        let keys = allgather(&key)?;
+        transport.attach(s.segment, &keys)?;
+    }
+    tracing::debug!("transport {} connected", transport.name());
+    let mut transport = Box::new(transport);
+    let ops = Box::new(table::fill(&mut transport));
+    Ok(Started { transport, ops })
+}
+
+/// Lets the published transport move data (from every wait loop of the runtime and the
+/// facade); nothing when every PE is mapped here.
+pub fn progress() {
+    let ops = crate::job_state::transport();
+    if ops.is_null() {
+        return;
+    }
+    // SAFETY: a non-null table was published by init and stays alive (in the runtime) until
+    // finalize clears the job state; no wait runs concurrently with finalize.
+    unsafe { ((*ops).progress)((*ops).self_) };
+}
