@@ -4,9 +4,14 @@
 #                   [TIMEOUT <s>]             ctest's watchdog (default 180)
 #                   [LABELS <label>...]       default: mp
 #                   [ARGS <arg>...]           arguments of the program
-#                   [ENVIRONMENT <VAR=value>...])
+#                   [ENVIRONMENT <VAR=value>...]
+#                   [NO_LOOPBACK_TWIN])       for a test tied to a fixture or a file of its own
 #
-# Adds one test per PE count, <name>.np<n>, running `shmemrun -n <n> --timeout <s> <target>`.
+# Adds one test per PE count, <name>.np<n>, running `shmemrun -n <n> --timeout <s> <target>`,
+# and its transport twin loopback.odd.<name>.np<m> (label loopback): the same program at one PE
+# count m (3 when listed, else the largest listed count from 2 to 4; none for 1-PE-only tests)
+# with SHMEM_TEST_LOOPBACK=odd, so the odd PEs are reached through the transport table and every
+# AMO takes the transport path. A test that sets SHMEM_TEST_LOOPBACK itself gets no twin.
 # A hang is a failure: shmemrun kills the job at its timeout, ctest at TIMEOUT. PROCESSORS is
 # capped at 2 (the CI machine's cores) so ctest -j2 schedules big jobs alone; 8 PEs on 2 cores
 # must work anyway (docs/architecture.md §5, Waiting).
@@ -22,7 +27,7 @@ function(shmem_test_processors test npes)
 endfunction()
 
 function(shmem_add_mp_test name target)
-    cmake_parse_arguments(PARSE_ARGV 2 arg "" "LAUNCHER_TIMEOUT;TIMEOUT"
+    cmake_parse_arguments(PARSE_ARGV 2 arg "NO_LOOPBACK_TWIN" "LAUNCHER_TIMEOUT;TIMEOUT"
         "NPES;LABELS;ARGS;ENVIRONMENT")
     if(arg_UNPARSED_ARGUMENTS)
         message(FATAL_ERROR "shmem_add_mp_test(${name}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
@@ -56,4 +61,29 @@ function(shmem_add_mp_test name target)
             set_tests_properties(${test_name} PROPERTIES ENVIRONMENT "${arg_ENVIRONMENT}")
         endif()
     endforeach()
+
+    if(arg_NO_LOOPBACK_TWIN OR "${arg_ENVIRONMENT}" MATCHES "SHMEM_TEST_LOOPBACK=")
+        return()
+    endif()
+    set(twin_npes "")
+    foreach(npes IN LISTS arg_NPES)
+        if(npes EQUAL 3)
+            set(twin_npes 3)
+            break()
+        elseif(npes GREATER_EQUAL 2 AND npes LESS_EQUAL 4)
+            set(twin_npes ${npes})
+        endif()
+    endforeach()
+    if(twin_npes)
+        set(twin loopback.odd.${name}.np${twin_npes})
+        add_test(NAME ${twin}
+            COMMAND $<TARGET_FILE:shmem::shmemrun> -n ${twin_npes} --timeout ${arg_LAUNCHER_TIMEOUT}
+                $<TARGET_FILE:${target}> ${arg_ARGS})
+        shmem_test_processors(${twin} ${twin_npes})
+        list(REMOVE_ITEM arg_LABELS loopback)
+        set_tests_properties(${twin} PROPERTIES
+            TIMEOUT ${arg_TIMEOUT}
+            LABELS "${arg_LABELS};loopback"
+            ENVIRONMENT "${arg_ENVIRONMENT};SHMEM_TEST_LOOPBACK=odd")
+    endif()
 endfunction()

@@ -103,6 +103,13 @@ SHMEM_HOT_INLINE char *translate_mapped(const void *addr, size_t n, int pe) {
     return translate_in(g.mapped_bases, addr, n, pe);
 }
 
+// shmem_ptr's answer: where this PE may load and store `addr` of `pe`. Its own memory always (also
+// when the loopback test transport reaches it through the table); a peer reached through a
+// transport never.
+inline void *load_store_ptr(const void *addr, int pe) {
+    return pe == g.my_pe ? translate_mapped(addr, 1, pe) : translate(addr, 1, pe);
+}
+
 // Whether [addr, addr+n) is inside a symmetric segment (the job's, whatever PE it names).
 inline bool symmetric_range(const void *addr, size_t n) {
     uintptr_t a = reinterpret_cast<uintptr_t>(addr);

@@ -87,7 +87,7 @@ SHMEM_EXPORT void pshmem_free(void *ptr) {
 SHMEM_EXPORT void *pshmem_ptr(const void *dest, int pe) {
     require_running("shmem_ptr");
     if (static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes)) fail_pe("shmem_ptr", pe);
-    return translate(dest, 1, pe);  // NULL for a PE reached through the transport
+    return load_store_ptr(dest, pe);
 }
 
 SHMEM_EXPORT int pshmem_pe_accessible(int pe) {

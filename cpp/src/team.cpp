@@ -426,7 +426,7 @@ SHMEM_EXPORT void *pshmem_team_ptr(shmem_team_t team, const void *dest, int pe) 
     if (pe < 0 || pe >= t->size) {
         fail(call, "invalid argument pe=%d: not in [0, %d) (the team's size)", pe, t->size);
     }
-    return translate(dest, 1, team_world_pe(t, pe));  // NULL for a PE reached through the transport
+    return load_store_ptr(dest, team_world_pe(t, pe));
 }
 
 SHMEM_WEAK_ALIAS(shmem_team_split_strided)

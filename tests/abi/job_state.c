@@ -5,6 +5,7 @@
 #include <shmem.h>
 #include <shmem/job_state.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* The header compiles as C with fixed-size fields only: its size is the same for every
  * compiler of this ABI (LP64: six 4-byte fields and sixteen 8-byte ones, no padding). The
@@ -23,7 +24,8 @@ int main(void) {
     int n = shmem_n_pes();
     int bad = 0;
     for (int pe = 0; pe < n; pe++) {
-        if (shmem_ptr(&cell, pe) == NULL) {
+        /* NULL is right only for a PE the loopback test transport reaches. */
+        if (shmem_ptr(&cell, pe) == NULL && (pe == me || getenv("SHMEM_TEST_LOOPBACK") == NULL)) {
             fprintf(stderr, "PE %d: shmem_ptr(&cell, %d) is NULL: PE %d not mapped\n", me, pe, pe);
             bad = 1;
         }

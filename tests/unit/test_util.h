@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -14,6 +15,9 @@
 namespace testutil {
 
 inline int me() { return shmem_my_pe(); }
+// The loopback test transport is on (SHMEM_TEST_LOOPBACK): shmem_ptr may answer NULL for a peer
+// it reaches through the transport table.
+inline bool test_transport_on() { return std::getenv("SHMEM_TEST_LOOPBACK") != nullptr; }
 inline int npes() { return shmem_n_pes(); }
 inline int next_pe() { return (me() + 1) % npes(); }
 inline int prev_pe() { return (me() + npes() - 1) % npes(); }
