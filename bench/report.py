@@ -751,8 +751,11 @@ def cmd_render(a):
     d = Data(a.dir)
     if not d.records:
         sys.exit("report.py: no records under %s/raw" % a.dir)
-    rows, summary = targets(d)
     env = d.env
+    # --baseline: the second variant is another build of this library, not OSHMEM.
+    second = "baseline" if env.get("baseline_prefix") else "OSHMEM"
+    LABEL["oshmem"] = second
+    rows, summary = targets(d)
     head = ("Machine: %s, %s CPUs online, Linux %s, glibc %s. Library commit `%s`%s; Open MPI "
             "%s (Debian). %d round(s), mode `%s`, run %s. Cells: median of the round medians "
             "<sub>range of the round medians</sub>.\n" % (
@@ -780,6 +783,10 @@ def cmd_render(a):
         ("Failures (runs that exited non-zero; their figures are missing)", sec_failures(d)),
     ]
     md = head + "\n" + "\n\n".join("### %s\n\n%s" % p for p in parts) + "\n"
+    if second != "OSHMEM":
+        md = ("Second variant: the baseline build in `%s` in OSHMEM's place (its own shmemrun); "
+              "the targets' limits are OSHMEM's and shown only for reference.\n\n"
+              % env["baseline_prefix"]) + md.replace("OSHMEM", second)
     with open(os.path.join(a.dir, "table.md"), "w") as f:
         f.write("# Benchmark results: %s\n\nCommand: `%s`\n\n" % (os.path.basename(os.path.abspath(a.dir)), env.get("command", "?")) + md)
     made = plots(d, a.dir)

@@ -14,6 +14,11 @@
 #   --no-lib-build     do not rebuild/install the library first (default: cmake --build build
 #                      && cmake --install, or scripts/build.sh when there is no build folder)
 #   --no-oshmem        our library and the floor only
+#   --baseline DIR     in OSHMEM's place, another install tree of this library (an earlier
+#                      commit, built with scripts/build.sh --prefix DIR or cmake --install):
+#                      its oshcc builds the programs and its shmemrun runs them, alternating
+#                      with ours as OSHMEM would; the report calls it "baseline". No callgrind,
+#                      docs/performance.md left alone.
 #   --no-callgrind     skip the instruction counts
 #   --callgrind-prefix DIR   run our side of callgrind with the install tree DIR (a build of
 #                      the library that valgrind can run, if the default one cannot)
@@ -53,6 +58,7 @@ lib_build=1
 with_oshmem=1
 with_callgrind=1
 cg_prefix=
+baseline=
 with_docs=1
 only=
 bin_dir=
@@ -75,6 +81,7 @@ while (($#)); do
         --prefix) prefix=$(realpath -m -- "${2:?--prefix needs a folder}"); shift ;;
         --no-lib-build) lib_build=0 ;;
         --no-oshmem) with_oshmem=0 ;;
+        --baseline) baseline=$(realpath -m -- "${2:?--baseline needs an install tree}"); shift ;;
         --no-callgrind) with_callgrind=0 ;;
         --callgrind-prefix) cg_prefix=$(realpath -m -- "${2:?}"); shift ;;
         --no-docs) with_docs=0 ;;
@@ -93,6 +100,13 @@ case $mode in
     smoke) rounds=1; with_oshmem=0; with_callgrind=0; with_docs=0; lib_build=0 ;;
 esac
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive number"
+if [[ -n $baseline ]]; then
+    [[ $mode != smoke ]] || die "--baseline and --smoke do not go together"
+    [[ -x $baseline/bin/oshcc && -x $baseline/bin/shmemrun ]] ||
+        die "--baseline $baseline: no bin/oshcc and bin/shmemrun there (an install tree of this library)"
+    with_oshmem=1 with_callgrind=0 with_docs=0
+    OSH_CC=$baseline/bin/oshcc
+fi
 PROGRAMS=("${ALL_PROGRAMS[@]}")
 if [[ -n $only ]]; then
     IFS=, read -r -a PROGRAMS <<<"$only"
@@ -126,7 +140,7 @@ ensure_matplotlib() {
 }
 
 if [[ $mode != smoke ]]; then
-    ((with_oshmem || with_callgrind)) && install_packages
+    if [[ -z $baseline ]] && ((with_oshmem || with_callgrind)); then install_packages; fi
     ensure_matplotlib
 fi
 
@@ -186,7 +200,7 @@ EOF
     }
     log "build (-O2)"
     build_variant ours "$prefix/bin/oshcc" "$OURS_BIN"
-    ((with_oshmem)) && build_variant oshmem "$OSH_CC" "$OSH_BIN"
+    if ((with_oshmem)); then build_variant "$([[ -n $baseline ]] && echo baseline || echo oshmem)" "$OSH_CC" "$OSH_BIN"; fi
     cc -O2 -Wall -Wextra -o "$FLOOR_BIN/floor" "$BENCH/floor.c"
 fi
 
@@ -225,6 +239,7 @@ env = {
     "kernel": platform.release(), "glibc": platform.libc_ver()[1], "cc": sh("cc --version | head -1"),
     "shmem_commit": "$commit", "shmem_tree_dirty": "$dirty" == "true", "shmem_prefix": "$prefix",
     "openmpi_deb_version": "$ompi",
+    "baseline_prefix": "$baseline",
     "oshrun": "$OSH_RUN ${OSH_FLAGS[*]} -np N", "shmemrun": "$OURS_RUN -n N",
     "pinning": "each PE: sched_setaffinity(PE mod online CPUs) after shmem_init; oshrun also --bind-to core:overload-allowed; floor: CPUs 0 and 1",
     "compile": "-O2 -Wall -Wextra",
@@ -255,7 +270,11 @@ run_line() {
     local cmd=() errf=$tmp/stderr outf=$tmp/stdout rc=0
     case $variant in
         ours) cmd=("$OURS_RUN" -n "$npes" --timeout "$RUN_TIMEOUT" "$OURS_BIN/$prog") ;;
-        oshmem) cmd=(timeout "$RUN_TIMEOUT" "$OSH_RUN" "${OSH_FLAGS[@]}" -np "$npes" "$OSH_BIN/$prog") ;;
+        oshmem) if [[ -n $baseline ]]; then
+                cmd=("$baseline/bin/shmemrun" -n "$npes" --timeout "$RUN_TIMEOUT" "$OSH_BIN/$prog")
+            else
+                cmd=(timeout "$RUN_TIMEOUT" "$OSH_RUN" "${OSH_FLAGS[@]}" -np "$npes" "$OSH_BIN/$prog")
+            fi ;;
         floor) cmd=(timeout "$RUN_TIMEOUT" "$FLOOR_BIN/$prog") ;;
     esac
     printf '[round %s] %-6s %s\n' "$round" "$variant" "${cmd[*]} $*" >>"$LOG"
@@ -294,7 +313,11 @@ run_startup() { # $1 round, $2 npes, $3 launches
             case $v in
             ours) cmd=("$OURS_RUN" -n "$npes" "$OURS_BIN/hello") ;;
             ours_tls) cmd=("$OURS_RUN" --store tcp://127.0.0.1:0 -n "$npes" "$OURS_BIN/hello") ;;
-            *) cmd=("$OSH_RUN" "${OSH_FLAGS[@]}" -np "$npes" "$OSH_BIN/hello") ;;
+            *) if [[ -n $baseline ]]; then
+                    cmd=("$baseline/bin/shmemrun" -n "$npes" "$OSH_BIN/hello")
+                else
+                    cmd=("$OSH_RUN" "${OSH_FLAGS[@]}" -np "$npes" "$OSH_BIN/hello")
+                fi ;;
             esac
             t0=${EPOCHREALTIME/./}
             "${cmd[@]}" </dev/null >"$tmp/hello.out" 2>>"$LOG" || true
