@@ -22,7 +22,7 @@ inline T *target(const char *call, const char *arg, const void *dest, int pe) {
         fail(call, "invalid argument %s=%p: not aligned to its %zu-byte type", arg, dest,
              sizeof(T));
     }
-    return reinterpret_cast<T *>(amo_remote(call, arg, dest, sizeof(T), pe));
+    return reinterpret_cast<T *>(amo_remote(call, dest, sizeof(T), pe));
 }
 
 template <typename T>
@@ -34,15 +34,17 @@ inline T *fetch_buffer(const char *call, T *fetch) {
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the transport table carries an element in the low bytes of a uint64_t");
 
-// The transport's AMO `op` on the element at `dest` of type T, values as T.
+// The transport's AMO `op` on the element at `dest` of type T, values as T (the cold path of a
+// miss of target(): transport_amo first checks `dest`, naming it as `arg`).
 template <typename T>
-__attribute__((noinline)) T amo_via(const char *call, const void *ctx, int op, const void *dest,
-                                    T value, T compare, int pe) {
+__attribute__((cold, noinline)) T amo_via(const char *call, const void *ctx, int op,
+                                          const void *dest, T value, T compare, int pe) {
     static_assert(sizeof(T) == 4 || sizeof(T) == 8, "AMO elements are 4 or 8 bytes");
     uint64_t v = 0, c = 0;
     std::memcpy(&v, &value, sizeof(T));
     std::memcpy(&c, &compare, sizeof(T));
-    uint64_t old = transport_amo(call, ctx, op, dest, sizeof(T), v, c, pe);
+    const char *arg = op == SHMEM_TRANSPORT_AMO_FETCH ? "source" : "dest";
+    uint64_t old = transport_amo(call, arg, ctx, op, dest, sizeof(T), v, c, pe);
     T out;
     std::memcpy(&out, &old, sizeof(T));
     return out;

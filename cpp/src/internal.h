@@ -84,11 +84,14 @@ SHMEM_HOT_INLINE char *translate_in(const uintptr_t *bases, const void *addr, si
     uintptr_t data_off = a - g.data_base;
     bool in_heap = heap_off <= g.heap_size && n <= g.heap_size - heap_off;
     bool in_data = data_off <= g.data_span && n <= g.data_span - data_off;
+    if (SHMEM_UNLIKELY(!(in_heap | in_data))) return nullptr;
     size_t column = in_heap ? 0 : 1;
     uintptr_t off = in_heap ? heap_off : data_off;
-    uintptr_t base = bases[2 * static_cast<size_t>(pe) + column];  // valid for any range
-    if (SHMEM_UNLIKELY(!(in_heap | in_data) | (base == 0))) return nullptr;
-    return reinterpret_cast<char *>(base + off);
+    uintptr_t base = bases[2 * static_cast<size_t>(pe) + column];
+    if (SHMEM_UNLIKELY(base == 0)) return nullptr;
+    char *to = reinterpret_cast<char *>(base + off);
+    if (to == nullptr) __builtin_unreachable();  // a mapping holds no address 0: callers test once
+    return to;
 }
 
 // The data path's view: nullptr also for a PE reached through the transport (shmem_ptr's
@@ -119,33 +122,32 @@ inline bool symmetric_range(const void *addr, size_t n) {
            (data_off <= g.data_span && n <= g.data_span - data_off);
 }
 
-// The cold path of remote() and amo_remote(): nullptr when the range is symmetric and the call
-// goes through the transport (`amo`: any AMO while a transport is in use; else a PE marked
-// SHMEM_JOB_REACH_TRANSPORT), else what remote_other answers.
+// What a miss of remote() or amo_remote() means, decided on the cold path: nullptr when the
+// range is symmetric and the call goes through the transport (`amo`: any AMO while a transport is
+// in use; else a PE marked SHMEM_JOB_REACH_TRANSPORT); `addr` itself for zero bytes (nothing to
+// touch); otherwise the call fails, naming `arg` and why.
 char *remote_miss(const char *call, const char *arg, const void *addr, size_t n, int pe, bool amo)
     __attribute__((cold, noinline));
 
-// Address of [addr, addr+n) on `pe` as mapped here; the range must be symmetric. nullptr: the
-// PE is reached through the transport (the caller's cold path).
-SHMEM_HOT_INLINE char *remote(const char *call, const char *arg, const void *addr, size_t n,
-                              int pe) {
+// Address of [addr, addr+n) on `pe` as mapped here, or nullptr. A miss calls nothing here: the
+// caller passes it to its cold path (transport_put, transport_get, transport_amo), which asks
+// remote_miss whether the transport takes the call or the call fails. So the mapped path keeps
+// no argument alive across a call, and a put or get of an element costs what a load or store
+// and two range checks cost.
+SHMEM_HOT_INLINE char *remote(const char *call, const void *addr, size_t n, int pe) {
     if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
         fail_pe(call, pe);
     }
-    char *to = translate(addr, n, pe);
-    if (SHMEM_UNLIKELY(to == nullptr)) return remote_miss(call, arg, addr, n, pe, false);
-    return to;
+    return translate(addr, n, pe);
 }
 
-// As remote(), in the AMO view: nullptr while a transport is in use (every AMO goes through it).
-SHMEM_HOT_INLINE char *amo_remote(const char *call, const char *arg, const void *addr, size_t n,
-                                  int pe) {
+// As remote(), in the AMO view: nullptr also while a transport is in use (every AMO goes through
+// it).
+SHMEM_HOT_INLINE char *amo_remote(const char *call, const void *addr, size_t n, int pe) {
     if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
         fail_pe(call, pe);
     }
-    char *to = translate_in(g.amo_bases, addr, n, pe);
-    if (SHMEM_UNLIKELY(to == nullptr)) return remote_miss(call, arg, addr, n, pe, true);
-    return to;
+    return translate_in(g.amo_bases, addr, n, pe);
 }
 
 // As remote(), in the mapped view, for what has no transport path; never nullptr.
@@ -158,18 +160,30 @@ inline char *remote_mapped(const char *call, const char *arg, const void *addr, 
     return to;
 }
 
-// The transport path (transport.cpp), taken when remote() or amo_remote() answered nullptr.
-// `addr` is a symmetric address as this PE sees it; `ctx` the context (nullptr or
-// SHMEM_CTX_DEFAULT: the default one). Each ends the job when the transport fails (it logged
-// why).
-void transport_put(const char *call, const void *ctx, bool nbi, const void *addr,
-                   const void *source, size_t n, int pe) __attribute__((noinline));
-void transport_get(const char *call, const void *ctx, bool nbi, void *dest, const void *addr,
-                   size_t n, int pe) __attribute__((noinline));
+// The cold path (transport.cpp), taken when remote() or amo_remote() answered nullptr: first
+// remote_miss's verdict on `addr` (the argument `arg` of `call`), which fails the call unless the
+// transport takes it; then the transport's operation. `addr` is a symmetric address as this PE
+// sees it; `ctx` the context (nullptr or SHMEM_CTX_DEFAULT: the default one). Each ends the job
+// when the transport fails (it logged why).
+template <bool Nbi>
+void transport_put(const char *call, const void *ctx, void *addr, const void *source, size_t n,
+                   int pe) __attribute__((cold, noinline));
+template <bool Nbi>
+void transport_get(const char *call, const void *ctx, void *dest, const void *addr, size_t n,
+                   int pe) __attribute__((cold, noinline));
+// One element of Size bytes, carried in the low bytes of a uint64_t (so the caller's value never
+// needs an address on the mapped path).
+template <size_t Size>
+void transport_put_one(const char *call, const void *ctx, void *addr, uint64_t value, int pe)
+    __attribute__((cold, noinline));
+template <size_t Size>
+uint64_t transport_get_one(const char *call, const void *ctx, const void *addr, int pe)
+    __attribute__((cold, noinline));
 // One AMO (enum shmem_transport_amo_op) on the `size`-byte element at `addr` on `pe`; returns
 // the old value.
-uint64_t transport_amo(const char *call, const void *ctx, int op, const void *addr, size_t size,
-                       uint64_t value, uint64_t compare, int pe) __attribute__((noinline));
+uint64_t transport_amo(const char *call, const char *arg, const void *ctx, int op,
+                       const void *addr, size_t size, uint64_t value, uint64_t compare, int pe)
+    __attribute__((cold, noinline));
 // Fence and quiet on `ctx` when a transport is in use (no-ops otherwise).
 void transport_fence(const void *ctx);
 void transport_quiet(const void *ctx);

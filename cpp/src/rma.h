@@ -21,17 +21,23 @@ inline size_t extent(const char *call, size_t nelems, size_t size) {
 
 inline void put(const char *call, void *dest, const void *source, size_t n, int pe,
                 const void *ctx = nullptr, bool nbi = false) {
-    char *to = remote(call, "dest", dest, n, pe);
+    char *to = remote(call, dest, n, pe);
     require_buffer(call, "source", source, n);
-    if (SHMEM_UNLIKELY(to == nullptr)) return transport_put(call, ctx, nbi, dest, source, n, pe);
+    if (SHMEM_UNLIKELY(to == nullptr)) {
+        return nbi ? transport_put<true>(call, ctx, dest, source, n, pe)
+                   : transport_put<false>(call, ctx, dest, source, n, pe);
+    }
     copy(to, source, n);
 }
 
 inline void get(const char *call, void *dest, const void *source, size_t n, int pe,
                 const void *ctx = nullptr, bool nbi = false) {
-    const char *from = remote(call, "source", source, n, pe);
+    const char *from = remote(call, source, n, pe);
     require_buffer(call, "dest", dest, n);
-    if (SHMEM_UNLIKELY(from == nullptr)) return transport_get(call, ctx, nbi, dest, source, n, pe);
+    if (SHMEM_UNLIKELY(from == nullptr)) {
+        return nbi ? transport_get<true>(call, ctx, dest, source, n, pe)
+                   : transport_get<false>(call, ctx, dest, source, n, pe);
+    }
     copy(dest, from, n);
 }
 
@@ -39,18 +45,31 @@ inline void get(const char *call, void *dest, const void *source, size_t n, int 
 template <size_t Size>
 inline void put_one(const char *call, void *dest, const void *value, int pe,
                     const void *ctx = nullptr) {
-    char *to = remote(call, "dest", dest, Size, pe);
-    if (SHMEM_UNLIKELY(to == nullptr))
-        return transport_put(call, ctx, false, dest, value, Size, pe);
+    char *to = remote(call, dest, Size, pe);
+    if (SHMEM_UNLIKELY(to == nullptr)) {
+        if constexpr (Size <= sizeof(uint64_t)) {
+            uint64_t bits = 0;
+            std::memcpy(&bits, value, Size);
+            return transport_put_one<Size>(call, ctx, dest, bits, pe);
+        } else {
+            return transport_put<false>(call, ctx, dest, value, Size, pe);
+        }
+    }
     std::memcpy(to, value, Size);
 }
 
 template <size_t Size>
 inline void get_one(const char *call, void *value, const void *source, int pe,
                     const void *ctx = nullptr) {
-    const char *from = remote(call, "source", source, Size, pe);
+    const char *from = remote(call, source, Size, pe);
     if (SHMEM_UNLIKELY(from == nullptr)) {
-        return transport_get(call, ctx, false, value, source, Size, pe);
+        if constexpr (Size <= sizeof(uint64_t)) {
+            uint64_t bits = transport_get_one<Size>(call, ctx, source, pe);
+            std::memcpy(value, &bits, Size);
+            return;
+        } else {
+            return transport_get<false>(call, ctx, value, source, Size, pe);
+        }
     }
     std::memcpy(value, from, Size);
 }
@@ -89,25 +108,31 @@ void strided(const char *call, bool is_put, void *dest, const void *source, ptrd
     const char *mapped;  // the remote range's lowest byte as mapped here; nullptr: transport
     if (is_put) {
         require_buffer(call, "source", source, nelems);
-        mapped = remote(call, "dest", dlow, dspan, pe);
+        mapped = remote(call, dlow, dspan, pe);
         d = const_cast<char *>(mapped) + (d - dlow);
     } else {
         require_buffer(call, "dest", dest, nelems);
-        mapped = remote(call, "source", slow, sspan, pe);
+        mapped = remote(call, slow, sspan, pe);
         s = mapped + (s - slow);
     }
     const ptrdiff_t dstep = dst * static_cast<ptrdiff_t>(Size);
     const ptrdiff_t sstep = sst * static_cast<ptrdiff_t>(Size);
     if (SHMEM_UNLIKELY(mapped == nullptr)) {
-        // One element per call, at the user's addresses (the symmetric side is translated by
-        // the transport path).
+        // The whole span is checked first (nothing is written when it is refused), then one
+        // element per call at the user's addresses (the transport path locates the symmetric
+        // side).
+        if (is_put) {
+            remote_miss(call, "dest", dlow, dspan, pe, false);
+        } else {
+            remote_miss(call, "source", slow, sspan, pe, false);
+        }
         char *ud = static_cast<char *>(dest);
         const char *us = static_cast<const char *>(source);
         for (size_t i = 0; i < nelems; i++, ud += dstep, us += sstep) {
             if (is_put) {
-                transport_put(call, ctx, false, ud, us, Size, pe);
+                transport_put<false>(call, ctx, ud, us, Size, pe);
             } else {
-                transport_get(call, ctx, false, ud, us, Size, pe);
+                transport_get<false>(call, ctx, ud, us, Size, pe);
             }
         }
         return;

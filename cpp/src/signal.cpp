@@ -32,6 +32,8 @@ inline void put_signal(const char *call, void *dest, const void *source, size_t 
              sig_op, SHMEM_SIGNAL_SET, SHMEM_SIGNAL_ADD);
     }
     uint64_t *sig = target<uint64_t>(call, "sig_addr", sig_addr, pe);
+    // A miss: the transport's, or a refusal that must come before the put writes anything.
+    if (SHMEM_UNLIKELY(sig == nullptr)) remote_miss(call, "sig_addr", sig_addr, 8, pe, true);
     uintptr_t d = reinterpret_cast<uintptr_t>(dest);
     uintptr_t s = reinterpret_cast<uintptr_t>(sig_addr);
     if (SHMEM_UNLIKELY(s + sizeof(uint64_t) > d && s < d + n)) {
@@ -43,7 +45,7 @@ inline void put_signal(const char *call, void *dest, const void *source, size_t 
         // The transport's fence orders the put before the signal's update on the context.
         transport_fence(ctx);
         transport_amo(
-            call, ctx,
+            call, "sig_addr", ctx,
             sig_op == SHMEM_SIGNAL_SET ? SHMEM_TRANSPORT_AMO_SET : SHMEM_TRANSPORT_AMO_FETCH_ADD,
             sig_addr, sizeof(uint64_t), signal, 0, pe);
         return;
@@ -75,7 +77,7 @@ inline const uint64_t *signal_word(const char *call, const uint64_t *sig_addr) {
 SHMEM_EXPORT uint64_t pshmem_signal_fetch(const uint64_t *sig_addr) {
     const uint64_t *p = signal_word("shmem_signal_fetch", sig_addr);
     if (SHMEM_UNLIKELY(translate_in(g.amo_bases, p, sizeof(uint64_t), g.my_pe) == nullptr)) {
-        return transport_amo("shmem_signal_fetch", nullptr, SHMEM_TRANSPORT_AMO_FETCH, p,
+        return transport_amo("shmem_signal_fetch", "sig_addr", nullptr, SHMEM_TRANSPORT_AMO_FETCH, p,
                              sizeof(uint64_t), 0, 0, g.my_pe);
     }
     return load_watched(p);

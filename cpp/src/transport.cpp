@@ -1,7 +1,8 @@
 // transport.cpp: the facade's side of the transport table (shmem/transport.h), for the PEs the
 // job state marks SHMEM_JOB_REACH_TRANSPORT and, while a transport is in use, every AMO. Out of
 // line and never on the mapped path: rma.h and amo.h come here when the job state's view has no
-// base for the PE (internal.h: remote, amo_remote). An address crosses the table as its segment and
+// base for the PE (internal.h: remote, amo_remote), and each entry first asks remote_miss whether
+// the call is the transport's or must fail. An address crosses the table as its segment and
 // offset, the same on every PE.
 #include "internal.h"
 
@@ -38,38 +39,69 @@ const shmem_transport_ops &ops(const char *call, int pe) {
 
 }  // namespace
 
-void transport_put(const char *call, const void *ctx, bool nbi, const void *addr,
-                   const void *source, size_t n, int pe) {
-    if (n == 0) return;
+template <bool Nbi>
+void transport_put(const char *call, const void *ctx, void *addr, const void *source, size_t n,
+                   int pe) {
+    if (remote_miss(call, "dest", addr, n, pe, false) != nullptr) return;  // zero bytes
     const shmem_transport_ops &t = ops(call, pe);
     int segment;
     uint64_t offset;
     locate(call, "dest", addr, n, &segment, &offset);
-    auto op = nbi ? t.put_nbi : t.put;
+    auto op = Nbi ? t.put_nbi : t.put;
     if (SHMEM_UNLIKELY(op(t.self, ctx_key(ctx), pe, segment, offset, source, n) != 0)) {
         fail_logged();
     }
 }
 
-void transport_get(const char *call, const void *ctx, bool nbi, void *dest, const void *addr,
-                   size_t n, int pe) {
-    if (n == 0) return;
+template <bool Nbi>
+void transport_get(const char *call, const void *ctx, void *dest, const void *addr, size_t n,
+                   int pe) {
+    if (remote_miss(call, "source", addr, n, pe, false) != nullptr) return;  // zero bytes
     const shmem_transport_ops &t = ops(call, pe);
     int segment;
     uint64_t offset;
     locate(call, "source", addr, n, &segment, &offset);
-    auto op = nbi ? t.get_nbi : t.get;
+    auto op = Nbi ? t.get_nbi : t.get;
     if (SHMEM_UNLIKELY(op(t.self, ctx_key(ctx), pe, segment, offset, dest, n) != 0)) {
         fail_logged();
     }
 }
 
-uint64_t transport_amo(const char *call, const void *ctx, int op, const void *addr, size_t size,
-                       uint64_t value, uint64_t compare, int pe) {
+template void transport_put<false>(const char *, const void *, void *, const void *, size_t, int);
+template void transport_put<true>(const char *, const void *, void *, const void *, size_t, int);
+template void transport_get<false>(const char *, const void *, void *, const void *, size_t, int);
+template void transport_get<true>(const char *, const void *, void *, const void *, size_t, int);
+
+template <size_t Size>
+void transport_put_one(const char *call, const void *ctx, void *addr, uint64_t value, int pe) {
+    transport_put<false>(call, ctx, addr, &value, Size, pe);  // the low bytes: little-endian
+}
+
+template <size_t Size>
+uint64_t transport_get_one(const char *call, const void *ctx, const void *addr, int pe) {
+    uint64_t value = 0;
+    transport_get<false>(call, ctx, &value, addr, Size, pe);
+    return value;
+}
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "an element travels in the low bytes of a uint64_t");
+template void transport_put_one<1>(const char *, const void *, void *, uint64_t, int);
+template void transport_put_one<2>(const char *, const void *, void *, uint64_t, int);
+template void transport_put_one<4>(const char *, const void *, void *, uint64_t, int);
+template void transport_put_one<8>(const char *, const void *, void *, uint64_t, int);
+template uint64_t transport_get_one<1>(const char *, const void *, const void *, int);
+template uint64_t transport_get_one<2>(const char *, const void *, const void *, int);
+template uint64_t transport_get_one<4>(const char *, const void *, const void *, int);
+template uint64_t transport_get_one<8>(const char *, const void *, const void *, int);
+
+uint64_t transport_amo(const char *call, const char *arg, const void *ctx, int op,
+                       const void *addr, size_t size, uint64_t value, uint64_t compare, int pe) {
+    remote_miss(call, arg, addr, size, pe, true);  // size > 0: nullptr, or the call fails
     const shmem_transport_ops &t = ops(call, pe);
     int segment;
     uint64_t offset;
-    locate(call, "dest", addr, size, &segment, &offset);
+    locate(call, arg, addr, size, &segment, &offset);
     uint64_t old = 0;
     if (SHMEM_UNLIKELY(t.amo(t.self, ctx_key(ctx), pe, segment, offset, op, size, value, compare,
                              &old) != 0)) {
