@@ -181,8 +181,8 @@ uint64_t transport_get_one(const char *call, const void *ctx, const void *addr, 
     __attribute__((cold, noinline));
 // One AMO (enum shmem_transport_amo_op) on the `size`-byte element at `addr` on `pe`; returns
 // the old value.
-uint64_t transport_amo(const char *call, const char *arg, const void *ctx, int op,
-                       const void *addr, size_t size, uint64_t value, uint64_t compare, int pe)
+uint64_t transport_amo(const char *call, const char *arg, const void *ctx, int op, const void *addr,
+                       size_t size, uint64_t value, uint64_t compare, int pe)
     __attribute__((cold, noinline));
 // Fence and quiet on `ctx` when a transport is in use (no-ops otherwise).
 void transport_fence(const void *ctx);

@@ -77,8 +77,8 @@ inline const uint64_t *signal_word(const char *call, const uint64_t *sig_addr) {
 SHMEM_EXPORT uint64_t pshmem_signal_fetch(const uint64_t *sig_addr) {
     const uint64_t *p = signal_word("shmem_signal_fetch", sig_addr);
     if (SHMEM_UNLIKELY(translate_in(g.amo_bases, p, sizeof(uint64_t), g.my_pe) == nullptr)) {
-        return transport_amo("shmem_signal_fetch", "sig_addr", nullptr, SHMEM_TRANSPORT_AMO_FETCH, p,
-                             sizeof(uint64_t), 0, 0, g.my_pe);
+        return transport_amo("shmem_signal_fetch", "sig_addr", nullptr, SHMEM_TRANSPORT_AMO_FETCH,
+                             p, sizeof(uint64_t), 0, 0, g.my_pe);
     }
     return load_watched(p);
 }

@@ -95,8 +95,8 @@ template uint64_t transport_get_one<2>(const char *, const void *, const void *,
 template uint64_t transport_get_one<4>(const char *, const void *, const void *, int);
 template uint64_t transport_get_one<8>(const char *, const void *, const void *, int);
 
-uint64_t transport_amo(const char *call, const char *arg, const void *ctx, int op,
-                       const void *addr, size_t size, uint64_t value, uint64_t compare, int pe) {
+uint64_t transport_amo(const char *call, const char *arg, const void *ctx, int op, const void *addr,
+                       size_t size, uint64_t value, uint64_t compare, int pe) {
     remote_miss(call, arg, addr, size, pe, true);  // size > 0: nullptr, or the call fails
     const shmem_transport_ops &t = ops(call, pe);
     int segment;
