@@ -65,7 +65,6 @@ void start_predefined(shmem_team_s &t, int slot) {
     t.config_mask = 0;
     t.slot = slot;
     set_areas(&t);
-    t.sync_epoch = 0;
     t.bcast_epoch = 0;
     publish_team(&t, true);
 }
@@ -79,6 +78,10 @@ const char *team_name(const shmem_team_s *t) {
 }  // namespace
 
 namespace shmem::detail {
+
+void team_barrier(const shmem_team_s *t) {
+    core::team_sync(t->start, t->stride, t->size, t->my_pe, t->slot);
+}
 
 void teams_start() {
     if (static_cast<size_t>(SHMEM_TEAM_AREA_LINES) * 64 > g.team_area_size) {
