@@ -20,6 +20,12 @@
 
 using namespace shmem::detail;
 
+// A program that names SHMEM_TEAM_WORLD may hold a copy of these objects (a copy relocation),
+// sized when it was linked: their size must never change (LP64, libstdc++'s vector).
+#if defined(__LP64__) && defined(__GLIBCXX__)
+static_assert(sizeof(shmem_team_s) == 80, "the predefined teams' size is part of the ABI");
+#endif
+
 // The predefined handles (SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED) point at these.
 extern "C" {
 __attribute__((visibility("default"))) shmem_team_s shmem_internal_team_world{};

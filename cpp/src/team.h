@@ -33,9 +33,12 @@ struct shmem_team_s {
     std::atomic<int> contexts{0};
     // Every member's area for `slot`, as mapped here, indexed by team PE.
     std::vector<char *> areas;
+    // Unused: team barriers count their epochs in the member's SHMEM_TEAM_AREA_SYNC_EPOCH word.
+    // Kept because the predefined teams are exported objects a program may hold a copy of (a
+    // copy relocation): their size is part of the ABI.
+    uint64_t unused_sync_epoch = 0;
     // Broadcasts this PE has entered on the team: every member makes the same collective calls
-    // in the same order, so the counts agree between members. (Team barriers count theirs in
-    // the member's SHMEM_TEAM_AREA_SYNC_EPOCH word.)
+    // in the same order, so the counts agree between members.
     uint64_t bcast_epoch = 0;
 };
 
