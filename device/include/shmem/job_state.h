@@ -40,10 +40,10 @@ enum shmem_job_reach {
  * SHMEM_TEAM_AREA_LINES lines fit. Epochs only grow; a split zeroes the area. */
 #define SHMEM_TEAM_AREA_LINE_BYTES 64
 enum shmem_job_team_area_line {
-    SHMEM_TEAM_AREA_BCAST_ARRIVE = 0,  /* broadcast epoch the root has entered (on the root) */
-    SHMEM_TEAM_AREA_BCAST_DONE = 1,    /* broadcast epoch this member has finished reading */
-    SHMEM_TEAM_AREA_CENTRAL_COUNT = 2, /* central barrier (on team PE 0): arrivals, then two
-                                          words of the world barrier's call check */
+    SHMEM_TEAM_AREA_BCAST_ARRIVE = 0,    /* broadcast epoch the root has entered (on the root) */
+    SHMEM_TEAM_AREA_BCAST_DONE = 1,      /* broadcast epoch this member has finished reading */
+    SHMEM_TEAM_AREA_CENTRAL_COUNT = 2,   /* central barrier (on team PE 0): arrivals, then two
+                                            words of the world barrier's call check */
     SHMEM_TEAM_AREA_CENTRAL_RELEASE = 3, /* central barrier: epoch released (on team PE 0) */
     SHMEM_TEAM_AREA_VALUE = 4,           /* a value a member publishes between two barriers */
     SHMEM_TEAM_AREA_VALUE2 = 5,

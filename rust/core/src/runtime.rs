@@ -596,10 +596,13 @@ impl Runtime {
         let patience = self.timeouts.control;
         let mut hopeless = barrier::Hopeless::new(&self.control, self.n_pes, patience);
         let mut give_up = |epoch| hopeless.check(epoch);
-        match self
-            .barrier
-            .sync(&self.control, self.my_pe, self.n_pes, call, Some(&mut give_up))
-        {
+        match self.barrier.sync(
+            &self.control,
+            self.my_pe,
+            self.n_pes,
+            call,
+            Some(&mut give_up),
+        ) {
             Ok(()) => {}
             Err(Stop::OutOfStep { epoch }) => self.out_of_step(&call, epoch),
             Err(Stop::TimedOut { epoch }) => self.deadlocked(&call, epoch),

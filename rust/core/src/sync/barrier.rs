@@ -637,7 +637,8 @@ mod tests {
         let mut watch = Hopeless::new(&controls[0], 3, patience);
         // PEs 0 and 1 entered epoch 1; PE 2 did not, and does not nap: it computes.
         for control in &controls[..2] {
-            control.local()
+            control
+                .local()
                 .atomic_u64(control::STATE)
                 .store(1, Ordering::Release);
         }
