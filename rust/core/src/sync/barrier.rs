@@ -167,14 +167,14 @@ impl Team {
 
 /// A team's areas through this process's mappings of the control segments.
 #[derive(Debug)]
-pub struct Mapped<'c> {
+pub struct MappedAreas<'c> {
     /// The control segments.
     pub control: &'c Control,
     /// The members.
     pub team: Team,
 }
 
-impl Areas for Mapped<'_> {
+impl Areas for MappedAreas<'_> {
     fn size(&self) -> usize {
         self.team.size
     }
@@ -191,9 +191,9 @@ impl Areas for Mapped<'_> {
 /// A team's areas through the control bases of the published job state: what the facade's
 /// team barriers use, without the runtime's lock.
 #[derive(Debug)]
-pub struct Published(pub Team);
+pub struct PublishedAreas(pub Team);
 
-impl Areas for Published {
+impl Areas for PublishedAreas {
     fn size(&self) -> usize {
         self.0.size
     }
@@ -414,7 +414,7 @@ pub fn team_sync(areas: &impl Areas, central: bool) {
 /// The facade's team barrier: the team's members and slot as the facade holds them, its words
 /// through the published job state.
 pub fn team_sync_published(team: Team) {
-    team_sync(&Published(team), job_state::central_barrier());
+    team_sync(&PublishedAreas(team), job_state::central_barrier());
 }
 
 impl Barrier {
@@ -444,7 +444,7 @@ impl Barrier {
         state
             .atomic_u64(control::STATE)
             .store(epoch, Ordering::Release);
-        let areas = Mapped {
+        let areas = MappedAreas {
             control,
             team: Team::world(my_pe, n_pes),
         };
@@ -689,7 +689,7 @@ mod tests {
                 for (pe, control) in controls.iter().enumerate() {
                     scope.spawn(move || {
                         let team = team_of(pe);
-                        let areas = Mapped { control, team };
+                        let areas = MappedAreas { control, team };
                         let world = Barrier::new(central);
                         let value = |member: usize| {
                             areas.word(member, crate::job_state::TEAM_AREA_LINES - 1, 7)
