@@ -86,6 +86,8 @@ const char *team_name(const shmem_team_s *t) {
 namespace shmem::detail {
 
 void team_barrier(const shmem_team_s *t) {
+    // A team of one PE has nothing to wait for (the barrier says the same): no bridge call.
+    if (t->size <= 1) return;
     core::team_sync(t->start, t->stride, t->size, t->my_pe, t->slot);
 }
 

@@ -400,8 +400,12 @@ fn run_central(
 }
 
 /// A team barrier (no completion of puts): waits until every member of `areas` has entered as
-/// many barriers on the team as this PE. Its epoch is this member's `SYNC_EPOCH` word.
+/// many barriers on the team as this PE. Its epoch is this member's `SYNC_EPOCH` word; a team
+/// of one PE has nothing to wait for and counts nothing.
 pub fn team_sync(areas: &impl Areas, central: bool) {
+    if areas.size() <= 1 {
+        return;
+    }
     let mine = areas.word(areas.me(), AREA_SYNC_EPOCH, 0);
     // Only this member writes its epoch word (a team's barriers are called by one thread of
     // each member at a time).
