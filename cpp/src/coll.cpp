@@ -2,8 +2,8 @@
 // collect, fcollect, alltoall, alltoalls) in their team, typed, *mem and active-set forms.
 //
 // Shapes (every member's buffers are mapped here, see coll.h):
-// - team barrier: dissemination over the team's areas, or a central counter on team PE 0 when
-//   PEs outnumber cores (the same choice as the world barrier, sync/barrier.rs);
+// - team barrier: the runtime's barrier (sync/barrier.rs, the one implementation) on the team's
+//   areas, through the bridge (team_barrier, team.cpp);
 // - broadcast over a team: the root raises its arrival epoch; every other member copies from the
 //   root's source and raises its done epoch, which the root waits for before it returns (its
 //   source may then be reused);
@@ -17,29 +17,6 @@
 using namespace shmem::detail;
 
 namespace shmem::detail {
-
-void team_barrier(shmem_team_s *t) {
-    uint64_t epoch = ++t->sync_epoch;
-    int n = t->size;
-    if (n == 1) return;
-    if (g.central_barrier) {
-        uint64_t *count = area_word(t->areas[0], SHMEM_TEAM_AREA_CENTRAL_COUNT);
-        uint64_t *release = area_word(t->areas[0], SHMEM_TEAM_AREA_CENTRAL_RELEASE);
-        uint64_t arrived = __atomic_add_fetch(count, 1, __ATOMIC_ACQ_REL);
-        if (arrived == epoch * static_cast<uint64_t>(n)) {
-            store_release(release, epoch);
-        } else {
-            wait_for([&] { return load_acquire(release) >= epoch; });
-        }
-        return;
-    }
-    int me = t->my_pe;
-    for (int dist = 1, round = 0; dist < n; dist <<= 1, round++) {
-        store_release(area_word(t->areas[(me + dist) % n], SHMEM_TEAM_AREA_ROUNDS + round), epoch);
-        const uint64_t *mine = area_word(t->areas[me], SHMEM_TEAM_AREA_ROUNDS + round);
-        wait_for([&] { return load_acquire(mine) >= epoch; });
-    }
-}
 
 Members active_set(const char *call, int PE_start, int logPE_stride, int PE_size) {
     require_running(call);

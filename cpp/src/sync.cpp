@@ -1,6 +1,6 @@
 // sync.cpp: ordering and barriers. Puts are plain stores into mapped memory, so fence and
 // quiet are CPU fences (a full fence also orders the non-temporal stores a large copy may use);
-// the barrier itself runs in the runtime on the heaps' reserved flags.
+// the barrier itself runs in the runtime on the control segments' words.
 #include <atomic>
 
 #include "internal.h"

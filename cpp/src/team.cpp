@@ -20,6 +20,12 @@
 
 using namespace shmem::detail;
 
+// A program that names SHMEM_TEAM_WORLD may hold a copy of these objects (a copy relocation),
+// sized when it was linked: their size must never change (LP64, libstdc++'s vector).
+#if defined(__LP64__) && defined(__GLIBCXX__)
+static_assert(sizeof(shmem_team_s) == 80, "the predefined teams' size is part of the ABI");
+#endif
+
 // The predefined handles (SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED) point at these.
 extern "C" {
 __attribute__((visibility("default"))) shmem_team_s shmem_internal_team_world{};
@@ -65,7 +71,6 @@ void start_predefined(shmem_team_s &t, int slot) {
     t.config_mask = 0;
     t.slot = slot;
     set_areas(&t);
-    t.sync_epoch = 0;
     t.bcast_epoch = 0;
     publish_team(&t, true);
 }
@@ -79,6 +84,12 @@ const char *team_name(const shmem_team_s *t) {
 }  // namespace
 
 namespace shmem::detail {
+
+void team_barrier(const shmem_team_s *t) {
+    // A team of one PE has nothing to wait for (the barrier says the same): no bridge call.
+    if (t->size <= 1) return;
+    core::team_sync(t->start, t->stride, t->size, t->my_pe, t->slot);
+}
 
 void teams_start() {
     if (static_cast<size_t>(SHMEM_TEAM_AREA_LINES) * 64 > g.team_area_size) {

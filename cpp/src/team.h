@@ -4,9 +4,11 @@
 // A handle exists only on the team's members (others get SHMEM_TEAM_INVALID from a split), so
 // my_pe is always a valid team PE number.
 //
-// Each team owns a synchronisation area, the same slot of the reserved bytes before every
-// member's heap (layout below); its barriers and broadcasts count epochs there that only grow,
-// so no word is ever reset while the team lives. A split zeroes the area of the slot it takes.
+// Each team owns a synchronisation area, the same slot of every member's control segment (host
+// memory beside the heap, shmem/job_state.h's control_* fields; layout below); its barriers and
+// broadcasts count epochs there that only grow, so no word is ever reset while the team lives.
+// A split zeroes the area of the slot it takes. The barrier itself is the runtime's (the one
+// implementation, for the world barrier too); the facade calls it through the bridge.
 #pragma once
 
 #include <atomic>
@@ -24,16 +26,19 @@ struct shmem_team_s {
     int my_pe = -1;  // this PE's number in the team
     shmem_team_config_t config{};
     long config_mask = 0;
-    // Index of the team's synchronisation area in every member's reserved heap prefix; the same
-    // on every member. The predefined teams use 0 (world) and 1 (shared).
+    // Index of the team's synchronisation area in every member's control segment; the same on
+    // every member. The predefined teams use 0 (world) and 1 (shared).
     int slot = -1;
     // Contexts created from the team and not yet destroyed.
     std::atomic<int> contexts{0};
     // Every member's area for `slot`, as mapped here, indexed by team PE.
     std::vector<char *> areas;
-    // Team barriers and broadcasts this PE has entered on the team: every member makes the same
-    // collective calls in the same order, so the counts agree between members.
-    uint64_t sync_epoch = 0;
+    // Unused: team barriers count their epochs in the member's SHMEM_TEAM_AREA_SYNC_EPOCH word.
+    // Kept because the predefined teams are exported objects a program may hold a copy of (a
+    // copy relocation): their size is part of the ABI.
+    uint64_t unused_sync_epoch = 0;
+    // Broadcasts this PE has entered on the team: every member makes the same collective calls
+    // in the same order, so the counts agree between members.
     uint64_t bcast_epoch = 0;
 };
 
@@ -71,14 +76,14 @@ inline uint64_t *area_word(char *area, int line) {
                                         static_cast<size_t>(line) * SHMEM_TEAM_AREA_LINE_BYTES);
 }
 
-// Area of `slot` on world PE `world_pe`, as mapped here.
+// Area of `slot` on world PE `world_pe`, as mapped here (in its control segment).
 inline char *team_area(int world_pe, int slot) {
-    return reinterpret_cast<char *>(g.mapped_bases[2 * static_cast<size_t>(world_pe)]) -
-           g.reserved + g.team_areas + static_cast<size_t>(slot) * g.team_area_size;
+    return reinterpret_cast<char *>(g.control_bases[static_cast<size_t>(world_pe)]) +
+           g.control_teams + static_cast<size_t>(slot) * g.team_area_size;
 }
 
-// Barrier over the team's members on its area (no completion of puts).
-void team_barrier(shmem_team_s *t);
+// Barrier over the team's members on its area (no completion of puts): the runtime's barrier.
+void team_barrier(const shmem_team_s *t);
 
 // Called by shmem_init once the job is known, and by shmem_finalize.
 void teams_start();

@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* Fields this header knows; raised when a field is added. */
-#define SHMEM_JOB_STATE_VERSION 2u
+#define SHMEM_JOB_STATE_VERSION 3u
 
 /* How this PE reaches a peer's symmetric memory (shmem_job_state.reach). */
 enum shmem_job_reach {
@@ -34,19 +34,22 @@ enum shmem_job_reach {
 };
 
 /* The words of a team's synchronisation area, one 64-byte line each (no false sharing): the
- * one layout of team areas, used by the host facade's team barriers and collectives and meant
- * for kernel-side code. The runtime reserves team_area_size bytes per slot and checks at build
- * time that SHMEM_TEAM_AREA_LINES lines fit. Epochs only grow; a split zeroes the area. */
+ * one layout of team areas, used by the barrier (the runtime's, for the world barrier too, whose
+ * area has this layout), by the host facade's team collectives, and meant for kernel-side code.
+ * The runtime reserves team_area_size bytes per slot and checks at build time that
+ * SHMEM_TEAM_AREA_LINES lines fit. Epochs only grow; a split zeroes the area. */
 #define SHMEM_TEAM_AREA_LINE_BYTES 64
 enum shmem_job_team_area_line {
     SHMEM_TEAM_AREA_BCAST_ARRIVE = 0,    /* broadcast epoch the root has entered (on the root) */
     SHMEM_TEAM_AREA_BCAST_DONE = 1,      /* broadcast epoch this member has finished reading */
-    SHMEM_TEAM_AREA_CENTRAL_COUNT = 2,   /* central barrier: arrivals (on team PE 0) */
+    SHMEM_TEAM_AREA_CENTRAL_COUNT = 2,   /* central barrier (on team PE 0): arrivals, then two
+                                            words of the world barrier's call check */
     SHMEM_TEAM_AREA_CENTRAL_RELEASE = 3, /* central barrier: epoch released (on team PE 0) */
     SHMEM_TEAM_AREA_VALUE = 4,           /* a value a member publishes between two barriers */
     SHMEM_TEAM_AREA_VALUE2 = 5,
-    SHMEM_TEAM_AREA_ROUNDS = 8, /* dissemination barrier: one flag per round, 32 rounds */
-    SHMEM_TEAM_AREA_LINES = 40  /* lines in use */
+    SHMEM_TEAM_AREA_SYNC_EPOCH = 6, /* team barriers this member has entered (its own word) */
+    SHMEM_TEAM_AREA_ROUNDS = 8,     /* dissemination barrier: one flag per round, 32 rounds */
+    SHMEM_TEAM_AREA_LINES = 40      /* lines in use */
 };
 
 /* One entry of the team table, indexed by synchronisation slot. Team PE i is world PE
@@ -84,12 +87,15 @@ typedef struct shmem_job_state {
     /* Why a global or static variable cannot be a target (NUL-terminated; "" when it can). */
     const char *data_off_reason;
 
-    /* The synchronisation words: the `reserved` bytes before each PE's user heap. The world
-     * barrier's words start at heap_base - reserved + barrier_words; team slot s's area at
-     * heap_base - reserved + team_areas + s * team_area_size. */
+    /* Bytes before each PE's user heap, in the heap's own memory: where kernel-side
+     * synchronisation words will live (nothing uses them yet). The host API's words are in the
+     * control segment (control_* below). */
     uint64_t reserved;
+    /* Unused since version 3 (0): the world barrier's and the team areas' offsets in the heap
+     * before they moved to the control segment. Kept so that no field moves. */
     uint64_t barrier_words;
     uint64_t team_areas;
+    /* Bytes of one team area (a team area's layout: enum shmem_job_team_area_line). */
     uint64_t team_area_size;
     int32_t team_slots;      /* entries of `teams` */
     int32_t central_barrier; /* nonzero: barriers take the central shape */
@@ -107,6 +113,18 @@ typedef struct shmem_job_state {
     /* Version 2. Laid out as `bases`, for AMOs and signal updates: `bases` when no transport is
      * in use, all 0 when one is, so every AMO takes its cold path to the transport. */
     const uintptr_t *amo_bases;
+
+    /* Version 3. The control segment: one per PE in host memory, mapped by every PE of its
+     * node, holding the host API's synchronisation words, so that barriers run on the CPU
+     * wherever the heap lives. Per PE, n_pes entries: PE p's control segment as mapped here, 0
+     * for a PE not on this node. Team slot s's area on PE p is at control_bases[p] +
+     * control_teams + s * team_area_size. */
+    const uintptr_t *control_bases;
+    uint64_t control_size;    /* bytes of each control segment */
+    uint64_t control_state;   /* offset of a PE's state line: the last world barrier it entered
+                                 and its call (written by the runtime only) */
+    uint64_t control_barrier; /* offset of the world barrier's area (a team area's layout) */
+    uint64_t control_teams;   /* offset of team slot 0's area */
 } shmem_job_state;
 
 #ifdef __cplusplus

@@ -60,6 +60,7 @@ mod bridge {
         /// Barrier over all PEs for `shmem_barrier_all` (`barrier_all`) or `shmem_sync_all`
         /// (no completion of puts: the caller fences first if needed).
         fn sync_all(barrier_all: bool) -> Result<()>;
+        fn team_sync(start: i32, stride: i32, size: i32, me: i32, slot: i32);
         /// Collective symmetric allocation; returns the local address.
         fn heap_alloc(call: &str, len: usize, align: usize, zero: bool) -> Result<usize>;
         /// Collective free of a block from `heap_alloc`.
@@ -229,6 +230,21 @@ fn sync_all(barrier_all: bool) -> Result<(), Error> {
         "shmem_sync_all"
     };
     logged(call, runtime::get(call).map(|rt| rt.sync_all(barrier_all)))
+}
+
+/// The barrier over a team's members (team PE i is world PE start + i * stride; this PE is
+/// team PE `me`) on the area of its `slot`, for the facade's team barriers. It reads the
+/// published job state, not the runtime, so it takes no lock; the facade passes only live
+/// teams of a running job.
+fn team_sync(start: i32, stride: i32, size: i32, me: i32, slot: i32) {
+    use crate::sync::barrier::{self, Team};
+    barrier::team_sync_published(Team::in_slot(
+        start as usize,
+        stride as isize,
+        size as usize,
+        me as usize,
+        slot as usize,
+    ));
 }
 
 // Calls whose PEs are out of step never return from these: the runtime ends the job.

@@ -10,11 +10,13 @@
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, CString};
 use std::mem::{align_of, offset_of, size_of};
+use std::sync::atomic::AtomicU64;
 
+use crate::sync::control;
 use crate::transport::table::TransportOps;
 
 /// Fields this mirror knows (`SHMEM_JOB_STATE_VERSION`).
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// A peer whose memory this PE cannot reach (`SHMEM_JOB_REACH_NONE`). Mirrors the header;
 /// nothing sets it while every PE of a job shares one node.
@@ -28,10 +30,18 @@ pub const REACH_TRANSPORT: u8 = 2;
 /// Bytes of one line of a team area (`SHMEM_TEAM_AREA_LINE_BYTES`).
 pub const TEAM_AREA_LINE_BYTES: usize = 64;
 /// Lines of a team area in use (`SHMEM_TEAM_AREA_LINES`): the layout of team areas is the C
-/// header's; the heap reserves room for it.
+/// header's; the control segment reserves room for it.
 pub const TEAM_AREA_LINES: usize = 40;
-
-const _: () = assert!(TEAM_AREA_LINES * TEAM_AREA_LINE_BYTES <= crate::heap::TEAM_AREA_SIZE);
+/// Line of the central barrier's arrivals and call check (`SHMEM_TEAM_AREA_CENTRAL_COUNT`).
+pub const AREA_CENTRAL_COUNT: usize = 2;
+/// Line of the central barrier's release word (`SHMEM_TEAM_AREA_CENTRAL_RELEASE`).
+pub const AREA_CENTRAL_RELEASE: usize = 3;
+/// Line of the team barriers a member has entered (`SHMEM_TEAM_AREA_SYNC_EPOCH`).
+pub const AREA_SYNC_EPOCH: usize = 6;
+/// First line of the dissemination flags, one per round (`SHMEM_TEAM_AREA_ROUNDS`).
+pub const AREA_ROUNDS: usize = 8;
+/// Most dissemination rounds (enough for 2^32 PEs).
+pub const AREA_MAX_ROUNDS: usize = TEAM_AREA_LINES - AREA_ROUNDS;
 
 /// One entry of the team table (`shmem_job_team`).
 #[repr(C)]
@@ -75,11 +85,11 @@ pub struct JobState {
     pub reach: *const u8,
     /// Why static data cannot be a target (NUL-terminated).
     pub data_off_reason: *const c_char,
-    /// Bytes of synchronisation words before each user heap.
+    /// Bytes before each user heap, for kernel-side synchronisation words.
     pub reserved: u64,
-    /// Offset in those bytes of the world barrier's words.
+    /// Unused since version 3 (0).
     pub barrier_words: u64,
-    /// Offset in those bytes of team slot 0's area.
+    /// Unused since version 3 (0).
     pub team_areas: u64,
     /// Bytes of one team area.
     pub team_area_size: u64,
@@ -95,6 +105,17 @@ pub struct JobState {
     pub mapped_bases: *const usize,
     /// Version 2: `bases` without a transport, all 0 with one (AMOs and signal updates).
     pub amo_bases: *const usize,
+    /// Version 3: `n_pes` entries: each PE's control segment as mapped here (0: not on this
+    /// node).
+    pub control_bases: *const usize,
+    /// Version 3: bytes of each control segment.
+    pub control_size: u64,
+    /// Version 3: offset in a control segment of its PE's state line.
+    pub control_state: u64,
+    /// Version 3: offset in a control segment of the world barrier's area.
+    pub control_barrier: u64,
+    /// Version 3: offset in a control segment of team slot 0's area.
+    pub control_teams: u64,
 }
 
 impl JobState {
@@ -122,6 +143,11 @@ impl JobState {
         transport: std::ptr::null(),
         mapped_bases: std::ptr::null(),
         amo_bases: std::ptr::null(),
+        control_bases: std::ptr::null(),
+        control_size: 0,
+        control_state: 0,
+        control_barrier: 0,
+        control_teams: 0,
     };
 }
 
@@ -146,6 +172,7 @@ pub struct Backing {
     bases: Vec<usize>,
     mapped_bases: Vec<usize>,
     amo_bases: Vec<usize>,
+    control_bases: Vec<usize>,
     reach: Vec<u8>,
     data_off_reason: CString,
     teams: Vec<JobTeam>,
@@ -158,6 +185,8 @@ pub struct Job<'a> {
     pub my_pe: usize,
     /// User heap base of every PE as mapped here.
     pub heap_bases: &'a [usize],
+    /// Control segment base of every PE as mapped here (0: not on this node).
+    pub control_bases: &'a [usize],
     /// Usable bytes of each user heap.
     pub heap_size: usize,
     /// This PE's static data.
@@ -212,11 +241,12 @@ pub fn publish(job: &Job<'_>) -> Backing {
         .take_while(|&b| b != 0)
         .collect();
     let data_off_reason = CString::new(reason).unwrap_or_default();
-    let mut teams = vec![JobTeam::default(); crate::heap::TEAM_SLOTS];
+    let mut teams = vec![JobTeam::default(); control::TEAM_SLOTS];
     let mut backing = Backing {
         bases,
         mapped_bases,
         amo_bases,
+        control_bases: job.control_bases.to_vec(),
         reach,
         data_off_reason,
         teams: Vec::new(),
@@ -235,15 +265,20 @@ pub fn publish(job: &Job<'_>) -> Backing {
         reach: backing.reach.as_ptr(),
         data_off_reason: backing.data_off_reason.as_ptr(),
         reserved: crate::heap::RESERVED as u64,
-        barrier_words: crate::heap::BARRIER_FLAGS as u64,
-        team_areas: crate::heap::TEAM_AREAS as u64,
-        team_area_size: crate::heap::TEAM_AREA_SIZE as u64,
-        team_slots: crate::heap::TEAM_SLOTS as i32,
+        barrier_words: 0,
+        team_areas: 0,
+        team_area_size: control::TEAM_AREA_SIZE as u64,
+        team_slots: control::TEAM_SLOTS as i32,
         central_barrier: i32::from(job.central_barrier),
         teams: teams.as_mut_ptr(),
         transport: job.transport,
         mapped_bases: backing.mapped_bases.as_ptr(),
         amo_bases: backing.amo_bases.as_ptr(),
+        control_bases: backing.control_bases.as_ptr(),
+        control_size: control::SIZE as u64,
+        control_state: control::STATE as u64,
+        control_barrier: control::BARRIER as u64,
+        control_teams: control::TEAM_AREAS as u64,
     };
     backing.teams = teams;
     // SAFETY: see `Published`: no reader runs while init writes.
@@ -262,6 +297,34 @@ pub fn clear() {
 pub fn transport() -> *const TransportOps {
     // SAFETY: see `Published`: written only by init and finalize, which no reader overlaps.
     unsafe { (*shmem_job_state_g.0.get()).transport }
+}
+
+/// The 8-byte word at `offset` of world PE `pe`'s control segment, through the published
+/// state: for the barriers the facade runs without taking the runtime's lock. `None` when the
+/// library is not running, `pe` is not a PE of the job or not on this node, or the word is not
+/// inside the segment.
+pub fn control_word(pe: usize, offset: usize) -> Option<&'static AtomicU64> {
+    // SAFETY: see `Published`: written only by init and finalize, which no reader overlaps.
+    let s = unsafe { &*shmem_job_state_g.0.get() };
+    if pe >= s.n_pes.max(0) as usize || offset % 8 != 0 || offset + 8 > s.control_size as usize {
+        return None;
+    }
+    // SAFETY: a running job's state has n_pes entries at control_bases (`publish`).
+    let base = unsafe { *s.control_bases.add(pe) };
+    if base == 0 {
+        return None;
+    }
+    // SAFETY: a nonzero base is a live mapping of control_size bytes, kept by the runtime
+    // until finalize clears this state, and no library call overlaps finalize; the word lies
+    // inside it and is 8-byte aligned (page-aligned base, offset checked above). The segment
+    // is shared memory whose words are only ever accessed atomically.
+    Some(unsafe { &*((base + offset) as *const AtomicU64) })
+}
+
+/// Whether barriers take the central shape in the running job (false when none runs).
+pub fn central_barrier() -> bool {
+    // SAFETY: see `Published`: written only by init and finalize, which no reader overlaps.
+    unsafe { (*shmem_job_state_g.0.get()).central_barrier != 0 }
 }
 
 /// A copy of the state as it is now (for tests).
@@ -301,6 +364,11 @@ pub fn layout() -> Vec<usize> {
         offset_of!(JobState, transport),
         offset_of!(JobState, mapped_bases),
         offset_of!(JobState, amo_bases),
+        offset_of!(JobState, control_bases),
+        offset_of!(JobState, control_size),
+        offset_of!(JobState, control_state),
+        offset_of!(JobState, control_barrier),
+        offset_of!(JobState, control_teams),
         size_of::<JobTeam>(),
         offset_of!(JobTeam, start),
         offset_of!(JobTeam, stride),
@@ -308,6 +376,10 @@ pub fn layout() -> Vec<usize> {
         offset_of!(JobTeam, slot),
         TEAM_AREA_LINE_BYTES,
         TEAM_AREA_LINES,
+        AREA_CENTRAL_COUNT,
+        AREA_CENTRAL_RELEASE,
+        AREA_SYNC_EPOCH,
+        AREA_ROUNDS,
     ];
     l.extend(crate::transport::table::layout());
     l
@@ -324,6 +396,7 @@ mod tests {
         let backing = publish(&Job {
             my_pe: 1,
             heap_bases: &heaps,
+            control_bases: &[0x100_0000, 0x200_0000, 0x300_0000],
             heap_size: 4096,
             data_base: 0x20,
             data_size: 8,
@@ -349,6 +422,13 @@ mod tests {
         );
         assert_eq!(reach, [REACH_MAPPED; 3]);
         assert_eq!(s.team_slots as usize, backing.teams.len());
+        // SAFETY: as above; n_pes entries.
+        let control = unsafe { std::slice::from_raw_parts(s.control_bases, 3) };
+        assert_eq!(control, [0x100_0000, 0x200_0000, 0x300_0000]);
+        assert_eq!(s.control_size as usize, control::SIZE);
+        assert!(control_word(3, 0).is_none(), "not a PE of the job");
+        assert!(control_word(0, control::SIZE).is_none(), "past the segment");
+        assert!(control_word(0, 4).is_none(), "misaligned");
         clear();
         let s = snapshot();
         assert_eq!((s.my_pe, s.n_pes), (-1, 0));
@@ -361,11 +441,8 @@ mod tests {
         let l = layout();
         assert_eq!(l[0], size_of::<JobState>());
         // Offsets grow: fields are listed in declaration order, none forgotten in between.
-        let fields = &l[2..24];
+        let fields = &l[2..29];
         assert!(fields.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(
-            l[0],
-            offset_of!(JobState, amo_bases) + size_of::<*const usize>()
-        );
+        assert_eq!(l[0], offset_of!(JobState, control_teams) + size_of::<u64>());
     }
 }

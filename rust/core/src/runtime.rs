@@ -18,6 +18,7 @@ use crate::log;
 use crate::static_data::{self, StaticData};
 use crate::sync::barrier::{self, Barrier, Stop};
 use crate::sync::call::{Call, Step};
+use crate::sync::control::Control;
 use crate::sync::wait;
 use crate::transport::{self, LocalSegment, Segment};
 use std::os::fd::OwnedFd;
@@ -83,6 +84,8 @@ pub struct Runtime {
     node: Option<NodeJob>,
     /// The symmetric heap and the peers' mappings.
     pub heap: Heap,
+    /// The host API's synchronisation words: this PE's control segment and its peers'.
+    control: Control,
     /// Global and static variables: this PE's range and the peers' mappings, or why not. Only
     /// held (the job state publishes what the facade reads); dropping it unmaps the peers.
     _static_data: StaticData,
@@ -358,6 +361,8 @@ fn start(
         store.as_ref(),
         timeouts.create,
     )?;
+    heap.check_host_data_path()?;
+    let control = Control::create(my_pe, n_pes, store.as_ref(), timeouts.create)?;
     STATUS.store(STATUS_SHM_CREATED, Ordering::Release);
     let static_data = static_data::exchange(store.as_ref(), my_pe, n_pes, timeouts.create)?;
     let transport = start_transport(
@@ -412,6 +417,7 @@ fn start(
     let job_state = job_state::publish(&job_state::Job {
         my_pe,
         heap_bases: &heap_bases,
+        control_bases: &control.bases(),
         heap_size: heap.size(),
         data_base: static_data.base,
         data_size: static_data.size,
@@ -428,12 +434,13 @@ fn start(
         store,
         node,
         heap,
+        control,
         _static_data: static_data,
         barrier: Barrier::new(central_barrier),
         job_state,
         transport,
     });
-    wait::publish_naps(Some(barrier::nap_stamp(&rt.heap, my_pe)));
+    wait::publish_naps(Some(barrier::nap_stamp(&rt.control, my_pe)));
     *state = Phase::Running(rt.clone());
     STATUS.store(STATUS_IS_INITIALIZED, Ordering::Release);
     tls::wipe_key_material();
@@ -587,12 +594,15 @@ impl Runtime {
     /// ([`barrier::Hopeless`]); a PE that is only late is waited for.
     fn enter(&self, call: Call) {
         let patience = self.timeouts.control;
-        let mut hopeless = barrier::Hopeless::new(&self.heap, self.n_pes, patience);
+        let mut hopeless = barrier::Hopeless::new(&self.control, self.n_pes, patience);
         let mut give_up = |epoch| hopeless.check(epoch);
-        match self
-            .barrier
-            .sync(&self.heap, self.my_pe, self.n_pes, call, Some(&mut give_up))
-        {
+        match self.barrier.sync(
+            &self.control,
+            self.my_pe,
+            self.n_pes,
+            call,
+            Some(&mut give_up),
+        ) {
             Ok(()) => {}
             Err(Stop::OutOfStep { epoch }) => self.out_of_step(&call, epoch),
             Err(Stop::TimedOut { epoch }) => self.deadlocked(&call, epoch),
@@ -605,7 +615,7 @@ impl Runtime {
     /// within the control timeout.
     fn out_of_step(&self, mine: &Call, epoch: u64) -> ! {
         let calls: Vec<Option<Call>> = (0..self.n_pes)
-            .map(|pe| barrier::entered(&self.heap, pe).call)
+            .map(|pe| barrier::entered(&self.control, pe).call)
             .collect();
         let first = calls[0];
         let differs = (1..self.n_pes)
@@ -636,7 +646,7 @@ impl Runtime {
     fn deadlocked(&self, mine: &Call, epoch: u64) -> ! {
         const NAMED: usize = 4;
         let entries: Vec<barrier::Entered> = (0..self.n_pes)
-            .map(|pe| barrier::entered(&self.heap, pe))
+            .map(|pe| barrier::entered(&self.control, pe))
             .collect();
         let first_in = entries.iter().position(|e| e.epoch >= epoch);
         if first_in.is_some_and(|pe| pe != self.my_pe) {

@@ -3,8 +3,10 @@
 //! Where the heap's memory lives is the [`Device`]'s business (today the host device: one
 //! memfd per PE); this module owns the layout and the allocator. Layout of every PE's heap
 //! segment (exported to and imported by every PE of the node):
-//! `[0, RESERVED)` holds the runtime's synchronisation words (barrier flags, then one area per
-//! team slot that the facade's team collectives use);
+//! `[0, RESERVED)` is reserved for kernel-side synchronisation words, which must live in the
+//! device's memory beside the data (nothing uses it yet; the host API's barrier words and team
+//! areas are in the control segment, [`crate::sync::control`], so a heap the CPU cannot reach
+//! still has CPU barriers);
 //! `[RESERVED, RESERVED + size)` is the user heap that `shmem_malloc` carves. A remote address is
 //! `peer_base[pe] + (addr - my_base)`. Allocation is collective and deterministic (see
 //! [`alloc`]); this module never touches the store beyond the one-time exchange of the segments' exports.
@@ -14,45 +16,23 @@ pub mod alloc;
 use crate::bootstrap::Client;
 use crate::device::{self, Device, Placement, Segment};
 use crate::error::{Error, Result};
-use crate::mapping::Mapping;
 use alloc::{AllocError, Allocator};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// Bytes at the start of each heap reserved for the runtime: the barrier's words, then the team
-/// areas.
-pub const RESERVED: usize = TEAM_AREAS + TEAM_SLOTS * TEAM_AREA_SIZE;
+/// Bytes at the start of each heap reserved for kernel-side synchronisation words (a page per
+/// kind of word a kernel-side barrier, team area or signal table may need; unused so far, and
+/// unbacked until something writes there).
+pub const RESERVED: usize = 4 * PAGE;
 
 /// The user heap of this PE starts on a multiple of this, so an alignment up to it is the same
 /// offset on every PE (`shmem_align` with a larger alignment is refused).
 pub const USER_BASE_ALIGN: usize = 1 << 30;
 
-/// Offset of the barrier flags: one 64-byte line per dissemination round.
-pub const BARRIER_FLAGS: usize = 0;
-/// Most dissemination rounds (enough for 2^32 PEs).
-pub const BARRIER_ROUNDS: usize = 32;
-/// Offset of the central barrier's counter and release word (used on PE 0's heap), after the
-/// dissemination flags.
-pub const BARRIER_CENTRAL: usize = BARRIER_FLAGS + BARRIER_ROUNDS * 64;
-/// Offset of the line where each PE records the last barrier over all PEs it entered and the
-/// call that entered it (read by the central barrier's last arrival and by diagnostics).
-pub const BARRIER_STATE: usize = BARRIER_CENTRAL + 128;
-
-/// Offset of the team synchronisation areas: one per slot, [`TEAM_AREA_SIZE`] bytes each. A team
-/// uses the area of its slot on every member; slots 0 and 1 belong to the predefined teams
-/// (world and shared), so a PE can be a member of at most `TEAM_SLOTS - 2` teams made by splits.
-/// The words inside an area are laid out once, in `shmem/job_state.h` (mirrored in
-/// [`crate::job_state`]); this module only reserves them (the memfd pages stay unbacked until a
-/// team touches them).
-pub const TEAM_AREAS: usize = 64 * 1024;
-/// Team slots per PE (the limit on simultaneous teams).
-pub const TEAM_SLOTS: usize = 64;
-/// Bytes of one team area.
-pub const TEAM_AREA_SIZE: usize = 4096;
-
 const PAGE: usize = 4096;
 
-const _: () = assert!(BARRIER_STATE + 64 <= TEAM_AREAS);
+// A few whole pages: the user heap keeps its alignment, and unused pages stay unbacked.
+const _: () = assert!(RESERVED <= 16 * 1024 && RESERVED % PAGE == 0);
 
 /// This PE's heap and its view of every peer's heap.
 #[derive(Debug)]
@@ -105,15 +85,6 @@ impl Heap {
         store: Option<&Client>,
         timeout: Duration,
     ) -> Result<Heap> {
-        if !device.cpu_accessible() {
-            // The barrier words and team areas live in the reserved prefix, which the CPU
-            // must reach until they have a host segment of their own.
-            return Err(Error::Heap(format!(
-                "the {} device's memory is not CPU-accessible, and the runtime's \
-                 synchronisation words live in the symmetric heap",
-                device.name()
-            )));
-        }
         let size = size
             .checked_add(PAGE - 1)
             .map(|s| s & !(PAGE - 1))
@@ -195,18 +166,26 @@ impl Heap {
         self.segments[pe].addr() + RESERVED
     }
 
-    /// The CPU's mapping of `pe`'s whole heap segment (reserved part included).
-    pub fn map(&self, pe: usize) -> &Mapping {
-        // `create` accepts only a CPU-accessible device, and such a device gives every
-        // segment a CPU mapping (the contract of `Device::cpu_accessible`).
-        self.segments[pe]
-            .cpu()
-            .expect("heap segments of a CPU-accessible device are mapped")
+    /// Fails unless the CPU may load and store the heap: the host data path (puts, gets, AMOs,
+    /// collectives and waits on peers' heaps) copies into and out of the mappings directly.
+    /// Barriers do not need it: their words are in the control segment.
+    pub fn check_host_data_path(&self) -> Result<()> {
+        if self.device.cpu_accessible() {
+            return Ok(());
+        }
+        Err(Error::Heap(format!(
+            "the symmetric heap is on the {} device, whose memory the CPU cannot load or \
+             store, and the host data path (puts, gets, AMOs, collectives) copies into peers' \
+             heaps directly",
+            self.device.name()
+        )))
     }
 
-    /// This PE's own mapping.
-    pub fn local(&self) -> &Mapping {
-        self.map(self.my_pe)
+    /// The CPU's mapping of `pe`'s whole heap segment (reserved part included), when the
+    /// device allows loads and stores.
+    #[cfg(test)]
+    pub fn map(&self, pe: usize) -> Option<&crate::mapping::Mapping> {
+        self.segments[pe].cpu()
     }
 
     /// Zeroes `len` bytes at offset `off` of this PE's user heap.
@@ -336,9 +315,11 @@ mod tests {
         }
     }
 
+    /// A heap the CPU cannot reach is made (its barriers use the control segment); only the
+    /// host data path refuses it, saying why.
     #[test]
-    fn a_heap_on_memory_the_cpu_cannot_reach_is_refused_by_name() {
-        let e = Heap::create(
+    fn a_heap_on_memory_the_cpu_cannot_reach_is_made_and_refused_only_by_the_data_path() {
+        let heap = Heap::create(
             Box::new(Remote),
             0,
             1,
@@ -346,12 +327,25 @@ mod tests {
             None,
             Duration::from_secs(1),
         )
-        .unwrap_err()
-        .to_string();
+        .expect("a heap on memory the CPU cannot reach");
+        assert_eq!(heap.size(), 1 << 20);
+        assert_eq!(heap.user_base(0), (1 << 40) + RESERVED);
+        assert!(heap.map(0).is_none());
+        let e = heap.check_host_data_path().unwrap_err().to_string();
         assert!(
-            e.contains("remote device") && e.contains("not CPU-accessible"),
+            e.contains("remote device") && e.contains("host data path"),
             "{e}"
         );
+        let host = Heap::create(
+            Box::new(crate::device::host::Host),
+            0,
+            1,
+            4096,
+            None,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        assert!(host.check_host_data_path().is_ok());
     }
 
     #[test]
@@ -367,7 +361,7 @@ mod tests {
         .unwrap();
         assert_eq!(heap.size(), 8192, "rounded up to pages");
         assert_eq!(heap.user_base(0) % USER_BASE_ALIGN, 0);
-        let word = |off: usize| heap.local().atomic_u64(RESERVED + off);
+        let word = |off: usize| heap.map(0).unwrap().atomic_u64(RESERVED + off);
         word(64).store(7, Ordering::Relaxed);
         heap.copy(64, 4096, 8).unwrap();
         assert_eq!(word(4096).load(Ordering::Relaxed), 7);
@@ -381,16 +375,16 @@ mod tests {
     fn in_process_views_share_each_pes_segment() {
         let heaps = Heap::in_process(3, 4096);
         heaps[1]
-            .local()
+            .map(1)
+            .unwrap()
             .atomic_u64(RESERVED)
             .store(11, Ordering::Release);
         for view in &heaps {
-            assert_eq!(view.map(1).atomic_u64(RESERVED).load(Ordering::Acquire), 11);
+            let word = view.map(1).unwrap().atomic_u64(RESERVED);
+            assert_eq!(word.load(Ordering::Acquire), 11);
         }
         heaps[1].zero(0, 8).unwrap();
-        assert_eq!(
-            heaps[2].map(1).atomic_u64(RESERVED).load(Ordering::Acquire),
-            0
-        );
+        let word = heaps[2].map(1).unwrap().atomic_u64(RESERVED);
+        assert_eq!(word.load(Ordering::Acquire), 0);
     }
 }

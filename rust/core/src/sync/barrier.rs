@@ -1,41 +1,52 @@
-//! Barrier over all PEs on the heaps' reserved words, in one of two shapes chosen at start-up,
-//! carrying a tag of the call each PE entered it with ([`Call::tag`]) so that PEs whose calls
-//! over all PEs are out of step all find out at that barrier, rather than corrupt data or wait
-//! for ever. The tag travels in the words the barrier writes anyway: no extra cache line.
+//! The barrier: one implementation for the world barrier (over all PEs, with call checks) and
+//! for every team barrier the facade runs (`shmem_team_sync`, and the barriers inside team
+//! collectives and splits). Its words are in the control segments ([`super::control`]), in an
+//! area laid out as a team area (`shmem/job_state.h`'s `SHMEM_TEAM_AREA_*` lines): the world
+//! barrier's own area, or the area of a team's slot. Two shapes, chosen at start-up for the job:
 //!
-//! - Dissemination (PEs have cores of their own): in round k, PE i raises the round-k flag of
-//!   PE (i + 2^k) mod n to the barrier's epoch and waits until its own round-k flag reaches it;
-//!   log2(n) rounds of one cache-line transfer each. A flag holds the epoch's low 32 bits (a
+//! - Dissemination (PEs have cores of their own): in round k, member i raises the round-k flag of
+//!   member (i + 2^k) mod n to the barrier's epoch and waits until its own round-k flag reaches
+//!   it; log2(n) rounds of one cache-line transfer each. A flag holds the epoch's low 32 bits (a
 //!   flag is never more than one epoch away from its reader's, so they compare modulo 2^32),
-//!   the sender's tag, and a mark; the receiver compares the tag with its own. A PE that has
-//!   seen a difference, itself or as a mark, marks its later flags. Every PE's arrival reaches
-//!   every other PE through a chain of rounds, and a difference between two PEs' calls is a
-//!   difference between two neighbours of that chain, so every PE leaves a barrier whose calls
-//!   differ knowing it. A flag already one epoch ahead comes from a PE that left this barrier
-//!   unmarked, which it cannot have done unless every call agreed.
-//! - Central (more PEs than cores): every PE ORs its tag, and above it its complement, into a
-//!   word beside a counter on PE 0, then adds 1 to the counter; the PE that brings it to
-//!   epoch * n finds a bit set in both halves if the tags differ, and raises PE 0's release
-//!   word to the epoch, marked if so, which everyone else waits for. Each PE then needs the CPU twice per
-//!   barrier, where dissemination needs it once per round, in an order the scheduler does not
-//!   know.
+//!   the sender's tag, and a mark; the receiver compares the tag with its own. A member that has
+//!   seen a difference, itself or as a mark, marks its later flags. Every member's arrival
+//!   reaches every other member through a chain of rounds, and a difference between two
+//!   members' calls is a difference between two neighbours of that chain, so every member leaves
+//!   a barrier whose calls differ knowing it. A flag already one epoch ahead comes from a member
+//!   that left this barrier unmarked, which it cannot have done unless every call agreed.
+//! - Central (more PEs than cores): every member ORs its tag, and above it its complement, into
+//!   a word beside a counter on member 0, then adds 1 to the counter; the member that brings it
+//!   to epoch * n finds a bit set in both halves if the tags differ, and raises member 0's
+//!   release word to the epoch, marked if so, which everyone else waits for. Each member then
+//!   needs the CPU twice per barrier, where dissemination needs it once per round, in an order
+//!   the scheduler does not know.
+//!
+//! The world barrier carries a tag of the call each PE entered it with ([`Call::tag`]), so that
+//! PEs whose calls over all PEs are out of step all find out at that barrier, rather than
+//! corrupt data or wait for ever; its epoch lives here ([`Barrier`]) and every PE also records
+//! in its state line the last epoch it entered and its whole call: after a barrier whose calls
+//! differ (which no PE leaves for the next one) they say who called what. A team barrier
+//! carries tag 0 (its calls are not checked) and counts its epoch in the member's own
+//! `SYNC_EPOCH` word of the team's area, which a split zeroes with the rest of the area.
 //!
 //! Epochs only grow and each word's meaning is "reached epoch e", so nothing is ever reset (but
-//! the central tag word, by the last arrival, for the next epoch) and a PE already in
-//! the next barrier is harmless. Release stores (or read-modify-writes) and acquire loads carry
-//! every store made before the barrier to every PE after it. Every PE also records in its own
-//! state line the last epoch it entered and its whole call: after a barrier whose calls differ
-//! (which no PE leaves for the next one) they say who called what. This module never ends the
+//! the central tag word, by the last arrival, for the next epoch) and a member already in the
+//! next barrier is harmless. Release stores (or read-modify-writes) and acquire loads carry
+//! every store made before the barrier to every member after it. This module never ends the
 //! job: it says what it found.
 
-use crate::heap::{Heap, BARRIER_CENTRAL, BARRIER_FLAGS, BARRIER_ROUNDS, BARRIER_STATE};
+use crate::job_state::{
+    self, AREA_CENTRAL_COUNT, AREA_CENTRAL_RELEASE, AREA_MAX_ROUNDS, AREA_ROUNDS, AREA_SYNC_EPOCH,
+    TEAM_AREA_LINE_BYTES,
+};
 use crate::mapping::Mapping;
 use crate::sync::call::{Call, TAG_BITS};
+use crate::sync::control::{self, Control};
 use crate::sync::wait;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Per-PE barrier state.
+/// Per-PE state of the world barrier.
 #[derive(Debug, Default)]
 pub struct Barrier {
     epoch: AtomicU64,
@@ -71,8 +82,21 @@ pub struct Entered {
 /// Asked with the barrier's epoch while a PE waits at it: true ends the wait ([`Stop::TimedOut`]).
 pub type GiveUp<'a> = &'a mut dyn FnMut(u64) -> bool;
 
+/// Checks of a flag made inline before the waiting policy starts: a member on another core
+/// answers within them.
+const INLINE_CHECKS: usize = 32;
+
 /// Waits for `reached`, asking `give_up` (if any) between checks; false if it gave up.
-fn wait_for(reached: impl FnMut() -> bool, give_up: &mut Option<GiveUp<'_>>, epoch: u64) -> bool {
+fn wait_for(
+    mut reached: impl FnMut() -> bool,
+    give_up: &mut Option<GiveUp<'_>>,
+    epoch: u64,
+) -> bool {
+    for _ in 0..INLINE_CHECKS {
+        if reached() {
+            return true;
+        }
+    }
     match give_up {
         None => {
             wait::until(reached);
@@ -82,13 +106,114 @@ fn wait_for(reached: impl FnMut() -> bool, give_up: &mut Option<GiveUp<'_>>, epo
     }
 }
 
-/// Offset in a PE's state line of its nap stamp ([`wait::publish_naps`]), after its last
-/// epoch and call.
-const NAP_STAMP: usize = BARRIER_STATE + 32;
+/// The members of one barrier and where their words are: member i's area, laid out as a team
+/// area. Implemented over the runtime's mappings and over the published job state.
+pub trait Areas {
+    /// Members of the barrier.
+    fn size(&self) -> usize;
+    /// This PE's member number.
+    fn me(&self) -> usize;
+    /// Word `index` (of 8) of line `line` of member `member`'s area.
+    fn word(&self, member: usize, line: usize, index: usize) -> &AtomicU64;
+}
+
+/// A team's members (team PE i is world PE `start + i * stride`) and the offset of their areas
+/// in the control segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Team {
+    /// World PE of team PE 0.
+    pub start: usize,
+    /// World PEs between consecutive team PEs (negative for a team listed downwards).
+    pub stride: isize,
+    /// Members.
+    pub size: usize,
+    /// This PE's team PE number.
+    pub me: usize,
+    /// Offset of the team's area in every member's control segment.
+    pub area: usize,
+}
+
+impl Team {
+    /// The team holding synchronisation slot `slot`.
+    pub fn in_slot(start: usize, stride: isize, size: usize, me: usize, slot: usize) -> Team {
+        Team {
+            start,
+            stride,
+            size,
+            me,
+            area: control::TEAM_AREAS + slot * control::TEAM_AREA_SIZE,
+        }
+    }
+
+    /// All `n_pes` PEs on the world barrier's area.
+    pub fn world(my_pe: usize, n_pes: usize) -> Team {
+        Team {
+            start: 0,
+            stride: 1,
+            size: n_pes,
+            me: my_pe,
+            area: control::BARRIER,
+        }
+    }
+
+    fn world_pe(&self, member: usize) -> usize {
+        (self.start as isize + member as isize * self.stride) as usize
+    }
+
+    fn offset(&self, line: usize, index: usize) -> usize {
+        self.area + line * TEAM_AREA_LINE_BYTES + 8 * index
+    }
+}
+
+/// A team's areas through this process's mappings of the control segments.
+#[derive(Debug)]
+pub struct MappedAreas<'c> {
+    /// The control segments.
+    pub control: &'c Control,
+    /// The members.
+    pub team: Team,
+}
+
+impl Areas for MappedAreas<'_> {
+    fn size(&self) -> usize {
+        self.team.size
+    }
+    fn me(&self) -> usize {
+        self.team.me
+    }
+    fn word(&self, member: usize, line: usize, index: usize) -> &AtomicU64 {
+        self.control
+            .map(self.team.world_pe(member))
+            .atomic_u64(self.team.offset(line, index))
+    }
+}
+
+/// A team's areas through the control bases of the published job state: what the facade's
+/// team barriers use, without the runtime's lock.
+#[derive(Debug)]
+pub struct PublishedAreas(pub Team);
+
+impl Areas for PublishedAreas {
+    fn size(&self) -> usize {
+        self.0.size
+    }
+    fn me(&self) -> usize {
+        self.0.me
+    }
+    fn word(&self, member: usize, line: usize, index: usize) -> &AtomicU64 {
+        let pe = self.0.world_pe(member);
+        match job_state::control_word(pe, self.0.offset(line, index)) {
+            Some(w) => w,
+            // The facade passes only live teams of a running job, whose members are all
+            // mapped here (a job whose PEs are not all on one node stops at init).
+            None => panic!("team barrier: PE {pe}'s control segment is not mapped here"),
+        }
+    }
+}
 
 /// `pe`'s nap stamp: where it publishes its naps, and where peers read them.
-pub fn nap_stamp(heap: &Heap, pe: usize) -> &AtomicU64 {
-    heap.map(pe).atomic_u64(NAP_STAMP)
+pub fn nap_stamp(control: &Control, pe: usize) -> &AtomicU64 {
+    control.map(pe).atomic_u64(control::NAP_STAMP)
 }
 
 /// Tells when a wait at the barrier cannot end: every PE that has not entered it has been
@@ -97,8 +222,8 @@ pub fn nap_stamp(heap: &Heap, pe: usize) -> &AtomicU64 {
 /// is merely late (computing, or blocked outside the library) is waited for as long as it
 /// takes. Looks at the state lines at most every [`Hopeless::LOOK_EVERY`].
 #[derive(Debug)]
-pub struct Hopeless<'h> {
-    heap: &'h Heap,
+pub struct Hopeless<'c> {
+    control: &'c Control,
     n_pes: usize,
     patience: Duration,
     /// Since when every missing PE has been seen waiting.
@@ -106,14 +231,14 @@ pub struct Hopeless<'h> {
     looked: Option<Instant>,
 }
 
-impl<'h> Hopeless<'h> {
+impl<'c> Hopeless<'c> {
     /// How often the state lines are read while waiting.
     pub const LOOK_EVERY: Duration = Duration::from_millis(50);
 
-    /// A watch over the barrier on `heap` of an `n_pes` job.
-    pub fn new(heap: &'h Heap, n_pes: usize, patience: Duration) -> Self {
+    /// A watch over the world barrier of an `n_pes` job.
+    pub fn new(control: &'c Control, n_pes: usize, patience: Duration) -> Self {
         Hopeless {
-            heap,
+            control,
             n_pes,
             patience,
             since: None,
@@ -129,20 +254,16 @@ impl<'h> Hopeless<'h> {
         }
         self.looked = Some(now);
         let mut missing = (0..self.n_pes)
-            .filter(|&pe| entered(self.heap, pe).epoch < epoch)
+            .filter(|&pe| entered(self.control, pe).epoch < epoch)
             .peekable();
-        let stuck =
-            missing.peek().is_some() && missing.all(|pe| wait::napping(nap_stamp(self.heap, pe)));
+        let stuck = missing.peek().is_some()
+            && missing.all(|pe| wait::napping(nap_stamp(self.control, pe)));
         if !stuck {
             self.since = None;
             return false;
         }
         now - *self.since.get_or_insert(now) >= self.patience
     }
-}
-
-fn flag_offset(round: usize) -> usize {
-    BARRIER_FLAGS + round * 64
 }
 
 /// Set in a flag or the release word, beside the epoch: the calls of this barrier differ.
@@ -162,13 +283,11 @@ fn ahead(flag: u64, epoch: u64) -> u64 {
     (flag & EPOCH_MASK).wrapping_sub(epoch) & EPOCH_MASK
 }
 
-const COUNTER: usize = BARRIER_CENTRAL;
-/// The central shape's tag word on PE 0 for `epoch`, beside the counter (one per epoch parity):
-/// the OR of every PE's tag in the low [`TAG_BITS`] bits, the OR of their complements above.
+/// Index in the central count line of the tag word for `epoch` (one per epoch parity): the OR
+/// of every member's tag in the low [`TAG_BITS`] bits, the OR of their complements above.
 fn tag_word(epoch: u64) -> usize {
-    COUNTER + 8 + (epoch % 2) as usize * 8
+    1 + (epoch % 2) as usize
 }
-const RELEASE: usize = BARRIER_CENTRAL + 64;
 
 fn store_call(line: &Mapping, offset: usize, call: &Call) {
     for (i, w) in call.encode().into_iter().enumerate() {
@@ -183,18 +302,128 @@ fn load_call(line: &Mapping, offset: usize) -> Option<Call> {
 
 /// `pe`'s last entry, from its state line. Exact for every PE once a barrier has stopped
 /// [`Stop::OutOfStep`]; otherwise a snapshot of a PE that may be moving on.
-pub fn entered(heap: &Heap, pe: usize) -> Entered {
-    let line = heap.map(pe);
-    let epoch = line.atomic_u64(BARRIER_STATE).load(Ordering::Acquire);
+pub fn entered(control: &Control, pe: usize) -> Entered {
+    let line = control.map(pe);
+    let epoch = line.atomic_u64(control::STATE).load(Ordering::Acquire);
     Entered {
         epoch,
-        call: load_call(line, BARRIER_STATE + 8),
+        call: load_call(line, control::STATE + 8),
     }
 }
 
+/// One barrier of `epoch` over `areas`' members, entered with `tag` when the calls are checked:
+/// the algorithm both kinds of barrier share.
+fn run(
+    areas: &impl Areas,
+    epoch: u64,
+    tag: Option<u64>,
+    central: bool,
+    mut give_up: Option<GiveUp<'_>>,
+) -> Result<(), Stop> {
+    let (n, me) = (areas.size(), areas.me());
+    if n <= 1 {
+        return Ok(());
+    }
+    if central {
+        return run_central(areas, epoch, tag, give_up);
+    }
+    let tag = tag.unwrap_or(0);
+    let mut out_of_step = false;
+    let mut dist = 1usize;
+    let mut round = 0usize;
+    while dist < n {
+        debug_assert!(round < AREA_MAX_ROUNDS);
+        areas
+            .word((me + dist) % n, AREA_ROUNDS + round, 0)
+            .store(flag(epoch, tag, out_of_step), Ordering::Release);
+        let mine: &AtomicU64 = areas.word(me, AREA_ROUNDS + round, 0);
+        let reached = || ahead(mine.load(Ordering::Acquire), epoch) <= 1;
+        if !wait_for(reached, &mut give_up, epoch) {
+            return Err(Stop::TimedOut { epoch });
+        }
+        let got = mine.load(Ordering::Acquire);
+        if ahead(got, epoch) == 0 {
+            out_of_step |= got & OUT_OF_STEP != 0 || (got >> 32) & TAG_MASK != tag;
+        }
+        dist <<= 1;
+        round += 1;
+    }
+    if out_of_step {
+        return Err(Stop::OutOfStep { epoch });
+    }
+    Ok(())
+}
+
+fn run_central(
+    areas: &impl Areas,
+    epoch: u64,
+    tag: Option<u64>,
+    mut give_up: Option<GiveUp<'_>>,
+) -> Result<(), Stop> {
+    let n = areas.size();
+    let release = areas.word(0, AREA_CENTRAL_RELEASE, 0);
+    let counter = areas.word(0, AREA_CENTRAL_COUNT, 0);
+    let tags = areas.word(0, AREA_CENTRAL_COUNT, tag_word(epoch));
+    if let Some(tag) = tag {
+        tags.fetch_or(tag | (!tag & TAG_MASK) << TAG_BITS, Ordering::Relaxed);
+    }
+    let arrived = counter.fetch_add(1, Ordering::AcqRel) + 1;
+    if arrived == epoch * n as u64 {
+        // The counter's read-modify-writes form one release sequence: every member's OR, made
+        // before its increment, is visible here. A bit set both in some tag and in some
+        // complement is a bit where two tags differ (a team barrier ORs nothing).
+        let seen = tags.load(Ordering::Relaxed);
+        let differ = seen & (seen >> TAG_BITS) & TAG_MASK != 0;
+        // The other word last served the previous epoch, which every member has left; it
+        // serves the next one only after the release below.
+        if tag.is_some() {
+            areas
+                .word(0, AREA_CENTRAL_COUNT, tag_word(epoch + 1))
+                .store(0, Ordering::Relaxed);
+        }
+        let mark = if differ { OUT_OF_STEP } else { 0 };
+        release.store(epoch | mark, Ordering::Release);
+        return if differ {
+            Err(Stop::OutOfStep { epoch })
+        } else {
+            Ok(())
+        };
+    }
+    let reached = || release.load(Ordering::Acquire) & !OUT_OF_STEP >= epoch;
+    if !wait_for(reached, &mut give_up, epoch) {
+        return Err(Stop::TimedOut { epoch });
+    }
+    if release.load(Ordering::Acquire) == epoch | OUT_OF_STEP {
+        return Err(Stop::OutOfStep { epoch });
+    }
+    Ok(())
+}
+
+/// A team barrier (no completion of puts): waits until every member of `areas` has entered as
+/// many barriers on the team as this PE. Its epoch is this member's `SYNC_EPOCH` word; a team
+/// of one PE has nothing to wait for and counts nothing.
+pub fn team_sync(areas: &impl Areas, central: bool) {
+    if areas.size() <= 1 {
+        return;
+    }
+    let mine = areas.word(areas.me(), AREA_SYNC_EPOCH, 0);
+    // Only this member writes its epoch word (a team's barriers are called by one thread of
+    // each member at a time).
+    let epoch = mine.load(Ordering::Relaxed) + 1;
+    mine.store(epoch, Ordering::Relaxed);
+    // No call check and no give-up: a team barrier can only complete.
+    let _ = run(areas, epoch, None, central, None);
+}
+
+/// The facade's team barrier: the team's members and slot as the facade holds them, its words
+/// through the published job state.
+pub fn team_sync_published(team: Team) {
+    team_sync(&PublishedAreas(team), job_state::central_barrier());
+}
+
 impl Barrier {
-    /// A barrier whose first epoch is 1 (words in a fresh heap are 0); `central` when the node
-    /// runs more PEs than it has cores.
+    /// A barrier whose first epoch is 1 (words in a fresh control segment are 0); `central`
+    /// when the node runs more PEs than it has cores.
     pub fn new(central: bool) -> Self {
         Barrier {
             epoch: AtomicU64::new(0),
@@ -207,90 +436,23 @@ impl Barrier {
     /// then once the wait has stopped spinning).
     pub fn sync(
         &self,
-        heap: &Heap,
+        control: &Control,
         my_pe: usize,
         n_pes: usize,
         call: Call,
-        mut give_up: Option<GiveUp<'_>>,
+        give_up: Option<GiveUp<'_>>,
     ) -> Result<(), Stop> {
         let epoch = self.epoch.fetch_add(1, Ordering::Relaxed) + 1;
-        let state = heap.local();
-        store_call(state, BARRIER_STATE + 8, &call);
+        let state = control.local();
+        store_call(state, control::STATE + 8, &call);
         state
-            .atomic_u64(BARRIER_STATE)
+            .atomic_u64(control::STATE)
             .store(epoch, Ordering::Release);
-        if n_pes == 1 {
-            return Ok(());
-        }
-        let tag = call.tag();
-        if self.central {
-            return self.sync_central(heap, n_pes, tag, epoch, give_up);
-        }
-        let mut out_of_step = false;
-        let mut dist = 1usize;
-        let mut round = 0usize;
-        while dist < n_pes {
-            debug_assert!(round < BARRIER_ROUNDS);
-            heap.map((my_pe + dist) % n_pes)
-                .atomic_u64(flag_offset(round))
-                .store(flag(epoch, tag, out_of_step), Ordering::Release);
-            let mine: &AtomicU64 = heap.local().atomic_u64(flag_offset(round));
-            let reached = || ahead(mine.load(Ordering::Acquire), epoch) <= 1;
-            if !wait_for(reached, &mut give_up, epoch) {
-                return Err(Stop::TimedOut { epoch });
-            }
-            let got = mine.load(Ordering::Acquire);
-            if ahead(got, epoch) == 0 {
-                out_of_step |= got & OUT_OF_STEP != 0 || (got >> 32) & TAG_MASK != tag;
-            }
-            dist <<= 1;
-            round += 1;
-        }
-        if out_of_step {
-            return Err(Stop::OutOfStep { epoch });
-        }
-        Ok(())
-    }
-
-    fn sync_central(
-        &self,
-        heap: &Heap,
-        n_pes: usize,
-        tag: u64,
-        epoch: u64,
-        mut give_up: Option<GiveUp<'_>>,
-    ) -> Result<(), Stop> {
-        let root = heap.map(0);
-        let release = root.atomic_u64(RELEASE);
-        let tags = root.atomic_u64(tag_word(epoch));
-        tags.fetch_or(tag | (!tag & TAG_MASK) << TAG_BITS, Ordering::Relaxed);
-        let arrived = root.atomic_u64(COUNTER).fetch_add(1, Ordering::AcqRel) + 1;
-        if arrived == epoch * n_pes as u64 {
-            // The counter's read-modify-writes form one release sequence: every PE's OR, made
-            // before its increment, is visible here. A bit set both in some tag and in some
-            // complement is a bit where two tags differ.
-            let seen = tags.load(Ordering::Relaxed);
-            let differ = seen & (seen >> TAG_BITS) & TAG_MASK != 0;
-            // The other word last served the previous epoch, which every PE has left; it
-            // serves the next one only after the release below.
-            root.atomic_u64(tag_word(epoch + 1))
-                .store(0, Ordering::Relaxed);
-            let mark = if differ { OUT_OF_STEP } else { 0 };
-            release.store(epoch | mark, Ordering::Release);
-            return if differ {
-                Err(Stop::OutOfStep { epoch })
-            } else {
-                Ok(())
-            };
-        }
-        let reached = || release.load(Ordering::Acquire) & !OUT_OF_STEP >= epoch;
-        if !wait_for(reached, &mut give_up, epoch) {
-            return Err(Stop::TimedOut { epoch });
-        }
-        if release.load(Ordering::Acquire) == epoch | OUT_OF_STEP {
-            return Err(Stop::OutOfStep { epoch });
-        }
-        Ok(())
+        let areas = MappedAreas {
+            control,
+            team: Team::world(my_pe, n_pes),
+        };
+        run(&areas, epoch, Some(call.tag()), self.central, give_up)
     }
 }
 
@@ -311,12 +473,12 @@ mod tests {
         rounds: &[&(dyn Fn(usize) -> Call + Sync)],
         deadline: Option<Duration>,
     ) -> Vec<Vec<Result<(), Stop>>> {
-        let heaps = Heap::in_process(n, 4096);
+        let controls = Control::in_process(n);
         std::thread::scope(|scope| {
-            let handles: Vec<_> = heaps
+            let handles: Vec<_> = controls
                 .iter()
                 .enumerate()
-                .map(|(pe, heap)| {
+                .map(|(pe, control)| {
                     scope.spawn(move || {
                         let barrier = Barrier::new(central);
                         let mut outcomes = Vec::new();
@@ -324,7 +486,7 @@ mod tests {
                             let deadline = deadline.map(|d| Instant::now() + d);
                             let mut past = |_| deadline.is_some_and(|d| Instant::now() >= d);
                             let give_up: Option<GiveUp<'_>> = Some(&mut past);
-                            let r = barrier.sync(heap, pe, n, call(pe), give_up);
+                            let r = barrier.sync(control, pe, n, call(pe), give_up);
                             outcomes.push(r);
                             if r.is_err() {
                                 break;
@@ -362,7 +524,7 @@ mod tests {
             assert_eq!((word >> 32) & TAG_MASK, tag);
             assert_ne!(word & OUT_OF_STEP, 0);
         }
-        // A fresh heap's 0 has not reached the first epoch.
+        // A fresh control segment's 0 has not reached the first epoch.
         assert_eq!(ahead(0, 1), EPOCH_MASK);
     }
 
@@ -386,9 +548,9 @@ mod tests {
                 }
             }
         }
-        let heaps = Heap::in_process(2, 4096);
+        let controls = Control::in_process(2);
         assert_eq!(
-            entered(&heaps[0], 1),
+            entered(&controls[0], 1),
             Entered {
                 epoch: 0,
                 call: None
@@ -422,24 +584,24 @@ mod tests {
     fn state_lines_say_who_called_what() {
         for central in [false, true] {
             let n = 3;
-            let heaps = Heap::in_process(n, 4096);
+            let controls = Control::in_process(n);
             let calls = [
                 malloc(64),
                 Call::new("shmem_finalize", Step::Finalize),
                 malloc(64),
             ];
             std::thread::scope(|scope| {
-                for (pe, heap) in heaps.iter().enumerate() {
+                for (pe, control) in controls.iter().enumerate() {
                     let call = calls[pe];
                     scope.spawn(move || {
                         let barrier = Barrier::new(central);
-                        let r = barrier.sync(heap, pe, n, call, None);
+                        let r = barrier.sync(control, pe, n, call, None);
                         assert_eq!(r, Err(Stop::OutOfStep { epoch: 1 }));
                     });
                 }
             });
             for (pe, call) in calls.iter().enumerate() {
-                for view in &heaps {
+                for view in &controls {
                     let e = entered(view, pe);
                     assert_eq!((e.epoch, e.call), (1, Some(*call)), "central={central}");
                 }
@@ -451,22 +613,22 @@ mod tests {
     fn a_pe_that_never_comes_times_the_others_out() {
         for central in [false, true] {
             let n = 3;
-            let heaps = Heap::in_process(n, 4096);
+            let controls = Control::in_process(n);
             std::thread::scope(|scope| {
                 // PE 2 never enters the barrier.
-                for (pe, heap) in heaps.iter().enumerate().take(2) {
+                for (pe, control) in controls.iter().enumerate().take(2) {
                     scope.spawn(move || {
                         let barrier = Barrier::new(central);
                         let deadline = Instant::now() + Duration::from_millis(100);
                         let fin = Call::new("shmem_finalize", Step::Finalize);
                         let mut past = |_| Instant::now() >= deadline;
-                        let r = barrier.sync(heap, pe, n, fin, Some(&mut past));
+                        let r = barrier.sync(control, pe, n, fin, Some(&mut past));
                         assert_eq!(r, Err(Stop::TimedOut { epoch: 1 }), "central={central}");
                     });
                 }
             });
-            assert_eq!(entered(&heaps[0], 2).epoch, 0);
-            assert_eq!(entered(&heaps[2], 0).epoch, 1);
+            assert_eq!(entered(&controls[0], 2).epoch, 0);
+            assert_eq!(entered(&controls[2], 0).epoch, 1);
         }
     }
 
@@ -474,13 +636,14 @@ mod tests {
     /// whole patience is not.
     #[test]
     fn only_missing_pes_that_wait_in_the_library_make_a_barrier_hopeless() {
-        let heaps = Heap::in_process(3, 4096);
+        let controls = Control::in_process(3);
         let patience = Duration::from_millis(300);
-        let mut watch = Hopeless::new(&heaps[0], 3, patience);
+        let mut watch = Hopeless::new(&controls[0], 3, patience);
         // PEs 0 and 1 entered epoch 1; PE 2 did not, and does not nap: it computes.
-        for heap in &heaps[..2] {
-            heap.local()
-                .atomic_u64(BARRIER_STATE)
+        for control in &controls[..2] {
+            control
+                .local()
+                .atomic_u64(control::STATE)
                 .store(1, Ordering::Release);
         }
         let start = Instant::now();
@@ -489,7 +652,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         // PE 2 now naps in a library wait: hopeless once the patience has passed.
-        let stamp = nap_stamp(&heaps[2], 2);
+        let stamp = nap_stamp(&controls[2], 2);
         let start = Instant::now();
         let gave_up = loop {
             stamp.store(wait::node_clock_ns(), Ordering::Relaxed);
@@ -501,11 +664,74 @@ mod tests {
         };
         assert!(gave_up >= patience, "gave up after {gave_up:?}");
         // Everyone arrived: nothing is missing, nothing is hopeless.
-        heaps[2]
+        controls[2]
             .local()
-            .atomic_u64(BARRIER_STATE)
+            .atomic_u64(control::STATE)
             .store(1, Ordering::Release);
-        let mut watch = Hopeless::new(&heaps[0], 3, Duration::ZERO);
+        let mut watch = Hopeless::new(&controls[0], 3, Duration::ZERO);
         assert!(!watch.check(1));
+    }
+
+    /// Team barriers over strided teams, in both shapes, two disjoint teams at once on their
+    /// own slots while the world barrier runs between them: every member sees every other
+    /// member's store made before each barrier, and the epochs count in the members' own words.
+    #[test]
+    fn team_barriers_over_strided_teams_order_stores() {
+        const ROUNDS: u64 = 200;
+        for central in [false, true] {
+            let n = 7;
+            let controls = Control::in_process(n);
+            // Team A: PEs 6, 4, 2, 0 (listed downwards) on slot 2; team B: PEs 1, 3, 5 on slot 3.
+            let team_of = |pe: usize| -> Team {
+                if pe % 2 == 0 {
+                    Team::in_slot(6, -2, 4, (6 - pe) / 2, 2)
+                } else {
+                    Team::in_slot(1, 2, 3, pe / 2, 3)
+                }
+            };
+            std::thread::scope(|scope| {
+                for (pe, control) in controls.iter().enumerate() {
+                    scope.spawn(move || {
+                        let team = team_of(pe);
+                        let areas = MappedAreas { control, team };
+                        let world = Barrier::new(central);
+                        let value = |member: usize| {
+                            areas.word(member, crate::job_state::TEAM_AREA_LINES - 1, 7)
+                        };
+                        for k in 1..=ROUNDS {
+                            value(team.me).store(k * 100 + team.me as u64, Ordering::Relaxed);
+                            team_sync(&areas, central);
+                            for m in 0..team.size {
+                                let got = value(m).load(Ordering::Relaxed);
+                                assert_eq!(got, k * 100 + m as u64, "PE {pe} member {m} round {k}");
+                            }
+                            team_sync(&areas, central);
+                            if k % 50 == 0 {
+                                let call = Call::new("shmem_barrier_all", Step::Sync);
+                                assert_eq!(world.sync(control, pe, n, call, None), Ok(()));
+                            }
+                        }
+                        let epoch = areas.word(team.me, AREA_SYNC_EPOCH, 0);
+                        assert_eq!(epoch.load(Ordering::Relaxed), 2 * ROUNDS);
+                    });
+                }
+            });
+        }
+    }
+
+    /// The world barrier and the team barrier of slot 0 (the world team) use different words:
+    /// one PE's world barriers do not release another PE's team barrier.
+    #[test]
+    fn the_world_barrier_and_team_slots_use_their_own_words() {
+        let world = Team::world(0, 4);
+        let slot0 = Team::in_slot(0, 1, 4, 0, 0);
+        let words: Vec<usize> = [world, slot0]
+            .iter()
+            .map(|t| t.offset(AREA_ROUNDS, 0))
+            .collect();
+        assert_ne!(words[0], words[1]);
+        let last = Team::in_slot(0, 1, 4, 0, control::TEAM_SLOTS - 1);
+        assert!(last.offset(crate::job_state::TEAM_AREA_LINES - 1, 7) + 8 <= control::SIZE);
+        assert!(control::NAP_STAMP + 8 <= world.offset(0, 0));
     }
 }

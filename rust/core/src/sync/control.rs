@@ -1,0 +1,180 @@
+//! The control segment: this PE's host API synchronisation words, in host memory of their own
+//! (one shared-memory file per PE, from the [`Host`] device), exported to and mapped by every
+//! PE of the node like the heap's segments. Keeping them out of the heap lets barriers run on
+//! the CPU whatever device holds the heap. This module owns the segment's layout and its
+//! exchange; the words' meaning belongs to the barrier ([`super::barrier`]) and to the
+//! facade's team collectives. It never touches the store beyond the one exchange.
+//!
+//! Layout of every PE's segment (offsets published in the job state as `control_*`):
+//! - [`STATE`]: one line the PE writes about itself: the last barrier over all PEs it entered,
+//!   the call it entered it with, and its nap stamp ([`super::wait::publish_naps`]);
+//! - [`BARRIER`]: the world barrier's area, laid out as a team area (`shmem/job_state.h`'s
+//!   `SHMEM_TEAM_AREA_*` lines: one layout for every barrier);
+//! - [`TEAM_AREAS`]: [`TEAM_SLOTS`] team areas of [`TEAM_AREA_SIZE`] bytes, slot `s` used by the
+//!   team holding that slot on every member.
+//!
+//! The file's pages stay unbacked until a word on them is written: a job that never splits a
+//! team touches two or three pages per PE.
+
+use crate::bootstrap::Client;
+use crate::device::{self, host::Host, Device, Placement, Segment};
+use crate::error::Result;
+use crate::job_state::{TEAM_AREA_LINES, TEAM_AREA_LINE_BYTES};
+use crate::mapping::Mapping;
+use std::time::Duration;
+
+/// Offset of a PE's state line.
+pub const STATE: usize = 0;
+/// Offset in the state line of the PE's nap stamp, after its last epoch and call.
+pub const NAP_STAMP: usize = STATE + 32;
+/// Offset of the world barrier's area.
+pub const BARRIER: usize = STATE + TEAM_AREA_LINE_BYTES;
+/// Bytes of one team area: the lines of the one layout, nothing more.
+pub const TEAM_AREA_SIZE: usize = TEAM_AREA_LINES * TEAM_AREA_LINE_BYTES;
+/// Offset of team slot 0's area.
+pub const TEAM_AREAS: usize = BARRIER + TEAM_AREA_SIZE;
+/// Team slots per PE (the limit on simultaneous teams). Slots 0 and 1 belong to the
+/// predefined teams (world and shared), so a PE can be a member of at most `TEAM_SLOTS - 2`
+/// teams made by splits.
+pub const TEAM_SLOTS: usize = 64;
+/// Bytes of a control segment.
+pub const SIZE: usize = (TEAM_AREAS + TEAM_SLOTS * TEAM_AREA_SIZE + PAGE - 1) & !(PAGE - 1);
+
+const PAGE: usize = 4096;
+
+const _: () = assert!(NAP_STAMP + 8 <= BARRIER);
+// Sized by what it holds: 41 pages per PE, most never touched.
+const _: () = assert!(TEAM_AREA_SIZE == 40 * 64 && SIZE % PAGE == 0 && SIZE <= 41 * PAGE);
+const _: () = assert!(TEAM_AREAS + TEAM_SLOTS * TEAM_AREA_SIZE <= SIZE);
+
+/// This PE's control segment and its mappings of its node's peers' segments.
+#[derive(Debug)]
+pub struct Control {
+    my_pe: usize,
+    /// Every PE's segment as mapped here, indexed by PE (this PE's own included).
+    segments: Vec<Segment>,
+}
+
+impl Control {
+    /// Creates this PE's control segment and, with a store, exchanges it with every PE and
+    /// maps theirs (collective over the job).
+    pub fn create(
+        my_pe: usize,
+        n_pes: usize,
+        store: Option<&Client>,
+        timeout: Duration,
+    ) -> Result<Control> {
+        let host = Host;
+        let mine = host.allocate(
+            &format!("shmem-control-pe{my_pe}"),
+            SIZE,
+            Placement::Anywhere,
+        )?;
+        let Some(store) = store else {
+            return Ok(Control {
+                my_pe,
+                segments: vec![mine],
+            });
+        };
+        let exports = device::exchange(
+            store,
+            "control/",
+            my_pe,
+            n_pes,
+            host.export(&mine)?,
+            "its control segment",
+            timeout,
+        )?;
+        let mut segments = Vec::with_capacity(n_pes);
+        let mut mine = Some(mine);
+        for (pe, export) in exports.iter().enumerate() {
+            if pe == my_pe {
+                segments.extend(mine.take());
+                continue;
+            }
+            segments.push(host.import(export, Placement::Anywhere)?);
+        }
+        Ok(Control { my_pe, segments })
+    }
+
+    /// `pe`'s segment as mapped here.
+    pub fn map(&self, pe: usize) -> &Mapping {
+        // Host segments always carry a CPU mapping (`Host::cpu_accessible`).
+        self.segments[pe].cpu().expect("host segments are mapped")
+    }
+
+    /// This PE's own segment.
+    pub fn local(&self) -> &Mapping {
+        self.map(self.my_pe)
+    }
+
+    /// Every PE's segment base as mapped here, indexed by PE, for the job state.
+    pub fn bases(&self) -> Vec<usize> {
+        self.segments.iter().map(Segment::addr).collect()
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        for segment in self.segments.drain(..).rev() {
+            if let Err(e) = Host.free(segment) {
+                tracing::warn!("freeing a control segment: {e}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+impl Control {
+    /// The control segments of an `n_pes`-PE job living in this one process, as each PE sees
+    /// them (PE i's view maps every PE's file): for tests of the barrier, one thread per PE.
+    pub(crate) fn in_process(n_pes: usize) -> Vec<Control> {
+        let first: Vec<Segment> = (0..n_pes)
+            .map(|pe| {
+                Host.allocate(
+                    &format!("shmem-test-control-pe{pe}"),
+                    SIZE,
+                    Placement::Anywhere,
+                )
+                .unwrap()
+            })
+            .collect();
+        let exports: Vec<_> = first.iter().map(|s| Host.export(s).unwrap()).collect();
+        (0..n_pes)
+            .map(|my_pe| Control {
+                my_pe,
+                segments: exports
+                    .iter()
+                    .map(|e| Host.import(e, Placement::Anywhere).unwrap())
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn a_single_pe_segment_is_zeroed_host_memory() {
+        let c = Control::create(0, 1, None, Duration::from_secs(1)).unwrap();
+        assert_eq!(c.local().len(), SIZE);
+        assert_eq!(c.bases(), vec![c.local().addr()]);
+        let last = TEAM_AREAS + (TEAM_SLOTS - 1) * TEAM_AREA_SIZE;
+        assert_eq!(c.local().atomic_u64(last).load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn in_process_views_share_each_pes_segment() {
+        let views = Control::in_process(3);
+        views[2]
+            .local()
+            .atomic_u64(BARRIER)
+            .store(5, Ordering::Release);
+        for v in &views {
+            assert_eq!(v.map(2).atomic_u64(BARRIER).load(Ordering::Acquire), 5);
+        }
+    }
+}
