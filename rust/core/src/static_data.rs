@@ -19,7 +19,7 @@
 //! failure becomes the reason static targets are refused), and never allocate, lock or log in
 //! the fork handlers (they run inside fork, the child's in a child of a threaded process).
 
-use crate::bootstrap::Client;
+use crate::bootstrap::Bootstrap;
 use crate::device::host::Host;
 use crate::device::{self, Device, Placement};
 use crate::error::{Error, Result};
@@ -852,12 +852,8 @@ pub struct StaticData {
 
 /// Exchanges static-data files with every PE (collective, right after the heap exchange) and
 /// maps theirs; decides for the whole job whether static targets are symmetric.
-pub fn exchange(
-    store: Option<&Client>,
-    my_pe: usize,
-    n_pes: usize,
-    timeout: Duration,
-) -> Result<StaticData> {
+pub fn exchange(bootstrap: &Bootstrap, timeout: Duration) -> Result<StaticData> {
+    let (my_pe, n_pes) = (bootstrap.rank(), bootstrap.size());
     let prepared = PREPARED.get();
     for note in prepared.iter().flat_map(|p| &p.notes) {
         tracing::debug!("static data: {note}");
@@ -875,22 +871,19 @@ pub fn exchange(
         len: size,
         identity: prepared.map_or_else(|| "unknown executable".into(), |p| p.identity.clone()),
     };
-    let all = match store {
-        None => vec![mine.clone()],
-        Some(store) => (store.allgather(&mine.encode(), timeout))
-            .map_err(|e| e.unshared("how it lays out global and static variables"))?
-            .iter()
-            .enumerate()
-            .map(|(pe, bytes)| {
-                Announce::decode(bytes).ok_or_else(|| Error::Mismatch {
-                    pe: pe as i32,
-                    what: "sent a static-data record this PE cannot read (a different \
-                           libshmem version?)"
-                        .into(),
-                })
+    let all = (bootstrap.allgather(&mine.encode(), timeout))
+        .map_err(|e| e.unshared("how it lays out global and static variables"))?
+        .iter()
+        .enumerate()
+        .map(|(pe, bytes)| {
+            Announce::decode(bytes).ok_or_else(|| Error::Mismatch {
+                pe: pe as i32,
+                what: "sent a static-data record this PE cannot read (a different libshmem \
+                       version?)"
+                    .into(),
             })
-            .collect::<Result<Vec<_>>>()?,
-    };
+        })
+        .collect::<Result<Vec<_>>>()?;
     let off = |off_reason: String| StaticData {
         base,
         size,
@@ -917,12 +910,10 @@ pub fn exchange(
             let mut bases = vec![0; n_pes];
             bases[my_pe] = base;
             let mut maps = Vec::new();
-            if let Some(store) = store {
+            {
                 let exports = device::exchange(
-                    store,
+                    bootstrap,
                     "data/",
-                    my_pe,
-                    n_pes,
                     Host.export_fd(fd)?,
                     "its global and static variables",
                     timeout,

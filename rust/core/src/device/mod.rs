@@ -10,7 +10,7 @@
 
 pub mod host;
 
-use crate::bootstrap::Client;
+use crate::bootstrap::Bootstrap;
 use crate::error::{Error, Result};
 use crate::mapping::Mapping;
 use rustix::fd::{AsFd, OwnedFd};
@@ -165,10 +165,8 @@ pub(crate) fn check_range(segment: &Segment, what: &str, offset: usize, len: usi
 /// goes out, and every PE's comes back indexed by PE (this PE's own included). `whose` names
 /// what is exchanged for the message when a PE never publishes it.
 pub fn exchange(
-    store: &Client,
+    bootstrap: &Bootstrap,
     prefix: &str,
-    my_pe: usize,
-    n_pes: usize,
     mine: Export,
     whose: &'static str,
     timeout: Duration,
@@ -182,18 +180,17 @@ pub fn exchange(
             std::io::ErrorKind::InvalidInput,
         ));
     }
-    let mut all: Vec<Export> = (0..n_pes).map(|_| Export::default()).collect();
+    let mut all: Vec<Export> = (0..bootstrap.size()).map(|_| Export::default()).collect();
     if let Some(fd) = mine.fds.first() {
-        store.put_fd(&format!("{prefix}{my_pe}"), fd.as_fd())?;
         // Every PE's descriptor in one round trip (this PE's own comes back too).
         let fds =
-            (store.gather_fds(prefix, n_pes as u32, timeout)).map_err(|e| e.unshared(whose))?;
+            (bootstrap.exchange_fds(prefix, fd.as_fd(), timeout)).map_err(|e| e.unshared(whose))?;
         for (export, fd) in all.iter_mut().zip(fds) {
             export.fds.push(fd);
         }
     }
     if !mine.bytes.is_empty() {
-        let bytes = (store.allgather(&mine.bytes, timeout)).map_err(|e| e.unshared(whose))?;
+        let bytes = (bootstrap.allgather(&mine.bytes, timeout)).map_err(|e| e.unshared(whose))?;
         for (export, bytes) in all.iter_mut().zip(bytes) {
             export.bytes = bytes;
         }

@@ -11,7 +11,7 @@
 
 pub mod alloc;
 
-use crate::bootstrap::Client;
+use crate::bootstrap::Bootstrap;
 use crate::device::{self, Device, Placement, Segment};
 use crate::error::{Error, Result};
 use crate::mapping::Mapping;
@@ -71,10 +71,7 @@ pub struct Heap {
 /// A heap mapping that failed: when the address space ran out (ENOMEM), says what the heaps
 /// take and the two settings that bound it, `SHMEM_SYMMETRIC_SIZE` and `ulimit -v`.
 fn address_space_hint(e: Error, n_pes: usize, size: usize) -> Error {
-    let Error::Os { what, source } = &e else {
-        return e;
-    };
-    if source.raw_os_error() != Some(libc::ENOMEM) {
+    if !matches!(&e, Error::Os { source, .. } if source.raw_os_error() == Some(libc::ENOMEM)) {
         return e;
     }
     let limit = match rustix::process::getrlimit(rustix::process::Resource::As).current {
@@ -86,33 +83,36 @@ fn address_space_hint(e: Error, n_pes: usize, size: usize) -> Error {
     } else {
         format!("{size} bytes")
     };
-    Error::Heap(format!(
-        "{what}: {source}: every PE maps the symmetric heaps of all {n_pes} PEs, \
-         SHMEM_SYMMETRIC_SIZE ({each}) each, and its own with {} GiB of room to align it; \
-         lower SHMEM_SYMMETRIC_SIZE or raise the address-space limit (ulimit -v, {limit})",
-        USER_BASE_ALIGN >> 30
-    ))
+    let Error::Os { what, source } = e else {
+        return e;
+    };
+    Error::AddressSpace {
+        what,
+        source,
+        n_pes,
+        each,
+        align_gib: USER_BASE_ALIGN >> 30,
+        limit,
+    }
 }
 
 impl Heap {
-    /// Creates this PE's heap of `size` user bytes on `device` and, with a store, exchanges
-    /// heap segments with every peer and imports theirs.
+    /// Creates this PE's heap of `size` user bytes on `device`, exchanges heap segments with
+    /// every PE of `bootstrap`'s job and imports theirs.
     pub fn create(
         device: Box<dyn Device>,
-        my_pe: usize,
-        n_pes: usize,
         size: usize,
-        store: Option<&Client>,
+        bootstrap: &Bootstrap,
         timeout: Duration,
     ) -> Result<Heap> {
+        let (my_pe, n_pes) = (bootstrap.rank(), bootstrap.size());
         if !device.cpu_accessible() {
             // The barrier words and team areas live in the reserved prefix, which the CPU
             // must reach until they have a host segment of their own.
-            return Err(Error::Heap(format!(
-                "the {} device's memory is not CPU-accessible, and the runtime's \
-                 synchronisation words live in the symmetric heap",
-                device.name()
-            )));
+            return Err(Error::NotCpuAccessible {
+                device: device.name(),
+                needs: "the runtime's synchronisation words live in the symmetric heap",
+            });
         }
         let size = size
             .checked_add(PAGE - 1)
@@ -135,14 +135,9 @@ impl Heap {
         let mine = device
             .allocate(&format!("shmem-heap-pe{my_pe}"), total, own)
             .map_err(no_room)?;
-        let Some(store) = store else {
-            return Ok(Heap::new(device, my_pe, vec![mine], size));
-        };
         let exports = device::exchange(
-            store,
+            bootstrap,
             "heap/",
-            my_pe,
-            n_pes,
             device.export(&mine)?,
             "its symmetric heap",
             timeout,
@@ -278,21 +273,26 @@ impl Heap {
     }
 }
 
-/// Describes an allocation failure for the log.
-pub fn describe(call: &str, err: &AllocError, heap_size: usize) -> String {
-    match err {
+/// The runtime's error for an allocator failure in `call` (on the block at `addr`, for free
+/// and realloc).
+pub fn alloc_error(call: &str, addr: Option<usize>, err: &AllocError, heap_size: usize) -> Error {
+    match *err {
         AllocError::Exhausted {
             wanted,
             largest_free,
             total_free,
-        } => format!(
-            "{call}: out of symmetric memory: {wanted} bytes wanted, largest free block is \
-             {largest_free} bytes ({total_free} of {heap_size} bytes free); \
-             raise SHMEM_SYMMETRIC_SIZE"
-        ),
-        AllocError::NotABlock { offset } => {
-            format!("{call}: address at heap offset {offset} is not the start of a symmetric block")
-        }
+        } => Error::HeapExhausted {
+            call: call.to_string(),
+            wanted,
+            largest_free,
+            total_free,
+            heap_size,
+        },
+        AllocError::NotABlock { offset } => Error::NoSuchBlock {
+            call: call.to_string(),
+            addr: addr.unwrap_or(0),
+            offset: Some(offset),
+        },
     }
 }
 
@@ -340,10 +340,8 @@ mod tests {
     fn a_heap_on_memory_the_cpu_cannot_reach_is_refused_by_name() {
         let e = Heap::create(
             Box::new(Remote),
-            0,
-            1,
             1 << 20,
-            None,
+            &Bootstrap::alone(),
             Duration::from_secs(1),
         )
         .unwrap_err()
@@ -358,10 +356,8 @@ mod tests {
     fn a_single_pe_heap_is_aligned_zeroes_and_copies_through_its_device() {
         let heap = Heap::create(
             Box::new(crate::device::host::Host),
-            0,
-            1,
             5000,
-            None,
+            &Bootstrap::alone(),
             Duration::from_secs(1),
         )
         .unwrap();

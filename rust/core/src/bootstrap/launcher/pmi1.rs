@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use rustix::io::Errno;
 use rustix::net::SendFlags;
 
-use super::hex;
-use crate::error::{Error, Result};
+use crate::bootstrap::hex;
+use crate::error::{Error, LaunchError, Result};
 
 /// Longest answer line accepted; Hydra's longest is a `get_result` of `vallen_max` (1024).
 const MAX_LINE: usize = 64 * 1024;
@@ -272,7 +272,10 @@ impl Pmi1 {
     }
 
     fn fail(&self, op: &str, what: impl std::fmt::Display) -> Error {
-        Error::Launch(format!("{}: {op}: {what}", self.label))
+        Error::Launch(LaunchError::Service {
+            service: "PMI-1",
+            what: format!("{}: {op}: {what}", self.label),
+        })
     }
 
     /// Sends `line` and reads the answer, which must be `cmd=want`; both bounded by `deadline`.

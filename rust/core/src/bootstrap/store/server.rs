@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use subtle::ConstantTimeEq;
 
-use super::link::{self, HandshakeError, Link, Speaks};
-use super::wire::{
+use crate::bootstrap::store::link::{self, HandshakeError, Link, Speaks};
+use crate::bootstrap::store::wire::{
     self, Reply, Request, WireError, MAX_FRAME_LEN, MAX_HELLO_FRAME_LEN, MAX_VALUE_LEN,
     PROTOCOL_VERSION, STORE_FULL,
 };
@@ -1522,7 +1522,7 @@ impl Connection {
     /// (`bootstrap::gather`), so that they name it instead of timing out; returns `message`.
     fn record_refusal(&self, rank: u32, message: String) -> String {
         self.shared.insert(
-            super::refused_key(rank),
+            crate::bootstrap::store::refused_key(rank),
             Entry::Bytes(message.clone().into_bytes().into()),
         );
         message
@@ -1555,9 +1555,9 @@ impl Connection {
 
 #[cfg(test)]
 mod tests {
-    use super::super::unix::{send_frame, FdReader};
-    use super::super::{BootstrapError, Client};
     use super::*;
+    use crate::bootstrap::store::unix::{send_frame, FdReader};
+    use crate::bootstrap::{BootstrapError, Client};
     use std::io::{Read, Seek, SeekFrom, Write};
     use std::os::fd::OwnedFd;
     use std::thread;
@@ -2074,14 +2074,14 @@ mod tests {
         Server,
         Receiver<StoreEvent>,
         std::net::SocketAddr,
-        Option<super::super::tls::JobCredentials>,
+        Option<crate::bootstrap::store::tls::JobCredentials>,
     ) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let creds = tls.then(|| {
-            super::super::tls::job_credentials(
+            crate::bootstrap::store::tls::job_credentials(
                 &["127.0.0.1".parse().unwrap()],
-                super::super::tls::Validity::for_a_job(),
+                crate::bootstrap::store::tls::Validity::for_a_job(),
             )
             .unwrap()
         });
@@ -2149,8 +2149,10 @@ mod tests {
     #[test]
     fn a_trickled_tls_handshake_is_cut_at_the_join_deadline() {
         let (_server, _events, addr, creds) = tcp_store(1, true);
-        let pe = super::super::tls::identity_from_bundle(creds.unwrap().client_bundle.as_bytes())
-            .unwrap();
+        let pe = crate::bootstrap::store::tls::identity_from_bundle(
+            creds.unwrap().client_bundle.as_bytes(),
+        )
+        .unwrap();
         let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
         let mut conn = rustls::ClientConnection::new(pe.client_config().unwrap(), name).unwrap();
         let mut client_hello = Vec::new();

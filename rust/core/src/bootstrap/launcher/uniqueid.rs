@@ -30,10 +30,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use subtle::ConstantTimeEq;
 
-use super::addr::StoreAddr;
-use super::tls::{self, PinnedServer, Validity};
+use crate::bootstrap::store::addr::StoreAddr;
+use crate::bootstrap::store::tls::{self, PinnedServer, Validity};
 use crate::env;
-use crate::error::{Error, Result};
+use crate::error::{Error, LaunchError, Result};
 
 /// Bytes of CANN's `internal[]`.
 pub const INNER_LEN: usize = 124;
@@ -117,12 +117,12 @@ impl UniqueId {
     /// A name for the id in messages and in the check that every PE was given the same one:
     /// the start of its fingerprint, never the secret.
     pub fn tag(&self) -> String {
-        super::hex(&self.fingerprint[..6])
+        crate::bootstrap::hex(&self.fingerprint[..6])
     }
 
-    /// The store's address as a store address string (`tcp://ip:port`, `tcp6://[ip]:port`).
-    pub fn store_text(&self) -> String {
-        super::addr::url(self.addr.ip(), self.addr.port())
+    /// The store's address (`tcp://ip:port`, `tcp6://[ip]:port` when printed).
+    pub fn store_addr(&self) -> StoreAddr {
+        StoreAddr::from_socket(self.addr)
     }
 }
 
@@ -171,16 +171,22 @@ pub fn create(port_range: Option<(u16, u16)>) -> Result<UniqueId> {
             value: text.clone(),
             reason: format!("the unique id's store {why}"),
         },
-        None => Error::Launch(format!("the unique id's store {why}")),
+        None => Error::Launch(LaunchError::UniqueId {
+            call: "shmem_get_uniqueid",
+            why: format!("the unique id's store {why}"),
+        }),
     })?;
     let port = listener
         .local_addr()
         .map_err(|e| Error::os("the unique id's listening socket", e))?
         .port();
     let (cert, key) =
-        tls::pinned_certificate(&[ip], Validity::for_a_job()).map_err(Error::Launch)?;
+        tls::pinned_certificate(&[ip], Validity::for_a_job()).map_err(|why| Error::Tls {
+            what: "the unique id's store certificate".into(),
+            why,
+        })?;
     let fingerprint = tls::fingerprint(&cert);
-    let secret = super::random_bits("the unique id's secret")?;
+    let secret = crate::bootstrap::random_bits("the unique id's secret")?;
     made().push(Made {
         secret,
         fingerprint,
@@ -262,7 +268,10 @@ fn pick_address(ifname: Option<&str>) -> Result<IpAddr> {
             value: v.into(),
             reason,
         },
-        None => Error::Launch(format!("shmem_get_uniqueid: {reason}")),
+        None => Error::Launch(LaunchError::UniqueId {
+            call: "shmem_get_uniqueid",
+            why: reason,
+        }),
     })
 }
 
@@ -454,7 +463,7 @@ mod tests {
         other.secret[0] ^= 1;
         assert!(served_here(&other).is_none());
         assert_eq!(a.tag().len(), 12);
-        assert!(a.store_text().starts_with("tcp"));
+        assert!(a.store_addr().to_string().starts_with("tcp"));
     }
 
     #[test]

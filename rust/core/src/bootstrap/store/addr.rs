@@ -58,6 +58,17 @@ pub fn parse_port_range(s: &str) -> Result<(u16, u16), String> {
 }
 
 impl StoreAddr {
+    /// The address of a store already bound at `addr` (a unique id's), written as PEs are told
+    /// it ([`url`]).
+    pub fn from_socket(addr: SocketAddr) -> StoreAddr {
+        StoreAddr {
+            text: url(addr.ip(), addr.port()),
+            host: addr.ip().to_string(),
+            ip: addr.ip(),
+            ports: (addr.port(), addr.port()),
+        }
+    }
+
     /// Parses a store address. Without a port, the range (if given) or [`DEFAULT_PORT`].
     pub fn parse(s: &str, range: Option<(u16, u16)>) -> Result<StoreAddr, String> {
         let (family, rest) = if let Some(rest) = s.strip_prefix("tcp6://") {

@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, LaunchError, Result};
 
 const PMIX_MAX_NSLEN: usize = 255;
 const PMIX_MAX_KEYLEN: usize = 511;
@@ -244,9 +244,12 @@ fn bounded<T: Send + 'static>(
         })
         .map_err(|e| Error::os(format!("PMIx: {what}: starting a thread"), e))?;
     rx.recv_timeout(timeout).map_err(|_| {
-        Error::Launch(format!(
-            "PMIx: {what}: no answer from the launcher's PMIx server within {timeout:?}"
-        ))
+        Error::Launch(LaunchError::Service {
+            service: "PMIx",
+            what: format!(
+                "PMIx: {what}: no answer from the launcher's PMIx server within {timeout:?}"
+            ),
+        })
     })
 }
 
@@ -287,11 +290,14 @@ impl Pmix {
     /// Checks that PMIx's rank and job size are the launcher's `my_pe` and `n_pes`.
     pub fn connect(lib: Option<&str>, my_pe: u32, n_pes: u32, timeout: Duration) -> Result<Pmix> {
         let api = api(lib).map_err(|why| {
-            Error::Launch(format!(
+            Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!(
                 "the launcher's key-value service is PMIx (SHMEM_BOOTSTRAP_KVS), but its library \
                  does not load ({why}): set SHMEM_PMIX_LIB to its path, or \
                  SHMEM_BOOTSTRAP_KVS=off and SHMEM_JOB_ID"
-            ))
+            ),
+            })
         })?;
         let (status, proc_) = bounded("PMIx_Init", timeout, move || {
             let mut p = Proc {
@@ -303,11 +309,10 @@ impl Pmix {
             (status, p)
         })?;
         if status != PMIX_SUCCESS {
-            return Err(Error::Launch(format!(
-                "PMIx_Init (library {}): {}",
-                api.path,
-                api.describe(status)
-            )));
+            return Err(Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!("PMIx_Init (library {}): {}", api.path, api.describe(status)),
+            }));
         }
         // SAFETY: PMIx wrote a NUL-terminated namespace into the array, whose last byte the
         // length limit keeps 0.
@@ -329,20 +334,26 @@ impl Pmix {
         );
         if pmix.me.rank != my_pe {
             let _ = pmix.finalize(timeout);
-            return Err(Error::Launch(format!(
+            return Err(Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!(
                 "PMIx says this process is rank {} of namespace {}, the launcher's environment \
                  says PE {my_pe}",
                 proc_.rank, pmix.me.nspace
-            )));
+            ),
+            }));
         }
         let size = pmix.job_size(timeout)?;
         if size != n_pes {
             let _ = pmix.finalize(timeout);
-            return Err(Error::Launch(format!(
-                "PMIx says namespace {} has {size} processes, the launcher's environment says \
+            return Err(Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!(
+                    "PMIx says namespace {} has {size} processes, the launcher's environment says \
                  {n_pes} PEs",
-                pmix.me.nspace
-            )));
+                    pmix.me.nspace
+                ),
+            }));
         }
         Ok(pmix)
     }
@@ -365,10 +376,13 @@ impl Pmix {
             Some(unsafe { v.data.uint32 })
         })?;
         value.ok_or_else(|| {
-            Error::Launch(format!(
-                "PMIx_Get({}, {PMIX_JOB_SIZE}): not a uint32",
-                self.me.nspace
-            ))
+            Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!(
+                    "PMIx_Get({}, {PMIX_JOB_SIZE}): not a uint32",
+                    self.me.nspace
+                ),
+            })
         })
     }
 
@@ -400,11 +414,14 @@ impl Pmix {
         })?;
         match status {
             (PMIX_SUCCESS, _) => Ok(()),
-            (status, call) => Err(Error::Launch(format!(
-                "{call}(key {key}, {} bytes): {}",
-                value.len(),
-                api.describe(status)
-            ))),
+            (status, call) => Err(Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!(
+                    "{call}(key {key}, {} bytes): {}",
+                    value.len(),
+                    api.describe(status)
+                ),
+            })),
         }
     }
 
@@ -418,11 +435,14 @@ impl Pmix {
             unsafe { (api.fence)(&all, 1, info.as_ptr(), info.len()) }
         })?;
         if status != PMIX_SUCCESS {
-            return Err(Error::Launch(format!(
-                "PMIx_Fence(namespace {}, all ranks): {}",
-                self.me.nspace,
-                api.describe(status)
-            )));
+            return Err(Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!(
+                    "PMIx_Fence(namespace {}, all ranks): {}",
+                    self.me.nspace,
+                    api.describe(status)
+                ),
+            }));
         }
         Ok(())
     }
@@ -444,9 +464,10 @@ impl Pmix {
             })
         })?;
         value.ok_or_else(|| {
-            Error::Launch(format!(
-                "PMIx_Get(rank {rank}, key {key}): the value is not a byte object"
-            ))
+            Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!("PMIx_Get(rank {rank}, key {key}): the value is not a byte object"),
+            })
         })
     }
 
@@ -482,11 +503,14 @@ impl Pmix {
             (status, value)
         })?;
         if status != PMIX_SUCCESS {
-            return Err(Error::Launch(format!(
-                "{what} in namespace {}: {}",
-                self.me.nspace,
-                api.describe(status)
-            )));
+            return Err(Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!(
+                    "{what} in namespace {}: {}",
+                    self.me.nspace,
+                    api.describe(status)
+                ),
+            }));
         }
         Ok(value)
     }
@@ -504,10 +528,10 @@ impl Pmix {
             unsafe { (api.finalize)(std::ptr::null(), 0) }
         })?;
         if status != PMIX_SUCCESS {
-            return Err(Error::Launch(format!(
-                "PMIx_Finalize: {}",
-                api.describe(status)
-            )));
+            return Err(Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!("PMIx_Finalize: {}", api.describe(status)),
+            }));
         }
         Ok(())
     }
@@ -523,19 +547,26 @@ impl Drop for Pmix {
 
 fn c_key(key: &str) -> Result<CString> {
     if key.is_empty() || key.len() > PMIX_MAX_KEYLEN {
-        return Err(Error::Launch(format!(
-            "PMIx key '{key}': must be 1 to {PMIX_MAX_KEYLEN} bytes"
-        )));
+        return Err(Error::Launch(LaunchError::Service {
+            service: "PMIx",
+            what: format!("PMIx key '{key}': must be 1 to {PMIX_MAX_KEYLEN} bytes"),
+        }));
     }
-    CString::new(key).map_err(|_| Error::Launch(format!("PMIx key '{key}' holds a NUL byte")))
+    CString::new(key).map_err(|_| {
+        Error::Launch(LaunchError::Service {
+            service: "PMIx",
+            what: format!("PMIx key '{key}' holds a NUL byte"),
+        })
+    })
 }
 
 /// Keys this library puts and gets leave PMIx's own (`pmix*`) alone.
 fn check_own_key(key: &str) -> Result<()> {
     if key.starts_with("pmix") {
-        return Err(Error::Launch(format!(
-            "PMIx key '{key}': names starting with 'pmix' are PMIx's own"
-        )));
+        return Err(Error::Launch(LaunchError::Service {
+            service: "PMIx",
+            what: format!("PMIx key '{key}': names starting with 'pmix' are PMIx's own"),
+        }));
     }
     Ok(())
 }
