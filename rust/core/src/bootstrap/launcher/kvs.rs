@@ -381,7 +381,6 @@ fn random_job_id() -> Result<String> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
-    use std::io;
     use std::sync::{Arc, Barrier, Mutex};
 
     fn detect_with(vars: &[(&str, &str)], choice: Choice, loads: bool) -> Result<Option<Service>> {
@@ -480,10 +479,10 @@ mod tests {
         fn get(&mut self, rank: u32, key: &str, _: Duration) -> Result<Vec<u8>> {
             let map = self.shared.0.lock().unwrap();
             map.get(&(rank, key.to_string())).cloned().ok_or_else(|| {
-                Error::os(
-                    format!("no key {key} of rank {rank}"),
-                    io::ErrorKind::NotFound,
-                )
+                Error::Launch(LaunchError::Service {
+                    service: "fake",
+                    what: format!("no key {key} of rank {rank}"),
+                })
             })
         }
         fn finalize(&mut self, _: Duration) -> Result<()> {
@@ -533,10 +532,10 @@ mod tests {
         let mut pe1 = pes.pop().unwrap();
         let mut pe0 = pes.pop().unwrap();
         let make = || {
-            Err(Error::os(
-                "no address to listen at",
-                io::ErrorKind::AddrNotAvailable,
-            ))
+            Err(Error::Launch(LaunchError::Service {
+                service: "fake",
+                what: "no address to listen at".into(),
+            }))
         };
         let t = std::thread::spawn(move || share(&mut pe0, 0, STORE_KEY, make, T));
         let msg = share(&mut pe1, 1, STORE_KEY, || unreachable!(), T)
@@ -565,7 +564,10 @@ mod tests {
         }
         fn fence(&mut self, timeout: Duration) -> Result<()> {
             std::thread::sleep(timeout);
-            Err(Error::os("fence: timed out", io::ErrorKind::TimedOut))
+            Err(Error::Launch(LaunchError::Service {
+                service: "fake",
+                what: "fence: timed out".into(),
+            }))
         }
         fn get(&mut self, _: u32, _: &str, _: Duration) -> Result<Vec<u8>> {
             unreachable!("read only after a fence")

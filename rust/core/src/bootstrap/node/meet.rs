@@ -487,8 +487,10 @@ fn connect(
                 step: format!("PE 0 did not open the job's store at {}", shown(name)),
                 after: timeout,
                 bound: format!(
-                    "SHMEM_INIT_TIMEOUT; {} job id {}",
-                    plan.launcher, plan.job_id
+                    "{}; {} job id {}",
+                    crate::env::INIT_TIMEOUT,
+                    plan.launcher,
+                    plan.job_id
                 ),
                 why: ": PE 0 did not start, failed, or runs on another node".into(),
             });
@@ -678,7 +680,7 @@ impl NodeJob {
                         missing.join(", ")
                     ),
                     after: timeout,
-                    bound: "SHMEM_INIT_TIMEOUT".into(),
+                    bound: crate::env::INIT_TIMEOUT.into(),
                     why: String::new(),
                 });
             }
