@@ -23,6 +23,17 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
+    /// An environment variable holds a store address or port range that does not parse, or
+    /// where no store can listen.
+    #[error("environment variable {name}={value:?}: {source}")]
+    BadAddress {
+        /// Variable name.
+        name: &'static str,
+        /// The value as given.
+        value: String,
+        /// Why it was refused.
+        source: crate::bootstrap::addr::AddrError,
+    },
     /// A routine was called with an argument it cannot accept.
     #[error("{call}: invalid argument {arg}={value}: {reason}")]
     InvalidArgument {
@@ -94,12 +105,12 @@ pub enum Error {
         needs: &'static str,
     },
     /// TLS of the job's store: certificates, keys, the bundle from `shmemrun`, or settings.
-    #[error("{what}: {why}")]
+    #[error("{what}: {source}")]
     Tls {
         /// What was being done or read.
         what: String,
         /// The TLS failure.
-        why: String,
+        source: crate::bootstrap::tls::TlsError,
     },
     /// A system call failed while setting up or tearing down the job.
     #[error("{what}: {source}")]
@@ -243,10 +254,16 @@ pub enum LaunchError {
         addr: StoreAddr,
     },
     /// PE 0 could not open its TCP store.
-    #[error("PE 0 cannot open the job's store: {why}")]
+    #[error("PE 0 cannot open the job's store: {source}")]
     StoreNotOpened {
         /// The failure.
-        why: String,
+        source: crate::bootstrap::addr::AddrError,
+    },
+    /// The process that makes a unique id could not open the id's store.
+    #[error("shmem_get_uniqueid: the unique id's store {source}")]
+    UniqueIdStore {
+        /// The failure.
+        source: crate::bootstrap::addr::AddrError,
     },
     /// A peer sent start-up data only another build of the library writes.
     #[error("{what}: {} runs another build of the library", .who)]
@@ -383,9 +400,11 @@ impl Error {
             | Error::HeapExhausted { .. }
             | Error::NoSuchBlock { .. }
             | Error::Alignment { .. }
-            | Error::Launch(LaunchError::UniqueIdOwner { .. } | LaunchError::UniqueId { .. }) => {
-                true
-            }
+            | Error::Launch(
+                LaunchError::UniqueIdOwner { .. }
+                | LaunchError::UniqueId { .. }
+                | LaunchError::UniqueIdStore { .. },
+            ) => true,
             _ => false,
         }
     }
@@ -404,7 +423,7 @@ impl Error {
             Error::InvalidArgument { .. } | Error::Mismatch { .. } | Error::Alignment { .. } => {
                 INVALID_PARAM
             }
-            Error::BadEnv { .. } => INVALID_VALUE,
+            Error::BadEnv { .. } | Error::BadAddress { .. } => INVALID_VALUE,
             Error::Timeout { .. }
             | Error::Bootstrap(
                 BootstrapError::Timeout { .. }

@@ -257,10 +257,10 @@ fn tls_call(call: &str) -> &'static str {
 fn tls_set_store(call: &str, enable: bool, info: &str) -> Result<(), Error> {
     crate::log::install(crate::env::early_log_level());
     let r = before_init(tls_call(call)).and_then(|()| {
-        crate::bootstrap::tls::set_store_tls(enable, enable.then_some(info)).map_err(|why| {
+        crate::bootstrap::tls::set_store_tls(enable, enable.then_some(info)).map_err(|source| {
             Error::Tls {
                 what: "invalid argument tls_info".into(),
-                why,
+                source,
             }
         })
     });
@@ -279,9 +279,9 @@ fn tls_set_key(
     crate::log::install(crate::env::early_log_level());
     let r = before_init(tls_call(call)).and_then(|()| {
         crate::bootstrap::tls::set_store_tls_key(key_pem, has_password.then_some(password)).map_err(
-            |why| Error::Tls {
+            |source| Error::Tls {
                 what: "invalid argument tls_pk".into(),
-                why,
+                source,
             },
         )
     });

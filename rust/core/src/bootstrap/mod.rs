@@ -305,17 +305,17 @@ fn trust_for(
         let bytes = read_sealed(&fd)?;
         return tls::identity_from_bundle(&bytes)
             .map(Trust::JobCa)
-            .map_err(|why| Error::Tls {
+            .map_err(|source| Error::Tls {
                 what: "the job's TLS bundle from shmemrun".into(),
-                why,
+                source,
             });
     }
     if let Some(u) = user.filter(|u| u.enabled == Some(true)) {
         return tls::load_user_identity(&u.info, u.key_pem.as_deref(), u.key_password.as_deref())
             .map(Trust::User)
-            .map_err(|why| Error::Tls {
+            .map_err(|source| Error::Tls {
                 what: "TLS certificates of the job's store".into(),
-                why,
+                source,
             });
     }
     Err(Error::Launch(LaunchError::NoCertificates {

@@ -328,10 +328,10 @@ fn detect_in(env: Env<'_>, hints: Hints<'_>, pmix_loads: &dyn Fn() -> bool) -> R
                 })?,
             ),
         };
-        let store = StoreAddr::parse(&addr, None).map_err(|reason| Error::BadEnv {
+        let store = StoreAddr::parse(&addr, None).map_err(|source| Error::BadAddress {
             name: crate::env::RUN_STORE,
             value: addr.clone(),
-            reason,
+            source,
         })?;
         return Ok(Found::ShmemrunTcp {
             my_pe,
@@ -364,18 +364,17 @@ fn detect_in(env: Env<'_>, hints: Hints<'_>, pmix_loads: &dyn Fn() -> bool) -> R
         Some(addr) => Some(addr.to_string()),
         None => None,
     };
-    let store = match text {
-        Some(text) => {
-            Some(
-                StoreAddr::parse(&text, hints.port_range).map_err(|reason| Error::BadEnv {
+    let store =
+        match text {
+            Some(text) => Some(StoreAddr::parse(&text, hints.port_range).map_err(|source| {
+                Error::BadAddress {
                     name: crate::env::BOOTSTRAP_ADDR,
                     value: text.clone(),
-                    reason,
-                })?,
-            )
-        }
-        None => None,
-    };
+                    source,
+                }
+            })?),
+            None => None,
+        };
     if store.is_none() {
         if let Some(how) = several_nodes(env, l, n_pes)? {
             // PE 0 serves the store over TCP and gives its address through the service.

@@ -165,25 +165,22 @@ pub fn create(port_range: Option<(u16, u16)>) -> Result<UniqueId> {
         ip,
         ports,
     };
-    let listener = wanted.bind().map_err(|why| match &session {
-        Some(text) => Error::BadEnv {
+    let listener = wanted.bind().map_err(|source| match &session {
+        Some(text) => Error::BadAddress {
             name: env::UID_SESSION_ID,
             value: text.clone(),
-            reason: format!("the unique id's store {why}"),
+            source,
         },
-        None => Error::Launch(LaunchError::UniqueId {
-            call: "shmem_get_uniqueid",
-            why: format!("the unique id's store {why}"),
-        }),
+        None => Error::Launch(LaunchError::UniqueIdStore { source }),
     })?;
     let port = listener
         .local_addr()
         .map_err(|e| Error::os("the unique id's listening socket", e))?
         .port();
     let (cert, key) =
-        tls::pinned_certificate(&[ip], Validity::for_a_job()).map_err(|why| Error::Tls {
+        tls::pinned_certificate(&[ip], Validity::for_a_job()).map_err(|source| Error::Tls {
             what: "the unique id's store certificate".into(),
-            why,
+            source,
         })?;
     let fingerprint = tls::fingerprint(&cert);
     let secret = crate::bootstrap::random_bits("the unique id's secret")?;

@@ -241,9 +241,9 @@ pub(crate) enum Meeting {
 pub(crate) fn dial(addr: &StoreAddr, trust: &Trust, job: &str) -> Result<TcpDial> {
     let tls = trust
         .client_config()
-        .map_err(|e| Error::Tls {
+        .map_err(|source| Error::Tls {
             what: format!("TLS of the store at {addr}"),
-            why: e,
+            source,
         })?
         .map(|config| (config, addr.server_name()));
     Ok(TcpDial {
@@ -335,15 +335,15 @@ fn host_tcp(
     trust: &Trust,
     timeout: Duration,
 ) -> Result<(Client, NodeJob)> {
-    let tls = trust.server_config().map_err(|e| Error::Tls {
+    let tls = trust.server_config().map_err(|source| Error::Tls {
         what: format!("TLS of the store at {addr}"),
-        why: e,
+        source,
     })?;
     let listener = match trust.bound_listener() {
         Some(l) => l.map_err(|e| Error::os("the unique id's listening socket", e))?,
         None => addr
             .bind()
-            .map_err(|e| Error::Launch(LaunchError::StoreNotOpened { why: e }))?,
+            .map_err(|source| Error::Launch(LaunchError::StoreNotOpened { source }))?,
     };
     let bound = listener
         .local_addr()
