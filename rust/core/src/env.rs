@@ -496,7 +496,7 @@ pub fn port_range() -> Result<Option<(u16, u16)>> {
         .map_err(|e| Error::BadAddress {
             name: source(v),
             value: s.to_string(),
-            source: e,
+            source: e.into(),
         })
 }
 

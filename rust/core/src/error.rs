@@ -23,8 +23,10 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
-    /// An environment variable holds a store address or port range that does not parse, or
-    /// where no store can listen.
+    /// An environment variable names an address, a port range or an interface that does not
+    /// parse, or where no store can listen; `source` is the typed reason
+    /// ([`AddrError`](crate::bootstrap::addr::AddrError),
+    /// [`NoAddress`](crate::bootstrap::uniqueid::NoAddress)).
     #[error("environment variable {name}={value:?}: {source}")]
     BadAddress {
         /// Variable name.
@@ -32,7 +34,7 @@ pub enum Error {
         /// The value as given.
         value: String,
         /// Why it was refused.
-        source: crate::bootstrap::addr::AddrError,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A routine was called with an argument it cannot accept.
     #[error("{call}: invalid argument {arg}={value}: {reason}")]
@@ -284,12 +286,12 @@ pub enum LaunchError {
     /// The launcher's key-value service is PMIx but its library does not load.
     #[error(
         "the launcher's key-value service is PMIx (SHMEM_BOOTSTRAP_KVS), but its library does \
-         not load ({why}): set SHMEM_PMIX_LIB to its path, or SHMEM_BOOTSTRAP_KVS=off and \
+         not load ({source}): set SHMEM_PMIX_LIB to its path, or SHMEM_BOOTSTRAP_KVS=off and \
          SHMEM_JOB_ID"
     )]
     PmixLibrary {
         /// Why it does not load.
-        why: String,
+        source: crate::bootstrap::NotLoaded,
     },
     /// PE 0 reported through the service that it could not start the job.
     #[error("PE 0 could not start the job ({key} through the launcher's {service}): {why}")]
@@ -328,13 +330,13 @@ pub enum LaunchError {
         /// The id's store.
         store: std::net::SocketAddr,
     },
-    /// A unique id could not be made.
-    #[error("{call}: {why}")]
+    /// No address could be picked for a unique id's store.
+    #[error("{call}: {source}")]
     UniqueId {
         /// The public routine.
         call: &'static str,
         /// Why.
-        why: String,
+        source: crate::bootstrap::uniqueid::NoAddress,
     },
     /// The system's random generator failed.
     #[error("the system's random generator failed ({what})")]

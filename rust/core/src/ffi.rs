@@ -177,6 +177,7 @@ fn uniqueid_create(call: &str, internal: &mut Vec<u8>) -> i32 {
 fn uniqueid_check(internal: &[u8]) -> String {
     uniqueid::UniqueId::decode(internal)
         .err()
+        .map(|e| e.to_string())
         .unwrap_or_default()
 }
 

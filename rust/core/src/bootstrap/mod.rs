@@ -38,6 +38,7 @@ pub(crate) use launcher::attrs::Job as JobAttrs;
 pub(crate) use launcher::attrs::Meet;
 pub(crate) use launcher::launch::rank_hint;
 pub use launcher::uniqueid;
+pub use launcher::NotLoaded;
 pub use store::{addr, tls, wire};
 pub use store::{
     BootstrapError, Client, PeerStatus, Server, StoreEvent, TcpDial, EXTRA_TCP_CONNECTIONS,

@@ -331,7 +331,7 @@ fn detect_in(env: Env<'_>, hints: Hints<'_>, pmix_loads: &dyn Fn() -> bool) -> R
         let store = StoreAddr::parse(&addr, None).map_err(|source| Error::BadAddress {
             name: crate::env::RUN_STORE,
             value: addr.clone(),
-            source,
+            source: source.into(),
         })?;
         return Ok(Found::ShmemrunTcp {
             my_pe,
@@ -370,7 +370,7 @@ fn detect_in(env: Env<'_>, hints: Hints<'_>, pmix_loads: &dyn Fn() -> bool) -> R
                 Error::BadAddress {
                     name: crate::env::BOOTSTRAP_ADDR,
                     value: text.clone(),
-                    source,
+                    source: source.into(),
                 }
             })?),
             None => None,

@@ -144,18 +144,28 @@ struct Api {
 /// Library names tried in order when `SHMEM_PMIX_LIB` is unset.
 const LIBRARIES: [&str; 2] = ["libpmix.so.2", "libpmix.so"];
 
-static API: OnceLock<std::result::Result<Api, String>> = OnceLock::new();
+/// Why the PMIx library was not used: each library tried, and why it did not load or lacked
+/// a call (the dynamic loader's messages, kept as text since the library is loaded once per
+/// process and its answer shared).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}", .tried.join("; "))]
+pub struct NotLoaded {
+    /// One line per library tried.
+    pub tried: Vec<String>,
+}
+
+static API: OnceLock<std::result::Result<Api, NotLoaded>> = OnceLock::new();
 
 /// Loads the PMIx library (once per process): `path` (`SHMEM_PMIX_LIB`) if given, else the
 /// first of [`LIBRARIES`] the dynamic loader finds. The error says what was tried and why
 /// each failed.
-fn api(path: Option<&str>) -> std::result::Result<&'static Api, String> {
+fn api(path: Option<&str>) -> std::result::Result<&'static Api, NotLoaded> {
     API.get_or_init(|| load(path))
         .as_ref()
         .map_err(Clone::clone)
 }
 
-fn load(path: Option<&str>) -> std::result::Result<Api, String> {
+fn load(path: Option<&str>) -> std::result::Result<Api, NotLoaded> {
     let candidates: Vec<&str> = match path {
         Some(p) => vec![p],
         None => LIBRARIES.to_vec(),
@@ -201,7 +211,7 @@ fn load(path: Option<&str>) -> std::result::Result<Api, String> {
             error_string: symbol!("PMIx_Error_string"),
         });
     }
-    Err(why.join("; "))
+    Err(NotLoaded { tried: why })
 }
 
 /// Whether the PMIx library loads (`lib`: `SHMEM_PMIX_LIB`), and has the calls used here.
@@ -289,16 +299,7 @@ impl Pmix {
     /// Loads the library (`lib`: `SHMEM_PMIX_LIB`) and initialises PMIx, bounded by `timeout`.
     /// Checks that PMIx's rank and job size are the launcher's `my_pe` and `n_pes`.
     pub fn connect(lib: Option<&str>, my_pe: u32, n_pes: u32, timeout: Duration) -> Result<Pmix> {
-        let api = api(lib).map_err(|why| {
-            Error::Launch(LaunchError::Service {
-                service: "PMIx",
-                what: format!(
-                "the launcher's key-value service is PMIx (SHMEM_BOOTSTRAP_KVS), but its library \
-                 does not load ({why}): set SHMEM_PMIX_LIB to its path, or \
-                 SHMEM_BOOTSTRAP_KVS=off and SHMEM_JOB_ID"
-            ),
-            })
-        })?;
+        let api = api(lib).map_err(|source| Error::Launch(LaunchError::PmixLibrary { source }))?;
         let (status, proc_) = bounded("PMIx_Init", timeout, move || {
             let mut p = Proc {
                 nspace: [0; PMIX_MAX_NSLEN + 1],
@@ -633,7 +634,10 @@ mod tests {
 
     #[test]
     fn a_missing_library_is_named() {
-        let why = load(Some("/nonexistent/libpmix-test.so")).err().unwrap();
+        let why = load(Some("/nonexistent/libpmix-test.so"))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(why.contains("/nonexistent/libpmix-test.so"), "{why}");
     }
 

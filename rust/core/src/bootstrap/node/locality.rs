@@ -62,18 +62,18 @@ impl NodeId {
         format!("{}\n{}\n{}", self.boot, self.netns, self.host).into_bytes()
     }
 
-    fn decode(bytes: &[u8]) -> std::result::Result<NodeId, String> {
-        let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
+    fn decode(bytes: &[u8]) -> std::result::Result<NodeId, Unreadable> {
+        let text = std::str::from_utf8(bytes).map_err(|_| Unreadable::NotUtf8)?;
         let mut lines = text.splitn(3, '\n');
         let (Some(boot), Some(netns), Some(host)) = (lines.next(), lines.next(), lines.next())
         else {
-            return Err(format!("{text:?} is not boot id, namespace and host"));
+            return Err(Unreadable::NotThreeLines(text.to_string()));
         };
         let netns = netns
             .parse()
-            .map_err(|_| format!("namespace inode {netns:?} is not a number"))?;
+            .map_err(|_| Unreadable::BadNamespace(netns.to_string()))?;
         if boot.is_empty() {
-            return Err("empty boot id".into());
+            return Err(Unreadable::NoBootId);
         }
         Ok(NodeId {
             boot: boot.to_string(),
@@ -92,6 +92,23 @@ impl std::fmt::Display for NodeId {
             self.host, self.netns
         )
     }
+}
+
+/// Why a published node identity does not read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unreadable {
+    /// Not text.
+    #[error("not UTF-8")]
+    NotUtf8,
+    /// Not the three lines.
+    #[error("{0:?} is not boot id, namespace and host")]
+    NotThreeLines(String),
+    /// The namespace inode is not a number.
+    #[error("namespace inode {0:?} is not a number")]
+    BadNamespace(String),
+    /// The boot id is empty.
+    #[error("empty boot id")]
+    NoBootId,
 }
 
 /// Every PE's node, indexed by PE.

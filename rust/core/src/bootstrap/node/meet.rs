@@ -537,19 +537,49 @@ pub(crate) fn accept_loop(listener: &UnixListener, server: &Server, uid: u32) {
 
 /// Lets in only processes running as this job's user: every process on the node can reach an
 /// abstract socket, but all PEs of a job run as one user.
-fn admit(stream: &UnixStream, uid: u32) -> std::result::Result<(), String> {
-    let cred = socket_peercred(stream)
-        .map_err(|e| format!("cannot read the peer's credentials (SO_PEERCRED): {e}"))?;
-    same_user(cred.uid.as_raw(), uid)
-        .map_err(|why| format!("pid {}: {why}", cred.pid.as_raw_nonzero()))
+fn admit(stream: &UnixStream, uid: u32) -> std::result::Result<(), Refused> {
+    let cred = socket_peercred(stream).map_err(Refused::NoCredentials)?;
+    same_user(cred.uid.as_raw(), uid).map_err(|e| match e {
+        Refused::OtherUser { peer, mine, .. } => Refused::OtherUser {
+            pid: Some(cred.pid.as_raw_nonzero().get()),
+            peer,
+            mine,
+        },
+        e => e,
+    })
 }
 
-fn same_user(peer: u32, mine: u32) -> std::result::Result<(), String> {
+fn same_user(peer: u32, mine: u32) -> std::result::Result<(), Refused> {
     if peer == mine {
         Ok(())
     } else {
-        Err(format!("uid {peer} is not this job's user (uid {mine})"))
+        Err(Refused::OtherUser {
+            pid: None,
+            peer,
+            mine,
+        })
     }
+}
+
+/// Why a connection to PE 0's node-local store was refused.
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    /// The peer's credentials could not be read.
+    #[error("cannot read the peer's credentials (SO_PEERCRED): {0}")]
+    NoCredentials(rustix::io::Errno),
+    /// The peer runs as another user.
+    #[error(
+        "{}uid {peer} is not this job's user (uid {mine})",
+        .pid.map_or_else(String::new, |p| format!("pid {p}: "))
+    )]
+    OtherUser {
+        /// The peer's process, once known.
+        pid: Option<i32>,
+        /// The peer's user.
+        peer: u32,
+        /// The job's.
+        mine: u32,
+    },
 }
 
 /// PE 0: ends the job on the first PE that fails or calls `shmem_global_exit`; counts goodbyes.
@@ -800,7 +830,7 @@ mod tests {
     #[test]
     fn only_the_same_user_is_admitted() {
         assert!(same_user(1000, 1000).is_ok());
-        let why = same_user(65534, 1000).unwrap_err();
+        let why = same_user(65534, 1000).unwrap_err().to_string();
         assert!(
             why.contains("uid 65534") && why.contains("uid 1000"),
             "{why}"
@@ -811,6 +841,7 @@ mod tests {
         let other = rustix::process::geteuid().as_raw().wrapping_add(1);
         assert!(admit(&a, other)
             .unwrap_err()
+            .to_string()
             .contains("is not this job's user"));
     }
 
@@ -856,7 +887,9 @@ mod tests {
             libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
             "child {status}"
         );
-        let why = admit(&stream, rustix::process::geteuid().as_raw()).unwrap_err();
+        let why = admit(&stream, rustix::process::geteuid().as_raw())
+            .unwrap_err()
+            .to_string();
         assert!(why.contains("uid 65534 is not this job's user"), "{why}");
         assert!(why.contains(&format!("pid {child}")), "{why}");
     }
