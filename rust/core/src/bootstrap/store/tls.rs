@@ -193,12 +193,7 @@ impl PinnedServer {
             .map_err(|e| TlsError::failed("TLS 1.3 configuration", e))?
             .with_no_client_auth()
             .with_single_cert(vec![self.cert.clone()], self.key.clone_key())
-            .map_err(|e| {
-                TlsError::failed(
-                    format!("the unique id's store certificate or key refused"),
-                    e,
-                )
-            })?;
+            .map_err(|e| TlsError::failed("the unique id's store certificate or key refused", e))?;
         Ok(Arc::new(config))
     }
 }
@@ -374,7 +369,7 @@ impl TlsIdentity {
         for cert in &self.roots {
             roots
                 .add(cert.clone())
-                .map_err(|e| TlsError::failed(format!("CA certificate refused"), e))?;
+                .map_err(|e| TlsError::failed("CA certificate refused", e))?;
         }
         if roots.is_empty() {
             return Err("no CA certificate to check the peer against".into());
@@ -390,13 +385,13 @@ impl TlsIdentity {
             .only_check_end_entity_revocation()
             .allow_unknown_revocation_status()
             .build()
-            .map_err(|e| TlsError::failed(format!("client certificate verifier"), e))?;
+            .map_err(|e| TlsError::failed("client certificate verifier", e))?;
         let config = ServerConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(|e| TlsError::failed("TLS 1.3 configuration", e))?
             .with_client_cert_verifier(verifier)
             .with_single_cert(self.chain.clone(), self.key.clone_key())
-            .map_err(|e| TlsError::failed(format!("store certificate or key refused"), e))?;
+            .map_err(|e| TlsError::failed("store certificate or key refused", e))?;
         Ok(Arc::new(config))
     }
 
@@ -408,13 +403,13 @@ impl TlsIdentity {
             .only_check_end_entity_revocation()
             .allow_unknown_revocation_status()
             .build()
-            .map_err(|e| TlsError::failed(format!("store certificate verifier"), e))?;
+            .map_err(|e| TlsError::failed("store certificate verifier", e))?;
         let config = ClientConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(|e| TlsError::failed("TLS 1.3 configuration", e))?
             .with_webpki_verifier(verifier)
             .with_client_auth_cert(self.chain.clone(), self.key.clone_key())
-            .map_err(|e| TlsError::failed(format!("client certificate or key refused"), e))?;
+            .map_err(|e| TlsError::failed("client certificate or key refused", e))?;
         Ok(Arc::new(config))
     }
 }
@@ -531,7 +526,7 @@ pub fn identity_from_bundle(bundle: &[u8]) -> Result<TlsIdentity, TlsError> {
 fn certificates(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| TlsError::failed(format!("{what}"), e))
+        .map_err(|e| TlsError::failed(what, e))
 }
 
 /// Decodes a PEM private key: PKCS#8 (`PRIVATE KEY`), PKCS#8 encrypted with PBES2
