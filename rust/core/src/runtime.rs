@@ -239,7 +239,7 @@ fn start(
     wait::publish_naps(Some(barrier::nap_stamp(&rt.heap, my_pe)));
     *state = Phase::Running(rt.clone());
     STATUS.store(STATUS_IS_INITIALIZED, Ordering::Release);
-    bootstrap::tls::wipe_key_material();
+    rt.bootstrap.started();
     Ok(rt)
 }
 
@@ -314,7 +314,6 @@ pub fn finalize() -> Result<()> {
     job_state::clear();
     *STATE.write().unwrap_or_else(|p| p.into_inner()) = Phase::Finalized;
     STATUS.store(STATUS_NOT_INITIALIZED, Ordering::Release);
-    bootstrap::uniqueid::release_all();
     Ok(())
 }
 

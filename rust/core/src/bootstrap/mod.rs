@@ -214,8 +214,15 @@ impl Bootstrap {
         }
     }
 
+    /// Start-up is over: every PE has reached the store, so the TLS key material this process
+    /// held for it is wiped.
+    pub(crate) fn started(&self) {
+        tls::wipe_key_material();
+    }
+
     /// Leaves the job at finalize: says goodbye to the store; PE 0 hosting the store then
-    /// waits up to `timeout` for every other PE's goodbye.
+    /// waits up to `timeout` for every other PE's goodbye. Then closes what the unique ids
+    /// this process made still held.
     pub(crate) fn goodbye(&self, timeout: Duration) -> Result<()> {
         if let Some(node) = &self.node {
             node.finalizing();
@@ -226,6 +233,7 @@ impl Bootstrap {
         if let Some(node) = &self.node {
             node.wait_for_goodbyes(timeout)?;
         }
+        uniqueid::release_all();
         Ok(())
     }
 
