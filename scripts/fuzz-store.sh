@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/fuzz-store.sh [SECONDS]
-# Fuzzes the control store's frame decoder (rust/core/src/bootstrap/wire.rs: read_frame,
+# Fuzzes the control store's frame decoder (rust/core/src/bootstrap/store/wire.rs: read_frame,
 # Request/Reply decode and encode) with cargo-fuzz and libFuzzer for SECONDS (default 60).
 # The target is fuzz/fuzz_targets/store_frame.rs, in its own crate (fuzz/, not a workspace
 # member). Seeds come from rust/core/tests/corpus/store_frames.txt; the growing corpus and any

@@ -493,7 +493,11 @@ pub fn port_range() -> Result<Option<(u16, u16)>> {
     }
     crate::bootstrap::addr::parse_port_range(&s)
         .map(Some)
-        .map_err(|why| bad(v, &s, why))
+        .map_err(|e| Error::BadAddress {
+            name: source(v),
+            value: s.to_string(),
+            source: e.into(),
+        })
 }
 
 /// `SHMEM_TEST_LOOPBACK` for a job of `n_pes` PEs: per PE, whether the loopback test

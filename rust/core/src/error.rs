@@ -1,7 +1,12 @@
-//! The runtime's error type. Each variant says when it happens; the facade maps them to the
-//! public error returns (OpenSHMEM's or CANN's codes). The function that first detects an error
-//! builds it with enough context (call, argument, value, PE) to be logged once as one line.
+//! The runtime's error type. Each variant says when it happens; [`Error::code`] is the one
+//! mapping to the public error returns (CANN's codes; the OpenSHMEM calls that return an
+//! error use them too). The function that first detects an error builds it with enough
+//! context (call, argument, value, PE) to be logged once as one line, and marks it
+//! [`Error::logged`] when it logged it itself.
 
+use std::time::Duration;
+
+use crate::bootstrap::addr::StoreAddr;
 use crate::bootstrap::BootstrapError;
 
 /// Every way the runtime can fail.
@@ -18,6 +23,19 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
+    /// An environment variable names an address, a port range or an interface that does not
+    /// parse, or where no store can listen; `source` is the typed reason
+    /// ([`AddrError`](crate::bootstrap::addr::AddrError),
+    /// [`NoAddress`](crate::bootstrap::uniqueid::NoAddress)).
+    #[error("environment variable {name}={value:?}: {source}")]
+    BadAddress {
+        /// Variable name.
+        name: &'static str,
+        /// The value as given.
+        value: String,
+        /// Why it was refused.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A routine was called with an argument it cannot accept.
     #[error("{call}: invalid argument {arg}={value}: {reason}")]
     InvalidArgument {
@@ -31,7 +49,8 @@ pub enum Error {
         reason: &'static str,
     },
     /// A routine that needs an initialised library was called before `shmem_init` or after
-    /// `shmem_finalize`, or `shmem_init` was called twice.
+    /// `shmem_finalize`, `shmem_init` was called twice, or a setting that is fixed once the
+    /// library runs was changed then.
     #[error("{call}: {reason}")]
     State {
         /// The public routine that was called.
@@ -39,14 +58,62 @@ pub enum Error {
         /// What was wrong with the library's state.
         reason: &'static str,
     },
-    /// The launcher's environment describes a job this build cannot run (PEs on several
-    /// nodes, no job id to meet under), or the PEs of a job without `shmemrun` could not meet
-    /// at PE 0's store.
-    #[error("{0}")]
-    Launch(String),
+    /// The launcher's environment describes a job this build cannot start, or the PEs could
+    /// not meet: each case its own variant.
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
     /// The control plane (launcher store) failed: connection, protocol or timeout.
     #[error("bootstrap: {0}")]
     Bootstrap(#[from] BootstrapError),
+    /// A PE of the job cannot be reached from this one by any means this build has.
+    #[error("{why}")]
+    Unreachable {
+        /// The PE that cannot be reached.
+        pe: u32,
+        /// Why, naming both PEs' nodes and what would reach it.
+        why: String,
+    },
+    /// A step of the job did not finish within its bound.
+    #[error("{step} within {:.1} s ({bound}){why}", .after.as_secs_f64())]
+    Timeout {
+        /// What did not happen ("not every PE reached the end of start-up").
+        step: String,
+        /// How long it was waited for.
+        after: Duration,
+        /// The setting that bounds it (`SHMEM_INIT_TIMEOUT`, an attribute).
+        bound: String,
+        /// What that tells about the PEs (starts with ": " or ", "), or "".
+        why: String,
+    },
+    /// A device's call failed with the device's own code.
+    #[error("{device} device: {call} failed with code {code}{detail}")]
+    Device {
+        /// The device ("host", "npu", "cuda").
+        device: &'static str,
+        /// The device API's call.
+        call: &'static str,
+        /// Its return code.
+        code: i32,
+        /// What the device says about the code (starts with ": "), or "".
+        detail: String,
+    },
+    /// The device's memory cannot hold what the runtime needs there (for example words the
+    /// CPU must reach in memory it cannot).
+    #[error("the {device} device's memory is not CPU-accessible, and {needs}")]
+    NotCpuAccessible {
+        /// The device.
+        device: &'static str,
+        /// What needs CPU access.
+        needs: &'static str,
+    },
+    /// TLS of the job's store: certificates, keys, the bundle from `shmemrun`, or settings.
+    #[error("{what}: {source}")]
+    Tls {
+        /// What was being done or read.
+        what: String,
+        /// The TLS failure.
+        source: crate::bootstrap::tls::TlsError,
+    },
     /// A system call failed while setting up or tearing down the job.
     #[error("{what}: {source}")]
     Os {
@@ -55,10 +122,65 @@ pub enum Error {
         /// The system's error.
         source: std::io::Error,
     },
-    /// A symmetric allocation could not be met (heap exhausted) or named no live block, or the
-    /// heaps did not fit this process's address space at start-up.
-    #[error("{0}")]
-    Heap(String),
+    /// A symmetric allocation could not be met: no free block is large enough.
+    #[error(
+        "{call}: out of symmetric memory: {wanted} bytes wanted, largest free block is \
+         {largest_free} bytes ({total_free} of {heap_size} bytes free); \
+         raise SHMEM_SYMMETRIC_SIZE"
+    )]
+    HeapExhausted {
+        /// The public routine.
+        call: String,
+        /// Bytes asked for, after rounding.
+        wanted: usize,
+        /// Largest free block.
+        largest_free: usize,
+        /// Free bytes in all.
+        total_free: usize,
+        /// Usable bytes of the heap.
+        heap_size: usize,
+    },
+    /// An address passed to free or realloc names no live symmetric block: it is outside the
+    /// heap (`offset` is `None`), or no block starts there.
+    #[error("{}", no_such_block(call, *.addr, *.offset))]
+    NoSuchBlock {
+        /// The public routine.
+        call: String,
+        /// The address as given.
+        addr: usize,
+        /// Its offset in the heap, when it is in the heap.
+        offset: Option<usize>,
+    },
+    /// A symmetric allocation asked for an alignment larger than the heap's.
+    #[error("{call}: alignment={align} is larger than the largest supported ({max})")]
+    Alignment {
+        /// The public routine.
+        call: String,
+        /// The alignment asked for.
+        align: usize,
+        /// The largest supported.
+        max: usize,
+    },
+    /// The symmetric heaps of all PEs do not fit this process's address space.
+    #[error(
+        "{what}: {source}: every PE maps the symmetric heaps of all {n_pes} PEs, \
+         SHMEM_SYMMETRIC_SIZE ({each}) each, and its own with {align_gib} GiB of room to align \
+         it; lower SHMEM_SYMMETRIC_SIZE or raise the address-space limit (ulimit -v, {limit})"
+    )]
+    AddressSpace {
+        /// The mapping that failed.
+        what: String,
+        /// The system's error (ENOMEM).
+        source: std::io::Error,
+        /// PEs of the job.
+        n_pes: usize,
+        /// One heap's size, printed.
+        each: String,
+        /// Room for aligning this PE's own heap, in GiB.
+        align_gib: usize,
+        /// The address-space limit, printed.
+        limit: String,
+    },
     /// The PEs of one job disagree on something that must be the same everywhere.
     #[error("PE {pe}: {what}")]
     Mismatch {
@@ -71,9 +193,181 @@ pub enum Error {
     #[error("transport: {0}")]
     Transport(#[from] crate::transport::TransportError),
     /// An error already logged where it was detected (with its context); callers pass it on
-    /// without logging it again.
+    /// without logging it again. Made by [`Error::logged`], asked by [`Error::is_logged`].
     #[error("{0}")]
     Logged(Box<Error>),
+}
+
+/// What a launcher's environment or the meeting of the PEs can get wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchError {
+    /// The PEs run on several nodes, no store address was given and the launcher offers no
+    /// key-value service to pass PE 0's.
+    #[error(
+        "PEs span several nodes ({how}, under {launcher}), a node-local socket cannot reach PE 0 \
+         from the others, and the launcher offers no key-value service to give them PE 0's \
+         address (SHMEM_BOOTSTRAP_KVS): set SHMEM_BOOTSTRAP_ADDR=tcp://HOST:PORT to an address \
+         of PE 0's node that every PE can reach{}",
+        if *.torch { " (or SHMEM_BOOTSTRAP_ADDR=tcp: MASTER_ADDR, at MASTER_PORT+1)" } else { "" }
+    )]
+    SeveralNodesNoTransport {
+        /// The launcher.
+        launcher: &'static str,
+        /// How the launcher's variables show it.
+        how: String,
+        /// Whether torchrun's shorthand applies.
+        torch: bool,
+    },
+    /// The launcher gives no job id to meet under and no key-value service is used.
+    #[error(
+        "{launcher} gives no job id for the PEs to meet under, and no key-value service of the \
+         launcher is used ({why}): set SHMEM_JOB_ID to one value, the same for every PE of \
+         the job and unique on this node (e.g. SHMEM_JOB_ID=$(date +%s%N))"
+    )]
+    NoJobId {
+        /// The launcher.
+        launcher: &'static str,
+        /// Why no service was used.
+        why: &'static str,
+    },
+    /// Another job with the same id already holds the node-local meeting place.
+    #[error(
+        "cannot open the job's store at {socket}: a job with the same id ({job_id}, from \
+         {launcher}) runs on this node already; give each job its own SHMEM_JOB_ID"
+    )]
+    JobIdInUse {
+        /// The abstract socket's name, printed.
+        socket: String,
+        /// The job id.
+        job_id: String,
+        /// The launcher.
+        launcher: &'static str,
+    },
+    /// A TCP store with TLS on by default, and no certificates given.
+    #[error(
+        "the job's store at {addr} is on TCP, where TLS is on by default, but no certificates \
+         were given: call shmem_set_conf_store_tls(true, info, len) (and \
+         shmem_set_config_store_tls_key for an encrypted key) before shmem_init (or \
+         shmem_init_attr), or set SHMEM_TLS_DISABLE=1 to run the store without TLS"
+    )]
+    NoCertificates {
+        /// The store.
+        addr: StoreAddr,
+    },
+    /// PE 0 could not open its TCP store.
+    #[error("PE 0 cannot open the job's store: {source}")]
+    StoreNotOpened {
+        /// The failure.
+        source: crate::bootstrap::addr::AddrError,
+    },
+    /// The process that makes a unique id could not open the id's store.
+    #[error("shmem_get_uniqueid: the unique id's store {source}")]
+    UniqueIdStore {
+        /// The failure.
+        source: crate::bootstrap::addr::AddrError,
+    },
+    /// A peer sent start-up data only another build of the library writes.
+    #[error("{what}: {} runs another build of the library", .who)]
+    ForeignBuild {
+        /// What could not be read.
+        what: String,
+        /// Who sent it ("it", "PE 0").
+        who: &'static str,
+    },
+    /// The launcher's key-value service (PMI-1, PMIx) failed, or answered what it should not.
+    #[error("{what}")]
+    Service {
+        /// The service: "PMIx", "PMI-1".
+        service: &'static str,
+        /// The call and its failure.
+        what: String,
+    },
+    /// The launcher's key-value service is PMIx but its library does not load.
+    #[error(
+        "the launcher's key-value service is PMIx (SHMEM_BOOTSTRAP_KVS), but its library does \
+         not load ({source}): set SHMEM_PMIX_LIB to its path, or SHMEM_BOOTSTRAP_KVS=off and \
+         SHMEM_JOB_ID"
+    )]
+    PmixLibrary {
+        /// Why it does not load.
+        source: crate::bootstrap::NotLoaded,
+    },
+    /// PE 0 reported through the service that it could not start the job.
+    #[error("PE 0 could not start the job ({key} through the launcher's {service}): {why}")]
+    Pe0Failed {
+        /// The key it reported under.
+        key: String,
+        /// The service.
+        service: String,
+        /// PE 0's reason.
+        why: String,
+    },
+    /// A unique id was used by the wrong process (PE 0 must be the one that made it).
+    #[error(
+        "{call}: {}",
+        if *.pe == 0 {
+            format!(
+                "this process is PE 0, but did not make the unique id it was given (unique id \
+                 {tag}, store {store}): PE 0 must be the process that called shmem_get_uniqueid \
+                 (aclshmemx_get_uniqueid) for this id"
+            )
+        } else {
+            format!(
+                "this process made the unique id it was given (unique id {tag}, store {store}) \
+                 but is PE {pe}: the process that calls shmem_get_uniqueid \
+                 (aclshmemx_get_uniqueid) must be PE 0, which serves the job's store"
+            )
+        }
+    )]
+    UniqueIdOwner {
+        /// The public routine.
+        call: String,
+        /// This PE.
+        pe: u32,
+        /// The id's tag.
+        tag: String,
+        /// The id's store.
+        store: std::net::SocketAddr,
+    },
+    /// No address could be picked for a unique id's store.
+    #[error("{call}: {source}")]
+    UniqueId {
+        /// The public routine.
+        call: &'static str,
+        /// Why.
+        source: crate::bootstrap::uniqueid::NoAddress,
+    },
+    /// The system's random generator failed.
+    #[error("the system's random generator failed ({what})")]
+    NoRandom {
+        /// What the bits were for.
+        what: &'static str,
+    },
+    /// The node-local descriptor store of a TCP job cannot be reached.
+    #[error(
+        "cannot reach PE 0's descriptor store @{socket}: {source} (PE {pe} and PE 0 must run on \
+         one node, in one network namespace)"
+    )]
+    NoDescriptorStore {
+        /// Its abstract socket name.
+        socket: String,
+        /// This PE.
+        pe: u32,
+        /// The system's error.
+        source: std::io::Error,
+    },
+}
+
+/// The text of [`Error::NoSuchBlock`].
+fn no_such_block(call: &str, addr: usize, offset: Option<usize>) -> String {
+    match offset {
+        None => format!("{call}: ptr={addr:#x} is not an address in the symmetric heap"),
+        Some(offset) => format!(
+            "{call}: address at heap offset {offset} is not the start of a symmetric block \
+             (ptr={addr:#x}: already freed, or not a block start)"
+        ),
+    }
 }
 
 impl Error {
@@ -84,7 +378,112 @@ impl Error {
             source: source.into(),
         }
     }
+
+    /// The same error, marked as logged where it was detected.
+    pub fn logged(self) -> Error {
+        match self {
+            e @ Error::Logged(_) => e,
+            e => Error::Logged(Box::new(e)),
+        }
+    }
+
+    /// Whether the error was logged where it was detected.
+    pub fn is_logged(&self) -> bool {
+        matches!(self, Error::Logged(_))
+    }
+
+    /// Whether the message names the public routine itself (so that a caller logging it does
+    /// not put the routine's name in front again).
+    pub fn names_call(&self) -> bool {
+        match self {
+            Error::Logged(e) => e.names_call(),
+            Error::InvalidArgument { .. }
+            | Error::State { .. }
+            | Error::HeapExhausted { .. }
+            | Error::NoSuchBlock { .. }
+            | Error::Alignment { .. }
+            | Error::Launch(
+                LaunchError::UniqueIdOwner { .. }
+                | LaunchError::UniqueId { .. }
+                | LaunchError::UniqueIdStore { .. },
+            ) => true,
+            _ => false,
+        }
+    }
+
+    /// The public error code for this error (`ACLSHMEM_*` in `aclshmem.h`), the one mapping
+    /// from the runtime's errors to what the C API returns.
+    pub fn code(&self) -> i32 {
+        const INVALID_PARAM: i32 = -1;
+        const INVALID_VALUE: i32 = -2;
+        const INNER_ERROR: i32 = -4;
+        const BOOTSTRAP_ERROR: i32 = -6;
+        const TIMEOUT_ERROR: i32 = -7;
+        const MALLOC_FAILED: i32 = -8;
+        match self {
+            Error::Logged(inner) => inner.code(),
+            Error::InvalidArgument { .. } | Error::Mismatch { .. } | Error::Alignment { .. } => {
+                INVALID_PARAM
+            }
+            Error::BadEnv { .. } | Error::BadAddress { .. } => INVALID_VALUE,
+            Error::Timeout { .. }
+            | Error::Bootstrap(
+                BootstrapError::Timeout { .. }
+                | BootstrapError::Absent { .. }
+                | BootstrapError::NotPublished { .. },
+            ) => TIMEOUT_ERROR,
+            Error::Bootstrap(_)
+            | Error::Launch(_)
+            | Error::Unreachable { .. }
+            | Error::Tls { .. } => BOOTSTRAP_ERROR,
+            Error::HeapExhausted { .. }
+            | Error::NoSuchBlock { .. }
+            | Error::AddressSpace { .. }
+            | Error::NotCpuAccessible { .. } => MALLOC_FAILED,
+            Error::State { .. } | Error::Device { .. } | Error::Os { .. } | Error::Transport(_) => {
+                INNER_ERROR
+            }
+        }
+    }
 }
 
 /// Result with the runtime's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_follow_the_variant_and_survive_logging() {
+        let timeout = Error::Timeout {
+            step: "not every PE reached the end of start-up".into(),
+            after: Duration::from_secs(2),
+            bound: "the start-up timeout, SHMEM_INIT_TIMEOUT".into(),
+            why: String::new(),
+        };
+        assert_eq!(timeout.code(), -7);
+        assert_eq!(
+            timeout.to_string(),
+            "not every PE reached the end of start-up within 2.0 s (the start-up timeout, \
+             SHMEM_INIT_TIMEOUT)"
+        );
+        let logged = timeout.logged();
+        assert!(logged.is_logged());
+        assert_eq!(logged.code(), -7);
+        assert!(!logged.logged().names_call());
+        let exhausted = Error::HeapExhausted {
+            call: "shmem_malloc".into(),
+            wanted: 64,
+            largest_free: 0,
+            total_free: 0,
+            heap_size: 4096,
+        };
+        assert_eq!(exhausted.code(), -8);
+        assert!(exhausted.names_call());
+        assert!(!exhausted.is_logged());
+        let launch = Error::from(LaunchError::NoRandom { what: "a test" });
+        assert_eq!(launch.code(), -6);
+        assert!(!launch.names_call());
+    }
+}

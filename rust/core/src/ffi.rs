@@ -2,8 +2,8 @@
 //! logs the error it returns (once, as one line), so the facade only decides what the public
 //! routine returns or whether the job must end.
 
-use crate::bootstrap::attrs::{Job, Meet};
-use crate::bootstrap::{uniqueid, BootstrapError};
+use crate::bootstrap::uniqueid;
+use crate::bootstrap::{JobAttrs as Job, Meet};
 use crate::error::Error;
 use crate::runtime::{self, Timeouts};
 use std::time::Duration;
@@ -96,18 +96,17 @@ use bridge::{JobAttrs, WaitState};
 /// Logs an error as `call: message` (once; messages that already name a routine keep theirs;
 /// an error logged where it was detected is not logged again).
 fn logged<T>(call: &str, r: Result<T, Error>) -> Result<T, Error> {
-    match &r {
-        Err(Error::Logged(_)) | Ok(_) => {}
-        Err(e) => {
-            let msg = e.to_string();
-            if msg.starts_with("shmem_") || msg.starts_with("aclshmem") {
-                tracing::error!("{msg}");
+    match r {
+        Err(e) if !e.is_logged() => {
+            if e.names_call() {
+                tracing::error!("{e}");
             } else {
-                tracing::error!("{call}: {msg}");
+                tracing::error!("{call}: {e}");
             }
+            Err(e.logged())
         }
+        r => r,
     }
-    r
 }
 
 fn init() -> Result<(), Error> {
@@ -116,29 +115,6 @@ fn init() -> Result<(), Error> {
 
 fn job_state_layout() -> Vec<usize> {
     crate::job_state::layout()
-}
-
-/// CANN's error code for `e` (`ACLSHMEM_*` in `aclshmem.h`).
-fn cann_code(e: &Error) -> i32 {
-    const INVALID_PARAM: i32 = -1;
-    const INVALID_VALUE: i32 = -2;
-    const INNER_ERROR: i32 = -4;
-    const BOOTSTRAP_ERROR: i32 = -6;
-    const TIMEOUT_ERROR: i32 = -7;
-    const MALLOC_FAILED: i32 = -8;
-    match e {
-        Error::Logged(inner) => cann_code(inner),
-        Error::InvalidArgument { .. } | Error::Mismatch { .. } => INVALID_PARAM,
-        Error::BadEnv { .. } => INVALID_VALUE,
-        Error::Bootstrap(
-            BootstrapError::Timeout { .. }
-            | BootstrapError::Absent { .. }
-            | BootstrapError::NotPublished { .. },
-        ) => TIMEOUT_ERROR,
-        Error::Bootstrap(_) | Error::Launch(_) => BOOTSTRAP_ERROR,
-        Error::Heap(_) => MALLOC_FAILED,
-        _ => INNER_ERROR,
-    }
 }
 
 /// The public names CANN programs start the library with (the runtime keeps `'static` names).
@@ -178,10 +154,8 @@ fn init_attrs(call: &str, attrs: &JobAttrs) -> i32 {
     match runtime::init_attrs(job, timeouts) {
         Ok(_) => 0,
         Err(e) => {
-            let code = cann_code(&e);
-            if !matches!(e, Error::Logged(_)) {
-                let _ = logged(call, Err::<(), _>(e));
-            }
+            let code = e.code();
+            let _ = logged(call, Err::<(), _>(e));
             code
         }
     }
@@ -196,7 +170,7 @@ fn uniqueid_create(call: &str, internal: &mut Vec<u8>) -> i32 {
         }
         Err(e) => {
             tracing::error!("{call}: {e}");
-            cann_code(&e)
+            e.code()
         }
     }
 }
@@ -204,6 +178,7 @@ fn uniqueid_create(call: &str, internal: &mut Vec<u8>) -> i32 {
 fn uniqueid_check(internal: &[u8]) -> String {
     uniqueid::UniqueId::decode(internal)
         .err()
+        .map(|e| e.to_string())
         .unwrap_or_default()
 }
 
@@ -275,22 +250,36 @@ fn static_data_prepare() {
 }
 
 /// The TLS settings may change only before init.
-fn before_init() -> Result<(), Error> {
+fn before_init(call: &'static str) -> Result<(), Error> {
     if runtime::is_running() {
-        return Err(Error::Launch(
-            "called after shmem_init; the store's TLS settings are fixed once the library is \
-             initialized"
-                .into(),
-        ));
+        return Err(Error::State {
+            call,
+            reason: "called after shmem_init; the store's TLS settings are fixed once the \
+                     library is initialized",
+        });
     }
     Ok(())
 }
 
+/// The `'static` name of a TLS setting routine `call` the facade names.
+fn tls_call(call: &str) -> &'static str {
+    match call {
+        "aclshmemx_set_conf_store_tls" => "aclshmemx_set_conf_store_tls",
+        "shmem_set_config_store_tls_key" => "shmem_set_config_store_tls_key",
+        "aclshmemx_set_config_store_tls_key" => "aclshmemx_set_config_store_tls_key",
+        _ => "shmem_set_conf_store_tls",
+    }
+}
+
 fn tls_set_store(call: &str, enable: bool, info: &str) -> Result<(), Error> {
     crate::log::install(crate::env::early_log_level());
-    let r = before_init().and_then(|()| {
-        crate::bootstrap::tls::set_store_tls(enable, enable.then_some(info))
-            .map_err(|why| Error::Launch(format!("invalid argument tls_info: {why}")))
+    let r = before_init(tls_call(call)).and_then(|()| {
+        crate::bootstrap::tls::set_store_tls(enable, enable.then_some(info)).map_err(|source| {
+            Error::Tls {
+                what: "invalid argument tls_info".into(),
+                source,
+            }
+        })
     });
     if r.is_ok() && !enable {
         tracing::debug!("{call}: TLS of a TCP store turned off");
@@ -305,9 +294,13 @@ fn tls_set_key(
     has_password: bool,
 ) -> Result<(), Error> {
     crate::log::install(crate::env::early_log_level());
-    let r = before_init().and_then(|()| {
-        crate::bootstrap::tls::set_store_tls_key(key_pem, has_password.then_some(password))
-            .map_err(|why| Error::Launch(format!("invalid argument tls_pk: {why}")))
+    let r = before_init(tls_call(call)).and_then(|()| {
+        crate::bootstrap::tls::set_store_tls_key(key_pem, has_password.then_some(password)).map_err(
+            |source| Error::Tls {
+                what: "invalid argument tls_pk".into(),
+                source,
+            },
+        )
     });
     logged(call, r)
 }

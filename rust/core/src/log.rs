@@ -59,7 +59,7 @@ pub fn install(level: &str) {
         _ => Level::WARN,
     };
     INSTALL.call_once(|| {
-        if let Some(rank) = crate::bootstrap::launch::rank_hint() {
+        if let Some(rank) = crate::bootstrap::rank_hint() {
             let _ = PE.compare_exchange(-1, rank as i32, Ordering::Relaxed, Ordering::Relaxed);
         }
         let subscriber = tracing_subscriber::fmt()

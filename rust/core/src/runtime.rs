@@ -2,13 +2,7 @@
 //! barrier, created by [`init`] and torn down by [`finalize`]. The facade asks here once for
 //! the addresses it needs and then runs the data path by itself.
 
-use crate::bootstrap::addr::StoreAddr;
-use crate::bootstrap::attrs::{self, Job};
-use crate::bootstrap::kvs::{self, Choice, FromKvs};
-use crate::bootstrap::launch::{self, Launch};
-use crate::bootstrap::node::{self, Meeting, NodeJob};
-use crate::bootstrap::tls::{self, Trust};
-use crate::bootstrap::{locality, rendezvous, uniqueid, BootstrapError, Client};
+use crate::bootstrap::{self, Bootstrap, BootstrapError, JobAttrs, Joining};
 use crate::device::host::Host;
 use crate::env::{self, Config};
 use crate::error::{Error, Result};
@@ -21,7 +15,6 @@ use crate::sync::call::{Call, Step};
 use crate::sync::control::Control;
 use crate::sync::wait;
 use crate::transport::{self, LocalSegment, Segment};
-use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, RwLock, RwLockWriteGuard};
 use std::time::Duration;
@@ -77,11 +70,8 @@ pub struct Runtime {
     pub my_pe: usize,
     /// Number of PEs.
     pub n_pes: usize,
-    /// Connection to the job's store (`shmemrun`'s, or PE 0's under other launchers); `None`
-    /// for a 1-PE job started without a launcher.
-    pub store: Option<Client>,
-    /// Under launchers other than `shmemrun`: this PE's part in the node-local job.
-    node: Option<NodeJob>,
+    /// This PE's membership in the job: the store, the node map, abort and goodbye.
+    bootstrap: Bootstrap,
     /// The symmetric heap and the peers' mappings.
     pub heap: Heap,
     /// The host API's synchronisation words: this PE's control segment and its peers'.
@@ -138,14 +128,9 @@ pub fn init() -> Result<Arc<Runtime>> {
         log::install(env::early_log_level());
         let state = lock_uninitialized("shmem_init")?;
         let config = env::load()?;
-        let launch = launch::detect(launch::Hints {
-            job_id: config.job_id.as_deref(),
-            store: config.bootstrap_addr.as_deref(),
-            kvs: Choice::from_word(config.bootstrap_kvs),
-            pmix_lib: config.pmix_lib.as_deref(),
-        })?;
         let timeouts = Timeouts::all(config.init_timeout);
-        start(state, config, launch, None, None, timeouts)
+        let bootstrap = bootstrap::join(&config, Joining::Environment, timeouts)?;
+        start(state, config, bootstrap, None, timeouts)
     })())
 }
 
@@ -153,14 +138,15 @@ pub fn init() -> Result<Arc<Runtime>> {
 /// id form): as [`init`], but PE, size, heap size, rendezvous and timeouts come from the
 /// attributes; every PE checks that all were given the same job. On failure after joining,
 /// this PE leaves the job without ending it for the others, so each reports its own error.
-pub fn init_attrs(job: Job, timeouts: Timeouts) -> Result<Arc<Runtime>> {
+pub fn init_attrs(job: JobAttrs, timeouts: Timeouts) -> Result<Arc<Runtime>> {
     reset_status_on_error((|| {
         log::install(env::early_log_level());
         let state = lock_uninitialized(job.call)?;
         let config = env::load()?;
         log::set_pe(job.my_pe as i32);
-        let (launch, trust) = attrs::launch(&job, config.tls_disable)?;
-        start(state, config, launch, trust, Some(job), timeouts)
+        let heap_size = job.heap_size;
+        let bootstrap = bootstrap::join(&config, Joining::Attributes(job), timeouts)?;
+        start(state, config, bootstrap, Some(heap_size), timeouts)
     })())
 }
 
@@ -171,219 +157,33 @@ fn reset_status_on_error(r: Result<Arc<Runtime>>) -> Result<Arc<Runtime>> {
     r
 }
 
-/// What a TCP store's ends trust: off (`SHMEM_TLS_DISABLE=1` or the C API said so, with a
-/// warning), the job's CA from `bundle` (`shmemrun`), or the user's certificates; with none of
-/// these, a clear refusal.
-fn trust_for(
-    config: &Config,
-    addr: &StoreAddr,
-    bundle: Option<OwnedFd>,
-    my_pe: u32,
-    launcher_serves: bool,
-) -> Result<Trust> {
-    // Said once per job: by the store's host (shmemrun says it itself).
-    let host = my_pe == 0 && !launcher_serves;
-    if tls::off_by_choice(config.tls_disable, &addr.to_string(), host) {
-        return Ok(Trust::Off);
-    }
-    let user = tls::user_settings();
-    if let Some(fd) = bundle {
-        let bytes = read_sealed(&fd)?;
-        return tls::identity_from_bundle(&bytes)
-            .map(Trust::JobCa)
-            .map_err(|e| Error::Launch(format!("the job's TLS bundle from shmemrun: {e}")));
-    }
-    if let Some(u) = user.filter(|u| u.enabled == Some(true)) {
-        return tls::load_user_identity(&u.info, u.key_pem.as_deref(), u.key_password.as_deref())
-            .map(Trust::User)
-            .map_err(|e| Error::Launch(format!("TLS certificates of the job's store: {e}")));
-    }
-    Err(Error::Launch(format!(
-        "the job's store at {addr} is on TCP, where TLS is on by default, but no certificates \
-         were given: call shmem_set_conf_store_tls(true, info, len) (and \
-         shmem_set_config_store_tls_key for an encrypted key) before shmem_init (or \
-         shmem_init_attr), or set \
-         SHMEM_TLS_DISABLE=1 to run the store without TLS"
-    )))
-}
-
-/// The whole content of the memfd `shmemrun` handed over, read at offset 0 (the file offset is
-/// shared with the launcher and every other PE).
-fn read_sealed(fd: &OwnedFd) -> Result<Vec<u8>> {
-    use std::os::unix::fs::FileExt;
-    let file = std::fs::File::from(fd.try_clone().map_err(|e| Error::os(env::RUN_TLS_FD, e))?);
-    let len = file
-        .metadata()
-        .map_err(|e| Error::os(env::RUN_TLS_FD, e))?
-        .len();
-    if len > 1 << 20 {
-        return Err(Error::Launch(format!(
-            "{} holds {len} bytes: not the job's TLS bundle",
-            env::RUN_TLS_FD
-        )));
-    }
-    let mut bytes = vec![0u8; len as usize];
-    file.read_exact_at(&mut bytes, 0)
-        .map_err(|e| Error::os("reading SHMEM_RUN_TLS_FD", e))?;
-    Ok(bytes)
-}
-
-fn bad_address(name: &'static str, value: &str, reason: String) -> Error {
-    Error::BadEnv {
-        name,
-        value: value.to_string(),
-        reason,
-    }
-}
-
-/// Joins the job `launch` describes and returns the store client (and the node-local job).
-fn join(
-    config: &Config,
-    launch: Launch,
-    trust: Option<Trust>,
-    timeout: Duration,
-) -> Result<(Option<Client>, Option<NodeJob>)> {
-    Ok(match launch {
-        Launch::Alone => (None, None),
-        Launch::Shmemrun {
-            my_pe,
-            n_pes,
-            socket,
-        } => (
-            Some(Client::connect_inherited(socket, my_pe, n_pes, timeout)?),
-            None,
-        ),
-        Launch::ShmemrunTcp {
-            my_pe,
-            n_pes,
-            store,
-            tls_bundle,
-            job_id,
-        } => {
-            let addr = StoreAddr::parse(&store, None)
-                .map_err(|e| bad_address(env::RUN_STORE, &store, e))?;
-            let trust = match trust {
-                Some(t) => t,
-                None => trust_for(config, &addr, tls_bundle, my_pe, true)?,
-            };
-            let dial = node::dial(&addr, &trust, &job_id)?;
-            let client = Client::connect_tcp(&dial, my_pe, n_pes, timeout)?;
-            locality::check(&client, timeout).1?;
-            rendezvous::attach(&client, timeout)?;
-            (Some(client), None)
-        }
-        Launch::NodeLocal(mut plan) => {
-            let mut trust = trust;
-            let pmix_lib = config.pmix_lib.as_deref();
-            match plan.kvs.take() {
-                // A job across nodes: PE 0's TCP store, its address and pinned certificate
-                // through the service, as a unique id.
-                Some(FromKvs::Store(service)) => {
-                    let me = (plan.my_pe, plan.n_pes);
-                    let id = kvs::through(&service, pmix_lib, me, timeout, |kvs| {
-                        kvs::share_store(kvs, plan.my_pe, config.port_range, timeout)
-                    })?;
-                    trust = Some(attrs::pinned(
-                        "shmem_init",
-                        plan.my_pe,
-                        &id,
-                        config.tls_disable,
-                    )?);
-                    plan.store = Some(id.store_text());
-                    plan.job_id = id.tag();
-                }
-                // One node: only the job id through the service.
-                Some(FromKvs::JobId(service)) => {
-                    let me = (plan.my_pe, plan.n_pes);
-                    plan.job_id = kvs::through(&service, pmix_lib, me, timeout, |kvs| {
-                        kvs::share_job_id(kvs, plan.my_pe, timeout)
-                    })?;
-                }
-                None => {}
-            }
-            let meeting = match &plan.store {
-                None => Meeting::Abstract,
-                Some(text) => {
-                    let addr = StoreAddr::parse(text, config.port_range)
-                        .map_err(|e| bad_address(env::BOOTSTRAP_ADDR, text, e))?;
-                    let trust = match trust {
-                        Some(t) => t,
-                        None => trust_for(config, &addr, None, plan.my_pe, false)?,
-                    };
-                    Meeting::Tcp { addr, trust }
-                }
-            };
-            let (client, job) = node::join(&plan, &meeting, timeout)?;
-            (Some(client), Some(job))
-        }
-    })
-}
-
 fn start(
     mut state: RwLockWriteGuard<'static, Phase>,
     config: Config,
-    launch: Launch,
-    trust: Option<Trust>,
-    job: Option<Job>,
+    bootstrap: Bootstrap,
+    heap_size: Option<usize>,
     timeouts: Timeouts,
 ) -> Result<Arc<Runtime>> {
-    let call = job.as_ref().map_or("shmem_init", |j| j.call);
-    let (my_pe, n_pes) = (launch.my_pe() as usize, launch.n_pes() as usize);
-    log::set_pe(my_pe as i32);
-    wait::configure(n_pes);
-    let joined = join(&config, launch, trust, timeouts.init);
-    let (store, node) = match (joined, &job) {
-        (Ok(j), _) => j,
-        (Err(e), Some(job)) => return Err(attrs::refused_join(job, e)),
-        (Err(e), None) => return Err(e),
-    };
-    if let (Some(job), Some(client)) = (&job, &store) {
-        let (seen, checked) = attrs::check(client, job, timeouts.init);
-        if let Err(e) = checked {
-            // Logged here, before leaving: once this PE has left, PE 0 may end at any time.
-            tracing::error!("{call}: {e}");
-            if let Some(node) = &node {
-                node.finalizing();
-            }
-            let _ = client.goodbye();
-            if let Some(node) = &node {
-                node.wait_for_goodbyes_of(&seen, timeouts.control);
-            }
-            return Err(Error::Logged(Box::new(e)));
-        }
-    }
-    let heap_size = job.as_ref().map_or(config.symmetric_size, |j| j.heap_size);
-    let heap = Heap::create(
-        Box::new(Host),
-        my_pe,
-        n_pes,
-        heap_size,
-        store.as_ref(),
-        timeouts.create,
-    )?;
+    let (my_pe, n_pes) = (bootstrap.rank(), bootstrap.size());
+    wait::configure(bootstrap.nodes().local_pes().len());
+    let heap_size = heap_size.unwrap_or(config.symmetric_size);
+    let heap = Heap::create(Box::new(Host), heap_size, &bootstrap, timeouts.create)?;
     heap.check_host_data_path()?;
-    let control = Control::create(my_pe, n_pes, store.as_ref(), timeouts.create)?;
+    let control = Control::create(&bootstrap, timeouts.create)?;
     STATUS.store(STATUS_SHM_CREATED, Ordering::Release);
-    let static_data = static_data::exchange(store.as_ref(), my_pe, n_pes, timeouts.create)?;
-    let transport = start_transport(
-        store.as_ref(),
-        my_pe,
-        &heap,
-        &static_data,
-        n_pes,
-        timeouts.create,
-    )?;
-    if let Some(store) = &store {
-        store.barrier(timeouts.create).map_err(|e| match e {
-            BootstrapError::Timeout { after, .. } => Error::Launch(format!(
-                "not every PE reached the end of start-up within {:.1} s (the start-up timeout, \
-                 SHMEM_INIT_TIMEOUT), though every PE had published its heap and static data: \
-                 one is stuck or died since",
-                after.as_secs_f64()
-            )),
-            e => e.into(),
-        })?;
-    }
+    let static_data = static_data::exchange(&bootstrap, timeouts.create)?;
+    let transport = start_transport(&bootstrap, &heap, &static_data, timeouts.create)?;
+    bootstrap.barrier(timeouts.create).map_err(|e| match e {
+        BootstrapError::Timeout { after, .. } => Error::Timeout {
+            step: "not every PE reached the end of start-up".into(),
+            after,
+            bound: "the start-up timeout, SHMEM_INIT_TIMEOUT".into(),
+            why: ", though every PE had published its heap and static data: one is stuck or \
+                      died since"
+                .into(),
+        },
+        e => e.into(),
+    })?;
     if my_pe == 0 {
         if config.print_version {
             println!("shmem {VERSION} (OpenSHMEM 1.5)");
@@ -392,9 +192,13 @@ fn start(
             print!("{}", env::describe());
         }
     }
+    let nodes = bootstrap.nodes();
     tracing::debug!(
-        "initialized: {n_pes} PEs, {} bytes of symmetric heap",
-        heap.size()
+        "initialized: {n_pes} PEs, {} bytes of symmetric heap; node {}, local rank {} of {}",
+        heap.size(),
+        nodes.node_of(my_pe),
+        nodes.local_rank(),
+        nodes.local_pes().len()
     );
     let central_barrier = match config.barrier {
         "central" => true,
@@ -431,8 +235,7 @@ fn start(
         timeouts,
         my_pe,
         n_pes,
-        store,
-        node,
+        bootstrap,
         heap,
         control,
         _static_data: static_data,
@@ -443,7 +246,7 @@ fn start(
     wait::publish_naps(Some(barrier::nap_stamp(&rt.control, my_pe)));
     *state = Phase::Running(rt.clone());
     STATUS.store(STATUS_IS_INITIALIZED, Ordering::Release);
-    tls::wipe_key_material();
+    rt.bootstrap.started();
     Ok(rt)
 }
 
@@ -451,13 +254,12 @@ fn start(
 /// (collective), or `None` when every PE is mapped here, as it is unless `SHMEM_TEST_LOOPBACK`
 /// chooses PEs for the loopback test transport.
 fn start_transport(
-    store: Option<&Client>,
-    my_pe: usize,
+    bootstrap: &Bootstrap,
     heap: &Heap,
     static_data: &StaticData,
-    n_pes: usize,
     timeout: Duration,
 ) -> Result<Option<transport::Started>> {
+    let (my_pe, n_pes) = (bootstrap.rank(), bootstrap.size());
     let heap_bases: Vec<usize> = (0..n_pes).map(|pe| heap.user_base(pe)).collect();
     let chosen: Box<dyn transport::Transport> = match env::test_loopback(n_pes)? {
         Some(pes) => Box::new(transport::loopback::Loopback::new(
@@ -484,12 +286,8 @@ fn start_transport(
             len: static_data.size,
         });
     }
-    let mut allgather = |data: &[u8]| -> Result<Vec<Vec<u8>>> {
-        match store {
-            Some(s) => Ok(s.allgather(data, timeout)?),
-            None => Ok(vec![data.to_vec()]),
-        }
-    };
+    let mut allgather =
+        |data: &[u8]| -> Result<Vec<Vec<u8>>> { Ok(bootstrap.allgather(data, timeout)?) };
     transport::start(chosen, &segments, &mut allgather).map(Some)
 }
 
@@ -515,15 +313,7 @@ pub fn finalize() -> Result<()> {
     let rt = get("shmem_finalize")?;
     rt.enter(Call::new("shmem_finalize", Step::Finalize));
     wait::publish_naps(None);
-    if let Some(node) = &rt.node {
-        node.finalizing();
-    }
-    if let Some(store) = &rt.store {
-        store.goodbye()?;
-    }
-    if let Some(node) = &rt.node {
-        node.wait_for_goodbyes(rt.timeouts.control)?;
-    }
+    rt.bootstrap.goodbye(rt.timeouts.control)?;
     if let Some(t) = &rt.transport {
         t.transport().finalize()?;
     }
@@ -531,7 +321,6 @@ pub fn finalize() -> Result<()> {
     job_state::clear();
     *STATE.write().unwrap_or_else(|p| p.into_inner()) = Phase::Finalized;
     STATUS.store(STATUS_NOT_INITIALIZED, Ordering::Release);
-    uniqueid::release_all();
     Ok(())
 }
 
@@ -550,12 +339,7 @@ pub fn stop_after_error(status: i32) -> ! {
 
 fn end_job(status: i32, after_error: bool) -> ! {
     if let Ok(Phase::Running(rt)) = STATE.try_read().as_deref() {
-        if let Some(node) = rt.node.as_ref().filter(|n| n.hosts_store()) {
-            node.global_exit(status, after_error);
-        }
-        if let Some(store) = &rt.store {
-            store.abort(status, after_error);
-        }
+        rt.bootstrap.abort(status, after_error);
     }
     exit_process(status)
 }
@@ -700,15 +484,16 @@ impl Runtime {
     /// This PE's half of an allocation, without the closing barrier.
     fn alloc_local(&self, call: &str, len: usize, align: usize, zero: bool) -> Result<usize> {
         if align > heap::USER_BASE_ALIGN {
-            return Err(Error::Heap(format!(
-                "{call}: alignment={align} is larger than the largest supported ({})",
-                heap::USER_BASE_ALIGN
-            )));
+            return Err(Error::Alignment {
+                call: call.to_string(),
+                align,
+                max: heap::USER_BASE_ALIGN,
+            });
         }
         let off = self
             .heap
             .with_allocator(|a| a.alloc(len, align))
-            .map_err(|e| Error::Heap(heap::describe(call, &e, self.heap.size())))?;
+            .map_err(|e| heap::alloc_error(call, None, &e, self.heap.size()))?;
         if zero {
             self.heap.zero(off, len)?;
         }
@@ -759,18 +544,15 @@ impl Runtime {
     }
 
     fn user_offset(&self, call: &str, addr: usize) -> Result<usize> {
-        self.heap.offset_of(addr).ok_or_else(|| {
-            Error::Heap(format!(
-                "{call}: ptr={addr:#x} is not an address in the symmetric heap"
-            ))
+        self.heap.offset_of(addr).ok_or_else(|| Error::NoSuchBlock {
+            call: call.to_string(),
+            addr,
+            offset: None,
         })
     }
 
     fn bad_block(&self, call: &str, addr: usize, e: &heap::alloc::AllocError) -> Error {
-        Error::Heap(format!(
-            "{} (ptr={addr:#x}: already freed, or not a block start)",
-            heap::describe(call, e, self.heap.size())
-        ))
+        heap::alloc_error(call, Some(addr), e, self.heap.size())
     }
 }
 

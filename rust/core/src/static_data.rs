@@ -19,7 +19,7 @@
 //! failure becomes the reason static targets are refused), and never allocate, lock or log in
 //! the fork handlers (they run inside fork, the child's in a child of a threaded process).
 
-use crate::bootstrap::Client;
+use crate::bootstrap::Bootstrap;
 use crate::device::host::Host;
 use crate::device::{self, Device, Placement};
 use crate::error::{Error, Result};
@@ -217,11 +217,34 @@ fn build_id(notes: &[u8], align: usize) -> Option<Vec<u8>> {
     None
 }
 
+/// Why this PE's global and static variables stayed private (not moved into shared memory).
+/// Text, since the PEs tell each other in their announcements and the job state shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct NotMoved(String);
+
+impl From<String> for NotMoved {
+    fn from(why: String) -> Self {
+        NotMoved(why)
+    }
+}
+
+impl std::fmt::Display for NotMoved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for NotMoved {
+    fn from(why: &str) -> Self {
+        NotMoved(why.to_string())
+    }
+}
+
 /// What one PE tells the others at init.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Announce {
     /// `Err(reason)` when this PE did not move its static data.
-    moved: std::result::Result<(), String>,
+    moved: std::result::Result<(), NotMoved>,
     /// Bytes of symmetric static data (0 when unknown).
     len: usize,
     /// Which executable this is: "build-id <hex>", or path, size and segment when it has none.
@@ -233,7 +256,7 @@ impl Announce {
         let identity = self.identity.replace('\n', "?");
         match &self.moved {
             Ok(()) => format!("moved\n{}\n{identity}", self.len),
-            Err(reason) => format!("off\n{}\n{identity}\n{reason}", self.len),
+            Err(NotMoved(reason)) => format!("off\n{}\n{identity}\n{reason}", self.len),
         }
         .into_bytes()
     }
@@ -246,7 +269,7 @@ impl Announce {
         let identity = parts.next()?.to_string();
         let moved = match (state, parts.next()) {
             ("moved", None) => Ok(()),
-            ("off", Some(reason)) => Err(reason.to_string()),
+            ("off", Some(reason)) => Err(NotMoved::from(reason)),
             _ => return None,
         };
         Some(Announce {
@@ -270,7 +293,7 @@ enum Off {
 /// allgathered list, so all reach the same on/off answer; the reason is told from this PE's side.
 fn verdict(all: &[Announce], my_pe: usize) -> std::result::Result<(), Off> {
     let mine = &all[my_pe];
-    if let Err(reason) = &mine.moved {
+    if let Err(NotMoved(reason)) = &mine.moved {
         return Err(Off::Skipped(reason.clone()));
     }
     if let Some((pe, reason)) = all
@@ -304,7 +327,7 @@ struct Prepared {
     /// The executable's symmetric range, moved or not (`None` when it has none).
     range: Option<Range>,
     /// The memfd now behind `range`, or why nothing was moved.
-    moved: std::result::Result<OwnedFd, String>,
+    moved: std::result::Result<OwnedFd, NotMoved>,
     identity: String,
     /// Things worth a debug line at init (the constructor does not log).
     notes: Vec<String>,
@@ -349,13 +372,13 @@ fn prepare_now() -> Prepared {
     });
     let identity = identity(exe);
     let moved = match (&range, mode) {
-        (Err(e), _) => Err(e.clone()),
-        (_, Err(e)) => Err(e),
-        (Ok(_), Ok("0")) => Err(OFF_BY_ENV.to_string()),
+        (Err(e), _) => Err(NotMoved(e.clone())),
+        (_, Err(e)) => Err(NotMoved(e)),
+        (Ok(_), Ok("0")) => Err(OFF_BY_ENV.into()),
         (Ok(_), Ok("auto")) if !loaded_at_start(&objects, &preload_names()) => {
-            Err(OFF_BY_DLOPEN.to_string())
+            Err(OFF_BY_DLOPEN.into())
         }
-        (Ok(range), Ok(_)) => move_to_memfd(*range, page),
+        (Ok(range), Ok(_)) => move_to_memfd(*range, page).map_err(|e| NotMoved(e.to_string())),
     };
     if let (Ok(range), Ok(_)) = (&range, &moved) {
         notes.push(format!(
@@ -546,7 +569,7 @@ fn identity(exe: &Object) -> String {
 
 /// Copies `range` into a new memfd and maps the memfd over it, shared, at the same address.
 /// Registers the fork handlers first, so no fork can see the range shared without them.
-fn move_to_memfd(range: Range, page: usize) -> std::result::Result<OwnedFd, String> {
+fn move_to_memfd(range: Range, page: usize) -> Result<OwnedFd> {
     static REGISTERED: AtomicBool = AtomicBool::new(false);
     if !REGISTERED.swap(true, Ordering::AcqRel) {
         // SAFETY: registers handlers that only use async-signal-safe system calls.
@@ -558,13 +581,13 @@ fn move_to_memfd(range: Range, page: usize) -> std::result::Result<OwnedFd, Stri
             )
         };
         if rc != 0 {
-            return Err(format!(
-                "pthread_atfork failed ({}), so a fork could not be made safe",
-                std::io::Error::from_raw_os_error(rc)
+            return Err(Error::os(
+                "pthread_atfork (needed to make a fork safe)",
+                std::io::Error::from_raw_os_error(rc),
             ));
         }
     }
-    let fd = mapping::memfd("shmem-static-data", range.len).map_err(|e| e.to_string())?;
+    let fd = mapping::memfd("shmem-static-data", range.len)?;
     // SAFETY: the range is the executable's loaded writable data segment, mapped readable for
     // the life of the process; nothing writes it meanwhile (constructor: no other thread runs
     // user code yet), so a shared byte view of it races with nothing.
@@ -573,7 +596,7 @@ fn move_to_memfd(range: Range, page: usize) -> std::result::Result<OwnedFd, Stri
     copy_nonzero_pages(&fd, live, page, |i| {
         untouched.get(i).copied().unwrap_or(false)
     })
-    .map_err(|e| format!("copying static data to a memfd: {e}"))?;
+    .map_err(|e| Error::os("copying static data to a memfd", e))?;
     // SAFETY: replaces the executable's data pages by the memfd holding the same bytes; the
     // addresses, protection and contents stay the same, so every pointer into them stays valid.
     let mapped = unsafe {
@@ -588,9 +611,9 @@ fn move_to_memfd(range: Range, page: usize) -> std::result::Result<OwnedFd, Stri
     };
     if let Err(e) = mapped {
         restore(range, &fd);
-        return Err(format!(
-            "mapping static data shared at {:#x}: {e}",
-            range.start
+        return Err(Error::os(
+            format!("mapping static data shared at {:#x}", range.start),
+            e,
         ));
     }
     CHILD_START.store(range.start, Ordering::Release);
@@ -852,12 +875,8 @@ pub struct StaticData {
 
 /// Exchanges static-data files with every PE (collective, right after the heap exchange) and
 /// maps theirs; decides for the whole job whether static targets are symmetric.
-pub fn exchange(
-    store: Option<&Client>,
-    my_pe: usize,
-    n_pes: usize,
-    timeout: Duration,
-) -> Result<StaticData> {
+pub fn exchange(bootstrap: &Bootstrap, timeout: Duration) -> Result<StaticData> {
+    let (my_pe, n_pes) = (bootstrap.rank(), bootstrap.size());
     let prepared = PREPARED.get();
     for note in prepared.iter().flat_map(|p| &p.notes) {
         tracing::debug!("static data: {note}");
@@ -865,32 +884,29 @@ pub fn exchange(
     let range = prepared.and_then(|p| p.range);
     let (base, size) = range.map_or((0, 0), |r| (r.start, r.len));
     let moved = match prepared.map(|p| &p.moved) {
-        None => Err(NOT_PREPARED.to_string()),
+        None => Err(NotMoved::from(NOT_PREPARED)),
         Some(Err(reason)) => Err(reason.clone()),
-        Some(Ok(_)) if FORKED.load(Ordering::Acquire) => Err(FORKED_CHILD.to_string()),
+        Some(Ok(_)) if FORKED.load(Ordering::Acquire) => Err(NotMoved::from(FORKED_CHILD)),
         Some(Ok(fd)) => Ok(fd),
     };
     let mine = Announce {
-        moved: moved.as_ref().map(|_| ()).map_err(String::clone),
+        moved: moved.as_ref().map(|_| ()).map_err(NotMoved::clone),
         len: size,
         identity: prepared.map_or_else(|| "unknown executable".into(), |p| p.identity.clone()),
     };
-    let all = match store {
-        None => vec![mine.clone()],
-        Some(store) => (store.allgather(&mine.encode(), timeout))
-            .map_err(|e| e.unshared("how it lays out global and static variables"))?
-            .iter()
-            .enumerate()
-            .map(|(pe, bytes)| {
-                Announce::decode(bytes).ok_or_else(|| Error::Mismatch {
-                    pe: pe as i32,
-                    what: "sent a static-data record this PE cannot read (a different \
-                           libshmem version?)"
-                        .into(),
-                })
+    let all = (bootstrap.allgather(&mine.encode(), timeout))
+        .map_err(|e| e.unshared("how it lays out global and static variables"))?
+        .iter()
+        .enumerate()
+        .map(|(pe, bytes)| {
+            Announce::decode(bytes).ok_or_else(|| Error::Mismatch {
+                pe: pe as i32,
+                what: "sent a static-data record this PE cannot read (a different libshmem \
+                       version?)"
+                    .into(),
             })
-            .collect::<Result<Vec<_>>>()?,
-    };
+        })
+        .collect::<Result<Vec<_>>>()?;
     let off = |off_reason: String| StaticData {
         base,
         size,
@@ -912,17 +928,15 @@ pub fn exchange(
             Ok(off(reason))
         }
         // The verdict is on only when this PE moved its data, so `moved` is Ok here.
-        (Ok(()), Err(reason)) => Ok(off(reason)),
+        (Ok(()), Err(NotMoved(reason))) => Ok(off(reason)),
         (Ok(()), Ok(fd)) => {
             let mut bases = vec![0; n_pes];
             bases[my_pe] = base;
             let mut maps = Vec::new();
-            if let Some(store) = store {
+            {
                 let exports = device::exchange(
-                    store,
+                    bootstrap,
                     "data/",
-                    my_pe,
-                    n_pes,
                     Host.export_fd(fd)?,
                     "its global and static variables",
                     timeout,
@@ -1237,7 +1251,7 @@ mod tests {
 
     fn announce(moved: std::result::Result<(), &str>, len: usize, id: &str) -> Announce {
         Announce {
-            moved: moved.map_err(str::to_string),
+            moved: moved.map_err(NotMoved::from),
             len,
             identity: id.into(),
         }

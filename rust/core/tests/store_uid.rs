@@ -167,7 +167,7 @@ fn a_made_id_serves_on_its_own_socket() {
             Some(made.config().unwrap()),
         )
         .unwrap();
-    let addr = StoreAddr::parse(&id.store_text(), None).unwrap();
+    let addr = id.store_addr();
     run_job(
         &dial(&addr, Some(id.fingerprint), &hex(&id.secret)),
         2,

@@ -241,19 +241,54 @@ impl LaunchError {
     }
 }
 
+/// Why the store could not be opened on TCP (`--store`).
+#[derive(Debug, thiserror::Error)]
+enum StoreSetupError {
+    /// A variable of the runtime's table (`SHMEM_INSTANCE_PORT_RANGE`, `SHMEM_TLS_DISABLE`)
+    /// does not parse.
+    #[error("{0}")]
+    Env(#[from] shmem_core::error::Error),
+    /// The address does not parse.
+    #[error("{0}")]
+    Addr(#[from] shmem_core::bootstrap::addr::AddrError),
+    /// No listening socket at the address.
+    #[error("{0} (or port 0 for any free one)")]
+    Bind(shmem_core::bootstrap::addr::AddrError),
+    /// The job's certificates or TLS configuration.
+    #[error("{0}")]
+    Tls(#[from] tls::TlsError),
+    /// A system call failed while doing `what`.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The system's error.
+        source: io::Error,
+    },
+    /// The sealed file holding the job's TLS bundle could not be made.
+    #[error("the job's TLS bundle: {what}: {source}")]
+    Bundle {
+        /// The step.
+        what: &'static str,
+        /// The system's error.
+        source: Errno,
+    },
+}
+
 /// Listens at `text` (TLS 1.3 with a fresh per-job CA unless `SHMEM_TLS_DISABLE=1`) and
 /// serves the store there; returns what the PEs are told.
-fn serve_tcp(server: &Server, text: &str) -> Result<Reach, String> {
-    let range = shmem_core::env::port_range().map_err(|e| e.to_string())?;
+fn serve_tcp(server: &Server, text: &str) -> Result<Reach, StoreSetupError> {
+    let range = shmem_core::env::port_range()?;
     let addr = StoreAddr::parse(text, range)?;
-    let tls_off = shmem_core::env::tls_disable().map_err(|e| e.to_string())?;
+    let tls_off = shmem_core::env::tls_disable()?;
     // The PEs learn the port from shmemrun, so any free one will do.
-    let listener = addr
-        .bind()
-        .map_err(|e| format!("{e} (or port 0 for any free one)"))?;
+    let listener = addr.bind().map_err(StoreSetupError::Bind)?;
     let port = listener
         .local_addr()
-        .map_err(|e| format!("the bound address: {e}"))?
+        .map_err(|source| StoreSetupError::Io {
+            what: "the bound address",
+            source,
+        })?
         .port();
     let dial = addr.dial_ip();
     let (config, bundle) = if tls_off {
@@ -277,7 +312,10 @@ fn serve_tcp(server: &Server, text: &str) -> Result<Reach, String> {
     };
     server
         .serve_tcp(listener, config)
-        .map_err(|e| format!("cannot start the store's acceptor: {e}"))?;
+        .map_err(|source| StoreSetupError::Io {
+            what: "cannot start the store's acceptor",
+            source,
+        })?;
     Ok(Reach::Tcp {
         addr: url(dial, port),
         bundle,
@@ -286,9 +324,9 @@ fn serve_tcp(server: &Server, text: &str) -> Result<Reach, String> {
 
 /// An anonymous file holding `bytes`, sealed against any change, close-on-exec (the PEs get it
 /// through `child_setup`). Nothing reaches a file system.
-fn sealed_memfd(bytes: &[u8]) -> Result<OwnedFd, String> {
+fn sealed_memfd(bytes: &[u8]) -> Result<OwnedFd, StoreSetupError> {
     use rustix::fs::{fcntl_add_seals, memfd_create, MemfdFlags, SealFlags};
-    let err = |what: &str, e: rustix::io::Errno| format!("the job's TLS bundle: {what}: {e}");
+    let err = |what, source| StoreSetupError::Bundle { what, source };
     let fd = memfd_create(
         "shmem-job-tls",
         MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,

@@ -78,23 +78,36 @@ struct Cli {
     command: Vec<OsString>,
 }
 
-fn parse_pes(s: &str) -> Result<u32, String> {
-    let n: u32 = s
-        .parse()
-        .map_err(|_| format!("not a whole number (expected 1 to {MAX_PES})"))?;
+/// Why a number on the command line was refused.
+#[derive(Debug, PartialEq, thiserror::Error)]
+enum ArgError {
+    /// `-n` is not a whole number.
+    #[error("not a whole number (expected 1 to {MAX_PES})")]
+    NotAPeCount,
+    /// `-n` is out of range.
+    #[error("the number of PEs must be between 1 and {MAX_PES}")]
+    PeCountOutOfRange,
+    /// A duration is not a number.
+    #[error("not a number of seconds")]
+    NotSeconds,
+    /// A duration is out of range.
+    #[error("must be more than 0 and at most 1e9 seconds")]
+    SecondsOutOfRange,
+}
+
+fn parse_pes(s: &str) -> Result<u32, ArgError> {
+    let n: u32 = s.parse().map_err(|_| ArgError::NotAPeCount)?;
     if n == 0 || n > MAX_PES {
-        return Err(format!("the number of PEs must be between 1 and {MAX_PES}"));
+        return Err(ArgError::PeCountOutOfRange);
     }
     Ok(n)
 }
 
-fn parse_seconds(s: &str) -> Result<f64, String> {
-    let secs: f64 = s
-        .parse()
-        .map_err(|_| "not a number of seconds".to_string())?;
+fn parse_seconds(s: &str) -> Result<f64, ArgError> {
+    let secs: f64 = s.parse().map_err(|_| ArgError::NotSeconds)?;
     // Keep it representable as a Duration and an Instant offset (about 30 years).
     if !(secs > 0.0 && secs <= 1e9) {
-        return Err("must be more than 0 and at most 1e9 seconds".into());
+        return Err(ArgError::SecondsOutOfRange);
     }
     Ok(secs)
 }

@@ -1,57 +1,58 @@
-//! Bootstrap: the key-value control store that PEs use to find each other at setup time.
+//! Bootstrap: how the PEs of a job find each other at start-up, and the few collective steps
+//! they take through the job's control store until they finish.
 //!
-//! Owns the store protocol ([`wire`]), the store server ([`Server`], run by `shmemrun`, or by
-//! PE 0 under other launchers) and the client each PE holds ([`Client`]): SET, GET with
-//! timeout, ADD, CAS, APPEND, DELETE, descriptor passing, ABORT (global exit), BYE (finalize),
-//! and barrier/allgather built on them; the streams they run over ([`link`]: Unix sockets, TCP,
-//! TLS 1.3), store addresses ([`addr`]), trust and certificates ([`tls`]), the node-local
-//! descriptor store of TCP jobs ([`rendezvous`]); where each PE runs ([`locality`]); which
-//! launcher started the job ([`launch`]), its own key-value service ([`kvs`]: PMI-1 over
-//! `PMI_FD`, [`pmi1`], or PMIx loaded at run time, [`pmix`]) and how PEs meet without
-//! `shmemrun` ([`node`]).
+//! [`join`] reads who started this process, meets the other PEs and returns one
+//! [`Bootstrap`]: rank and size, which PEs share this node, allgather, barrier, the exchange of
+//! node-local descriptors, abort and goodbye. The runtime uses only that object. Its parts,
+//! one folder each:
+//! - `launcher/`: which launcher started the process and what its environment says (`launch`),
+//!   the launchers' key-value services (`kvs`, `pmi1`, `pmix`), explicit attributes (`attrs`)
+//!   and unique ids ([`uniqueid`]);
+//! - `node/`: where each PE runs (`locality`), PE 0's store for launchers other than
+//!   `shmemrun` (`meet`), the node-local descriptor store of TCP jobs (`rendezvous`);
+//! - `store/`: the key-value store itself: protocol ([`wire`]), [`Server`], [`Client`], the
+//!   streams under them, addresses ([`addr`]) and trust ([`tls`]).
+//!
 //! Must never be used on the data path (puts, gets, atomics, data-path waits): every call here
 //! is a round trip to the store. Every blocking step has a timeout, and errors name the
 //! operation and the key.
 
-pub mod addr;
-pub mod attrs;
-mod client;
-pub(crate) mod kvs;
-pub(crate) mod launch;
-mod link;
-pub(crate) mod locality;
-pub(crate) mod node;
-mod pmi1;
-mod pmix;
-pub(crate) mod rendezvous;
-mod server;
-pub mod tls;
-pub mod uniqueid;
-mod unix;
-pub mod wire;
+mod launcher;
+mod node;
+mod store;
 
-use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
-use crate::error::Error;
+use crate::env::{self, Config};
+use crate::error::{Error, LaunchError, Result};
+use crate::runtime::Timeouts;
+use launcher::attrs::{self, Job};
+use launcher::kvs::{self, Choice, FromKvs};
+use launcher::launch::{self, Launch};
+use node::locality::{self, NodeMap};
+use node::meet::{self, Meeting, NodeJob};
+use store::tls::Trust;
 
-pub use client::{Client, TcpDial};
-pub use server::{PeerStatus, Server, StoreEvent, EXTRA_TCP_CONNECTIONS, FRAME_BUDGET};
-
-/// Store key under which the store records why it refused PE `rank`'s HELLO (another job
-/// size), for the PEs waiting for that PE at start-up.
-pub(crate) fn refused_key(rank: u32) -> String {
-    format!("shmem/refused/{rank}")
-}
+pub(crate) use launcher::attrs::Job as JobAttrs;
+pub(crate) use launcher::attrs::Meet;
+pub(crate) use launcher::launch::rank_hint;
+pub use launcher::uniqueid;
+pub use launcher::NotLoaded;
+pub use store::{addr, tls, wire};
+pub use store::{
+    BootstrapError, Client, PeerStatus, Server, StoreEvent, TcpDial, EXTRA_TCP_CONNECTIONS,
+    FRAME_BUDGET,
+};
 
 /// 128 bits from the system's random generator, for secrets and names no other job picks;
 /// `what` says what they are for, in the error.
-pub(crate) fn random_bits(what: &str) -> crate::error::Result<[u8; 16]> {
+pub(crate) fn random_bits(what: &'static str) -> Result<[u8; 16]> {
     use ring::rand::SecureRandom;
     let mut bytes = [0u8; 16];
     ring::rand::SystemRandom::new()
         .fill(&mut bytes)
-        .map_err(|_| Error::Launch(format!("the system's random generator failed ({what})")))?;
+        .map_err(|_| Error::Launch(LaunchError::NoRandom { what }))?;
     Ok(bytes)
 }
 
@@ -60,258 +61,392 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// What [`gather`] read: every PE's value (this PE's included) up to the first PE it could not
-/// read, and why it could not.
-pub(crate) struct Gathered {
-    /// Indexed by PE; `None` for PEs not read.
-    pub values: Vec<Option<Vec<u8>>>,
-    /// The first PE that could not be read and why; `None` when every PE was.
-    pub error: Option<Error>,
+/// How this PE learns which job it is part of.
+pub(crate) enum Joining {
+    /// From the launcher's environment (`shmem_init`).
+    Environment,
+    /// From explicit attributes (`shmem_init_attr`, the unique-id form); every PE checks that
+    /// all were given the same job.
+    Attributes(Job),
 }
 
-impl Gathered {
-    /// The PEs whose values were read (this PE's included).
-    pub fn seen(&self) -> Vec<u32> {
-        (self.values.iter().enumerate())
-            .filter(|(_, v)| v.is_some())
-            .map(|(pe, _)| pe as u32)
-            .collect()
-    }
+/// Which PEs share a node: a node number per PE (numbered in order of their lowest PE), the
+/// PEs of this PE's node in order, and this PE's place among them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Nodes {
+    node_of: Vec<u32>,
+    local: Vec<usize>,
+    local_rank: usize,
 }
 
-/// How long one GATHER of a start-up allgather waits before [`gather`] looks whether the
-/// store refused the PE it waits for.
-const REFUSAL_CHECK: Duration = Duration::from_millis(200);
-
-/// A start-up allgather that notices PEs the store refused: publishes `mine` (which is `what`,
-/// for messages: "its node identity") at `{prefix}{my PE}`, then reads every PE's value at
-/// `{prefix}{pe}` with one GATHER at a time until `deadline`. While a PE's value is missing,
-/// looks whether the store refused that PE's HELLO (an [`Error::Mismatch`] with the store's
-/// reason); at the deadline, the first PE still missing has not published it
-/// ([`BootstrapError::NotPublished`]). On failure the values of the PEs before the first one
-/// missing are read one by one, so that the caller can compare them. The keys stay in the
-/// store: start-up writes each once.
-pub(crate) fn gather(
-    store: &Client,
-    prefix: &str,
-    what: &'static str,
-    mine: &[u8],
-    deadline: std::time::Instant,
-) -> Gathered {
-    use std::time::Instant;
-    let (me, n_pes) = (store.rank(), store.n_pes());
-    let mut values = vec![None; n_pes as usize];
-    values[me as usize] = Some(mine.to_vec());
-    if let Err(e) = store.set(&format!("{prefix}{me}"), mine) {
-        return Gathered {
-            values,
-            error: Some(e.into()),
-        };
-    }
-    let started = Instant::now();
-    let (missing, error) = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let pe = match store.gather(prefix, n_pes, left.min(REFUSAL_CHECK)) {
-            Ok(all) => {
-                return Gathered {
-                    values: all.into_iter().map(Some).collect(),
-                    error: None,
-                }
-            }
-            Err(BootstrapError::Absent { rank, .. }) => rank,
-            Err(e) => break (None, Error::from(e)),
-        };
-        if let Ok(why) = store.get(&refused_key(pe), Duration::ZERO) {
-            let what = format!(
-                "cannot join this PE's job (PE {me} of {n_pes}): {}",
-                String::from_utf8_lossy(&why)
-            );
-            break (
-                Some(pe),
-                Error::Mismatch {
-                    pe: pe as i32,
-                    what,
-                },
-            );
+impl Nodes {
+    /// The map for PE `me` from every PE's node number.
+    fn new(node_of: Vec<u32>, me: usize) -> Nodes {
+        let local: Vec<usize> = (0..node_of.len())
+            .filter(|&pe| node_of[pe] == node_of[me])
+            .collect();
+        let local_rank = local.iter().position(|&pe| pe == me).unwrap_or(0);
+        Nodes {
+            node_of,
+            local,
+            local_rank,
         }
-        if left.is_zero() {
-            let after = started.elapsed();
-            break (
-                Some(pe),
-                Error::Bootstrap(BootstrapError::NotPublished {
-                    rank: pe,
-                    what,
-                    after,
-                }),
-            );
+    }
+
+    /// Every PE of a job on one node (a job that meets at a Unix socket cannot span more).
+    fn one(n_pes: usize, me: usize) -> Nodes {
+        Nodes::new(vec![0; n_pes], me)
+    }
+
+    fn from_map(map: &NodeMap, me: usize) -> Nodes {
+        Nodes::new(map.numbers(), me)
+    }
+
+    /// The node number of PE `pe`.
+    pub(crate) fn node_of(&self, pe: usize) -> u32 {
+        self.node_of[pe]
+    }
+
+    /// The PEs on this PE's node, in increasing order (this PE included).
+    pub(crate) fn local_pes(&self) -> &[usize] {
+        &self.local
+    }
+
+    /// This PE's index in [`Nodes::local_pes`].
+    pub(crate) fn local_rank(&self) -> usize {
+        self.local_rank
+    }
+}
+
+/// This PE's membership in a started job: who it is, who shares its node, and the store it
+/// reaches the others through. Made by [`join`].
+#[derive(Debug)]
+pub(crate) struct Bootstrap {
+    rank: usize,
+    size: usize,
+    nodes: Nodes,
+    /// Connection to the job's store (`shmemrun`'s, or PE 0's under other launchers); `None`
+    /// for a 1-PE job started without a launcher.
+    store: Option<Client>,
+    /// Under launchers other than `shmemrun`: this PE's part in the node-local job.
+    node: Option<NodeJob>,
+}
+
+impl Bootstrap {
+    /// A 1-PE job without a launcher: no store, no node-local job.
+    pub(crate) fn alone() -> Bootstrap {
+        Bootstrap {
+            rank: 0,
+            size: 1,
+            nodes: Nodes::one(1, 0),
+            store: None,
+            node: None,
+        }
+    }
+
+    /// This PE's number.
+    pub(crate) fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The number of PEs in the job.
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Which PEs share a node.
+    pub(crate) fn nodes(&self) -> &Nodes {
+        &self.nodes
+    }
+
+    /// Every PE's `data` indexed by PE (this PE's own included), one GATHER at the store per
+    /// PE: O(N) per PE. Collective; blocks up to `timeout`.
+    pub(crate) fn allgather(
+        &self,
+        data: &[u8],
+        timeout: Duration,
+    ) -> std::result::Result<Vec<Vec<u8>>, BootstrapError> {
+        match &self.store {
+            Some(s) => s.allgather(data, timeout),
+            None => Ok(vec![data.to_vec()]),
+        }
+    }
+
+    /// Waits up to `timeout` until every PE has called it as often. Collective.
+    pub(crate) fn barrier(&self, timeout: Duration) -> std::result::Result<(), BootstrapError> {
+        match &self.store {
+            Some(s) => s.barrier(timeout),
+            None => Ok(()),
+        }
+    }
+
+    /// Every PE's node-local descriptor published under `prefix` (its own `fd` included), as
+    /// duplicates indexed by PE, in one round trip once all are there. Collective; the PEs
+    /// must share a node. Blocks up to `timeout`.
+    pub(crate) fn exchange_fds(
+        &self,
+        prefix: &str,
+        fd: BorrowedFd<'_>,
+        timeout: Duration,
+    ) -> std::result::Result<Vec<OwnedFd>, BootstrapError> {
+        let Some(store) = &self.store else {
+            let own = fd
+                .try_clone_to_owned()
+                .map_err(|source| BootstrapError::Io {
+                    op: "put_fd",
+                    source,
+                })?;
+            return Ok(vec![own]);
+        };
+        store.put_fd(&format!("{prefix}{}", self.rank), fd.as_fd())?;
+        store.gather_fds(prefix, self.size as u32, timeout)
+    }
+
+    /// Ends the whole job with `status` (`after_error`: the library stops it after an error
+    /// it reported, not the program's `shmem_global_exit`): PE 0 hosting the store ends every
+    /// other PE, any other PE asks the store's host to. Returns; the caller exits.
+    pub(crate) fn abort(&self, status: i32, after_error: bool) {
+        if let Some(node) = self.node.as_ref().filter(|n| n.hosts_store()) {
+            node.global_exit(status, after_error);
+        }
+        if let Some(store) = &self.store {
+            store.abort(status, after_error);
+        }
+    }
+
+    /// Start-up is over: every PE has reached the store, so the TLS key material this process
+    /// held for it is wiped.
+    pub(crate) fn started(&self) {
+        tls::wipe_key_material();
+    }
+
+    /// Leaves the job at finalize: says goodbye to the store; PE 0 hosting the store then
+    /// waits up to `timeout` for every other PE's goodbye. Then closes what the unique ids
+    /// this process made still held.
+    pub(crate) fn goodbye(&self, timeout: Duration) -> Result<()> {
+        if let Some(node) = &self.node {
+            node.finalizing();
+        }
+        if let Some(store) = &self.store {
+            store.goodbye()?;
+        }
+        if let Some(node) = &self.node {
+            node.wait_for_goodbyes(timeout)?;
+        }
+        uniqueid::release_all();
+        Ok(())
+    }
+
+    /// Leaves a job whose start failed on this PE without ending it for the others: says
+    /// goodbye and, as PE 0 hosting the store, waits for the goodbyes of the PEs in `seen`.
+    fn leave(&self, seen: &[u32], timeout: Duration) {
+        if let Some(node) = &self.node {
+            node.finalizing();
+        }
+        if let Some(store) = &self.store {
+            let _ = store.goodbye();
+        }
+        if let Some(node) = &self.node {
+            node.wait_for_goodbyes_of(seen, timeout);
+        }
+    }
+}
+
+/// Joins the job this process belongs to, as `how` says, and returns this PE's membership:
+/// picks the launcher (`shmemrun`, PMI-1, PMIx, torchrun-style variables, attributes, unique
+/// ids), the meeting place (the launcher's store, PE 0's at a node-local socket or on TCP),
+/// what TCP trusts (TLS) and the key-value service that carries what PEs must agree on first.
+/// Every wait is bounded by `timeouts.init`.
+pub(crate) fn join(config: &Config, how: Joining, timeouts: Timeouts) -> Result<Bootstrap> {
+    let (launch, trust, job) = match how {
+        Joining::Environment => {
+            let launch = launch::detect(launch::Hints {
+                job_id: config.job_id.as_deref(),
+                store: config.bootstrap_addr.as_deref(),
+                kvs: Choice::from_word(config.bootstrap_kvs),
+                pmix_lib: config.pmix_lib.as_deref(),
+                port_range: config.port_range,
+            })?;
+            (launch, None, None)
+        }
+        Joining::Attributes(job) => {
+            let (launch, trust) = attrs::launch(&job, config.tls_disable)?;
+            (launch, trust, Some(job))
         }
     };
-    for pe in (0..missing.unwrap_or(0)).filter(|&pe| pe != me) {
-        match store.get(&format!("{prefix}{pe}"), Duration::ZERO) {
-            Ok(v) => values[pe as usize] = Some(v),
-            Err(_) => break,
+    let (rank, size) = (launch.my_pe() as usize, launch.n_pes() as usize);
+    crate::log::set_pe(rank as i32);
+    let bootstrap = match (meet_job(config, launch, trust, timeouts.init), &job) {
+        (Ok(b), _) => b,
+        (Err(e), Some(job)) => return Err(attrs::refused_join(job, e)),
+        (Err(e), None) => return Err(e),
+    };
+    debug_assert_eq!((bootstrap.rank, bootstrap.size), (rank, size));
+    if let (Some(job), Some(client)) = (&job, &bootstrap.store) {
+        let (seen, checked) = attrs::check(client, job, timeouts.init);
+        if let Err(e) = checked {
+            // Logged here, before leaving: once this PE has left, PE 0 may end at any time.
+            tracing::error!("{}: {e}", job.call);
+            bootstrap.leave(&seen, timeouts.control);
+            return Err(e.logged());
         }
     }
-    Gathered {
-        values,
-        error: Some(error),
-    }
+    Ok(bootstrap)
 }
 
-/// The text of [`BootstrapError::Timeout`]: a wait for a key, or for any answer at all (HELLO).
-fn timeout_text(op: &str, key: &str, after: Duration) -> String {
-    let secs = after.as_secs_f64();
-    if key.is_empty() {
-        format!("the store did not answer {op} within {secs:.1} s")
-    } else {
-        format!("store {op} timed out after {secs:.1} s waiting for key '{key}'")
+/// What a TCP store's ends trust: off (`SHMEM_TLS_DISABLE=1` or the C API said so, with a
+/// warning), the job's CA from `bundle` (`shmemrun`), or the user's certificates; with none of
+/// these, a clear refusal.
+fn trust_for(
+    config: &Config,
+    addr: &addr::StoreAddr,
+    bundle: Option<OwnedFd>,
+    my_pe: u32,
+    launcher_serves: bool,
+) -> Result<Trust> {
+    // Said once per job: by the store's host (shmemrun says it itself).
+    let host = my_pe == 0 && !launcher_serves;
+    if tls::off_by_choice(config.tls_disable, addr, host) {
+        return Ok(Trust::Off);
     }
+    let user = tls::user_settings();
+    if let Some(fd) = bundle {
+        let bytes = read_sealed(&fd)?;
+        return tls::identity_from_bundle(&bytes)
+            .map(Trust::JobCa)
+            .map_err(|source| Error::Tls {
+                what: "the job's TLS bundle from shmemrun".into(),
+                source,
+            });
+    }
+    if let Some(u) = user.filter(|u| u.enabled == Some(true)) {
+        return tls::load_user_identity(&u.info, u.key_pem.as_deref(), u.key_password.as_deref())
+            .map(Trust::User)
+            .map_err(|source| Error::Tls {
+                what: "TLS certificates of the job's store".into(),
+                source,
+            });
+    }
+    Err(Error::Launch(LaunchError::NoCertificates {
+        addr: addr.clone(),
+    }))
 }
 
-impl BootstrapError {
-    /// The same error seen from a start-up step in which PE `rank` publishes `what`: a wait
-    /// for its key that timed out becomes [`BootstrapError::NotPublished`], naming the PE and
-    /// what it had not done. Any other error is returned as it is.
-    pub(crate) fn unpublished(self, rank: u32, what: &'static str) -> BootstrapError {
-        match self {
-            BootstrapError::Timeout { after, .. } => {
-                BootstrapError::NotPublished { rank, what, after }
+/// The whole content of the memfd `shmemrun` handed over, read at offset 0 (the file offset is
+/// shared with the launcher and every other PE).
+fn read_sealed(fd: &OwnedFd) -> Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::from(fd.try_clone().map_err(|e| Error::os(env::RUN_TLS_FD, e))?);
+    let len = file
+        .metadata()
+        .map_err(|e| Error::os(env::RUN_TLS_FD, e))?
+        .len();
+    if len > 1 << 20 {
+        return Err(Error::BadEnv {
+            name: env::RUN_TLS_FD,
+            value: format!("a descriptor of {len} bytes"),
+            reason: "not the job's TLS bundle".into(),
+        });
+    }
+    let mut bytes = vec![0u8; len as usize];
+    file.read_exact_at(&mut bytes, 0)
+        .map_err(|e| Error::os("reading SHMEM_RUN_TLS_FD", e))?;
+    Ok(bytes)
+}
+
+/// Meets the other PEs of the job `launch` describes: connects to the store (or hosts it, as
+/// PE 0 under other launchers) and learns which PEs share this node.
+fn meet_job(
+    config: &Config,
+    launch: Launch,
+    trust: Option<Trust>,
+    timeout: Duration,
+) -> Result<Bootstrap> {
+    let (rank, size) = (launch.my_pe() as usize, launch.n_pes() as usize);
+    let joined = |store, node, nodes| Bootstrap {
+        rank,
+        size,
+        nodes,
+        store,
+        node,
+    };
+    Ok(match launch {
+        Launch::Alone => Bootstrap::alone(),
+        Launch::Shmemrun {
+            my_pe,
+            n_pes,
+            socket,
+        } => {
+            let client = Client::connect_inherited(socket, my_pe, n_pes, timeout)?;
+            joined(Some(client), None, Nodes::one(size, rank))
+        }
+        Launch::ShmemrunTcp {
+            my_pe,
+            n_pes,
+            store,
+            tls_bundle,
+            job_id,
+        } => {
+            let trust = match trust {
+                Some(t) => t,
+                None => trust_for(config, &store, tls_bundle, my_pe, true)?,
+            };
+            let dial = meet::dial(&store, &trust, &job_id)?;
+            let client = Client::connect_tcp(&dial, my_pe, n_pes, timeout)?;
+            let map = locality::check(&client, timeout).1?;
+            node::rendezvous::attach(&client, timeout)?;
+            joined(Some(client), None, Nodes::from_map(&map, rank))
+        }
+        Launch::NodeLocal(mut plan) => {
+            let mut trust = trust;
+            let pmix_lib = config.pmix_lib.as_deref();
+            match plan.kvs.take() {
+                // A job across nodes: PE 0's TCP store, its address and pinned certificate
+                // through the service, as a unique id.
+                Some(FromKvs::Store(service)) => {
+                    let me = (plan.my_pe, plan.n_pes);
+                    let id = kvs::through(&service, pmix_lib, me, timeout, |kvs| {
+                        kvs::share_store(kvs, plan.my_pe, config.port_range, timeout)
+                    })?;
+                    trust = Some(attrs::pinned(
+                        "shmem_init",
+                        plan.my_pe,
+                        &id,
+                        config.tls_disable,
+                    )?);
+                    plan.store = Some(id.store_addr());
+                    plan.job_id = id.tag();
+                }
+                // One node: only the job id through the service.
+                Some(FromKvs::JobId(service)) => {
+                    let me = (plan.my_pe, plan.n_pes);
+                    plan.job_id = kvs::through(&service, pmix_lib, me, timeout, |kvs| {
+                        kvs::share_job_id(kvs, plan.my_pe, timeout)
+                    })?;
+                }
+                None => {}
             }
-            other => other.unshared(what),
+            let meeting = match &plan.store {
+                None => Meeting::Abstract,
+                Some(addr) => {
+                    let trust = match trust {
+                        Some(t) => t,
+                        None => trust_for(config, addr, None, plan.my_pe, false)?,
+                    };
+                    Meeting::Tcp {
+                        addr: addr.clone(),
+                        trust,
+                    }
+                }
+            };
+            let (client, job) = meet::join(&plan, &meeting, timeout)?;
+            let nodes = match job.nodes() {
+                Some(map) => Nodes::from_map(map, rank),
+                None => Nodes::one(size, rank),
+            };
+            joined(Some(client), Some(job), nodes)
         }
-    }
-
-    /// The same error seen from a start-up allgather in which every PE shares `what`: the
-    /// PE an [`BootstrapError::Absent`] names becomes the PE that did not publish it. Any other
-    /// error is returned as it is.
-    pub(crate) fn unshared(self, what: &'static str) -> BootstrapError {
-        match self {
-            BootstrapError::Absent { rank, after, .. } => {
-                BootstrapError::NotPublished { rank, what, after }
-            }
-            other => other,
-        }
-    }
-}
-
-/// Why a store operation failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum BootstrapError {
-    /// A key or value broke a protocol rule (empty key, key over 1 KiB, value over 16 MiB,
-    /// or a descriptor on a link that cannot carry one);
-    /// nothing was sent and the connection is still usable.
-    #[error("store {op}: {source}")]
-    InvalidArgument {
-        /// Operation that was refused.
-        op: &'static str,
-        /// The broken limit.
-        source: wire::WireError,
-    },
-    /// The key did not appear (GET, GET_FD, barrier, allgather), or the store did not answer,
-    /// within the timeout.
-    #[error("{}", timeout_text(op, key, *after))]
-    Timeout {
-        /// Operation that timed out.
-        op: &'static str,
-        /// Key it waited for.
-        key: String,
-        /// How long it waited.
-        after: Duration,
-    },
-    /// A PE's contribution to a collective step (allgather) did not appear within the timeout:
-    /// that PE never reached the store, or stopped before its turn.
-    #[error(
-        "store {op}: PE {rank} did not take part within {:.1} s: it did not start, is stuck, \
-         or died before reaching the job's store",
-        .after.as_secs_f64()
-    )]
-    Absent {
-        /// Operation that timed out.
-        op: &'static str,
-        /// The PE that was waited for.
-        rank: u32,
-        /// How long it waited.
-        after: Duration,
-    },
-    /// A PE's part of a start-up step (its heap, its node, ...) did not appear in the store
-    /// within the start-up timeout: that PE has not called `shmem_init`, or is slow, stuck or
-    /// dead before the step.
-    #[error(
-        "PE {rank} did not publish {what} within {:.1} s (the start-up timeout, \
-         SHMEM_INIT_TIMEOUT): it has not called shmem_init, or is stuck or died before that step",
-        .after.as_secs_f64()
-    )]
-    NotPublished {
-        /// The PE that was waited for.
-        rank: u32,
-        /// What it had to publish ("its symmetric heap").
-        what: &'static str,
-        /// How long this PE waited.
-        after: Duration,
-    },
-    /// The store serves a job of another size than this PE was told: the PEs were given
-    /// different PE counts.
-    #[error("the store serves {store} PEs, but this PE was told {ours}")]
-    SizeMismatch {
-        /// The store's job size.
-        store: u32,
-        /// This PE's.
-        ours: u32,
-    },
-    /// The store answered the request with an error (for example ADD on a key that holds no
-    /// counter, or GET on a key that holds a descriptor); the connection is still usable.
-    #[error("store refused {op} on key '{key}': {message}")]
-    Refused {
-        /// Operation refused.
-        op: &'static str,
-        /// Key it named.
-        key: String,
-        /// The store's reason.
-        message: String,
-    },
-    /// The store speaks another protocol version (launcher and library from different builds).
-    #[error(
-        "store protocol version mismatch: this library speaks {ours}, the launcher {theirs}; \
-         use the shmemrun that came with this library"
-    )]
-    VersionMismatch {
-        /// Version of this library.
-        ours: u32,
-        /// Version of the store.
-        theirs: u32,
-    },
-    /// The store's host (`shmemrun`, or PE 0 under other launchers) closed the connection: it
-    /// is stopping the job, or it died.
-    #[error("store connection closed during {op} (the store's host, shmemrun or PE 0, stopped the job or died)")]
-    Closed {
-        /// Operation in progress.
-        op: &'static str,
-    },
-    /// The connection failed at the system level (bad descriptor, not a socket, send failed).
-    #[error("store connection failed during {op}: {source}")]
-    Io {
-        /// Operation in progress.
-        op: &'static str,
-        /// The system error.
-        source: io::Error,
-    },
-    /// The peer sent a frame that breaks the protocol, or an answer that does not fit the
-    /// request.
-    #[error("store protocol error during {op}: {message}")]
-    Protocol {
-        /// Operation in progress.
-        op: &'static str,
-        /// What was wrong.
-        message: String,
-    },
-    /// An earlier failure (timeout or broken frame) left the stream out of step; every later
-    /// call fails with this.
-    #[error("store connection unusable after an earlier failure: {cause}")]
-    Broken {
-        /// The earlier failure.
-        cause: String,
-    },
+    })
 }
 
 #[cfg(test)]
@@ -319,49 +454,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn start_up_waits_name_the_pe_and_what_it_had_not_published() {
-        let after = Duration::from_millis(5000);
-        let timeout = BootstrapError::Timeout {
-            op: "get_fd",
-            key: "heap/2".into(),
-            after,
-        };
+    fn the_node_map_lists_the_local_pes_in_order() {
+        let nodes = Nodes::new(vec![0, 1, 0, 1, 2], 3);
+        assert_eq!(nodes.local_pes(), &[1, 3]);
+        assert_eq!(nodes.local_rank(), 1);
+        assert_eq!(nodes.node_of(4), 2);
+        let one = Nodes::one(3, 2);
+        assert_eq!(one.local_pes(), &[0, 1, 2]);
+        assert_eq!(one.local_rank(), 2);
+    }
+
+    #[test]
+    fn a_pe_alone_gathers_and_exchanges_its_own() {
+        let alone = Bootstrap::alone();
         assert_eq!(
-            timeout.to_string(),
-            "store get_fd timed out after 5.0 s waiting for key 'heap/2'"
+            alone.allgather(b"x", Duration::ZERO).unwrap(),
+            vec![b"x".to_vec()]
         );
-        assert_eq!(
-            timeout.unpublished(2, "its symmetric heap").to_string(),
-            "PE 2 did not publish its symmetric heap within 5.0 s (the start-up timeout, \
-             SHMEM_INIT_TIMEOUT): it has not called shmem_init, or is stuck or died before that \
-             step"
-        );
-        let absent = BootstrapError::Absent {
-            op: "allgather",
-            rank: 3,
-            after,
-        };
-        assert!(matches!(
-            absent.unshared("its layout"),
-            BootstrapError::NotPublished {
-                rank: 3,
-                what: "its layout",
-                ..
-            }
-        ));
-        let closed = BootstrapError::Closed { op: "get_fd" };
-        assert!(matches!(
-            closed.unpublished(1, "x"),
-            BootstrapError::Closed { .. }
-        ));
-        let silent = BootstrapError::Timeout {
-            op: "connect",
-            key: String::new(),
-            after,
-        };
-        assert_eq!(
-            silent.to_string(),
-            "the store did not answer connect within 5.0 s"
-        );
+        alone.barrier(Duration::ZERO).unwrap();
+        let fd = crate::mapping::memfd("bootstrap-test", 4096).unwrap();
+        let fds = alone
+            .exchange_fds("t/", fd.as_fd(), Duration::ZERO)
+            .unwrap();
+        assert_eq!(fds.len(), 1);
     }
 }

@@ -10,7 +10,7 @@
 
 pub mod host;
 
-use crate::bootstrap::Client;
+use crate::bootstrap::Bootstrap;
 use crate::error::{Error, Result};
 use crate::mapping::Mapping;
 use rustix::fd::{AsFd, OwnedFd};
@@ -161,14 +161,39 @@ pub(crate) fn check_range(segment: &Segment, what: &str, offset: usize, len: usi
     }
 }
 
+/// Shares this PE's segment `mine` of `device` with every PE of the job (collective): exports
+/// it, exchanges the exports under `prefix` ([`exchange`]) and imports every peer's anywhere in
+/// this process once `check` (given the peer and its export) accepts it. Every PE's segment,
+/// by rank; `mine` at this PE's.
+pub fn share(
+    device: &dyn Device,
+    bootstrap: &Bootstrap,
+    prefix: &str,
+    mine: Segment,
+    whose: &'static str,
+    timeout: Duration,
+    mut check: impl FnMut(usize, &Export) -> Result<()>,
+) -> Result<Vec<Segment>> {
+    let exports = exchange(bootstrap, prefix, device.export(&mine)?, whose, timeout)?;
+    let mut segments = Vec::with_capacity(exports.len());
+    let mut mine = Some(mine);
+    for (pe, export) in exports.iter().enumerate() {
+        if pe == bootstrap.rank() {
+            segments.extend(mine.take());
+            continue;
+        }
+        check(pe, export)?;
+        segments.push(device.import(export, Placement::Anywhere)?);
+    }
+    Ok(segments)
+}
+
 /// Exchanges every PE's export under `prefix` (collective over the job): this PE's `mine`
 /// goes out, and every PE's comes back indexed by PE (this PE's own included). `whose` names
 /// what is exchanged for the message when a PE never publishes it.
 pub fn exchange(
-    store: &Client,
+    bootstrap: &Bootstrap,
     prefix: &str,
-    my_pe: usize,
-    n_pes: usize,
     mine: Export,
     whose: &'static str,
     timeout: Duration,
@@ -182,18 +207,17 @@ pub fn exchange(
             std::io::ErrorKind::InvalidInput,
         ));
     }
-    let mut all: Vec<Export> = (0..n_pes).map(|_| Export::default()).collect();
+    let mut all: Vec<Export> = (0..bootstrap.size()).map(|_| Export::default()).collect();
     if let Some(fd) = mine.fds.first() {
-        store.put_fd(&format!("{prefix}{my_pe}"), fd.as_fd())?;
         // Every PE's descriptor in one round trip (this PE's own comes back too).
         let fds =
-            (store.gather_fds(prefix, n_pes as u32, timeout)).map_err(|e| e.unshared(whose))?;
+            (bootstrap.exchange_fds(prefix, fd.as_fd(), timeout)).map_err(|e| e.unshared(whose))?;
         for (export, fd) in all.iter_mut().zip(fds) {
             export.fds.push(fd);
         }
     }
     if !mine.bytes.is_empty() {
-        let bytes = (store.allgather(&mine.bytes, timeout)).map_err(|e| e.unshared(whose))?;
+        let bytes = (bootstrap.allgather(&mine.bytes, timeout)).map_err(|e| e.unshared(whose))?;
         for (export, bytes) in all.iter_mut().zip(bytes) {
             export.bytes = bytes;
         }

@@ -13,7 +13,7 @@
 
 pub mod alloc;
 
-use crate::bootstrap::Client;
+use crate::bootstrap::Bootstrap;
 use crate::device::{self, Device, Placement, Segment};
 use crate::error::{Error, Result};
 use alloc::{AllocError, Allocator};
@@ -51,10 +51,7 @@ pub struct Heap {
 /// A heap mapping that failed: when the address space ran out (ENOMEM), says what the heaps
 /// take and the two settings that bound it, `SHMEM_SYMMETRIC_SIZE` and `ulimit -v`.
 fn address_space_hint(e: Error, n_pes: usize, size: usize) -> Error {
-    let Error::Os { what, source } = &e else {
-        return e;
-    };
-    if source.raw_os_error() != Some(libc::ENOMEM) {
+    if !matches!(&e, Error::Os { source, .. } if source.raw_os_error() == Some(libc::ENOMEM)) {
         return e;
     }
     let limit = match rustix::process::getrlimit(rustix::process::Resource::As).current {
@@ -66,25 +63,29 @@ fn address_space_hint(e: Error, n_pes: usize, size: usize) -> Error {
     } else {
         format!("{size} bytes")
     };
-    Error::Heap(format!(
-        "{what}: {source}: every PE maps the symmetric heaps of all {n_pes} PEs, \
-         SHMEM_SYMMETRIC_SIZE ({each}) each, and its own with {} GiB of room to align it; \
-         lower SHMEM_SYMMETRIC_SIZE or raise the address-space limit (ulimit -v, {limit})",
-        USER_BASE_ALIGN >> 30
-    ))
+    let Error::Os { what, source } = e else {
+        return e;
+    };
+    Error::AddressSpace {
+        what,
+        source,
+        n_pes,
+        each,
+        align_gib: USER_BASE_ALIGN >> 30,
+        limit,
+    }
 }
 
 impl Heap {
-    /// Creates this PE's heap of `size` user bytes on `device` and, with a store, exchanges
-    /// heap segments with every peer and imports theirs.
+    /// Creates this PE's heap of `size` user bytes on `device`, exchanges heap segments with
+    /// every PE of `bootstrap`'s job and imports theirs.
     pub fn create(
         device: Box<dyn Device>,
-        my_pe: usize,
-        n_pes: usize,
         size: usize,
-        store: Option<&Client>,
+        bootstrap: &Bootstrap,
         timeout: Duration,
     ) -> Result<Heap> {
+        let (my_pe, n_pes) = (bootstrap.rank(), bootstrap.size());
         let size = size
             .checked_add(PAGE - 1)
             .map(|s| s & !(PAGE - 1))
@@ -106,28 +107,19 @@ impl Heap {
         let mine = device
             .allocate(&format!("shmem-heap-pe{my_pe}"), total, own)
             .map_err(no_room)?;
-        let Some(store) = store else {
-            return Ok(Heap::new(device, my_pe, vec![mine], size));
-        };
-        let exports = device::exchange(
-            store,
+        let segments = device::share(
+            &*device,
+            bootstrap,
             "heap/",
-            my_pe,
-            n_pes,
-            device.export(&mine)?,
+            mine,
             "its symmetric heap",
             timeout,
-        )?;
-        let mut segments = Vec::with_capacity(n_pes);
-        let mut mine = Some(mine);
-        for (pe, export) in exports.iter().enumerate() {
-            if pe == my_pe {
-                segments.extend(mine.take());
-                continue;
-            }
-            let len = device.exported_len(export)?;
-            if len != total {
-                return Err(Error::Mismatch {
+            |pe, export| {
+                let len = device.exported_len(export)?;
+                if len == total {
+                    return Ok(());
+                }
+                Err(Error::Mismatch {
                     pe: pe as i32,
                     what: format!(
                         "symmetric heap is {} bytes there and {} here; \
@@ -135,14 +127,10 @@ impl Heap {
                         len.saturating_sub(RESERVED),
                         size
                     ),
-                });
-            }
-            segments.push(
-                device
-                    .import(export, Placement::Anywhere)
-                    .map_err(no_room)?,
-            );
-        }
+                })
+            },
+        )
+        .map_err(no_room)?;
         Ok(Heap::new(device, my_pe, segments, size))
     }
 
@@ -173,12 +161,11 @@ impl Heap {
         if self.device.cpu_accessible() {
             return Ok(());
         }
-        Err(Error::Heap(format!(
-            "the symmetric heap is on the {} device, whose memory the CPU cannot load or \
-             store, and the host data path (puts, gets, AMOs, collectives) copies into peers' \
-             heaps directly",
-            self.device.name()
-        )))
+        Err(Error::NotCpuAccessible {
+            device: self.device.name(),
+            needs: "the host data path (puts, gets, AMOs, collectives) copies into and out of \
+                    peers' symmetric heaps directly",
+        })
     }
 
     /// The CPU's mapping of `pe`'s whole heap segment (reserved part included), when the
@@ -257,21 +244,26 @@ impl Heap {
     }
 }
 
-/// Describes an allocation failure for the log.
-pub fn describe(call: &str, err: &AllocError, heap_size: usize) -> String {
-    match err {
+/// The runtime's error for an allocator failure in `call` (on the block at `addr`, for free
+/// and realloc).
+pub fn alloc_error(call: &str, addr: Option<usize>, err: &AllocError, heap_size: usize) -> Error {
+    match *err {
         AllocError::Exhausted {
             wanted,
             largest_free,
             total_free,
-        } => format!(
-            "{call}: out of symmetric memory: {wanted} bytes wanted, largest free block is \
-             {largest_free} bytes ({total_free} of {heap_size} bytes free); \
-             raise SHMEM_SYMMETRIC_SIZE"
-        ),
-        AllocError::NotABlock { offset } => {
-            format!("{call}: address at heap offset {offset} is not the start of a symmetric block")
-        }
+        } => Error::HeapExhausted {
+            call: call.to_string(),
+            wanted,
+            largest_free,
+            total_free,
+            heap_size,
+        },
+        AllocError::NotABlock { offset } => Error::NoSuchBlock {
+            call: call.to_string(),
+            addr: addr.unwrap_or(0),
+            offset: Some(offset),
+        },
     }
 }
 
@@ -321,10 +313,8 @@ mod tests {
     fn a_heap_on_memory_the_cpu_cannot_reach_is_made_and_refused_only_by_the_data_path() {
         let heap = Heap::create(
             Box::new(Remote),
-            0,
-            1,
             1 << 20,
-            None,
+            &Bootstrap::alone(),
             Duration::from_secs(1),
         )
         .expect("a heap on memory the CPU cannot reach");
@@ -338,10 +328,8 @@ mod tests {
         );
         let host = Heap::create(
             Box::new(crate::device::host::Host),
-            0,
-            1,
             4096,
-            None,
+            &Bootstrap::alone(),
             Duration::from_secs(1),
         )
         .unwrap();
@@ -352,10 +340,8 @@ mod tests {
     fn a_single_pe_heap_is_aligned_zeroes_and_copies_through_its_device() {
         let heap = Heap::create(
             Box::new(crate::device::host::Host),
-            0,
-            1,
             5000,
-            None,
+            &Bootstrap::alone(),
             Duration::from_secs(1),
         )
         .unwrap();

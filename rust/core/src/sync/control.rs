@@ -16,7 +16,7 @@
 //! The file's pages stay unbacked until a word on them is written: a job that never splits a
 //! team touches two or three pages per PE.
 
-use crate::bootstrap::Client;
+use crate::bootstrap::Bootstrap;
 use crate::device::{self, host::Host, Device, Placement, Segment};
 use crate::error::Result;
 use crate::job_state::{TEAM_AREA_LINES, TEAM_AREA_LINE_BYTES};
@@ -58,42 +58,23 @@ pub struct Control {
 impl Control {
     /// Creates this PE's control segment and, with a store, exchanges it with every PE and
     /// maps theirs (collective over the job).
-    pub fn create(
-        my_pe: usize,
-        n_pes: usize,
-        store: Option<&Client>,
-        timeout: Duration,
-    ) -> Result<Control> {
+    pub fn create(bootstrap: &Bootstrap, timeout: Duration) -> Result<Control> {
+        let my_pe = bootstrap.rank();
         let host = Host;
         let mine = host.allocate(
             &format!("shmem-control-pe{my_pe}"),
             SIZE,
             Placement::Anywhere,
         )?;
-        let Some(store) = store else {
-            return Ok(Control {
-                my_pe,
-                segments: vec![mine],
-            });
-        };
-        let exports = device::exchange(
-            store,
+        let segments = device::share(
+            &host,
+            bootstrap,
             "control/",
-            my_pe,
-            n_pes,
-            host.export(&mine)?,
+            mine,
             "its control segment",
             timeout,
+            |_, _| Ok(()),
         )?;
-        let mut segments = Vec::with_capacity(n_pes);
-        let mut mine = Some(mine);
-        for (pe, export) in exports.iter().enumerate() {
-            if pe == my_pe {
-                segments.extend(mine.take());
-                continue;
-            }
-            segments.push(host.import(export, Placement::Anywhere)?);
-        }
         Ok(Control { my_pe, segments })
     }
 
@@ -159,7 +140,7 @@ mod tests {
 
     #[test]
     fn a_single_pe_segment_is_zeroed_host_memory() {
-        let c = Control::create(0, 1, None, Duration::from_secs(1)).unwrap();
+        let c = Control::create(&Bootstrap::alone(), Duration::from_secs(1)).unwrap();
         assert_eq!(c.local().len(), SIZE);
         assert_eq!(c.bases(), vec![c.local().addr()]);
         let last = TEAM_AREAS + (TEAM_SLOTS - 1) * TEAM_AREA_SIZE;

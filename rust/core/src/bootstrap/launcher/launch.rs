@@ -9,8 +9,9 @@
 //! to take one from). Must never connect anywhere or start anything: `kvs`, `node` and the
 //! store client do.
 
-use super::kvs::{self, Choice, FromKvs};
-use crate::error::{Error, Result};
+use crate::bootstrap::addr::StoreAddr;
+use crate::bootstrap::launcher::kvs::{self, Choice, FromKvs};
+use crate::error::{Error, LaunchError, Result};
 use crate::log;
 use rustix::fd::{FromRawFd, OwnedFd};
 
@@ -35,7 +36,7 @@ pub(crate) enum Launch {
         /// PEs in the job.
         n_pes: u32,
         /// The store's address, port included (`SHMEM_RUN_STORE`).
-        store: String,
+        store: StoreAddr,
         /// The job's TLS bundle (`SHMEM_RUN_TLS_FD`), owned and close-on-exec; `None` when the
         /// launcher serves plain TCP.
         tls_bundle: Option<OwnedFd>,
@@ -86,7 +87,7 @@ pub(crate) struct NodeLocal {
     pub kvs: Option<FromKvs>,
     /// `SHMEM_BOOTSTRAP_ADDR` (or its torchrun shorthand, resolved): PE 0 serves the store
     /// there, over TCP; `None`: at the node-local abstract socket.
-    pub store: Option<String>,
+    pub store: Option<StoreAddr>,
 }
 
 /// Reads one variable: `None` when unset or blank.
@@ -191,7 +192,7 @@ enum Found {
     ShmemrunTcp {
         my_pe: u32,
         n_pes: u32,
-        store: String,
+        store: StoreAddr,
         tls_fd: Option<i32>,
         job_id: String,
     },
@@ -215,6 +216,8 @@ pub(crate) struct Hints<'a> {
     pub kvs: Choice,
     /// `SHMEM_PMIX_LIB`.
     pub pmix_lib: Option<&'a str>,
+    /// `SHMEM_INSTANCE_PORT_RANGE`: the ports of a store address that names none.
+    pub port_range: Option<(u16, u16)>,
 }
 
 impl Hints<'_> {
@@ -224,6 +227,7 @@ impl Hints<'_> {
         store: None,
         kvs: Choice::Off,
         pmix_lib: None,
+        port_range: None,
     };
 }
 
@@ -243,7 +247,7 @@ fn rank_hint_in(env: Env<'_>) -> Option<u32> {
 
 /// Detects the launcher from this process's environment and the user's `hints`.
 pub(crate) fn detect(hints: Hints<'_>) -> Result<Launch> {
-    let pmix_loads = || super::pmix::loads(hints.pmix_lib);
+    let pmix_loads = || crate::bootstrap::launcher::pmix::loads(hints.pmix_lib);
     Ok(match detect_in(&process_env, hints, &pmix_loads)? {
         Found::Alone => Launch::Alone,
         Found::NodeLocal(plan) => Launch::NodeLocal(plan),
@@ -324,10 +328,15 @@ fn detect_in(env: Env<'_>, hints: Hints<'_>, pmix_loads: &dyn Fn() -> bool) -> R
                 })?,
             ),
         };
+        let store = StoreAddr::parse(&addr, None).map_err(|source| Error::BadAddress {
+            name: crate::env::RUN_STORE,
+            value: addr.clone(),
+            source: source.into(),
+        })?;
         return Ok(Found::ShmemrunTcp {
             my_pe,
             n_pes,
-            store: addr,
+            store,
             tls_fd,
             job_id: env(crate::env::RUN_JOBID).unwrap_or_default(),
         });
@@ -350,11 +359,22 @@ fn detect_in(env: Env<'_>, hints: Hints<'_>, pmix_loads: &dyn Fn() -> bool) -> R
     if n_pes == 1 {
         return Ok(Found::Alone);
     }
-    let store = match hints.store {
+    let text = match hints.store {
         Some(scheme @ ("tcp" | "tcp6")) if l.tag == "torch" => Some(torch_store(env, scheme)?),
         Some(addr) => Some(addr.to_string()),
         None => None,
     };
+    let store =
+        match text {
+            Some(text) => Some(StoreAddr::parse(&text, hints.port_range).map_err(|source| {
+                Error::BadAddress {
+                    name: crate::env::BOOTSTRAP_ADDR,
+                    value: text.clone(),
+                    source: source.into(),
+                }
+            })?),
+            None => None,
+        };
     if store.is_none() {
         if let Some(how) = several_nodes(env, l, n_pes)? {
             // PE 0 serves the store over TCP and gives its address through the service.
@@ -369,18 +389,11 @@ fn detect_in(env: Env<'_>, hints: Hints<'_>, pmix_loads: &dyn Fn() -> bool) -> R
                     store,
                 }));
             }
-            return Err(Error::Launch(format!(
-                "PEs span several nodes ({how}, under {}), a node-local socket cannot reach PE 0 \
-                 from the others, and the launcher offers no key-value service to give them PE \
-                 0's address (SHMEM_BOOTSTRAP_KVS): set SHMEM_BOOTSTRAP_ADDR=tcp://HOST:PORT to \
-                 an address of PE 0's node that every PE can reach{}",
-                l.name,
-                if l.tag == "torch" {
-                    " (or SHMEM_BOOTSTRAP_ADDR=tcp: MASTER_ADDR, at MASTER_PORT+1)"
-                } else {
-                    ""
-                }
-            )));
+            return Err(Error::Launch(LaunchError::SeveralNodesNoTransport {
+                launcher: l.name,
+                how,
+                torch: l.tag == "torch",
+            }));
         }
     }
     let (job_id, kvs) = job_id(env, l, hints, store.is_some(), pmix_loads)?;
@@ -427,12 +440,10 @@ fn job_id(
     } else {
         "no PMI_FD, no PMIx server with a library that loads"
     };
-    Err(Error::Launch(format!(
-        "{} gives no job id for the PEs to meet under, and no key-value service of the \
-         launcher is used ({why}): set SHMEM_JOB_ID to one value, the same for every PE of \
-         the job and unique on this node (e.g. SHMEM_JOB_ID=$(date +%s%N))",
-        l.name
-    )))
+    Err(Error::Launch(LaunchError::NoJobId {
+        launcher: l.name,
+        why,
+    }))
 }
 
 /// A rank and a size below which it lies. Sets the log's PE number as soon as it is known, so
@@ -508,7 +519,7 @@ pub(crate) fn take_inherited(fd: i32, var: &str) -> Result<OwnedFd> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bootstrap::kvs::Service;
+    use crate::bootstrap::launcher::kvs::Service;
     use std::collections::HashMap;
 
     fn hints<'a>(job_id: Option<&'a str>, store: Option<&'a str>) -> Hints<'a> {
@@ -517,6 +528,7 @@ mod tests {
             store,
             kvs: Choice::Auto,
             pmix_lib: None,
+            port_range: None,
         }
     }
 
@@ -812,7 +824,10 @@ mod tests {
         match detect_with(&vars, hints(None, Some("tcp://10.0.0.1:9000")), false).unwrap() {
             Found::NodeLocal(p) => {
                 assert_eq!((p.my_pe, p.n_pes), (3, 4));
-                assert_eq!(p.store.as_deref(), Some("tcp://10.0.0.1:9000"));
+                assert_eq!(
+                    p.store.map(|a| a.text).as_deref(),
+                    Some("tcp://10.0.0.1:9000")
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -874,7 +889,7 @@ mod tests {
             Found::ShmemrunTcp {
                 my_pe: 1,
                 n_pes: 2,
-                store: "tcp://127.0.0.1:4000".into(),
+                store: StoreAddr::parse("tcp://127.0.0.1:4000", None).unwrap(),
                 tls_fd: Some(7),
                 job_id: "j".into()
             }
@@ -894,11 +909,14 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert_eq!(
-            plan(Some("tcp")).store.as_deref(),
+            plan(Some("tcp")).store.map(|a| a.text).as_deref(),
             Some("tcp://10.1.2.3:29501")
         );
         assert_eq!(
-            plan(Some("tcp://1.1.1.1:5")).store.as_deref(),
+            plan(Some("tcp://1.1.1.1:5"))
+                .store
+                .map(|a| a.text)
+                .as_deref(),
             Some("tcp://1.1.1.1:5")
         );
         // Hydra gives no job id; with an address none is needed.

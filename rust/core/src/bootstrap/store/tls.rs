@@ -25,6 +25,40 @@ use rustls_pki_types::{
 use rustls_pki_types::{ServerName, UnixTime};
 use subtle::ConstantTimeEq;
 
+/// Why TLS of the store could not be set up: a library (rustls, rcgen, the PEM and PKCS#8
+/// readers) or the system failed on something this module did (`what`), or the certificates,
+/// keys or settings given are not usable.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// A call failed while doing `what`.
+    #[error("{what}: {source}")]
+    Failed {
+        /// What was being done or read.
+        what: String,
+        /// The failure, as its library reported it.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// What was given cannot be used (the text says what and how to fix it).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl TlsError {
+    fn failed(what: impl Into<String>, e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        TlsError::Failed {
+            what: what.into(),
+            source: Box::new(e),
+        }
+    }
+}
+
+impl From<&str> for TlsError {
+    fn from(why: &str) -> Self {
+        TlsError::Invalid(why.to_string())
+    }
+}
+
 /// Name every per-job server certificate carries besides the store's IP addresses.
 pub const JOB_SERVER_NAME: &str = "shmem-store.invalid";
 
@@ -74,7 +108,7 @@ impl Trust {
     }
 
     /// A PE's configuration; `None`: plain TCP.
-    pub fn client_config(&self) -> Result<Option<Arc<ClientConfig>>, String> {
+    pub fn client_config(&self) -> Result<Option<Arc<ClientConfig>>, TlsError> {
         match self {
             Trust::JobCa(id) | Trust::User(id) => id.client_config().map(Some),
             Trust::Pinned(p) if p.tls => pinned_client_config(p.fingerprint).map(Some),
@@ -84,7 +118,7 @@ impl Trust {
 
     /// The store's configuration; `None`: plain TCP. A pinned store needs the certificate and
     /// key that only the process which made the unique id holds.
-    pub fn server_config(&self) -> Result<Option<Arc<ServerConfig>>, String> {
+    pub fn server_config(&self) -> Result<Option<Arc<ServerConfig>>, TlsError> {
         match self {
             Trust::JobCa(id) | Trust::User(id) => id.server_config().map(Some),
             Trust::Pinned(p) if p.tls => match &p.server {
@@ -153,13 +187,13 @@ impl PinnedServer {
 
     /// The store's configuration: TLS 1.3, the self-signed certificate, no client certificate
     /// asked for (PEs prove membership with the secret, inside TLS).
-    pub fn config(&self) -> Result<Arc<ServerConfig>, String> {
+    pub fn config(&self) -> Result<Arc<ServerConfig>, TlsError> {
         let config = ServerConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])
-            .map_err(|e| e.to_string())?
+            .map_err(|e| TlsError::failed("TLS 1.3 configuration", e))?
             .with_no_client_auth()
             .with_single_cert(vec![self.cert.clone()], self.key.clone_key())
-            .map_err(|e| format!("the unique id's store certificate or key refused: {e}"))?;
+            .map_err(|e| TlsError::failed("the unique id's store certificate or key refused", e))?;
         Ok(Arc::new(config))
     }
 }
@@ -177,9 +211,10 @@ pub fn fingerprint(cert: &CertificateDer<'_>) -> [u8; 32] {
 pub fn pinned_certificate(
     ips: &[IpAddr],
     validity: Validity,
-) -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>), String> {
+) -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>), TlsError> {
     use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair, SanType};
-    let err = |what: &str, e: rcgen::Error| format!("making the unique id's {what}: {e}");
+    let err =
+        |what: &str, e: rcgen::Error| TlsError::failed(format!("making the unique id's {what}"), e);
     let key = KeyPair::generate().map_err(|e| err("store key", e))?;
     let mut params = CertificateParams::default();
     params
@@ -200,7 +235,7 @@ pub fn pinned_certificate(
 
 /// A PE's configuration for a pinned store: TLS 1.3, no client certificate, and the store's
 /// certificate must have SHA-256 `fingerprint`.
-pub fn pinned_client_config(fingerprint: [u8; 32]) -> Result<Arc<ClientConfig>, String> {
+pub fn pinned_client_config(fingerprint: [u8; 32]) -> Result<Arc<ClientConfig>, TlsError> {
     let provider = provider();
     let verifier = Arc::new(PinnedVerifier {
         fingerprint,
@@ -208,7 +243,7 @@ pub fn pinned_client_config(fingerprint: [u8; 32]) -> Result<Arc<ClientConfig>, 
     });
     let config = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| e.to_string())?
+        .map_err(|e| TlsError::failed("TLS 1.3 configuration", e))?
         .dangerous()
         .with_custom_certificate_verifier(verifier)
         .with_no_client_auth();
@@ -329,12 +364,12 @@ pub(crate) fn provider() -> Arc<CryptoProvider> {
 }
 
 impl TlsIdentity {
-    fn root_store(&self) -> Result<Arc<RootCertStore>, String> {
+    fn root_store(&self) -> Result<Arc<RootCertStore>, TlsError> {
         let mut roots = RootCertStore::empty();
         for cert in &self.roots {
             roots
                 .add(cert.clone())
-                .map_err(|e| format!("CA certificate refused: {e}"))?;
+                .map_err(|e| TlsError::failed("CA certificate refused", e))?;
         }
         if roots.is_empty() {
             return Err("no CA certificate to check the peer against".into());
@@ -344,37 +379,37 @@ impl TlsIdentity {
 
     /// The store's configuration: TLS 1.3, this identity, clients must present a certificate
     /// that chains to the roots (and is not revoked).
-    pub fn server_config(&self) -> Result<Arc<ServerConfig>, String> {
+    pub fn server_config(&self) -> Result<Arc<ServerConfig>, TlsError> {
         let verifier = WebPkiClientVerifier::builder_with_provider(self.root_store()?, provider())
             .with_crls(self.crls.clone())
             .only_check_end_entity_revocation()
             .allow_unknown_revocation_status()
             .build()
-            .map_err(|e| format!("client certificate verifier: {e}"))?;
+            .map_err(|e| TlsError::failed("client certificate verifier", e))?;
         let config = ServerConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])
-            .map_err(|e| e.to_string())?
+            .map_err(|e| TlsError::failed("TLS 1.3 configuration", e))?
             .with_client_cert_verifier(verifier)
             .with_single_cert(self.chain.clone(), self.key.clone_key())
-            .map_err(|e| format!("store certificate or key refused: {e}"))?;
+            .map_err(|e| TlsError::failed("store certificate or key refused", e))?;
         Ok(Arc::new(config))
     }
 
     /// A PE's configuration: TLS 1.3, this identity as client certificate, the store's
     /// certificate must chain to the roots (and name the address dialled).
-    pub fn client_config(&self) -> Result<Arc<ClientConfig>, String> {
+    pub fn client_config(&self) -> Result<Arc<ClientConfig>, TlsError> {
         let verifier = WebPkiServerVerifier::builder_with_provider(self.root_store()?, provider())
             .with_crls(self.crls.clone())
             .only_check_end_entity_revocation()
             .allow_unknown_revocation_status()
             .build()
-            .map_err(|e| format!("store certificate verifier: {e}"))?;
+            .map_err(|e| TlsError::failed("store certificate verifier", e))?;
         let config = ClientConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])
-            .map_err(|e| e.to_string())?
+            .map_err(|e| TlsError::failed("TLS 1.3 configuration", e))?
             .with_webpki_verifier(verifier)
             .with_client_auth_cert(self.chain.clone(), self.key.clone_key())
-            .map_err(|e| format!("client certificate or key refused: {e}"))?;
+            .map_err(|e| TlsError::failed("client certificate or key refused", e))?;
         Ok(Arc::new(config))
     }
 }
@@ -416,12 +451,12 @@ impl Validity {
 
 /// Makes a throw-away CA, a store certificate for `ips` and one client certificate for all PEs
 /// (ECDSA P-256). Nothing is written anywhere.
-pub fn job_credentials(ips: &[IpAddr], validity: Validity) -> Result<JobCredentials, String> {
+pub fn job_credentials(ips: &[IpAddr], validity: Validity) -> Result<JobCredentials, TlsError> {
     use rcgen::{
         BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
         KeyUsagePurpose, SanType,
     };
-    let err = |what: &str, e: rcgen::Error| format!("making the job's {what}: {e}");
+    let err = |what: &str, e: rcgen::Error| TlsError::failed(format!("making the job's {what}"), e);
     let params = |cn: &str| {
         let mut p = CertificateParams::default();
         p.distinguished_name.push(DnType::CommonName, cn);
@@ -472,10 +507,14 @@ pub fn job_credentials(ips: &[IpAddr], validity: Validity) -> Result<JobCredenti
 
 /// Reads the bundle of [`JobCredentials::client_bundle`]: the first certificate is the CA,
 /// the second the PE's own, then its key.
-pub fn identity_from_bundle(bundle: &[u8]) -> Result<TlsIdentity, String> {
+pub fn identity_from_bundle(bundle: &[u8]) -> Result<TlsIdentity, TlsError> {
     let certs = certificates(bundle, "the job's TLS bundle")?;
-    let [ca, own] = <[_; 2]>::try_from(certs)
-        .map_err(|c| format!("the job's TLS bundle holds {} certificates, not 2", c.len()))?;
+    let [ca, own] = <[_; 2]>::try_from(certs).map_err(|c| {
+        TlsError::Invalid(format!(
+            "the job's TLS bundle holds {} certificates, not 2",
+            c.len()
+        ))
+    })?;
     Ok(TlsIdentity {
         roots: vec![ca],
         chain: vec![own],
@@ -484,10 +523,10 @@ pub fn identity_from_bundle(bundle: &[u8]) -> Result<TlsIdentity, String> {
     })
 }
 
-fn certificates(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+fn certificates(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{what}: {e}"))
+        .map_err(|e| TlsError::failed(what, e))
 }
 
 /// Decodes a PEM private key: PKCS#8 (`PRIVATE KEY`), PKCS#8 encrypted with PBES2
@@ -496,7 +535,7 @@ fn certificates(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, 
 pub fn decode_private_key(
     pem_bytes: &[u8],
     password: Option<&[u8]>,
-) -> Result<PrivateKeyDer<'static>, String> {
+) -> Result<PrivateKeyDer<'static>, TlsError> {
     let text = String::from_utf8_lossy(pem_bytes);
     if text.contains("Proc-Type: 4,ENCRYPTED") {
         return Err(
@@ -521,21 +560,22 @@ pub fn decode_private_key(
         };
         let block = &text[start..start + end + end_marker.len()];
         let (_, doc) = pkcs8::Document::from_pem(block)
-            .map_err(|e| format!("the encrypted private key is not valid PEM: {e}"))?;
+            .map_err(|e| TlsError::failed("the encrypted private key is not valid PEM", e))?;
         let info = pkcs8::EncryptedPrivateKeyInfo::try_from(doc.as_bytes())
-            .map_err(|e| format!("the encrypted private key is not PKCS#8: {e}"))?;
+            .map_err(|e| TlsError::failed("the encrypted private key is not PKCS#8", e))?;
         let plain = info.decrypt(password).map_err(|e| {
-            format!(
+            TlsError::Invalid(format!(
                 "cannot decrypt the private key ({e}): wrong password, or an encryption other \
                  than PBES2 with PBKDF2 or scrypt and AES-CBC"
-            )
+            ))
         })?;
         return Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
             plain.as_bytes().to_vec(),
         )));
     }
     for section in pem::SliceIter::<(SectionKind, Vec<u8>)>::new(pem_bytes) {
-        let (kind, der) = section.map_err(|e| format!("the private key is not valid PEM: {e}"))?;
+        let (kind, der) =
+            section.map_err(|e| TlsError::failed("the private key is not valid PEM", e))?;
         let key = match kind {
             SectionKind::PrivateKey => PrivateKeyDer::Pkcs8(der.into()),
             SectionKind::EcPrivateKey => PrivateKeyDer::Sec1(der.into()),
@@ -571,7 +611,7 @@ pub struct TlsInfo {
 /// accepted and ignored (logged at debug level). A file list without its directory key is
 /// taken relative to the working directory; a directory without a file list means every
 /// regular file in it.
-pub fn parse_tls_info(info: &str) -> Result<TlsInfo, String> {
+pub fn parse_tls_info(info: &str) -> Result<TlsInfo, TlsError> {
     let mut ca_path = None;
     let mut ca_files = None;
     let mut crl_path = None;
@@ -579,11 +619,11 @@ pub fn parse_tls_info(info: &str) -> Result<TlsInfo, String> {
     let mut out = TlsInfo::default();
     for item in info.split(';').map(str::trim).filter(|i| !i.is_empty()) {
         let Some((key, value)) = item.split_once(':') else {
-            return Err(format!("'{item}' is not 'key: value'"));
+            return Err(TlsError::Invalid(format!("'{item}' is not 'key: value'")));
         };
         let (key, value) = (key.trim(), value.trim());
         if value.is_empty() {
-            return Err(format!("{key} has an empty value"));
+            return Err(TlsError::Invalid(format!("{key} has an empty value")));
         }
         let list = || -> Vec<String> {
             value
@@ -613,7 +653,7 @@ fn join_files(
     dir: Option<PathBuf>,
     files: Option<Vec<String>>,
     dir_key: &str,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, TlsError> {
     Ok(match (dir, files) {
         (dir, Some(files)) => files
             .iter()
@@ -621,7 +661,7 @@ fn join_files(
             .collect(),
         (Some(dir), None) if dir.is_dir() => {
             let mut all: Vec<PathBuf> = std::fs::read_dir(&dir)
-                .map_err(|e| format!("{dir_key} {}: {e}", dir.display()))?
+                .map_err(|e| TlsError::failed(format!("{dir_key} {}", dir.display()), e))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.is_file())
                 .collect();
@@ -633,8 +673,8 @@ fn join_files(
     })
 }
 
-fn read(path: &Path, what: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("{what} {}: {e}", path.display()))
+fn read(path: &Path, what: &str) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|e| TlsError::failed(format!("{what} {}", path.display()), e))
 }
 
 /// Builds the user's identity from the TLS info and, if given, the key and password handed
@@ -643,12 +683,15 @@ pub fn load_user_identity(
     info: &TlsInfo,
     key_pem: Option<&[u8]>,
     password: Option<&[u8]>,
-) -> Result<TlsIdentity, String> {
+) -> Result<TlsIdentity, TlsError> {
     let mut roots = Vec::new();
     for f in &info.ca_files {
         let certs = certificates(&read(f, "CA file")?, &format!("CA file {}", f.display()))?;
         if certs.is_empty() {
-            return Err(format!("CA file {}: no certificate in it", f.display()));
+            return Err(TlsError::Invalid(format!(
+                "CA file {}: no certificate in it",
+                f.display()
+            )));
         }
         roots.extend(certs);
     }
@@ -658,7 +701,10 @@ pub fn load_user_identity(
     let cert = info.cert.as_ref().ok_or("no certificate given (tlsCert)")?;
     let chain = certificates(&read(cert, "certificate")?, &cert.display().to_string())?;
     if chain.is_empty() {
-        return Err(format!("tlsCert {}: no certificate in it", cert.display()));
+        return Err(TlsError::Invalid(format!(
+            "tlsCert {}: no certificate in it",
+            cert.display()
+        )));
     }
     let file_password;
     let password = match (password, &info.key_password) {
@@ -690,9 +736,12 @@ pub fn load_user_identity(
         let bytes = read(f, "CRL file")?;
         let list = CertificateRevocationListDer::pem_slice_iter(&bytes)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("CRL file {}: {e}", f.display()))?;
+            .map_err(|e| TlsError::failed(format!("CRL file {}", f.display()), e))?;
         if list.is_empty() {
-            return Err(format!("CRL file {}: no CRL in it", f.display()));
+            return Err(TlsError::Invalid(format!(
+                "CRL file {}: no CRL in it",
+                f.display()
+            )));
         }
         crls.extend(list);
     }
@@ -746,7 +795,7 @@ fn settings() -> MutexGuard<'static, Option<UserSettings>> {
 
 /// `shmem_set_conf_store_tls`: turns the store's TLS off, or on with the user's certificates
 /// described by `info` (checked now: a bad string is refused here, not at init).
-pub fn set_store_tls(enable: bool, info: Option<&str>) -> Result<(), String> {
+pub fn set_store_tls(enable: bool, info: Option<&str>) -> Result<(), TlsError> {
     let parsed = match (enable, info) {
         (false, _) => TlsInfo::default(),
         (true, None) => return Err("TLS enabled without TLS info".into()),
@@ -761,7 +810,7 @@ pub fn set_store_tls(enable: bool, info: Option<&str>) -> Result<(), String> {
 
 /// `shmem_set_config_store_tls_key`: the private key (PEM) and its password, decoded now so
 /// that a bad key or password is refused here, not at init.
-pub fn set_store_tls_key(key_pem: &[u8], password: Option<&[u8]>) -> Result<(), String> {
+pub fn set_store_tls_key(key_pem: &[u8], password: Option<&[u8]>) -> Result<(), TlsError> {
     decode_private_key(key_pem, password)?;
     let mut s = settings();
     let entry = s.get_or_insert_with(UserSettings::default);
@@ -790,7 +839,11 @@ pub fn user_settings() -> Option<UserSettings> {
 /// Whether the user turned the store's TLS off, and how: `SHMEM_TLS_DISABLE=1` (`env_off`) or
 /// `shmem_set_conf_store_tls(false, ...)`. Warns once per job when so: by the store's host
 /// (`warn`), at debug level elsewhere.
-pub(crate) fn off_by_choice(env_off: bool, store: &str, warn: bool) -> bool {
+pub(crate) fn off_by_choice(
+    env_off: bool,
+    store: &crate::bootstrap::addr::StoreAddr,
+    warn: bool,
+) -> bool {
     let api_off = user_settings().and_then(|u| u.enabled) == Some(false);
     if !env_off && !api_off {
         return false;
@@ -840,8 +893,12 @@ mod tests {
         );
         assert!(parse_tls_info("tlsCert")
             .unwrap_err()
+            .to_string()
             .contains("key: value"));
-        assert!(parse_tls_info("tlsCert: ;").unwrap_err().contains("empty"));
+        assert!(parse_tls_info("tlsCert: ;")
+            .unwrap_err()
+            .to_string()
+            .contains("empty"));
         let _ = dir;
     }
 
@@ -849,10 +906,13 @@ mod tests {
     fn legacy_encrypted_keys_are_refused() {
         let legacy = b"-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n\
                        DEK-Info: AES-256-CBC,0123\n\nAAAA\n-----END RSA PRIVATE KEY-----\n";
-        let err = decode_private_key(legacy, Some(b"pw")).unwrap_err();
+        let err = decode_private_key(legacy, Some(b"pw"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("legacy OpenSSL encryption"), "{err}");
         assert!(decode_private_key(b"nothing", None)
             .unwrap_err()
+            .to_string()
             .contains("no private key"));
     }
 

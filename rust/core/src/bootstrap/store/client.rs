@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 
 use rustix::io::{fcntl_dupfd_cloexec, fcntl_getfd, fcntl_setfd, FdFlags};
 
-use super::addr::StoreAddr;
-use super::link::{self, HandshakeError, Link};
-use super::wire::{self, Reply, Request, WireError, PROTOCOL_VERSION};
-use super::BootstrapError;
+use crate::bootstrap::store::addr::StoreAddr;
+use crate::bootstrap::store::link::{self, HandshakeError, Link};
+use crate::bootstrap::store::wire::{self, Reply, Request, WireError, PROTOCOL_VERSION};
+use crate::bootstrap::BootstrapError;
 
 /// Extra time the socket waits for a reply beyond what the server may take, so that a
 /// server-side timeout always arrives as an answer rather than as a dead socket.
@@ -906,8 +906,8 @@ fn is_tls_alert(e: &std::io::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::unix::{send_frame, FdReader};
     use super::*;
+    use crate::bootstrap::store::unix::{send_frame, FdReader};
     use std::os::fd::AsFd;
 
     const T: Duration = Duration::from_secs(30);

@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use subtle::ConstantTimeEq;
 
-use super::link::{self, HandshakeError, Link, Speaks};
-use super::wire::{
+use crate::bootstrap::store::link::{self, HandshakeError, Link, Speaks};
+use crate::bootstrap::store::wire::{
     self, Reply, Request, WireError, MAX_FRAME_LEN, MAX_HELLO_FRAME_LEN, MAX_VALUE_LEN,
     PROTOCOL_VERSION, STORE_FULL,
 };
@@ -527,7 +527,7 @@ impl Server {
                             .with_ticket(Arc::clone(&ticket))
                             .run(),
                         Err(why) => {
-                            let why = server.shared.why_dropped(&ticket, why);
+                            let why = server.shared.why_dropped(&ticket, why.into());
                             server.shared.refusals.refused(&peer, &why);
                         }
                     }
@@ -616,7 +616,7 @@ impl Server {
         tls: Option<Arc<rustls::ServerConfig>>,
         peer: &str,
         deadline: Instant,
-    ) -> Result<Link, String> {
+    ) -> Result<Link, Refusal> {
         let setup = |e: io::Error| format!("socket setup: {e}");
         link::prepare_tcp(&sock).map_err(setup)?;
         let plain = Link::Tcp(sock);
@@ -1013,8 +1013,8 @@ impl Connection {
                 Ok(()) => return,
             };
             let why = match &self.ticket {
-                Some(ticket) => self.shared.why_dropped(ticket, why),
-                None => why,
+                Some(ticket) => self.shared.why_dropped(ticket, why.into()),
+                None => why.into(),
             };
             let peer = format!("{} that did not join the job", self.peer);
             self.shared.refusals.refused(&peer, &why);
@@ -1027,7 +1027,7 @@ impl Connection {
             );
             let _ = self.events.send(StoreEvent::ProtocolError {
                 rank: self.rank,
-                message,
+                message: message.into(),
             });
         }
         // Record before telling, so that a launcher reacting to the event sees the final state.
@@ -1041,7 +1041,7 @@ impl Connection {
     /// Answers requests until EOF (`Ok`) or a protocol violation (`Err`, already answered).
     /// A PE that leaves while its reply is on its way (killed, or gone with the job) has not
     /// broken the protocol: that ends the connection as its EOF would.
-    fn serve(&mut self) -> Result<(), String> {
+    fn serve(&mut self) -> Result<(), Refusal> {
         let shared = Arc::clone(&self.shared);
         loop {
             let join = match (self.claimed, self.join_by) {
@@ -1120,7 +1120,7 @@ impl Connection {
                 Next::Fatal(message) => return Err(self.refuse(message)),
                 Next::Close(reply, message) => {
                     let _ = self.send(&reply, None);
-                    return Err(message);
+                    return Err(message.into());
                 }
             }
         }
@@ -1136,7 +1136,7 @@ impl Connection {
 
     /// A reply could not be sent: the end of the connection if the peer is gone, a protocol
     /// violation if it stopped reading.
-    fn send_failed(&self, reply: &str, e: io::Error) -> Result<(), String> {
+    fn send_failed(&self, reply: &str, e: io::Error) -> Result<(), Refusal> {
         if matches!(
             e.kind(),
             io::ErrorKind::BrokenPipe
@@ -1153,15 +1153,16 @@ impl Connection {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
                 "did not take its {reply} reply within {} s",
                 IO_STALL_LIMIT.as_secs()
-            ),
-            _ => format!("cannot send {reply} reply: {e}"),
+            )
+            .into(),
+            _ => format!("cannot send {reply} reply: {e}").into(),
         })
     }
 
     /// Tells the peer why it is being dropped (best effort) and returns the message.
-    fn refuse(&self, message: String) -> String {
+    fn refuse(&self, message: String) -> Refusal {
         let _ = self.send(&Reply::Error(message.clone()), None);
-        message
+        Refusal(message)
     }
 
     /// Sends a VALUES reply from where the values are kept: small values are batched into
@@ -1291,7 +1292,7 @@ impl Connection {
                         );
                     }
                     if let Err(message) = self.claim(rank) {
-                        return Next::Fatal(message);
+                        return Next::Fatal(message.into());
                     }
                 } else if rank != self.rank || n_pes != self.n_pes {
                     return Next::Fatal(format!(
@@ -1522,7 +1523,7 @@ impl Connection {
     /// (`bootstrap::gather`), so that they name it instead of timing out; returns `message`.
     fn record_refusal(&self, rank: u32, message: String) -> String {
         self.shared.insert(
-            super::refused_key(rank),
+            crate::bootstrap::store::refused_key(rank),
             Entry::Bytes(message.clone().into_bytes().into()),
         );
         message
@@ -1530,17 +1531,19 @@ impl Connection {
 
     /// Takes `rank`'s slot for a connection from the listening socket, as its HELLO asks (the
     /// job's size is checked already).
-    fn claim(&mut self, rank: u32) -> Result<(), String> {
+    fn claim(&mut self, rank: u32) -> Result<(), Refusal> {
         if rank >= self.n_pes {
-            return Err(self.record_refusal(
-                rank,
-                format!("HELLO says PE {rank}, but this job has {} PEs", self.n_pes),
-            ));
+            return Err(self
+                .record_refusal(
+                    rank,
+                    format!("HELLO says PE {rank}, but this job has {} PEs", self.n_pes),
+                )
+                .into());
         }
         let mut state = self.shared.lock();
         let slot = &mut state.peers[rank as usize];
         if slot.is_some() {
-            return Err(format!("PE {rank} is already connected to this store"));
+            return Err(format!("PE {rank} is already connected to this store").into());
         }
         *slot = Some(PeerStatus::default());
         drop(state);
@@ -1553,11 +1556,40 @@ impl Connection {
     }
 }
 
+/// Why the store ends a connection: the text it sends the peer in an ERROR reply (when the
+/// peer still reads) and reports to its host. The protocol carries it as text.
+#[derive(Debug)]
+struct Refusal(String);
+
+impl From<String> for Refusal {
+    fn from(text: String) -> Self {
+        Refusal(text)
+    }
+}
+
+impl From<&str> for Refusal {
+    fn from(text: &str) -> Self {
+        Refusal(text.to_string())
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<Refusal> for String {
+    fn from(r: Refusal) -> Self {
+        r.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::unix::{send_frame, FdReader};
-    use super::super::{BootstrapError, Client};
     use super::*;
+    use crate::bootstrap::store::unix::{send_frame, FdReader};
+    use crate::bootstrap::{BootstrapError, Client};
     use std::io::{Read, Seek, SeekFrom, Write};
     use std::os::fd::OwnedFd;
     use std::thread;
@@ -2074,14 +2106,14 @@ mod tests {
         Server,
         Receiver<StoreEvent>,
         std::net::SocketAddr,
-        Option<super::super::tls::JobCredentials>,
+        Option<crate::bootstrap::store::tls::JobCredentials>,
     ) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let creds = tls.then(|| {
-            super::super::tls::job_credentials(
+            crate::bootstrap::store::tls::job_credentials(
                 &["127.0.0.1".parse().unwrap()],
-                super::super::tls::Validity::for_a_job(),
+                crate::bootstrap::store::tls::Validity::for_a_job(),
             )
             .unwrap()
         });
@@ -2149,8 +2181,10 @@ mod tests {
     #[test]
     fn a_trickled_tls_handshake_is_cut_at_the_join_deadline() {
         let (_server, _events, addr, creds) = tcp_store(1, true);
-        let pe = super::super::tls::identity_from_bundle(creds.unwrap().client_bundle.as_bytes())
-            .unwrap();
+        let pe = crate::bootstrap::store::tls::identity_from_bundle(
+            creds.unwrap().client_bundle.as_bytes(),
+        )
+        .unwrap();
         let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
         let mut conn = rustls::ClientConnection::new(pe.client_config().unwrap(), name).unwrap();
         let mut client_hello = Vec::new();
@@ -2196,7 +2230,7 @@ mod tests {
         let why =
             (server.join_tcp(sock, None, "idle", Instant::now() + TCP_JOIN_LIMIT)).unwrap_err();
         let want = format!("sent nothing within {} s", TCP_JOIN_LIMIT.as_secs());
-        assert!(why.contains(&want), "{why}");
+        assert!(why.0.contains(&want), "{why}");
     }
 
     #[test]

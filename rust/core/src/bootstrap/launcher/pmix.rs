@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, LaunchError, Result};
 
 const PMIX_MAX_NSLEN: usize = 255;
 const PMIX_MAX_KEYLEN: usize = 511;
@@ -144,18 +144,28 @@ struct Api {
 /// Library names tried in order when `SHMEM_PMIX_LIB` is unset.
 const LIBRARIES: [&str; 2] = ["libpmix.so.2", "libpmix.so"];
 
-static API: OnceLock<std::result::Result<Api, String>> = OnceLock::new();
+/// Why the PMIx library was not used: each library tried, and why it did not load or lacked
+/// a call (the dynamic loader's messages, kept as text since the library is loaded once per
+/// process and its answer shared).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}", .tried.join("; "))]
+pub struct NotLoaded {
+    /// One line per library tried.
+    pub tried: Vec<String>,
+}
+
+static API: OnceLock<std::result::Result<Api, NotLoaded>> = OnceLock::new();
 
 /// Loads the PMIx library (once per process): `path` (`SHMEM_PMIX_LIB`) if given, else the
 /// first of [`LIBRARIES`] the dynamic loader finds. The error says what was tried and why
 /// each failed.
-fn api(path: Option<&str>) -> std::result::Result<&'static Api, String> {
+fn api(path: Option<&str>) -> std::result::Result<&'static Api, NotLoaded> {
     API.get_or_init(|| load(path))
         .as_ref()
         .map_err(Clone::clone)
 }
 
-fn load(path: Option<&str>) -> std::result::Result<Api, String> {
+fn load(path: Option<&str>) -> std::result::Result<Api, NotLoaded> {
     let candidates: Vec<&str> = match path {
         Some(p) => vec![p],
         None => LIBRARIES.to_vec(),
@@ -201,7 +211,7 @@ fn load(path: Option<&str>) -> std::result::Result<Api, String> {
             error_string: symbol!("PMIx_Error_string"),
         });
     }
-    Err(why.join("; "))
+    Err(NotLoaded { tried: why })
 }
 
 /// Whether the PMIx library loads (`lib`: `SHMEM_PMIX_LIB`), and has the calls used here.
@@ -244,9 +254,12 @@ fn bounded<T: Send + 'static>(
         })
         .map_err(|e| Error::os(format!("PMIx: {what}: starting a thread"), e))?;
     rx.recv_timeout(timeout).map_err(|_| {
-        Error::Launch(format!(
-            "PMIx: {what}: no answer from the launcher's PMIx server within {timeout:?}"
-        ))
+        Error::Launch(LaunchError::Service {
+            service: "PMIx",
+            what: format!(
+                "PMIx: {what}: no answer from the launcher's PMIx server within {timeout:?}"
+            ),
+        })
     })
 }
 
@@ -286,13 +299,7 @@ impl Pmix {
     /// Loads the library (`lib`: `SHMEM_PMIX_LIB`) and initialises PMIx, bounded by `timeout`.
     /// Checks that PMIx's rank and job size are the launcher's `my_pe` and `n_pes`.
     pub fn connect(lib: Option<&str>, my_pe: u32, n_pes: u32, timeout: Duration) -> Result<Pmix> {
-        let api = api(lib).map_err(|why| {
-            Error::Launch(format!(
-                "the launcher's key-value service is PMIx (SHMEM_BOOTSTRAP_KVS), but its library \
-                 does not load ({why}): set SHMEM_PMIX_LIB to its path, or \
-                 SHMEM_BOOTSTRAP_KVS=off and SHMEM_JOB_ID"
-            ))
-        })?;
+        let api = api(lib).map_err(|source| Error::Launch(LaunchError::PmixLibrary { source }))?;
         let (status, proc_) = bounded("PMIx_Init", timeout, move || {
             let mut p = Proc {
                 nspace: [0; PMIX_MAX_NSLEN + 1],
@@ -303,11 +310,10 @@ impl Pmix {
             (status, p)
         })?;
         if status != PMIX_SUCCESS {
-            return Err(Error::Launch(format!(
-                "PMIx_Init (library {}): {}",
-                api.path,
-                api.describe(status)
-            )));
+            return Err(Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!("PMIx_Init (library {}): {}", api.path, api.describe(status)),
+            }));
         }
         // SAFETY: PMIx wrote a NUL-terminated namespace into the array, whose last byte the
         // length limit keeps 0.
@@ -329,20 +335,26 @@ impl Pmix {
         );
         if pmix.me.rank != my_pe {
             let _ = pmix.finalize(timeout);
-            return Err(Error::Launch(format!(
+            return Err(Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!(
                 "PMIx says this process is rank {} of namespace {}, the launcher's environment \
                  says PE {my_pe}",
                 proc_.rank, pmix.me.nspace
-            )));
+            ),
+            }));
         }
         let size = pmix.job_size(timeout)?;
         if size != n_pes {
             let _ = pmix.finalize(timeout);
-            return Err(Error::Launch(format!(
-                "PMIx says namespace {} has {size} processes, the launcher's environment says \
+            return Err(Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!(
+                    "PMIx says namespace {} has {size} processes, the launcher's environment says \
                  {n_pes} PEs",
-                pmix.me.nspace
-            )));
+                    pmix.me.nspace
+                ),
+            }));
         }
         Ok(pmix)
     }
@@ -365,10 +377,13 @@ impl Pmix {
             Some(unsafe { v.data.uint32 })
         })?;
         value.ok_or_else(|| {
-            Error::Launch(format!(
-                "PMIx_Get({}, {PMIX_JOB_SIZE}): not a uint32",
-                self.me.nspace
-            ))
+            Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!(
+                    "PMIx_Get({}, {PMIX_JOB_SIZE}): not a uint32",
+                    self.me.nspace
+                ),
+            })
         })
     }
 
@@ -400,11 +415,14 @@ impl Pmix {
         })?;
         match status {
             (PMIX_SUCCESS, _) => Ok(()),
-            (status, call) => Err(Error::Launch(format!(
-                "{call}(key {key}, {} bytes): {}",
-                value.len(),
-                api.describe(status)
-            ))),
+            (status, call) => Err(Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!(
+                    "{call}(key {key}, {} bytes): {}",
+                    value.len(),
+                    api.describe(status)
+                ),
+            })),
         }
     }
 
@@ -418,11 +436,14 @@ impl Pmix {
             unsafe { (api.fence)(&all, 1, info.as_ptr(), info.len()) }
         })?;
         if status != PMIX_SUCCESS {
-            return Err(Error::Launch(format!(
-                "PMIx_Fence(namespace {}, all ranks): {}",
-                self.me.nspace,
-                api.describe(status)
-            )));
+            return Err(Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!(
+                    "PMIx_Fence(namespace {}, all ranks): {}",
+                    self.me.nspace,
+                    api.describe(status)
+                ),
+            }));
         }
         Ok(())
     }
@@ -444,9 +465,10 @@ impl Pmix {
             })
         })?;
         value.ok_or_else(|| {
-            Error::Launch(format!(
-                "PMIx_Get(rank {rank}, key {key}): the value is not a byte object"
-            ))
+            Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!("PMIx_Get(rank {rank}, key {key}): the value is not a byte object"),
+            })
         })
     }
 
@@ -482,11 +504,14 @@ impl Pmix {
             (status, value)
         })?;
         if status != PMIX_SUCCESS {
-            return Err(Error::Launch(format!(
-                "{what} in namespace {}: {}",
-                self.me.nspace,
-                api.describe(status)
-            )));
+            return Err(Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!(
+                    "{what} in namespace {}: {}",
+                    self.me.nspace,
+                    api.describe(status)
+                ),
+            }));
         }
         Ok(value)
     }
@@ -504,10 +529,10 @@ impl Pmix {
             unsafe { (api.finalize)(std::ptr::null(), 0) }
         })?;
         if status != PMIX_SUCCESS {
-            return Err(Error::Launch(format!(
-                "PMIx_Finalize: {}",
-                api.describe(status)
-            )));
+            return Err(Error::Launch(LaunchError::Service {
+                service: "PMIx",
+                what: format!("PMIx_Finalize: {}", api.describe(status)),
+            }));
         }
         Ok(())
     }
@@ -523,19 +548,26 @@ impl Drop for Pmix {
 
 fn c_key(key: &str) -> Result<CString> {
     if key.is_empty() || key.len() > PMIX_MAX_KEYLEN {
-        return Err(Error::Launch(format!(
-            "PMIx key '{key}': must be 1 to {PMIX_MAX_KEYLEN} bytes"
-        )));
+        return Err(Error::Launch(LaunchError::Service {
+            service: "PMIx",
+            what: format!("PMIx key '{key}': must be 1 to {PMIX_MAX_KEYLEN} bytes"),
+        }));
     }
-    CString::new(key).map_err(|_| Error::Launch(format!("PMIx key '{key}' holds a NUL byte")))
+    CString::new(key).map_err(|_| {
+        Error::Launch(LaunchError::Service {
+            service: "PMIx",
+            what: format!("PMIx key '{key}' holds a NUL byte"),
+        })
+    })
 }
 
 /// Keys this library puts and gets leave PMIx's own (`pmix*`) alone.
 fn check_own_key(key: &str) -> Result<()> {
     if key.starts_with("pmix") {
-        return Err(Error::Launch(format!(
-            "PMIx key '{key}': names starting with 'pmix' are PMIx's own"
-        )));
+        return Err(Error::Launch(LaunchError::Service {
+            service: "PMIx",
+            what: format!("PMIx key '{key}': names starting with 'pmix' are PMIx's own"),
+        }));
     }
     Ok(())
 }
@@ -602,7 +634,10 @@ mod tests {
 
     #[test]
     fn a_missing_library_is_named() {
-        let why = load(Some("/nonexistent/libpmix-test.so")).err().unwrap();
+        let why = load(Some("/nonexistent/libpmix-test.so"))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(why.contains("/nonexistent/libpmix-test.so"), "{why}");
     }
 

@@ -12,8 +12,8 @@
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
 
-use super::Client;
-use crate::error::{Error, Result};
+use crate::bootstrap::Client;
+use crate::error::{Error, LaunchError, Result};
 
 /// File that holds the kernel's id of the current boot.
 const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
@@ -62,18 +62,18 @@ impl NodeId {
         format!("{}\n{}\n{}", self.boot, self.netns, self.host).into_bytes()
     }
 
-    fn decode(bytes: &[u8]) -> std::result::Result<NodeId, String> {
-        let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
+    fn decode(bytes: &[u8]) -> std::result::Result<NodeId, Unreadable> {
+        let text = std::str::from_utf8(bytes).map_err(|_| Unreadable::NotUtf8)?;
         let mut lines = text.splitn(3, '\n');
         let (Some(boot), Some(netns), Some(host)) = (lines.next(), lines.next(), lines.next())
         else {
-            return Err(format!("{text:?} is not boot id, namespace and host"));
+            return Err(Unreadable::NotThreeLines(text.to_string()));
         };
         let netns = netns
             .parse()
-            .map_err(|_| format!("namespace inode {netns:?} is not a number"))?;
+            .map_err(|_| Unreadable::BadNamespace(netns.to_string()))?;
         if boot.is_empty() {
-            return Err("empty boot id".into());
+            return Err(Unreadable::NoBootId);
         }
         Ok(NodeId {
             boot: boot.to_string(),
@@ -92,6 +92,23 @@ impl std::fmt::Display for NodeId {
             self.host, self.netns
         )
     }
+}
+
+/// Why a published node identity does not read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unreadable {
+    /// Not text.
+    #[error("not UTF-8")]
+    NotUtf8,
+    /// Not the three lines.
+    #[error("{0:?} is not boot id, namespace and host")]
+    NotThreeLines(String),
+    /// The namespace inode is not a number.
+    #[error("namespace inode {0:?} is not a number")]
+    BadNamespace(String),
+    /// The boot id is empty.
+    #[error("empty boot id")]
+    NoBootId,
 }
 
 /// Every PE's node, indexed by PE.
@@ -114,20 +131,37 @@ impl NodeMap {
 
     /// Why PE `me` cannot run with the others: the lowest PE on another node, which no
     /// transport of this build reaches. `None` when every PE shares `me`'s node.
-    pub(crate) fn unreachable(&self, me: u32) -> Option<String> {
+    pub(crate) fn unreachable(&self, me: u32) -> Option<(u32, String)> {
         let mine = &self.nodes[me as usize];
         let (pe, theirs) = self
             .nodes
             .iter()
             .enumerate()
             .find(|(_, n)| !n.same_node(mine))?;
-        Some(format!(
-            "PE {pe} on {theirs} is not reachable by any transport from PE {me} on {mine}: \
+        Some((
+            pe as u32,
+            format!(
+                "PE {pe} on {theirs} is not reachable by any transport from PE {me} on {mine}: \
              the job spans {} nodes, and PEs on different nodes need a network data path, which \
              this build does not have; run every PE on one node (one machine, one network \
              namespace)",
-            self.count()
+                self.count()
+            ),
         ))
+    }
+
+    /// Every PE's node number, nodes numbered in order of their lowest PE.
+    pub(crate) fn numbers(&self) -> Vec<u32> {
+        let mut firsts: Vec<&NodeId> = Vec::new();
+        (self.nodes.iter())
+            .map(|n| match firsts.iter().position(|f| f.same_node(n)) {
+                Some(i) => i as u32,
+                None => {
+                    firsts.push(n);
+                    (firsts.len() - 1) as u32
+                }
+            })
+            .collect()
     }
 }
 
@@ -142,7 +176,13 @@ fn exchange(store: &Client, timeout: Duration) -> (Vec<u32>, Result<NodeMap>) {
         Err(e) => return (vec![store.rank()], Err(e)),
     };
     let deadline = Instant::now() + timeout;
-    let got = super::gather(store, NODE_PREFIX, "which node it runs on", &mine, deadline);
+    let got = crate::bootstrap::store::gather(
+        store,
+        NODE_PREFIX,
+        "which node it runs on",
+        &mine,
+        deadline,
+    );
     let seen = got.seen();
     if let Some(e) = got.error {
         return (seen, Err(e));
@@ -150,10 +190,12 @@ fn exchange(store: &Client, timeout: Duration) -> (Vec<u32>, Result<NodeMap>) {
     let nodes = (got.values.into_iter().enumerate())
         .map(|(pe, bytes)| {
             NodeId::decode(&bytes.unwrap_or_default()).map_err(|why| {
-                Error::Launch(format!(
-                    "PE {pe} published a node identity this build cannot read ({why}): it runs \
-                     another build of the library"
-                ))
+                Error::Launch(LaunchError::ForeignBuild {
+                    what: format!(
+                        "PE {pe} published a node identity this build cannot read ({why})"
+                    ),
+                    who: "it",
+                })
             })
         })
         .collect::<Result<Vec<_>>>();
@@ -169,9 +211,9 @@ pub(crate) fn check(store: &Client, timeout: Duration) -> (Vec<u32>, Result<Node
     let (seen, map) = exchange(store, timeout);
     let verdict = map.and_then(|map| match map.unreachable(store.rank()) {
         None => Ok(map),
-        Some(why) => {
+        Some((pe, why)) => {
             tracing::error!("shmem_init: {why}");
-            Err(Error::Logged(Box::new(Error::Launch(why))))
+            Err(Error::Unreachable { pe, why }.logged())
         }
     });
     if verdict.is_err() {
@@ -219,11 +261,16 @@ mod tests {
         assert_eq!(map.count(), 2);
         let refusal = map.unreachable(0).unwrap();
         assert!(
-            refusal.starts_with("PE 2 on host h (boot b, network namespace 2) is not reachable"),
-            "{refusal}"
+            refusal
+                .1
+                .starts_with("PE 2 on host h (boot b, network namespace 2) is not reachable"),
+            "{}",
+            refusal.1
         );
-        assert!(refusal.contains("from PE 0 on host h (boot b, network namespace 1)"));
-        assert!(map.unreachable(3).unwrap().starts_with("PE 0 on"));
+        assert!(refusal
+            .1
+            .contains("from PE 0 on host h (boot b, network namespace 1)"));
+        assert!(map.unreachable(3).unwrap().1.starts_with("PE 0 on"));
     }
 
     #[test]
@@ -232,7 +279,7 @@ mod tests {
             nodes: vec![node("b", 1), node("c", 1)],
         };
         assert_eq!(map.count(), 2);
-        assert!(map.unreachable(1).unwrap().starts_with("PE 0 on"));
+        assert!(map.unreachable(1).unwrap().1.starts_with("PE 0 on"));
         let one = NodeMap {
             nodes: vec![node("b", 1); 3],
         };

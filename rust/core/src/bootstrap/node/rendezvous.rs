@@ -12,16 +12,16 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 use std::time::Duration;
 
-use super::{Client, Server};
-use crate::error::{Error, Result};
+use crate::bootstrap::{Client, Server};
+use crate::error::{Error, LaunchError, Result};
 
 /// Store key under which PE 0 publishes the socket's name.
 const NAME_KEY: &str = "shmem/fd-rendezvous";
 
 /// A name no other job picks: this user, 128 random bits.
 fn random_name(uid: u32) -> Result<String> {
-    let bits = super::random_bits("the descriptor store's name")?;
-    Ok(format!("shmem-{uid}-fd-{}", super::hex(&bits)))
+    let bits = crate::bootstrap::random_bits("the descriptor store's name")?;
+    Ok(format!("shmem-{uid}-fd-{}", crate::bootstrap::hex(&bits)))
 }
 
 /// Gives `store` (a client of a TCP store) its node-local descriptor store: PE 0 opens it and
@@ -60,7 +60,7 @@ pub(crate) fn open_for_host(store: &Client, timeout: Duration) -> Result<Client>
         std::thread::Builder::new()
             .name("shmem-fd-accept".into())
             .stack_size(128 * 1024)
-            .spawn(move || super::node::accept_loop(&listener, &server, uid))
+            .spawn(move || crate::bootstrap::node::meet::accept_loop(&listener, &server, uid))
             .map_err(|e| Error::os("starting the descriptor store thread", e))?;
         let client = Client::connect_inherited(mine.into(), 0, n_pes, timeout)?;
         store.set(NAME_KEY, name.as_bytes())?;
@@ -78,10 +78,11 @@ fn connect(store: &Client, timeout: Duration) -> Result<Client> {
         let addr = SocketAddr::from_abstract_name(&name)
             .map_err(|e| Error::os(format!("socket name @{shown}"), e))?;
         let stream = UnixStream::connect_addr(&addr).map_err(|e| {
-            Error::Launch(format!(
-                "cannot reach PE 0's descriptor store @{shown}: {e} (PE {rank} and PE 0 must \
-                 run on one node, in one network namespace)"
-            ))
+            Error::Launch(LaunchError::NoDescriptorStore {
+                socket: shown.to_string(),
+                pe: rank,
+                source: e,
+            })
         })?;
         Ok(Client::connect_inherited(
             stream.into(),

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use rustix::io::Errno;
 use rustix::net::SendFlags;
 
-use super::hex;
-use crate::error::{Error, Result};
+use crate::bootstrap::hex;
+use crate::error::{Error, LaunchError, Result};
 
 /// Longest answer line accepted; Hydra's longest is a `get_result` of `vallen_max` (1024).
 const MAX_LINE: usize = 64 * 1024;
@@ -41,6 +41,20 @@ pub(crate) struct Pmi1 {
     finalized: bool,
 }
 
+/// Why an answer line does not read as PMI-1.
+#[derive(Debug, thiserror::Error)]
+enum Malformed {
+    /// A word without `=`.
+    #[error("'{0}' is not key=value")]
+    NotKeyValue(String),
+    /// No `cmd=` field.
+    #[error("no cmd=")]
+    NoCmd,
+    /// `rc=` is not a number.
+    #[error("rc={0} is not a number")]
+    BadRc(String),
+}
+
 /// One answer: its command and its `key=value` fields, in order.
 #[derive(Debug, PartialEq, Eq)]
 struct Answer {
@@ -50,13 +64,13 @@ struct Answer {
 }
 
 impl Answer {
-    fn parse(line: &str) -> std::result::Result<Answer, String> {
+    fn parse(line: &str) -> std::result::Result<Answer, Malformed> {
         let mut cmd = None;
         let mut fields = Vec::new();
         for word in line.split_ascii_whitespace() {
             let (k, v) = word
                 .split_once('=')
-                .ok_or_else(|| format!("'{word}' is not key=value"))?;
+                .ok_or_else(|| Malformed::NotKeyValue(word.to_string()))?;
             if k == "cmd" && cmd.is_none() {
                 cmd = Some(v.to_string());
             } else {
@@ -64,7 +78,7 @@ impl Answer {
             }
         }
         Ok(Answer {
-            cmd: cmd.ok_or("no cmd=")?,
+            cmd: cmd.ok_or(Malformed::NoCmd)?,
             fields,
             line: line.to_string(),
         })
@@ -78,10 +92,10 @@ impl Answer {
     }
 
     /// `rc=`, 0 when the server leaves it out (Hydra's `barrier_out`, `finalize_ack`).
-    fn rc(&self) -> std::result::Result<i64, String> {
+    fn rc(&self) -> std::result::Result<i64, Malformed> {
         match self.get("rc") {
             None => Ok(0),
-            Some(v) => v.parse().map_err(|_| format!("rc={v} is not a number")),
+            Some(v) => v.parse().map_err(|_| Malformed::BadRc(v.to_string())),
         }
     }
 }
@@ -272,7 +286,10 @@ impl Pmi1 {
     }
 
     fn fail(&self, op: &str, what: impl std::fmt::Display) -> Error {
-        Error::Launch(format!("{}: {op}: {what}", self.label))
+        Error::Launch(LaunchError::Service {
+            service: "PMI-1",
+            what: format!("{}: {op}: {what}", self.label),
+        })
     }
 
     /// Sends `line` and reads the answer, which must be `cmd=want`; both bounded by `deadline`.

@@ -26,11 +26,13 @@ use rustix::event::{poll, PollFd, PollFlags};
 use rustix::io::{fcntl_dupfd_cloexec, Errno};
 use rustix::net::sockopt::socket_peercred;
 
-use super::addr::StoreAddr;
-use super::launch::NodeLocal;
-use super::tls::Trust;
-use super::{hex, locality, rendezvous, Client, Server, StoreEvent, TcpDial};
-use crate::error::{Error, Result};
+use crate::bootstrap::launcher::launch::NodeLocal;
+use crate::bootstrap::node::locality::{self, NodeMap};
+use crate::bootstrap::node::rendezvous;
+use crate::bootstrap::store::addr::StoreAddr;
+use crate::bootstrap::store::tls::Trust;
+use crate::bootstrap::{hex, Client, Server, StoreEvent, TcpDial};
+use crate::error::{Error, LaunchError, Result};
 use crate::mapping::{self, Mapping};
 
 /// Longest abstract socket name (`sun_path` less its leading NUL).
@@ -132,6 +134,8 @@ impl std::fmt::Display for Ending {
 #[derive(Debug)]
 pub(crate) struct NodeJob {
     shared: Arc<Shared>,
+    /// Every PE's node, when the PEs met over TCP (at an abstract socket they share one).
+    nodes: Option<NodeMap>,
 }
 
 /// What this PE's threads share about the job.
@@ -237,7 +241,10 @@ pub(crate) enum Meeting {
 pub(crate) fn dial(addr: &StoreAddr, trust: &Trust, job: &str) -> Result<TcpDial> {
     let tls = trust
         .client_config()
-        .map_err(|e| Error::Launch(format!("TLS of the store at {addr}: {e}")))?
+        .map_err(|source| Error::Tls {
+            what: format!("TLS of the store at {addr}"),
+            source,
+        })?
         .map(|config| (config, addr.server_name()));
     Ok(TcpDial {
         addr: addr.clone(),
@@ -280,13 +287,11 @@ fn host(
 ) -> Result<(Client, NodeJob)> {
     let listener = UnixListener::bind_addr(addr).map_err(|e| {
         if e.kind() == io::ErrorKind::AddrInUse {
-            Error::Launch(format!(
-                "cannot open the job's store at {}: a job with the same id ({}, from {}) runs \
-                 on this node already; give each job its own SHMEM_JOB_ID",
-                shown(name),
-                plan.job_id,
-                plan.launcher
-            ))
+            Error::Launch(LaunchError::JobIdInUse {
+                socket: shown(name),
+                job_id: plan.job_id.clone(),
+                launcher: plan.launcher,
+            })
         } else {
             Error::os(format!("opening the job's store at {}", shown(name)), e)
         }
@@ -312,7 +317,13 @@ fn host(
         let _server = server;
         watch_events(events, &watched);
     })?;
-    Ok((client, NodeJob { shared }))
+    Ok((
+        client,
+        NodeJob {
+            shared,
+            nodes: None,
+        },
+    ))
 }
 
 /// PE 0 of a TCP job: listens at `addr` (or on the listener `trust` holds, bound by
@@ -324,14 +335,15 @@ fn host_tcp(
     trust: &Trust,
     timeout: Duration,
 ) -> Result<(Client, NodeJob)> {
-    let tls = trust
-        .server_config()
-        .map_err(|e| Error::Launch(format!("TLS of the store at {addr}: {e}")))?;
+    let tls = trust.server_config().map_err(|source| Error::Tls {
+        what: format!("TLS of the store at {addr}"),
+        source,
+    })?;
     let listener = match trust.bound_listener() {
         Some(l) => l.map_err(|e| Error::os("the unique id's listening socket", e))?,
         None => addr
             .bind()
-            .map_err(|e| Error::Launch(format!("PE 0 cannot open the job's store: {e}")))?,
+            .map_err(|source| Error::Launch(LaunchError::StoreNotOpened { source }))?,
     };
     let bound = listener
         .local_addr()
@@ -345,7 +357,7 @@ fn host_tcp(
         .map_err(|e| Error::os("starting the store's TCP acceptor", e))?;
     tracing::info!(
         "PE 0 serves the job's store at {} ({})",
-        super::addr::url(bound.ip(), bound.port()),
+        crate::bootstrap::store::addr::url(bound.ip(), bound.port()),
         if trust.uses_tls() {
             "TLS 1.3"
         } else {
@@ -358,11 +370,14 @@ fn host_tcp(
         .serve_unix(0, theirs)
         .map_err(|e| Error::os("serving PE 0's own store connection", e))?;
     let client = Client::connect_inherited(mine.into(), 0, plan.n_pes, timeout)?;
-    if let (seen, Err(e)) = locality::check(&client, timeout) {
-        // The others that got this far fail too: keep the store up until they have left.
-        wait_for_departures(&events, &seen, timeout);
-        return Err(e);
-    }
+    let nodes = match locality::check(&client, timeout) {
+        (_, Ok(nodes)) => nodes,
+        (seen, Err(e)) => {
+            // The others that got this far fail too: keep the store up until they have left.
+            wait_for_departures(&events, &seen, timeout);
+            return Err(e);
+        }
+    };
     // PE 0's own link carries descriptors, but the others' do not: every PE uses the
     // node-local descriptor store, PE 0 too.
     let fd_store = rendezvous::open_for_host(&client, timeout)?;
@@ -375,7 +390,13 @@ fn host_tcp(
         let _server = server;
         watch_events(events, &watched);
     })?;
-    Ok((client, NodeJob { shared }))
+    Ok((
+        client,
+        NodeJob {
+            shared,
+            nodes: Some(nodes),
+        },
+    ))
 }
 
 /// Another PE of a TCP job: dials PE 0's store (retrying until `timeout`), attaches the
@@ -391,9 +412,9 @@ fn guest_tcp(
     let watched = client
         .watch_socket()
         .map_err(|e| Error::os("duplicating the store connection", e))?;
-    locality::check(&client, timeout).1?;
+    let nodes = locality::check(&client, timeout).1?;
     rendezvous::attach(&client, timeout)?;
-    finish_guest(plan, client, watched, timeout)
+    finish_guest(plan, client, watched, Some(nodes), timeout)
 }
 
 fn guest(
@@ -407,7 +428,7 @@ fn guest(
     let watched = fcntl_dupfd_cloexec(&stream, 0)
         .map_err(|e| Error::os("duplicating the store connection", e))?;
     let client = Client::connect_inherited(stream.into(), plan.my_pe, plan.n_pes, timeout)?;
-    finish_guest(plan, client, watched, timeout)
+    finish_guest(plan, client, watched, None, timeout)
 }
 
 /// Maps the job page and starts the watcher of PE 0's store.
@@ -415,21 +436,22 @@ fn finish_guest(
     plan: &NodeLocal,
     client: Client,
     watched: OwnedFd,
+    nodes: Option<NodeMap>,
     timeout: Duration,
 ) -> Result<(Client, NodeJob)> {
     let fd = (client.get_fd(JOB_PAGE_KEY, timeout))
         .map_err(|e| e.unpublished(0, "the job page (its record of how the job ends)"))?;
     let len = mapping::file_len(fd.as_fd())?;
     if len != JOB_PAGE_LEN {
-        return Err(Error::Launch(format!(
-            "the job page from PE 0's store is {len} bytes, not {JOB_PAGE_LEN}: PE 0 runs \
-             another build of the library"
-        )));
+        return Err(Error::Launch(LaunchError::ForeignBuild {
+            what: format!("the job page from PE 0's store is {len} bytes, not {JOB_PAGE_LEN}"),
+            who: "PE 0",
+        }));
     }
     let shared = Arc::new(Shared::new(plan, Mapping::map_shared(&fd, JOB_PAGE_LEN)?));
     let watcher = Arc::clone(&shared);
     spawn("shmem-job", move || watch_store(&watched, &watcher))?;
-    Ok((client, NodeJob { shared }))
+    Ok((client, NodeJob { shared, nodes }))
 }
 
 /// Connects to PE 0's socket, retrying while nobody listens there yet.
@@ -461,14 +483,17 @@ fn connect(
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(Error::Launch(format!(
-                "PE 0 did not open the job's store at {} within {} s (SHMEM_INIT_TIMEOUT; \
-                 {} job id {}): PE 0 did not start, failed, or runs on another node",
-                shown(name),
-                timeout.as_secs(),
-                plan.launcher,
-                plan.job_id
-            )));
+            return Err(Error::Timeout {
+                step: format!("PE 0 did not open the job's store at {}", shown(name)),
+                after: timeout,
+                bound: format!(
+                    "{}; {} job id {}",
+                    crate::env::INIT_TIMEOUT,
+                    plan.launcher,
+                    plan.job_id
+                ),
+                why: ": PE 0 did not start, failed, or runs on another node".into(),
+            });
         }
         std::thread::sleep(nap.min(left));
         nap = (nap * 2).min(LONGEST_CONNECT_NAP);
@@ -512,19 +537,49 @@ pub(crate) fn accept_loop(listener: &UnixListener, server: &Server, uid: u32) {
 
 /// Lets in only processes running as this job's user: every process on the node can reach an
 /// abstract socket, but all PEs of a job run as one user.
-fn admit(stream: &UnixStream, uid: u32) -> std::result::Result<(), String> {
-    let cred = socket_peercred(stream)
-        .map_err(|e| format!("cannot read the peer's credentials (SO_PEERCRED): {e}"))?;
-    same_user(cred.uid.as_raw(), uid)
-        .map_err(|why| format!("pid {}: {why}", cred.pid.as_raw_nonzero()))
+fn admit(stream: &UnixStream, uid: u32) -> std::result::Result<(), Refused> {
+    let cred = socket_peercred(stream).map_err(Refused::NoCredentials)?;
+    same_user(cred.uid.as_raw(), uid).map_err(|e| match e {
+        Refused::OtherUser { peer, mine, .. } => Refused::OtherUser {
+            pid: Some(cred.pid.as_raw_nonzero().get()),
+            peer,
+            mine,
+        },
+        e => e,
+    })
 }
 
-fn same_user(peer: u32, mine: u32) -> std::result::Result<(), String> {
+fn same_user(peer: u32, mine: u32) -> std::result::Result<(), Refused> {
     if peer == mine {
         Ok(())
     } else {
-        Err(format!("uid {peer} is not this job's user (uid {mine})"))
+        Err(Refused::OtherUser {
+            pid: None,
+            peer,
+            mine,
+        })
     }
+}
+
+/// Why a connection to PE 0's node-local store was refused.
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    /// The peer's credentials could not be read.
+    #[error("cannot read the peer's credentials (SO_PEERCRED): {0}")]
+    NoCredentials(rustix::io::Errno),
+    /// The peer runs as another user.
+    #[error(
+        "{}uid {peer} is not this job's user (uid {mine})",
+        .pid.map_or_else(String::new, |p| format!("pid {p}: "))
+    )]
+    OtherUser {
+        /// The peer's process, once known.
+        pid: Option<i32>,
+        /// The peer's user.
+        peer: u32,
+        /// The job's.
+        mine: u32,
+    },
 }
 
 /// PE 0: ends the job on the first PE that fails or calls `shmem_global_exit`; counts goodbyes.
@@ -618,6 +673,11 @@ fn watch_store(sock: &OwnedFd, shared: &Shared) {
 }
 
 impl NodeJob {
+    /// Every PE's node, when the PEs met over TCP; `None`: they share this node.
+    pub(crate) fn nodes(&self) -> Option<&NodeMap> {
+        self.nodes.as_ref()
+    }
+
     /// Whether this PE hosts the job's store (PE 0).
     pub fn hosts_store(&self) -> bool {
         self.shared.my_pe == 0
@@ -644,12 +704,15 @@ impl NodeJob {
                     .filter(|(_, &d)| !d)
                     .map(|(pe, _)| pe.to_string())
                     .collect();
-                return Err(Error::Launch(format!(
-                    "shmem_finalize: PE 0 waited {} s (SHMEM_INIT_TIMEOUT) for the goodbye of \
-                     PE {} to the job's store",
-                    timeout.as_secs(),
-                    missing.join(", ")
-                )));
+                return Err(Error::Timeout {
+                    step: format!(
+                        "shmem_finalize: PE 0 did not get the goodbye of PE {} to the job's store",
+                        missing.join(", ")
+                    ),
+                    after: timeout,
+                    bound: crate::env::INIT_TIMEOUT.into(),
+                    why: String::new(),
+                });
             }
             p = self
                 .shared
@@ -767,7 +830,7 @@ mod tests {
     #[test]
     fn only_the_same_user_is_admitted() {
         assert!(same_user(1000, 1000).is_ok());
-        let why = same_user(65534, 1000).unwrap_err();
+        let why = same_user(65534, 1000).unwrap_err().to_string();
         assert!(
             why.contains("uid 65534") && why.contains("uid 1000"),
             "{why}"
@@ -778,6 +841,7 @@ mod tests {
         let other = rustix::process::geteuid().as_raw().wrapping_add(1);
         assert!(admit(&a, other)
             .unwrap_err()
+            .to_string()
             .contains("is not this job's user"));
     }
 
@@ -823,7 +887,9 @@ mod tests {
             libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
             "child {status}"
         );
-        let why = admit(&stream, rustix::process::geteuid().as_raw()).unwrap_err();
+        let why = admit(&stream, rustix::process::geteuid().as_raw())
+            .unwrap_err()
+            .to_string();
         assert!(why.contains("uid 65534 is not this job's user"), "{why}");
         assert!(why.contains(&format!("pid {child}")), "{why}");
     }

@@ -7,6 +7,105 @@
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, ToSocketAddrs};
 
+/// Why a store address, a port range or a listening socket was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AddrError {
+    /// `SHMEM_INSTANCE_PORT_RANGE` is not `lo-hi`.
+    #[error("'{0}' is not a port range lo-hi")]
+    NotARange(String),
+    /// A port that is not a number in range.
+    #[error("'{0}' is not a port ({1} to 65535)")]
+    NotAPort(String, u16),
+    /// A range whose first port is above its last.
+    #[error("range {0}-{1} is empty")]
+    EmptyRange(u16, u16),
+    /// No `tcp://` or `tcp6://` scheme.
+    #[error("'{0}' is not a store address: expected tcp://host[:port] or tcp6://[ip][:port]")]
+    NoScheme(String),
+    /// The address breaks its syntax (`why` says how).
+    #[error("'{text}': {why}")]
+    Syntax {
+        /// The address as written.
+        text: String,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// The address names no host.
+    #[error("'{0}' names no host")]
+    NoHost(String),
+    /// The port part is not a port.
+    #[error("'{text}': '{port}' is not a port (0 to 65535)")]
+    BadPort {
+        /// The address as written.
+        text: String,
+        /// The port part.
+        port: String,
+    },
+    /// A `tcp6://` address names an IPv4 address.
+    #[error("'{text}': {host} is not an IPv6 address")]
+    NotV6 {
+        /// The address as written.
+        text: String,
+        /// Its host.
+        host: String,
+    },
+    /// The host name does not resolve.
+    #[error("'{text}': cannot resolve '{host}': {source}")]
+    Unresolvable {
+        /// The address as written.
+        text: String,
+        /// Its host.
+        host: String,
+        /// The resolver's error.
+        source: io::Error,
+    },
+    /// The host name resolves, but to no address of the family asked for.
+    #[error("'{text}': '{host}' has no address of the kind asked for")]
+    NoAddress {
+        /// The address as written.
+        text: String,
+        /// Its host.
+        host: String,
+    },
+    /// Binding a port failed for another reason than its being in use.
+    #[error("cannot listen at {addr} (port {port}): {source}", addr = SocketAddr::new(*.ip, *.port))]
+    Listen {
+        /// Address.
+        ip: IpAddr,
+        /// Port.
+        port: u16,
+        /// The system's error.
+        source: io::Error,
+    },
+    /// The one port asked for is in use.
+    #[error(
+        "cannot listen at {addr}: port {port} is in use{}; pick another port",
+        .source.as_ref().map_or_else(String::new, |e| format!(": {e}")),
+        addr = SocketAddr::new(*.ip, *.port)
+    )]
+    PortInUse {
+        /// Address.
+        ip: IpAddr,
+        /// Port.
+        port: u16,
+        /// The system's error.
+        source: Option<io::Error>,
+    },
+    /// Every port of the range is in use.
+    #[error(
+        "cannot listen on {ip}: every port of {lo}-{hi} (SHMEM_INSTANCE_PORT_RANGE) is in use"
+    )]
+    RangeInUse {
+        /// Address.
+        ip: IpAddr,
+        /// First port.
+        lo: u16,
+        /// Last port.
+        hi: u16,
+    },
+}
+
 /// Port of a store whose address names none, and no range is set.
 pub const DEFAULT_PORT: u16 = 8666;
 
@@ -39,55 +138,66 @@ impl std::fmt::Display for StoreAddr {
 }
 
 /// Parses `lo-hi` (`SHMEM_INSTANCE_PORT_RANGE`).
-pub fn parse_port_range(s: &str) -> Result<(u16, u16), String> {
+pub fn parse_port_range(s: &str) -> Result<(u16, u16), AddrError> {
     let (lo, hi) = s
         .split_once('-')
-        .ok_or_else(|| format!("'{s}' is not a port range lo-hi"))?;
-    let port = |p: &str| -> Result<u16, String> {
+        .ok_or_else(|| AddrError::NotARange(s.to_string()))?;
+    let port = |p: &str| -> Result<u16, AddrError> {
         p.trim()
             .parse::<u16>()
             .ok()
             .filter(|p| *p > 0)
-            .ok_or_else(|| format!("'{}' is not a port (1 to 65535)", p.trim()))
+            .ok_or_else(|| AddrError::NotAPort(p.trim().to_string(), 1))
     };
     let (lo, hi) = (port(lo)?, port(hi)?);
     if lo > hi {
-        return Err(format!("range {lo}-{hi} is empty"));
+        return Err(AddrError::EmptyRange(lo, hi));
     }
     Ok((lo, hi))
 }
 
 impl StoreAddr {
+    /// The address of a store already bound at `addr` (a unique id's), written as PEs are told
+    /// it ([`url`]).
+    pub fn from_socket(addr: SocketAddr) -> StoreAddr {
+        StoreAddr {
+            text: url(addr.ip(), addr.port()),
+            host: addr.ip().to_string(),
+            ip: addr.ip(),
+            ports: (addr.port(), addr.port()),
+        }
+    }
+
     /// Parses a store address. Without a port, the range (if given) or [`DEFAULT_PORT`].
-    pub fn parse(s: &str, range: Option<(u16, u16)>) -> Result<StoreAddr, String> {
+    pub fn parse(s: &str, range: Option<(u16, u16)>) -> Result<StoreAddr, AddrError> {
+        let syntax = |why| AddrError::Syntax {
+            text: s.to_string(),
+            why,
+        };
         let (family, rest) = if let Some(rest) = s.strip_prefix("tcp6://") {
             (Family::V6, rest)
         } else if let Some(rest) = s.strip_prefix("tcp://") {
             (Family::V4, rest)
         } else {
-            return Err(format!(
-                "'{s}' is not a store address: expected tcp://host[:port] or tcp6://[ip][:port]"
-            ));
+            return Err(AddrError::NoScheme(s.to_string()));
         };
         let rest = rest.trim_end_matches('/');
         let (host, port) = if let Some(bracketed) = rest.strip_prefix('[') {
             let (host, after) = bracketed
                 .split_once(']')
-                .ok_or_else(|| format!("'{s}': '[' without ']'"))?;
+                .ok_or_else(|| syntax("'[' without ']'"))?;
             match after {
                 "" => (host, None),
                 p => (
                     host,
                     Some(
                         p.strip_prefix(':')
-                            .ok_or_else(|| format!("'{s}': expected ':port' after ']'"))?,
+                            .ok_or_else(|| syntax("expected ':port' after ']'"))?,
                     ),
                 ),
             }
         } else if family == Family::V6 && rest.matches(':').count() > 1 {
-            return Err(format!(
-                "'{s}': write an IPv6 address in brackets, [::1]:8666"
-            ));
+            return Err(syntax("write an IPv6 address in brackets, [::1]:8666"));
         } else {
             match rest.rsplit_once(':') {
                 Some((h, p)) => (h, Some(p)),
@@ -95,18 +205,19 @@ impl StoreAddr {
             }
         };
         if host.is_empty() {
-            return Err(format!("'{s}' names no host"));
+            return Err(AddrError::NoHost(s.to_string()));
         }
         let ports = match port {
             Some(p) => {
-                let p: u16 = p
-                    .parse()
-                    .map_err(|_| format!("'{s}': '{p}' is not a port (0 to 65535)"))?;
+                let p: u16 = p.parse().map_err(|_| AddrError::BadPort {
+                    text: s.to_string(),
+                    port: p.to_string(),
+                })?;
                 (p, p)
             }
             None => range.unwrap_or((DEFAULT_PORT, DEFAULT_PORT)),
         };
-        let ip = resolve(host, family).map_err(|e| format!("'{s}': {e}"))?;
+        let ip = resolve(s, host, family)?;
         Ok(StoreAddr {
             text: s.to_string(),
             host: host.to_string(),
@@ -142,33 +253,34 @@ impl StoreAddr {
 
     /// Binds the first free port of the range. A single port in use is an error naming it; a
     /// range with every port in use names the range.
-    pub fn bind(&self) -> Result<TcpListener, String> {
+    pub fn bind(&self) -> Result<TcpListener, AddrError> {
         let mut last = None;
         for port in self.port_list() {
             match TcpListener::bind(SocketAddr::new(self.ip, port)) {
                 Ok(l) => return Ok(l),
                 Err(e) if e.kind() == io::ErrorKind::AddrInUse => last = Some(e),
-                Err(e) => {
-                    return Err(format!(
-                        "cannot listen at {} (port {port}): {e}",
-                        SocketAddr::new(self.ip, port)
-                    ))
+                Err(source) => {
+                    return Err(AddrError::Listen {
+                        ip: self.ip,
+                        port,
+                        source,
+                    })
                 }
             }
         }
         let (lo, hi) = self.ports;
-        let why = last.map_or_else(String::new, |e| format!(": {e}"));
         Err(if lo == hi {
-            format!(
-                "cannot listen at {}: port {lo} is in use{why}; pick another port",
-                SocketAddr::new(self.ip, lo)
-            )
+            AddrError::PortInUse {
+                ip: self.ip,
+                port: lo,
+                source: last,
+            }
         } else {
-            format!(
-                "cannot listen on {}: every port of {lo}-{hi} (SHMEM_INSTANCE_PORT_RANGE) is in \
-                 use",
-                self.ip
-            )
+            AddrError::RangeInUse {
+                ip: self.ip,
+                lo,
+                hi,
+            }
         })
     }
 }
@@ -181,24 +293,34 @@ pub fn url(ip: IpAddr, port: u16) -> String {
     }
 }
 
-fn resolve(host: &str, family: Family) -> Result<IpAddr, String> {
+/// `host` (of the address `text`) as an IP address of `family`.
+fn resolve(text: &str, host: &str, family: Family) -> Result<IpAddr, AddrError> {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return match (family, ip) {
-            (Family::V6, IpAddr::V4(_)) => Err(format!("{host} is not an IPv6 address")),
+            (Family::V6, IpAddr::V4(_)) => Err(AddrError::NotV6 {
+                text: text.to_string(),
+                host: host.to_string(),
+            }),
             (_, ip) => Ok(ip),
         };
     }
     let all: Vec<IpAddr> = (host, 0)
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve '{host}': {e}"))?
+        .map_err(|source| AddrError::Unresolvable {
+            text: text.to_string(),
+            host: host.to_string(),
+            source,
+        })?
         .map(|a| a.ip())
         .collect();
     let pick = match family {
         Family::V4 => all.iter().find(|ip| ip.is_ipv4()).or(all.first()),
         Family::V6 => all.iter().find(|ip| ip.is_ipv6()),
     };
-    pick.copied()
-        .ok_or_else(|| format!("'{host}' has no address of the kind asked for"))
+    pick.copied().ok_or_else(|| AddrError::NoAddress {
+        text: text.to_string(),
+        host: host.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -238,8 +360,8 @@ mod tests {
 
     #[test]
     fn port_ranges_parse() {
-        assert_eq!(parse_port_range("9000-9010"), Ok((9000, 9010)));
-        assert_eq!(parse_port_range(" 5 - 5 "), Ok((5, 5)));
+        assert_eq!(parse_port_range("9000-9010").unwrap(), (9000, 9010));
+        assert_eq!(parse_port_range(" 5 - 5 ").unwrap(), (5, 5));
         assert!(parse_port_range("9010-9000").is_err());
         assert!(parse_port_range("0-5").is_err());
         assert!(parse_port_range("5").is_err());
@@ -250,7 +372,7 @@ mod tests {
         let taken = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = taken.local_addr().unwrap().port();
         let a = StoreAddr::parse(&format!("tcp://127.0.0.1:{port}"), None).unwrap();
-        let err = a.bind().unwrap_err();
+        let err = a.bind().unwrap_err().to_string();
         assert!(err.contains(&format!("port {port} is in use")), "{err}");
         // A range moves on to the next free port.
         let a = StoreAddr {

@@ -1,7 +1,7 @@
 //! The launcher's own key-value service, for what PEs must agree on before they can reach PE
-//! 0's store: PMI-1 over the socket in `PMI_FD` (MPICH's Hydra, [`pmi1`](super::pmi1)), or
+//! 0's store: PMI-1 over the socket in `PMI_FD` (MPICH's Hydra, [`pmi1`](crate::bootstrap::launcher::pmi1)), or
 //! PMIx, its client library loaded at run time (Open MPI 4's `mpirun`, Slurm,
-//! [`pmix`](super::pmix)). `SHMEM_BOOTSTRAP_KVS=auto|pmix|pmi1|off` picks one.
+//! [`pmix`](crate::bootstrap::launcher::pmix)). `SHMEM_BOOTSTRAP_KVS=auto|pmix|pmi1|off` picks one.
 //!
 //! Owns the choice of service ([`detect_in`]), opening it for the detected launcher ([`open`]),
 //! the [`Kvs`] operations (put this PE's key, commit and fence, get a peer's key, finalize),
@@ -13,11 +13,11 @@
 
 use std::time::Duration;
 
-use super::launch::{self, Env};
-use super::pmi1::Pmi1;
-use super::pmix::Pmix;
-use super::uniqueid::{self, UniqueId};
-use crate::error::{Error, Result};
+use crate::bootstrap::launcher::launch::{self, Env};
+use crate::bootstrap::launcher::pmi1::Pmi1;
+use crate::bootstrap::launcher::pmix::Pmix;
+use crate::bootstrap::launcher::uniqueid::{self, UniqueId};
+use crate::error::{Error, LaunchError, Result};
 
 /// Key under which PE 0 publishes the job id it made.
 const JOB_ID_KEY: &str = "shmem.job_id";
@@ -250,13 +250,15 @@ fn fence_all(kvs: &mut dyn Kvs, timeout: Duration) -> Result<()> {
         if started.elapsed() < timeout {
             return e;
         }
-        Error::Launch(format!(
-            "not every PE reached shmem_init's fence at the launcher's {} within {:.1} s (the \
-             start-up timeout, SHMEM_INIT_TIMEOUT): a PE has not called shmem_init, or is \
-             stuck or died before it ({e})",
-            kvs.service(),
-            timeout.as_secs_f64()
-        ))
+        Error::Timeout {
+            step: format!(
+                "not every PE reached shmem_init's fence at the launcher's {}",
+                kvs.service()
+            ),
+            after: timeout,
+            bound: "the start-up timeout, SHMEM_INIT_TIMEOUT".into(),
+            why: format!(": a PE has not called shmem_init, or is stuck or died before it ({e})"),
+        }
     })
 }
 
@@ -293,11 +295,11 @@ fn share(
     }
     let value = lookup(kvs, key, timeout)?;
     match value.strip_prefix(FAILED) {
-        Some(why) => Err(Error::Launch(format!(
-            "PE 0 could not start the job ({key} through the launcher's {}): {}",
-            kvs.service(),
-            String::from_utf8_lossy(why)
-        ))),
+        Some(why) => Err(Error::Launch(LaunchError::Pe0Failed {
+            key: key.to_string(),
+            service: kvs.service().to_string(),
+            why: String::from_utf8_lossy(why).into_owned(),
+        })),
         None => Ok(value),
     }
 }
@@ -314,10 +316,13 @@ pub(crate) fn share_job_id(kvs: &mut dyn Kvs, my_pe: u32, timeout: Duration) -> 
             tracing::debug!("job id {id} through the launcher's {}", kvs.service());
             Ok(id)
         }
-        other => Err(Error::Launch(format!(
-            "{}: PE 0's job id is not one this library makes: {other:?}",
-            kvs.service()
-        ))),
+        other => Err(Error::Launch(LaunchError::ForeignBuild {
+            what: format!(
+                "{}: PE 0's job id is not one this library makes: {other:?}",
+                kvs.service()
+            ),
+            who: "PE 0",
+        })),
     }
 }
 
@@ -333,10 +338,13 @@ pub(crate) fn share_store(
     let make = || uniqueid::create(port_range).map(|id| id.encode().to_vec());
     let bytes = share(kvs, my_pe, STORE_KEY, make, timeout)?;
     let id = UniqueId::decode(&bytes).map_err(|why| {
-        Error::Launch(format!(
-            "{}: PE 0's store address is not one this library makes: {why}",
-            kvs.service()
-        ))
+        Error::Launch(LaunchError::ForeignBuild {
+            what: format!(
+                "{}: PE 0's store address is not one this library makes: {why}",
+                kvs.service()
+            ),
+            who: "PE 0",
+        })
     })?;
     tracing::debug!(
         "PE 0's store at {} through the launcher's {}",
@@ -365,8 +373,8 @@ pub(crate) fn through<T>(
 
 /// `kvs-` and 128 random bits in hex: unique on the node, the same length everywhere.
 fn random_job_id() -> Result<String> {
-    let bits = super::random_bits("the job id")?;
-    Ok(format!("kvs-{}", super::hex(&bits)))
+    let bits = crate::bootstrap::random_bits("the job id")?;
+    Ok(format!("kvs-{}", crate::bootstrap::hex(&bits)))
 }
 
 #[cfg(test)]
@@ -470,9 +478,12 @@ mod tests {
         }
         fn get(&mut self, rank: u32, key: &str, _: Duration) -> Result<Vec<u8>> {
             let map = self.shared.0.lock().unwrap();
-            map.get(&(rank, key.to_string()))
-                .cloned()
-                .ok_or_else(|| Error::Launch(format!("no key {key} of rank {rank}")))
+            map.get(&(rank, key.to_string())).cloned().ok_or_else(|| {
+                Error::Launch(LaunchError::Service {
+                    service: "fake",
+                    what: format!("no key {key} of rank {rank}"),
+                })
+            })
         }
         fn finalize(&mut self, _: Duration) -> Result<()> {
             Ok(())
@@ -520,7 +531,12 @@ mod tests {
         let mut pes = job(2);
         let mut pe1 = pes.pop().unwrap();
         let mut pe0 = pes.pop().unwrap();
-        let make = || Err(Error::Launch("no address to listen at".into()));
+        let make = || {
+            Err(Error::Launch(LaunchError::Service {
+                service: "fake",
+                what: "no address to listen at".into(),
+            }))
+        };
         let t = std::thread::spawn(move || share(&mut pe0, 0, STORE_KEY, make, T));
         let msg = share(&mut pe1, 1, STORE_KEY, || unreachable!(), T)
             .unwrap_err()
@@ -548,7 +564,10 @@ mod tests {
         }
         fn fence(&mut self, timeout: Duration) -> Result<()> {
             std::thread::sleep(timeout);
-            Err(Error::Launch("fence: timed out".into()))
+            Err(Error::Launch(LaunchError::Service {
+                service: "fake",
+                what: "fence: timed out".into(),
+            }))
         }
         fn get(&mut self, _: u32, _: &str, _: Duration) -> Result<Vec<u8>> {
             unreachable!("read only after a fence")

@@ -30,14 +30,71 @@ use std::sync::{Mutex, MutexGuard};
 
 use subtle::ConstantTimeEq;
 
-use super::addr::StoreAddr;
-use super::tls::{self, PinnedServer, Validity};
+use crate::bootstrap::store::addr::StoreAddr;
+use crate::bootstrap::store::tls::{self, PinnedServer, Validity};
 use crate::env;
-use crate::error::{Error, Result};
+use crate::error::{Error, LaunchError, Result};
 
 /// Bytes of CANN's `internal[]`.
 pub const INNER_LEN: usize = 124;
 const MAGIC: &[u8; 4] = b"SHU1";
+
+/// Why the bytes of `internal[]` are not a unique id this library made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadUniqueId {
+    /// Not the length of `internal[]`.
+    #[error("{0} bytes, not {INNER_LEN}")]
+    Length(usize),
+    /// Another library's, or garbage.
+    #[error("not made by shmem_get_uniqueid of this library (bad magic)")]
+    Magic,
+    /// Made by an older build.
+    #[error("it names no store port (made by an older build of this library)")]
+    NoPort,
+    /// An address family this library never writes.
+    #[error("unknown address family {0}")]
+    Family(u8),
+    /// Never filled.
+    #[error("its secret is empty (an id never filled by shmem_get_uniqueid)")]
+    NoSecret,
+    /// Made by an older build.
+    #[error(
+        "it carries no store certificate fingerprint (made by an older build of this library)"
+    )]
+    NoFingerprint,
+}
+
+/// Why no address could be picked for a unique id's store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NoAddress {
+    /// `SHMEM_UID_SESSION_ID` is not an IP address and port.
+    #[error("expected IP:PORT or [IPv6]:PORT, e.g. 127.0.0.1:8666")]
+    Session,
+    /// `SHMEM_UID_SOCK_IFNAME` asks for an unknown family.
+    #[error("unknown family '{0}': expected NAME, NAME:inet4 or NAME:inet6")]
+    Family(String),
+    /// `SHMEM_UID_SOCK_IFNAME` names no interface.
+    #[error("no interface name")]
+    NoName,
+    /// The interface is down.
+    #[error("interface {0} is down")]
+    Down(String),
+    /// No interface of that name with an address of that family.
+    #[error("no interface {name} with an {family} address (interfaces: {all})")]
+    NoSuchInterface {
+        /// The name asked for.
+        name: String,
+        /// "IP", "IPv4" or "IPv6".
+        family: &'static str,
+        /// The interfaces there are.
+        all: String,
+    },
+    /// No interface is up.
+    #[error("no network interface is up (interfaces: {0})")]
+    NoneUp(String),
+}
 
 /// A decoded unique id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,16 +130,16 @@ impl UniqueId {
 
     /// Reads the bytes of `internal[]`; says what is wrong when they are not a unique id made
     /// by this library.
-    pub fn decode(b: &[u8]) -> std::result::Result<UniqueId, String> {
+    pub fn decode(b: &[u8]) -> std::result::Result<UniqueId, BadUniqueId> {
         if b.len() != INNER_LEN {
-            return Err(format!("{} bytes, not {INNER_LEN}", b.len()));
+            return Err(BadUniqueId::Length(b.len()));
         }
         if &b[0..4] != MAGIC {
-            return Err("not made by shmem_get_uniqueid of this library (bad magic)".into());
+            return Err(BadUniqueId::Magic);
         }
         let port = u16::from_be_bytes([b[6], b[7]]);
         if port == 0 {
-            return Err("it names no store port (made by an older build of this library)".into());
+            return Err(BadUniqueId::NoPort);
         }
         let ip = match b[4] {
             4 => IpAddr::V4(Ipv4Addr::new(b[8], b[9], b[10], b[11])),
@@ -91,21 +148,17 @@ impl UniqueId {
                 o.copy_from_slice(&b[8..24]);
                 IpAddr::V6(Ipv6Addr::from(o))
             }
-            f => return Err(format!("unknown address family {f}")),
+            f => return Err(BadUniqueId::Family(f)),
         };
         let mut secret = [0u8; 16];
         secret.copy_from_slice(&b[24..40]);
         if secret == [0u8; 16] {
-            return Err("its secret is empty (an id never filled by shmem_get_uniqueid)".into());
+            return Err(BadUniqueId::NoSecret);
         }
         let mut fingerprint = [0u8; 32];
         fingerprint.copy_from_slice(&b[40..72]);
         if fingerprint == [0u8; 32] {
-            return Err(
-                "it carries no store certificate fingerprint (made by an older build \
-                        of this library)"
-                    .into(),
-            );
+            return Err(BadUniqueId::NoFingerprint);
         }
         Ok(UniqueId {
             addr: SocketAddr::new(ip, port),
@@ -117,12 +170,12 @@ impl UniqueId {
     /// A name for the id in messages and in the check that every PE was given the same one:
     /// the start of its fingerprint, never the secret.
     pub fn tag(&self) -> String {
-        super::hex(&self.fingerprint[..6])
+        crate::bootstrap::hex(&self.fingerprint[..6])
     }
 
-    /// The store's address as a store address string (`tcp://ip:port`, `tcp6://[ip]:port`).
-    pub fn store_text(&self) -> String {
-        super::addr::url(self.addr.ip(), self.addr.port())
+    /// The store's address (`tcp://ip:port`, `tcp6://[ip]:port` when printed).
+    pub fn store_addr(&self) -> StoreAddr {
+        StoreAddr::from_socket(self.addr)
     }
 }
 
@@ -147,10 +200,10 @@ pub fn create(port_range: Option<(u16, u16)>) -> Result<UniqueId> {
     let session = env::text(env::UID_SESSION_ID);
     let (ip, ports) = match &session {
         Some(text) => {
-            let at = parse_session(text).map_err(|reason| Error::BadEnv {
+            let at = parse_session(text).map_err(|source| Error::BadAddress {
                 name: env::UID_SESSION_ID,
                 value: text.clone(),
-                reason,
+                source: source.into(),
             })?;
             (at.ip(), (at.port(), at.port()))
         }
@@ -165,22 +218,25 @@ pub fn create(port_range: Option<(u16, u16)>) -> Result<UniqueId> {
         ip,
         ports,
     };
-    let listener = wanted.bind().map_err(|why| match &session {
-        Some(text) => Error::BadEnv {
+    let listener = wanted.bind().map_err(|source| match &session {
+        Some(text) => Error::BadAddress {
             name: env::UID_SESSION_ID,
             value: text.clone(),
-            reason: format!("the unique id's store {why}"),
+            source: source.into(),
         },
-        None => Error::Launch(format!("the unique id's store {why}")),
+        None => Error::Launch(LaunchError::UniqueIdStore { source }),
     })?;
     let port = listener
         .local_addr()
         .map_err(|e| Error::os("the unique id's listening socket", e))?
         .port();
     let (cert, key) =
-        tls::pinned_certificate(&[ip], Validity::for_a_job()).map_err(Error::Launch)?;
+        tls::pinned_certificate(&[ip], Validity::for_a_job()).map_err(|source| Error::Tls {
+            what: "the unique id's store certificate".into(),
+            source,
+        })?;
     let fingerprint = tls::fingerprint(&cert);
-    let secret = super::random_bits("the unique id's secret")?;
+    let secret = crate::bootstrap::random_bits("the unique id's secret")?;
     made().push(Made {
         secret,
         fingerprint,
@@ -212,9 +268,8 @@ pub fn release_all() {
 }
 
 /// `IP:PORT` or `[IPv6]:PORT`.
-fn parse_session(s: &str) -> std::result::Result<SocketAddr, String> {
-    s.parse::<SocketAddr>()
-        .map_err(|_| "expected IP:PORT or [IPv6]:PORT, e.g. 127.0.0.1:8666".to_string())
+fn parse_session(s: &str) -> std::result::Result<SocketAddr, NoAddress> {
+    s.parse::<SocketAddr>().map_err(|_| NoAddress::Session)
 }
 
 /// Which family an interface name asks for (`NAME:inet4`, `NAME:inet6`, or any).
@@ -226,19 +281,15 @@ enum Want {
 }
 
 /// Splits `SHMEM_UID_SOCK_IFNAME` into the interface name and the family asked for.
-fn parse_ifname(s: &str) -> std::result::Result<(&str, Want), String> {
+fn parse_ifname(s: &str) -> std::result::Result<(&str, Want), NoAddress> {
     let (name, want) = match s.rsplit_once(':') {
         Some((name, "inet4")) => (name, Want::V4),
         Some((name, "inet6")) => (name, Want::V6),
-        Some((_, other)) => {
-            return Err(format!(
-                "unknown family '{other}': expected NAME, NAME:inet4 or NAME:inet6"
-            ))
-        }
+        Some((_, other)) => return Err(NoAddress::Family(other.to_string())),
         None => (s, Want::Any),
     };
     if name.is_empty() {
-        return Err("no interface name".into());
+        return Err(NoAddress::NoName);
     }
     Ok((name, want))
 }
@@ -256,17 +307,20 @@ struct IfAddr {
 /// interface that is up (IPv4 first), else loopback.
 fn pick_address(ifname: Option<&str>) -> Result<IpAddr> {
     let all = interfaces()?;
-    choose(&all, ifname).map_err(|reason| match ifname {
-        Some(v) => Error::BadEnv {
+    choose(&all, ifname).map_err(|source| match ifname {
+        Some(v) => Error::BadAddress {
             name: env::UID_SOCK_IFNAME,
             value: v.into(),
-            reason,
+            source: source.into(),
         },
-        None => Error::Launch(format!("shmem_get_uniqueid: {reason}")),
+        None => Error::Launch(LaunchError::UniqueId {
+            call: "shmem_get_uniqueid",
+            source,
+        }),
     })
 }
 
-fn choose(all: &[IfAddr], ifname: Option<&str>) -> std::result::Result<IpAddr, String> {
+fn choose(all: &[IfAddr], ifname: Option<&str>) -> std::result::Result<IpAddr, NoAddress> {
     let family_ok = |a: &IfAddr, want: Want| match want {
         Want::Any => true,
         Want::V4 => a.ip.is_ipv4(),
@@ -286,16 +340,16 @@ fn choose(all: &[IfAddr], ifname: Option<&str>) -> std::result::Result<IpAddr, S
         found.sort_by_key(|a| (!a.ip.is_ipv4(), !usable(a)));
         return match found.first() {
             Some(a) if a.up => Ok(a.ip),
-            Some(_) => Err(format!("interface {name} is down")),
-            None => Err(format!(
-                "no interface {name} with an {} address (interfaces: {})",
-                match want {
+            Some(_) => Err(NoAddress::Down(name.to_string())),
+            None => Err(NoAddress::NoSuchInterface {
+                name: name.to_string(),
+                family: match want {
                     Want::Any => "IP",
                     Want::V4 => "IPv4",
                     Want::V6 => "IPv6",
                 },
-                names(all)
-            )),
+                all: names(all),
+            }),
         };
     }
     let pick = |v4: bool, loopback: bool| {
@@ -307,7 +361,7 @@ fn choose(all: &[IfAddr], ifname: Option<&str>) -> std::result::Result<IpAddr, S
         .or_else(|| pick(false, false))
         .or_else(|| pick(true, true))
         .or_else(|| pick(false, true))
-        .ok_or_else(|| format!("no network interface is up (interfaces: {})", names(all)))
+        .ok_or_else(|| NoAddress::NoneUp(names(all)))
 }
 
 fn names(all: &[IfAddr]) -> String {
@@ -402,6 +456,7 @@ mod tests {
     fn refuses_foreign_bytes() {
         assert!(UniqueId::decode(&[0u8; INNER_LEN])
             .unwrap_err()
+            .to_string()
             .contains("bad magic"));
         let mut b = UniqueId {
             addr: "1.2.3.4:5".parse().unwrap(),
@@ -410,13 +465,20 @@ mod tests {
         }
         .encode();
         b[4] = 9;
-        assert!(UniqueId::decode(&b).unwrap_err().contains("family 9"));
+        assert!(UniqueId::decode(&b)
+            .unwrap_err()
+            .to_string()
+            .contains("family 9"));
         b[4] = 4;
         b[24..40].fill(0);
         assert!(UniqueId::decode(&b)
             .unwrap_err()
+            .to_string()
             .contains("secret is empty"));
-        assert!(UniqueId::decode(&b[..10]).unwrap_err().contains("10 bytes"));
+        assert!(UniqueId::decode(&b[..10])
+            .unwrap_err()
+            .to_string()
+            .contains("10 bytes"));
         let mut b = UniqueId {
             addr: "1.2.3.4:5".parse().unwrap(),
             secret: [1; 16],
@@ -425,10 +487,14 @@ mod tests {
         .encode();
         assert!(UniqueId::decode(&b)
             .unwrap_err()
+            .to_string()
             .contains("no store certificate"));
         b[40] = 1;
         b[6..8].fill(0);
-        assert!(UniqueId::decode(&b).unwrap_err().contains("no store port"));
+        assert!(UniqueId::decode(&b)
+            .unwrap_err()
+            .to_string()
+            .contains("no store port"));
     }
 
     #[test]
@@ -454,7 +520,7 @@ mod tests {
         other.secret[0] ^= 1;
         assert!(served_here(&other).is_none());
         assert_eq!(a.tag().len(), 12);
-        assert!(a.store_text().starts_with("tcp"));
+        assert!(a.store_addr().to_string().starts_with("tcp"));
     }
 
     #[test]
@@ -495,13 +561,19 @@ mod tests {
             choose(&all, Some("lo")).unwrap(),
             "127.0.0.1".parse::<IpAddr>().unwrap()
         );
-        assert!(choose(&all, Some("eth1")).unwrap_err().contains("down"));
-        let e = choose(&all, Some("wlan0")).unwrap_err();
+        assert!(choose(&all, Some("eth1"))
+            .unwrap_err()
+            .to_string()
+            .contains("down"));
+        let e = choose(&all, Some("wlan0")).unwrap_err().to_string();
         assert!(
             e.contains("no interface wlan0") && e.contains("eth0"),
             "{e}"
         );
-        assert!(choose(&all, Some("eth0:ipx")).unwrap_err().contains("ipx"));
+        assert!(choose(&all, Some("eth0:ipx"))
+            .unwrap_err()
+            .to_string()
+            .contains("ipx"));
         // Only loopback up: loopback it is.
         let lo_only = [
             ifa("lo", "127.0.0.1", true, true),
@@ -513,6 +585,7 @@ mod tests {
         );
         assert!(choose(&[], None)
             .unwrap_err()
+            .to_string()
             .contains("no network interface"));
     }
 

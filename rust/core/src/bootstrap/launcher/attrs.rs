@@ -18,12 +18,12 @@
 
 use std::time::{Duration, Instant};
 
-use super::addr::StoreAddr;
-use super::launch::{self, Launch, NodeLocal};
-use super::tls::{self, Pinned, Trust};
-use super::uniqueid::{self, UniqueId};
-use super::{BootstrapError, Client};
-use crate::error::{Error, Result};
+use crate::bootstrap::launcher::launch::{self, Launch, NodeLocal};
+use crate::bootstrap::launcher::uniqueid::{self, UniqueId};
+use crate::bootstrap::store::addr::StoreAddr;
+use crate::bootstrap::store::tls::{self, Pinned, Trust};
+use crate::bootstrap::{BootstrapError, Client};
+use crate::error::{Error, LaunchError, Result};
 
 /// How the PEs of an attribute-described job meet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,11 +100,11 @@ pub(crate) fn launch(job: &Job, tls_disable: bool) -> Result<(Launch, Option<Tru
                 });
             }
             // Trust as the user set it up, decided where the store is opened.
-            ("shmem_init_attr", "attr", a.clone(), a.clone(), None)
+            ("shmem_init_attr", "attr", a.clone(), addr, None)
         }
         Meet::UniqueId(id) => {
             let trust = pinned(job.call, job.my_pe, id, tls_disable)?;
-            ("unique id", "uid", id.tag(), id.store_text(), Some(trust))
+            ("unique id", "uid", id.tag(), id.store_addr(), Some(trust))
         }
     };
     Ok((
@@ -127,31 +127,26 @@ pub(crate) fn launch(job: &Job, tls_disable: bool) -> Result<(Launch, Option<Tru
 pub(crate) fn pinned(call: &str, my_pe: u32, id: &UniqueId, tls_disable: bool) -> Result<Trust> {
     let server = if my_pe == 0 {
         let made = uniqueid::served_here(id).ok_or_else(|| {
-            Error::Launch(format!(
-                "{}: this process is PE 0, but did not make the unique id it was given (unique \
-                 id {}, store {}): PE 0 must be the process that called shmem_get_uniqueid \
-                 (aclshmemx_get_uniqueid) for this id",
-                call,
-                id.tag(),
-                id.addr
-            ))
+            Error::Launch(LaunchError::UniqueIdOwner {
+                call: call.to_string(),
+                pe: my_pe,
+                tag: id.tag(),
+                store: id.addr,
+            })
         })?;
         Some(made.map_err(|e| Error::os("the unique id's listening socket", e))?)
     } else if uniqueid::served_here(id).is_some() {
         // Only this process could serve the id's store, and as PE 0 it would.
-        return Err(Error::Launch(format!(
-            "{}: this process made the unique id it was given (unique id {}, store {}) but is \
-             PE {}: the process that calls shmem_get_uniqueid (aclshmemx_get_uniqueid) must be \
-             PE 0, which serves the job's store",
-            call,
-            id.tag(),
-            id.addr,
-            my_pe
-        )));
+        return Err(Error::Launch(LaunchError::UniqueIdOwner {
+            call: call.to_string(),
+            pe: my_pe,
+            tag: id.tag(),
+            store: id.addr,
+        }));
     } else {
         None
     };
-    let tls = !tls::off_by_choice(tls_disable, &id.store_text(), my_pe == 0);
+    let tls = !tls::off_by_choice(tls_disable, &id.store_addr(), my_pe == 0);
     Ok(Trust::Pinned(Pinned {
         fingerprint: id.fingerprint,
         secret: id.secret,
@@ -214,7 +209,7 @@ fn first_difference<'a>(theirs: &'a str, mine: &'a str) -> Option<(&'a str, &'a 
 pub(crate) fn check(store: &Client, job: &Job, timeout: Duration) -> (Vec<u32>, Result<()>) {
     let mine = encode(job);
     let deadline = Instant::now() + timeout;
-    let got = super::gather(
+    let got = crate::bootstrap::store::gather(
         store,
         JOB_PREFIX,
         "its job attributes",
@@ -234,12 +229,12 @@ pub(crate) fn check(store: &Client, job: &Job, timeout: Duration) -> (Vec<u32>, 
     });
     let seen = got.seen();
     let absent = got.error.map(|e| match e {
-        Error::Bootstrap(BootstrapError::NotPublished { rank, .. }) => Error::Launch(format!(
-            "{}: PE {rank} did not join the job within {} s (shm_init_timeout); the store is {}",
-            job.call,
-            timeout.as_secs(),
-            job.meet.describe()
-        )),
+        Error::Bootstrap(BootstrapError::NotPublished { rank, .. }) => Error::Timeout {
+            step: format!("{}: PE {rank} did not join the job", job.call),
+            after: timeout,
+            bound: "shm_init_timeout".into(),
+            why: format!("; the store is {}", job.meet.describe()),
+        },
         e => e,
     });
     // A difference among the PEs read comes first: a PE that could not be read is moot then.
@@ -288,7 +283,7 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert_eq!(
-            (plan.tag, plan.store.as_deref()),
+            (plan.tag, plan.store.as_ref().map(|a| a.text.as_str())),
             ("attr", Some("tcp://127.0.0.1:9"))
         );
         assert!(trust.is_none());
@@ -316,7 +311,7 @@ mod tests {
             (Launch::NodeLocal(p), Some(t)) => (p, t),
             other => panic!("{other:?}"),
         };
-        assert_eq!(plan.store, Some(id.store_text()));
+        assert_eq!(plan.store, Some(id.store_addr()));
         assert!(!plan.job_id.contains(&hex(&id.secret)));
         let Trust::Pinned(p) = &trust else {
             panic!("{trust:?}")
