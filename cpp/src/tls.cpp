@@ -17,7 +17,6 @@ using shmem::detail::log_call_error;
 
 namespace {
 
-constexpr int32_t kSuccess = 0;
 constexpr int32_t kInvalidParam = -1;  // ACLSHMEM_INVALID_PARAM
 
 // Longest password a decrypt handler may return.
@@ -33,13 +32,9 @@ int32_t set_store(const char *call, bool enable, const char *info, uint32_t len)
         return bad(call, "tls_info", "NULL or empty while enable is true");
     if (info != nullptr && std::memchr(info, '\0', len) != nullptr)
         len = static_cast<uint32_t>(std::strlen(info));
-    try {
-        core::tls_set_store(call, enable,
-                            rust::Str(enable ? info : "", enable ? static_cast<size_t>(len) : 0));
-    } catch (const rust::Error &) {
-        return kInvalidParam;  // logged by the runtime
-    }
-    return kSuccess;
+    // 0, or the runtime's code for what it refused (and logged).
+    return core::tls_set_store(
+        call, enable, rust::Str(enable ? info : "", enable ? static_cast<size_t>(len) : 0));
 }
 
 int32_t set_key(const char *call, const char *pk, uint32_t pk_len, const char *pw, uint32_t pw_len,
@@ -62,16 +57,12 @@ int32_t set_key(const char *call, const char *pk, uint32_t pk_len, const char *p
     } else if (has_password) {
         password.assign(pw, pw + pw_len);
     }
-    int32_t rc = kSuccess;
-    try {
-        core::tls_set_key(call,
-                          rust::Slice<const uint8_t>(reinterpret_cast<const uint8_t *>(pk), pk_len),
-                          rust::Slice<const uint8_t>(
-                              reinterpret_cast<const uint8_t *>(password.data()), password.size()),
-                          has_password);
-    } catch (const rust::Error &) {
-        rc = kInvalidParam;  // logged by the runtime
-    }
+    // 0, or the runtime's code for what it refused (and logged).
+    int32_t rc = core::tls_set_key(
+        call, rust::Slice<const uint8_t>(reinterpret_cast<const uint8_t *>(pk), pk_len),
+        rust::Slice<const uint8_t>(reinterpret_cast<const uint8_t *>(password.data()),
+                                   password.size()),
+        has_password);
     std::fill(password.begin(), password.end(), '\0');
     return rc;
 }

@@ -114,6 +114,14 @@ pub enum Error {
         /// The TLS failure.
         source: crate::bootstrap::tls::TlsError,
     },
+    /// A TLS setting given to a routine (`tls_info`, `tls_pk`) cannot be used.
+    #[error("invalid argument {arg}: {source}")]
+    TlsArgument {
+        /// The argument's name.
+        arg: &'static str,
+        /// Why it cannot be used.
+        source: crate::bootstrap::tls::TlsError,
+    },
     /// A system call failed while setting up or tearing down the job.
     #[error("{what}: {source}")]
     Os {
@@ -422,9 +430,10 @@ impl Error {
         const MALLOC_FAILED: i32 = -8;
         match self {
             Error::Logged(inner) => inner.code(),
-            Error::InvalidArgument { .. } | Error::Mismatch { .. } | Error::Alignment { .. } => {
-                INVALID_PARAM
-            }
+            Error::InvalidArgument { .. }
+            | Error::TlsArgument { .. }
+            | Error::Mismatch { .. }
+            | Error::Alignment { .. } => INVALID_PARAM,
             Error::BadEnv { .. } | Error::BadAddress { .. } => INVALID_VALUE,
             Error::Timeout { .. }
             | Error::Bootstrap(

@@ -78,15 +78,10 @@ mod bridge {
         /// TLS of a TCP store, before init: off (`enable` false), or on with the user's
         /// certificates described by CANN's TLS info string. Fails after init or on a bad
         /// string (logged, naming `call`).
-        fn tls_set_store(call: &str, enable: bool, info: &str) -> Result<()>;
+        fn tls_set_store(call: &str, enable: bool, info: &str) -> i32;
         /// The user's private key (PEM, possibly encrypted PKCS#8) and its password, before
         /// init. Fails after init (logged, naming `call`).
-        fn tls_set_key(
-            call: &str,
-            key_pem: &[u8],
-            password: &[u8],
-            has_password: bool,
-        ) -> Result<()>;
+        fn tls_set_key(call: &str, key_pem: &[u8], password: &[u8], has_password: bool) -> i32;
     }
 }
 
@@ -271,12 +266,12 @@ fn tls_call(call: &str) -> &'static str {
     }
 }
 
-fn tls_set_store(call: &str, enable: bool, info: &str) -> Result<(), Error> {
+fn tls_set_store(call: &str, enable: bool, info: &str) -> i32 {
     crate::log::install(crate::env::early_log_level());
     let r = before_init(tls_call(call)).and_then(|()| {
         crate::bootstrap::tls::set_store_tls(enable, enable.then_some(info)).map_err(|source| {
-            Error::Tls {
-                what: "invalid argument tls_info".into(),
+            Error::TlsArgument {
+                arg: "tls_info",
                 source,
             }
         })
@@ -284,25 +279,25 @@ fn tls_set_store(call: &str, enable: bool, info: &str) -> Result<(), Error> {
     if r.is_ok() && !enable {
         tracing::debug!("{call}: TLS of a TCP store turned off");
     }
-    logged(call, r)
+    code(call, r)
 }
 
-fn tls_set_key(
-    call: &str,
-    key_pem: &[u8],
-    password: &[u8],
-    has_password: bool,
-) -> Result<(), Error> {
+/// 0, or the public code of the error (logged here, naming `call`).
+fn code(call: &str, r: Result<(), Error>) -> i32 {
+    logged(call, r).map_or_else(|e| e.code(), |()| 0)
+}
+
+fn tls_set_key(call: &str, key_pem: &[u8], password: &[u8], has_password: bool) -> i32 {
     crate::log::install(crate::env::early_log_level());
     let r = before_init(tls_call(call)).and_then(|()| {
         crate::bootstrap::tls::set_store_tls_key(key_pem, has_password.then_some(password)).map_err(
-            |source| Error::Tls {
-                what: "invalid argument tls_pk".into(),
+            |source| Error::TlsArgument {
+                arg: "tls_pk",
                 source,
             },
         )
     });
-    logged(call, r)
+    code(call, r)
 }
 
 fn log_error(message: &str) {
