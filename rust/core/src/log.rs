@@ -1,7 +1,8 @@
 //! Logging: one `tracing` subscriber writing `shmem: PE <n>: <LEVEL>: <message>` lines to stderr.
 //! Installed once, at initialisation or at the first error before it; the PE number is the
 //! launcher's rank from the start (so an error before `shmem_init` names its PE too), and the
-//! job's once `shmem_init` knows it. Never used on the data path.
+//! job's once `shmem_init` knows it. Never used on the data path. Also the process's last
+//! output: [`exit_process`] flushes every stream and leaves at once.
 
 use std::fmt;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -72,4 +73,19 @@ pub fn install(level: &str) {
         // subscriber receives our events, which is what that program asked for.
         let _ = tracing::subscriber::set_global_default(subscriber);
     });
+}
+
+/// Exits this process with `status` at once, after flushing what the program printed.
+pub(crate) fn exit_process(status: i32) -> ! {
+    // Leave without running atexit handlers or static destructors: this may be called from
+    // any thread, while other threads (or the caller itself, e.g. a test framework's listener)
+    // hold locks those destructors need.
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: fflush(NULL) flushes every C stdio stream; _exit ends the process at once.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+        libc::_exit(status)
+    }
 }

@@ -341,22 +341,7 @@ fn end_job(status: i32, after_error: bool) -> ! {
     if let Ok(Phase::Running(rt)) = STATE.try_read().as_deref() {
         rt.bootstrap.abort(status, after_error);
     }
-    exit_process(status)
-}
-
-/// Exits this process with `status` at once, after flushing what the program printed.
-pub(crate) fn exit_process(status: i32) -> ! {
-    // Leave without running atexit handlers or static destructors: this may be called from
-    // any thread, while other threads (or the caller itself, e.g. a test framework's listener)
-    // hold locks those destructors need.
-    use std::io::Write as _;
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
-    // SAFETY: fflush(NULL) flushes every C stdio stream; _exit ends the process at once.
-    unsafe {
-        libc::fflush(std::ptr::null_mut());
-        libc::_exit(status)
-    }
+    log::exit_process(status)
 }
 
 impl Runtime {

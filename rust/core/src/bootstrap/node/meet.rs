@@ -200,7 +200,7 @@ impl Shared {
             Ending::GlobalExit { status: 0, .. } => tracing::info!("{ending}; ending the job"),
             _ => tracing::error!("{ending}; ending the job"),
         }
-        crate::runtime::exit_process(ending.status())
+        crate::log::exit_process(ending.status())
     }
 }
 
@@ -661,13 +661,13 @@ fn watch_store(sock: &OwnedFd, shared: &Shared) {
     match Ending::decode(shared.page.atomic_u64(END_WORD).load(Ordering::SeqCst)) {
         Some(ending) => {
             tracing::debug!("PE 0 ended the job: {ending}");
-            crate::runtime::exit_process(ending.status())
+            crate::log::exit_process(ending.status())
         }
         None => {
             tracing::error!(
                 "lost the job's store: PE 0 exited without shmem_finalize or died; ending this PE"
             );
-            crate::runtime::exit_process(1)
+            crate::log::exit_process(1)
         }
     }
 }
