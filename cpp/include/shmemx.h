@@ -7,8 +7,8 @@
  * serves the store and every PE must be given the user's certificates with these calls
  * before shmem_init (or TLS turned off). These are CANN SHMEM's entry points, with CANN's
  * names, signatures and return codes: 0 on success, -1 (ACLSHMEM_INVALID_PARAM) on a bad
- * argument or when called after shmem_init. Every input is copied; the caller may free it on
- * return. See SECURITY.md.
+ * argument, -4 (ACLSHMEM_INNER_ERROR) when called after shmem_init. Every input is copied; the
+ * caller may free it on return. See SECURITY.md.
  */
 #ifndef SHMEMX_H
 #define SHMEMX_H
