@@ -17,7 +17,7 @@ constexpr int kOrder = __ATOMIC_SEQ_CST;
 // The target element on `pe`: symmetric and naturally aligned (a misaligned atomic would be a
 // split lock, or not atomic at all). nullptr: a transport is in use and the AMO goes through it.
 template <typename T>
-inline T *target(const char *call, const char *arg, const void *dest, int pe) {
+SHMEM_HOT_INLINE T *target(const char *call, const char *arg, const void *dest, int pe) {
     if (SHMEM_UNLIKELY(reinterpret_cast<uintptr_t>(dest) % sizeof(T) != 0)) {
         fail(call, "invalid argument %s=%p: not aligned to its %zu-byte type", arg, dest,
              sizeof(T));
@@ -51,7 +51,7 @@ __attribute__((cold, noinline)) T amo_via(const char *call, const void *ctx, int
 }
 
 template <typename T>
-inline T fetch(const char *call, const T *source, int pe, const void *ctx = nullptr) {
+SHMEM_HOT_INLINE T fetch(const char *call, const T *source, int pe, const void *ctx = nullptr) {
     T *p = target<T>(call, "source", source, pe);
     if (SHMEM_UNLIKELY(p == nullptr)) {
         return amo_via<T>(call, ctx, SHMEM_TRANSPORT_AMO_FETCH, source, T{}, T{}, pe);
@@ -62,7 +62,7 @@ inline T fetch(const char *call, const T *source, int pe, const void *ctx = null
 }
 
 template <typename T>
-inline void set(const char *call, T *dest, T value, int pe, const void *ctx = nullptr) {
+SHMEM_HOT_INLINE void set(const char *call, T *dest, T value, int pe, const void *ctx = nullptr) {
     T *p = target<T>(call, "dest", dest, pe);
     if (SHMEM_UNLIKELY(p == nullptr)) {
         amo_via<T>(call, ctx, SHMEM_TRANSPORT_AMO_SET, dest, value, T{}, pe);
@@ -72,7 +72,7 @@ inline void set(const char *call, T *dest, T value, int pe, const void *ctx = nu
 }
 
 template <typename T>
-inline T swap(const char *call, T *dest, T value, int pe, const void *ctx = nullptr) {
+SHMEM_HOT_INLINE T swap(const char *call, T *dest, T value, int pe, const void *ctx = nullptr) {
     T *p = target<T>(call, "dest", dest, pe);
     if (SHMEM_UNLIKELY(p == nullptr)) {
         return amo_via<T>(call, ctx, SHMEM_TRANSPORT_AMO_SWAP, dest, value, T{}, pe);
@@ -83,8 +83,8 @@ inline T swap(const char *call, T *dest, T value, int pe, const void *ctx = null
 }
 
 template <typename T>
-inline T compare_swap(const char *call, T *dest, T cond, T value, int pe,
-                      const void *ctx = nullptr) {
+SHMEM_HOT_INLINE T compare_swap(const char *call, T *dest, T cond, T value, int pe,
+                                const void *ctx = nullptr) {
     T *p = target<T>(call, "dest", dest, pe);
     if (SHMEM_UNLIKELY(p == nullptr)) {
         return amo_via<T>(call, ctx, SHMEM_TRANSPORT_AMO_COMPARE_SWAP, dest, value, cond, pe);
@@ -95,7 +95,8 @@ inline T compare_swap(const char *call, T *dest, T cond, T value, int pe,
 
 #define SHMEM_AMO_FETCH_OP(NAME, OP)                                                               \
     template <typename T>                                                                          \
-    inline T fetch_##NAME(const char *call, T *dest, T value, int pe, const void *ctx = nullptr) { \
+    SHMEM_HOT_INLINE T fetch_##NAME(const char *call, T *dest, T value, int pe,                    \
+                                    const void *ctx = nullptr) {                                   \
         T *p = target<T>(call, "dest", dest, pe);                                                  \
         if (SHMEM_UNLIKELY(p == nullptr)) {                                                        \
             return amo_via<T>(call, ctx, OP, dest, value, T{}, pe);                                \

@@ -19,8 +19,8 @@ inline size_t extent(const char *call, size_t nelems, size_t size) {
     return bytes;
 }
 
-inline void put(const char *call, void *dest, const void *source, size_t n, int pe,
-                const void *ctx = nullptr, bool nbi = false) {
+SHMEM_HOT_INLINE void put(const char *call, void *dest, const void *source, size_t n, int pe,
+                          const void *ctx = nullptr, bool nbi = false) {
     char *to = remote(call, dest, n, pe);
     require_buffer(call, "source", source, n);
     if (SHMEM_UNLIKELY(to == nullptr)) {
@@ -30,8 +30,8 @@ inline void put(const char *call, void *dest, const void *source, size_t n, int 
     copy(to, source, n);
 }
 
-inline void get(const char *call, void *dest, const void *source, size_t n, int pe,
-                const void *ctx = nullptr, bool nbi = false) {
+SHMEM_HOT_INLINE void get(const char *call, void *dest, const void *source, size_t n, int pe,
+                          const void *ctx = nullptr, bool nbi = false) {
     const char *from = remote(call, source, n, pe);
     require_buffer(call, "dest", dest, n);
     if (SHMEM_UNLIKELY(from == nullptr)) {
@@ -43,8 +43,8 @@ inline void get(const char *call, void *dest, const void *source, size_t n, int 
 
 // One element; Size is known at compile time, so the copy is a load and a store.
 template <size_t Size>
-inline void put_one(const char *call, void *dest, const void *value, int pe,
-                    const void *ctx = nullptr) {
+SHMEM_HOT_INLINE void put_one(const char *call, void *dest, const void *value, int pe,
+                              const void *ctx = nullptr) {
     char *to = remote(call, dest, Size, pe);
     if (SHMEM_UNLIKELY(to == nullptr)) {
         if constexpr (Size <= sizeof(uint64_t)) {
@@ -59,8 +59,8 @@ inline void put_one(const char *call, void *dest, const void *value, int pe,
 }
 
 template <size_t Size>
-inline void get_one(const char *call, void *value, const void *source, int pe,
-                    const void *ctx = nullptr) {
+SHMEM_HOT_INLINE void get_one(const char *call, void *value, const void *source, int pe,
+                              const void *ctx = nullptr) {
     const char *from = remote(call, source, Size, pe);
     if (SHMEM_UNLIKELY(from == nullptr)) {
         if constexpr (Size <= sizeof(uint64_t)) {
