@@ -21,6 +21,9 @@ _Static_assert(offsetof(shmem_job_state, control_teams) + 8 == sizeof(shmem_job_
 _Static_assert(sizeof(shmem_transport_ops) == 2 * 4 + 10 * 8, "transport table size");
 _Static_assert(offsetof(shmem_transport_ops, size) == 0, "transport table size first");
 _Static_assert(offsetof(shmem_job_state, size) == 0, "size first");
+/* What a put or get to a mapped peer reads, n_pes to bases, fits the first 64 bytes: the one
+ * cache line the runtime aligns the instance to. */
+_Static_assert(offsetof(shmem_job_state, bases) + sizeof(void *) <= 64, "hot fields in one line");
 _Static_assert(sizeof(shmem_job_team) == 16, "team entry size");
 
 static long cell;

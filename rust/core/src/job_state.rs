@@ -151,8 +151,10 @@ impl JobState {
     };
 }
 
-/// The one instance, read by the facade under its C name (hidden in `libshmem.so`).
-#[repr(transparent)]
+/// The one instance, read by the facade under its C name (hidden in `libshmem.so`). It starts
+/// a cache line, so what a put or get to a mapped peer reads (PE count, heap and static-data
+/// ranges, `bases`: the first 64 bytes) is one line, whatever the link puts beside it.
+#[repr(C, align(64))]
 pub struct Published(UnsafeCell<JobState>);
 
 // SAFETY: the state is written only by `publish` and `clear`, which the runtime calls from
