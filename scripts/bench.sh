@@ -353,6 +353,7 @@ EOF
 declare -A cmd_form=([ours]="shmemrun -n N hello (wall time)"
     [ours_tls]="shmemrun --store tcp://127.0.0.1:0 -n N hello (wall time; store on TCP, TLS 1.3)"
     [oshmem]="oshrun ${OSH_FLAGS[*]} -np N hello (wall time)")
+[[ -n $baseline ]] && cmd_form[oshmem]="$baseline/bin/shmemrun -n N hello (wall time)"
 
 smoke_failed=0
 TAG_EXTRA=
