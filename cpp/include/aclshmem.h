@@ -246,6 +246,119 @@ ACLSHMEM_HOST_API void aclshmem_info_get_name(char *name);
 ACLSHMEM_HOST_API int aclshmem_my_pe(void);
 ACLSHMEM_HOST_API int aclshmem_n_pes(void);
 
+/* ---- Data plane: symmetric memory and RMA --------------------------------------------------
+ * Thin forms of the OpenSHMEM routines with CANN's names, argument types and failure answers.
+ * Every routine below first checks that the library is running and that `pe` names a PE of the
+ * job; if not, it logs one line naming the routine, the argument and its value and returns
+ * (NULL, or nothing), as CANN's do. Addresses are then checked as by the OpenSHMEM routine it
+ * wraps, which ends the job naming that routine for a remote range outside symmetric memory.
+ * The `*_on_stream` forms need an NPU stream: they log ACLSHMEM_NOT_SUPPORTED and return. */
+
+/* Where symmetric memory lives. This library's symmetric heap is host memory: HOST_SIDE is the
+ * one kind it has; DEVICE_SIDE (CANN's default) is not supported (NULL, and a log line saying
+ * so). */
+enum aclshmem_mem_type_t {
+    HOST_SIDE = 0,
+    DEVICE_SIDE = 1,
+};
+typedef enum aclshmem_mem_type_t aclshmem_mem_type_t;
+
+/* How put-with-signal updates its int32_t signal (CANN's values, not OpenSHMEM's). */
+enum aclshmem_signal_op_type_t {
+    ACLSHMEM_SIGNAL_SET = 0,
+    ACLSHMEM_SIGNAL_ADD = 1,
+};
+typedef enum aclshmem_signal_op_type_t aclshmem_signal_op_type_t;
+
+/* Comparisons of CANN's signal waits. */
+enum aclshmem_cmp_op_type_t {
+    ACLSHMEM_CMP_EQ = 0,
+    ACLSHMEM_CMP_NE = 1,
+    ACLSHMEM_CMP_GT = 2,
+    ACLSHMEM_CMP_GE = 3,
+    ACLSHMEM_CMP_LT = 4,
+    ACLSHMEM_CMP_LE = 5,
+};
+typedef enum aclshmem_cmp_op_type_t aclshmem_cmp_op_type_t;
+
+/* An NPU stream handle (ACL's). */
+typedef void *aclrtStream;
+
+/* Symmetric allocation, collective as shmem_malloc: NULL for size 0, before start-up or after
+ * finalize, for an alignment that is not a power of two, or when the heap is full. aclshmem_free
+ * of NULL does nothing. */
+ACLSHMEM_HOST_API void *aclshmem_malloc(size_t size);
+ACLSHMEM_HOST_API void *aclshmem_calloc(size_t nmemb, size_t size);
+ACLSHMEM_HOST_API void *aclshmem_align(size_t alignment, size_t size);
+ACLSHMEM_HOST_API void aclshmem_free(void *ptr);
+/* The same with a memory kind: HOST_SIDE only (see aclshmem_mem_type_t). */
+ACLSHMEM_HOST_API void *aclshmemx_malloc(
+    size_t size, aclshmem_mem_type_t mem_type ACLSHMEMI_DEFAULT(DEVICE_SIDE));
+ACLSHMEM_HOST_API void *aclshmemx_calloc(
+    size_t count, size_t size, aclshmem_mem_type_t mem_type ACLSHMEMI_DEFAULT(DEVICE_SIDE));
+ACLSHMEM_HOST_API void *aclshmemx_align(
+    size_t alignment, size_t size, aclshmem_mem_type_t mem_type ACLSHMEMI_DEFAULT(DEVICE_SIDE));
+ACLSHMEM_HOST_API void aclshmemx_free(void *ptr,
+                                      aclshmem_mem_type_t mem_type ACLSHMEMI_DEFAULT(DEVICE_SIDE));
+/* The first byte of this PE's symmetric heap of kind `mem_type` (NULL: not running, or a kind
+ * this library lacks). */
+ACLSHMEM_HOST_API void *aclshmemx_get_heap_base(
+    aclshmem_mem_type_t mem_type ACLSHMEMI_DEFAULT(DEVICE_SIDE));
+/* Where this process may load and store the symmetric `ptr` of PE `pe` (as shmem_ptr), NULL
+ * when it may not, when `ptr` is not symmetric or `pe` is not a PE of the job. */
+ACLSHMEM_HOST_API void *aclshmem_ptr(void *ptr, int pe);
+
+/* CANN's host RMA types: (name, type). */
+#define ACLSHMEMI_HOST_TYPES(X)                                                                    \
+    X(float, float)                                                                                \
+    X(double, double)                                                                              \
+    X(int8, int8_t)                                                                                \
+    X(int16, int16_t)                                                                              \
+    X(int32, int32_t)                                                                              \
+    X(int64, int64_t)                                                                              \
+    X(uint8, uint8_t)                                                                              \
+    X(uint16, uint16_t)                                                                            \
+    X(uint32, uint32_t)                                                                            \
+    X(uint64, uint64_t)                                                                            \
+    X(char, char)
+
+/* Typed RMA: `nelems` elements (blocking, or _nbi: complete at aclshmem_quiet / shmem_quiet);
+ * the _signal forms then update the int32_t signal at `sig_addr` on `pe` by `sig_op`
+ * (ACLSHMEM_SIGNAL_SET or _ADD) after the data, so a PE that sees the signal sees the data. */
+#define ACLSHMEMI_DECLARE_RMA(NAME, TYPE)                                                          \
+    ACLSHMEM_HOST_API void aclshmem_put_##NAME##_mem(TYPE *dest, TYPE *source, size_t nelems,      \
+                                                     int pe);                                      \
+    ACLSHMEM_HOST_API void aclshmem_put_##NAME##_mem_nbi(TYPE *dest, TYPE *source, size_t nelems,  \
+                                                         int pe);                                  \
+    ACLSHMEM_HOST_API void aclshmem_get_##NAME##_mem(TYPE *dest, TYPE *source, size_t nelems,      \
+                                                     int pe);                                      \
+    ACLSHMEM_HOST_API void aclshmem_get_##NAME##_mem_nbi(TYPE *dest, TYPE *source, size_t nelems,  \
+                                                         int pe);                                  \
+    ACLSHMEM_HOST_API void aclshmem_put_##NAME##_mem_signal(TYPE *dst, TYPE *src,                  \
+                                                            size_t elem_size, uint8_t *sig_addr,   \
+                                                            int32_t signal, int sig_op, int pe);   \
+    ACLSHMEM_HOST_API void aclshmem_put_##NAME##_mem_signal_nbi(                                   \
+        TYPE *dst, TYPE *src, size_t elem_size, uint8_t *sig_addr, int32_t signal, int sig_op,     \
+        int pe);                                                                                   \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_p(TYPE *dst, const TYPE value, int pe);               \
+    ACLSHMEM_HOST_API TYPE aclshmem_##NAME##_g(TYPE *src, int32_t pe);
+ACLSHMEMI_HOST_TYPES(ACLSHMEMI_DECLARE_RMA)
+#undef ACLSHMEMI_DECLARE_RMA
+
+/* Byte RMA: `elem_size` bytes. */
+ACLSHMEM_HOST_API void aclshmem_putmem(void *dst, void *src, size_t elem_size, int32_t pe);
+ACLSHMEM_HOST_API void aclshmem_getmem(void *dst, void *src, size_t elem_size, int32_t pe);
+ACLSHMEM_HOST_API void aclshmem_putmem_nbi(void *dst, void *src, size_t elem_size, int32_t pe);
+ACLSHMEM_HOST_API void aclshmem_getmem_nbi(void *dst, void *src, size_t elem_size, int32_t pe);
+ACLSHMEM_HOST_API void aclshmemx_putmem_signal(void *dst, void *src, size_t elem_size,
+                                               void *sig_addr, int32_t signal, int sig_op, int pe);
+ACLSHMEM_HOST_API void aclshmemx_putmem_signal_nbi(void *dst, void *src, size_t elem_size,
+                                                   void *sig_addr, int32_t signal, int sig_op,
+                                                   int pe);
+/* Needs an NPU stream: not supported here (logs ACLSHMEM_NOT_SUPPORTED, copies nothing). */
+ACLSHMEM_HOST_API void aclshmemx_getmem_on_stream(void *dst, void *src, size_t elem_size,
+                                                  int32_t pe, aclrtStream stream);
+
 /* Source compatibility: CANN's headers route `shmem_*` calls to `aclshmemx_*`. These route by
  * argument count, so calls written for either CANN generation compile: two arguments to
  * shmem_init_attr and five to shmem_set_attr_uniqueid_args go to the aclshmemx_ form. */
