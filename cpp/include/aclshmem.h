@@ -359,6 +359,61 @@ ACLSHMEM_HOST_API void aclshmemx_putmem_signal_nbi(void *dst, void *src, size_t 
 ACLSHMEM_HOST_API void aclshmemx_getmem_on_stream(void *dst, void *src, size_t elem_size,
                                                   int32_t pe, aclrtStream stream);
 
+/* ---- Data plane: teams and synchronisation -------------------------------------------------
+ * A CANN team is an int handle: ACLSHMEM_TEAM_WORLD (0) is every PE, a split gives its members
+ * a new handle (an index of this process, at most ACLSHMEM_MAX_TEAMS at once) and the others
+ * ACLSHMEM_TEAM_INVALID. Each routine is the OpenSHMEM team routine on the team behind the
+ * handle; a handle that names no team is refused with a log line (-1 or a negative code). */
+enum aclshmem_team_index_t {
+    ACLSHMEM_TEAM_INVALID = -1,
+    ACLSHMEM_TEAM_WORLD = 0,
+};
+typedef int aclshmem_team_t;
+typedef uint64_t aclshmemx_team_uniqueid_t;
+#define ACLSHMEM_MAX_TEAMS 2048
+
+/* A team's configuration (64 bytes): num_contexts is the OpenSHMEM team's; uniqueid is the
+ * team's handle; version is 0. */
+typedef struct {
+    int32_t version;
+    int32_t num_contexts;
+    aclshmemx_team_uniqueid_t uniqueid;
+    char padding[48];
+} aclshmem_team_config_t;
+
+/* Collective over `parent_team`: the parent's PEs pe_start, pe_start + pe_stride, ... (pe_size
+ * of them). 0, or ACLSHMEM_INVALID_PARAM (bad handle, NULL, an invalid triplet: every parent PE
+ * fails alike) or ACLSHMEM_INNER_ERROR (no handle left); `*new_team` is then
+ * ACLSHMEM_TEAM_INVALID. */
+ACLSHMEM_HOST_API int aclshmem_team_split_strided(aclshmem_team_t parent_team, int pe_start,
+                                                  int pe_stride, int pe_size,
+                                                  aclshmem_team_t *new_team);
+/* Collective over `parent_team`: a grid `x_range` PEs wide; `*x_team` is this PE's row,
+ * `*y_team` its column. Codes as aclshmem_team_split_strided. */
+ACLSHMEM_HOST_API int aclshmem_team_split_2d(aclshmem_team_t parent_team, int x_range,
+                                             aclshmem_team_t *x_team, aclshmem_team_t *y_team);
+/* The number in `dest_team` of `src_pe` of `src_team`; -1 when it has none or a handle is bad. */
+ACLSHMEM_HOST_API int aclshmem_team_translate_pe(aclshmem_team_t src_team, int src_pe,
+                                                 aclshmem_team_t dest_team);
+/* Collective over `team`: ends a team made by a split (ACLSHMEM_TEAM_WORLD is refused). */
+ACLSHMEM_HOST_API void aclshmem_team_destroy(aclshmem_team_t team);
+/* This PE's number in `team` and the team's size; -1 for a bad handle. */
+ACLSHMEM_HOST_API int aclshmem_team_my_pe(aclshmem_team_t team);
+ACLSHMEM_HOST_API int aclshmem_team_n_pes(aclshmem_team_t team);
+/* Fills `*config`; 0, or ACLSHMEM_INVALID_PARAM (bad handle, NULL). */
+ACLSHMEM_HOST_API int aclshmem_team_get_config(aclshmem_team_t team,
+                                               aclshmem_team_config_t *config);
+
+/* Barrier over `team` (shmem_quiet, then every PE of the team arrives) and over all PEs; sync
+ * waits for the PEs without completing puts (shmem_team_sync, shmem_sync_all). */
+ACLSHMEM_HOST_API void aclshmem_barrier(aclshmem_team_t team);
+ACLSHMEM_HOST_API void aclshmem_barrier_all(void);
+ACLSHMEM_HOST_API void aclshmem_sync(aclshmem_team_t team);
+ACLSHMEM_HOST_API void aclshmem_sync_all(void);
+/* Need an NPU stream: not supported here (log ACLSHMEM_NOT_SUPPORTED, do nothing). */
+ACLSHMEM_HOST_API void aclshmemx_barrier_on_stream(aclshmem_team_t team, aclrtStream stream);
+ACLSHMEM_HOST_API void aclshmemx_barrier_all_on_stream(aclrtStream stream);
+
 /* Source compatibility: CANN's headers route `shmem_*` calls to `aclshmemx_*`. These route by
  * argument count, so calls written for either CANN generation compile: two arguments to
  * shmem_init_attr and five to shmem_set_attr_uniqueid_args go to the aclshmemx_ form. */

@@ -56,8 +56,8 @@ foreach(line IN LISTS lines)
 endforeach()
 
 file(MAKE_DIRECTORY ${OUT})
-file(WRITE ${OUT}/cann_decls_check.c "#include <aclshmem.h>\n${c_body}")
-file(WRITE ${OUT}/cann_decls_check.cc "#include <aclshmem.h>\n#include <type_traits>\n${cxx_body}")
+file(WRITE ${OUT}/cann_decls_check.c "#include <aclshmem.h>\n#include <stddef.h>\n${c_body}")
+file(WRITE ${OUT}/cann_decls_check.cc "#include <aclshmem.h>\n#include <cstddef>\n#include <type_traits>\n${cxx_body}")
 
 set(failed 0)
 foreach(lang c cc)
