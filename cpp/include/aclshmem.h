@@ -414,6 +414,68 @@ ACLSHMEM_HOST_API void aclshmem_sync_all(void);
 ACLSHMEM_HOST_API void aclshmemx_barrier_on_stream(aclshmem_team_t team, aclrtStream stream);
 ACLSHMEM_HOST_API void aclshmemx_barrier_all_on_stream(aclrtStream stream);
 
+/* ---- Data plane: waits and tests -----------------------------------------------------------
+ * CANN's point-to-point synchronisation on this PE's variables, compared by `cmp`
+ * (ACLSHMEM_CMP_EQ...LE, CANN's values). A wait returns when its condition holds (waiting by the
+ * library's policy: spin, yield, nap); a test never blocks. Results go to `*res_out`: a test's 1
+ * or 0; an `_any` form's index, or SIZE_MAX when no included entry qualifies (none, or all
+ * excluded); a `_some` form's count, with the indices in `indices`. `status[i]` != 0 leaves
+ * entry i out; a NULL `status` includes every entry. A bad `cmp`, a NULL result pointer, or a
+ * call before start-up is refused with a log line (tests then report 0 / SIZE_MAX / 0). */
+#define ACLSHMEMI_P2P_TYPES(X)                                                                     \
+    X(float, float)                                                                                \
+    X(int8, int8_t)                                                                                \
+    X(int16, int16_t)                                                                              \
+    X(int32, int32_t)                                                                              \
+    X(int64, int64_t)                                                                              \
+    X(uint8, uint8_t)                                                                              \
+    X(uint16, uint16_t)                                                                            \
+    X(uint32, uint32_t)                                                                            \
+    X(uint64, uint64_t)                                                                            \
+    X(char, char)
+
+/* Waits until the int32_t signal at `sig_addr` (this PE's) satisfies `cmp` against `cmp_val`. */
+ACLSHMEM_HOST_API void aclshmem_signal_wait_until(int32_t *sig_addr, int cmp, int32_t cmp_val);
+/* Needs an NPU stream: not supported here (logs ACLSHMEM_NOT_SUPPORTED, does not wait). */
+ACLSHMEM_HOST_API void aclshmemx_signal_wait_until_on_stream(int32_t *sig_addr, int cmp,
+                                                             int32_t cmp_val, aclrtStream stream);
+
+#define ACLSHMEMI_DECLARE_WAIT(NAME, TYPE)                                                         \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_wait_until(TYPE *ivar, int cmp, TYPE cmp_value);      \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_wait(TYPE *ivar, TYPE cmp_value);                     \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_wait_until_all(                                       \
+        TYPE *ivars, size_t nelems, const int *status, int cmp, TYPE cmp_value);                   \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_wait_until_any(                                       \
+        TYPE *ivars, size_t nelems, const int *status, int cmp, TYPE cmp_value, size_t *res_out);  \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_wait_until_some(                                      \
+        TYPE *ivars, size_t nelems, size_t *indices, const int *status, int cmp, TYPE cmp_value,   \
+        size_t *res_out);                                                                          \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_wait_until_all_vector(                                \
+        TYPE *ivars, size_t nelems, const int *status, int cmp, TYPE *cmp_values);                 \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_wait_until_any_vector(                                \
+        TYPE *ivars, size_t nelems, const int *status, int cmp, TYPE *cmp_values,                  \
+        size_t *res_out);                                                                          \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_wait_until_some_vector(                               \
+        TYPE *ivars, size_t nelems, size_t *indices, const int *status, int cmp, TYPE *cmp_values, \
+        size_t *res_out);                                                                          \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_test(TYPE *ivars, int cmp, TYPE cmp_value,            \
+                                                  int *res_out);                                   \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_test_any(                                             \
+        TYPE *ivars, size_t nelems, const int *status, int cmp, TYPE cmp_value, size_t *res_out);  \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_test_some(TYPE *ivars, size_t nelems,                 \
+                                                       size_t *indices, const int *status,         \
+                                                       int cmp, TYPE cmp_value, size_t *res_out);  \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_test_all_vector(                                      \
+        TYPE *ivars, size_t nelems, const int *status, int cmp, TYPE *cmp_values, int *res_out);   \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_test_any_vector(TYPE *ivars, size_t nelems,           \
+                                                             const int *status, int cmp,           \
+                                                             TYPE *cmp_values, size_t *res_out);   \
+    ACLSHMEM_HOST_API void aclshmem_##NAME##_test_some_vector(                                     \
+        TYPE *ivars, size_t nelems, size_t *indices, const int *status, int cmp, TYPE *cmp_values, \
+        size_t *res_out);
+ACLSHMEMI_P2P_TYPES(ACLSHMEMI_DECLARE_WAIT)
+#undef ACLSHMEMI_DECLARE_WAIT
+
 /* Source compatibility: CANN's headers route `shmem_*` calls to `aclshmemx_*`. These route by
  * argument count, so calls written for either CANN generation compile: two arguments to
  * shmem_init_attr and five to shmem_set_attr_uniqueid_args go to the aclshmemx_ form. */
