@@ -359,6 +359,11 @@ ACLSHMEM_HOST_API void aclshmemx_putmem_signal_nbi(void *dst, void *src, size_t 
 ACLSHMEM_HOST_API void aclshmemx_getmem_on_stream(void *dst, void *src, size_t elem_size,
                                                   int32_t pe, aclrtStream stream);
 
+/* Sets the NPU's unified-buffer staging area of puts and gets: this library has none, so it
+ * returns ACLSHMEM_NOT_SUPPORTED (after a log line). */
+ACLSHMEM_HOST_API int aclshmemx_set_mte_config(uint64_t offset, uint32_t ub_size,
+                                               uint32_t event_id);
+
 /* ---- Data plane: teams and synchronisation -------------------------------------------------
  * A CANN team is an int handle: ACLSHMEM_TEAM_WORLD (0) is every PE, a split gives its members
  * a new handle (an index of this process, at most ACLSHMEM_MAX_TEAMS at once) and the others

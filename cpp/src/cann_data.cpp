@@ -175,6 +175,15 @@ SHMEM_EXPORT void aclshmemx_getmem_on_stream(void *dst, void *src, size_t elem_s
            stream, elem_size, pe, ACLSHMEM_NOT_SUPPORTED);
 }
 
+SHMEM_EXPORT int aclshmemx_set_mte_config(uint64_t offset, uint32_t ub_size, uint32_t event_id) {
+    refuse("aclshmemx_set_mte_config",
+           "offset=%" PRIu64 " ub_size=%" PRIu32 " event_id=%" PRIu32
+           ": not supported (code %d, ACLSHMEM_NOT_SUPPORTED): the host CPU moves the data, "
+           "there is no NPU unified buffer to configure",
+           offset, ub_size, event_id, ACLSHMEM_NOT_SUPPORTED);
+    return ACLSHMEM_NOT_SUPPORTED;
+}
+
 // The typed forms, one definition per CANN type.
 #define ACLSHMEMI_DEFINE_RMA(NAME, TYPE)                                                           \
     SHMEM_EXPORT void aclshmem_put_##NAME##_mem(TYPE *dest, TYPE *source, size_t nelems, int pe) { \

@@ -119,6 +119,7 @@ static void check_bytes(void) {
     CHECK(aclshmem_double_g((double *)buf, -1) == 0.0);
     memset(got, 0x11, N);
     aclshmemx_getmem_on_stream(got, buf, N, next, NULL);
+    CHECK(aclshmemx_set_mte_config(0, 4096, 0) == ACLSHMEM_NOT_SUPPORTED);
     for (int i = 0; i < N; i++) CHECK(got[i] == 0x11);
     shmem_barrier_all();
     for (int i = 0; i < N; i++) CHECK(buf[i] == (unsigned char)(prev * 7 + i));
