@@ -2,7 +2,9 @@
  * aclshmem.h: the CANN SHMEM host API of the shmem library (C and C++).
  *
  * Programs written for CANN SHMEM (torch_npu's symmetric memory, CANN custom-operator hosts)
- * start the library with attributes or a unique id instead of a launcher. The structs, enum
+ * start the library with attributes or a unique id instead of a launcher, then use CANN's host
+ * data plane (symmetric memory, RMA, put-with-signal, teams, barriers, waits and tests; below),
+ * each routine a thin form of this library's OpenSHMEM routine. The structs, enum
  * values and error codes are laid out exactly as CANN's (`aclshmemx_*` names, with the `shmem_*`
  * names CANN users write), so a binary built against CANN's headers runs on this library;
  * tests/abi checks every size and offset.
