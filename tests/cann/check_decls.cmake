@@ -1,8 +1,10 @@
 # check_decls.cmake: checks that <aclshmem.h> declares every routine of DECLS (cann_decls.txt)
 # with CANN's return and parameter types, and gives CANN's constants their values, in C and in
 # C++. Writes one C and one C++ file of static assertions under OUT and compiles each with
-# -fsyntax-only; fails naming every routine whose type differs or that is missing.
-#   cmake -DDECLS=... -DINCLUDE=... -DOUT=... -DCC=... -DCXX=... -P check_decls.cmake
+# -fsyntax-only; fails naming every routine whose type differs or that is missing. With LIB
+# (and NM), also fails naming every routine that library does not export.
+#   cmake -DDECLS=... -DINCLUDE=... -DOUT=... -DCC=... -DCXX=... [-DLIB=... -DNM=...]
+#         -P check_decls.cmake
 foreach(var DECLS INCLUDE OUT CC CXX)
     if(NOT DEFINED ${var})
         message(FATAL_ERROR "check_decls.cmake: -D${var}= is required")
@@ -14,6 +16,7 @@ set(types "")
 set(c_body "")
 set(cxx_body "")
 set(count 0)
+set(routines "")
 foreach(line IN LISTS lines)
     string(STRIP "${line}" line)
     if(line STREQUAL "" OR line MATCHES "^#")
@@ -52,6 +55,7 @@ foreach(line IN LISTS lines)
         string(APPEND cxx_body
             "static_assert(std::is_same<decltype(&${n}), ${r} (*)(${p})>::value, \"${n}: not ${r} (${p})\");\n")
         math(EXPR count "${count} + 1")
+        list(APPEND routines ${n})
     endforeach()
 endforeach()
 
@@ -76,6 +80,28 @@ foreach(lang c cc)
         set(failed 1)
     endif()
 endforeach()
+if(DEFINED LIB)
+    if(NOT DEFINED NM OR NM STREQUAL "")
+        set(NM nm)
+    endif()
+    execute_process(COMMAND ${NM} -D --defined-only ${LIB}
+        RESULT_VARIABLE rc OUTPUT_VARIABLE listing ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "cann.decls: ${NM} -D ${LIB} failed: ${err}")
+    endif()
+    string(REGEX REPLACE "@[^\n]*" "" listing "${listing}")
+    set(missing "")
+    foreach(n IN LISTS routines)
+        if(NOT listing MATCHES "[ \n]${n}\n")
+            list(APPEND missing ${n})
+        endif()
+    endforeach()
+    if(missing)
+        list(JOIN missing " " missing)
+        message("FAIL: ${LIB} does not export: ${missing}")
+        set(failed 1)
+    endif()
+endif()
 if(failed)
     message(FATAL_ERROR "cann.decls: see above")
 endif()
