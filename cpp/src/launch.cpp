@@ -23,8 +23,8 @@ using namespace shmem::detail;
 
 // The calling thread's block record: exported, read by the kernel-side headers.
 extern "C" {
-__attribute__((visibility("default"))) __thread shmemx_cpu_block shmemx_cpu_block_g = {nullptr, nullptr,
-                                                                                      0, 0};
+__attribute__((visibility("default"))) __thread shmemx_cpu_block shmemx_cpu_block_g = {
+    nullptr, nullptr, 0, 0};
 }
 
 namespace {
@@ -37,8 +37,7 @@ struct Gate {
     std::atomic<int> state{0};
 };
 
-void run_block(shmemx_cpu_kernel_t kernel, void *args, shmemx_cpu_group *group, int idx,
-               int num) {
+void run_block(shmemx_cpu_kernel_t kernel, void *args, shmemx_cpu_group *group, int idx, int num) {
     shmemx_cpu_block_g = shmemx_cpu_block{&shmem_job_state_g, group, idx, num};
     kernel(args);
     shmemx_cpu_block_g = shmemx_cpu_block{nullptr, nullptr, 0, 0};
@@ -61,7 +60,8 @@ SHMEM_EXPORT int shmemx_cpu_launch(shmemx_cpu_kernel_t kernel, void *args, int b
         return -1;
     }
     if (shmemx_cpu_block_g.job != nullptr) {
-        log_call_error(kLaunch, "called from inside a kernel (block %d of %d): launches do not nest",
+        log_call_error(kLaunch,
+                       "called from inside a kernel (block %d of %d): launches do not nest",
                        shmemx_cpu_block_g.idx, shmemx_cpu_block_g.num);
         return -1;
     }

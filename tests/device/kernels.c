@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define K 64       /* elements per block's chunk */
+#define K 64      /* elements per block's chunk */
 #define ROUNDS 20 /* rounds of the barrier and signal kernels */
 
 typedef struct args {
@@ -31,15 +31,15 @@ typedef struct args {
 
 static int errors; /* mistakes found by any block of this PE */
 
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            if (__atomic_fetch_add(&errors, 1, __ATOMIC_RELAXED) < 10) {                          \
-                fprintf(stderr, "PE %d block %d: ", aclshmem_my_pe(), aclshmemx_block_idx());     \
-                fprintf(stderr, __VA_ARGS__);                                                     \
-                fputc('\n', stderr);                                                              \
-            }                                                                                     \
-        }                                                                                         \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            if (__atomic_fetch_add(&errors, 1, __ATOMIC_RELAXED) < 10) {                           \
+                fprintf(stderr, "PE %d block %d: ", aclshmem_my_pe(), aclshmemx_block_idx());      \
+                fprintf(stderr, __VA_ARGS__);                                                      \
+                fputc('\n', stderr);                                                               \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 
 static int64_t value(int pe, int block, int i, int round) {

@@ -108,9 +108,8 @@ SHMEM_ARCH_COLD void shmem_device_miss_(const shmem_job_state *job, const char *
 
 /* [addr, addr + n) of `pe` as mapped here, in the view `bases` (laid out as the job state's
  * `bases`); 0 when it is not symmetric or the view has no base for it. */
-SHMEM_ARCH_INLINE char *shmem_device_translate_(const shmem_job_state *job,
-                                                const uintptr_t *bases, const void *addr,
-                                                size_t n, int pe) {
+SHMEM_ARCH_INLINE char *shmem_device_translate_(const shmem_job_state *job, const uintptr_t *bases,
+                                                const void *addr, size_t n, int pe) {
     uintptr_t a = (uintptr_t)addr;
     uintptr_t heap_off = a - job->heap_base;
     uintptr_t data_off = a - job->data_base;
@@ -154,7 +153,7 @@ SHMEM_ARCH_INLINE int aclshmemx_block_num(void) { return (int)shmem_arch_block_n
 
 /* The team table's entry for `team`, or 0 when the slot holds no team on this PE. */
 SHMEM_ARCH_INLINE const shmem_job_team *shmem_device_team_(const shmem_job_state *job,
-                                                          aclshmem_team_t team) {
+                                                           aclshmem_team_t team) {
     if (team < 0 || team >= job->team_slots || job->teams == 0) return 0;
     const shmem_job_team *t = &job->teams[team];
     return t->size > 0 ? t : 0;
@@ -214,12 +213,10 @@ SHMEM_ARCH_INLINE void aclshmem_getmem(void *dst, const void *src, size_t bytes,
 }
 /* Non-blocking forms: complete at the next quiet (on the CPU, at once). */
 SHMEM_ARCH_INLINE void aclshmem_putmem_nbi(void *dst, const void *src, size_t bytes, int pe) {
-    shmem_arch_copy(shmem_device_remote_("aclshmem_putmem_nbi", "dst", dst, bytes, pe), src,
-                    bytes);
+    shmem_arch_copy(shmem_device_remote_("aclshmem_putmem_nbi", "dst", dst, bytes, pe), src, bytes);
 }
 SHMEM_ARCH_INLINE void aclshmem_getmem_nbi(void *dst, const void *src, size_t bytes, int pe) {
-    shmem_arch_copy(dst, shmem_device_remote_("aclshmem_getmem_nbi", "src", src, bytes, pe),
-                    bytes);
+    shmem_arch_copy(dst, shmem_device_remote_("aclshmem_getmem_nbi", "src", src, bytes, pe), bytes);
 }
 
 /* Every put, get, AMO and signal update of the calling block is complete and visible to every
@@ -246,35 +243,35 @@ SHMEM_ARCH_INLINE void aclshmem_fence(void) { shmem_arch_fence_system(); }
 
 /* Typed forms: `nelems` elements; p and g move one. */
 #define SHMEM_DEVICE_RMA_(NAME, T)                                                                 \
-    SHMEM_ARCH_INLINE void aclshmem_put_##NAME##_mem(T *dst, const T *src, size_t nelems,         \
+    SHMEM_ARCH_INLINE void aclshmem_put_##NAME##_mem(T *dst, const T *src, size_t nelems,          \
                                                      int pe) {                                     \
         size_t n = nelems * sizeof(T);                                                             \
-        shmem_arch_copy(shmem_device_remote_("aclshmem_put_" #NAME "_mem", "dst", dst, n, pe),    \
+        shmem_arch_copy(shmem_device_remote_("aclshmem_put_" #NAME "_mem", "dst", dst, n, pe),     \
                         src, n);                                                                   \
     }                                                                                              \
-    SHMEM_ARCH_INLINE void aclshmem_get_##NAME##_mem(T *dst, const T *src, size_t nelems,         \
+    SHMEM_ARCH_INLINE void aclshmem_get_##NAME##_mem(T *dst, const T *src, size_t nelems,          \
                                                      int pe) {                                     \
         size_t n = nelems * sizeof(T);                                                             \
         shmem_arch_copy(dst,                                                                       \
                         shmem_device_remote_("aclshmem_get_" #NAME "_mem", "src", src, n, pe), n); \
     }                                                                                              \
-    SHMEM_ARCH_INLINE void aclshmem_put_##NAME##_mem_nbi(T *dst, const T *src, size_t nelems,     \
+    SHMEM_ARCH_INLINE void aclshmem_put_##NAME##_mem_nbi(T *dst, const T *src, size_t nelems,      \
+                                                         int pe) {                                 \
+        size_t n = nelems * sizeof(T);                                                             \
+        shmem_arch_copy(shmem_device_remote_("aclshmem_put_" #NAME "_mem_nbi", "dst", dst, n, pe), \
+                        src, n);                                                                   \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void aclshmem_get_##NAME##_mem_nbi(T *dst, const T *src, size_t nelems,      \
                                                          int pe) {                                 \
         size_t n = nelems * sizeof(T);                                                             \
         shmem_arch_copy(                                                                           \
-            shmem_device_remote_("aclshmem_put_" #NAME "_mem_nbi", "dst", dst, n, pe), src, n);   \
+            dst, shmem_device_remote_("aclshmem_get_" #NAME "_mem_nbi", "src", src, n, pe), n);    \
     }                                                                                              \
-    SHMEM_ARCH_INLINE void aclshmem_get_##NAME##_mem_nbi(T *dst, const T *src, size_t nelems,     \
-                                                         int pe) {                                 \
-        size_t n = nelems * sizeof(T);                                                             \
-        shmem_arch_copy(                                                                           \
-            dst, shmem_device_remote_("aclshmem_get_" #NAME "_mem_nbi", "src", src, n, pe), n);   \
+    SHMEM_ARCH_INLINE void aclshmem_##NAME##_p(T *dst, T value, int pe) {                          \
+        *(T *)shmem_device_remote_("aclshmem_" #NAME "_p", "dst", dst, sizeof(T), pe) = value;     \
     }                                                                                              \
-    SHMEM_ARCH_INLINE void aclshmem_##NAME##_p(T *dst, T value, int pe) {                         \
-        *(T *)shmem_device_remote_("aclshmem_" #NAME "_p", "dst", dst, sizeof(T), pe) = value;    \
-    }                                                                                              \
-    SHMEM_ARCH_INLINE T aclshmem_##NAME##_g(const T *src, int pe) {                               \
-        return *(const T *)shmem_device_remote_("aclshmem_" #NAME "_g", "src", src, sizeof(T),    \
+    SHMEM_ARCH_INLINE T aclshmem_##NAME##_g(const T *src, int pe) {                                \
+        return *(const T *)shmem_device_remote_("aclshmem_" #NAME "_g", "src", src, sizeof(T),     \
                                                 pe);                                               \
     }
 
@@ -291,38 +288,38 @@ SHMEM_DEVICE_RMA_TYPES(SHMEM_DEVICE_RMA_)
 
 #define SHMEM_DEVICE_AMO_(NAME, T, W, U)                                                           \
     SHMEM_ARCH_INLINE U *shmem_device_amo_##NAME##_(const char *call, T *dst, int pe) {            \
-        return (U *)shmem_device_amo_remote_(call, "dst", dst, sizeof(T), pe);                            \
+        return (U *)shmem_device_amo_remote_(call, "dst", dst, sizeof(T), pe);                     \
     }                                                                                              \
-    SHMEM_ARCH_INLINE T aclshmem_##NAME##_atomic_fetch_add(T *dst, T value, int pe) {             \
+    SHMEM_ARCH_INLINE T aclshmem_##NAME##_atomic_fetch_add(T *dst, T value, int pe) {              \
         U *p = shmem_device_amo_##NAME##_("aclshmem_" #NAME "_atomic_fetch_add", dst, pe);         \
         return (T)shmem_arch_fetch_add_##W(p, (U)value);                                           \
     }                                                                                              \
-    SHMEM_ARCH_INLINE void aclshmem_##NAME##_atomic_add(T *dst, T value, int pe) {                \
+    SHMEM_ARCH_INLINE void aclshmem_##NAME##_atomic_add(T *dst, T value, int pe) {                 \
         U *p = shmem_device_amo_##NAME##_("aclshmem_" #NAME "_atomic_add", dst, pe);               \
         (void)shmem_arch_fetch_add_##W(p, (U)value);                                               \
     }                                                                                              \
-    SHMEM_ARCH_INLINE T aclshmem_##NAME##_atomic_fetch_inc(T *dst, int pe) {                      \
+    SHMEM_ARCH_INLINE T aclshmem_##NAME##_atomic_fetch_inc(T *dst, int pe) {                       \
         U *p = shmem_device_amo_##NAME##_("aclshmem_" #NAME "_atomic_fetch_inc", dst, pe);         \
         return (T)shmem_arch_fetch_add_##W(p, (U)1);                                               \
     }                                                                                              \
-    SHMEM_ARCH_INLINE void aclshmem_##NAME##_atomic_inc(T *dst, int pe) {                         \
+    SHMEM_ARCH_INLINE void aclshmem_##NAME##_atomic_inc(T *dst, int pe) {                          \
         U *p = shmem_device_amo_##NAME##_("aclshmem_" #NAME "_atomic_inc", dst, pe);               \
         (void)shmem_arch_fetch_add_##W(p, (U)1);                                                   \
     }                                                                                              \
-    SHMEM_ARCH_INLINE T aclshmem_##NAME##_atomic_fetch(const T *src, int pe) {                    \
+    SHMEM_ARCH_INLINE T aclshmem_##NAME##_atomic_fetch(const T *src, int pe) {                     \
         U *p = shmem_device_amo_##NAME##_("aclshmem_" #NAME "_atomic_fetch", (T *)src, pe);        \
         return (T)shmem_arch_load_##W(p);                                                          \
     }                                                                                              \
-    SHMEM_ARCH_INLINE void aclshmem_##NAME##_atomic_set(T *dst, T value, int pe) {                \
+    SHMEM_ARCH_INLINE void aclshmem_##NAME##_atomic_set(T *dst, T value, int pe) {                 \
         U *p = shmem_device_amo_##NAME##_("aclshmem_" #NAME "_atomic_set", dst, pe);               \
         shmem_arch_store_##W(p, (U)value);                                                         \
     }                                                                                              \
-    SHMEM_ARCH_INLINE T aclshmem_##NAME##_atomic_swap(T *dst, T value, int pe) {                  \
+    SHMEM_ARCH_INLINE T aclshmem_##NAME##_atomic_swap(T *dst, T value, int pe) {                   \
         U *p = shmem_device_amo_##NAME##_("aclshmem_" #NAME "_atomic_swap", dst, pe);              \
         return (T)shmem_arch_swap_##W(p, (U)value);                                                \
     }                                                                                              \
     /* Stores `value` where the word equals `cond`; returns the word's old value. */               \
-    SHMEM_ARCH_INLINE T aclshmem_##NAME##_atomic_compare_swap(T *dst, T cond, T value, int pe) {  \
+    SHMEM_ARCH_INLINE T aclshmem_##NAME##_atomic_compare_swap(T *dst, T cond, T value, int pe) {   \
         U *p = shmem_device_amo_##NAME##_("aclshmem_" #NAME "_atomic_compare_swap", dst, pe);      \
         return (T)shmem_arch_cas_##W(p, (U)cond, (U)value);                                        \
     }                                                                                              \
@@ -331,11 +328,11 @@ SHMEM_DEVICE_RMA_TYPES(SHMEM_DEVICE_RMA_)
     SHMEM_DEVICE_AMO_BIT_(NAME, T, W, U, xor)
 
 #define SHMEM_DEVICE_AMO_BIT_(NAME, T, W, U, OP)                                                   \
-    SHMEM_ARCH_INLINE T aclshmem_##NAME##_atomic_fetch_##OP(T *dst, T value, int pe) {            \
+    SHMEM_ARCH_INLINE T aclshmem_##NAME##_atomic_fetch_##OP(T *dst, T value, int pe) {             \
         U *p = shmem_device_amo_##NAME##_("aclshmem_" #NAME "_atomic_fetch_" #OP, dst, pe);        \
         return (T)shmem_arch_fetch_##OP##_##W(p, (U)value);                                        \
     }                                                                                              \
-    SHMEM_ARCH_INLINE void aclshmem_##NAME##_atomic_##OP(T *dst, T value, int pe) {               \
+    SHMEM_ARCH_INLINE void aclshmem_##NAME##_atomic_##OP(T *dst, T value, int pe) {                \
         U *p = shmem_device_amo_##NAME##_("aclshmem_" #NAME "_atomic_" #OP, dst, pe);              \
         (void)shmem_arch_fetch_##OP##_##W(p, (U)value);                                            \
     }
@@ -352,9 +349,9 @@ SHMEM_ARCH_COLD void shmem_device_bad_op_(const char *call, const char *arg, int
 }
 
 #define SHMEM_DEVICE_SIGNAL_(SUFFIX, T, W, U)                                                      \
-    SHMEM_ARCH_INLINE void shmem_device_signal_##W##_(const char *call, T *sig_addr, T signal,    \
+    SHMEM_ARCH_INLINE void shmem_device_signal_##W##_(const char *call, T *sig_addr, T signal,     \
                                                       int sig_op, int pe) {                        \
-        U *p = (U *)shmem_device_amo_remote_(call, "sig_addr", sig_addr, sizeof(T), pe);                       \
+        U *p = (U *)shmem_device_amo_remote_(call, "sig_addr", sig_addr, sizeof(T), pe);           \
         if (sig_op == ACLSHMEM_SIGNAL_SET) {                                                       \
             shmem_arch_store_release_##W(p, (U)signal);                                            \
         } else if (sig_op == ACLSHMEM_SIGNAL_ADD) {                                                \
@@ -363,7 +360,7 @@ SHMEM_ARCH_COLD void shmem_device_bad_op_(const char *call, const char *arg, int
             shmem_device_bad_op_(call, "sig_op", sig_op);                                          \
         }                                                                                          \
     }                                                                                              \
-    SHMEM_ARCH_INLINE int shmem_device_cmp_##W##_(const char *call, T v, int cmp, T cmp_val) {    \
+    SHMEM_ARCH_INLINE int shmem_device_cmp_##W##_(const char *call, T v, int cmp, T cmp_val) {     \
         switch (cmp) {                                                                             \
         case ACLSHMEM_CMP_EQ: return v == cmp_val;                                                 \
         case ACLSHMEM_CMP_NE: return v != cmp_val;                                                 \
@@ -375,7 +372,7 @@ SHMEM_ARCH_COLD void shmem_device_bad_op_(const char *call, const char *arg, int
         }                                                                                          \
     }                                                                                              \
     /* Blocks until the local `sig_addr` compares true with `cmp_val`; returns the value seen. */  \
-    SHMEM_ARCH_INLINE T shmem_device_wait_##W##_(const char *call, T *sig_addr, int cmp,          \
+    SHMEM_ARCH_INLINE T shmem_device_wait_##W##_(const char *call, T *sig_addr, int cmp,           \
                                                  T cmp_val) {                                      \
         (void)shmem_arch_job(call);                                                                \
         uint32_t spins = 0;                                                                        \
@@ -404,8 +401,8 @@ SHMEM_ARCH_INLINE void aclshmem_putmem_signal(void *dst, const void *src, size_t
 SHMEM_ARCH_INLINE void aclshmem_putmem_signal_nbi(void *dst, const void *src, size_t bytes,
                                                   int32_t *sig_addr, int32_t signal, int sig_op,
                                                   int pe) {
-    shmem_arch_copy(shmem_device_remote_("aclshmem_putmem_signal_nbi", "dst", dst, bytes, pe),
-                    src, bytes);
+    shmem_arch_copy(shmem_device_remote_("aclshmem_putmem_signal_nbi", "dst", dst, bytes, pe), src,
+                    bytes);
     shmem_device_signal_u32_("aclshmem_putmem_signal_nbi", sig_addr, signal, sig_op, pe);
 }
 /* Blocks until the local int32_t `sig_addr` compares true with `cmp_val`; returns its value. */
@@ -419,10 +416,10 @@ SHMEM_ARCH_INLINE void aclshmemx_signal_op_u64(uint64_t *sig_addr, uint64_t sign
     shmem_device_signal_u64_("aclshmemx_signal_op_u64", sig_addr, signal, sig_op, pe);
 }
 SHMEM_ARCH_INLINE void aclshmemx_putmem_signal_u64(void *dst, const void *src, size_t bytes,
-                                                   uint64_t *sig_addr, uint64_t signal,
-                                                   int sig_op, int pe) {
-    shmem_arch_copy(shmem_device_remote_("aclshmemx_putmem_signal_u64", "dst", dst, bytes, pe),
-                    src, bytes);
+                                                   uint64_t *sig_addr, uint64_t signal, int sig_op,
+                                                   int pe) {
+    shmem_arch_copy(shmem_device_remote_("aclshmemx_putmem_signal_u64", "dst", dst, bytes, pe), src,
+                    bytes);
     shmem_device_signal_u64_("aclshmemx_putmem_signal_u64", sig_addr, signal, sig_op, pe);
 }
 SHMEM_ARCH_INLINE uint64_t aclshmemx_signal_fetch_u64(const uint64_t *sig_addr) {
@@ -437,13 +434,13 @@ SHMEM_ARCH_INLINE uint64_t aclshmemx_signal_wait_until_u64(uint64_t *sig_addr, i
 /* ---- Barriers ----------------------------------------------------------------------------- */
 
 /* Word `line` of `pe`'s reserved prefix, as mapped here. */
-SHMEM_ARCH_INLINE uint64_t *shmem_device_prefix_word_(const char *call,
-                                                      const shmem_job_state *job, int pe,
-                                                      unsigned line) {
+SHMEM_ARCH_INLINE uint64_t *shmem_device_prefix_word_(const char *call, const shmem_job_state *job,
+                                                      int pe, unsigned line) {
     uintptr_t heap = job->mapped_bases[2 * (size_t)pe];
     if (heap == 0) {
-        shmemx_cpu_kernel_fail(call, "pe", pe, "is not mapped here; the kernel-side barrier "
-                                               "reaches mapped PEs only");
+        shmemx_cpu_kernel_fail(call, "pe", pe,
+                               "is not mapped here; the kernel-side barrier "
+                               "reaches mapped PEs only");
     }
     return (uint64_t *)(heap - job->reserved + (uintptr_t)line * SHMEM_DEVICE_LINE);
 }

@@ -85,35 +85,35 @@ SHMEM_ARCH_INLINE void shmem_arch_fence_system(void) { __atomic_thread_fence(__A
 
 /* Atomics on 4- and 8-byte words, sequentially consistent unless the name says otherwise. */
 #define SHMEM_ARCH_ATOMICS_(SUFFIX, T)                                                             \
-    SHMEM_ARCH_INLINE T shmem_arch_load_acquire_##SUFFIX(const T *p) {                            \
+    SHMEM_ARCH_INLINE T shmem_arch_load_acquire_##SUFFIX(const T *p) {                             \
         return __atomic_load_n(p, __ATOMIC_ACQUIRE);                                               \
     }                                                                                              \
-    SHMEM_ARCH_INLINE T shmem_arch_load_##SUFFIX(const T *p) {                                    \
+    SHMEM_ARCH_INLINE T shmem_arch_load_##SUFFIX(const T *p) {                                     \
         return __atomic_load_n(p, __ATOMIC_SEQ_CST);                                               \
     }                                                                                              \
-    SHMEM_ARCH_INLINE void shmem_arch_store_release_##SUFFIX(T *p, T v) {                         \
+    SHMEM_ARCH_INLINE void shmem_arch_store_release_##SUFFIX(T *p, T v) {                          \
         __atomic_store_n(p, v, __ATOMIC_RELEASE);                                                  \
     }                                                                                              \
-    SHMEM_ARCH_INLINE void shmem_arch_store_##SUFFIX(T *p, T v) {                                 \
+    SHMEM_ARCH_INLINE void shmem_arch_store_##SUFFIX(T *p, T v) {                                  \
         __atomic_store_n(p, v, __ATOMIC_SEQ_CST);                                                  \
     }                                                                                              \
-    SHMEM_ARCH_INLINE T shmem_arch_fetch_add_##SUFFIX(T *p, T v) {                                \
+    SHMEM_ARCH_INLINE T shmem_arch_fetch_add_##SUFFIX(T *p, T v) {                                 \
         return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);                                         \
     }                                                                                              \
-    SHMEM_ARCH_INLINE T shmem_arch_fetch_and_##SUFFIX(T *p, T v) {                                \
+    SHMEM_ARCH_INLINE T shmem_arch_fetch_and_##SUFFIX(T *p, T v) {                                 \
         return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);                                         \
     }                                                                                              \
-    SHMEM_ARCH_INLINE T shmem_arch_fetch_or_##SUFFIX(T *p, T v) {                                 \
+    SHMEM_ARCH_INLINE T shmem_arch_fetch_or_##SUFFIX(T *p, T v) {                                  \
         return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);                                          \
     }                                                                                              \
-    SHMEM_ARCH_INLINE T shmem_arch_fetch_xor_##SUFFIX(T *p, T v) {                                \
+    SHMEM_ARCH_INLINE T shmem_arch_fetch_xor_##SUFFIX(T *p, T v) {                                 \
         return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);                                         \
     }                                                                                              \
-    SHMEM_ARCH_INLINE T shmem_arch_swap_##SUFFIX(T *p, T v) {                                     \
+    SHMEM_ARCH_INLINE T shmem_arch_swap_##SUFFIX(T *p, T v) {                                      \
         return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);                                        \
     }                                                                                              \
     /* Returns the old value; stores `desired` only where it equalled `expected`. */               \
-    SHMEM_ARCH_INLINE T shmem_arch_cas_##SUFFIX(T *p, T expected, T desired) {                    \
+    SHMEM_ARCH_INLINE T shmem_arch_cas_##SUFFIX(T *p, T expected, T desired) {                     \
         __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
         return expected;                                                                           \
     }
