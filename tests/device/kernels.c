@@ -190,6 +190,52 @@ static void barriers(void *p) {
     }
 }
 
+/* Strided and (C++) 2-D copies to the next PE, typed waits and tests: block b puts column b
+ * of a K x nb matrix (row-major, stride nb) into the next PE's, then raises its flag there; the
+ * receiving block waits on its flag and checks its column, then gets it back with iget. */
+static void strided(void *p) {
+    args *a = (args *)p;
+    int me = aclshmem_my_pe(), n = aclshmem_n_pes();
+    int b = aclshmemx_block_idx(), nb = aclshmemx_block_num();
+    int next = (me + 1) % n, prev = (me + n - 1) % n;
+    int64_t col[K];
+    for (int i = 0; i < K; i++) col[i] = value(me, b, i, 2);
+    CHECK(aclshmem_int32_test(a->small + b, ACLSHMEM_CMP_LT, 0) == 0, "test: flags are 0 or 1");
+    aclshmem_int64_iput(a->msg + b, col, nb, 1, K, next);
+    aclshmem_fence();
+    aclshmem_int32_atomic_set(a->small + b, 1, next);
+    aclshmem_int32_wait_until(a->small + b, ACLSHMEM_CMP_EQ, 1);
+    aclshmem_int32_wait(a->small + b, 0);
+    CHECK(aclshmem_int32_test(a->small + b, ACLSHMEM_CMP_GT, 0) == 1, "test after");
+    for (int i = 0; i < K; i++) {
+        CHECK(a->msg[(size_t)i * nb + b] == value(prev, b, i, 2), "iput row %d", i);
+    }
+    /* The next PE's column b is this block's own iput, complete when it returned. */
+    int64_t back[2 * K];
+    aclshmem_int64_iget(back, a->msg + b, 2, nb, K, next);
+    for (int i = 0; i < K; i++) CHECK(back[2 * i] == value(me, b, i, 2), "iget %d", i);
+#ifdef __cplusplus
+    /* Rows r of block b's 4 x 8 tile: columns 8b .. 8b + 7 of a 4 x 8nb matrix on the next PE. */
+    int64_t tile[4 * 8];
+    for (int i = 0; i < 4 * 8; i++) tile[i] = value(me, b, i, 3);
+    non_contiguous_copy_param cp = {4, 8, 8, (uint32_t)(8 * nb)};
+    aclshmem_barrier_all();
+    aclshmem_put_int64_mem(a->back + 8 * b, tile, cp, next);
+    aclshmem_barrier_all();
+    for (int r = 0; r < 4; r++) {
+        for (int c = 0; c < 8; c++) {
+            CHECK(a->back[(size_t)r * 8 * nb + 8 * b + c] == value(prev, b, r * 8 + c, 3),
+                  "2-D put row %d col %d", r, c);
+        }
+    }
+    int64_t got[4 * 8];
+    non_contiguous_copy_param gp = {4, 8, (uint32_t)(8 * nb), 8};
+    aclshmem_get_int64_mem_nbi(got, a->back + 8 * b, gp, next);
+    aclshmem_quiet();
+    for (int i = 0; i < 4 * 8; i++) CHECK(got[i] == value(me, b, i, 3), "2-D get %d", i);
+#endif
+}
+
 static void launch(const char *name, shmemx_cpu_kernel_t k, args *a, int blocks) {
     if (shmemx_cpu_launch(k, a, blocks) != 0) {
         fprintf(stderr, "PE %d: %s: launch failed\n", shmem_my_pe(), name);
@@ -234,6 +280,9 @@ int main(int argc, char **argv) {
     shmem_barrier_all();
     launch("signals", signals, &a, blocks);
     launch("barriers", barriers, &a, blocks);
+    for (int i = 0; i < n * blocks; i++) a.small[i] = 0;
+    shmem_barrier_all();
+    launch("strided", strided, &a, blocks);
     /* Launches one after another keep the barrier's epochs in step: once more, with one block. */
     *a.wins = 0;
     shmem_barrier_all();

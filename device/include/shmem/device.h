@@ -30,9 +30,8 @@
 #include "arch.h"
 #include "job_state.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+/* Every routine here is static inline (no symbol, no language linkage to match), so C++ may
+ * add overloads; only the calls into libshmem.so are declared with C linkage. */
 
 /* CANN's constants (its values): signal updates and wait comparisons. */
 #ifndef ACLSHMEM_SIGNAL_SET
@@ -68,8 +67,12 @@ typedef uint16_t shmem_bfloat16_t;
 #endif
 
 /* Ends the job with "call: arg = value: why" (defined in libshmem.so). */
-void shmemx_cpu_kernel_fail(const char *call, const char *arg, long long value, const char *why)
-    __attribute__((noreturn, cold));
+#ifdef __cplusplus
+extern "C"
+#endif
+    void
+    shmemx_cpu_kernel_fail(const char *call, const char *arg, long long value, const char *why)
+        __attribute__((noreturn, cold));
 
 /* ---- Layout of the kernel-side words in the heap's reserved prefix --------------------------
  * Each PE's heap segment starts with `reserved` bytes before its user heap, in the same memory
@@ -277,6 +280,86 @@ SHMEM_ARCH_INLINE void aclshmem_fence(void) { shmem_arch_fence_system(); }
 
 SHMEM_DEVICE_RMA_TYPES(SHMEM_DEVICE_RMA_)
 
+/* Strided forms: element i goes from source[i * sst] to dest[i * dst] (strides in elements, at
+ * least 1). */
+#define SHMEM_DEVICE_STRIDED_(NAME, T)                                                             \
+    SHMEM_ARCH_INLINE void aclshmem_##NAME##_iput(T *dest, const T *source, ptrdiff_t dst,         \
+                                                  ptrdiff_t sst, size_t nelems, int pe) {          \
+        if (nelems == 0) return;                                                                   \
+        if (dst < 1) shmemx_cpu_kernel_fail("aclshmem_" #NAME "_iput", "dst", dst, "is not >= 1"); \
+        if (sst < 1) shmemx_cpu_kernel_fail("aclshmem_" #NAME "_iput", "sst", sst, "is not >= 1"); \
+        size_t span = ((nelems - 1) * (size_t)dst + 1) * sizeof(T);                                \
+        T *to = (T *)shmem_device_remote_("aclshmem_" #NAME "_iput", "dest", dest, span, pe);      \
+        for (size_t i = 0; i < nelems; i++) to[i * (size_t)dst] = source[i * (size_t)sst];         \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void aclshmem_##NAME##_iget(T *dest, const T *source, ptrdiff_t dst,         \
+                                                  ptrdiff_t sst, size_t nelems, int pe) {          \
+        if (nelems == 0) return;                                                                   \
+        if (dst < 1) shmemx_cpu_kernel_fail("aclshmem_" #NAME "_iget", "dst", dst, "is not >= 1"); \
+        if (sst < 1) shmemx_cpu_kernel_fail("aclshmem_" #NAME "_iget", "sst", sst, "is not >= 1"); \
+        size_t span = ((nelems - 1) * (size_t)sst + 1) * sizeof(T);                                \
+        const T *from = (const T *)shmem_device_remote_("aclshmem_" #NAME "_iget", "source",       \
+                                                        source, span, pe);                         \
+        for (size_t i = 0; i < nelems; i++) dest[i * (size_t)dst] = from[i * (size_t)sst];         \
+    }
+
+SHMEM_DEVICE_RMA_TYPES(SHMEM_DEVICE_STRIDED_)
+
+/* ---- Point-to-point waits on local words ---------------------------------------------------
+ * On the integer types; `ivar` is this PE's own symmetric word, written by peers' puts or AMOs. */
+#define SHMEM_DEVICE_WAIT_TYPES(X)                                                                 \
+    X(int8, int8_t)                                                                                \
+    X(int16, int16_t)                                                                              \
+    X(int32, int32_t)                                                                              \
+    X(int64, int64_t)                                                                              \
+    X(uint8, uint8_t)                                                                              \
+    X(uint16, uint16_t)                                                                            \
+    X(uint32, uint32_t)                                                                            \
+    X(uint64, uint64_t)
+
+SHMEM_ARCH_COLD void shmem_device_bad_cmp_(const char *call, int cmp) {
+    shmemx_cpu_kernel_fail(call, "cmp", cmp, "is not one of ACLSHMEM_CMP_EQ .. ACLSHMEM_CMP_LE");
+}
+
+#define SHMEM_DEVICE_WAIT_(NAME, T)                                                                \
+    SHMEM_ARCH_INLINE int shmem_device_holds_##NAME##_(const char *call, T v, int cmp,             \
+                                                       T cmp_value) {                              \
+        switch (cmp) {                                                                             \
+        case ACLSHMEM_CMP_EQ: return v == cmp_value;                                               \
+        case ACLSHMEM_CMP_NE: return v != cmp_value;                                               \
+        case ACLSHMEM_CMP_GT: return v > cmp_value;                                                \
+        case ACLSHMEM_CMP_GE: return v >= cmp_value;                                               \
+        case ACLSHMEM_CMP_LT: return v < cmp_value;                                                \
+        case ACLSHMEM_CMP_LE: return v <= cmp_value;                                               \
+        default: shmem_device_bad_cmp_(call, cmp);                                                 \
+        }                                                                                          \
+    }                                                                                              \
+    /* Blocks until `*ivar cmp cmp_value` holds. */                                                \
+    SHMEM_ARCH_INLINE void aclshmem_##NAME##_wait_until(T *ivar, int cmp, T cmp_value) {           \
+        const char *call = "aclshmem_" #NAME "_wait_until";                                        \
+        (void)shmem_arch_job(call);                                                                \
+        uint32_t spins = 0;                                                                        \
+        while (!shmem_device_holds_##NAME##_(call, __atomic_load_n(ivar, __ATOMIC_ACQUIRE), cmp,   \
+                                             cmp_value)) {                                         \
+            shmem_arch_spin(&spins);                                                               \
+        }                                                                                          \
+    }                                                                                              \
+    /* Blocks until `*ivar` differs from `cmp_value`. */                                           \
+    SHMEM_ARCH_INLINE void aclshmem_##NAME##_wait(T *ivar, T cmp_value) {                          \
+        (void)shmem_arch_job("aclshmem_" #NAME "_wait");                                           \
+        uint32_t spins = 0;                                                                        \
+        while (__atomic_load_n(ivar, __ATOMIC_ACQUIRE) == cmp_value) shmem_arch_spin(&spins);      \
+    }                                                                                              \
+    /* 1 when `*ivar cmp cmp_value` holds now, else 0; never blocks. */                            \
+    SHMEM_ARCH_INLINE int aclshmem_##NAME##_test(T *ivar, int cmp, T cmp_value) {                  \
+        const char *call = "aclshmem_" #NAME "_test";                                              \
+        (void)shmem_arch_job(call);                                                                \
+        return shmem_device_holds_##NAME##_(call, __atomic_load_n(ivar, __ATOMIC_ACQUIRE), cmp,    \
+                                            cmp_value);                                            \
+    }
+
+SHMEM_DEVICE_WAIT_TYPES(SHMEM_DEVICE_WAIT_)
+
 /* ---- AMOs ----------------------------------------------------------------------------------
  * On 4- and 8-byte integers, atomic with every other kernel-side AMO on the same word, from any
  * block of any PE. NAME, TYPE, the arch's word suffix, its unsigned type. */
@@ -431,6 +514,58 @@ SHMEM_ARCH_INLINE uint64_t aclshmemx_signal_wait_until_u64(uint64_t *sig_addr, i
     return shmem_device_wait_u64_("aclshmemx_signal_wait_until_u64", sig_addr, cmp, cmp_val);
 }
 
+/* ---- 2-D non-contiguous copies (C++: overloads of the typed forms, as CANN declares them) ---
+ * `repeat` rows of `length` elements; row r starts at src + r * src_ld and dst + r * dst_ld
+ * (leading dimensions in elements). */
+#ifndef SHMEM_NON_CONTIGUOUS_COPY_PARAM_DEFINED
+#define SHMEM_NON_CONTIGUOUS_COPY_PARAM_DEFINED
+struct non_contiguous_copy_param {
+    uint32_t repeat;
+    uint32_t length;
+    uint32_t src_ld;
+    uint32_t dst_ld;
+};
+#endif
+
+#ifdef __cplusplus
+/* Copies the rows of `p` between local `local` and symmetric `sym` on `pe`; `put` says which
+ * way. The remote span is checked once. */
+template <typename T>
+SHMEM_ARCH_INLINE void shmem_device_copy_2d_(const char *call, T *dst, const T *src,
+                                             const non_contiguous_copy_param &p, int pe, bool put) {
+    if (p.repeat == 0 || p.length == 0) return;
+    size_t ld = put ? p.dst_ld : p.src_ld;
+    size_t span = ((size_t)(p.repeat - 1) * ld + p.length) * sizeof(T);
+    char *remote = put ? shmem_device_remote_(call, "dst", dst, span, pe)
+                       : shmem_device_remote_(call, "src", src, span, pe);
+    for (uint32_t r = 0; r < p.repeat; r++) {
+        T *to = put ? (T *)remote + (size_t)r * p.dst_ld : dst + (size_t)r * p.dst_ld;
+        const T *from = put ? src + (size_t)r * p.src_ld : (const T *)remote + (size_t)r * p.src_ld;
+        shmem_arch_copy(to, from, (size_t)p.length * sizeof(T));
+    }
+}
+
+#define SHMEM_DEVICE_2D_(NAME, T)                                                                  \
+    SHMEM_ARCH_INLINE void aclshmem_put_##NAME##_mem(                                              \
+        T *dst, const T *src, const non_contiguous_copy_param &copy_params, int pe) {              \
+        shmem_device_copy_2d_("aclshmem_put_" #NAME "_mem", dst, src, copy_params, pe, true);      \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void aclshmem_get_##NAME##_mem(                                              \
+        T *dst, const T *src, const non_contiguous_copy_param &copy_params, int pe) {              \
+        shmem_device_copy_2d_("aclshmem_get_" #NAME "_mem", dst, src, copy_params, pe, false);     \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void aclshmem_put_##NAME##_mem_nbi(                                          \
+        T *dst, const T *src, const non_contiguous_copy_param &copy_params, int pe) {              \
+        shmem_device_copy_2d_("aclshmem_put_" #NAME "_mem_nbi", dst, src, copy_params, pe, true);  \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void aclshmem_get_##NAME##_mem_nbi(                                          \
+        T *dst, const T *src, const non_contiguous_copy_param &copy_params, int pe) {              \
+        shmem_device_copy_2d_("aclshmem_get_" #NAME "_mem_nbi", dst, src, copy_params, pe, false); \
+    }
+
+SHMEM_DEVICE_RMA_TYPES(SHMEM_DEVICE_2D_)
+#endif
+
 /* ---- Barriers ----------------------------------------------------------------------------- */
 
 /* Word `line` of `pe`'s reserved prefix, as mapped here. */
@@ -485,9 +620,5 @@ SHMEM_ARCH_INLINE void aclshmem_barrier_all(void) {
     if (shmem_arch_block_idx() == 0) shmem_device_pe_barrier_("aclshmem_barrier_all", job);
     shmem_arch_block_barrier();
 }
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* SHMEM_DEVICE_H */
