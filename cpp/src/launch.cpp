@@ -14,8 +14,9 @@
 #include <shmem/launch.h>
 
 #include <atomic>
+#include <cstring>
+#include <exception>
 #include <memory>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -103,13 +104,13 @@ SHMEM_EXPORT void shmemx_cpu_kernel_abort(const char *call, const char *what) {
 SHMEM_EXPORT void shmemx_cpu_kernel_fail(const char *call, const char *arg, long long value,
                                          const char *why) {
     shmemx_cpu_block self = shmemx_cpu_block_g;
-    // Addresses read best in hex, counts and operators in decimal.
-    bool address = std::strcmp(arg, "dst") == 0 || std::strcmp(arg, "src") == 0 ||
-                   std::strcmp(arg, "sig_addr") == 0;
-    if (address) {
-        fail(call, "invalid argument %s=%#llx: %s (kernel block %d of %d)", arg,
-             static_cast<unsigned long long>(value), why, self.idx, self.num);
-    }
     fail(call, "invalid argument %s=%lld: %s (kernel block %d of %d)", arg, value, why, self.idx,
+         self.num);
+}
+
+SHMEM_EXPORT void shmemx_cpu_kernel_fail_addr(const char *call, const char *arg, const void *addr,
+                                              const char *why) {
+    shmemx_cpu_block self = shmemx_cpu_block_g;
+    fail(call, "invalid argument %s=%p: %s (kernel block %d of %d)", arg, addr, why, self.idx,
          self.num);
 }

@@ -4,6 +4,8 @@
  *   amo_transport an AMO on PE 0 (mapped) while a transport is in use
  *   not_symmetric a put to a stack address
  *   bad_pe        a put to PE n_pes
+ *   bad_stride    an iput with a destination stride of 0
+ *   bad_cmp       a typed wait with a comparison operator out of range
  *   outside       a kernel-side call outside a kernel
  *   blocks        a launch of 0 blocks (the launch returns -1) */
 #include <shmem.h>
@@ -25,6 +27,8 @@ static void kernel(void *p) {
     if (strcmp(which, "amo_transport") == 0) aclshmem_int64_atomic_add(target, 1, 0);
     if (strcmp(which, "not_symmetric") == 0) aclshmem_putmem(&local, &v, sizeof v, 0);
     if (strcmp(which, "bad_pe") == 0) aclshmem_int64_p(target, v, aclshmem_n_pes());
+    if (strcmp(which, "bad_stride") == 0) aclshmem_int64_iput(target, &v, 0, 1, 2, 0);
+    if (strcmp(which, "bad_cmp") == 0) aclshmem_int64_wait_until(target, 42, 0);
 }
 
 int main(int argc, char **argv) {

@@ -66,13 +66,18 @@ typedef __bf16 shmem_bfloat16_t;
 typedef uint16_t shmem_bfloat16_t;
 #endif
 
-/* Ends the job with "call: arg = value: why" (defined in libshmem.so). */
+/* End the job with "call: invalid argument arg=value: why" (defined in libshmem.so); the _addr
+ * form prints an address. */
 #ifdef __cplusplus
-extern "C"
+extern "C" {
 #endif
-    void
-    shmemx_cpu_kernel_fail(const char *call, const char *arg, long long value, const char *why)
-        __attribute__((noreturn, cold));
+void shmemx_cpu_kernel_fail(const char *call, const char *arg, long long value, const char *why)
+    __attribute__((noreturn, cold));
+void shmemx_cpu_kernel_fail_addr(const char *call, const char *arg, const void *addr,
+                                 const char *why) __attribute__((noreturn, cold));
+#ifdef __cplusplus
+}
+#endif
 
 /* ---- Layout of the kernel-side words in the heap's reserved prefix --------------------------
  * Each PE's heap segment starts with `reserved` bytes before its user heap, in the same memory
@@ -105,8 +110,8 @@ SHMEM_ARCH_COLD void shmem_device_miss_(const shmem_job_state *job, const char *
                                "AMOs go through the transport in this job; kernel-side AMOs "
                                "need every PE mapped and no transport");
     }
-    shmemx_cpu_kernel_fail(call, arg, (long long)(uintptr_t)addr,
-                           "is not a symmetric address (heap or symmetric static data)");
+    shmemx_cpu_kernel_fail_addr(call, arg, addr,
+                                "is not a symmetric address (heap or symmetric static data)");
 }
 
 /* [addr, addr + n) of `pe` as mapped here, in the view `bases` (laid out as the job state's
