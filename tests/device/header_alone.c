@@ -1,5 +1,6 @@
 /* header_alone.c: the kernel-side headers compile with nothing but device/include on the path
- * (no host header of the library), in C (header_alone.c) and C++ (header_alone.cc, the same text). Built, not run. */
+ * (no host header of the library), in C (header_alone.c) and C++ (header_alone.cc, the same
+ * code). Built, not run. */
 #include <shmem/device.h>
 #include <shmem/launch.h>
 
