@@ -8,6 +8,7 @@
 // barrier for a block that will never come. Never on the data path: the kernel-side routines
 // are header code reading the job state.
 #include "internal.h"
+#include "team.h"
 
 #include <shmem/arch/cpu.h>
 #include <shmem/device.h>
@@ -31,6 +32,10 @@ __attribute__((visibility("default"))) __thread shmemx_cpu_block shmemx_cpu_bloc
 namespace {
 
 constexpr const char *kLaunch = "shmemx_cpu_launch";
+
+// One launch at a time per process: the kernel-side barrier's words are the PE's, not a
+// launch's, so two launches at once would mix their barriers.
+std::atomic<bool> launch_running{false};
 
 // Start gate of a launch's threads: 0 wait, 1 run, 2 leave without running (a thread failed to
 // start).
@@ -67,6 +72,15 @@ SHMEM_EXPORT int shmemx_cpu_launch(shmemx_cpu_kernel_t kernel, void *args, int b
         return -1;
     }
 
+    if (launch_running.exchange(true, std::memory_order_acquire)) {
+        log_call_error(kLaunch,
+                       "another thread's launch is running: launches on one PE run one "
+                       "at a time");
+        return -1;
+    }
+    struct Done {
+        ~Done() { launch_running.store(false, std::memory_order_release); }
+    } done;
     auto group = std::make_unique<shmemx_cpu_group>();  // 64-byte aligned: its words own lines
     group->blocks = static_cast<uint32_t>(blocks);
     Gate gate;
@@ -94,6 +108,11 @@ SHMEM_EXPORT int shmemx_cpu_launch(shmemx_cpu_kernel_t kernel, void *args, int b
     run_block(kernel, args, group.get(), 0, blocks);
     for (auto &t : threads) t.join();
     return 0;
+}
+
+SHMEM_EXPORT int shmemx_team_kernel_id(const void *team) {
+    const shmem_team_s *t = team_find(static_cast<shmem_team_t>(const_cast<void *>(team)));
+    return t == nullptr ? -1 : t->slot;
 }
 
 SHMEM_EXPORT void shmemx_cpu_kernel_abort(const char *call, const char *what) {

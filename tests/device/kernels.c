@@ -16,17 +16,20 @@
 #define ROUNDS 20 /* rounds of the barrier and signal kernels */
 
 typedef struct args {
-    int64_t *data;   /* n_pes * B chunks of K */
-    int64_t *back;   /* the same shape: what gets read back */
-    int32_t *small;  /* n_pes * B: one-element puts */
-    int64_t *count;  /* AMO counter (on PE 0) */
-    int64_t *owner;  /* compare_swap target (on PE 0) */
-    int64_t *wins;   /* successful compare_swaps (on PE 0) */
-    uint64_t *bits;  /* or/xor/and target (on every PE) */
-    uint32_t *word;  /* set/fetch/swap target (on every PE) */
-    int32_t *sig32;  /* CANN signal: ADD by every block of the previous PE */
-    uint64_t *sig64; /* one OpenSHMEM signal per block: SET */
-    int64_t *msg;    /* n_pes * B chunks of K: signalled puts */
+    int64_t *data;        /* n_pes * B chunks of K */
+    int64_t *back;        /* the same shape: what gets read back */
+    int32_t *small;       /* n_pes * B: one-element puts */
+    int64_t *count;       /* AMO counter (on PE 0) */
+    int64_t *owner;       /* compare_swap target (on PE 0) */
+    int64_t *wins;        /* successful compare_swaps (on PE 0) */
+    uint64_t *bits;       /* or/xor/and target (on every PE) */
+    uint32_t *word;       /* set/fetch/swap target (on every PE) */
+    int32_t *sig32;       /* CANN signal: ADD by every block of the previous PE */
+    uint64_t *sig64;      /* one OpenSHMEM signal per block: SET */
+    int64_t *msg;         /* n_pes * B chunks of K: signalled puts */
+    int64_t *tcount;      /* team barrier counter (on the team's PE 0) */
+    aclshmem_team_t team; /* a team made on the host, or -1 where this PE is not in it */
+    int team_start, team_stride, team_size;
 } args;
 
 static int errors; /* mistakes found by any block of this PE */
@@ -98,8 +101,9 @@ static void rma(void *p) {
     }
     CHECK(aclshmem_int32_g(a->small + me * nb + b, next) == me * 1000 + b, "g from PE %d", next);
     CHECK(aclshmem_ptr(a->data, next) != NULL, "ptr of a mapped PE");
-    aclshmem_double_p((double *)(a->back + (size_t)me * nb * K), 0.5, me); /* own PE */
-    CHECK(aclshmem_double_g((double *)(a->back + (size_t)me * nb * K), me) == 0.5, "double p/g");
+    /* Into this block's own chunk, checked above: no other block touches it. */
+    aclshmem_double_p((double *)back, 0.5, me);
+    CHECK(aclshmem_double_g((double *)back, me) == 0.5, "double p/g on this PE");
 }
 
 /* Every AMO, from every block of every PE at once. */
@@ -236,7 +240,37 @@ static void strided(void *p) {
 #endif
 }
 
-static void launch(const char *name, shmemx_cpu_kernel_t k, args *a, int blocks) {
+/* A team barrier: each round every block of every member adds to the counter on the team's
+ * PE 0; after aclshmem_barrier(team) every block must see the round's additions. */
+static void team_barriers(void *p) {
+    args *a = (args *)p;
+    int me = aclshmem_my_pe(), nb = aclshmemx_block_num();
+    int rank = (me - a->team_start) / (a->team_stride ? a->team_stride : 1);
+    CHECK(aclshmem_team_my_pe(a->team) == rank, "team_my_pe %d, want %d",
+          aclshmem_team_my_pe(a->team), rank);
+    CHECK(aclshmem_team_n_pes(a->team) == a->team_size, "team_n_pes");
+    CHECK(aclshmem_team_translate_pe(a->team, rank, ACLSHMEM_TEAM_WORLD) == me, "translate");
+    CHECK(aclshmem_team_translate_pe(ACLSHMEM_TEAM_WORLD, me, a->team) == rank, "translate back");
+    for (int r = 1; r <= ROUNDS; r++) {
+        aclshmem_int64_atomic_add(a->tcount, 1, a->team_start);
+        if (r % 2) {
+            aclshmem_barrier(a->team);
+        } else {
+            aclshmemx_barrier_vec(a->team);
+        }
+        int64_t c = aclshmem_int64_atomic_fetch(a->tcount, a->team_start);
+        CHECK(c == (int64_t)r * a->team_size * nb, "team round %d: counter %lld, want %lld", r,
+              (long long)c, (long long)r * a->team_size * nb);
+        aclshmem_sync(a->team);
+    }
+}
+
+/* Splits the world into PEs start, start + 2, ... and runs team_barriers on them. A second
+ * call after the first team is destroyed reuses its slot. */
+static void run_team(args *a, int start, int blocks);
+
+/* Runs kernel `k` on this PE and fails the PE on a mistake; no barrier after it. */
+static void launch_here(const char *name, shmemx_cpu_kernel_t k, args *a, int blocks) {
     if (shmemx_cpu_launch(k, a, blocks) != 0) {
         fprintf(stderr, "PE %d: %s: launch failed\n", shmem_my_pe(), name);
         shmem_global_exit(1);
@@ -245,6 +279,11 @@ static void launch(const char *name, shmemx_cpu_kernel_t k, args *a, int blocks)
         fprintf(stderr, "PE %d: %s: %d mistakes\n", shmem_my_pe(), name, errors);
         shmem_global_exit(1);
     }
+}
+
+/* Runs kernel `k` on every PE, then a host barrier. */
+static void launch(const char *name, shmemx_cpu_kernel_t k, args *a, int blocks) {
+    launch_here(name, k, a, blocks);
     shmem_barrier_all();
 }
 
@@ -269,6 +308,11 @@ int main(int argc, char **argv) {
         .sig32 = (int32_t *)shmem_calloc(1, sizeof(int32_t)),
         .sig64 = (uint64_t *)shmem_calloc((size_t)blocks, sizeof(uint64_t)),
         .msg = (int64_t *)shmem_calloc((size_t)blocks * K, sizeof(int64_t)),
+        .tcount = (int64_t *)shmem_calloc(1, sizeof(int64_t)),
+        .team = -1,
+        .team_start = 0,
+        .team_stride = 0,
+        .team_size = 0,
     };
     *a.owner = -1;
     shmem_barrier_all();
@@ -287,7 +331,36 @@ int main(int argc, char **argv) {
     *a.wins = 0;
     shmem_barrier_all();
     launch("barriers, 1 block", barriers, &a, 1);
+    /* Teams of every other PE; the third split takes a slot an earlier team left. */
+    run_team(&a, 0, blocks);
+    run_team(&a, 1, blocks);
+    run_team(&a, 0, blocks);
     if (me == 0) printf("kernels: %d PEs x %d blocks: ok\n", n, blocks);
     shmem_finalize();
     return 0;
+}
+
+static void run_team(args *a, int start, int blocks) {
+    int me = shmem_my_pe(), n = shmem_n_pes();
+    int size = (n - start + 1) / 2;
+    shmem_team_t team = SHMEM_TEAM_INVALID;
+    if (size > 0) shmem_team_split_strided(SHMEM_TEAM_WORLD, start, 2, size, NULL, 0, &team);
+    *a->tcount = 0;
+    shmem_barrier_all();
+    if (team != SHMEM_TEAM_INVALID) {
+        a->team = shmemx_team_kernel_id(team);
+        a->team_start = start;
+        a->team_stride = 2;
+        a->team_size = size;
+        if (a->team <= 0) {
+            fprintf(stderr, "PE %d: shmemx_team_kernel_id gave %d\n", me, a->team);
+            shmem_global_exit(1);
+        }
+        launch_here("team barriers", team_barriers, a, blocks);
+        shmem_team_destroy(team);
+    } else if (shmemx_team_kernel_id(team) != -1) {
+        fprintf(stderr, "PE %d: shmemx_team_kernel_id of no team is not -1\n", me);
+        shmem_global_exit(1);
+    }
+    shmem_barrier_all();
 }

@@ -7,7 +7,8 @@
  *   bad_stride    an iput with a destination stride of 0
  *   bad_cmp       a typed wait with a comparison operator out of range
  *   outside       a kernel-side call outside a kernel
- *   blocks        a launch of 0 blocks (the launch returns -1) */
+ *   blocks        a launch of 0 blocks (the launch returns -1)
+ *   nested        a launch from inside a kernel (that launch returns -1) */
 #include <shmem.h>
 #include <shmem/device.h>
 #include <shmem/launch.h>
@@ -18,11 +19,15 @@
 
 static const char *which;
 static int64_t *target;
+static int nested_rc;
+
+static void nothing(void *p) { (void)p; }
 
 static void kernel(void *p) {
     (void)p;
     int64_t v = 1, local = 0;
     if (aclshmemx_block_idx() != 0) return;
+    if (strcmp(which, "nested") == 0) nested_rc = shmemx_cpu_launch(nothing, NULL, 1);
     if (strcmp(which, "unmapped") == 0) aclshmem_putmem(target, &v, sizeof v, 1);
     if (strcmp(which, "amo_transport") == 0) aclshmem_int64_atomic_add(target, 1, 0);
     if (strcmp(which, "not_symmetric") == 0) aclshmem_putmem(&local, &v, sizeof v, 0);
@@ -39,5 +44,5 @@ int main(int argc, char **argv) {
     int rc = shmemx_cpu_launch(kernel, NULL, strcmp(which, "blocks") == 0 ? 0 : 2);
     shmem_barrier_all();
     shmem_finalize();
-    return rc == 0 ? 0 : 1;
+    return rc == 0 && nested_rc == 0 ? 0 : 1;
 }

@@ -85,12 +85,18 @@ void shmemx_cpu_kernel_fail_addr(const char *call, const char *arg, const void *
  * host control segment, which is host memory). The kernel-side barrier owns its first lines:
  * line 0, the PE-level barriers this PE has entered (written by its block 0 only); line 1 + r,
  * round r's flag of the dissemination barrier, written by the one PE that signals this PE in
- * round r. Epochs only grow, so a flag is compared, never reset. */
+ * round r. Epochs only grow, so a flag is compared, never reset. Then two lines per team slot s,
+ * used on the team's PE 0 only: the arrivals at the team's current barrier (0 between
+ * barriers: the last to arrive resets it) and the barriers completed. Neither depends on which
+ * team held the slot before, so a slot needs no reset when a split reuses it. */
 #define SHMEM_DEVICE_LINE 64u
 #define SHMEM_DEVICE_BARRIER_EPOCH 0u
 #define SHMEM_DEVICE_BARRIER_ROUND0 1u
 #define SHMEM_DEVICE_BARRIER_ROUNDS 32u
-#define SHMEM_DEVICE_RESERVED_USED (SHMEM_DEVICE_LINE * (1u + SHMEM_DEVICE_BARRIER_ROUNDS))
+#define SHMEM_DEVICE_TEAM_COUNT(slot) (1u + SHMEM_DEVICE_BARRIER_ROUNDS + 2u * (unsigned)(slot))
+#define SHMEM_DEVICE_TEAM_RELEASE(slot) (SHMEM_DEVICE_TEAM_COUNT(slot) + 1u)
+/* Bytes of the prefix in use for a job of `slots` team slots. */
+#define SHMEM_DEVICE_RESERVED_USED(slots) (SHMEM_DEVICE_LINE * SHMEM_DEVICE_TEAM_COUNT(slots))
 
 /* ---- Address translation ------------------------------------------------------------------ */
 
@@ -589,7 +595,7 @@ SHMEM_ARCH_INLINE uint64_t *shmem_device_prefix_word_(const char *call, const sh
  * each PE writing one flag of one peer and waiting on one of its own. */
 SHMEM_ARCH_INLINE void shmem_device_pe_barrier_(const char *call, const shmem_job_state *job) {
     int me = job->my_pe, n = job->n_pes;
-    if (job->reserved < SHMEM_DEVICE_RESERVED_USED) {
+    if (job->reserved < SHMEM_DEVICE_RESERVED_USED(job->team_slots)) {
         shmemx_cpu_kernel_fail(call, "reserved", (long long)job->reserved,
                                "bytes of heap prefix are too few for the kernel-side barrier");
     }
@@ -609,6 +615,59 @@ SHMEM_ARCH_INLINE void shmem_device_pe_barrier_(const char *call, const shmem_jo
     shmem_arch_fence_system();
 }
 
+/* The team-level barrier run by one block of each member: a central barrier on the team's PE
+ * 0, sense-reversing (each member waits for the completed count it read on entry to move). */
+SHMEM_ARCH_INLINE void shmem_device_team_barrier_(const char *call, const shmem_job_state *job,
+                                                  aclshmem_team_t team) {
+    if (team == ACLSHMEM_TEAM_WORLD) {
+        shmem_device_pe_barrier_(call, job);
+        return;
+    }
+    const shmem_job_team *t = shmem_device_team_(job, team);
+    if (t == 0) shmemx_cpu_kernel_fail(call, "team", team, "is not a team on this PE");
+    if (shmem_device_team_rank_(t, job->my_pe) < 0) {
+        shmemx_cpu_kernel_fail(call, "team", team, "does not hold this PE");
+    }
+    if (job->reserved < SHMEM_DEVICE_RESERVED_USED(job->team_slots)) {
+        shmemx_cpu_kernel_fail(call, "reserved", (long long)job->reserved,
+                               "bytes of heap prefix are too few for the kernel-side barrier");
+    }
+    if (t->size > 1) {
+        uint64_t *count =
+            shmem_device_prefix_word_(call, job, t->start, SHMEM_DEVICE_TEAM_COUNT(t->slot));
+        uint64_t *release =
+            shmem_device_prefix_word_(call, job, t->start, SHMEM_DEVICE_TEAM_RELEASE(t->slot));
+        uint64_t done = shmem_arch_load_acquire_u64(release);
+        if (shmem_arch_fetch_add_u64(count, 1) + 1 == (uint64_t)t->size) {
+            shmem_arch_store_u64(count, 0);
+            shmem_arch_store_release_u64(release, done + 1);
+        } else {
+            uint32_t spins = 0;
+            while (shmem_arch_load_acquire_u64(release) == done) shmem_arch_spin(&spins);
+        }
+    }
+    shmem_arch_fence_system();
+}
+
+/* Every block of every member of `team` meets (`team`: a slot of the team table, as
+ * shmemx_team_kernel_id gives it; ACLSHMEM_TEAM_WORLD for all PEs). sync orders memory;
+ * barrier also completes the calling block's operations first (the same on the CPU). */
+SHMEM_ARCH_INLINE void aclshmem_sync(aclshmem_team_t team) {
+    const shmem_job_state *job = shmem_arch_job("aclshmem_sync");
+    shmem_arch_block_barrier();
+    if (shmem_arch_block_idx() == 0) shmem_device_team_barrier_("aclshmem_sync", job, team);
+    shmem_arch_block_barrier();
+}
+SHMEM_ARCH_INLINE void aclshmem_barrier(aclshmem_team_t team) {
+    const shmem_job_state *job = shmem_arch_job("aclshmem_barrier");
+    shmem_arch_fence_system();
+    shmem_arch_block_barrier();
+    if (shmem_arch_block_idx() == 0) shmem_device_team_barrier_("aclshmem_barrier", job, team);
+    shmem_arch_block_barrier();
+}
+/* CANN's vector-core barriers: on the CPU every block takes part, as in aclshmem_barrier. */
+SHMEM_ARCH_INLINE void aclshmemx_barrier_vec(aclshmem_team_t team) { aclshmem_barrier(team); }
+
 /* Every block of every PE meets: no block leaves before all have arrived. sync_all orders
  * memory at the barrier; barrier_all also completes the calling block's puts, gets and AMOs
  * first (on the CPU they are complete already, so the two are the same). */
@@ -625,5 +684,7 @@ SHMEM_ARCH_INLINE void aclshmem_barrier_all(void) {
     if (shmem_arch_block_idx() == 0) shmem_device_pe_barrier_("aclshmem_barrier_all", job);
     shmem_arch_block_barrier();
 }
+
+SHMEM_ARCH_INLINE void aclshmemx_barrier_all_vec(void) { aclshmem_barrier_all(); }
 
 #endif /* SHMEM_DEVICE_H */
