@@ -10,7 +10,8 @@
  * filler wrote and `version` which fields it knows. The runtime checks at start-up that this
  * layout and its own agree field by field and refuses to run otherwise.
  *
- * Not installed: the layout is the library's own until a kernel-side API ships with it. */
+ * Installed with the kernel-side API (shmem/device.h), which reads it directly; its layout is
+ * still the library's own: only the kernel-side headers of the same version may read it. */
 #ifndef SHMEM_JOB_STATE_H
 #define SHMEM_JOB_STATE_H
 
@@ -87,9 +88,9 @@ typedef struct shmem_job_state {
     /* Why a global or static variable cannot be a target (NUL-terminated; "" when it can). */
     const char *data_off_reason;
 
-    /* Bytes before each PE's user heap, in the heap's own memory: where kernel-side
-     * synchronisation words will live (nothing uses them yet). The host API's words are in the
-     * control segment (control_* below). */
+    /* Bytes before each PE's user heap, in the heap's own memory: where the kernel-side
+     * synchronisation words live (their layout: shmem/device.h). The host API's words are in
+     * the control segment (control_* below). */
     uint64_t reserved;
     /* Unused since version 3 (0): the world barrier's and the team areas' offsets in the heap
      * before they moved to the control segment. Kept so that no field moves. */
