@@ -19,6 +19,11 @@
 #ifndef ACLSHMEM_H
 #define ACLSHMEM_H
 
+#ifdef SHMEM_DEVICE_H
+#error                                                                                             \
+    "<aclshmem.h> (host data plane) and shmem/device.h (kernel-side) declare the same CANN names: include them in different files (the kernel's file includes shmem/device.h and shmem/launch.h)"
+#endif
+
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>

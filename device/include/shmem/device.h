@@ -24,6 +24,11 @@
 #ifndef SHMEM_DEVICE_H
 #define SHMEM_DEVICE_H
 
+#ifdef ACLSHMEM_H
+#error                                                                                             \
+    "shmem/device.h (kernel-side) and <aclshmem.h> (host data plane) declare the same CANN names: include them in different files (the kernel's file includes shmem/device.h and shmem/launch.h)"
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 
