@@ -20,8 +20,8 @@
 #   -h, --help         this text
 #
 # On Debian it installs the missing system packages with apt-get (as root, or with sudo): for
-# -examples only the compilers and build tools; googletest and pkg-config to build the tests
-# (no mode, -uttests); clang-format, Open MPI and iproute2 to run them (-uttests).
+# -examples only the compilers and build tools; googletest, pkg-config and OpenBLAS to build the
+# tests (no mode, -uttests); clang-format, Open MPI, iproute2 and python3 to run them (-uttests).
 # The Rust toolchain comes from rustup (~/.cargo/bin); this script never downloads one.
 set -euo pipefail
 
@@ -32,10 +32,12 @@ DEMO_NPES=4
 BUILD_PACKAGES=(cmake ninja-build g++
     ca-certificates) # ca-certificates: cargo fetches crates over https
 TEST_BUILD_PACKAGES=(libgtest-dev # the gtest units (tests/unit)
-    pkg-config)                   # the pkg-config consumer test (install.pkgconfig)
+    pkg-config                    # the pkg-config consumer test (install.pkgconfig)
+    libopenblas-dev)              # CBLAS for the fused operators (examples/matmul_allreduce)
 TEST_RUN_PACKAGES=(clang-format # scripts/format-check.sh
     openmpi-bin                 # /usr/bin/mpirun for the tests in tests/launchers
-    iproute2)                   # ip netns, for the two-node tests in tests/launchers
+    iproute2                    # ip netns, for the two-node tests in tests/launchers
+    python3)                    # gen_data.py, verify_result.py of the operators (examples/*/)
 
 build_type=Release
 prefix=$ROOT/install
