@@ -193,7 +193,8 @@ int main(int argc, char **argv) {
     int tiles_n = (n + tn - 1) / tn, tiles = (m + tm - 1) / tm * tiles_n;
     size_t te = (size_t)tm * (size_t)tn, mn = (size_t)m * (size_t)n;
     /* Owned slots per PE: ceil(ceil(tiles / blocks) / npes) groups of `blocks` tiles. */
-    size_t groups = ((size_t)(tiles + blocks - 1) / (size_t)blocks + (size_t)npes - 1) / (size_t)npes;
+    size_t groups =
+        ((size_t)(tiles + blocks - 1) / (size_t)blocks + (size_t)npes - 1) / (size_t)npes;
     float *a_mat = malloc((size_t)m * (size_t)k * sizeof(float));
     float *b_mat = malloc((size_t)k * (size_t)n * sizeof(float));
     float *scratch = malloc((size_t)blocks * te * sizeof(float));
@@ -221,8 +222,21 @@ int main(int argc, char **argv) {
     }
     shmem_barrier_all();
 
-    struct mm_args args = {a_mat, b_mat, stage, c_tiles, scratch, arrived, reduced,
-                           m,     k,     n,     tm,      tn,      tiles_n, tiles,   0};
+    struct mm_args args = {.a = a_mat,
+                           .b = b_mat,
+                           .stage = stage,
+                           .c = c_tiles,
+                           .scratch = scratch,
+                           .arrived = arrived,
+                           .reduced = reduced,
+                           .m = m,
+                           .k = k,
+                           .n = n,
+                           .tm = tm,
+                           .tn = tn,
+                           .tiles_n = tiles_n,
+                           .tiles = tiles,
+                           .round = 0};
     double fused = 1e30;
     for (int it = 0; it < iters; it++) {
         shmem_barrier_all();
@@ -238,7 +252,8 @@ int main(int argc, char **argv) {
         int rows = m - r0 < tm ? m - r0 : tm, cols = n - c0 < tn ? n - c0 : tn;
         for (int r = 0; r < rows; r++) {
             memcpy(out + (size_t)(r0 + r) * (size_t)n + c0,
-                   c_tiles + (size_t)t * te + (size_t)r * (size_t)cols, (size_t)cols * sizeof(float));
+                   c_tiles + (size_t)t * te + (size_t)r * (size_t)cols,
+                   (size_t)cols * sizeof(float));
         }
     }
 
@@ -262,19 +277,21 @@ int main(int argc, char **argv) {
     }
     int status = 0;
     if (bad != 0) {
-        printf("matmul_allreduce_op: PE %d: FAILED, %zu of %zu values differ from the sequential "
-               "result by more than %g, first at %zu: %g, expected %g\n",
-               me, bad, mn, tol, first, (double)out[first], (double)seq_sum[first]);
+        printf(
+            "matmul_allreduce_op: PE %d: FAILED, %zu of %zu values differ from the sequential "
+            "result by more than %g, first at %zu: %g, expected %g\n",
+            me, bad, mn, tol, first, (double)out[first], (double)seq_sum[first]);
         status = 1;
     } else {
-        printf("matmul_allreduce_op: PE %d: M=%d K=%d N=%d on %d PEs, %d blocks: matches the "
-               "sequential result within %g\n",
-               me, m, k, n, npes, blocks, tol);
+        printf(
+            "matmul_allreduce_op: PE %d: M=%d K=%d N=%d on %d PEs, %d blocks: matches the "
+            "sequential result within %g\n",
+            me, m, k, n, npes, blocks, tol);
     }
     if (data != NULL && file_io(data, "output", me, out, mn * sizeof(float), 1) != 0) status = 1;
     if (me == 0) {
-        printf("matmul_allreduce_op: fused %.3f ms (best of %d), sequential %.3f ms\n",
-               fused * 1e3, iters, sequential * 1e3);
+        printf("matmul_allreduce_op: fused %.3f ms (best of %d), sequential %.3f ms\n", fused * 1e3,
+               iters, sequential * 1e3);
     }
     shmem_barrier_all();
     shmem_free(seq_sum);
