@@ -14,10 +14,15 @@
 
 #include "check.h"
 
-/* Before start-up CHECK cannot end the job; exit at once instead. */
+static int saved_fd = -1; /* the real stderr while it is captured, else -1 */
+
+/* Before start-up CHECK cannot end the job; exit at once instead, saying why on the real
+ * stderr. */
 #define EARLY_CHECK(cond)                                                                          \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
+            fflush(stderr);                                                                        \
+            if (saved_fd >= 0) dup2(saved_fd, 2);                                                  \
             fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
             exit(1);                                                                               \
         }                                                                                          \
@@ -45,7 +50,6 @@ static int find(const char *needle) {
 }
 
 /* Sends stderr to a fresh temporary file until end_capture, which returns its text. */
-static int saved_fd = -1;
 static FILE *capture;
 static void begin_capture(void) {
     fflush(stderr);
@@ -58,6 +62,7 @@ static void end_capture(char *out, size_t cap) {
     fflush(stderr);
     EARLY_CHECK(dup2(saved_fd, 2) == 2);
     close(saved_fd);
+    saved_fd = -1;
     rewind(capture);
     size_t n = fread(out, 1, cap - 1, capture);
     out[n] = '\0';

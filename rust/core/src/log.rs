@@ -97,15 +97,19 @@ fn install_subscriber() {
 /// The subscriber: no spans, each enabled event written as one line.
 struct Lines;
 
-/// Writes an event's fields as the message, then ` name=value` for any other field.
-struct Fields<'a>(&'a mut String);
+/// Collects an event's message, and ` name=value` for each other field, to follow it.
+#[derive(Default)]
+struct Fields {
+    message: String,
+    rest: String,
+}
 
-impl Visit for Fields<'_> {
+impl Visit for Fields {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         let _ = if field.name() == "message" {
-            write!(self.0, "{value:?}")
+            write!(self.message, "{value:?}")
         } else {
-            write!(self.0, " {}={value:?}", field.name())
+            write!(self.rest, " {}={value:?}", field.name())
         };
     }
 }
@@ -139,7 +143,10 @@ impl Subscriber for Lines {
             _ => String::from("shmem: "),
         };
         let prefix = line.len();
-        event.record(&mut Fields(&mut line));
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        line.push_str(&fields.message);
+        line.push_str(&fields.rest);
         match SINK.load(Ordering::Acquire) {
             0 => {
                 let word = match *level {
@@ -189,5 +196,42 @@ pub(crate) fn exit_process(status: i32) -> ! {
     unsafe {
         libc::fflush(std::ptr::null_mut());
         libc::_exit(status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_rank_from_error_to_trace() {
+        assert_eq!(word_rank("error"), rank(&Level::ERROR));
+        assert_eq!(word_rank("warn"), rank(&Level::WARN));
+        assert_eq!(word_rank("info"), rank(&Level::INFO));
+        assert_eq!(word_rank("debug"), rank(&Level::DEBUG));
+        assert_eq!(word_rank("trace"), rank(&Level::TRACE));
+        assert_eq!(word_rank("bogus"), rank(&Level::WARN));
+    }
+
+    #[test]
+    fn fields_put_the_message_first() {
+        let mut f = Fields::default();
+        let cs = tracing::callsite::Identifier(&CALLSITE);
+        let set = tracing::field::FieldSet::new(&["rank", "message"], cs);
+        let mut names = set.iter();
+        let rank = names.next().expect("rank");
+        let message = names.next().expect("message");
+        f.record_debug(&rank, &3);
+        f.record_debug(&message, &format_args!("store: gone"));
+        assert_eq!(format!("{}{}", f.message, f.rest), "store: gone rank=3");
+    }
+
+    struct Callsite;
+    static CALLSITE: Callsite = Callsite;
+    impl tracing::callsite::Callsite for Callsite {
+        fn set_interest(&self, _: Interest) {}
+        fn metadata(&self) -> &Metadata<'_> {
+            unreachable!("not registered")
+        }
     }
 }
