@@ -41,14 +41,16 @@ SHMEM_EXPORT int32_t aclshmemx_set_extern_logger(void (*func)(int level, const c
     return set_logger(func);
 }
 
-SHMEM_EXPORT int32_t shmem_set_extern_logger(void (*func)(int level, const char *msg)) {
+SHMEM_EXPORT int32_t pshmem_set_extern_logger(void (*func)(int level, const char *msg)) {
     return set_logger(func);
 }
+SHMEM_WEAK_ALIAS(shmem_set_extern_logger)
 
 SHMEM_EXPORT int32_t aclshmemx_set_log_level(int level) {
     return set_level("aclshmemx_set_log_level", level);
 }
 
-SHMEM_EXPORT int32_t shmem_set_log_level(int level) {
+SHMEM_EXPORT int32_t pshmem_set_log_level(int level) {
     return set_level("shmem_set_log_level", level);
 }
+SHMEM_WEAK_ALIAS(shmem_set_log_level)
