@@ -253,6 +253,22 @@ ACLSHMEM_HOST_API void aclshmem_info_get_name(char *name);
 ACLSHMEM_HOST_API int aclshmem_my_pe(void);
 ACLSHMEM_HOST_API int aclshmem_n_pes(void);
 
+/* ---- Logging ---------------------------------------------------------------------------------
+ * The library's log lines go to stderr as "shmem: PE n: LEVEL: message" unless a callback is
+ * set. Both calls work before or after init. CANN's levels: 0 debug, 1 info, 2 warn, 3 error,
+ * 4 fatal (shown here as error: only error lines). */
+
+/* Hands every following log line to `func` instead of stderr: `level` is CANN's (0 debug,
+ * 1 info, 2 warn, 3 error), `msg` the line without its level word and newline, valid for the
+ * call only. `func` may be called from any thread of the library and must not call the
+ * library. NULL sends the lines to stderr again. Returns ACLSHMEM_SUCCESS. */
+ACLSHMEM_HOST_API int32_t aclshmemx_set_extern_logger(void (*func)(int level, const char *msg));
+ACLSHMEM_HOST_API int32_t shmem_set_extern_logger(void (*func)(int level, const char *msg));
+/* Shows the lines of `level` (0..4 above) and more severe from now on, overriding
+ * SHMEM_LOG_LEVEL. Another value: ACLSHMEM_INVALID_VALUE and a log line naming it. */
+ACLSHMEM_HOST_API int32_t aclshmemx_set_log_level(int level);
+ACLSHMEM_HOST_API int32_t shmem_set_log_level(int level);
+
 /* ---- Data plane: symmetric memory and RMA --------------------------------------------------
  * Thin forms of the OpenSHMEM routines with CANN's names, argument types and failure answers.
  * Every routine below first checks that the library is running and that `pe` names a PE of the

@@ -72,6 +72,9 @@ mod bridge {
         fn wait_snooze(state: &mut WaitState);
         /// Logs one error line (for errors the facade detects itself).
         fn log_error(message: &str);
+        /// Shows log lines up to `level` (a `SHMEM_LOG_LEVEL` word) from now on, before or
+        /// after init (CANN's `aclshmemx_set_log_level`).
+        fn log_set_level(level: &str);
         /// Makes global and static variables symmetric; called once by libshmem's constructor,
         /// before `main`. Never fails: a failure becomes the reason static targets are refused.
         fn static_data_prepare();
@@ -303,6 +306,10 @@ fn tls_set_key(call: &str, key_pem: &[u8], password: &[u8], has_password: bool) 
 fn log_error(message: &str) {
     crate::log::install(crate::env::early_log_level());
     tracing::error!("{message}");
+}
+
+fn log_set_level(level: &str) {
+    crate::log::set_level(level);
 }
 
 fn wait_snooze(state: &mut WaitState) {
