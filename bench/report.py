@@ -537,6 +537,33 @@ def sec_sync(d):
                    "instr/call ours", "instr/call OSHMEM"], rows))
 
 
+def sec_kernel(d):
+    """kernel.c: each kernel_OP[_<B>blk] figure beside the host_OP figure of the same run."""
+    rows = []
+    for k in sorted(d.keys("ours", bench="kernel"), key=lambda k: (k["name"], k["npes"], k["size"])):
+        m = re.match(r"kernel_(\w+?)(?:_(\d+)blk)?$", k["name"])
+        if not m:
+            continue
+        op, blocks = m.group(1), int(m.group(2) or 1)
+        kg = d.get("ours", "kernel", k["name"], k["npes"], k["size"], metric=k["metric"])
+        hg = d.get("ours", "kernel", "host_" + op, k["npes"], k["size"], metric=k["metric"])
+        r = d.paired(K("ours", "kernel", k["name"], k["npes"], k["size"], metric=k["metric"]),
+                     K("ours", "kernel", "host_" + op, k["npes"], k["size"], metric=k["metric"]))
+        rows.append([op, blocks, k["npes"], size_s(k["size"]) if k["size"] else "–", k["metric"],
+                     cell(hg) if hg else "–", cell(kg), fr(r)])
+    if not rows:
+        return "No kernel-side records in this run."
+    return ("The kernel-side API (`shmem/device.h`, kernels run by `shmemx_cpu_launch`) against "
+            "the host API, the same operation in the same program run, PE 0 to PE 1 (barrier: "
+            "every PE). Kernel figures are timed inside the kernel (block 0, between two "
+            "barriers of the launch's blocks), so they exclude the launch; `launch` is its cost "
+            "alone (empty kernel). Bandwidth ops split each message over the blocks. Each PE is "
+            "pinned to one CPU, so a PE's blocks share that CPU. kernel/host: the ratio of the "
+            "figures within a round (latency: below 1 means the kernel path is cheaper; "
+            "bandwidth: above 1 means it is faster).\n\n" +
+            table(["op", "blocks", "PEs", "size", "metric", "host", "kernel", "kernel/host"], rows))
+
+
 def sec_static(d):
     rows = []
     for variant in VARIANTS:
@@ -778,6 +805,7 @@ def cmd_render(a):
         ("Bandwidth by page offset", sec_offsets(d)),
         ("Atomics", sec_amo(d)),
         ("Barriers and collectives", sec_sync(d)),
+        ("Kernel-side API vs host API", sec_kernel(d)),
         ("Static/global targets vs heap", sec_static(d)),
         ("Startup (wall time of the whole launch)", sec_startup(d)),
         ("Failures (runs that exited non-zero; their figures are missing)", sec_failures(d)),

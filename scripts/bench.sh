@@ -23,7 +23,7 @@
 #   --callgrind-prefix DIR   run our side of callgrind with the install tree DIR (a build of
 #                      the library that valgrind can run, if the default one cannot)
 #   --no-docs          leave docs/performance.md alone
-#   --only P1,P2       only these programs (rma_lat pingpong rma_bw amo sync floor hello)
+#   --only P1,P2       only these programs (rma_lat pingpong rma_bw amo sync floor hello kernel)
 #   --smoke            the "smoke" lines, our library only, one round, no report: the bench.smoke
 #                      ctest. With --bin-dir DIR (prebuilt programs) and --shmemrun PATH.
 #   -h, --help         this text
@@ -46,7 +46,11 @@ OSH_CC=/usr/bin/oshcc
 OSH_RUN=/usr/bin/oshrun
 OSH_FLAGS=(--allow-run-as-root --oversubscribe --mca osc ^rdma -x UCX_TLS=self,sm
     --bind-to core:overload-allowed)
-ALL_PROGRAMS=(floor pingpong rma_lat rma_bw amo sync hello)
+ALL_PROGRAMS=(floor pingpong rma_lat rma_bw amo sync hello kernel)
+# Programs of this library's own API (kernel.c: the kernel-side API, which OpenSHMEM lacks):
+# built and run for ours only, never for OSHMEM or --baseline (an older tree may lack it too).
+OURS_ONLY=(kernel)
+ours_only() { [[ " ${OURS_ONLY[*]} " == *" $1 "* ]]; }
 SYSTEM_PACKAGES=(openmpi-bin libopenmpi-dev valgrind)
 RUN_TIMEOUT=900
 
@@ -192,11 +196,14 @@ EOF
     build_variant() { # $1: name, $2: compiler wrapper, $3: output folder
         local teams=() prog
         probe_teams "$2" && teams=(-DBENCH_HAVE_TEAMS=1)
+        local built=()
         for prog in "${ALL_PROGRAMS[@]}"; do
             [[ $prog == floor ]] && continue
+            [[ $1 != ours ]] && ours_only "$prog" && continue
             "$2" -O2 -Wall -Wextra "${teams[@]}" -o "$3/$prog" "$BENCH/$prog.c"
+            built+=("$prog")
         done
-        echo "$1: built ${ALL_PROGRAMS[*]/floor/}${teams[*]:+ (with the 1.5 team collectives)}"
+        echo "$1: built ${built[*]}${teams[*]:+ (with the 1.5 team collectives)}"
     }
     log "build (-O2)"
     build_variant ours "$prefix/bin/oshcc" "$OURS_BIN"
@@ -378,6 +385,7 @@ for ((round = 1; round <= rounds; round++)); do
                 continue
             fi
             for v in "${variants[@]}"; do
+                [[ $v != ours ]] && ours_only "$prog" && continue
                 if [[ $prog == pingpong ]]; then
                     # The cache-line floor right before each library's ping-pong: this VM
                     # switches between fast and slow phases within seconds.
@@ -478,7 +486,7 @@ if ((with_callgrind)); then
             # shellcheck disable=SC2086
             cg_run ours "$prog" "$npes" $args
             # shellcheck disable=SC2086
-            ((with_oshmem)) && cg_run oshmem "$prog" "$npes" $args
+            ((with_oshmem)) && ! ours_only "$prog" && cg_run oshmem "$prog" "$npes" $args
         done < <(sweep_lines "$prog" callgrind)
     done
 fi
