@@ -557,8 +557,9 @@ def sec_kernel(d):
             "the host API, the same operation in the same program run, PE 0 to PE 1 (barrier: "
             "every PE). Kernel figures are timed inside the kernel (block 0, between two "
             "barriers of the launch's blocks), so they exclude the launch; `launch` is its cost "
-            "alone (empty kernel). Bandwidth ops split each message over the blocks. Each PE is "
-            "pinned to one CPU, so a PE's blocks share that CPU. kernel/host: the ratio of the "
+            "alone (empty kernel). Bandwidth ops split each message over the blocks, which meet "
+            "after every message. Each PE is pinned to one CPU and a launch's threads inherit "
+            "that, so a PE's blocks share one CPU. kernel/host: the ratio of the "
             "figures within a round (latency: below 1 means the kernel path is cheaper; "
             "bandwidth: above 1 means it is faster).\n\n" +
             table(["op", "blocks", "PEs", "size", "metric", "host", "kernel", "kernel/host"], rows))
