@@ -70,8 +70,9 @@ static void reduce_tile(const struct rs_args *a, int t, int me, int npes) {
     const struct rs_tile *tl = &a->tile[t];
     float *sum = stage_slot(a, t, npes, me);
     for (int src = 0; src < npes; src++) {
-        if (src != me)
+        if (src != me) {
             cblas_saxpy(tl->rows * tl->cols, 1.0f, stage_slot(a, t, npes, src), 1, sum, 1);
+        }
     }
     for (int r = 0; r < tl->rows; r++) {
         memcpy(a->out + (size_t)(tl->r0 - a->row_lo + r) * (size_t)a->n + tl->c0,
