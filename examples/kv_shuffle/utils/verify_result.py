@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Checks every PE's output of the kv_shuffle operator against its golden data.
+
+Compares DIR/output_pe<r>.bin with DIR/golden_pe<r>.bin (float32, little-endian) for every r:
+the exchange only moves data, so by default every value must match exactly. Prints one line per
+PE and exits 1 when any PE's output is missing, has the wrong size or has a wrong value.
+"""
+import argparse
+import os
+import struct
+import sys
+
+
+def read_floats(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) % 4:
+        raise ValueError("%s: %d bytes is not a whole number of float32" % (path, len(raw)))
+    return struct.unpack("<%df" % (len(raw) // 4), raw)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--ranks", type=int, required=True, help="number of PEs")
+    parser.add_argument("--dir", required=True, help="directory of the golden and output files")
+    parser.add_argument("--rtol", type=float, default=0.0, help="relative tolerance")
+    parser.add_argument("--atol", type=float, default=0.0, help="absolute tolerance")
+    args = parser.parse_args()
+    failed = 0
+    for r in range(args.ranks):
+        try:
+            golden = read_floats(os.path.join(args.dir, "golden_pe%d.bin" % r))
+            out = read_floats(os.path.join(args.dir, "output_pe%d.bin" % r))
+        except (OSError, ValueError) as e:
+            print("PE %d: FAILED: %s" % (r, e))
+            failed += 1
+            continue
+        if len(out) != len(golden):
+            print("PE %d: FAILED: %d values, golden has %d" % (r, len(out), len(golden)))
+            failed += 1
+            continue
+        bad = [i for i, (o, g) in enumerate(zip(out, golden))
+               if not abs(o - g) <= args.atol + args.rtol * abs(g)]
+        if bad:
+            i = bad[0]
+            print("PE %d: FAILED: %d of %d values wrong, first at %d: %r, golden %r"
+                  % (r, len(bad), len(out), i, out[i], golden[i]))
+            failed += 1
+        else:
+            print("PE %d: %d values match the golden data" % (r, len(out)))
+    if failed:
+        print("verify: FAILED on %d of %d PEs" % (failed, args.ranks))
+        return 1
+    print("verify: passed on %d PEs" % args.ranks)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
