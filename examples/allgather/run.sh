@@ -34,4 +34,4 @@ if [[ -z $data ]]; then
 fi
 python3 "$here/utils/gen_data.py" --ranks "$ranks" --count "$count" --out "$data"
 "$launcher" -n "$ranks" --timeout 60 "$bin" --count "$count" --blocks "$blocks" --data "$data"
-python3 "$here/utils/verify_result.py" --ranks "$ranks" --dir "$data" --rtol 0 --atol 0
+python3 "$here/../common/verify_result.py" --ranks "$ranks" --dir "$data" --rtol 0 --atol 0

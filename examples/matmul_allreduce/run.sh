@@ -42,4 +42,4 @@ fi
 python3 "$here/utils/gen_data.py" --ranks "$ranks" --m "$m" --k "$k" --n "$n" --out "$data"
 "$launcher" -n "$ranks" --timeout 300 "$bin" --m "$m" --k "$k" --n "$n" --blocks "$blocks" \
     --tile-m "${tile%,*}" --tile-n "${tile#*,}" --iters "$iters" --data "$data"
-python3 "$here/utils/verify_result.py" --ranks "$ranks" --dir "$data" --rtol 1e-4 --atol 1e-4
+python3 "$here/../common/verify_result.py" --ranks "$ranks" --dir "$data" --rtol 1e-4 --atol 1e-4
