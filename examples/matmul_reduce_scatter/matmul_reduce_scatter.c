@@ -32,6 +32,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "op_util.h"
+
+#define PROG "matmul_reduce_scatter_op"
+
 /* One output tile: rows [r0, r0 + rows) and columns [c0, c0 + cols) of C. */
 struct rs_tile {
     int r0, rows, c0, cols;
@@ -164,41 +168,6 @@ static float input_value(int pe, int which, size_t i) {
     return (float)(x % 2048) / 1024.0f - 1.0f;
 }
 
-static int parse_int(const char *opt, const char *s, long max, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || *s == '\0' || *end != '\0' || v < 1 || v > max) {
-        fprintf(stderr,
-                "matmul_reduce_scatter_op: invalid argument %s=%s: not an integer in [1, %ld]\n",
-                opt, s, max);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
-static int file_io(const char *dir, const char *name, int pe, void *buf, size_t bytes, int write) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s_pe%d.bin", dir, name, pe);
-    FILE *f = fopen(path, write ? "wb" : "rb");
-    int ok = f != NULL;
-    if (ok && write) ok = fwrite(buf, 1, bytes, f) == bytes;
-    if (ok && !write) ok = fread(buf, 1, bytes, f) == bytes && fgetc(f) == EOF;
-    if (f != NULL && fclose(f) != 0) ok = 0;
-    if (!ok) {
-        fprintf(stderr, "matmul_reduce_scatter_op: cannot %s %s (%zu bytes): %s\n",
-                write ? "write" : "read", path, bytes, errno ? strerror(errno) : "wrong size");
-    }
-    return ok ? 0 : -1;
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int main(int argc, char **argv) {
     int m = 64, k = 32, n = 128, tm = 32, tn = 32, blocks = 4, iters = 1;
     const char *data = NULL;
@@ -209,19 +178,19 @@ int main(int argc, char **argv) {
             fprintf(stderr, "matmul_reduce_scatter_op: %s needs a value\n", argv[i]);
             return 2;
         } else if (strcmp(argv[i], "--m") == 0) {
-            rc = parse_int("--m", v, 1 << 16, &m);
+            rc = op_parse_int(PROG, "--m", v, 1 << 16, &m);
         } else if (strcmp(argv[i], "--k") == 0) {
-            rc = parse_int("--k", v, 1 << 16, &k);
+            rc = op_parse_int(PROG, "--k", v, 1 << 16, &k);
         } else if (strcmp(argv[i], "--n") == 0) {
-            rc = parse_int("--n", v, 1 << 16, &n);
+            rc = op_parse_int(PROG, "--n", v, 1 << 16, &n);
         } else if (strcmp(argv[i], "--tile-m") == 0) {
-            rc = parse_int("--tile-m", v, 4096, &tm);
+            rc = op_parse_int(PROG, "--tile-m", v, 4096, &tm);
         } else if (strcmp(argv[i], "--tile-n") == 0) {
-            rc = parse_int("--tile-n", v, 4096, &tn);
+            rc = op_parse_int(PROG, "--tile-n", v, 4096, &tn);
         } else if (strcmp(argv[i], "--blocks") == 0) {
-            rc = parse_int("--blocks", v, SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &blocks);
+            rc = op_parse_int(PROG, "--blocks", v, SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &blocks);
         } else if (strcmp(argv[i], "--iters") == 0) {
-            rc = parse_int("--iters", v, 1 << 20, &iters);
+            rc = op_parse_int(PROG, "--iters", v, 1 << 20, &iters);
         } else if (strcmp(argv[i], "--data") == 0) {
             data = v;
         } else {
@@ -258,8 +227,8 @@ int main(int argc, char **argv) {
         shmem_global_exit(1);
     }
     if (data != NULL) {
-        if (file_io(data, "a", me, a_mat, (size_t)m * (size_t)k * sizeof(float), 0) != 0 ||
-            file_io(data, "b", me, b_mat, (size_t)k * (size_t)n * sizeof(float), 0) != 0) {
+        if (op_file_io(PROG, data, "a", me, a_mat, (size_t)m * (size_t)k * sizeof(float), 0) != 0 ||
+            op_file_io(PROG, data, "b", me, b_mat, (size_t)k * (size_t)n * sizeof(float), 0) != 0) {
             shmem_global_exit(1);
         }
     } else {
@@ -286,24 +255,24 @@ int main(int argc, char **argv) {
     for (int it = 0; it < iters; it++) {
         /* No PE sends the next round's tiles into a stage slot still being summed. */
         shmem_barrier_all();
-        double t0 = now();
+        double t0 = op_now();
         args.round = it + 1;
         if (shmemx_cpu_launch(matmul_reduce_scatter_kernel, &args, blocks) != 0) {
             shmem_global_exit(1);
         }
-        double dt = now() - t0;
+        double dt = op_now() - t0;
         fused = dt < fused ? dt : fused;
     }
 
     /* The sequential reference: the whole matmul, then the host sum over PEs. */
     shmem_barrier_all();
-    double t0 = now();
+    double t0 = op_now();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a_mat, k, b_mat, n, 0.0f,
                 seq_part, n);
     if (shmem_float_sum_reduce(SHMEM_TEAM_WORLD, seq_sum, seq_part, mn) != 0) {
         shmem_global_exit(1);
     }
-    double sequential = now() - t0;
+    double sequential = op_now() - t0;
 
     /* Sums of npes * K products of values in [-1, 1], added in another order. */
     double tol = 1e-5 * (double)k * (double)npes + 1e-6;
@@ -328,7 +297,8 @@ int main(int argc, char **argv) {
             "%d..%d match the sequential result within %g\n",
             me, m, k, n, npes, blocks, row_lo, row_lo + my_rows, tol);
     }
-    if (data != NULL && file_io(data, "output", me, out, my_elems * sizeof(float), 1) != 0) {
+    if (data != NULL &&
+        op_file_io(PROG, data, "output", me, out, my_elems * sizeof(float), 1) != 0) {
         status = 1;
     }
     if (me == 0) {
