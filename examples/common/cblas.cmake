@@ -1,0 +1,33 @@
+# The CBLAS the operator examples compute their tiles with, as one target: shmem_op_cblas.
+# pkg-config's openblas (Debian: libopenblas-dev), else its cblas, else CMake's FindBLAS with a
+# cblas.h beside it. Included by every operator project; the target is made once per build, so
+# the in-tree build (all operators in one tree) and a standalone project both see it.
+# Sets SHMEM_OP_CBLAS_FOUND; without a CBLAS the caller skips itself with a message.
+if(TARGET shmem_op_cblas)
+    set(SHMEM_OP_CBLAS_FOUND TRUE)
+    return()
+endif()
+set(SHMEM_OP_CBLAS_FOUND FALSE)
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+    pkg_check_modules(SHMEM_OP_CBLAS_PC QUIET openblas)
+    if(NOT SHMEM_OP_CBLAS_PC_FOUND)
+        pkg_check_modules(SHMEM_OP_CBLAS_PC QUIET cblas)
+    endif()
+endif()
+if(SHMEM_OP_CBLAS_PC_FOUND)
+    add_library(shmem_op_cblas INTERFACE)
+    target_link_libraries(shmem_op_cblas INTERFACE ${SHMEM_OP_CBLAS_PC_LINK_LIBRARIES})
+    target_include_directories(shmem_op_cblas INTERFACE ${SHMEM_OP_CBLAS_PC_INCLUDE_DIRS})
+    target_compile_options(shmem_op_cblas INTERFACE ${SHMEM_OP_CBLAS_PC_CFLAGS_OTHER})
+    set(SHMEM_OP_CBLAS_FOUND TRUE)
+else()
+    find_package(BLAS QUIET)
+    find_path(SHMEM_OP_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas)
+    if(BLAS_FOUND AND SHMEM_OP_CBLAS_INCLUDE)
+        add_library(shmem_op_cblas INTERFACE)
+        target_link_libraries(shmem_op_cblas INTERFACE ${BLAS_LIBRARIES})
+        target_include_directories(shmem_op_cblas INTERFACE ${SHMEM_OP_CBLAS_INCLUDE})
+        set(SHMEM_OP_CBLAS_FOUND TRUE)
+    endif()
+endif()
