@@ -389,9 +389,12 @@ ACLSHMEM_HOST_API int aclshmemx_set_mte_config(uint64_t offset, uint32_t ub_size
 
 /* ---- Data plane: teams and synchronisation -------------------------------------------------
  * A CANN team is an int handle: ACLSHMEM_TEAM_WORLD (0) is every PE, a split gives its members
- * a new handle (an index of this process, at most ACLSHMEM_MAX_TEAMS at once) and the others
- * ACLSHMEM_TEAM_INVALID. Each routine is the OpenSHMEM team routine on the team behind the
- * handle; a handle that names no team is refused with a log line (-1 or a negative code). */
+ * a new handle and the others ACLSHMEM_TEAM_INVALID. The handle is the team's slot, the same on
+ * every member and the number a kernel names the team by (shmem/device.h's aclshmem_team_t), so
+ * a kernel takes the host's handle as it is; a PE belongs to at most 64 teams at once (the
+ * world and the shared team, 1, included). Each routine is the OpenSHMEM team routine on the team
+ * behind the handle; a handle that names no team is refused with a log line (-1 or a negative
+ * code). */
 enum aclshmem_team_index_t {
     ACLSHMEM_TEAM_INVALID = -1,
     ACLSHMEM_TEAM_WORLD = 0,
@@ -411,7 +414,7 @@ typedef struct {
 
 /* Collective over `parent_team`: the parent's PEs pe_start, pe_start + pe_stride, ... (pe_size
  * of them). 0, or ACLSHMEM_INVALID_PARAM (bad handle, NULL, an invalid triplet: every parent PE
- * fails alike) or ACLSHMEM_INNER_ERROR (no handle left); `*new_team` is then
+ * fails alike, or no slot is free on every parent PE); `*new_team` is then
  * ACLSHMEM_TEAM_INVALID. */
 ACLSHMEM_HOST_API int aclshmem_team_split_strided(aclshmem_team_t parent_team, int pe_start,
                                                   int pe_stride, int pe_size,

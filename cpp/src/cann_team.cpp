@@ -1,16 +1,16 @@
-// cann_team.cpp: CANN SHMEM's host teams and barriers. CANN names a team by an int; this file
-// owns the table from those ints to this library's OpenSHMEM teams (slot 0 is the world team,
-// a split takes the lowest free slot) and answers CANN's codes for handles that name no team.
+// cann_team.cpp: CANN SHMEM's host teams and barriers. CANN names a team by an int: here the
+// team's slot (team.h), the number kernels name it by, so one handle serves the host and the
+// kernel (0 the world team, 1 the shared team, a split the lowest slot free on every parent PE).
+// This file answers CANN's codes for handles that name no team of this PE.
 #include <aclshmem.h>
 
-#include <array>
 #include <cstdarg>
 #include <cstring>
-#include <mutex>
 
 #include <pshmem.h>
 
 #include "internal.h"
+#include "team.h"
 
 using namespace shmem::detail;
 
@@ -24,11 +24,9 @@ __attribute__((format(printf, 2, 3), cold)) void refuse(const char *call, const 
     va_end(ap);
 }
 
-// Handles made by splits; slot 0 (the world team) is never stored here.
-std::mutex table_mutex;
-std::array<shmem_team_t, ACLSHMEM_MAX_TEAMS> table{};
-
-// The team behind `team`, or SHMEM_TEAM_INVALID (logged, naming `arg`, when `log`).
+// The team behind `team`, or SHMEM_TEAM_INVALID (logged, naming `arg`, when `log`). A CANN
+// handle is the team's slot, the number kernels name it by (shmem/device.h), so a handle a split
+// returned on the host is passed to a kernel as it is.
 shmem_team_t lookup(const char *call, const char *arg, aclshmem_team_t team, bool log = true) {
     if (lib_phase.load(std::memory_order_acquire) != kRunning) {
         if (log) {
@@ -37,43 +35,23 @@ shmem_team_t lookup(const char *call, const char *arg, aclshmem_team_t team, boo
         }
         return SHMEM_TEAM_INVALID;
     }
-    if (team == ACLSHMEM_TEAM_WORLD) return SHMEM_TEAM_WORLD;
-    shmem_team_t t = SHMEM_TEAM_INVALID;
-    if (team > 0 && team < ACLSHMEM_MAX_TEAMS) {
-        std::lock_guard<std::mutex> lock(table_mutex);
-        t = table[static_cast<size_t>(team)];
-    }
-    if (t == SHMEM_TEAM_INVALID && log) {
-        refuse(call,
-               "invalid argument %s=%d: not a team of this PE (code %d, ACLSHMEM_INVALID_PARAM)",
-               arg, team, ACLSHMEM_INVALID_PARAM);
+    shmem_team_t t = team_at_slot(team);
+    if (t == nullptr) {
+        if (log) {
+            refuse(call,
+                   "invalid argument %s=%d: not a team of this PE (code %d, "
+                   "ACLSHMEM_INVALID_PARAM)",
+                   arg, team, ACLSHMEM_INVALID_PARAM);
+        }
+        return SHMEM_TEAM_INVALID;
     }
     return t;
 }
 
-// Stores `t` (a new team, or SHMEM_TEAM_INVALID for a PE left out) and returns its handle, or
-// ACLSHMEM_TEAM_INVALID when every slot is taken.
-aclshmem_team_t store(shmem_team_t t) {
-    if (t == SHMEM_TEAM_INVALID) return ACLSHMEM_TEAM_INVALID;
-    std::lock_guard<std::mutex> lock(table_mutex);
-    for (size_t i = 1; i < table.size(); i++) {
-        if (table[i] == SHMEM_TEAM_INVALID) {
-            table[i] = t;
-            return static_cast<aclshmem_team_t>(i);
-        }
-    }
-    return ACLSHMEM_TEAM_INVALID;
-}
-
-// Stores the team `t` a successful split made into `*out`; the split's code.
-int finish_split(const char *call, shmem_team_t t, aclshmem_team_t *out) {
-    *out = store(t);
-    if (t != SHMEM_TEAM_INVALID && *out == ACLSHMEM_TEAM_INVALID) {
-        refuse(call, "%d team handles are in use (code %d, ACLSHMEM_INNER_ERROR)",
-               ACLSHMEM_MAX_TEAMS - 1, ACLSHMEM_INNER_ERROR);
-        return ACLSHMEM_INNER_ERROR;
-    }
-    return ACLSHMEM_SUCCESS;
+// The handle of the team `t` a successful split made (its slot), or ACLSHMEM_TEAM_INVALID for
+// a PE the split left out.
+aclshmem_team_t handle_of(shmem_team_t t) {
+    return t == SHMEM_TEAM_INVALID ? ACLSHMEM_TEAM_INVALID : static_cast<aclshmem_team_t>(t->slot);
 }
 
 }  // namespace
@@ -98,7 +76,8 @@ SHMEM_EXPORT int aclshmem_team_split_strided(aclshmem_team_t parent_team, int pe
                pe_start, pe_stride, pe_size, pshmem_team_n_pes(parent), ACLSHMEM_INVALID_PARAM);
         return ACLSHMEM_INVALID_PARAM;
     }
-    return finish_split(call, t, new_team);
+    *new_team = handle_of(t);
+    return ACLSHMEM_SUCCESS;
 }
 
 SHMEM_EXPORT int aclshmem_team_split_2d(aclshmem_team_t parent_team, int x_range,
@@ -122,9 +101,9 @@ SHMEM_EXPORT int aclshmem_team_split_2d(aclshmem_team_t parent_team, int x_range
                x_range, pshmem_team_n_pes(parent), ACLSHMEM_INVALID_PARAM);
         return ACLSHMEM_INVALID_PARAM;
     }
-    int code = finish_split(call, x, x_team);
-    if (code != ACLSHMEM_SUCCESS) return code;
-    return finish_split(call, y, y_team);
+    *x_team = handle_of(x);
+    *y_team = handle_of(y);
+    return ACLSHMEM_SUCCESS;
 }
 
 SHMEM_EXPORT int aclshmem_team_translate_pe(aclshmem_team_t src_team, int src_pe,
@@ -138,18 +117,14 @@ SHMEM_EXPORT int aclshmem_team_translate_pe(aclshmem_team_t src_team, int src_pe
 
 SHMEM_EXPORT void aclshmem_team_destroy(aclshmem_team_t team) {
     const char *call = "aclshmem_team_destroy";
-    if (team == ACLSHMEM_TEAM_WORLD) {
-        refuse(call,
-               "invalid argument team=ACLSHMEM_TEAM_WORLD: the world team is not destroyed "
-               "(code %d, ACLSHMEM_INVALID_PARAM)",
-               ACLSHMEM_INVALID_PARAM);
-        return;
-    }
     shmem_team_t t = lookup(call, "team", team);
     if (t == SHMEM_TEAM_INVALID) return;
-    {
-        std::lock_guard<std::mutex> lock(table_mutex);
-        table[static_cast<size_t>(team)] = SHMEM_TEAM_INVALID;
+    if (t == SHMEM_TEAM_WORLD || t == SHMEM_TEAM_SHARED) {
+        refuse(call,
+               "invalid argument team=%d: the %s team is predefined and not destroyed (code %d, "
+               "ACLSHMEM_INVALID_PARAM)",
+               team, t == SHMEM_TEAM_WORLD ? "world" : "shared", ACLSHMEM_INVALID_PARAM);
+        return;
     }
     pshmem_team_destroy(t);
 }

@@ -125,6 +125,17 @@ shmem_team_s *team_find(shmem_team_t team) {
     return it == live.end() ? nullptr : *it;
 }
 
+shmem_team_s *team_at_slot(int slot) {
+    if (slot < 0 || lib_phase.load(std::memory_order_acquire) != kRunning) return nullptr;
+    for (shmem_team_s *t : {&shmem_internal_team_world, &shmem_internal_team_shared}) {
+        if (t->slot == slot && t->size > 0) return t;
+    }
+    std::lock_guard<std::mutex> lock(live_mutex);
+    auto it = std::find_if(live.begin(), live.end(),
+                           [slot](const shmem_team_s *t) { return t->slot == slot; });
+    return it == live.end() ? nullptr : *it;
+}
+
 shmem_team_s *team_check(const char *call, const char *arg, shmem_team_t team) {
     require_running(call);
     if (team == SHMEM_TEAM_INVALID) fail(call, "invalid argument %s=SHMEM_TEAM_INVALID", arg);

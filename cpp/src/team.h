@@ -53,6 +53,11 @@ shmem_team_s *team_check(const char *call, const char *arg, shmem_team_t team);
 // running). For the routines whose specification answers an invalid team with a value.
 shmem_team_s *team_find(shmem_team_t team);
 
+// The team of this PE that holds slot `slot` (the predefined teams: 0 world, 1 shared), or
+// nullptr (no such team here, or library not running). A team's slot is its number kernel-side
+// and its CANN handle.
+shmem_team_s *team_at_slot(int slot);
+
 // Adds a team made by a split to the live set / removes it (team.cpp owns the set).
 void team_register(shmem_team_s *team);
 void team_unregister(shmem_team_s *team);
