@@ -9,6 +9,7 @@
 // are header code reading the job state.
 #include "internal.h"
 #include "team.h"
+#include "watch.h"
 
 #include <shmem/arch/cpu.h>
 #include <shmem/device.h>
@@ -89,10 +90,10 @@ SHMEM_EXPORT int shmemx_cpu_launch(shmemx_cpu_kernel_t kernel, void *args, int b
         threads.reserve(static_cast<size_t>(blocks - 1));
         for (int idx = 1; idx < blocks; idx++) {
             threads.emplace_back([&gate, kernel, args, g = group.get(), idx, blocks] {
-                uint32_t spins = 0;
+                shmem_arch_wait wait = SHMEM_ARCH_WAIT_INIT;
                 int s;
                 while ((s = gate.state.load(std::memory_order_acquire)) == 0) {
-                    shmem_arch_spin(&spins);
+                    shmem_arch_spin(&wait);
                 }
                 if (s == 1) run_block(kernel, args, g, idx, blocks);
             });
@@ -113,6 +114,14 @@ SHMEM_EXPORT int shmemx_cpu_launch(shmemx_cpu_kernel_t kernel, void *args, int b
 SHMEM_EXPORT int shmemx_team_kernel_id(const void *team) {
     const shmem_team_s *t = team_find(static_cast<shmem_team_t>(const_cast<void *>(team)));
     return t == nullptr ? -1 : t->slot;
+}
+
+SHMEM_EXPORT void shmemx_cpu_kernel_snooze(shmem_arch_wait *wait) {
+    shmem::core::WaitState state{wait->spins, wait->yielding_since_ns, wait->nap_ns};
+    shmem::core::wait_snooze(state);
+    wait->spins = state.spins;
+    wait->yielding_since_ns = state.yielding_since_ns;
+    wait->nap_ns = state.nap_ns;
 }
 
 SHMEM_EXPORT void shmemx_cpu_kernel_abort(const char *call, const char *what) {

@@ -354,17 +354,17 @@ SHMEM_ARCH_COLD void shmem_device_bad_cmp_(const char *call, int cmp) {
     SHMEM_ARCH_INLINE void aclshmem_##NAME##_wait_until(T *ivar, int cmp, T cmp_value) {           \
         const char *call = "aclshmem_" #NAME "_wait_until";                                        \
         (void)shmem_arch_job(call);                                                                \
-        uint32_t spins = 0;                                                                        \
+        shmem_arch_wait wait = SHMEM_ARCH_WAIT_INIT;                                               \
         while (!shmem_device_holds_##NAME##_(call, __atomic_load_n(ivar, __ATOMIC_ACQUIRE), cmp,   \
                                              cmp_value)) {                                         \
-            shmem_arch_spin(&spins);                                                               \
+            shmem_arch_spin(&wait);                                                                \
         }                                                                                          \
     }                                                                                              \
     /* Blocks until `*ivar` differs from `cmp_value`. */                                           \
     SHMEM_ARCH_INLINE void aclshmem_##NAME##_wait(T *ivar, T cmp_value) {                          \
         (void)shmem_arch_job("aclshmem_" #NAME "_wait");                                           \
-        uint32_t spins = 0;                                                                        \
-        while (__atomic_load_n(ivar, __ATOMIC_ACQUIRE) == cmp_value) shmem_arch_spin(&spins);      \
+        shmem_arch_wait wait = SHMEM_ARCH_WAIT_INIT;                                               \
+        while (__atomic_load_n(ivar, __ATOMIC_ACQUIRE) == cmp_value) shmem_arch_spin(&wait);       \
     }                                                                                              \
     /* 1 when `*ivar cmp cmp_value` holds now, else 0; never blocks. */                            \
     SHMEM_ARCH_INLINE int aclshmem_##NAME##_test(T *ivar, int cmp, T cmp_value) {                  \
@@ -474,11 +474,11 @@ SHMEM_ARCH_COLD void shmem_device_bad_op_(const char *call, const char *arg, int
     SHMEM_ARCH_INLINE T shmem_device_wait_##W##_(const char *call, T *sig_addr, int cmp,           \
                                                  T cmp_val) {                                      \
         (void)shmem_arch_job(call);                                                                \
-        uint32_t spins = 0;                                                                        \
+        shmem_arch_wait wait = SHMEM_ARCH_WAIT_INIT;                                               \
         for (;;) {                                                                                 \
             T v = (T)shmem_arch_load_acquire_##W((const U *)sig_addr);                             \
             if (shmem_device_cmp_##W##_(call, v, cmp, cmp_val)) return v;                          \
-            shmem_arch_spin(&spins);                                                               \
+            shmem_arch_spin(&wait);                                                                \
         }                                                                                          \
     }
 
@@ -614,8 +614,8 @@ SHMEM_ARCH_INLINE void shmem_device_pe_barrier_(const char *call, const shmem_jo
             shmem_device_prefix_word_(call, job, to, SHMEM_DEVICE_BARRIER_ROUND0 + round), epoch);
         const uint64_t *flag =
             shmem_device_prefix_word_(call, job, me, SHMEM_DEVICE_BARRIER_ROUND0 + round);
-        uint32_t spins = 0;
-        while (shmem_arch_load_acquire_u64(flag) < epoch) shmem_arch_spin(&spins);
+        shmem_arch_wait wait = SHMEM_ARCH_WAIT_INIT;
+        while (shmem_arch_load_acquire_u64(flag) < epoch) shmem_arch_spin(&wait);
     }
     shmem_arch_fence_system();
 }
@@ -647,8 +647,8 @@ SHMEM_ARCH_INLINE void shmem_device_team_barrier_(const char *call, const shmem_
             shmem_arch_store_u64(count, 0);
             shmem_arch_store_release_u64(release, done + 1);
         } else {
-            uint32_t spins = 0;
-            while (shmem_arch_load_acquire_u64(release) == done) shmem_arch_spin(&spins);
+            shmem_arch_wait wait = SHMEM_ARCH_WAIT_INIT;
+            while (shmem_arch_load_acquire_u64(release) == done) shmem_arch_spin(&wait);
         }
     }
     shmem_arch_fence_system();

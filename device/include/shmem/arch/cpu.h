@@ -11,7 +11,6 @@
 #ifndef SHMEM_ARCH_CPU_H
 #define SHMEM_ARCH_CPU_H
 
-#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -121,20 +120,36 @@ SHMEM_ARCH_INLINE void shmem_arch_fence_system(void) { __atomic_thread_fence(__A
 SHMEM_ARCH_ATOMICS_(u32, uint32_t)
 SHMEM_ARCH_ATOMICS_(u64, uint64_t)
 
-/* One step of a bounded spin-wait: the caller loops on its condition and calls this between
- * two checks with its own counter. A few pause instructions first, then the thread yields, so
- * that a kernel of more blocks than cores, or PEs sharing cores, still progress. */
+/* One wait's progress through the waiting policy; start each wait from SHMEM_ARCH_WAIT_INIT. */
+typedef struct shmem_arch_wait {
+    uint32_t spins; /* pauses spent so far */
+    uint32_t pad_;
+    uint64_t yielding_since_ns; /* the library's policy: when it began yielding (0: not yet) */
+    uint64_t nap_ns;            /* the library's policy: its last nap (0: none yet) */
+} shmem_arch_wait;
+#define SHMEM_ARCH_WAIT_INIT                                                                       \
+    { 0, 0, 0, 0 }
+
+/* The library's waiting policy, the one every host wait follows: transport progress, yields,
+ * then naps that grow to a bound and are stamped where peers can see them, so a long kernel
+ * wait neither burns a core nor looks like a computing PE to a peer's stuck-job check. */
+void shmemx_cpu_kernel_snooze(shmem_arch_wait *wait);
+
+/* One step of a spin-wait: the caller loops on its condition and calls this between two checks
+ * with its own wait state. A few pause instructions first (a block on another core answers
+ * within them), then the library's waiting policy, so that a kernel of more blocks than cores,
+ * or PEs sharing cores, still progress. */
 #define SHMEM_ARCH_SPINS_BEFORE_YIELD 64u
-SHMEM_ARCH_INLINE void shmem_arch_spin(uint32_t *spins) {
-    if (*spins < SHMEM_ARCH_SPINS_BEFORE_YIELD) {
-        ++*spins;
+SHMEM_ARCH_INLINE void shmem_arch_spin(shmem_arch_wait *wait) {
+    if (wait->spins < SHMEM_ARCH_SPINS_BEFORE_YIELD) {
+        ++wait->spins;
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #elif defined(__aarch64__)
         __asm__ __volatile__("yield" ::: "memory");
 #endif
     } else {
-        sched_yield();
+        shmemx_cpu_kernel_snooze(wait);
     }
 }
 
@@ -152,8 +167,8 @@ SHMEM_ARCH_INLINE void shmem_arch_block_barrier(void) {
         __atomic_store_n(&g->generation, gen + 1u, __ATOMIC_RELEASE);
         return;
     }
-    uint32_t spins = 0;
-    while (__atomic_load_n(&g->generation, __ATOMIC_ACQUIRE) == gen) shmem_arch_spin(&spins);
+    shmem_arch_wait wait = SHMEM_ARCH_WAIT_INIT;
+    while (__atomic_load_n(&g->generation, __ATOMIC_ACQUIRE) == gen) shmem_arch_spin(&wait);
 }
 
 #ifdef __cplusplus
