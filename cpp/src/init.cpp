@@ -225,6 +225,7 @@ SHMEM_EXPORT void pshmem_query_thread(int *provided) {
 // shmem_finalize by name as CANN's `int shmem_finalize(void)` (torch_npu) then read 0.
 SHMEM_EXPORT int pshmem_finalize(void) {
     require_running("shmem_finalize");
+    launch_stop();
     std::atomic_thread_fence(std::memory_order_seq_cst);
     try {
         core::finalize();

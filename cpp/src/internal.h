@@ -57,6 +57,9 @@ void log_call_error(const char *call, const char *fmt, ...)
 void log_call_errorv(const char *call, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0), cold));
 // Logs "call: message" and ends the job with status 1. For errors the facade detects.
+// Joins the kernel launch pool's parked workers (launch.cpp); called by shmem_finalize.
+void launch_stop();
+
 [[noreturn]] void fail(const char *call, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), cold));
 // Ends the job with status 1 after an error the runtime already logged.

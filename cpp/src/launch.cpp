@@ -1,12 +1,14 @@
 // launch.cpp: the CPU architecture's kernel launch (shmemx_cpu_launch) and the kernel-side
-// API's failure calls.
+// API's calls into the library (failures, the waiting policy).
 //
-// A launch starts blocks - 1 threads, runs block 0 on the caller's, and joins them. Each
-// block's thread gets its block record (shmem/arch/cpu.h) before the kernel runs: the job state,
-// the launch's group (the barrier among its blocks), its index and the count. Threads are all
-// started before any block runs, so a failure to start one leaves no block waiting at a
-// barrier for a block that will never come. Never on the data path: the kernel-side routines
-// are header code reading the job state.
+// Block 0 runs on the caller's thread; blocks 1 .. N-1 run on the launch pool's workers,
+// threads started when a launch first needs them and parked between launches (a launch wakes
+// them instead of creating threads). Worker i always runs block i + 1. Each block's thread
+// gets its block record (shmem/arch/cpu.h) before the kernel runs: the job state, the launch's
+// group (the barrier among its blocks), its index and the count. Workers a launch needs are
+// all started before any block runs, so a failure to start one leaves no block waiting at a
+// barrier for a block that will never come. shmem_finalize joins the workers. Never on the
+// data path: the kernel-side routines are header code reading the job state.
 #include "internal.h"
 #include "team.h"
 #include "watch.h"
@@ -15,10 +17,15 @@
 #include <shmem/device.h>
 #include <shmem/launch.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -38,19 +45,129 @@ constexpr const char *kLaunch = "shmemx_cpu_launch";
 // launch's, so two launches at once would mix their barriers.
 std::atomic<bool> launch_running{false};
 
-// Start gate of a launch's threads: 0 wait, 1 run, 2 leave without running (a thread failed to
-// start).
-struct Gate {
-    std::atomic<int> state{0};
-};
-
 void run_block(shmemx_cpu_kernel_t kernel, void *args, shmemx_cpu_group *group, int idx, int num) {
     shmemx_cpu_block_g = shmemx_cpu_block{&shmem_job_state_g, group, idx, num};
     kernel(args);
     shmemx_cpu_block_g = shmemx_cpu_block{nullptr, nullptr, 0, 0};
 }
 
+// The workers that run blocks 1 .. N-1. Launches are serialised by launch_running, so only the
+// launching thread writes the launch's fields; the workers read them after seeing the new
+// generation under the mutex.
+class Pool {
+public:
+    // Runs blocks 1 .. blocks-1 of `kernel` on the workers, block 0 here, and returns when all
+    // have returned; false (nothing ran) when a needed worker cannot be started.
+    bool launch(shmemx_cpu_kernel_t kernel, void *args, shmemx_cpu_group *group, int blocks) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (!grow(blocks - 1)) return false;
+            kernel_ = kernel;
+            args_ = args;
+            group_ = group;
+            blocks_ = blocks;
+            remaining_.store(blocks - 1, std::memory_order_relaxed);
+            ++generation_;
+        }
+        if (blocks > 1) work_.notify_all();
+        run_block(kernel, args, group, 0, blocks);
+        shmem_arch_wait wait = SHMEM_ARCH_WAIT_INIT;
+        while (remaining_.load(std::memory_order_acquire) != 0) shmem_arch_spin(&wait);
+        return true;
+    }
+
+    // Joins every worker (none is running a block: launches have returned).
+    void stop() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stopping_ = true;
+        }
+        work_.notify_all();
+        for (auto &t : threads_) t.join();
+        threads_.clear();
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = false;
+    }
+
+    std::string failure() const { return failure_; }
+
+private:
+    // Starts workers until there are `workers`; false (logged by the caller from failure_) when
+    // one cannot be started. Called with the mutex held.
+    bool grow(int workers) {
+        try {
+            threads_.reserve(static_cast<size_t>(workers));
+            while (static_cast<int>(threads_.size()) < workers) {
+                int idx = static_cast<int>(threads_.size()) + 1;
+                threads_.emplace_back([this, idx, seen = generation_] { work(idx, seen); });
+            }
+        } catch (const std::exception &e) {
+            failure_ = e.what();
+            return false;
+        }
+        return true;
+    }
+
+    // Worker loop of block `idx`: each new generation runs the block when the launch has it.
+    void work(int idx, uint64_t seen) {
+        for (;;) {
+            shmemx_cpu_kernel_t kernel;
+            void *args;
+            shmemx_cpu_group *group;
+            int blocks;
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                work_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+                if (stopping_) return;
+                seen = generation_;
+                kernel = kernel_;
+                args = args_;
+                group = group_;
+                blocks = blocks_;
+            }
+            if (idx < blocks) {
+                run_block(kernel, args, group, idx, blocks);
+                remaining_.fetch_sub(1, std::memory_order_acq_rel);
+            }
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable work_;
+    std::vector<std::thread> threads_;
+    uint64_t generation_ = 0;
+    bool stopping_ = false;
+    shmemx_cpu_kernel_t kernel_ = nullptr;
+    void *args_ = nullptr;
+    shmemx_cpu_group *group_ = nullptr;
+    int blocks_ = 0;
+    std::atomic<int> remaining_{0};
+    std::string failure_;
+};
+
+// The process's pool, made at the first launch. Never destroyed at exit (a program may leave
+// without shmem_finalize, and joinable threads must not be destroyed); a child of fork, which
+// has none of its parent's workers, makes its own.
+Pool *pool = nullptr;
+pid_t pool_pid = 0;
+
+Pool &the_pool() {
+    if (pool == nullptr || pool_pid != getpid()) {
+        pool = new Pool;  // a forked child's copy of the parent's pool is left as it is
+        pool_pid = getpid();
+    }
+    return *pool;
+}
+
 }  // namespace
+
+namespace shmem::detail {
+
+void launch_stop() {
+    if (pool != nullptr && pool_pid == getpid()) pool->stop();
+}
+
+}  // namespace shmem::detail
 
 SHMEM_EXPORT int shmemx_cpu_launch(shmemx_cpu_kernel_t kernel, void *args, int blocks) {
     if (lib_phase.load(std::memory_order_acquire) != kRunning) {
@@ -84,30 +201,18 @@ SHMEM_EXPORT int shmemx_cpu_launch(shmemx_cpu_kernel_t kernel, void *args, int b
     } done;
     auto group = std::make_unique<shmemx_cpu_group>();  // 64-byte aligned: its words own lines
     group->blocks = static_cast<uint32_t>(blocks);
-    Gate gate;
-    std::vector<std::thread> threads;
-    try {
-        threads.reserve(static_cast<size_t>(blocks - 1));
-        for (int idx = 1; idx < blocks; idx++) {
-            threads.emplace_back([&gate, kernel, args, g = group.get(), idx, blocks] {
-                shmem_arch_wait wait = SHMEM_ARCH_WAIT_INIT;
-                int s;
-                while ((s = gate.state.load(std::memory_order_acquire)) == 0) {
-                    shmem_arch_spin(&wait);
-                }
-                if (s == 1) run_block(kernel, args, g, idx, blocks);
-            });
-        }
-    } catch (const std::exception &e) {
-        gate.state.store(2, std::memory_order_release);
-        for (auto &t : threads) t.join();
-        log_call_error(kLaunch, "blocks=%d: could not start block %zu's thread (%s); no block ran",
-                       blocks, threads.size() + 1, e.what());
+    if (blocks == 1) {
+        run_block(kernel, args, group.get(), 0, 1);
+        return 0;
+    }
+    Pool &p = the_pool();
+    if (!p.launch(kernel, args, group.get(), blocks)) {
+        log_call_error(kLaunch,
+                       "blocks=%d: could not start the threads of blocks 1..%d (%s); no "
+                       "block ran",
+                       blocks, blocks - 1, p.failure().c_str());
         return -1;
     }
-    gate.state.store(1, std::memory_order_release);
-    run_block(kernel, args, group.get(), 0, blocks);
-    for (auto &t : threads) t.join();
     return 0;
 }
 

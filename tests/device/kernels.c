@@ -4,6 +4,7 @@
  * Each kernel runs on every PE with B blocks; every block checks the data it is responsible
  * for, counts its mistakes in `errors` and prints the first few; the host side fails the PE
  * when any block found one. A hang is a failure through shmemrun's and ctest's watchdogs. */
+#include <dirent.h>
 #include <shmem.h>
 #include <shmem/device.h>
 #include <shmem/launch.h>
@@ -337,6 +338,17 @@ int main(int argc, char **argv) {
     run_team(&a, 0, blocks);
     if (me == 0) printf("kernels: %d PEs x %d blocks: ok\n", n, blocks);
     shmem_finalize();
+    /* shmem_finalize joins the threads that ran blocks 1 .. B-1: only main's is left. */
+    int threads = 0;
+    DIR *tasks = opendir("/proc/self/task");
+    for (struct dirent *e; tasks != NULL && (e = readdir(tasks)) != NULL;) {
+        if (e->d_name[0] != '.') threads++;
+    }
+    if (tasks != NULL) closedir(tasks);
+    if (threads != 1) {
+        fprintf(stderr, "PE %d: %d threads left after shmem_finalize, want 1\n", me, threads);
+        return 1;
+    }
     return 0;
 }
 

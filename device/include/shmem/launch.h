@@ -16,9 +16,12 @@ typedef void (*shmemx_cpu_kernel_t)(void *args);
  * block has returned: the CPU analogue of CUDA's `kernel<<<blocks, 1>>>(args)` followed by a
  * stream synchronisation, and of AscendC's `kernel<<<blocks, nullptr, stream>>>`. Inside, each
  * block reads its index and the count with aclshmemx_block_idx() / aclshmemx_block_num().
- * Block 0 runs on the calling thread. Blocks may be more than the cores: kernel-side waits
- * yield. Blocks of one launch must all reach each kernel-side barrier, and the PEs' kernels
- * the same sequence of barriers. One launch runs at a time per process.
+ * Block 0 runs on the calling thread, block i > 0 on the i-th thread of the process's launch
+ * pool: started by the first launch that needs it, parked between launches, joined by
+ * shmem_finalize (so a block's thread-local variables outlive a launch). Blocks may be more than
+ * the cores: kernel-side waits yield, then nap. Blocks of one launch must all reach each
+ * kernel-side barrier, and the PEs' kernels the same sequence of barriers. One launch runs at a
+ * time per process.
  *
  * Returns 0 when every block ran; -1 (logged: the call, the argument and its value) when the
  * library is not running, `kernel` is NULL, `blocks` is not in [1, 4096], it is called from
