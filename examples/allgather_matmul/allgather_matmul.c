@@ -7,8 +7,9 @@
  * rows, and the output into tiles of one chunk's rows by TN columns. Within one kernel the blocks
  * push this PE's chunks to every other PE, each with a put-with-signal (one signal per source
  * PE and chunk), and compute the output tiles with cblas_sgemm as soon as the chunk they need
- * has arrived: this PE's own rows first, then the slices in the order their pushes reach this
- * PE, with a push done before each tile, so communication overlaps computation.
+ * has arrived: this PE's own rows first, then the other slices in the order their pushes reach
+ * this PE. A block makes one push before each of its tiles (more while it waits for rows), so
+ * communication overlaps computation.
  *
  *   allgather_matmul_op [--m M] [--k K] [--n N] [--tile-m TM] [--tile-n TN] [--blocks B]
  *                       [--iters I] [--data DIR]
@@ -45,15 +46,18 @@ struct ag_args {
     float *c;       /* local: M x N */
     const struct ag_chunk *chunk; /* every chunk, in this PE's compute order (its own first) */
     int32_t *arrived;             /* symmetric: per chunk (by its sig), the round it landed in */
-    int k, n, tn, tiles_n, chunks, my_chunks;
+    int k, n, tn, tiles_n, chunks;
+    int my_chunks; /* this PE's own: the first entries of `chunk` */
     int32_t round; /* 1 for the first launch, then 2, ...: the signals never need a reset */
 };
 
-/* Push task i of this PE: its chunk i / (npes - 1) to PE me + 1 + i % (npes - 1), so every
- * chunk reaches the next PE first, then the one after; receivers compute in that order. */
+/* Push task i of this PE: its chunk i % my_chunks to PE me + 1 + i / my_chunks. The whole
+ * slice goes to the next PE first, then to the one after, ...: PE q computes its own rows, then
+ * PE q - 1's (pushed to q first), then PE q - 2's (pushed to q second), so each slice is due
+ * when its pushes have had a slice's compute time to land. */
 static void push(const struct ag_args *a, int i, int me, int npes) {
-    const struct ag_chunk *ch = &a->chunk[i / (npes - 1)];
-    int pe = (me + 1 + i % (npes - 1)) % npes;
+    const struct ag_chunk *ch = &a->chunk[i % a->my_chunks];
+    int pe = (me + 1 + i / a->my_chunks) % npes;
     float *rows = a->a + (size_t)ch->r0 * (size_t)a->k;
     aclshmem_putmem_signal(rows, rows, (size_t)ch->rows * (size_t)a->k * sizeof(float),
                            &a->arrived[ch->sig], a->round, ACLSHMEM_SIGNAL_SET, pe);
@@ -101,8 +105,8 @@ static void allgather_matmul_kernel(void *p) {
 
 static int slice_lo(int m, int npes, int pe) { return (int)((long)m * pe / npes); }
 
-/* Every chunk, in PE me's compute order: its own slice, then PE me - 1's (whose first push goes
- * to me), me - 2's, ...; a chunk's signal is its index in PE order, the same on every PE.
+/* Every chunk, in PE me's compute order: its own slice, then PE me - 1's, me - 2's, ... (the
+ * order their pushes reach me); a chunk's signal is its index in PE order, the same on every PE.
  * Returns the chunk count (out NULL: only counts). */
 static int make_chunks(struct ag_chunk *out, int m, int tm, int npes, int me) {
     int count = 0;
