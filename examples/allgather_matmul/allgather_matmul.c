@@ -177,8 +177,10 @@ int main(int argc, char **argv) {
     long long max_tiles = INT_MAX - SHMEMX_CPU_LAUNCH_MAX_BLOCKS;
     if ((long long)chunks * tiles_n > max_tiles) {
         if (me == 0) {
-            fprintf(stderr, PROG ": invalid argument --tile-m=%d: %lld tiles, more than %lld\n", tm,
-                    (long long)chunks * tiles_n, max_tiles);
+            fprintf(stderr,
+                    PROG
+                    ": invalid arguments --tile-m=%d --tile-n=%d: %lld tiles, more than %lld\n",
+                    tm, tn, (long long)chunks * tiles_n, max_tiles);
         }
         shmem_global_exit(2);
     }
