@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks every PE's output of an operator against the golden data.
 
-Compares DIR/output_pe<r>.bin with DIR/golden.bin (float32, little-endian) for every r: a value
+Compares DIR/output_pe<r>.bin with DIR/golden.bin (float32, little-endian) for every r, or
+with DIR/golden_pe<r>.bin when there is no golden.bin (a golden output per PE): a value
 passes when |out - golden| <= atol + rtol * |golden|. Prints one line per PE and exits 1 when
 any PE's output is missing, has the wrong size or has a value out of tolerance.
 """
@@ -26,12 +27,16 @@ def main():
     parser.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance")
     parser.add_argument("--atol", type=float, default=1e-6, help="absolute tolerance")
     args = parser.parse_args()
-    golden = read_floats(os.path.join(args.dir, "golden.bin"))
+    shared = os.path.join(args.dir, "golden.bin")
+    per_pe = not os.path.exists(shared)
+    golden = None if per_pe else read_floats(shared)
     failed = 0
     for r in range(args.ranks):
         path = os.path.join(args.dir, "output_pe%d.bin" % r)
         try:
             out = read_floats(path)
+            if per_pe:
+                golden = read_floats(os.path.join(args.dir, "golden_pe%d.bin" % r))
         except (OSError, ValueError) as e:
             print("PE %d: FAILED: %s" % (r, e))
             failed += 1

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs the allgather_matmul operator the CANN way: golden data, the run, the precision check.
+#   run.sh -ranks N [-m M] [-k K] [-n N] [-blocks B] [-tile TM,TN] [-iters I] [-bin PROGRAM]
+#          [-data DIR]
+# -ranks: PEs (required); -m/-k/-n: the shapes (default 64, 32, 128; A's rows are split over
+# the PEs, unevenly when -ranks does not divide M); -blocks: kernel blocks per PE (default 4);
+# -tile: rows per pushed chunk of A and columns per output tile (default 32,32); -iters:
+# launches, best time printed (default 1); -bin: the program (default build/allgather_matmul_op
+# here); -data: keep the files in DIR (default: a temporary folder, removed afterwards). The
+# launcher is $SHMEMRUN, else $SHMEM_PREFIX/bin/shmemrun, else the source tree's
+# install/bin/shmemrun, else shmemrun on PATH.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ranks='' m=64 k=32 n=128 blocks=4 tile=32,32 iters=1 bin=$here/build/allgather_matmul_op data=''
+while (($#)); do
+    case $1 in
+        -ranks) ranks=${2:?-ranks needs a number}; shift 2 ;;
+        -m) m=${2:?-m needs a number}; shift 2 ;;
+        -k) k=${2:?-k needs a number}; shift 2 ;;
+        -n) n=${2:?-n needs a number}; shift 2 ;;
+        -blocks) blocks=${2:?-blocks needs a number}; shift 2 ;;
+        -tile) tile=${2:?-tile needs TM,TN}; shift 2 ;;
+        -iters) iters=${2:?-iters needs a number}; shift 2 ;;
+        -bin) bin=${2:?-bin needs a program}; shift 2 ;;
+        -data) data=${2:?-data needs a directory}; shift 2 ;;
+        *) echo "run.sh: unknown option '$1' (see the comment at the top)" >&2; exit 2 ;;
+    esac
+done
+[[ $ranks =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: -ranks '$ranks': give a number of PEs" >&2; exit 2; }
+[[ $tile =~ ^[1-9][0-9]*,[1-9][0-9]*$ ]] || { echo "run.sh: -tile '$tile': give TM,TN" >&2; exit 2; }
+[[ -x $bin ]] || { echo "run.sh: -bin $bin: not built (run build.sh)" >&2; exit 2; }
+launcher=${SHMEMRUN:-}
+if [[ -z $launcher ]]; then
+    for c in "${SHMEM_PREFIX:-/nonexistent}/bin/shmemrun" "$here/../../install/bin/shmemrun"; do
+        [[ -x $c ]] && { launcher=$c; break; }
+    done
+fi
+launcher=${launcher:-$(command -v shmemrun || true)}
+[[ -n $launcher ]] || { echo "run.sh: no shmemrun found: set SHMEMRUN or SHMEM_PREFIX" >&2; exit 2; }
+if [[ -z $data ]]; then
+    data=$(mktemp -d "${TMPDIR:-/tmp}/allgather_matmul_op.XXXXXX")
+    trap 'rm -rf "$data"' EXIT
+fi
+python3 "$here/utils/gen_data.py" --ranks "$ranks" --m "$m" --k "$k" --n "$n" --out "$data"
+"$launcher" -n "$ranks" --timeout 300 "$bin" --m "$m" --k "$k" --n "$n" --blocks "$blocks" \
+    --tile-m "${tile%,*}" --tile-n "${tile#*,}" --iters "$iters" --data "$data"
+python3 "$here/../common/verify_result.py" --ranks "$ranks" --dir "$data" --rtol 1e-4 --atol 1e-4
