@@ -66,20 +66,20 @@
 #define PROG "moe_dispatch_combine_op"
 
 struct moe_args {
-    const float *x;       /* local: T x H tokens */
-    const int32_t *ids;   /* local: T x k expert ids */
-    const float *gates;   /* local: T x k gate weights */
-    const float *w;       /* local: this PE's experts, E / npes matrices of H x H */
-    float *recv;          /* symmetric: received rows, by expert, source PE, block, token */
-    float *ret;           /* symmetric: this PE's rows back from the experts, by expert */
-    float *y;             /* local: expert outputs, laid out as recv */
-    float *out;           /* local: T x H result */
-    int32_t *counts;      /* symmetric: [2][npes][E] copies per (source PE, expert) */
-    int32_t *count_sig;   /* symmetric: [npes] the round whose counts PE s put here */
-    int32_t *arrived;     /* symmetric: [E / npes] sender blocks done with a local expert */
-    int32_t *returned;    /* symmetric: [E] the round whose rows of expert e came back */
-    size_t *scratch;      /* local: 3 x E per block */
-    int32_t *row;         /* local: E per block, this PE's counts as put */
+    const float *x;     /* local: T x H tokens */
+    const int32_t *ids; /* local: T x k expert ids */
+    const float *gates; /* local: T x k gate weights */
+    const float *w;     /* local: this PE's experts, E / npes matrices of H x H */
+    float *recv;        /* symmetric: received rows, by expert, source PE, block, token */
+    float *ret;         /* symmetric: this PE's rows back from the experts, by expert */
+    float *y;           /* local: expert outputs, laid out as recv */
+    float *out;         /* local: T x H result */
+    int32_t *counts;    /* symmetric: [2][npes][E] copies per (source PE, expert) */
+    int32_t *count_sig; /* symmetric: [npes] the round whose counts PE s put here */
+    int32_t *arrived;   /* symmetric: [E / npes] sender blocks done with a local expert */
+    int32_t *returned;  /* symmetric: [E] the round whose rows of expert e came back */
+    size_t *scratch;    /* local: 3 x E per block */
+    int32_t *row;       /* local: E per block, this PE's counts as put */
     int tokens, hidden, experts, topk, per_pe; /* per_pe: experts on each PE */
     int32_t round; /* 1 for the first launch, then 2, ...: the signals never need a reset */
 };
@@ -155,8 +155,8 @@ static void moe_kernel(void *p) {
             size_t to = 0; /* where s keeps expert e's rows: after its experts 0 .. e - 1 */
             for (int f = 0; f < e; f++) to += (size_t)cnt[(size_t)s * n_exp + f];
             aclshmem_putmem_signal(a->ret + to * h, a->y + from * h,
-                                   (size_t)cnt[(size_t)s * n_exp + e] * row_bytes,
-                                   &a->returned[e], a->round, ACLSHMEM_SIGNAL_SET, s);
+                                   (size_t)cnt[(size_t)s * n_exp + e] * row_bytes, &a->returned[e],
+                                   a->round, ACLSHMEM_SIGNAL_SET, s);
         }
     }
 
@@ -346,8 +346,8 @@ int main(int argc, char **argv) {
     int32_t *count_sig = shmem_calloc((size_t)npes, sizeof(int32_t));
     int32_t *arrived = shmem_calloc((size_t)per_pe, sizeof(int32_t));
     int32_t *returned = shmem_calloc(e_all, sizeof(int32_t));
-    if (!x || !ids || !gates || !w || !y || !out || !ref || !tmp || !scratch || !row || !taken || !recv || !ret ||
-        !counts || !count_sig || !arrived || !returned) {
+    if (!x || !ids || !gates || !w || !y || !out || !ref || !tmp || !scratch || !row || !taken ||
+        !recv || !ret || !counts || !count_sig || !arrived || !returned) {
         fprintf(stderr, "%s: PE %d: out of memory for T=%d H=%d E=%d k=%d on %d PEs\n", PROG, me,
                 tokens, hidden, n_exp, k, npes);
         shmem_global_exit(1);
