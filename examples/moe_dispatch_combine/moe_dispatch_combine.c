@@ -137,8 +137,8 @@ static void moe_kernel(void *p) {
         }
     }
     aclshmem_fence();
-    for (int i = 1; i <= n_exp; i++) {
-        int e = (me * per_pe + i) % n_exp; /* the next PE's experts first, this PE's last */
+    for (int i = 0; i < n_exp; i++) {
+        int e = ((me + 1) * per_pe + i) % n_exp; /* the next PE's experts first, this PE's last */
         aclshmemx_signal_op(&a->arrived[e % per_pe], 1, ACLSHMEM_SIGNAL_ADD, e / per_pe);
     }
 
