@@ -4,8 +4,8 @@
 # -ranks: PEs (required); -total: KV blocks in all (default 64); -bsize: floats per KV block
 # (default 256); -blocks: kernel blocks per PE (default 4); -seed: the mapping's seed (default 1);
 # -bin: the program (default build/kv_shuffle_op here); -data: keep the files in DIR (default: a
-# temporary folder, removed afterwards). The launcher is $SHMEMRUN, else
-# $SHMEM_PREFIX/bin/shmemrun, else the source tree's install/bin/shmemrun, else shmemrun on PATH.
+# temporary folder, removed afterwards). The launcher: see
+# ../common/run_op.sh.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ranks='' total=64 bsize=256 blocks=4 seed=1 bin=$here/build/kv_shuffle_op data=''
@@ -21,20 +21,8 @@ while (($#)); do
         *) echo "run.sh: unknown option '$1' (see the comment at the top)" >&2; exit 2 ;;
     esac
 done
-[[ $ranks =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: -ranks '$ranks': give a number of PEs" >&2; exit 2; }
-[[ -x $bin ]] || { echo "run.sh: -bin $bin: not built (run build.sh)" >&2; exit 2; }
-launcher=${SHMEMRUN:-}
-if [[ -z $launcher ]]; then
-    for c in "${SHMEM_PREFIX:-/nonexistent}/bin/shmemrun" "$here/../../install/bin/shmemrun"; do
-        [[ -x $c ]] && { launcher=$c; break; }
-    done
-fi
-launcher=${launcher:-$(command -v shmemrun || true)}
-[[ -n $launcher ]] || { echo "run.sh: no shmemrun found: set SHMEMRUN or SHMEM_PREFIX" >&2; exit 2; }
-if [[ -z $data ]]; then
-    data=$(mktemp -d "${TMPDIR:-/tmp}/kv_shuffle_op.XXXXXX")
-    trap 'rm -rf "$data"' EXIT
-fi
+op=kv_shuffle_op
+source "$here/../common/run_op.sh"
 python3 "$here/utils/gen_data.py" --ranks "$ranks" --total "$total" --bsize "$bsize" \
     --seed "$seed" --out "$data"
 "$launcher" -n "$ranks" --timeout 60 "$bin" --total "$total" --bsize "$bsize" --blocks "$blocks" \

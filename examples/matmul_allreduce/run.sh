@@ -5,8 +5,8 @@
 # -ranks: PEs (required); -m/-k/-n: the shapes (default 64, 32, 128); -blocks: kernel blocks
 # per PE (default 4); -tile: output tile (default 32,32); -iters: launches, best time printed
 # (default 1); -bin: the program (default build/matmul_allreduce_op here); -data: keep the files
-# in DIR (default: a temporary folder, removed afterwards). The launcher is $SHMEMRUN, else
-# $SHMEM_PREFIX/bin/shmemrun, else the source tree's install/bin/shmemrun, else shmemrun on PATH.
+# in DIR (default: a temporary folder, removed afterwards). The launcher: see
+# ../common/run_op.sh.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ranks='' m=64 k=32 n=128 blocks=4 tile=32,32 iters=1 bin=$here/build/matmul_allreduce_op data=''
@@ -24,21 +24,9 @@ while (($#)); do
         *) echo "run.sh: unknown option '$1' (see the comment at the top)" >&2; exit 2 ;;
     esac
 done
-[[ $ranks =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: -ranks '$ranks': give a number of PEs" >&2; exit 2; }
 [[ $tile =~ ^[1-9][0-9]*,[1-9][0-9]*$ ]] || { echo "run.sh: -tile '$tile': give TM,TN" >&2; exit 2; }
-[[ -x $bin ]] || { echo "run.sh: -bin $bin: not built (run build.sh)" >&2; exit 2; }
-launcher=${SHMEMRUN:-}
-if [[ -z $launcher ]]; then
-    for c in "${SHMEM_PREFIX:-/nonexistent}/bin/shmemrun" "$here/../../install/bin/shmemrun"; do
-        [[ -x $c ]] && { launcher=$c; break; }
-    done
-fi
-launcher=${launcher:-$(command -v shmemrun || true)}
-[[ -n $launcher ]] || { echo "run.sh: no shmemrun found: set SHMEMRUN or SHMEM_PREFIX" >&2; exit 2; }
-if [[ -z $data ]]; then
-    data=$(mktemp -d "${TMPDIR:-/tmp}/matmul_allreduce_op.XXXXXX")
-    trap 'rm -rf "$data"' EXIT
-fi
+op=matmul_allreduce_op
+source "$here/../common/run_op.sh"
 python3 "$here/utils/gen_data.py" --ranks "$ranks" --m "$m" --k "$k" --n "$n" --out "$data"
 "$launcher" -n "$ranks" --timeout 300 "$bin" --m "$m" --k "$k" --n "$n" --blocks "$blocks" \
     --tile-m "${tile%,*}" --tile-n "${tile#*,}" --iters "$iters" --data "$data"

@@ -7,8 +7,7 @@
 # (default 2); -blocks: kernel blocks per PE (default 4); -iters: launches, best time printed
 # (default 1); -seed: the data's seed (default 1); -bin: the program (default
 # build/moe_dispatch_combine_op here); -data: keep the files in DIR (default: a temporary
-# folder, removed afterwards). The launcher is $SHMEMRUN, else $SHMEM_PREFIX/bin/shmemrun, else
-# the source tree's install/bin/shmemrun, else shmemrun on PATH.
+# folder, removed afterwards). The launcher: see ../common/run_op.sh.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ranks='' tokens=64 hidden=128 experts=8 topk=2 blocks=4 iters=1 seed=1
@@ -28,20 +27,8 @@ while (($#)); do
         *) echo "run.sh: unknown option '$1' (see the comment at the top)" >&2; exit 2 ;;
     esac
 done
-[[ $ranks =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: -ranks '$ranks': give a number of PEs" >&2; exit 2; }
-[[ -x $bin ]] || { echo "run.sh: -bin $bin: not built (run build.sh)" >&2; exit 2; }
-launcher=${SHMEMRUN:-}
-if [[ -z $launcher ]]; then
-    for c in "${SHMEM_PREFIX:-/nonexistent}/bin/shmemrun" "$here/../../install/bin/shmemrun"; do
-        [[ -x $c ]] && { launcher=$c; break; }
-    done
-fi
-launcher=${launcher:-$(command -v shmemrun || true)}
-[[ -n $launcher ]] || { echo "run.sh: no shmemrun found: set SHMEMRUN or SHMEM_PREFIX" >&2; exit 2; }
-if [[ -z $data ]]; then
-    data=$(mktemp -d "${TMPDIR:-/tmp}/moe_dispatch_combine_op.XXXXXX")
-    trap 'rm -rf "$data"' EXIT
-fi
+op=moe_dispatch_combine_op
+source "$here/../common/run_op.sh"
 python3 "$here/utils/gen_data.py" --ranks "$ranks" --tokens "$tokens" --hidden "$hidden" \
     --experts "$experts" --topk "$topk" --seed "$seed" --out "$data"
 "$launcher" -n "$ranks" --timeout 60 "$bin" --tokens "$tokens" --hidden "$hidden" \
