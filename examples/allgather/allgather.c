@@ -10,7 +10,7 @@
  *   allgather_op [--count N] [--blocks B] [--iters I] [--data DIR]
  *
  * With --data, PE r reads DIR/input_pe<r>.bin (count float32) and writes DIR/output_pe<r>.bin
- * (npes * count float32) for utils/verify_result.py; without it the inputs come from a formula
+ * (npes * count float32) for verify_result.py; without it the inputs come from a formula
  * and every PE checks its own output. Exit status 0 when the run (and the check) succeeded.
  */
 #include <errno.h>

@@ -11,7 +11,7 @@
  *   kv_shuffle_op [--total T] [--bsize S] [--blocks B] [--seed N] [--iters I] [--data DIR]
  *
  * With --data, PE r reads DIR/input_pe<r>.bin (its held blocks) and writes DIR/output_pe<r>.bin
- * (its owned blocks) for utils/verify_result.py; without it the block contents come from a
+ * (its owned blocks) for verify_result.py; without it the block contents come from a
  * formula and every PE checks its own output. Exit status 0 when the run (and the check)
  * succeeded.
  */

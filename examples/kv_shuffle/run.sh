@@ -27,4 +27,4 @@ python3 "$here/utils/gen_data.py" --ranks "$ranks" --total "$total" --bsize "$bs
     --seed "$seed" --out "$data"
 "$launcher" -n "$ranks" --timeout 60 "$bin" --total "$total" --bsize "$bsize" --blocks "$blocks" \
     --seed "$seed" --data "$data"
-python3 "$here/utils/verify_result.py" --ranks "$ranks" --dir "$data"
+python3 "$here/../common/verify_result.py" --ranks "$ranks" --dir "$data" --rtol 0 --atol 0

@@ -14,7 +14,7 @@
  *                            [--iters I] [--data DIR]
  *
  * With --data, PE r reads DIR/a_pe<r>.bin and DIR/b_pe<r>.bin (float32) and writes
- * DIR/output_pe<r>.bin (its rows of C, float32) for utils/verify_result.py. Either way every PE
+ * DIR/output_pe<r>.bin (its rows of C, float32) for verify_result.py. Either way every PE
  * also compares its rows with the sequential result (cblas_sgemm, then the host
  * shmem_float_sum_reduce) within a float tolerance, and PE 0 prints both times.
  */

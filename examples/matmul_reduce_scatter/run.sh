@@ -32,5 +32,5 @@ source "$here/../common/run_op.sh"
 python3 "$here/utils/gen_data.py" --ranks "$ranks" --m "$m" --k "$k" --n "$n" --out "$data"
 "$launcher" -n "$ranks" --timeout 300 "$bin" --m "$m" --k "$k" --n "$n" --blocks "$blocks" \
     --tile-m "${tile%,*}" --tile-n "${tile#*,}" --iters "$iters" --data "$data"
-python3 "$here/utils/verify_result.py" --ranks "$ranks" --m "$m" --n "$n" --dir "$data" \
-    --rtol 1e-4 --atol 1e-4
+python3 "$here/../common/verify_result.py" --ranks "$ranks" --dir "$data" --slice-rows "$m" \
+    --row-len "$n" --rtol 1e-4 --atol 1e-4

@@ -47,7 +47,7 @@
  * earlier one left behind fails the check. With --data, PE r reads DIR/x_pe<r>.bin (T x H
  * float32), DIR/ids_pe<r>.bin (T x k int32), DIR/gates_pe<r>.bin (T x k float32) and every
  * DIR/weights_pe<q>.bin (PE q's E / npes experts, H x H float32 each), and writes
- * DIR/output_pe<r>.bin (T x H float32) for utils/verify_result.py. Either way every PE compares
+ * DIR/output_pe<r>.bin (T x H float32) for verify_result.py. Either way every PE compares
  * its output of every launch with a sequential host computation (per token and expert,
  * cblas_sgemv, then the gated sum) within a float tolerance, and PE 0 prints the best times of
  * both. The launches are timed between host barriers; --no-host-barrier lets each PE begin its

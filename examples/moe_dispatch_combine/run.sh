@@ -34,4 +34,5 @@ python3 "$here/utils/gen_data.py" --ranks "$ranks" --tokens "$tokens" --hidden "
 "$launcher" -n "$ranks" --timeout 60 "$bin" --tokens "$tokens" --hidden "$hidden" \
     --experts "$experts" --topk "$topk" --blocks "$blocks" --iters "$iters" --seed "$seed" \
     --data "$data"
-python3 "$here/utils/verify_result.py" --ranks "$ranks" --hidden "$hidden" --dir "$data"
+python3 "$here/../common/verify_result.py" --ranks "$ranks" --dir "$data" --row-len "$hidden" \
+    --rtol 1e-4 --atol 1e-5
