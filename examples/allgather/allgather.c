@@ -22,6 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "op_util.h"
+
+#define PROG "allgather_op"
+
 struct allgather_args {
     const float *input; /* symmetric: count floats */
     float *output;      /* symmetric: npes * count floats */
@@ -51,44 +55,6 @@ static void allgather_kernel(void *p) {
 
 static float input_value(int pe, size_t i) { return (float)pe * 1000.0f + (float)(i % 997); }
 
-static int parse_count(const char *opt, const char *s, long max, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || *s == '\0' || *end != '\0' || v < 1 || v > max) {
-        fprintf(stderr, "allgather_op: invalid argument %s=%s: not an integer in [1, %ld]\n", opt,
-                s, max);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int read_file(const char *path, void *buf, size_t bytes) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        fprintf(stderr, "allgather_op: cannot open %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    size_t got = fread(buf, 1, bytes, f);
-    int extra = fgetc(f);
-    fclose(f);
-    if (got != bytes || extra != EOF) {
-        fprintf(stderr, "allgather_op: %s does not hold exactly %zu bytes\n", path, bytes);
-        return -1;
-    }
-    return 0;
-}
-
-static int write_file(const char *path, const void *buf, size_t bytes) {
-    FILE *f = fopen(path, "wb");
-    if (f == NULL || fwrite(buf, 1, bytes, f) != bytes || fclose(f) != 0) {
-        fprintf(stderr, "allgather_op: cannot write %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 int main(int argc, char **argv) {
     long count = 4096, blocks = 4, iters = 1;
     const char *data = NULL;
@@ -99,11 +65,11 @@ int main(int argc, char **argv) {
             fprintf(stderr, "allgather_op: %s needs a value\n", argv[i]);
             return 2;
         } else if (strcmp(argv[i], "--count") == 0) {
-            rc = parse_count("--count", v, 1L << 26, &count);
+            rc = op_parse_long(PROG, "--count", v, 1L << 26, &count);
         } else if (strcmp(argv[i], "--blocks") == 0) {
-            rc = parse_count("--blocks", v, SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &blocks);
+            rc = op_parse_long(PROG, "--blocks", v, SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &blocks);
         } else if (strcmp(argv[i], "--iters") == 0) {
-            rc = parse_count("--iters", v, INT_MAX / SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &iters);
+            rc = op_parse_long(PROG, "--iters", v, INT_MAX / SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &iters);
         } else if (strcmp(argv[i], "--data") == 0) {
             data = v;
         } else {
@@ -125,10 +91,9 @@ int main(int argc, char **argv) {
                 (size_t)(npes + 1) * n);
         shmem_global_exit(1);
     }
-    char path[4096];
     if (data != NULL) {
-        snprintf(path, sizeof path, "%s/input_pe%d.bin", data, me);
-        if (read_file(path, input, n * sizeof(float)) != 0) shmem_global_exit(1);
+        if (op_file_io(PROG, data, "input", me, input, n * sizeof(float), 0) != 0)
+            shmem_global_exit(1);
     } else {
         for (size_t i = 0; i < n; i++) input[i] = input_value(me, i);
     }
@@ -142,8 +107,8 @@ int main(int argc, char **argv) {
 
     int status = 0;
     if (data != NULL) {
-        snprintf(path, sizeof path, "%s/output_pe%d.bin", data, me);
-        if (write_file(path, output, (size_t)npes * n * sizeof(float)) != 0) status = 1;
+        if (op_file_io(PROG, data, "output", me, output, (size_t)npes * n * sizeof(float), 1) != 0)
+            status = 1;
     } else {
         size_t bad = 0;
         for (int pe = 0; pe < npes; pe++) {

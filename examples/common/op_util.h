@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-/* The value of option `opt` (text `s`) as an int in [1, max]; -1 with a message otherwise. */
-static inline int op_parse_int(const char *prog, const char *opt, const char *s, long max,
-                               int *out) {
+/* The value of option `opt` (text `s`) as a long in [1, max]; -1 with a message otherwise. */
+static inline int op_parse_long(const char *prog, const char *opt, const char *s, long max,
+                                long *out) {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
@@ -20,6 +20,15 @@ static inline int op_parse_int(const char *prog, const char *opt, const char *s,
                 max);
         return -1;
     }
+    *out = v;
+    return 0;
+}
+
+/* The same as an int (`max` at most INT_MAX). */
+static inline int op_parse_int(const char *prog, const char *opt, const char *s, long max,
+                               int *out) {
+    long v;
+    if (op_parse_long(prog, opt, s, max, &v) != 0) return -1;
     *out = (int)v;
     return 0;
 }

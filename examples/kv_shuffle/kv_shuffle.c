@@ -25,6 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "op_util.h"
+
+#define PROG "kv_shuffle_op"
+
 struct kv_args {
     const float *held;       /* symmetric: the held KV blocks, in global order */
     float *owned;            /* symmetric: the owned KV blocks, in global order */
@@ -66,44 +70,6 @@ static float kv_value(size_t j, size_t i) {
     return (float)(j % 1009) * 8.0f + (float)(i % 7) * 0.125f;
 }
 
-static int parse_count(const char *opt, const char *s, long max, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || *s == '\0' || *end != '\0' || v < 1 || v > max) {
-        fprintf(stderr, "kv_shuffle_op: invalid argument %s=%s: not an integer in [1, %ld]\n", opt,
-                s, max);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int read_file(const char *path, void *buf, size_t bytes) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        fprintf(stderr, "kv_shuffle_op: cannot open %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    size_t got = fread(buf, 1, bytes, f);
-    int extra = fgetc(f);
-    fclose(f);
-    if (got != bytes || extra != EOF) {
-        fprintf(stderr, "kv_shuffle_op: %s does not hold exactly %zu bytes\n", path, bytes);
-        return -1;
-    }
-    return 0;
-}
-
-static int write_file(const char *path, const void *buf, size_t bytes) {
-    FILE *f = fopen(path, "wb");
-    if (f == NULL || fwrite(buf, 1, bytes, f) != bytes || fclose(f) != 0) {
-        fprintf(stderr, "kv_shuffle_op: cannot write %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 int main(int argc, char **argv) {
     long total = 64, bsize = 256, blocks = 4, seed = 1, iters = 1;
     const char *data = NULL;
@@ -114,15 +80,15 @@ int main(int argc, char **argv) {
             fprintf(stderr, "kv_shuffle_op: %s needs a value\n", argv[i]);
             return 2;
         } else if (strcmp(argv[i], "--total") == 0) {
-            rc = parse_count("--total", v, 1L << 20, &total);
+            rc = op_parse_long(PROG, "--total", v, 1L << 20, &total);
         } else if (strcmp(argv[i], "--bsize") == 0) {
-            rc = parse_count("--bsize", v, 1L << 20, &bsize);
+            rc = op_parse_long(PROG, "--bsize", v, 1L << 20, &bsize);
         } else if (strcmp(argv[i], "--blocks") == 0) {
-            rc = parse_count("--blocks", v, SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &blocks);
+            rc = op_parse_long(PROG, "--blocks", v, SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &blocks);
         } else if (strcmp(argv[i], "--seed") == 0) {
-            rc = parse_count("--seed", v, LONG_MAX, &seed);
+            rc = op_parse_long(PROG, "--seed", v, LONG_MAX, &seed);
         } else if (strcmp(argv[i], "--iters") == 0) {
-            rc = parse_count("--iters", v, 1000, &iters);
+            rc = op_parse_long(PROG, "--iters", v, 1000, &iters);
         } else if (strcmp(argv[i], "--data") == 0) {
             data = v;
         } else {
@@ -175,10 +141,9 @@ int main(int argc, char **argv) {
                 (max_held + max_owned) * bs);
         shmem_global_exit(1);
     }
-    char path[4096];
     if (data != NULL) {
-        snprintf(path, sizeof path, "%s/input_pe%d.bin", data, me);
-        if (read_file(path, held, n_held * bs * sizeof(float)) != 0) shmem_global_exit(1);
+        if (op_file_io(PROG, data, "input", me, held, n_held * bs * sizeof(float), 0) != 0)
+            shmem_global_exit(1);
     } else {
         for (size_t j = 0, h = 0; j < t; j++) {
             if (holder[j] != me) continue;
@@ -196,8 +161,8 @@ int main(int argc, char **argv) {
 
     int status = 0;
     if (data != NULL) {
-        snprintf(path, sizeof path, "%s/output_pe%d.bin", data, me);
-        if (write_file(path, owned, n_owned * bs * sizeof(float)) != 0) status = 1;
+        if (op_file_io(PROG, data, "output", me, owned, n_owned * bs * sizeof(float), 1) != 0)
+            status = 1;
     } else {
         size_t bad = 0;
         for (size_t j = 0, o = 0; j < t; j++) {
