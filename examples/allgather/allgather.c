@@ -13,7 +13,6 @@
  * (npes * count float32) for verify_result.py; without it the inputs come from a formula
  * and every PE checks its own output. Exit status 0 when the run (and the check) succeeded.
  */
-#include <errno.h>
 #include <limits.h>
 #include <shmem.h>
 #include <shmem/device.h>
@@ -58,27 +57,14 @@ static float input_value(int pe, size_t i) { return (float)pe * 1000.0f + (float
 int main(int argc, char **argv) {
     long count = 4096, blocks = 4, iters = 1;
     const char *data = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = 0;
-        if (v == NULL) {
-            fprintf(stderr, "allgather_op: %s needs a value\n", argv[i]);
-            return 2;
-        } else if (strcmp(argv[i], "--count") == 0) {
-            rc = op_parse_long(PROG, "--count", v, 1L << 26, &count);
-        } else if (strcmp(argv[i], "--blocks") == 0) {
-            rc = op_parse_long(PROG, "--blocks", v, SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &blocks);
-        } else if (strcmp(argv[i], "--iters") == 0) {
-            rc = op_parse_long(PROG, "--iters", v, INT_MAX / SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &iters);
-        } else if (strcmp(argv[i], "--data") == 0) {
-            data = v;
-        } else {
-            fprintf(stderr, "allgather_op: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-        if (rc != 0) return 2;
-        i++;
-    }
+    const struct op_option options[] = {
+        OP_LONG("--count", 1L << 26, &count),
+        OP_LONG("--blocks", SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &blocks),
+        OP_LONG("--iters", INT_MAX / SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &iters),
+        OP_TEXT("--data", &data),
+    };
+    if (op_parse_options(PROG, argc, argv, options, sizeof options / sizeof options[0]) != 0)
+        return 2;
 
     shmem_init();
     int me = shmem_my_pe(), npes = shmem_n_pes();

@@ -136,35 +136,18 @@ static float input_value(int pe, int which, size_t i) {
 int main(int argc, char **argv) {
     int m = 64, k = 32, n = 128, tm = 32, tn = 32, blocks = 4, iters = 1;
     const char *data = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = 0;
-        if (v == NULL) {
-            fprintf(stderr, PROG ": %s needs a value\n", argv[i]);
-            return 2;
-        } else if (strcmp(argv[i], "--m") == 0) {
-            rc = op_parse_int(PROG, "--m", v, 1 << 16, &m);
-        } else if (strcmp(argv[i], "--k") == 0) {
-            rc = op_parse_int(PROG, "--k", v, 1 << 16, &k);
-        } else if (strcmp(argv[i], "--n") == 0) {
-            rc = op_parse_int(PROG, "--n", v, 1 << 16, &n);
-        } else if (strcmp(argv[i], "--tile-m") == 0) {
-            rc = op_parse_int(PROG, "--tile-m", v, 4096, &tm);
-        } else if (strcmp(argv[i], "--tile-n") == 0) {
-            rc = op_parse_int(PROG, "--tile-n", v, 4096, &tn);
-        } else if (strcmp(argv[i], "--blocks") == 0) {
-            rc = op_parse_int(PROG, "--blocks", v, SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &blocks);
-        } else if (strcmp(argv[i], "--iters") == 0) {
-            rc = op_parse_int(PROG, "--iters", v, 1 << 20, &iters);
-        } else if (strcmp(argv[i], "--data") == 0) {
-            data = v;
-        } else {
-            fprintf(stderr, PROG ": unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-        if (rc != 0) return 2;
-        i++;
-    }
+    const struct op_option options[] = {
+        OP_INT("--m", 1 << 16, &m),
+        OP_INT("--k", 1 << 16, &k),
+        OP_INT("--n", 1 << 16, &n),
+        OP_INT("--tile-m", 4096, &tm),
+        OP_INT("--tile-n", 4096, &tn),
+        OP_INT("--blocks", SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &blocks),
+        OP_INT("--iters", 1 << 20, &iters),
+        OP_TEXT("--data", &data),
+    };
+    if (op_parse_options(PROG, argc, argv, options, sizeof options / sizeof options[0]) != 0)
+        return 2;
 #ifdef OPENBLAS_VERSION
     /* The kernel's blocks are the parallelism; one BLAS thread each. */
     openblas_set_num_threads(1);

@@ -1,5 +1,5 @@
-/* op_util.h: what the operator examples' host programs share: an integer option, a per-PE
- * binary file, a clock. Each function names the program (`prog`) in its messages. */
+/* op_util.h: what the operator examples' host programs share: their command-line options, a
+ * per-PE binary file, a clock. Each function names the program (`prog`) in its messages. */
 #ifndef SHMEM_EXAMPLES_OP_UTIL_H
 #define SHMEM_EXAMPLES_OP_UTIL_H
 
@@ -30,6 +30,58 @@ static inline int op_parse_int(const char *prog, const char *opt, const char *s,
     long v;
     if (op_parse_long(prog, opt, s, max, &v) != 0) return -1;
     *out = (int)v;
+    return 0;
+}
+
+/* One option of a program's command line: "--name VALUE" with VALUE an integer in [1, max]
+ * stored in *i or *l (whichever is set), "--name TEXT" stored in *text, or, with none of those,
+ * a flag "--name" that sets *flag to 1. Made with OP_INT, OP_LONG, OP_TEXT and OP_FLAG. */
+struct op_option {
+    const char *name;
+    long max;
+    int *i;
+    long *l;
+    const char **text;
+    int *flag;
+};
+#define OP_INT(name, max, ptr)                                                                     \
+    { name, max, ptr, NULL, NULL, NULL }
+#define OP_LONG(name, max, ptr)                                                                    \
+    { name, max, NULL, ptr, NULL, NULL }
+#define OP_TEXT(name, ptr)                                                                         \
+    { name, 0, NULL, NULL, ptr, NULL }
+#define OP_FLAG(name, ptr)                                                                         \
+    { name, 0, NULL, NULL, NULL, ptr }
+
+/* Parses argv[1..] against the `n` options; 0, or 2 (the exit status of a usage error) after a
+ * message naming the program and the argument. */
+static inline int op_parse_options(const char *prog, int argc, char **argv,
+                                   const struct op_option *opts, size_t n) {
+    for (int a = 1; a < argc; a++) {
+        const struct op_option *o = NULL;
+        for (size_t j = 0; j < n && o == NULL; j++) {
+            if (strcmp(argv[a], opts[j].name) == 0) o = &opts[j];
+        }
+        if (o == NULL) {
+            fprintf(stderr, "%s: unknown option '%s'\n", prog, argv[a]);
+            return 2;
+        }
+        if (o->flag != NULL) {
+            *o->flag = 1;
+            continue;
+        }
+        if (a + 1 >= argc) {
+            fprintf(stderr, "%s: %s needs a value\n", prog, argv[a]);
+            return 2;
+        }
+        const char *v = argv[++a];
+        if (o->text != NULL) {
+            *o->text = v;
+        } else if ((o->i != NULL ? op_parse_int(prog, o->name, v, o->max, o->i)
+                                 : op_parse_long(prog, o->name, v, o->max, o->l)) != 0) {
+            return 2;
+        }
+    }
     return 0;
 }
 

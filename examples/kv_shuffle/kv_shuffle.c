@@ -15,7 +15,6 @@
  * formula and every PE checks its own output. Exit status 0 when the run (and the check)
  * succeeded.
  */
-#include <errno.h>
 #include <limits.h>
 #include <shmem.h>
 #include <shmem/device.h>
@@ -73,31 +72,16 @@ static float kv_value(size_t j, size_t i) {
 int main(int argc, char **argv) {
     long total = 64, bsize = 256, blocks = 4, seed = 1, iters = 1;
     const char *data = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = 0;
-        if (v == NULL) {
-            fprintf(stderr, "kv_shuffle_op: %s needs a value\n", argv[i]);
-            return 2;
-        } else if (strcmp(argv[i], "--total") == 0) {
-            rc = op_parse_long(PROG, "--total", v, 1L << 20, &total);
-        } else if (strcmp(argv[i], "--bsize") == 0) {
-            rc = op_parse_long(PROG, "--bsize", v, 1L << 20, &bsize);
-        } else if (strcmp(argv[i], "--blocks") == 0) {
-            rc = op_parse_long(PROG, "--blocks", v, SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &blocks);
-        } else if (strcmp(argv[i], "--seed") == 0) {
-            rc = op_parse_long(PROG, "--seed", v, LONG_MAX, &seed);
-        } else if (strcmp(argv[i], "--iters") == 0) {
-            rc = op_parse_long(PROG, "--iters", v, 1000, &iters);
-        } else if (strcmp(argv[i], "--data") == 0) {
-            data = v;
-        } else {
-            fprintf(stderr, "kv_shuffle_op: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-        if (rc != 0) return 2;
-        i++;
-    }
+    const struct op_option options[] = {
+        OP_LONG("--total", 1L << 20, &total),
+        OP_LONG("--bsize", 1L << 20, &bsize),
+        OP_LONG("--blocks", SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &blocks),
+        OP_LONG("--seed", LONG_MAX, &seed),
+        OP_LONG("--iters", 1000, &iters),
+        OP_TEXT("--data", &data),
+    };
+    if (op_parse_options(PROG, argc, argv, options, sizeof options / sizeof options[0]) != 0)
+        return 2;
 
     shmem_init();
     int me = shmem_my_pe(), npes = shmem_n_pes();

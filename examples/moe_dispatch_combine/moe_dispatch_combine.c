@@ -258,40 +258,22 @@ static int check_routing(const char *what, int pe, int tokens, int n_exp, int k,
 
 int main(int argc, char **argv) {
     int tokens = 64, hidden = 128, n_exp = 8, k = 2, blocks = 4, iters = 1, seed = 1;
-    int host_barrier = 1;
+    int no_host_barrier = 0;
     const char *data = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = 0;
-        if (strcmp(argv[i], "--no-host-barrier") == 0) {
-            host_barrier = 0;
-            continue;
-        } else if (v == NULL) {
-            fprintf(stderr, "%s: %s needs a value\n", PROG, argv[i]);
-            return 2;
-        } else if (strcmp(argv[i], "--tokens") == 0) {
-            rc = op_parse_int(PROG, "--tokens", v, 1 << 20, &tokens);
-        } else if (strcmp(argv[i], "--hidden") == 0) {
-            rc = op_parse_int(PROG, "--hidden", v, 8192, &hidden);
-        } else if (strcmp(argv[i], "--experts") == 0) {
-            rc = op_parse_int(PROG, "--experts", v, 1024, &n_exp);
-        } else if (strcmp(argv[i], "--topk") == 0) {
-            rc = op_parse_int(PROG, "--topk", v, 1024, &k);
-        } else if (strcmp(argv[i], "--blocks") == 0) {
-            rc = op_parse_int(PROG, "--blocks", v, SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &blocks);
-        } else if (strcmp(argv[i], "--iters") == 0) {
-            rc = op_parse_int(PROG, "--iters", v, 1 << 16, &iters);
-        } else if (strcmp(argv[i], "--seed") == 0) {
-            rc = op_parse_int(PROG, "--seed", v, INT_MAX, &seed);
-        } else if (strcmp(argv[i], "--data") == 0) {
-            data = v;
-        } else {
-            fprintf(stderr, "%s: unknown option '%s'\n", PROG, argv[i]);
-            return 2;
-        }
-        if (rc != 0) return 2;
-        i++;
-    }
+    const struct op_option options[] = {
+        OP_INT("--tokens", 1 << 20, &tokens),
+        OP_INT("--hidden", 8192, &hidden),
+        OP_INT("--experts", 1024, &n_exp),
+        OP_INT("--topk", 1024, &k),
+        OP_INT("--blocks", SHMEMX_CPU_LAUNCH_MAX_BLOCKS, &blocks),
+        OP_INT("--iters", 1 << 16, &iters),
+        OP_INT("--seed", INT_MAX, &seed),
+        OP_TEXT("--data", &data),
+        OP_FLAG("--no-host-barrier", &no_host_barrier),
+    };
+    if (op_parse_options(PROG, argc, argv, options, sizeof options / sizeof options[0]) != 0)
+        return 2;
+    int host_barrier = !no_host_barrier;
     if (k > n_exp) {
         fprintf(stderr, "%s: invalid argument --topk=%d: more than the %d experts\n", PROG, k,
                 n_exp);
