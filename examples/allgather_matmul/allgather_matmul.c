@@ -124,15 +124,6 @@ static int make_chunks(struct ag_chunk *out, int m, int tm, int npes, int me) {
     return count;
 }
 
-/* A deterministic input value in [-1, 1), different per PE, matrix and index. */
-static float input_value(int pe, int which, size_t i) {
-    uint64_t x = ((uint64_t)pe * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)which << 56) ^ (i + 1);
-    x ^= x >> 33;
-    x *= 0xFF51AFD7ED558CCDull;
-    x ^= x >> 33;
-    return (float)(x % 2048) / 1024.0f - 1.0f;
-}
-
 int main(int argc, char **argv) {
     int m = 64, k = 32, n = 128, tm = 32, tn = 32, blocks = 4, iters = 1;
     const char *data = NULL;
@@ -195,8 +186,8 @@ int main(int argc, char **argv) {
             shmem_global_exit(1);
         }
     } else {
-        for (size_t i = 0; i < my_elems; i++) mine[i] = input_value(me, 0, i);
-        for (size_t i = 0; i < (size_t)k * (size_t)n; i++) b_mat[i] = input_value(me, 1, i);
+        for (size_t i = 0; i < my_elems; i++) mine[i] = op_input_value(me, 0, i);
+        for (size_t i = 0; i < (size_t)k * (size_t)n; i++) b_mat[i] = op_input_value(me, 1, i);
     }
     memcpy(seq_src, mine, my_elems * sizeof(float));
 
@@ -249,21 +240,8 @@ int main(int argc, char **argv) {
 
     /* Sums of K products of values in [-1, 1], added in another order. */
     double tol = 1e-5 * (double)k + 1e-6;
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < mn; i++) {
-        if (!(fabs((double)out[i] - (double)seq_c[i]) <= tol)) {
-            if (bad++ == 0) first = i;
-        }
-    }
-    int status = 0;
-    if (bad != 0) {
-        printf(PROG
-               ": PE %d: FAILED, %zu of %zu values differ from the sequential result by more "
-               "than %g, first at row %zu col %zu: %g, expected %g\n",
-               me, bad, mn, tol, first / (size_t)n, first % (size_t)n, (double)out[first],
-               (double)seq_c[first]);
-        status = 1;
-    } else {
+    int status = op_check_close(PROG, me, out, seq_c, mn, tol, (size_t)n, 0);
+    if (status == 0) {
         printf(PROG
                ": PE %d: M=%d K=%d N=%d on %d PEs (rows %d..%d here), %d blocks: matches "
                "the sequential result within %g\n",

@@ -4,6 +4,7 @@
 #define SHMEM_EXAMPLES_OP_UTIL_H
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,37 @@ static inline int op_file_io(const char *prog, const char *dir, const char *name
                 bytes, errno ? strerror(errno) : "wrong size");
     }
     return ok ? 0 : -1;
+}
+
+/* A deterministic input value in [-1, 1), different per PE, matrix (`which`) and index: the
+ * matmul operators' inputs when no --data is given. */
+static inline float op_input_value(int pe, int which, size_t i) {
+    uint64_t x = ((uint64_t)pe * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)which << 56) ^ (i + 1);
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDull;
+    x ^= x >> 33;
+    return (float)(x % 2048) / 1024.0f - 1.0f;
+}
+
+/* Compares `count` values of `out` with `want`: 0 when every one is within `tol`; else prints
+ * "prog: PE me: FAILED, ..." with the first one out of tolerance, named by row and column of
+ * rows of `row_len` values counted from `first_row`, and returns 1. */
+static inline int op_check_close(const char *prog, int me, const float *out, const float *want,
+                                 size_t count, double tol, size_t row_len, size_t first_row) {
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < count; i++) {
+        double d = (double)out[i] - (double)want[i];
+        if (!(d <= tol && -d <= tol)) { /* NaN fails too */
+            if (bad++ == 0) first = i;
+        }
+    }
+    if (bad == 0) return 0;
+    printf(
+        "%s: PE %d: FAILED, %zu of %zu values differ from the sequential result by more than "
+        "%g, first at row %zu col %zu: %g, expected %g\n",
+        prog, me, bad, count, tol, first_row + first / row_len, first % row_len, (double)out[first],
+        (double)want[first]);
+    return 1;
 }
 
 /* Seconds on the monotonic clock. */

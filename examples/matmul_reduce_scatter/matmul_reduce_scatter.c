@@ -22,7 +22,6 @@
 #include <cblas.h>
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <shmem.h>
 #include <shmem/device.h>
 #include <shmem/launch.h>
@@ -159,15 +158,6 @@ static int make_tiles(struct rs_tile *out, int m, int n, int tm, int tn, int npe
     return t;
 }
 
-/* A deterministic input value in [-1, 1), different per PE, matrix and index. */
-static float input_value(int pe, int which, size_t i) {
-    uint64_t x = ((uint64_t)pe * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)which << 56) ^ (i + 1);
-    x ^= x >> 33;
-    x *= 0xFF51AFD7ED558CCDull;
-    x ^= x >> 33;
-    return (float)(x % 2048) / 1024.0f - 1.0f;
-}
-
 int main(int argc, char **argv) {
     int m = 64, k = 32, n = 128, tm = 32, tn = 32, blocks = 4, iters = 1;
     const char *data = NULL;
@@ -215,8 +205,8 @@ int main(int argc, char **argv) {
             shmem_global_exit(1);
         }
     } else {
-        for (size_t i = 0; i < (size_t)m * (size_t)k; i++) a_mat[i] = input_value(me, 0, i);
-        for (size_t i = 0; i < (size_t)k * (size_t)n; i++) b_mat[i] = input_value(me, 1, i);
+        for (size_t i = 0; i < (size_t)m * (size_t)k; i++) a_mat[i] = op_input_value(me, 0, i);
+        for (size_t i = 0; i < (size_t)k * (size_t)n; i++) b_mat[i] = op_input_value(me, 1, i);
     }
     shmem_barrier_all();
 
@@ -260,21 +250,8 @@ int main(int argc, char **argv) {
     /* Sums of npes * K products of values in [-1, 1], added in another order. */
     double tol = 1e-5 * (double)k * (double)npes + 1e-6;
     const float *want = seq_sum + (size_t)row_lo * (size_t)n;
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < my_elems; i++) {
-        if (!(fabs((double)out[i] - (double)want[i]) <= tol)) {
-            if (bad++ == 0) first = i;
-        }
-    }
-    int status = 0;
-    if (bad != 0) {
-        printf(
-            "matmul_reduce_scatter_op: PE %d: FAILED, %zu of %zu values differ from the "
-            "sequential result by more than %g, first at row %zu col %zu: %g, expected %g\n",
-            me, bad, my_elems, tol, (size_t)row_lo + first / (size_t)n, first % (size_t)n,
-            (double)out[first], (double)want[first]);
-        status = 1;
-    } else {
+    int status = op_check_close(PROG, me, out, want, my_elems, tol, (size_t)n, (size_t)row_lo);
+    if (status == 0) {
         printf(
             "matmul_reduce_scatter_op: PE %d: M=%d K=%d N=%d on %d PEs, %d blocks: rows "
             "%d..%d match the sequential result within %g\n",
