@@ -1,5 +1,5 @@
 /* op_util.h: what the operator examples' host programs share: an integer option, a per-PE
- * binary file, a clock. Each function names the program (`prog`) in its messages. */
+ * binary file, the CPUs per PE, a clock. Each function names the program (`prog`) in its messages. */
 #ifndef SHMEM_EXAMPLES_OP_UTIL_H
 #define SHMEM_EXAMPLES_OP_UTIL_H
 
@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The value of option `opt` (text `s`) as an int in [1, max]; -1 with a message otherwise. */
 static inline int op_parse_int(const char *prog, const char *opt, const char *s, long max,
@@ -40,6 +41,14 @@ static inline int op_file_io(const char *prog, const char *dir, const char *name
                 bytes, errno ? strerror(errno) : "wrong size");
     }
     return ok ? 0 : -1;
+}
+
+/* The CPUs of one PE's share of the machine: online CPUs / npes, at least 1 (the default
+ * number of kernel blocks, one BLAS thread each, so PEs x blocks never oversubscribe). */
+static inline int op_cpus_per_pe(int npes) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long per = npes > 0 && cpus > 0 ? cpus / npes : 1;
+    return per < 1 ? 1 : (int)per;
 }
 
 /* Seconds on the monotonic clock. */

@@ -1,0 +1,206 @@
+/*
+ * matmul_allreduce_kernel.h: the fused matmul_allreduce kernel and the symmetric buffers it
+ * runs on, C = sum over PEs of (A_pe x B_pe). The operator's program (matmul_allreduce.c) and
+ * the benchmark (bench/matmul.c) both include this file, so both run the same kernel. It owns
+ * the tiling, the buffers and one launch; the caller owns the inputs, the clock and the checks.
+ *
+ * Every PE holds its own A (M x K) and B (K x N), row-major; afterwards every PE holds
+ * C = sum_pe A_pe x B_pe in `c`, row-major M x N. The output is cut into TM x TN tiles. Block b
+ * of every PE takes tiles b, b + blocks, b + 2 * blocks, ...; its g-th tile is owned (reduced)
+ * by PE g % npes. A block computes the tiles other PEs own with cblas_sgemm, each into a local
+ * scratch tile sent at once to the owner's staging slot with a put-with-signal; its own tiles
+ * wait until every other PE's contribution has arrived, then the owner sums those straight into
+ * its C and adds its own product on top (cblas_sgemm with beta = 1, so its share is never
+ * copied), and puts the finished tile into every other PE's C, raising their `reduced` signal.
+ * An owned tile whose contributions are not in yet is put off and the block computes the next
+ * tile meanwhile, so no block waits while it has work, and every tile is copied once to its
+ * owner and once from it to each other PE while it is still warm in the cache.
+ *
+ * Must never: allocate or free inside the kernel, or reuse `c` or the staging slots before
+ * every PE has left the launch (the caller puts a barrier between launches).
+ */
+#ifndef SHMEM_EXAMPLES_MATMUL_ALLREDUCE_KERNEL_H
+#define SHMEM_EXAMPLES_MATMUL_ALLREDUCE_KERNEL_H
+
+#include <cblas.h>
+#include <shmem.h>
+#include <shmem/device.h>
+#include <shmem/launch.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Default tile: full-height column strips 256 wide. A strip's product reads B's columns once
+ * (OpenBLAS packs each call's B panel; square tiles would pack B again for every row of tiles,
+ * which costs more than the whole communication at large K) and its result is 1 MiB per 1024
+ * rows, small enough to stay in the cache between the sgemm and the put. */
+#define MM_DEFAULT_TILE_M 1024
+#define MM_DEFAULT_TILE_N 256
+
+struct mm_args {
+    const float *a, *b; /* local: M x K and K x N */
+    float *c;           /* symmetric: the result, M x N row-major */
+    float *stage;       /* symmetric: the owner's slots, one per (owned tile, other PE) */
+    float *scratch;     /* local: one tile per block */
+    int32_t *arrived;   /* symmetric: per tile, contributions received by its owner */
+    int32_t *reduced;   /* symmetric: per tile, the round whose sum has landed here */
+    int m, k, n, tm, tn, tiles_n, tiles, blocks;
+    int32_t round; /* 1 for the first launch, then 2, ...: the signals never need a reset */
+};
+
+static inline size_t mm_tile_elems(const struct mm_args *a) {
+    return (size_t)a->tm * (size_t)a->tn;
+}
+
+/* The stage slot, on t's owner, of tile t's contribution from PE src (src != owner). */
+static inline float *mm_stage_slot(const struct mm_args *a, int t, int owner, int npes, int src) {
+    int nb = a->blocks, g = t / nb;
+    size_t owned = (size_t)(g / npes) * (size_t)nb + (size_t)(t % nb);
+    size_t peer = (size_t)((src - owner - 1 + npes) % npes);
+    return a->stage + (owned * (size_t)(npes - 1) + peer) * mm_tile_elems(a);
+}
+
+/* Tile t's first row and column, and its extent (edge tiles are smaller). */
+static inline void mm_tile_box(const struct mm_args *a, int t, int *r0, int *c0, int *rows,
+                               int *cols) {
+    *r0 = t / a->tiles_n * a->tm;
+    *c0 = t % a->tiles_n * a->tn;
+    *rows = a->m - *r0 < a->tm ? a->m - *r0 : a->tm;
+    *cols = a->n - *c0 < a->tn ? a->n - *c0 : a->tn;
+}
+
+/* out (leading dimension ldo) = beta * out + A[tile rows, :] x B[:, tile cols]. */
+static inline void mm_tile_gemm(const struct mm_args *a, int t, float beta, float *out, int ldo) {
+    int r0, c0, rows, cols;
+    mm_tile_box(a, t, &r0, &c0, &rows, &cols);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, a->k, 1.0f,
+                a->a + (size_t)r0 * (size_t)a->k, a->k, a->b + c0, a->n, beta, out, ldo);
+}
+
+/* Owned tile t, every other PE's contribution in: C tile = those contributions + this PE's
+ * product, then the tile goes to every other PE's C (the next PE first) with its signal. */
+static inline void mm_finish_owned(const struct mm_args *a, int t, int me, int npes) {
+    int r0, c0, rows, cols;
+    mm_tile_box(a, t, &r0, &c0, &rows, &cols);
+    float *ct = a->c + (size_t)r0 * (size_t)a->n + (size_t)c0;
+    float beta = 0.0f;
+    for (int k = 1; k < npes; k++) {
+        const float *s = mm_stage_slot(a, t, me, npes, (me + k) % npes);
+        for (int r = 0; r < rows; r++) {
+            float *dst = ct + (size_t)r * (size_t)a->n;
+            const float *src = s + (size_t)r * (size_t)cols;
+            if (k == 1) {
+                memcpy(dst, src, (size_t)cols * sizeof(float));
+            } else {
+                cblas_saxpy(cols, 1.0f, src, 1, dst, 1);
+            }
+        }
+        beta = 1.0f;
+    }
+    mm_tile_gemm(a, t, beta, ct, a->n);
+    for (int k = 1; k < npes; k++) {
+        int pe = (me + k) % npes;
+        if (cols == a->n) { /* whole rows: one contiguous span */
+            aclshmem_putmem(ct, ct, (size_t)rows * (size_t)cols * sizeof(float), pe);
+        } else {
+            for (int r = 0; r < rows; r++) {
+                const float *row = ct + (size_t)r * (size_t)a->n;
+                aclshmem_putmem((void *)row, row, (size_t)cols * sizeof(float), pe);
+            }
+        }
+        aclshmem_fence(); /* the rows before the signal */
+        aclshmemx_signal_op(&a->reduced[t], a->round, ACLSHMEM_SIGNAL_SET, pe);
+    }
+}
+
+/* The kernel: one launch computes C on every PE (see the top of this file). */
+static void mm_kernel(void *p) {
+    const struct mm_args *a = p;
+    int me = aclshmem_my_pe(), npes = aclshmem_n_pes();
+    int b = aclshmemx_block_idx(), nb = aclshmemx_block_num();
+    int32_t want = a->round * (npes - 1);
+    float *scratch = a->scratch + (size_t)b * mm_tile_elems(a);
+    int stride_owned = npes * nb;
+    int next_owned = b + me * nb; /* this block's next owned tile still to finish */
+    for (int t = b; t < a->tiles; t += nb) {
+        int owner = t / nb % npes;
+        if (owner != me) {
+            int r0, c0, rows, cols;
+            mm_tile_box(a, t, &r0, &c0, &rows, &cols);
+            mm_tile_gemm(a, t, 0.0f, scratch, cols);
+            aclshmem_putmem_signal(mm_stage_slot(a, t, owner, npes, me), scratch,
+                                   (size_t)rows * (size_t)cols * sizeof(float), &a->arrived[t], 1,
+                                   ACLSHMEM_SIGNAL_ADD, owner);
+        }
+        /* Owned tiles whose contributions are all in; the others wait for a later turn. */
+        while (next_owned < a->tiles &&
+               aclshmem_int32_test(&a->arrived[next_owned], ACLSHMEM_CMP_GE, want)) {
+            mm_finish_owned(a, next_owned, me, npes);
+            next_owned += stride_owned;
+        }
+    }
+    for (; next_owned < a->tiles; next_owned += stride_owned) {
+        aclshmem_signal_wait_until(&a->arrived[next_owned], ACLSHMEM_CMP_GE, want);
+        mm_finish_owned(a, next_owned, me, npes);
+    }
+    /* This block's tiles owned by other PEs have all landed here. */
+    for (int t = b; t < a->tiles; t += nb) {
+        if (t / nb % npes != me) aclshmem_signal_wait_until(&a->reduced[t], ACLSHMEM_CMP_GE, a->round);
+    }
+}
+
+/* Allocates the buffers for A (m x k) and B (k x n) at `a_mat`, `b_mat` (local, kept by the
+ * caller) with tm x tn tiles and `blocks` blocks per PE. Collective (shmem_malloc). Returns 0,
+ * or -1 with a message naming `prog` when memory runs out. */
+static int mm_setup(struct mm_args *a, const char *prog, const float *a_mat, const float *b_mat,
+                    int m, int k, int n, int tm, int tn, int blocks) {
+    int npes = shmem_n_pes();
+    memset(a, 0, sizeof *a);
+    a->a = a_mat;
+    a->b = b_mat;
+    a->m = m;
+    a->k = k;
+    a->n = n;
+    a->tm = tm < m ? tm : m;
+    a->tn = tn < n ? tn : n;
+    a->tiles_n = (n + a->tn - 1) / a->tn;
+    a->tiles = (m + a->tm - 1) / a->tm * a->tiles_n;
+    a->blocks = blocks;
+    size_t te = mm_tile_elems(a);
+    /* Owned tiles per PE: ceil(ceil(tiles / blocks) / npes) groups of `blocks` tiles. */
+    size_t groups =
+        ((size_t)(a->tiles + blocks - 1) / (size_t)blocks + (size_t)npes - 1) / (size_t)npes;
+    size_t slots = groups * (size_t)blocks * (size_t)(npes - 1);
+    a->scratch = malloc((size_t)blocks * te * sizeof(float));
+    /* shmem_malloc(0) may return NULL; one element keeps the one-PE case uniform. */
+    a->stage = shmem_malloc((slots ? slots * te : 1) * sizeof(float));
+    a->c = shmem_malloc((size_t)m * (size_t)n * sizeof(float));
+    a->arrived = shmem_calloc((size_t)a->tiles, sizeof(int32_t));
+    a->reduced = shmem_calloc((size_t)a->tiles, sizeof(int32_t));
+    if (!a->scratch || !a->stage || !a->c || !a->arrived || !a->reduced) {
+        fprintf(stderr, "%s: PE %d: out of memory for M=%d K=%d N=%d (tile %dx%d, %d blocks)\n",
+                prog, shmem_my_pe(), m, k, n, a->tm, a->tn, blocks);
+        return -1;
+    }
+    return 0;
+}
+
+/* One launch: C on every PE. The caller holds a barrier before it (buffers reused). Returns
+ * shmemx_cpu_launch's status. */
+static int mm_run(struct mm_args *a) {
+    a->round++;
+    return shmemx_cpu_launch(mm_kernel, a, a->blocks);
+}
+
+/* Frees what mm_setup allocated. Collective. */
+static void mm_teardown(struct mm_args *a) {
+    shmem_free(a->reduced);
+    shmem_free(a->arrived);
+    shmem_free(a->c);
+    shmem_free(a->stage);
+    free(a->scratch);
+    memset(a, 0, sizeof *a);
+}
+
+#endif /* SHMEM_EXAMPLES_MATMUL_ALLREDUCE_KERNEL_H */
