@@ -47,7 +47,8 @@ static void mm_dims(const char *opt, const char *s, int *out, int count) {
     snprintf(buf, sizeof buf, "%s", s);
     char *save = NULL, *tok = strtok_r(buf, "x", &save);
     for (int i = 0; i < count; i++) {
-        if (!tok) bench_die("invalid argument %s=%s: want %s", opt, s, count == 3 ? "MxKxN" : "TMxTN");
+        if (!tok)
+            bench_die("invalid argument %s=%s: want %s", opt, s, count == 3 ? "MxKxN" : "TMxTN");
         out[i] = mm_int(opt, tok, 1 << 16);
         tok = strtok_r(NULL, "x", &save);
     }
@@ -124,9 +125,16 @@ static void mm_emit(const char *name, const char *form, int npes, const mm_shape
                     int n) {
     char shape[64];
     snprintf(shape, sizeof shape, "%dx%dx%d", s->m, s->k, s->n);
-    bench_fig_t f = {.bench = "matmul", .name = name, .form = form, .metric = "latency",
-                     .unit = "ns", .npes = npes, .size = (size_t)s->k, .placement = shape,
-                     .iters = 1, .trials = n};
+    bench_fig_t f = {.bench = "matmul",
+                     .name = name,
+                     .form = form,
+                     .metric = "latency",
+                     .unit = "ns",
+                     .npes = npes,
+                     .size = (size_t)s->k,
+                     .placement = shape,
+                     .iters = 1,
+                     .trials = n};
     bench_emit(&f, bench_stats(t, n));
 }
 

@@ -23,7 +23,8 @@ static int me, npes;
 
 static void run_shape(const mm_opts_t *o, const mm_shape_t *s) {
     size_t mn = (size_t)s->m * (size_t)s->n;
-    if (mn > (size_t)INT32_MAX) bench_die("%dx%dx%d: M x N is above MPI's int count", s->m, s->k, s->n);
+    if (mn > (size_t)INT32_MAX)
+        bench_die("%dx%dx%d: M x N is above MPI's int count", s->m, s->k, s->n);
     float *a = malloc((size_t)s->m * (size_t)s->k * sizeof(float));
     float *b = malloc((size_t)s->k * (size_t)s->n * sizeof(float));
     float *part = malloc(mn * sizeof(float));
@@ -39,7 +40,8 @@ static void run_shape(const mm_opts_t *o, const mm_shape_t *s) {
             if (fig == SEQ)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->m, s->n, s->k, 1.0f, a,
                             s->k, b, s->n, 0.0f, part, s->n);
-            if (MPI_Allreduce(part, sum, (int)mn, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+            if (MPI_Allreduce(part, sum, (int)mn, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) !=
+                MPI_SUCCESS)
                 bench_die("MPI_Allreduce failed");
             MPI_Barrier(MPI_COMM_WORLD);
             if (trial >= o->warmup) t[fig][trial - o->warmup] = bench_now_ns() - t0;

@@ -1,5 +1,6 @@
 /* op_util.h: what the operator examples' host programs share: an integer option, a per-PE
- * binary file, the CPUs per PE, a clock. Each function names the program (`prog`) in its messages. */
+ * binary file, the CPUs per PE, a clock. Each function names the program (`prog`) in its
+ * messages. */
 #ifndef SHMEM_EXAMPLES_OP_UTIL_H
 #define SHMEM_EXAMPLES_OP_UTIL_H
 

@@ -7,14 +7,17 @@
  * Every PE holds its own A (M x K) and B (K x N), row-major; afterwards every PE holds
  * C = sum_pe A_pe x B_pe in `c`, row-major M x N. The output is cut into TM x TN tiles. Block b
  * of every PE takes tiles b, b + blocks, b + 2 * blocks, ...; its g-th tile is owned (reduced)
- * by PE g % npes. A block computes the tiles other PEs own with cblas_sgemm, each into a local
- * scratch tile sent at once to the owner's staging slot with a put-with-signal; its own tiles
- * wait until every other PE's contribution has arrived, then the owner sums those straight into
- * its C and adds its own product on top (cblas_sgemm with beta = 1, so its share is never
- * copied), and puts the finished tile into every other PE's C, raising their `reduced` signal.
- * An owned tile whose contributions are not in yet is put off and the block computes the next
- * tile meanwhile, so no block waits while it has work, and every tile is copied once to its
- * owner and once from it to each other PE while it is still warm in the cache.
+ * by PE g % npes. A block computes each tile another PE owns with cblas_sgemm and sends it at
+ * once to the owner with a signal: the first other PE's product lands in the owner's C tile
+ * itself, each further PE's in a staging slot. Where the owner's memory is mapped here
+ * (aclshmem_ptr: PEs of one machine) the sgemm writes it there directly, so the product is the
+ * put; otherwise it goes through a scratch tile and aclshmem_putmem. An owned tile waits until
+ * every other PE's product has arrived; the owner then adds the staged ones and its own
+ * product on top (sgemm with beta = 1: its share is never copied) and sends the finished tile
+ * to every other PE's C, raising their `reduced` signal. An owned tile whose contributions are
+ * not in yet is put off and the block computes its next tile meanwhile, so a block waits only
+ * when it has nothing else to do; every tile crosses the memory bus once to its owner and once
+ * from it to each other PE.
  *
  * Must never: allocate or free inside the kernel, or reuse `c` or the staging slots before
  * every PE has left the launch (the caller puts a barrier between launches).
@@ -41,7 +44,7 @@
 struct mm_args {
     const float *a, *b; /* local: M x K and K x N */
     float *c;           /* symmetric: the result, M x N row-major */
-    float *stage;       /* symmetric: the owner's slots, one per (owned tile, other PE) */
+    float *stage;       /* symmetric: per owned tile, a slot for each other PE but the first */
     float *scratch;     /* local: one tile per block */
     int32_t *arrived;   /* symmetric: per tile, contributions received by its owner */
     int32_t *reduced;   /* symmetric: per tile, the round whose sum has landed here */
@@ -53,14 +56,6 @@ static inline size_t mm_tile_elems(const struct mm_args *a) {
     return (size_t)a->tm * (size_t)a->tn;
 }
 
-/* The stage slot, on t's owner, of tile t's contribution from PE src (src != owner). */
-static inline float *mm_stage_slot(const struct mm_args *a, int t, int owner, int npes, int src) {
-    int nb = a->blocks, g = t / nb;
-    size_t owned = (size_t)(g / npes) * (size_t)nb + (size_t)(t % nb);
-    size_t peer = (size_t)((src - owner - 1 + npes) % npes);
-    return a->stage + (owned * (size_t)(npes - 1) + peer) * mm_tile_elems(a);
-}
-
 /* Tile t's first row and column, and its extent (edge tiles are smaller). */
 static inline void mm_tile_box(const struct mm_args *a, int t, int *r0, int *c0, int *rows,
                                int *cols) {
@@ -68,6 +63,24 @@ static inline void mm_tile_box(const struct mm_args *a, int t, int *r0, int *c0,
     *c0 = t % a->tiles_n * a->tn;
     *rows = a->m - *r0 < a->tm ? a->m - *r0 : a->tm;
     *cols = a->n - *c0 < a->tn ? a->n - *c0 : a->tn;
+}
+
+/* Where tile t's contribution from PE src lands on its owner, and that buffer's leading
+ * dimension: the first other PE (owner + 1) writes the owner's C tile itself, which the owner
+ * then adds its product to; each further PE has a compact slot in `stage`. */
+static inline float *mm_landing(const struct mm_args *a, int t, int owner, int npes, int src,
+                                int *ld) {
+    int r0, c0, rows, cols;
+    mm_tile_box(a, t, &r0, &c0, &rows, &cols);
+    int peer = (src - owner - 1 + npes) % npes;
+    if (peer == 0) {
+        *ld = a->n;
+        return a->c + (size_t)r0 * (size_t)a->n + (size_t)c0;
+    }
+    int nb = a->blocks, g = t / nb;
+    size_t owned = (size_t)(g / npes) * (size_t)nb + (size_t)(t % nb);
+    *ld = cols;
+    return a->stage + (owned * (size_t)(npes - 2) + (size_t)(peer - 1)) * mm_tile_elems(a);
 }
 
 /* out (leading dimension ldo) = beta * out + A[tile rows, :] x B[:, tile cols]. */
@@ -78,37 +91,65 @@ static inline void mm_tile_gemm(const struct mm_args *a, int t, float beta, floa
                 a->a + (size_t)r0 * (size_t)a->k, a->k, a->b + c0, a->n, beta, out, ldo);
 }
 
-/* Owned tile t, every other PE's contribution in: C tile = those contributions + this PE's
- * product, then the tile goes to every other PE's C (the next PE first) with its signal. */
+/* Copies rows x cols floats (leading dimensions ldd, lds) to symmetric `dst` on `pe`: with
+ * plain stores where `pe`'s memory is mapped here (aclshmem_ptr), else with puts. */
+static inline void mm_put_rows(float *dst, int ldd, const float *src, int lds, int rows, int cols,
+                               int pe) {
+    float *direct = aclshmem_ptr(dst, pe);
+    size_t row = (size_t)cols * sizeof(float);
+    if (ldd == cols && lds == cols) { /* one contiguous span */
+        row *= (size_t)rows;
+        rows = 1;
+    }
+    for (int r = 0; r < rows; r++) {
+        float *d = (direct ? direct : dst) + (size_t)r * (size_t)ldd;
+        const float *s = src + (size_t)r * (size_t)lds;
+        if (direct) {
+            memcpy(d, s, row);
+        } else {
+            aclshmem_putmem(d, s, row, pe);
+        }
+    }
+}
+
+/* A tile owned by another PE: its product goes to its landing place on the owner, then the
+ * owner's `arrived` counter is raised. Where the owner's memory is mapped here the sgemm
+ * writes it there directly (the product is the put); else it is computed into `scratch` and
+ * put. */
+static inline void mm_send_tile(const struct mm_args *a, int t, int owner, int me, int npes,
+                                float *scratch) {
+    int r0, c0, rows, cols, ld;
+    mm_tile_box(a, t, &r0, &c0, &rows, &cols);
+    float *land = mm_landing(a, t, owner, npes, me, &ld);
+    float *direct = aclshmem_ptr(land, owner);
+    if (direct) {
+        mm_tile_gemm(a, t, 0.0f, direct, ld);
+    } else {
+        mm_tile_gemm(a, t, 0.0f, scratch, cols);
+        mm_put_rows(land, ld, scratch, cols, rows, cols, owner);
+    }
+    aclshmem_fence(); /* the tile before the signal */
+    aclshmemx_signal_op(&a->arrived[t], 1, ACLSHMEM_SIGNAL_ADD, owner);
+}
+
+/* Owned tile t, every other PE's contribution in: its C tile already holds the first one; the
+ * others are added, then this PE's product on top (sgemm with beta = 1), and the finished tile
+ * goes to every other PE's C (the next PE first) with its `reduced` signal. */
 static inline void mm_finish_owned(const struct mm_args *a, int t, int me, int npes) {
     int r0, c0, rows, cols;
     mm_tile_box(a, t, &r0, &c0, &rows, &cols);
     float *ct = a->c + (size_t)r0 * (size_t)a->n + (size_t)c0;
-    float beta = 0.0f;
-    for (int k = 1; k < npes; k++) {
-        const float *s = mm_stage_slot(a, t, me, npes, (me + k) % npes);
-        for (int r = 0; r < rows; r++) {
-            float *dst = ct + (size_t)r * (size_t)a->n;
-            const float *src = s + (size_t)r * (size_t)cols;
-            if (k == 1) {
-                memcpy(dst, src, (size_t)cols * sizeof(float));
-            } else {
-                cblas_saxpy(cols, 1.0f, src, 1, dst, 1);
-            }
-        }
-        beta = 1.0f;
+    for (int k = 2; k < npes; k++) {
+        int ld;
+        const float *s = mm_landing(a, t, me, npes, (me + k) % npes, &ld);
+        for (int r = 0; r < rows; r++)
+            cblas_saxpy(cols, 1.0f, s + (size_t)r * (size_t)ld, 1, ct + (size_t)r * (size_t)a->n,
+                        1);
     }
-    mm_tile_gemm(a, t, beta, ct, a->n);
+    mm_tile_gemm(a, t, npes > 1 ? 1.0f : 0.0f, ct, a->n);
     for (int k = 1; k < npes; k++) {
         int pe = (me + k) % npes;
-        if (cols == a->n) { /* whole rows: one contiguous span */
-            aclshmem_putmem(ct, ct, (size_t)rows * (size_t)cols * sizeof(float), pe);
-        } else {
-            for (int r = 0; r < rows; r++) {
-                const float *row = ct + (size_t)r * (size_t)a->n;
-                aclshmem_putmem((void *)row, row, (size_t)cols * sizeof(float), pe);
-            }
-        }
+        mm_put_rows(ct, a->n, ct, a->n, rows, cols, pe);
         aclshmem_fence(); /* the rows before the signal */
         aclshmemx_signal_op(&a->reduced[t], a->round, ACLSHMEM_SIGNAL_SET, pe);
     }
@@ -125,14 +166,7 @@ static void mm_kernel(void *p) {
     int next_owned = b + me * nb; /* this block's next owned tile still to finish */
     for (int t = b; t < a->tiles; t += nb) {
         int owner = t / nb % npes;
-        if (owner != me) {
-            int r0, c0, rows, cols;
-            mm_tile_box(a, t, &r0, &c0, &rows, &cols);
-            mm_tile_gemm(a, t, 0.0f, scratch, cols);
-            aclshmem_putmem_signal(mm_stage_slot(a, t, owner, npes, me), scratch,
-                                   (size_t)rows * (size_t)cols * sizeof(float), &a->arrived[t], 1,
-                                   ACLSHMEM_SIGNAL_ADD, owner);
-        }
+        if (owner != me) mm_send_tile(a, t, owner, me, npes, scratch);
         /* Owned tiles whose contributions are all in; the others wait for a later turn. */
         while (next_owned < a->tiles &&
                aclshmem_int32_test(&a->arrived[next_owned], ACLSHMEM_CMP_GE, want)) {
@@ -146,7 +180,8 @@ static void mm_kernel(void *p) {
     }
     /* This block's tiles owned by other PEs have all landed here. */
     for (int t = b; t < a->tiles; t += nb) {
-        if (t / nb % npes != me) aclshmem_signal_wait_until(&a->reduced[t], ACLSHMEM_CMP_GE, a->round);
+        if (t / nb % npes != me)
+            aclshmem_signal_wait_until(&a->reduced[t], ACLSHMEM_CMP_GE, a->round);
     }
 }
 
@@ -171,7 +206,7 @@ static int mm_setup(struct mm_args *a, const char *prog, const float *a_mat, con
     /* Owned tiles per PE: ceil(ceil(tiles / blocks) / npes) groups of `blocks` tiles. */
     size_t groups =
         ((size_t)(a->tiles + blocks - 1) / (size_t)blocks + (size_t)npes - 1) / (size_t)npes;
-    size_t slots = groups * (size_t)blocks * (size_t)(npes - 1);
+    size_t slots = npes > 2 ? groups * (size_t)blocks * (size_t)(npes - 2) : 0;
     a->scratch = malloc((size_t)blocks * te * sizeof(float));
     /* shmem_malloc(0) may return NULL; one element keeps the one-PE case uniform. */
     a->stage = shmem_malloc((slots ? slots * te : 1) * sizeof(float));
