@@ -4,7 +4,7 @@
  * it with a put-with-signal while the next one is computed, the sums sent to every PE).
  *
  *   matmul_allreduce_op [--m M] [--k K] [--n N] [--tile-m TM] [--tile-n TN] [--blocks B]
- *                       [--iters I] [--data DIR]
+ *                       [--iters I] [--data DIR] [--puts-only]
  *
  * Defaults: M=64 K=32 N=128, the kernel's tile (full-height strips 256 wide, cut to the
  * matrix), one block per CPU of the PE's share of the machine (online CPUs / PEs, at least 1;
@@ -12,6 +12,8 @@
  * (float32) and writes DIR/output_pe<r>.bin (M x N float32) for utils/verify_result.py. Either
  * way every PE also compares the fused result with the sequential one (cblas_sgemm, then the
  * host shmem_float_sum_reduce) within a float tolerance, and PE 0 prints both times.
+ * --puts-only moves every tile with puts, never through aclshmem_ptr: the path the kernel takes
+ * where another PE's memory is not mapped into this one.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <cblas.h>
@@ -42,12 +44,15 @@ static float input_value(int pe, int which, size_t i) {
 
 int main(int argc, char **argv) {
     int m = 64, k = 32, n = 128, tm = MM_DEFAULT_TILE_M, tn = MM_DEFAULT_TILE_N, blocks = 0;
-    int iters = 1;
+    int iters = 1, puts_only = 0;
     const char *data = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;
-        if (v == NULL) {
+        if (strcmp(argv[i], "--puts-only") == 0) {
+            puts_only = 1;
+            continue;
+        } else if (v == NULL) {
             fprintf(stderr, "matmul_allreduce_op: %s needs a value\n", argv[i]);
             return 2;
         } else if (strcmp(argv[i], "--m") == 0) {
@@ -88,6 +93,7 @@ int main(int argc, char **argv) {
     float *seq_sum = shmem_malloc(mn * sizeof(float));
     struct mm_args op;
     if (mm_setup(&op, PROG, a_mat, b_mat, m, k, n, tm, tn, blocks) != 0) shmem_global_exit(1);
+    op.puts_only = puts_only;
     if (!a_mat || !b_mat || !seq_part || !seq_sum) {
         fprintf(stderr, "matmul_allreduce_op: PE %d: out of memory for M=%d K=%d N=%d\n", me, m, k,
                 n);

@@ -49,6 +49,7 @@ struct mm_args {
     int32_t *arrived;   /* symmetric: per tile, contributions received by its owner */
     int32_t *reduced;   /* symmetric: per tile, the round whose sum has landed here */
     int m, k, n, tm, tn, tiles_n, tiles, blocks;
+    int puts_only; /* nonzero: never store through aclshmem_ptr (the path of unmapped PEs) */
     int32_t round; /* 1 for the first launch, then 2, ...: the signals never need a reset */
 };
 
@@ -92,10 +93,11 @@ static inline void mm_tile_gemm(const struct mm_args *a, int t, float beta, floa
 }
 
 /* Copies rows x cols floats (leading dimensions ldd, lds) to symmetric `dst` on `pe`: with
- * plain stores where `pe`'s memory is mapped here (aclshmem_ptr), else with puts. */
+ * plain stores where `pe`'s memory is mapped here (aclshmem_ptr), else, or with `puts_only`,
+ * with puts. */
 static inline void mm_put_rows(float *dst, int ldd, const float *src, int lds, int rows, int cols,
-                               int pe) {
-    float *direct = aclshmem_ptr(dst, pe);
+                               int pe, int puts_only) {
+    float *direct = puts_only ? NULL : aclshmem_ptr(dst, pe);
     size_t row = (size_t)cols * sizeof(float);
     if (ldd == cols && lds == cols) { /* one contiguous span */
         row *= (size_t)rows;
@@ -121,12 +123,12 @@ static inline void mm_send_tile(const struct mm_args *a, int t, int owner, int m
     int r0, c0, rows, cols, ld;
     mm_tile_box(a, t, &r0, &c0, &rows, &cols);
     float *land = mm_landing(a, t, owner, npes, me, &ld);
-    float *direct = aclshmem_ptr(land, owner);
+    float *direct = a->puts_only ? NULL : aclshmem_ptr(land, owner);
     if (direct) {
         mm_tile_gemm(a, t, 0.0f, direct, ld);
     } else {
         mm_tile_gemm(a, t, 0.0f, scratch, cols);
-        mm_put_rows(land, ld, scratch, cols, rows, cols, owner);
+        mm_put_rows(land, ld, scratch, cols, rows, cols, owner, 1);
     }
     aclshmem_fence(); /* the tile before the signal */
     aclshmemx_signal_op(&a->arrived[t], 1, ACLSHMEM_SIGNAL_ADD, owner);
@@ -149,7 +151,7 @@ static inline void mm_finish_owned(const struct mm_args *a, int t, int me, int n
     mm_tile_gemm(a, t, npes > 1 ? 1.0f : 0.0f, ct, a->n);
     for (int k = 1; k < npes; k++) {
         int pe = (me + k) % npes;
-        mm_put_rows(ct, a->n, ct, a->n, rows, cols, pe);
+        mm_put_rows(ct, a->n, ct, a->n, rows, cols, pe, a->puts_only);
         aclshmem_fence(); /* the rows before the signal */
         aclshmemx_signal_op(&a->reduced[t], a->round, ACLSHMEM_SIGNAL_SET, pe);
     }
