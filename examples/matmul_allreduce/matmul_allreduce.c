@@ -6,12 +6,12 @@
  *   matmul_allreduce_op [--m M] [--k K] [--n N] [--tile-m TM] [--tile-n TN] [--blocks B]
  *                       [--iters I] [--data DIR] [--puts-only]
  *
- * Defaults: M=64 K=32 N=128, the kernel's tile (full-height strips 256 wide, cut to the
- * matrix), one block per CPU of the PE's share of the machine (online CPUs / PEs, at least 1;
- * each block runs one BLAS thread). With --data, PE r reads DIR/a_pe<r>.bin and DIR/b_pe<r>.bin
- * (float32) and writes DIR/output_pe<r>.bin (M x N float32) for utils/verify_result.py. Either
- * way every PE also compares the fused result with the sequential one (cblas_sgemm, then the
- * host shmem_float_sum_reduce) within a float tolerance, and PE 0 prints both times.
+ * Defaults: M=64 K=32 N=128, the kernel's tile (1024 x 1024, cut to the matrix), one block per
+ * CPU of the PE's share of the machine (online CPUs / PEs, at least 1; each block runs one BLAS
+ * thread). With --data, PE r reads DIR/a_pe<r>.bin and DIR/b_pe<r>.bin (float32) and writes
+ * DIR/output_pe<r>.bin (M x N float32) for utils/verify_result.py. Either way every PE also
+ * compares the fused result with the sequential one (cblas_sgemm, then the host
+ * shmem_float_sum_reduce) within a float tolerance, and PE 0 prints both times.
  * --puts-only moves every tile with puts, never through aclshmem_ptr: the path the kernel takes
  * where another PE's memory is not mapped into this one.
  */

@@ -34,12 +34,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Default tile: full-height column strips 256 wide. A strip's product reads B's columns once
- * (OpenBLAS packs each call's B panel; square tiles would pack B again for every row of tiles,
- * which costs more than the whole communication at large K) and its result is 1 MiB per 1024
- * rows, small enough to stay in the cache between the sgemm and the put. */
+/* Default tile: 1024 x 1024 (cut to the matrix). OpenBLAS packs each call's panels of A and B
+ * afresh, so the tiles of a product pack (1/TM + 1/TN) x M x N x K floats in all: with 128 x 256
+ * tiles that costs more than the whole allreduce at K=2048, with 1024 x 1024 the tiles run as
+ * fast as one sgemm of the whole product. Fewer tiles also mean fewer signals to wait for; at
+ * M=1024, N=8192 there are still 8, enough to keep every PE busy while tiles travel. */
 #define MM_DEFAULT_TILE_M 1024
-#define MM_DEFAULT_TILE_N 256
+#define MM_DEFAULT_TILE_N 1024
 
 struct mm_args {
     const float *a, *b; /* local: M x K and K x N */
