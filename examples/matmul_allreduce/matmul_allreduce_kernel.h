@@ -14,10 +14,9 @@
  * put; otherwise it goes through a scratch tile and aclshmem_putmem. An owned tile waits until
  * every other PE's product has arrived; the owner then adds the staged ones and its own
  * product on top (sgemm with beta = 1: its share is never copied) and sends the finished tile
- * to every other PE's C, raising their `reduced` signal. An owned tile whose contributions are
- * not in yet is put off and the block computes its next tile meanwhile, so a block waits only
- * when it has nothing else to do; every tile crosses the memory bus once to its owner and once
- * from it to each other PE.
+ * to every other PE's C, raising their `reduced` signal. A block finishes an owned tile one
+ * group of tiles late (mm_kernel), so its contributions have arrived by then; every tile
+ * crosses the memory bus once to its owner and once from it to each other PE.
  *
  * Must never: allocate or free inside the kernel, or reuse `c` or the staging slots before
  * every PE has left the launch (the caller puts a barrier between launches).
@@ -158,29 +157,37 @@ static inline void mm_finish_owned(const struct mm_args *a, int t, int me, int n
     }
 }
 
-/* The kernel: one launch computes C on every PE (see the top of this file). */
+/* Finishes this block's owned tile of group j (its g-th tiles j * npes ... j * npes + npes - 1
+ * hold one tile of every PE), if the group has one: waits for the other PEs' products of it
+ * first. */
+static inline void mm_finish_group(const struct mm_args *a, int j, int b, int me, int npes,
+                                   int32_t want) {
+    int t = b + a->blocks * (j * npes + me);
+    if (t >= a->tiles) return;
+    aclshmem_signal_wait_until(&a->arrived[t], ACLSHMEM_CMP_GE, want);
+    mm_finish_owned(a, t, me, npes);
+}
+
+/* The kernel: one launch computes C on every PE (see the top of this file). A block works
+ * through its tiles in groups of npes, one owned by each PE: it sends the group's tiles that
+ * other PEs own, then finishes its own tile of the group before, whose other products were
+ * sent while it computed this group's, so on PEs that run at the same pace nobody waits. */
 static void mm_kernel(void *p) {
     const struct mm_args *a = p;
     int me = aclshmem_my_pe(), npes = aclshmem_n_pes();
     int b = aclshmemx_block_idx(), nb = aclshmemx_block_num();
     int32_t want = a->round * (npes - 1);
     float *scratch = a->scratch + (size_t)b * mm_tile_elems(a);
-    int stride_owned = npes * nb;
-    int next_owned = b + me * nb; /* this block's next owned tile still to finish */
-    for (int t = b; t < a->tiles; t += nb) {
-        int owner = t / nb % npes;
-        if (owner != me) mm_send_tile(a, t, owner, me, npes, scratch);
-        /* Owned tiles whose contributions are all in; the others wait for a later turn. */
-        while (next_owned < a->tiles &&
-               aclshmem_int32_test(&a->arrived[next_owned], ACLSHMEM_CMP_GE, want)) {
-            mm_finish_owned(a, next_owned, me, npes);
-            next_owned += stride_owned;
+    int mine = (a->tiles - b + nb - 1) / nb; /* this block's tiles */
+    int groups = (mine + npes - 1) / npes;
+    for (int j = 0; j < groups; j++) {
+        for (int k = 1; k < npes; k++) {
+            int owner = (me + k) % npes, t = b + nb * (j * npes + owner);
+            if (t < a->tiles) mm_send_tile(a, t, owner, me, npes, scratch);
         }
+        if (j > 0) mm_finish_group(a, j - 1, b, me, npes, want);
     }
-    for (; next_owned < a->tiles; next_owned += stride_owned) {
-        aclshmem_signal_wait_until(&a->arrived[next_owned], ACLSHMEM_CMP_GE, want);
-        mm_finish_owned(a, next_owned, me, npes);
-    }
+    if (groups > 0) mm_finish_group(a, groups - 1, b, me, npes, want);
     /* This block's tiles owned by other PEs have all landed here. */
     for (int t = b; t < a->tiles; t += nb) {
         if (t / nb % npes != me)
