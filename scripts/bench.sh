@@ -220,6 +220,10 @@ EOF
     if pkg-config --exists openblas 2>/dev/null; then
         read -r -a blas_cflags <<<"$(pkg-config --cflags openblas)"
         read -r -a blas_libs <<<"$(pkg-config --libs openblas)"
+    elif [[ " ${PROGRAMS[*]} " == *" matmul "* ]]; then
+        echo "no OpenBLAS (pkg-config openblas; Debian: libopenblas-dev): matmul skipped"
+        mapfile -t PROGRAMS < <(printf '%s\n' "${PROGRAMS[@]}" | grep -vx matmul)
+        mapfile -t ALL_PROGRAMS < <(printf '%s\n' "${ALL_PROGRAMS[@]}" | grep -vx matmul)
     fi
     prog_flags() { # $1: program; prints its extra compile flags, one per line
         [[ $1 == matmul* ]] || return 0
