@@ -23,7 +23,8 @@
 #   --callgrind-prefix DIR   run our side of callgrind with the install tree DIR (a build of
 #                      the library that valgrind can run, if the default one cannot)
 #   --no-docs          leave docs/performance.md alone
-#   --only P1,P2       only these programs (rma_lat pingpong rma_bw amo sync floor hello kernel)
+#   --only P1,P2       only these programs (rma_lat pingpong rma_bw amo sync floor hello kernel
+#                      matmul)
 #   --smoke            the "smoke" lines, our library only, one round, no report: the bench.smoke
 #                      ctest. With --bin-dir DIR (prebuilt programs) and --shmemrun PATH.
 #   -h, --help         this text
@@ -36,6 +37,12 @@
 # Alternation: inside a round, every sweep line runs once per variant back to back, ours first
 # in odd rounds and OSHMEM first in even ones; the memcpy floor runs at the start of every round
 # and the ping-pong floor right before each library's ping-pong (tagged "before").
+# matmul (matmul_allreduce: C = sum over PEs of A x B, every PE ends with C) compares this
+# library's fused kernel (bench/matmul.c, which includes examples/matmul_allreduce's kernel) and
+# its sequential form (cblas_sgemm, then shmem_float_sum_reduce) with cblas_sgemm then Open MPI's
+# MPI_Allreduce (bench/matmul_mpi.c, built with mpicc and run with mpirun under oshrun's flags,
+# as the variant "mpi"); ours and mpi alternate like ours and OSHMEM. Both link OpenBLAS
+# (pkg-config openblas) and run one BLAS thread per PE.
 # A program that exits non-zero (a failed data check, a crash) is recorded in
 # raw/failures.jsonl with its stderr and the run goes on.
 set -euo pipefail
@@ -46,12 +53,15 @@ OSH_CC=/usr/bin/oshcc
 OSH_RUN=/usr/bin/oshrun
 OSH_FLAGS=(--allow-run-as-root --oversubscribe --mca osc ^rdma -x UCX_TLS=self,sm
     --bind-to core:overload-allowed)
-ALL_PROGRAMS=(floor pingpong rma_lat rma_bw amo sync hello kernel)
-# Programs of this library's own API (kernel.c: the kernel-side API, which OpenSHMEM lacks):
-# built and run for ours only, never for OSHMEM or --baseline (an older tree may lack it too).
-OURS_ONLY=(kernel)
+ALL_PROGRAMS=(floor pingpong rma_lat rma_bw amo sync hello kernel matmul)
+# Programs of this library's own API (kernel.c: the kernel-side API, which OpenSHMEM lacks;
+# matmul.c: the fused kernel): built and run for ours only, never for OSHMEM or --baseline (an
+# older tree may lack it too). matmul's other side is matmul_mpi (variant "mpi").
+OURS_ONLY=(kernel matmul)
+MPI_CC=/usr/bin/mpicc
+MPI_RUN=/usr/bin/mpirun
 ours_only() { [[ " ${OURS_ONLY[*]} " == *" $1 "* ]]; }
-SYSTEM_PACKAGES=(openmpi-bin libopenmpi-dev valgrind)
+SYSTEM_PACKAGES=(openmpi-bin libopenmpi-dev valgrind libopenblas-dev pkg-config)
 RUN_TIMEOUT=900
 
 mode=full
@@ -111,12 +121,23 @@ if [[ -n $baseline ]]; then
     with_oshmem=1 with_callgrind=0 with_docs=0
     OSH_CC=$baseline/bin/oshcc
 fi
+# matmul's MPI side: with OSHMEM (the same Open MPI), never against --baseline; in --smoke
+# when the build made matmul_mpi (CMake found MPI) and mpirun is there.
+with_mpi=$((with_oshmem && ${#baseline} == 0))
+if [[ $mode == smoke ]]; then
+    with_mpi=0
+    [[ -n $bin_dir && -x $bin_dir/matmul_mpi ]] && command -v "$MPI_RUN" >/dev/null && with_mpi=1
+fi
 PROGRAMS=("${ALL_PROGRAMS[@]}")
 if [[ -n $only ]]; then
     IFS=, read -r -a PROGRAMS <<<"$only"
     for prog in "${PROGRAMS[@]}"; do
         [[ " ${ALL_PROGRAMS[*]} " == *" $prog "* ]] || die "--only: no program '$prog'"
     done
+fi
+if [[ $mode == smoke && ! -x $bin_dir/matmul ]]; then # built only where CMake found a CBLAS
+    mapfile -t PROGRAMS < <(printf '%s\n' "${PROGRAMS[@]}" | grep -vx matmul)
+    echo "smoke: no $bin_dir/matmul (no CBLAS at configure time); matmul skipped"
 fi
 
 # --- dependencies --------------------------------------------------------------------------------
@@ -155,6 +176,7 @@ if [[ $mode == smoke ]]; then
     [[ -n $bin_dir && -n $smoke_shmemrun ]] || die "--smoke needs --bin-dir and --shmemrun"
     OURS_BIN=$bin_dir
     FLOOR_BIN=$bin_dir
+    OSH_BIN=$bin_dir # matmul_mpi
     OURS_RUN=$smoke_shmemrun
 else
     if ((lib_build)); then
@@ -193,14 +215,31 @@ int main(void) {
 EOF
         "$1" -Werror=implicit-function-declaration -o "$build_root/probe_teams" "$probe" >/dev/null 2>&1
     }
+    # matmul's extra flags: the example's kernel header and OpenBLAS.
+    blas_cflags=() blas_libs=()
+    if pkg-config --exists openblas 2>/dev/null; then
+        read -r -a blas_cflags <<<"$(pkg-config --cflags openblas)"
+        read -r -a blas_libs <<<"$(pkg-config --libs openblas)"
+    elif [[ " ${PROGRAMS[*]} " == *" matmul "* ]]; then
+        echo "no OpenBLAS (pkg-config openblas; Debian: libopenblas-dev): matmul skipped"
+        mapfile -t PROGRAMS < <(printf '%s\n' "${PROGRAMS[@]}" | grep -vx matmul)
+        mapfile -t ALL_PROGRAMS < <(printf '%s\n' "${ALL_PROGRAMS[@]}" | grep -vx matmul)
+    fi
+    prog_flags() { # $1: program; prints its extra compile flags, one per line
+        [[ $1 == matmul* ]] || return 0
+        printf '%s\n' "-I$ROOT/examples/matmul_allreduce" "${blas_cflags[@]}"
+    }
+    prog_libs() { [[ $1 == matmul* ]] && printf '%s\n' "${blas_libs[@]}" -lm || true; }
     build_variant() { # $1: name, $2: compiler wrapper, $3: output folder
         local teams=() prog
         probe_teams "$2" && teams=(-DBENCH_HAVE_TEAMS=1)
-        local built=()
+        local built=() extra libs
         for prog in "${ALL_PROGRAMS[@]}"; do
             [[ $prog == floor ]] && continue
             [[ $1 != ours ]] && ours_only "$prog" && continue
-            "$2" -O2 -Wall -Wextra "${teams[@]}" -o "$3/$prog" "$BENCH/$prog.c"
+            mapfile -t extra < <(prog_flags "$prog")
+            mapfile -t libs < <(prog_libs "$prog")
+            "$2" -O2 -Wall -Wextra "${teams[@]}" "${extra[@]}" -o "$3/$prog" "$BENCH/$prog.c" "${libs[@]}"
             built+=("$prog")
         done
         echo "$1: built ${built[*]}${teams[*]:+ (with the 1.5 team collectives)}"
@@ -208,6 +247,12 @@ EOF
     log "build (-O2)"
     build_variant ours "$prefix/bin/oshcc" "$OURS_BIN"
     if ((with_oshmem)); then build_variant "$([[ -n $baseline ]] && echo baseline || echo oshmem)" "$OSH_CC" "$OSH_BIN"; fi
+    if ((with_mpi)) && [[ " ${PROGRAMS[*]} " == *" matmul "* ]]; then
+        mapfile -t extra < <(prog_flags matmul_mpi)
+        mapfile -t libs < <(prog_libs matmul_mpi)
+        "$MPI_CC" -O2 -Wall -Wextra "${extra[@]}" -o "$OSH_BIN/matmul_mpi" "$BENCH/matmul_mpi.c" "${libs[@]}"
+        echo "mpi: built matmul_mpi"
+    fi
     cc -O2 -Wall -Wextra -o "$FLOOR_BIN/floor" "$BENCH/floor.c"
 fi
 
@@ -248,6 +293,7 @@ env = {
     "openmpi_deb_version": "$ompi",
     "baseline_prefix": "$baseline",
     "oshrun": "$OSH_RUN ${OSH_FLAGS[*]} -np N", "shmemrun": "$OURS_RUN -n N",
+    "mpirun": "$MPI_RUN ${OSH_FLAGS[*]} -np N",
     "pinning": "each PE: sched_setaffinity(PE mod online CPUs) after shmem_init; oshrun also --bind-to core:overload-allowed; floor: CPUs 0 and 1",
     "compile": "-O2 -Wall -Wextra",
 }
@@ -283,6 +329,7 @@ run_line() {
                 cmd=(timeout "$RUN_TIMEOUT" "$OSH_RUN" "${OSH_FLAGS[@]}" -np "$npes" "$OSH_BIN/$prog")
             fi ;;
         floor) cmd=(timeout "$RUN_TIMEOUT" "$FLOOR_BIN/$prog") ;;
+        mpi) cmd=(timeout "$RUN_TIMEOUT" "$MPI_RUN" "${OSH_FLAGS[@]}" -np "$npes" "$OSH_BIN/${prog}_mpi") ;;
     esac
     printf '[round %s] %-6s %s\n' "$round" "$variant" "${cmd[*]} $*" >>"$LOG"
     "${cmd[@]}" "$@" </dev/null >"$outf" 2>"$errf" || rc=$? # stdin: the sweep lines
@@ -384,8 +431,13 @@ for ((round = 1; round <= rounds; round++)); do
                     run_line floor floor - "round$round.jsonl" "$round" $args
                 continue
             fi
-            for v in "${variants[@]}"; do
-                [[ $v != ours ]] && ours_only "$prog" && continue
+            line_variants=("${variants[@]}")
+            if [[ $prog == matmul ]] && ((with_mpi)); then
+                line_variants=(ours mpi)
+                ((round % 2 == 0)) && line_variants=(mpi ours)
+            fi
+            for v in "${line_variants[@]}"; do
+                [[ $v != ours && $v != mpi ]] && ours_only "$prog" && continue
                 if [[ $prog == pingpong ]]; then
                     # The cache-line floor right before each library's ping-pong: this VM
                     # switches between fast and slow phases within seconds.

@@ -1,5 +1,6 @@
 /* op_util.h: what the operator examples' host programs share: their command-line options, a
- * per-PE binary file, a clock. Each function names the program (`prog`) in its messages. */
+ * per-PE binary file, the matmul operators' inputs and result check, the CPUs per PE, a clock.
+ * Each function names the program (`prog`) in its messages. */
 #ifndef SHMEM_EXAMPLES_OP_UTIL_H
 #define SHMEM_EXAMPLES_OP_UTIL_H
 
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The value of option `opt` (text `s`) as a long in [1, max]; -1 with a message otherwise. */
 static inline int op_parse_long(const char *prog, const char *opt, const char *s, long max,
@@ -133,6 +135,14 @@ static inline int op_check_close(const char *prog, int me, const float *out, con
         prog, me, bad, count, tol, first_row + first / row_len, first % row_len, (double)out[first],
         (double)want[first]);
     return 1;
+}
+
+/* The CPUs of one PE's share of the machine: online CPUs / npes, at least 1 (the default
+ * number of kernel blocks, one BLAS thread each, so PEs x blocks never oversubscribe). */
+static inline int op_cpus_per_pe(int npes) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long per = npes > 0 && cpus > 0 ? cpus / npes : 1;
+    return per < 1 ? 1 : (int)per;
 }
 
 /* Seconds on the monotonic clock. */
