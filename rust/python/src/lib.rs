@@ -124,6 +124,11 @@ impl OpEngineType {
     fn value(&self) -> i32 {
         *self as i32
     }
+    /// The member's name.
+    #[getter]
+    fn name(&self) -> String {
+        format!("{self:?}")
+    }
 }
 
 /// Where start-up is (`shmem_init_status`).
@@ -147,6 +152,11 @@ impl InitStatus {
     #[getter]
     fn value(&self) -> i32 {
         *self as i32
+    }
+    /// The member's name.
+    #[getter]
+    fn name(&self) -> String {
+        format!("{self:?}")
     }
 }
 
