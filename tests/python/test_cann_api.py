@@ -203,6 +203,17 @@ def test_attributes():
         "NOT_INITIALIZED", "SHM_CREATED", "INITIALIZED", "INVALID"]
 
 
+def test_codes_are_canns():
+    assert (shmem.ACLSHMEM_SUCCESS, shmem.ACLSHMEM_INVALID_PARAM, shmem.ACLSHMEM_INVALID_VALUE,
+            shmem.ACLSHMEM_INNER_ERROR, shmem.ACLSHMEM_NOT_INITED, shmem.ACLSHMEM_BOOTSTRAP_ERROR,
+            shmem.ACLSHMEM_TIMEOUT_ERROR, shmem.ACLSHMEM_MALLOC_FAILED,
+            shmem.ACLSHMEM_NOT_SUPPORTED) == (0, -1, -2, -4, -5, -6, -7, -8, -100)
+    assert (shmem.CMP_EQ, shmem.CMP_NE, shmem.CMP_GT, shmem.CMP_GE, shmem.CMP_LT,
+            shmem.CMP_LE) == (0, 1, 2, 3, 4, 5)
+    assert (shmem.SIGNAL_SET, shmem.SIGNAL_ADD) == (0, 1)
+    assert (shmem.ACLSHMEM_TEAM_WORLD, shmem.ACLSHMEM_TEAM_INVALID) == (0, -1)
+
+
 def test_npu_routines_say_not_supported():
     assert shmem.mte_set_ub_params(0, 1024, 0) == shmem.ACLSHMEM_NOT_SUPPORTED
     assert shmem.get_ffts_config() == shmem.ACLSHMEM_NOT_SUPPORTED

@@ -16,19 +16,22 @@ def job():
     assert not sc.is_initialized()
     with pytest.raises(sc.NotInitializedError, match="my_pe: the library is not running"):
         sc.my_pe()
-    with sc.init(mem_size=MEM_SIZE) as j:
-        assert sc.is_initialized()
-        with pytest.raises(sc.InitError, match="already running"):
-            sc.init()
-        yield j
+    job = sc.init(mem_size=MEM_SIZE)  # test_by_hand.py runs it as a context manager
+    assert sc.is_initialized()
+    with pytest.raises(sc.InitError, match="already running"):
+        sc.init()
+    yield job
+    sc.finalize()
     assert not sc.is_initialized()
+    with pytest.raises(sc.NotInitializedError, match="finalize: the library is not running"):
+        sc.finalize()
 
 
 def test_who():
     assert (sc.my_pe(), sc.n_pes()) == (ME, N)
     assert sc.TEAM_WORLD.my_pe() == ME and sc.TEAM_WORLD.n_pes() == N
     assert sc.TEAM_SHARED.n_pes() == N  # one node
-    assert "TEAM_WORLD" in repr(sc.TEAM_WORLD)
+    assert "TEAM_WORLD" in repr(sc.TEAM_WORLD) and isinstance(sc.TEAM_WORLD, sc.Team)
 
 
 def test_array_put_get_peer_array():
@@ -62,7 +65,7 @@ def test_array_put_get_peer_array():
 
 def test_buffer_protocol_and_dlpack():
     b = sc.buffer(64)
-    assert b.nbytes == 64 and len(b) == 64 and b.addr
+    assert isinstance(b, sc.Buffer) and b.nbytes == 64 and len(b) == 64 and b.addr
     m = memoryview(b)
     assert m.nbytes == 64 and not m.readonly and m.format == "B"
     m[:] = bytes([ME]) * 64
