@@ -117,7 +117,7 @@ globals().update({name: getattr(_shmem, name) for name in _typed})
 __version__ = "0.1.0"
 
 __all__ = sorted(
-    [n for n in dir(_shmem) if not n.startswith(("_", "osh_", "OSH_", "RawBuffer"))]
+    [n for n in dir(_shmem) if not n.startswith(("_", "osh_", "OSH_", "RawBuffer", "core_"))]
     + ["RMA_TYPES", "WAIT_TYPES", "core"]
 )
 

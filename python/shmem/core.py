@@ -434,22 +434,15 @@ def _copy_sizes(call: str, dst_bytes: int, src_bytes: int) -> int:
     return src_bytes
 
 
-def put(dst: Any, src: Any, pe: int, *, nbi: bool = False) -> None:
-    """Copies local ``src`` into symmetric ``dst`` on PE ``pe`` (``src.nbytes`` bytes, at most
-    ``dst.nbytes``). Complete on return; with ``nbi=True`` after ``quiet()``."""
-    d, dn = _symmetric("put", "dst", dst)
-    s, sn = _local("put", "src", src)
-    n = _copy_sizes("put", dn, sn)
-    (_c.shmem_putmem_nbi if nbi else _c.shmem_putmem)(d, s, n, _pe("put", pe))
-
-
-def get(dst: Any, src: Any, pe: int, *, nbi: bool = False) -> None:
-    """Copies symmetric ``src`` of PE ``pe`` into local ``dst`` (``dst.nbytes`` bytes, at most
-    ``src.nbytes``). Complete on return; with ``nbi=True`` after ``quiet()``."""
-    d, dn = _local("get", "dst", dst)
-    s, sn = _symmetric("get", "src", src)
-    n = _copy_sizes("get", sn, dn)
-    (_c.shmem_getmem_nbi if nbi else _c.shmem_getmem)(d, s, n, _pe("get", pe))
+#: ``put(dst, src, pe, *, nbi=False)``: copies local ``src`` (any C-contiguous buffer: a NumPy
+#: array, a ``Buffer``) into the symmetric ``dst`` on PE ``pe`` (``src``'s bytes, at most
+#: ``dst``'s); complete on return, with ``nbi=True`` after ``quiet()``. Compiled: a call costs
+#: little more than the C call.
+put = _c.core_put
+#: ``get(dst, src, pe, *, nbi=False)``: copies the symmetric ``src`` of PE ``pe`` into local
+#: ``dst`` (``dst``'s bytes, at most ``src``'s); complete on return, with ``nbi=True`` after
+#: ``quiet()``.
+get = _c.core_get
 
 
 def _signal_var(call: str, sig: Any) -> int:

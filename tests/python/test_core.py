@@ -197,6 +197,12 @@ def test_errors():
         sc.put(local, a, RIGHT)
     with pytest.raises(ValueError, match=f"put: pe={N} is not a PE of the job"):
         sc.put(a, local, N)
+    with pytest.raises(ValueError, match="get: dst .* is not a C-contiguous, writable buffer"):
+        sc.get(np.zeros(8, np.int32)[::2], a, RIGHT)
+    with pytest.raises(TypeError, match="put: src .* is not a C-contiguous buffer"):
+        sc.put(a, [1, 2], RIGHT)
+    with pytest.raises(ValueError, match=f"put: pe={N} is not a PE of the job"):
+        sc.put(a, local, N)
     with pytest.raises(TypeError, match="get: pe='1' is not an int"):
         sc.get(local, a, "1")
     with pytest.raises(ValueError, match="put: src has 32 bytes, more than dst's 16"):

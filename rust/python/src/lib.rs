@@ -24,6 +24,7 @@ use shmem_sys as sys;
 
 mod buffer;
 mod lowlevel;
+mod rma;
 mod typed;
 
 /// Copies at least this large release the GIL while they run.
@@ -1309,5 +1310,6 @@ fn _shmem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     typed::register(m)?;
     lowlevel::register(m)?;
     buffer::register(m)?;
+    rma::register(m)?;
     Ok(())
 }
