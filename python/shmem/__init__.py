@@ -24,6 +24,15 @@ Routines with no meaning on the host device (``mte_set_ub_params``, ``get_ffts_c
 ``ACLSHMEM_NOT_SUPPORTED`` (-100).
 """
 
+try:
+    from . import _shmem
+except ImportError as e:  # most often: libshmem.so is not where the extension's run path says
+    raise ImportError(
+        f"shmem: the extension could not load ({e}). It loads the installed libshmem.so through "
+        "its run path (readelf -d on shmem/_shmem*.so shows it): install the library there "
+        "(scripts/build.sh, cmake --install), or point LD_LIBRARY_PATH at its directory"
+    ) from e
+
 from ._shmem import (  # noqa: F401  (re-exported)
     ACLSHMEM_BOOTSTRAP_ERROR,
     ACLSHMEM_INNER_ERROR,
@@ -100,7 +109,6 @@ from ._shmem import (  # noqa: F401  (re-exported)
     team_split_strided,
     team_translate_pe,
 )
-from . import _shmem
 
 #: CANN's host types of the typed routines ``shmem_<T>_put``, ``_get``, ``_put_nbi``,
 #: ``_get_nbi``, ``_p`` and ``_g``.
