@@ -593,10 +593,12 @@ def reduce(team: Team, dst: np.ndarray, src: np.ndarray, op: Union[ReduceOp, str
 
 
 def reducescatter(team: Team, dst: np.ndarray, src: np.ndarray,
-                  op: Union[ReduceOp, str] = "sum") -> None:
+                  op: Union[ReduceOp, str] = "sum", *, scratch: Optional[np.ndarray] = None) -> None:
     """Reduces ``src`` (``team.n_pes()`` blocks of ``dst.size``) element-wise over the team with
-    ``op``; team PE i gets block i of the result in ``dst``. Collective: it allocates scratch
-    symmetric memory for the call."""
+    ``op``; team PE i gets block i of the result in ``dst``. The whole reduction goes through
+    ``scratch``, a symmetric array of ``src``'s size and dtype; without one, the call allocates
+    and frees it, which is collective over the job: then every PE of the job calls it (on a
+    smaller team, pass ``scratch``)."""
     _same_dtype("reducescatter", dst, src)
     o = _reduce_op("reducescatter", op, src.dtype)
     _symmetric("reducescatter", "dst", dst)
@@ -605,10 +607,16 @@ def reducescatter(team: Team, dst: np.ndarray, src: np.ndarray,
     if src.size != dst.size * n:
         raise ValueError(f"reducescatter: src has {src.size} elements, not dst's {dst.size} times "
                          f"the {n} PEs of {team.name}")
-    tmp = array(src.shape, src.dtype)
+    if scratch is not None:
+        _same_dtype("reducescatter", scratch, src)
+        if scratch.size != src.size:
+            raise ValueError(f"reducescatter: scratch has {scratch.size} elements, not src's "
+                             f"{src.size}")
+    tmp = array(src.shape, src.dtype) if scratch is None else scratch
     try:
         t, _ = _symmetric("reducescatter", "scratch", tmp)
         _check("reducescatter", team, _c.osh_reduce(o, src.dtype.name, team.handle, t, s, src.size))
         dst.reshape(-1)[:] = tmp.reshape(-1)[me * dst.size:(me + 1) * dst.size]
     finally:
-        free(tmp)
+        if scratch is None:
+            free(tmp)

@@ -173,19 +173,24 @@ def test_teams():
     # A collective on the team: its PEs only (the others skip it).
     x = sc.array(4, np.int64)
     y = sc.array(4 * ((N + 1) // 2), np.int64)
+    scratch = sc.array(y.size, np.int64)
+    part = sc.array(4, np.int64)
     x[:] = ME
     sc.barrier()
     if evens is not None:
         sc.fcollect(evens, y, x)
         assert (y == np.repeat(np.arange(0, N, 2), 4)).all()
+        # on a team, with scratch memory the team's PEs own: no job-wide allocation
+        sc.reducescatter(evens, part, y, "max", scratch=scratch)
+        assert (part == ME).all()  # block ME // 2 of y: what PE ME put in
         sc.reduce(evens, x, x, "sum")
         assert (x == sum(range(0, N, 2))).all()
         sc.sync(evens)
         sc.barrier(evens)
         evens.destroy()
     sc.sync()
-    sc.free(y)
-    sc.free(x)
+    for a in (part, scratch, y, x):
+        sc.free(a)
     with pytest.raises(ValueError, match="predefined"):
         sc.TEAM_WORLD.destroy()
 

@@ -1,6 +1,5 @@
 """Every public name of the package is exercised by a test of tests/python, has a docstring, and
-is declared in the type stubs (shmem/_shmem.pyi for the extension; shmem.core is annotated in
-its source)."""
+is declared in the type stubs (shmem/_shmem.pyi, shmem/core.pyi)."""
 
 import inspect
 import pathlib
@@ -13,6 +12,7 @@ HERE = pathlib.Path(__file__).parent
 TESTS = "\n".join(p.read_text() for p in HERE.glob("test_*.py") if p.name != "test_names.py")
 TYPED = re.compile(r"^shmem_(\w+?)_(put|get|put_nbi|get_nbi|p|g|wait_until|test)$")
 STUB = (pathlib.Path(shmem.__file__).parent / "_shmem.pyi").read_text()
+CORE_STUB = (pathlib.Path(shmem.__file__).parent / "core.pyi").read_text()
 
 
 def exercised(name):
@@ -45,3 +45,9 @@ def test_every_extension_name_is_in_the_stubs():
     names = [n for n in dir(shmem._shmem) if not n.startswith("__")]
     missing = [n for n in names if not re.search(rf"^(def|class) {n}\b|^{n}: ", STUB, re.M)]
     assert not missing, f"not in _shmem.pyi: {missing}"
+
+
+def test_every_core_name_is_in_the_stubs():
+    missing = [n for n in sc.__all__
+               if not re.search(rf"^(def|class) {n}\b|^{n}: ", CORE_STUB, re.M)]
+    assert not missing, f"not in core.pyi: {missing}"
