@@ -219,3 +219,17 @@ def test_core_init_as_a_context_manager():
                 p.kill()
                 p.wait()
     assert_ring_ok(outs)
+
+
+def test_no_restart_after_finalize():
+    code = textwrap.dedent("""
+        import shmem
+        assert shmem.shmem_init(0, 1, 1 << 20) == 0
+        assert shmem.shmem_finalize() == 0
+        assert shmem.shmem_init(0, 1, 1 << 20) == shmem.ACLSHMEM_INNER_ERROR
+        print("still running")
+    """)
+    r = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert r.returncode == 0 and "still running" in r.stdout, r.stdout + r.stderr
+    assert "shmem_init: called after shmem_finalize" in r.stderr, r.stderr

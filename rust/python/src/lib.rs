@@ -15,6 +15,7 @@
 
 use core::ffi::{c_char, c_int, c_void};
 use std::ffi::CString;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -393,6 +394,22 @@ fn init_attr_released(py: Python<'_>, flags: c_int, attr: sys::aclshmemx_init_at
     })
 }
 
+/// Set once `shmem_finalize` succeeded: the library cannot start again in this process (it
+/// would end the process), so `shmem_init` answers with a code instead.
+static FINALIZED: AtomicBool = AtomicBool::new(false);
+
+/// `Some(code)` when start-up can no longer happen in this process.
+fn refuse_restart(call: &str) -> Option<c_int> {
+    if FINALIZED.load(Ordering::Relaxed) {
+        eprintln!(
+            "shmem: ERROR: {call}: called after shmem_finalize; the library cannot be restarted \
+             in this process"
+        );
+        return Some(sys::ACLSHMEM_INNER_ERROR);
+    }
+    None
+}
+
 /// The launcher variables that name this process's rank, in the order the library checks them.
 const LAUNCHER_RANKS: &[(&str, &str)] = &[
     ("SHMEM_RUN_RANK", "shmemrun"),
@@ -430,6 +447,9 @@ fn shmem_init(
     mem_size: Option<i64>,
 ) -> PyResult<i32> {
     const CALL: &str = "shmem_init";
+    if let Some(rc) = refuse_restart(CALL) {
+        return Ok(rc);
+    }
     if let Ok(attr) = mype.downcast::<InitAttr>() {
         if npes.is_some() || mem_size.is_some() {
             return Err(PyTypeError::new_err(
@@ -522,11 +542,16 @@ fn shmem_init(
     Ok(sys::ACLSHMEM_SUCCESS)
 }
 
-/// Ends the library on this PE (collective); 0 or CANN's code.
+/// Ends the library on this PE (collective); 0 or CANN's code. It cannot be started again in
+/// the same process: a later `shmem_init` returns `ACLSHMEM_INNER_ERROR` (-4).
 #[pyfunction]
 fn shmem_finalize(py: Python<'_>) -> i32 {
     // SAFETY: no arguments; the library checks its state.
-    py.allow_threads(|| unsafe { sys::aclshmem_finalize() })
+    let rc = py.allow_threads(|| unsafe { sys::aclshmem_finalize() });
+    if rc == 0 {
+        FINALIZED.store(true, Ordering::Relaxed);
+    }
+    rc
 }
 
 /// Fills `attributes` (an `InitAttr`) for PE `my_rank` of `n_ranks` with `local_mem_size` bytes
@@ -641,6 +666,9 @@ fn shmem_init_using_unique_id(
     uid: &[u8],
 ) -> PyResult<i32> {
     const CALL: &str = "shmem_init_using_unique_id";
+    if let Some(rc) = refuse_restart(CALL) {
+        return Ok(rc);
+    }
     let size = core::mem::size_of::<sys::aclshmemx_uniqueid_t>();
     if uid.len() != size {
         return Err(bad(
