@@ -1,4 +1,4 @@
-"""Shared helpers of the shmem package's tests (tests/python).
+"""What the shmem package's tests (tests/python) share.
 
 Every multi-PE test file runs as one pytest session per PE, started by a launcher (shmemrun,
 mpirun, torchrun): the tests are collective, so every PE runs the same tests in the same order,
