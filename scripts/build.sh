@@ -10,6 +10,12 @@
 #                      install, then run the demo (examples/allgather.c) on 4 PEs with the
 #                      freshly built shmemrun. A new build dir is configured without tests
 #                      (no googletest needed); one configured with tests keeps them.
+#   -python_extension  also build the `shmem` Python wheel (maturin; SHMEM_BUILD_PYTHON=ON) into
+#                      <build>/python/wheels and install it into the build's virtual environment
+#                      <build>/venv (scripts/python-env.sh: maturin, numpy, pytest), which the
+#                      Python tests use; `pip install` that wheel anywhere after the install.
+#                      Alone, it builds the library, shmemrun and the wheel (no tests); -uttests
+#                      implies it, so the Python tests run with the others.
 #   -debug             Debug build (cargo dev profile); default Release
 #   --prefix DIR       install prefix (default: ./install)
 #   --build-dir DIR    build directory (default: ./build)
@@ -21,7 +27,9 @@
 #
 # On Debian it installs the missing system packages with apt-get (as root, or with sudo): for
 # -examples only the compilers and build tools; googletest, pkg-config and OpenBLAS to build the
-# tests (no mode, -uttests); clang-format, Open MPI, iproute2 and python3 to run them (-uttests).
+# tests (no mode, -uttests); clang-format, Open MPI, iproute2 and python3 to run them (-uttests);
+# python3 and python3-venv for the Python wheel's virtual environment (-python_extension,
+# -uttests).
 # The Rust toolchain comes from rustup (~/.cargo/bin); this script never downloads one.
 set -euo pipefail
 
@@ -38,6 +46,8 @@ TEST_RUN_PACKAGES=(clang-format # scripts/format-check.sh
     openmpi-bin                 # /usr/bin/mpirun for the tests in tests/launchers
     iproute2                    # ip netns, for the two-node tests in tests/launchers
     python3)                    # gen_data.py, verify_result.py of the operators (examples/*/)
+PYTHON_PACKAGES=(python3 # the shmem wheel: maturin, numpy and pytest come from PyPI into
+    python3-venv)        # <build>/venv (scripts/python-env.sh)
 
 build_type=Release
 prefix=$ROOT/install
@@ -45,6 +55,7 @@ build_dir=$ROOT/build
 jobs=$(nproc 2>/dev/null || echo 2)
 do_tests=0
 do_examples=0
+do_python=0
 deps_only=0
 apt_wait=600
 
@@ -64,6 +75,7 @@ while (($#)); do
     case $1 in
         -uttests | --uttests) do_tests=1 ;;
         -examples | --examples) do_examples=1 ;;
+        -python_extension | --python_extension | --python-extension) do_python=1 ;;
         -debug | --debug) build_type=Debug ;;
         --prefix)
             (($# >= 2)) || die "--prefix needs a directory"
@@ -103,9 +115,13 @@ while (($#)); do
 done
 [[ $apt_wait =~ ^[0-9]+$ ]] || die "--apt-wait: '$apt_wait' is not a number of seconds"
 
-# Tests are built unless the demo alone was asked for.
+# The README's test command runs the Python tests too.
+if ((do_tests)); then
+    do_python=1
+fi
+# Tests are built unless the demo or the wheel alone was asked for.
 build_tests=1
-if ((do_examples && !do_tests)); then
+if (((do_examples || do_python) && !do_tests)); then
     build_tests=0
 fi
 SYSTEM_PACKAGES=("${BUILD_PACKAGES[@]}")
@@ -114,6 +130,9 @@ if ((build_tests)); then
 fi
 if ((do_tests)); then
     SYSTEM_PACKAGES+=("${TEST_RUN_PACKAGES[@]}")
+fi
+if ((do_python)); then
+    SYSTEM_PACKAGES+=("${PYTHON_PACKAGES[@]}")
 fi
 
 # --- dependencies ------------------------------------------------------------------------------
@@ -208,21 +227,29 @@ if ((!build_tests)); then
         tests_option=(-DSHMEM_BUILD_TESTS=OFF)
     fi
 fi
+# The wheel is asked for, or kept as the build dir has it.
+python_option=()
+if ((do_python)); then
+    python_option=(-DSHMEM_BUILD_PYTHON=ON)
+fi
 log "configure ($build_type) in $build_dir"
 cmake -S "$ROOT" -B "$build_dir" -G Ninja \
     -DCMAKE_BUILD_TYPE="$build_type" \
     -DCMAKE_INSTALL_PREFIX="$prefix" \
-    "${tests_option[@]}" \
+    "${tests_option[@]}" "${python_option[@]}" \
     -DSHMEM_BUILD_EXAMPLES=ON
 
 if ((build_tests)); then
     log "build (-j $jobs)"
     cmake --build "$build_dir" -j "$jobs"
 else
-    # The library, shmemrun (built with it by cargo) and the demo: all the install and the demo
-    # need; the other examples, tests and benchmarks are left out.
-    log "build the library, shmemrun and examples/$MAIN_DEMO (-j $jobs)"
-    cmake --build "$build_dir" -j "$jobs" --target shmem "shmem_example_$MAIN_DEMO"
+    # The library, shmemrun (built with it by cargo), and the demo or the wheel: all the install,
+    # the demo and the wheel need; the other examples, tests and benchmarks are left out.
+    targets=(shmem)
+    ((do_examples)) && targets+=("shmem_example_$MAIN_DEMO")
+    ((do_python)) && targets+=(shmem_python_wheel)
+    log "build ${targets[*]} (-j $jobs)"
+    cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
 fi
 
 log "install to $prefix"
@@ -253,6 +280,12 @@ if ((do_tests)); then
     log "cargo test (ctest rust.cargo_test), per test binary"
     "$ROOT/tests/tools/cargo_results.sh" "$cargo_log" || true
     ((status == 0)) || die "ctest failed (exit $status): see the failed tests above"
+fi
+
+if ((do_python)); then
+    wheel=$(ls "$build_dir"/python/wheels/shmem-*.whl)
+    log "python: $wheel"
+    echo "installed in $build_dir/venv; elsewhere: pip install $wheel (it loads $prefix's libshmem.so)"
 fi
 
 if ((do_examples)); then

@@ -6,6 +6,7 @@
 # when it is held) and dpkg's lock (apt-get install, which waits for it up to
 # -o DPkg::Lock::Timeout, else fails at once). Checks that
 #   1. -examples installs the build tools only, no test tools; -uttests all of them;
+#      -python_extension the build tools and python3-venv;
 #   2. dpkg's lock held for a few seconds (unattended-upgrades on a fresh machine): it waits;
 #   3. the lists' lock held for a few seconds: apt-get update is tried again until it works;
 #   4. a lock that is never released: it stops after --apt-wait seconds, saying so.
@@ -116,6 +117,19 @@ for pkg in cmake ninja-build g++ ca-certificates libgtest-dev pkg-config clang-f
     openmpi-bin iproute2; do
     [[ " $line " == *" $pkg "* ]] || fail "-uttests does not install $pkg: $line"
 done
+
+echo "--- 1. -python_extension: build tools and the wheel's Python, no test tools"
+deps -python_extension
+((rc == 0)) || fail "-python_extension --deps-only exited $rc"
+line=$(installed)
+for pkg in cmake ninja-build g++ python3 python3-venv; do
+    [[ " $line " == *" $pkg "* ]] || fail "-python_extension does not install $pkg: $line"
+done
+for pkg in clang-format libgtest-dev openmpi-bin; do
+    [[ " $line " != *" $pkg "* ]] || fail "-python_extension installs $pkg, which only the tests need"
+done
+deps -uttests
+[[ " $(installed) " == *" python3-venv "* ]] || fail "-uttests does not install python3-venv"
 
 # 2 and 3: each of apt's locks held for 4 s; build.sh must wait (dpkg's) or try again (the
 # package lists') and then install.

@@ -4,7 +4,8 @@
 # README shows keeps compiling and running as the library changes.
 #
 # How README blocks are written (the conventions this test reads):
-#   - Every fence names its language right after the backticks: c, cpp, cmake, sh or text.
+#   - Every fence names its language right after the backticks: c, cpp, cmake, sh, python or
+#     text.
 #     A fence with no language, or another one, fails the test.
 #   - text: never checked. For what is not code: usage synopses, output, layouts.
 #   - c, cpp: a program when it defines main: built with the staged oshcc / oshc++ (-std=c11 /
@@ -15,6 +16,10 @@
 #     them in a project (cmake_minimum_required, project, add_executable(app ...) from the
 #     last program block above), configures it with CMAKE_PREFIX_PATH=<stage>, builds it and
 #     runs app under shmemrun on 4 PEs.
+#   - python: a program run under the staged shmemrun on 4 PEs by the Python that
+#     SHMEM_README_PYTHON names (the build's virtual environment, where the shmem wheel is
+#     installed; set when the wheel is built), with the staged library; it must exit 0. Without
+#     SHMEM_README_PYTHON it is only compiled (python3 -m py_compile).
 #   - sh: commands a user types, run with bash -e in the work dir, where `install` is the
 #     staged install tree (the README's ./install) and earlier blocks were saved (below).
 #   - A marker line right before a fence changes how that block is taken:
@@ -103,9 +108,9 @@ while IFS=$'\037' read -r n line lang file skip; do
     src=$work/blocks/$n
     [[ -n $file ]] && cp "$src" "$work/$file"
     case $lang in
-        c | cpp | cmake | sh | text) ;;
-        "") fail "README.md:$line: a fence without a language; name one (c, cpp, cmake, sh or text)"; continue ;;
-        *) fail "README.md:$line: language '$lang' is none of c, cpp, cmake, sh, text"; continue ;;
+        c | cpp | cmake | sh | python | text) ;;
+        "") fail "README.md:$line: a fence without a language; name one (c, cpp, cmake, sh, python or text)"; continue ;;
+        *) fail "README.md:$line: language '$lang' is none of c, cpp, cmake, sh, python, text"; continue ;;
     esac
     if [[ $lang == text ]]; then
         echo "--- $where: text, not checked"
@@ -162,6 +167,17 @@ while IFS=$'\037' read -r n line lang file skip; do
                 fail "$where: the project around it ($proj/CMakeLists.txt) does not build"
             elif ! (cd "$proj" && run_pes ./build/app); then
                 fail "$where: app did not exit 0 under shmemrun -n $npes"
+            fi
+            ;;
+        python)
+            name=${file:-block$n.py}
+            [[ -n $file ]] || cp "$src" "$work/$name"
+            if ! python3 -m py_compile "$work/$name"; then
+                fail "$where: not valid Python"
+            elif [[ -z ${SHMEM_README_PYTHON:-} ]]; then
+                echo "    (compiled only: SHMEM_README_PYTHON is not set, no shmem wheel built)"
+            elif ! (cd "$work" && LD_LIBRARY_PATH=$stage/lib run_pes "$SHMEM_README_PYTHON" "$name"); then
+                fail "$where: did not exit 0 under shmemrun -n $npes with $SHMEM_README_PYTHON"
             fi
             ;;
         sh)

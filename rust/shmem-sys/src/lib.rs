@@ -324,12 +324,25 @@ pub mod typed;
 mod cann;
 pub use cann::*;
 
+mod cann_data;
+pub use cann_data::*;
+
+pub mod reduce;
+
 /// Every C symbol this crate declares (functions and the handles' objects), for checking them
 /// against the library's exports.
 pub fn declared_symbols() -> Vec<&'static str> {
-    [CORE, STATICS, cann::SYMBOLS]
-        .concat()
-        .into_iter()
-        .chain(typed::symbols())
-        .collect()
+    [
+        CORE,
+        STATICS,
+        cann::SYMBOLS,
+        cann_data::DATA_SYMBOLS,
+        cann_data::RMA_SYMBOLS,
+        cann_data::P2P_SYMBOLS,
+        reduce::SYMBOLS,
+    ]
+    .concat()
+    .into_iter()
+    .chain(typed::symbols())
+    .collect()
 }

@@ -1,0 +1,198 @@
+//! `shmem.core.put` and `shmem.core.get`: RMA between any two C-contiguous buffer objects
+//! (NumPy arrays, `shmem.core.Buffer`, `bytearray`...), one of them symmetric. They live here,
+//! not in Python, because a call from Python should cost little more than the C call: the
+//! buffer protocol gives the addresses and sizes without building Python objects, and
+//! `shmem_addr_accessible` checks the symmetric side in the library's own tables.
+
+use core::ffi::{c_int, c_void};
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use shmem_sys as sys;
+
+use crate::{maybe_released, pe_arg, SendPtr};
+
+/// A buffer view, released when dropped.
+struct View(ffi::Py_buffer);
+
+impl View {
+    fn of(call: &str, name: &str, obj: &Bound<'_, PyAny>, writable: bool) -> PyResult<Self> {
+        let mut flags = ffi::PyBUF_C_CONTIGUOUS;
+        if writable {
+            flags |= ffi::PyBUF_WRITABLE;
+        }
+        let mut raw = core::mem::MaybeUninit::<ffi::Py_buffer>::zeroed();
+        // SAFETY: `raw` is a writable Py_buffer; on success it is filled and must be released.
+        let rc = unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), raw.as_mut_ptr(), flags) };
+        if rc != 0 {
+            let py = obj.py();
+            let err = PyErr::take(py);
+            // Not a buffer at all: TypeError; a buffer of the wrong layout: ValueError.
+            let type_error = err
+                .as_ref()
+                .map_or(true, |e| e.is_instance_of::<PyTypeError>(py));
+            let err = err.map(|e| e.to_string()).unwrap_or_default();
+            let kind = obj
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default();
+            let what = format!(
+                "{call}: {name} (a {kind}) is not a C-contiguous{} buffer: {err}",
+                if writable { ", writable" } else { "" }
+            );
+            return Err(if type_error {
+                PyTypeError::new_err(what)
+            } else {
+                PyValueError::new_err(what)
+            });
+        }
+        // SAFETY: filled by the successful call above.
+        Ok(View(unsafe { raw.assume_init() }))
+    }
+    fn addr(&self) -> *mut c_void {
+        self.0.buf
+    }
+    fn len(&self) -> usize {
+        self.0.len as usize
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        // SAFETY: the view was filled by PyObject_GetBuffer and is released once; the GIL is
+        // held wherever a View lives.
+        unsafe { ffi::PyBuffer_Release(&mut self.0) }
+    }
+}
+
+/// The range must lie in symmetric memory that `pe` can reach.
+fn check_symmetric(call: &str, name: &str, v: &View, pe: c_int) -> PyResult<()> {
+    let (a, n) = (v.addr(), v.len());
+    // SAFETY: the library only looks the addresses up in its tables.
+    let ok = unsafe {
+        sys::shmem_addr_accessible(a, pe) == 1
+            && (n <= 1 || sys::shmem_addr_accessible(a.cast::<u8>().add(n - 1).cast(), pe) == 1)
+    };
+    if !ok {
+        return Err(PyValueError::new_err(format!(
+            "{call}: {name} at {:#x} ({n} bytes) is not symmetric: make it with shmem.core.array or shmem.core.buffer",
+            a as usize
+        )));
+    }
+    Ok(())
+}
+
+fn pe_of(call: &str, pe: &Bound<'_, PyAny>) -> PyResult<c_int> {
+    if pe.is_instance_of::<pyo3::types::PyBool>() || pe.is_instance_of::<pyo3::types::PyFloat>() {
+        return Err(PyTypeError::new_err(format!(
+            "{call}: pe={} is not an int",
+            pe.repr()?
+        )));
+    }
+    let v: i64 = pe.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{call}: pe={} is not an int",
+            pe.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    })?;
+    pe_arg(call, "pe", v).map_err(|_| {
+        // SAFETY: shmem_n_pes only reads the library's state.
+        let n = unsafe { sys::shmem_n_pes() };
+        PyValueError::new_err(format!(
+            "{call}: pe={v} is not a PE of the job (0 to {})",
+            n - 1
+        ))
+    })
+}
+
+/// put(dst, src, pe, *, nbi=False)
+/// --
+///
+/// Copies local `src` (any C-contiguous buffer: a NumPy array, a Buffer) into the symmetric
+/// `dst` on PE `pe`: `src`'s bytes, at most `dst`'s. Complete on return; with `nbi=True` after
+/// `quiet()`.
+#[pyfunction]
+#[pyo3(signature = (dst, src, pe, *, nbi = false))]
+pub(crate) fn put(
+    py: Python<'_>,
+    dst: &Bound<'_, PyAny>,
+    src: &Bound<'_, PyAny>,
+    pe: &Bound<'_, PyAny>,
+    nbi: bool,
+) -> PyResult<()> {
+    const CALL: &str = "put";
+    let pe = pe_of(CALL, pe)?;
+    let d = View::of(CALL, "dst", dst, false)?;
+    let s = View::of(CALL, "src", src, false)?;
+    if s.len() > d.len() {
+        return Err(PyValueError::new_err(format!(
+            "{CALL}: src has {} bytes, more than dst's {}",
+            s.len(),
+            d.len()
+        )));
+    }
+    check_symmetric(CALL, "dst", &d, pe)?;
+    let (dp, sp, n) = (SendPtr(d.addr()), SendPtr(s.addr()), s.len());
+    maybe_released(py, n, move || {
+        let (dp, sp) = (dp, sp);
+        // SAFETY: dst is symmetric (checked), src is a live buffer of n bytes held by `s`.
+        unsafe {
+            if nbi {
+                sys::shmem_putmem_nbi(dp.0, sp.0, n, pe)
+            } else {
+                sys::shmem_putmem(dp.0, sp.0, n, pe)
+            }
+        }
+    });
+    Ok(())
+}
+
+/// get(dst, src, pe, *, nbi=False)
+/// --
+///
+/// Copies the symmetric `src` of PE `pe` into local `dst` (a writable C-contiguous buffer):
+/// `dst`'s bytes, at most `src`'s. Complete on return; with `nbi=True` after `quiet()`.
+#[pyfunction]
+#[pyo3(signature = (dst, src, pe, *, nbi = false))]
+pub(crate) fn get(
+    py: Python<'_>,
+    dst: &Bound<'_, PyAny>,
+    src: &Bound<'_, PyAny>,
+    pe: &Bound<'_, PyAny>,
+    nbi: bool,
+) -> PyResult<()> {
+    const CALL: &str = "get";
+    let pe = pe_of(CALL, pe)?;
+    let d = View::of(CALL, "dst", dst, true)?;
+    let s = View::of(CALL, "src", src, false)?;
+    if d.len() > s.len() {
+        return Err(PyValueError::new_err(format!(
+            "{CALL}: dst has {} bytes, more than src's {}",
+            d.len(),
+            s.len()
+        )));
+    }
+    check_symmetric(CALL, "src", &s, pe)?;
+    let (dp, sp, n) = (SendPtr(d.addr()), SendPtr(s.addr()), d.len());
+    maybe_released(py, n, move || {
+        let (dp, sp) = (dp, sp);
+        // SAFETY: src is symmetric (checked), dst is a live writable buffer of n bytes.
+        unsafe {
+            if nbi {
+                sys::shmem_getmem_nbi(dp.0, sp.0, n, pe)
+            } else {
+                sys::shmem_getmem(dp.0, sp.0, n, pe)
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Adds `put` and `get` (as `core_put`, `core_get`; shmem.core names them).
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("core_put", wrap_pyfunction!(put, m)?)?;
+    m.add("core_get", wrap_pyfunction!(get, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! The reductions of OpenSHMEM 1.5 (`shmem_<TYPE>_<OP>_reduce` over a team), for the fixed-width
+//! and floating types: one module per type name, one function per operation, returning 0 or
+//! nonzero as the C routine does.
+
+use crate::shmem_team_t;
+use core::ffi::c_int;
+
+/// Declares the reductions `ops` of one type.
+macro_rules! reductions {
+    ($($name:ident: $t:ty => [$($op:ident),*];)*) => {
+        $(
+            #[doc = concat!("Reductions `shmem_", stringify!($name), "_<op>_reduce` on `", stringify!($t), "`.")]
+            pub mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+                extern "C" {
+                    $(
+                        #[doc = concat!("`", stringify!($op), "` of `nreduce` elements of every team PE's `source` into `dest`.")]
+                        #[link_name = concat!("shmem_", stringify!($name), "_", stringify!($op), "_reduce")]
+                        pub fn $op(team: shmem_team_t, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int;
+                    )*
+                }
+            }
+        )*
+        pub(crate) const SYMBOLS: &[&str] = &[$($(
+            concat!("shmem_", stringify!($name), "_", stringify!($op), "_reduce"),
+        )*)*];
+    };
+}
+
+reductions! {
+    int8: i8 => [and, or, xor, max, min, sum, prod];
+    int16: i16 => [and, or, xor, max, min, sum, prod];
+    int32: i32 => [and, or, xor, max, min, sum, prod];
+    int64: i64 => [and, or, xor, max, min, sum, prod];
+    uint8: u8 => [and, or, xor, max, min, sum, prod];
+    uint16: u16 => [and, or, xor, max, min, sum, prod];
+    uint32: u32 => [and, or, xor, max, min, sum, prod];
+    uint64: u64 => [and, or, xor, max, min, sum, prod];
+    float: f32 => [max, min, sum, prod];
+    double: f64 => [max, min, sum, prod];
+}
