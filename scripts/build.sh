@@ -10,6 +10,11 @@
 #                      install, then run the demo (examples/allgather.c) on 4 PEs with the
 #                      freshly built shmemrun. A new build dir is configured without tests
 #                      (no googletest needed); one configured with tests keeps them.
+#   -torch             also build libshmem_torch.so (PyTorch symmetric memory) against torch
+#                      from PyPI, installed once into the shared virtual environment
+#                      $SHMEM_TORCH_VENV (default ~/.cache/shmem/venv, about 5 GB, reused by
+#                      every checkout), then run the torch tests (ctest -L torch). -uttests
+#                      includes it unless -no-torch is given.
 #   -debug             Debug build (cargo dev profile); default Release
 #   --prefix DIR       install prefix (default: ./install)
 #   --build-dir DIR    build directory (default: ./build)
@@ -38,6 +43,7 @@ TEST_RUN_PACKAGES=(clang-format # scripts/format-check.sh
     openmpi-bin                 # /usr/bin/mpirun for the tests in tests/launchers
     iproute2                    # ip netns, for the two-node tests in tests/launchers
     python3)                    # gen_data.py, verify_result.py of the operators (examples/*/)
+TORCH_PACKAGES=(python3 python3-venv) # the virtual environment torch is installed into
 
 build_type=Release
 prefix=$ROOT/install
@@ -45,6 +51,8 @@ build_dir=$ROOT/build
 jobs=$(nproc 2>/dev/null || echo 2)
 do_tests=0
 do_examples=0
+do_torch=0
+no_torch=0
 deps_only=0
 apt_wait=600
 
@@ -64,6 +72,8 @@ while (($#)); do
     case $1 in
         -uttests | --uttests) do_tests=1 ;;
         -examples | --examples) do_examples=1 ;;
+        -torch | --torch) do_torch=1 ;;
+        -no-torch | --no-torch) no_torch=1 ;;
         -debug | --debug) build_type=Debug ;;
         --prefix)
             (($# >= 2)) || die "--prefix needs a directory"
@@ -105,15 +115,23 @@ done
 
 # Tests are built unless the demo alone was asked for.
 build_tests=1
-if ((do_examples && !do_tests)); then
+if ((do_examples && !do_tests && !do_torch)); then
     build_tests=0
 fi
+torch_tests_only=$((do_torch && !do_tests))
+if ((do_tests && !no_torch)); then
+    do_torch=1
+fi
+((do_torch && no_torch)) && die "-torch and -no-torch contradict each other"
 SYSTEM_PACKAGES=("${BUILD_PACKAGES[@]}")
 if ((build_tests)); then
     SYSTEM_PACKAGES+=("${TEST_BUILD_PACKAGES[@]}")
 fi
 if ((do_tests)); then
     SYSTEM_PACKAGES+=("${TEST_RUN_PACKAGES[@]}")
+fi
+if ((do_torch)); then
+    SYSTEM_PACKAGES+=("${TORCH_PACKAGES[@]}")
 fi
 
 # --- dependencies ------------------------------------------------------------------------------
@@ -208,11 +226,24 @@ if ((!build_tests)); then
         tests_option=(-DSHMEM_BUILD_TESTS=OFF)
     fi
 fi
+# torch comes from PyPI into one virtual environment shared by every checkout (about 5 GB):
+# installed the first time, reused after.
+torch_options=()
+if ((do_torch)); then
+    log "torch (virtual environment ${SHMEM_TORCH_VENV:-$HOME/.cache/shmem/venv})"
+    torch_python=$(SHMEM_VENV= "$ROOT/scripts/python-env.sh" \
+        --venv "${SHMEM_TORCH_VENV:-$HOME/.cache/shmem/venv}" torch) ||
+        die "could not make the torch virtual environment (see pip's message above)"
+    torch_options=(-DSHMEM_BUILD_TORCH=ON -DSHMEM_TORCH_PYTHON="$torch_python")
+elif ((no_torch)); then
+    torch_options=(-DSHMEM_BUILD_TORCH=OFF)
+fi
 log "configure ($build_type) in $build_dir"
 cmake -S "$ROOT" -B "$build_dir" -G Ninja \
     -DCMAKE_BUILD_TYPE="$build_type" \
     -DCMAKE_INSTALL_PREFIX="$prefix" \
     "${tests_option[@]}" \
+    "${torch_options[@]}" \
     -DSHMEM_BUILD_EXAMPLES=ON
 
 if ((build_tests)); then
@@ -253,6 +284,12 @@ if ((do_tests)); then
     log "cargo test (ctest rust.cargo_test), per test binary"
     "$ROOT/tests/tools/cargo_results.sh" "$cargo_log" || true
     ((status == 0)) || die "ctest failed (exit $status): see the failed tests above"
+fi
+
+if ((torch_tests_only)); then
+    log "torch tests"
+    ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -j "${CTEST_JOBS:-2}" \
+        -L torch || die "torch tests failed: see the failed tests above"
 fi
 
 if ((do_examples)); then
