@@ -19,6 +19,7 @@ __all__ = [
     "all_reduce",
     "all_to_all_single",
     "empty",
+    "finalize",
     "free",
     "library_path",
     "load",
@@ -27,6 +28,7 @@ __all__ = [
 
 empty = TorchSymmetricMemoryHandler.empty
 free = TorchSymmetricMemoryHandler.free
+finalize = TorchSymmetricMemoryHandler.finalize
 all_reduce = TorchSymmetricMemoryHandler.all_reduce
 all_gather_into_tensor = TorchSymmetricMemoryHandler.all_gather_into_tensor
 reduce_scatter_tensor = TorchSymmetricMemoryHandler.reduce_scatter_tensor

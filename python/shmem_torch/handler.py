@@ -137,6 +137,22 @@ class TorchSymmetricMemoryHandler:
                     )
             cls._is_init = True
 
+    @classmethod
+    def finalize(cls) -> None:
+        """Leaves the job (collective): frees the handler's scratch, then shmem_finalize. A
+        program calls it before it exits, as it would call shmem_finalize."""
+        with cls._lock:
+            if not cls._is_init:
+                return
+            scratch = [t for t in (cls._signal_pad, cls._exchange) if t is not None]
+            cls._signal_pad = cls._exchange = None
+            cls._is_init = False
+        ops, manager = _library.ops(), _library.manager()
+        ops.barrier()
+        for tensor in scratch:
+            manager.free(tensor)
+        manager.finalize()
+
     @staticmethod
     def is_shmem_available() -> bool:
         """Whether libshmem_torch.so can be loaded."""

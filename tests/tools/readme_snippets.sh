@@ -7,6 +7,8 @@
 #   - Every fence names its language right after the backticks: c, cpp, cmake, sh or text.
 #     A fence with no language, or another one, fails the test.
 #   - text: never checked. For what is not code: usage synopses, output, layouts.
+#   - python: not run here; the Python and torch tests run the blocks marked for them
+#     (<!-- readme-test: torch -->: tests/torch/run.sh readme).
 #   - c, cpp: a program when it defines main: built with the staged oshcc / oshc++ (-std=c11 /
 #     -std=c++17, -Wall -Wextra -Werror) and run under the staged shmemrun on 4 PEs; it must
 #     exit 0. Without main: a translation unit, built into a shared object with
@@ -103,12 +105,16 @@ while IFS=$'\037' read -r n line lang file skip; do
     src=$work/blocks/$n
     [[ -n $file ]] && cp "$src" "$work/$file"
     case $lang in
-        c | cpp | cmake | sh | text) ;;
-        "") fail "README.md:$line: a fence without a language; name one (c, cpp, cmake, sh or text)"; continue ;;
-        *) fail "README.md:$line: language '$lang' is none of c, cpp, cmake, sh, text"; continue ;;
+        c | cpp | cmake | sh | text | python) ;;
+        "") fail "README.md:$line: a fence without a language; name one (c, cpp, cmake, sh, text or python)"; continue ;;
+        *) fail "README.md:$line: language '$lang' is none of c, cpp, cmake, sh, text, python"; continue ;;
     esac
     if [[ $lang == text ]]; then
         echo "--- $where: text, not checked"
+        continue
+    fi
+    if [[ $lang == python ]]; then
+        echo "--- $where: python, run by the Python and torch tests (tests/torch), not here"
         continue
     fi
     if [[ -n $skip ]]; then

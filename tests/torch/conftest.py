@@ -15,8 +15,8 @@ def job():
     TorchSymmetricMemoryHandler._init_shmem()
     _library.ops().set_wait_timeout(float(os.environ.get("SHMEM_TORCH_TEST_WAIT_TIMEOUT", "60")))
     yield
-    TorchSymmetricMemoryHandler.barrier()
-    _library.manager().finalize()
+    TorchSymmetricMemoryHandler.finalize()
+    assert _library.manager().init_status() == 0
 
 
 @pytest.fixture
