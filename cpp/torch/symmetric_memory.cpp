@@ -87,8 +87,9 @@ int32_t *signal_slot(const char *call, const at::Tensor &signal, const at::Tenso
 
 int32_t signal_value_arg(const char *call, const char *name, const at::Tensor &t) {
     const int64_t v = scalar_arg(call, name, t);
-    TORCH_CHECK(v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max(),
-                call, ": ", name, " ", v, " does not fit the int32 signal");
+    TORCH_CHECK(
+        v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max(), call,
+        ": ", name, " ", v, " does not fit the int32 signal");
     return static_cast<int32_t>(v);
 }
 
@@ -116,19 +117,17 @@ Reduce reduce_arg(const char *call, const std::string &op) {
     TORCH_CHECK(false, call, ": op '", op, "' is not one of sum, max, min, prod");
 }
 
-template <typename T> struct Reducer;
+template <typename T>
+struct Reducer;
 #define SHMEM_TORCH_REDUCER(TYPE, NAME)                                                            \
-    template <> struct Reducer<TYPE> {                                                             \
-        static int run(Reduce op, TYPE *dest, const TYPE *src, size_t n) {                        \
+    template <>                                                                                    \
+    struct Reducer<TYPE> {                                                                         \
+        static int run(Reduce op, TYPE *dest, const TYPE *src, size_t n) {                         \
             switch (op) {                                                                          \
-            case Reduce::Sum:                                                                      \
-                return shmem_##NAME##_sum_reduce(SHMEM_TEAM_WORLD, dest, src, n);                  \
-            case Reduce::Max:                                                                      \
-                return shmem_##NAME##_max_reduce(SHMEM_TEAM_WORLD, dest, src, n);                  \
-            case Reduce::Min:                                                                      \
-                return shmem_##NAME##_min_reduce(SHMEM_TEAM_WORLD, dest, src, n);                  \
-            case Reduce::Prod:                                                                     \
-                return shmem_##NAME##_prod_reduce(SHMEM_TEAM_WORLD, dest, src, n);                 \
+            case Reduce::Sum: return shmem_##NAME##_sum_reduce(SHMEM_TEAM_WORLD, dest, src, n);    \
+            case Reduce::Max: return shmem_##NAME##_max_reduce(SHMEM_TEAM_WORLD, dest, src, n);    \
+            case Reduce::Min: return shmem_##NAME##_min_reduce(SHMEM_TEAM_WORLD, dest, src, n);    \
+            case Reduce::Prod: return shmem_##NAME##_prod_reduce(SHMEM_TEAM_WORLD, dest, src, n);  \
             }                                                                                      \
             return -1;                                                                             \
         }                                                                                          \
@@ -142,8 +141,7 @@ SHMEM_TORCH_REDUCER(int64_t, int64)
 SHMEM_TORCH_REDUCER(uint8_t, uint8)
 #undef SHMEM_TORCH_REDUCER
 
-void reduce(const char *call, Reduce op, const at::Tensor &dest, const at::Tensor &src,
-            size_t n) {
+void reduce(const char *call, Reduce op, const at::Tensor &dest, const at::Tensor &src, size_t n) {
     int rc = -1;
     switch (dest.scalar_type()) {
     case at::kFloat:
@@ -181,7 +179,7 @@ void check_symmetric_tensor(const char *call, const char *name, const at::Tensor
 // ---- the classes ----------------------------------------------------------------------------
 
 class Manager : public torch::CustomClassHolder {
-  public:
+public:
     std::string get_name() const { return "Manager"; }
 
     // Joins the job as PE `my_pe` of `n_ranks` with `local_mem_size` bytes of symmetric heap;
@@ -194,10 +192,9 @@ class Manager : public torch::CustomClassHolder {
         static constexpr const char *kCall = "SymmetricMemory.Manager.attr_init";
         TORCH_CHECK(n_ranks > 0 && n_ranks <= std::numeric_limits<int>::max(), kCall,
                     ": world_size ", n_ranks, " must be positive");
-        TORCH_CHECK(my_pe >= 0 && my_pe < n_ranks, kCall, ": rank ", my_pe,
-                    " is outside [0, ", n_ranks, ")");
-        TORCH_CHECK(local_mem_size > 0, kCall, ": mem_size ", local_mem_size,
-                    " must be positive");
+        TORCH_CHECK(my_pe >= 0 && my_pe < n_ranks, kCall, ": rank ", my_pe, " is outside [0, ",
+                    n_ranks, ")");
+        TORCH_CHECK(local_mem_size > 0, kCall, ": mem_size ", local_mem_size, " must be positive");
         TORCH_CHECK(!ip_port.empty() && ip_port.size() < ACLSHMEM_MAX_IP_PORT_LEN, kCall,
                     ": ip_port '", ip_port, "' must be tcp://ip:port, 1 to ",
                     ACLSHMEM_MAX_IP_PORT_LEN - 1, " characters");
@@ -253,9 +250,8 @@ class Manager : public torch::CustomClassHolder {
     void free(const at::Tensor &tensor) {
         static constexpr const char *kCall = "SymmetricMemory.Manager.free";
         check_dense(kCall, "tensor", tensor);
-        TORCH_CHECK(tensor.storage_offset() == 0, kCall,
-                    ": tensor is a view at element ", tensor.storage_offset(),
-                    "; free the tensor malloc returned");
+        TORCH_CHECK(tensor.storage_offset() == 0, kCall, ": tensor is a view at element ",
+                    tensor.storage_offset(), "; free the tensor malloc returned");
         void *p = tensor.data_ptr();
         TORCH_CHECK(p != nullptr && symmetric(p, 1), kCall, ": tensor (", p,
                     ") is not on the symmetric heap");
@@ -274,7 +270,7 @@ class Manager : public torch::CustomClassHolder {
         return torch::from_blob(peer, tensor.sizes(), tensor.options());
     }
 
-  private:
+private:
     at::Tensor allocate(const char *call, const std::vector<int64_t> &shape, at::ScalarType dtype,
                         int64_t alignment) {
         TORCH_CHECK(shmem_n_pes() > 0, call, ": shmem is not initialized (call attr_init first)");
@@ -299,7 +295,7 @@ class Manager : public torch::CustomClassHolder {
 };
 
 class Ops : public torch::CustomClassHolder {
-  public:
+public:
     std::string get_name() const { return "Ops"; }
 
     // Copies `size` elements of local `src` from `src_offset` to symmetric `target` at
@@ -435,9 +431,8 @@ class Ops : public torch::CustomClassHolder {
         check_symmetric_tensor(kCall, "dest", dest);
         check_symmetric_tensor(kCall, "src", src);
         check_same_width(kCall, dest, src);
-        TORCH_CHECK(dest.numel() == src.numel() * shmem_n_pes(), kCall, ": dest has ",
-                    dest.numel(), " elements, not world_size ", shmem_n_pes(), " x src's ",
-                    src.numel());
+        TORCH_CHECK(dest.numel() == src.numel() * shmem_n_pes(), kCall, ": dest has ", dest.numel(),
+                    " elements, not world_size ", shmem_n_pes(), " x src's ", src.numel());
         const int rc = shmem_fcollectmem(SHMEM_TEAM_WORLD, dest.data_ptr(), src.data_ptr(),
                                          src.numel() * src.element_size());
         TORCH_CHECK(rc == 0, kCall, ": fcollect failed (", rc, ")");
@@ -459,30 +454,29 @@ class Ops : public torch::CustomClassHolder {
         TORCH_CHECK(rc == 0, kCall, ": alltoall failed (", rc, ")");
     }
 
-  private:
+private:
     static constexpr const char *kCmpNames[] = {"EQ", "NE", "GT", "GE", "LT", "LE"};
     double wait_timeout_s_ = kDefaultWaitTimeoutS;
 };
 
-} // namespace
-} // namespace shmem_torch
+}  // namespace
+}  // namespace shmem_torch
 
 // The names CANN's binding registers, plus this library's additions (init, my_pe, n_pes,
 // peer_tensor, barrier, quiet, the collectives, the wait timeout).
-static auto g_manager =
-    torch::class_<shmem_torch::Manager>("SymmetricMemory", "Manager")
-        .def(torch::init<>())
-        .def("get_name", &shmem_torch::Manager::get_name)
-        .def("attr_init", &shmem_torch::Manager::attr_init)
-        .def("init", &shmem_torch::Manager::init)
-        .def("init_status", &shmem_torch::Manager::init_status)
-        .def("my_pe", &shmem_torch::Manager::my_pe)
-        .def("n_pes", &shmem_torch::Manager::n_pes)
-        .def("finalize", &shmem_torch::Manager::finalize)
-        .def("malloc", &shmem_torch::Manager::malloc)
-        .def("aligned_malloc", &shmem_torch::Manager::aligned_malloc)
-        .def("free", &shmem_torch::Manager::free)
-        .def("peer_tensor", &shmem_torch::Manager::peer_tensor);
+static auto g_manager = torch::class_<shmem_torch::Manager>("SymmetricMemory", "Manager")
+                            .def(torch::init<>())
+                            .def("get_name", &shmem_torch::Manager::get_name)
+                            .def("attr_init", &shmem_torch::Manager::attr_init)
+                            .def("init", &shmem_torch::Manager::init)
+                            .def("init_status", &shmem_torch::Manager::init_status)
+                            .def("my_pe", &shmem_torch::Manager::my_pe)
+                            .def("n_pes", &shmem_torch::Manager::n_pes)
+                            .def("finalize", &shmem_torch::Manager::finalize)
+                            .def("malloc", &shmem_torch::Manager::malloc)
+                            .def("aligned_malloc", &shmem_torch::Manager::aligned_malloc)
+                            .def("free", &shmem_torch::Manager::free)
+                            .def("peer_tensor", &shmem_torch::Manager::peer_tensor);
 
 static auto g_ops = torch::class_<shmem_torch::Ops>("SymmetricMemory", "Ops")
                         .def(torch::init<>())
