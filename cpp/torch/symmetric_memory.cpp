@@ -258,6 +258,14 @@ public:
         shmem_free(p);
     }
 
+    // Whether every element of the CPU tensor `tensor` is on the symmetric heap.
+    bool on_heap(const at::Tensor &tensor) const {
+        if (!tensor.defined() || !tensor.device().is_cpu() || !tensor.is_contiguous()) {
+            return false;
+        }
+        return shmem_n_pes() > 0 && symmetric(tensor.data_ptr(), tensor.nbytes());
+    }
+
     // The same elements of `tensor` as PE `pe` holds them, as a tensor this process may read and
     // write directly (peers on this node); fails when `pe` is not reachable by load and store.
     at::Tensor peer_tensor(const at::Tensor &tensor, int64_t pe) {
@@ -476,7 +484,8 @@ static auto g_manager = torch::class_<shmem_torch::Manager>("SymmetricMemory", "
                             .def("malloc", &shmem_torch::Manager::malloc)
                             .def("aligned_malloc", &shmem_torch::Manager::aligned_malloc)
                             .def("free", &shmem_torch::Manager::free)
-                            .def("peer_tensor", &shmem_torch::Manager::peer_tensor);
+                            .def("peer_tensor", &shmem_torch::Manager::peer_tensor)
+                            .def("on_heap", &shmem_torch::Manager::on_heap);
 
 static auto g_ops = torch::class_<shmem_torch::Ops>("SymmetricMemory", "Ops")
                         .def(torch::init<>())

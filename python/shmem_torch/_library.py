@@ -61,6 +61,8 @@ def load() -> Path:
 def manager():
     """The process's torch.classes.SymmetricMemory.Manager."""
     global _manager
+    if _manager is not None:
+        return _manager
     load()
     with _lock:
         if _manager is None:
@@ -71,6 +73,8 @@ def manager():
 def ops():
     """The process's torch.classes.SymmetricMemory.Ops."""
     global _ops
+    if _ops is not None:
+        return _ops
     load()
     with _lock:
         if _ops is None:

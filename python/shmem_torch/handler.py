@@ -102,6 +102,8 @@ class TorchSymmetricMemoryHandler:
     _signal_pad: torch.Tensor | None = None
     _signal_pad_bytes = _DEFAULT_SIGNAL_PAD_BYTES
     _exchange: torch.Tensor | None = None
+    _rank = -1
+    _world = 0
 
     # ---- start-up ----------------------------------------------------------------------------
 
@@ -135,6 +137,9 @@ class TorchSymmetricMemoryHandler:
                         f"TorchSymmetricMemoryHandler: shmem start-up failed with {rc} "
                         "(the lines above say why)"
                     )
+            # A job's rank and size never change while it runs: asked once.
+            cls._rank = int(manager.my_pe())
+            cls._world = int(manager.n_pes())
             cls._is_init = True
 
     @classmethod
@@ -165,14 +170,16 @@ class TorchSymmetricMemoryHandler:
     @classmethod
     def rank(cls) -> int:
         """This process's rank (its PE number)."""
-        cls._init_shmem()
-        return int(_library.manager().my_pe())
+        if not cls._is_init:
+            cls._init_shmem()
+        return cls._rank
 
     @classmethod
     def world_size(cls) -> int:
         """The number of ranks (PEs) of the job."""
-        cls._init_shmem()
-        return int(_library.manager().n_pes())
+        if not cls._is_init:
+            cls._init_shmem()
+        return cls._world
 
     @classmethod
     def _check_rank(cls, call: str, name: str, rank: int) -> None:
@@ -467,8 +474,11 @@ class TorchSymmetricMemoryHandler:
     def all_reduce(cls, tensor: torch.Tensor, op: str = "sum", group: Any = None) -> torch.Tensor:
         """In place: `tensor` (symmetric) becomes the elementwise sum (max, min, prod, avg) of
         every rank's `tensor`. Returns it."""
-        cls._check_group("all_reduce", group)
+        if group is not None:
+            cls._check_group("all_reduce", group)
         op = _op_name(op)
+        if not cls._is_init:
+            cls._init_shmem()
         _library.ops().all_reduce(tensor, tensor, "sum" if op == "avg" else op)
         if op == "avg":
             tensor.div_(cls.world_size())
@@ -479,8 +489,11 @@ class TorchSymmetricMemoryHandler:
                                group: Any = None) -> torch.Tensor:
         """Rank i's `input` lands as block i of `output` (symmetric, world x input's size) on
         every rank. `input` may be any tensor, a view of `output` included."""
-        cls._check_group("all_gather_into_tensor", group)
-        if _on_heap(input) and not _overlap(input, output) and input.is_contiguous():
+        if group is not None:
+            cls._check_group("all_gather_into_tensor", group)
+        if not cls._is_init:
+            cls._init_shmem()
+        if not _overlap(input, output) and input.is_contiguous() and _on_heap(input):
             _library.ops().all_gather(output, input)
         else:
             cls.shmem_allgather(output, input)
@@ -491,7 +504,8 @@ class TorchSymmetricMemoryHandler:
                               group: Any = None) -> torch.Tensor:
         """`output` gets block `rank` of the elementwise sum (max, min, prod, avg) of every
         rank's `input` (symmetric, world x output's size)."""
-        cls._check_group("reduce_scatter_tensor", group)
+        if group is not None:
+            cls._check_group("reduce_scatter_tensor", group)
         op = _op_name(op)
         world, rank = cls.world_size(), cls.rank()
         count = output.numel()
@@ -524,11 +538,12 @@ class TorchSymmetricMemoryHandler:
                           group: Any = None) -> torch.Tensor:
         """torch.distributed.all_to_all_single on symmetric tensors: split i of `input` (rows
         of dim 0) goes to rank i, and `output` holds the splits received, in rank order."""
-        cls._check_group("all_to_all_single", group)
+        if group is not None:
+            cls._check_group("all_to_all_single", group)
         world = cls.world_size()
         if output_split_sizes is None and input_split_sizes is None:
             if input.numel() == output.numel() and input.numel() % world == 0 \
-                    and _on_heap(input) and not _overlap(input, output):
+                    and not _overlap(input, output) and _on_heap(input):
                 _library.ops().all_to_all(output, input)
                 return output
         row = _count(input.shape[1:]) if input.dim() > 1 else 1
@@ -551,6 +566,8 @@ class TorchSymmetricMemoryHandler:
 
 
 def _op_name(op: Any) -> str:
+    if op == "sum":
+        return op
     name = str(getattr(op, "name", op)).lower()
     name = {"product": "prod", "average": "avg"}.get(name, name)
     if name not in ("sum", "max", "min", "prod", "avg"):
@@ -569,11 +586,7 @@ def _group_size(group: Any) -> int | None:
 
 
 def _on_heap(tensor: torch.Tensor) -> bool:
-    try:
-        _library.manager().peer_tensor(tensor.reshape(-1), _library.manager().my_pe())
-    except RuntimeError:
-        return False
-    return True
+    return bool(_library.manager().on_heap(tensor))
 
 
 def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
