@@ -12,8 +12,10 @@
 #include <torch/custom_class.h>
 #include <torch/types.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <thread>
@@ -210,7 +212,9 @@ public:
 
     // Joins the job the way the launcher's environment says (shmemrun, torchrun, mpirun,
     // Slurm), with `local_mem_size` bytes of heap (0: SHMEM_SYMMETRIC_SIZE or its default).
-    // Returns 0, or non-zero when start-up failed (the library logged why).
+    // shmem_init takes the heap size from SHMEM_SYMMETRIC_SIZE only, so a size given here is
+    // written there first (the process's environment keeps it). Returns 0, or non-zero when
+    // start-up failed (the library logged why).
     int64_t init(int64_t local_mem_size) {
         static constexpr const char *kCall = "SymmetricMemory.Manager.init";
         TORCH_CHECK(local_mem_size >= 0, kCall, ": mem_size ", local_mem_size,

@@ -2,6 +2,7 @@
 # run.sh LAUNCHER NPES [README]: runs this folder's pytest suite on NPES ranks.
 #   torchrun   torchrun --standalone --nproc-per-node NPES -m pytest
 #   shmemrun   shmemrun -n NPES python -m pytest
+#   mpirun     Open MPI's /usr/bin/mpirun -n NPES python -m pytest (status 77, a skip, without it)
 #   attr_init  torchrun, every rank joining with attr_init at a free local port
 #   readme     the README's PyTorch example (the python block after
 #              <!-- readme-test: torch -->) under shmemrun
@@ -20,6 +21,15 @@ torchrun=(timeout -k 10 "$limit" "$py" -m torch.distributed.run --standalone
 case $launcher in
     torchrun) exec "${torchrun[@]}" "${pytest[@]}" ;;
     shmemrun) exec "$SHMEM_SHMEMRUN" -n "$npes" --timeout "$limit" "$py" "${pytest[@]}" ;;
+    mpirun)
+        if [[ ! -x /usr/bin/mpirun ]]; then
+            echo "SKIP: /usr/bin/mpirun not found (Debian: apt-get install openmpi-bin)"
+            exit 77
+        fi
+        exec timeout -k 10 "$limit" /usr/bin/mpirun --allow-run-as-root --oversubscribe \
+            -n "$npes" -x PYTHONPATH -x SHMEM_TORCH_LIBRARY -x SHMEM_TORCH_TEST_WAIT_TIMEOUT \
+            -x PYTHONDONTWRITEBYTECODE "$py" "${pytest[@]}"
+        ;;
     attr_init)
         port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
         SYMMETRIC_MEMORY_IP_PORT=tcp://127.0.0.1:$port exec "${torchrun[@]}" "${pytest[@]}"
