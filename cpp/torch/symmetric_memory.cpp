@@ -37,10 +37,10 @@ int64_t scalar_arg(const char *call, const char *name, const at::Tensor &t) {
     return t.item<int64_t>();
 }
 
-int check_pe(const char *call, int64_t pe) {
+int check_pe(const char *call, int64_t pe, const char *name = "target_pe") {
     const int n_pes = shmem_n_pes();
     TORCH_CHECK(n_pes > 0, call, ": shmem is not initialized (call attr_init first)");
-    TORCH_CHECK(pe >= 0 && pe < n_pes, call, ": target_pe ", pe, " is not a PE of the job [0, ",
+    TORCH_CHECK(pe >= 0 && pe < n_pes, call, ": ", name, " ", pe, " is not a PE of the job [0, ",
                 n_pes, ")");
     return static_cast<int>(pe);
 }
@@ -274,7 +274,7 @@ public:
     // write directly (peers on this node); fails when `pe` is not reachable by load and store.
     at::Tensor peer_tensor(const at::Tensor &tensor, int64_t pe) {
         static constexpr const char *kCall = "SymmetricMemory.Manager.peer_tensor";
-        const int target = check_pe(kCall, pe);
+        const int target = check_pe(kCall, pe, "pe");
         char *p = span(kCall, "tensor", tensor, 0, tensor.numel(), true);
         void *peer = shmem_ptr(p, target);
         TORCH_CHECK(peer != nullptr, kCall, ": PE ", pe,

@@ -155,3 +155,34 @@ def test_wait_times_out_with_the_value_it_saw(manager, ops):
 def test_malloc_refuses_what_does_not_fit(manager):
     with pytest.raises(RuntimeError, match="do not fit the symmetric heap"):
         manager.malloc([1 << 40], torch.float32)
+
+
+def test_aligned_malloc_and_its_bad_alignment(manager):
+    t = manager.aligned_malloc([3], torch.float32, 4096)
+    assert t.data_ptr() % 4096 == 0 and t.shape == (3,)
+    manager.free(t)
+    with pytest.raises(RuntimeError, match="alignment 3 is not a positive power of two"):
+        manager.aligned_malloc([3], torch.float32, 3)
+
+
+def test_free_refuses_a_view_and_a_tensor_off_the_heap(manager):
+    t = manager.malloc([4], torch.int64)
+    with pytest.raises(RuntimeError, match="is a view at element 1"):
+        manager.free(t[1:])
+    with pytest.raises(RuntimeError, match="is not on the symmetric heap"):
+        manager.free(torch.zeros(4, dtype=torch.int64))
+    manager.free(t)
+
+
+def test_peer_tensor_and_on_heap(manager, ops, rank, world):
+    t = manager.malloc([2], torch.int32)
+    assert manager.on_heap(t) and not manager.on_heap(torch.zeros(2, dtype=torch.int32))
+    t.fill_(rank)
+    ops.quiet()
+    ops.barrier()
+    for pe in range(world):
+        assert manager.peer_tensor(t, pe).tolist() == [pe, pe]
+    with pytest.raises(RuntimeError, match=f"peer_tensor: pe {world} is not a PE"):
+        manager.peer_tensor(t, world)
+    ops.barrier()
+    manager.free(t)
