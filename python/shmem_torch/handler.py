@@ -479,9 +479,26 @@ class TorchSymmetricMemoryHandler:
         op = _op_name(op)
         if not cls._is_init:
             cls._init_shmem()
+        if tensor.dtype in _WIDENED:
+            return cls._all_reduce_widened(tensor, op)
         _library.ops().all_reduce(tensor, tensor, "sum" if op == "avg" else op)
         if op == "avg":
             tensor.div_(cls.world_size())
+        return tensor
+
+    @classmethod
+    def _all_reduce_widened(cls, tensor: torch.Tensor, op: str) -> torch.Tensor:
+        """all_reduce of a dtype the library has no reduction for (bfloat16, float16): every
+        rank reads every peer's tensor in place and combines them in float32."""
+        ops, manager = _library.ops(), _library.manager()
+        if not manager.on_heap(tensor):
+            raise ValueError("all_reduce: tensor is not on the symmetric heap (use empty())")
+        ops.barrier()
+        stacked = torch.stack([manager.peer_tensor(tensor, j).float()
+                               for j in range(cls.world_size())])
+        reduced = _reduce_stacked(stacked, op)
+        ops.barrier()  # every rank has read every tensor: now each may overwrite its own
+        tensor.copy_(reduced)
         return tensor
 
     @classmethod
@@ -519,15 +536,13 @@ class TorchSymmetricMemoryHandler:
         peers = [manager.peer_tensor(flat, j)[rank * count:(rank + 1) * count]
                  for j in range(world)]
         result = output.view(-1)
-        if op in ("sum", "avg"):
+        if op == "sum" and output.dtype not in _WIDENED:
             torch.sum(torch.stack(peers), dim=0, out=result)
-            if op == "avg":
-                result.div_(world)
         else:
             stacked = torch.stack(peers)
-            reduced = {"max": lambda: stacked.amax(0), "min": lambda: stacked.amin(0),
-                       "prod": lambda: stacked.prod(0)}[op]()
-            result.copy_(reduced)
+            if output.dtype in _WIDENED:
+                stacked = stacked.float()
+            result.copy_(_reduce_stacked(stacked, op))
         ops.barrier()
         return output
 
@@ -563,6 +578,23 @@ class TorchSymmetricMemoryHandler:
         if size is not None and size != world:
             raise ValueError(f"{call}: group has {size} ranks; only the group of all {world} "
                              "ranks is supported")
+
+
+#: Dtypes the library has no reduction for: reduced here in float32.
+_WIDENED = (torch.bfloat16, torch.float16)
+
+
+def _reduce_stacked(stacked: torch.Tensor, op: str) -> torch.Tensor:
+    """`stacked` (ranks x elements) combined over the ranks by `op`."""
+    if op == "sum":
+        return stacked.sum(0)
+    if op == "avg":
+        return stacked.sum(0) / stacked.shape[0]
+    if op == "max":
+        return stacked.amax(0)
+    if op == "min":
+        return stacked.amin(0)
+    return stacked.prod(0)
 
 
 def _op_name(op: Any) -> str:

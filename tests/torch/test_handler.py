@@ -215,6 +215,20 @@ def test_all_reduce(rank, world, op, dtype):
     H.free(t)
 
 
+@pytest.mark.parametrize("op", ["sum", "max", "avg"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_all_reduce_of_half_precision_reduces_in_float32(rank, world, op, dtype):
+    t = H.empty([5], dtype)
+    t.copy_(torch.arange(5, dtype=torch.float32) + rank)
+    H.all_reduce(t, op)
+    stack = torch.stack([torch.arange(5, dtype=torch.float32) + r for r in range(world)])
+    expect = {"sum": stack.sum(0), "max": stack.amax(0), "avg": stack.sum(0) / world}[op]
+    assert t.dtype == dtype
+    torch.testing.assert_close(t, expect.to(dtype))
+    H.barrier()
+    H.free(t)
+
+
 def test_all_reduce_accepts_torch_distributed_op_names():
     t = H.empty([2], torch.float32)
     t.fill_(1)
@@ -241,6 +255,17 @@ def test_all_gather_into_tensor_symmetric_and_in_place(rank, world):
     H.barrier()
     H.free(src)
     H.free(out)
+
+
+def test_reduce_scatter_tensor_of_bfloat16(rank, world):
+    inp = H.empty([world * 2], torch.bfloat16)
+    out = torch.zeros(2, dtype=torch.bfloat16)
+    inp.copy_(torch.arange(world * 2, dtype=torch.float32))
+    H.reduce_scatter_tensor(out, inp)
+    expect = torch.arange(rank * 2, rank * 2 + 2, dtype=torch.float32) * world
+    torch.testing.assert_close(out, expect.to(torch.bfloat16))
+    H.barrier()
+    H.free(inp)
 
 
 @pytest.mark.parametrize("op", ["sum", "avg", "max"])
