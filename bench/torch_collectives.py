@@ -9,6 +9,9 @@ Run under torchrun (gloo meets through torchrun's variables, shmem through the l
 Sizes are bytes of float32 per rank: the all_reduce tensor, the all_gather input, the
 all_to_all tensor. Rank 0 prints one markdown row per op and size: median microseconds of each
 implementation and the speedup over gloo. Every result is checked against the expected one.
+
+    python bench/torch_collectives.py --plot-from out.jsonl --plot out.png
+draws the JSON records (one panel per rank count) with matplotlib, without starting a job.
 """
 
 from __future__ import annotations
@@ -19,11 +22,6 @@ import json
 import os
 import statistics
 import time
-
-import torch
-import torch.distributed as dist
-
-from shmem_torch import TorchSymmetricMemoryHandler as H
 
 DEFAULT_SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
 
@@ -45,13 +43,59 @@ def timed(fn, min_time: float, sync) -> float:
     return statistics.median(samples)
 
 
+def plot(records_path: str, png: str) -> None:
+    """One panel per rank count: median microseconds by size, shmem solid, gloo dashed, the
+    C call dotted, one colour per op."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with open(records_path, encoding="utf-8") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    ranks = sorted({r["ranks"] for r in records})
+    fig, axes = plt.subplots(1, len(ranks), figsize=(6 * len(ranks), 4.5), squeeze=False)
+    colours = {"all_reduce": "C0", "all_gather_into_tensor": "C1", "all_to_all_single": "C2"}
+    for ax, n in zip(axes[0], ranks):
+        for op, colour in colours.items():
+            rows = sorted((r for r in records if r["ranks"] == n and r["op"] == op),
+                          key=lambda r: r["bytes"])
+            if not rows:
+                continue
+            x = [r["bytes"] for r in rows]
+            for key, style in (("shmem_s", "-"), ("gloo_s", "--"), ("C_s", ":")):
+                if key in rows[0]:
+                    ax.plot(x, [r[key] * 1e6 for r in rows], style, color=colour,
+                            marker="o", markersize=3, label=f"{op} {key[:-2]}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("bytes per rank")
+        ax.set_ylabel("µs (median)")
+        ax.set_title(f"{n} ranks: shmem_torch (solid), gloo (dashed), C (dotted)")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES))
     parser.add_argument("--min-time", type=float, default=0.2)
     parser.add_argument("--json", default="")
+    parser.add_argument("--plot-from", default="", help="JSON records to draw (no job)")
+    parser.add_argument("--plot", default="torch_collectives.png",
+                        help="the PNG --plot-from writes")
     args = parser.parse_args()
+    if args.plot_from:
+        plot(args.plot_from, args.plot)
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
+    # Imported here so that --plot-from runs where torch is not installed.
+    import torch
+    import torch.distributed as dist
+
+    from shmem_torch import TorchSymmetricMemoryHandler as H
 
     dist.init_process_group("gloo")
     rank, world = H.rank(), H.world_size()
