@@ -178,6 +178,17 @@ void check_symmetric_tensor(const char *call, const char *name, const at::Tensor
     span(call, name, t, 0, t.numel(), true);
 }
 
+// Whether the peers can read `src` where it is during a collective into `dest`: a contiguous
+// CPU tensor on the symmetric heap, outside `dest`.
+bool in_place_source(const at::Tensor &src, const at::Tensor &dest) {
+    if (!src.defined() || !src.device().is_cpu() || !src.is_contiguous()) return false;
+    const auto *s = static_cast<const char *>(src.data_ptr());
+    const auto *d = static_cast<const char *>(dest.data_ptr());
+    const size_t s_len = src.nbytes(), d_len = dest.nbytes();
+    if (s_len > 0 && d_len > 0 && s < d + d_len && d < s + s_len) return false;
+    return symmetric(s, s_len);
+}
+
 // ---- the classes ----------------------------------------------------------------------------
 
 class Manager : public torch::CustomClassHolder {
@@ -436,26 +447,29 @@ public:
         reduce(kCall, r, dest, src, static_cast<size_t>(dest.numel()));
     }
 
-    // Collective: block i of symmetric `dest` (world_size blocks of src's size) gets symmetric
-    // `src` of PE i.
-    void all_gather(const at::Tensor &dest, const at::Tensor &src) {
+    // Collective: block i of symmetric `dest` (world_size blocks of src's size) gets `src` of
+    // PE i. Returns false, doing nothing, when `src` cannot be read by the peers where it is (not
+    // contiguous, not on the symmetric heap, or inside `dest`): the caller then moves the data
+    // another way. Every PE must pass alike tensors, so that all take the same branch.
+    bool all_gather(const at::Tensor &dest, const at::Tensor &src) {
         static constexpr const char *kCall = "SymmetricMemory.Ops.all_gather";
         check_symmetric_tensor(kCall, "dest", dest);
-        check_symmetric_tensor(kCall, "src", src);
+        if (!in_place_source(src, dest)) return false;
         check_same_width(kCall, dest, src);
         TORCH_CHECK(dest.numel() == src.numel() * shmem_n_pes(), kCall, ": dest has ", dest.numel(),
                     " elements, not world_size ", shmem_n_pes(), " x src's ", src.numel());
         const int rc = shmem_fcollectmem(SHMEM_TEAM_WORLD, dest.data_ptr(), src.data_ptr(),
                                          src.numel() * src.element_size());
         TORCH_CHECK(rc == 0, kCall, ": fcollect failed (", rc, ")");
+        return true;
     }
 
-    // Collective: block j of symmetric `src` (world_size equal blocks) lands as block i of
-    // symmetric `dest` on PE j, i being this PE.
-    void all_to_all(const at::Tensor &dest, const at::Tensor &src) {
+    // Collective: block j of `src` (world_size equal blocks) lands as block i of symmetric
+    // `dest` on PE j, i being this PE. Returns false, doing nothing, as all_gather does.
+    bool all_to_all(const at::Tensor &dest, const at::Tensor &src) {
         static constexpr const char *kCall = "SymmetricMemory.Ops.all_to_all";
         check_symmetric_tensor(kCall, "dest", dest);
-        check_symmetric_tensor(kCall, "src", src);
+        if (!in_place_source(src, dest)) return false;
         check_same_width(kCall, dest, src);
         const int64_t n = shmem_n_pes();
         TORCH_CHECK(dest.numel() == src.numel() && src.numel() % n == 0, kCall, ": dest has ",
@@ -464,6 +478,7 @@ public:
         const int rc = shmem_alltoallmem(SHMEM_TEAM_WORLD, dest.data_ptr(), src.data_ptr(),
                                          (src.numel() / n) * src.element_size());
         TORCH_CHECK(rc == 0, kCall, ": alltoall failed (", rc, ")");
+        return true;
     }
 
 private:

@@ -510,9 +510,7 @@ class TorchSymmetricMemoryHandler:
             cls._check_group("all_gather_into_tensor", group)
         if not cls._is_init:
             cls._init_shmem()
-        if not _overlap(input, output) and input.is_contiguous() and _on_heap(input):
-            _library.ops().all_gather(output, input)
-        else:
+        if not _library.ops().all_gather(output, input):
             cls.shmem_allgather(output, input)
         return output
 
@@ -556,11 +554,10 @@ class TorchSymmetricMemoryHandler:
         if group is not None:
             cls._check_group("all_to_all_single", group)
         world = cls.world_size()
-        if output_split_sizes is None and input_split_sizes is None:
-            if input.numel() == output.numel() and input.numel() % world == 0 \
-                    and not _overlap(input, output) and _on_heap(input):
-                _library.ops().all_to_all(output, input)
-                return output
+        if output_split_sizes is None and input_split_sizes is None \
+                and input.numel() == output.numel() and input.numel() % world == 0 \
+                and _library.ops().all_to_all(output, input):
+            return output
         row = _count(input.shape[1:]) if input.dim() > 1 else 1
         ins = list(input_split_sizes) if input_split_sizes is not None \
             else [input.shape[0] // world] * world
@@ -615,16 +612,6 @@ def _group_size(group: Any) -> int | None:
     import torch.distributed as dist
 
     return dist.get_world_size(group)
-
-
-def _on_heap(tensor: torch.Tensor) -> bool:
-    return bool(_library.manager().on_heap(tensor))
-
-
-def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
-    a0 = a.data_ptr()
-    b0 = b.data_ptr()
-    return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
 
 
 def _rank_and_world() -> tuple[int, int]:
