@@ -11,7 +11,8 @@ all_to_all tensor. Rank 0 prints one markdown row per op and size: median micros
 implementation and the speedup over gloo. Every result is checked against the expected one.
 
     python bench/torch_collectives.py --plot-from out.jsonl --plot out.png
-draws the JSON records (one panel per rank count) with matplotlib, without starting a job.
+prints the table of the JSON records (several runs appended to one file: the median of the
+runs) and draws them (one panel per rank count) with matplotlib, without starting a job.
 """
 
 from __future__ import annotations
@@ -43,6 +44,33 @@ def timed(fn, min_time: float, sync) -> float:
     return statistics.median(samples)
 
 
+def rounds_median(records: list[dict]) -> list[dict]:
+    """One record per op, size and rank count: each figure the median over the rounds (runs)
+    that measured it, with the number of rounds."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in records:
+        groups.setdefault((r["op"], r["bytes"], r["ranks"]), []).append(r)
+    merged = []
+    for (op, size, ranks), rs in groups.items():
+        m = {"op": op, "bytes": size, "ranks": ranks, "rounds": len(rs)}
+        for key in rs[0]:
+            if key.endswith("_s"):
+                m[key] = statistics.median(r[key] for r in rs)
+        merged.append(m)
+    return sorted(merged, key=lambda r: (r["ranks"], r["bytes"], r["op"]))
+
+
+def print_table(records: list[dict]) -> None:
+    """The markdown table: one row per op, size and rank count."""
+    print("| op | bytes per rank | ranks | shmem us | gloo us | gloo / shmem | C us | shmem / C |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in records:
+        c = r.get("C_s")
+        c_cols = f"{c * 1e6:.1f} | {r['shmem_s'] / c:.2f}" if c else "- | -"
+        print(f"| {r['op']} | {r['bytes']} | {r['ranks']} | {r['shmem_s'] * 1e6:.1f} | "
+              f"{r['gloo_s'] * 1e6:.1f} | {r['gloo_s'] / r['shmem_s']:.1f}x | {c_cols} |")
+
+
 def plot(records_path: str, png: str) -> None:
     """One panel per rank count: median microseconds by size, shmem solid, gloo dashed, the
     C call dotted, one colour per op."""
@@ -52,7 +80,8 @@ def plot(records_path: str, png: str) -> None:
     import matplotlib.pyplot as plt
 
     with open(records_path, encoding="utf-8") as f:
-        records = [json.loads(line) for line in f if line.strip()]
+        records = rounds_median([json.loads(line) for line in f if line.strip()])
+    print_table(records)
     ranks = sorted({r["ranks"] for r in records})
     fig, axes = plt.subplots(1, len(ranks), figsize=(6 * len(ranks), 4.5), squeeze=False)
     colours = {"all_reduce": "C0", "all_gather_into_tensor": "C1", "all_to_all_single": "C2"}
@@ -111,6 +140,16 @@ def main() -> None:
         t = torch.tensor([count])
         dist.broadcast(t, 0)
         return int(t.item())
+
+    # Both libraries' first calls set up connections, fault pages in and wake the scheduler's
+    # estimates: a few hundred small calls first, so the first row measures what the others do.
+    warm = H.empty([1024], torch.float32)
+    warm_plain = torch.zeros(1024)
+    for _ in range(200):
+        H.all_reduce(warm)
+        dist.all_reduce(warm_plain)
+    H.barrier()
+    H.free(warm)
 
     rows = []
     for size in sizes:
@@ -177,19 +216,14 @@ def main() -> None:
         H.free(src)
 
     if rank == 0:
-        print(f"\n| op | bytes per rank | ranks | shmem us | gloo us | gloo / shmem | C us "
-              f"| shmem / C |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
-        for op, size, r in rows:
-            c = r.get("C")
-            c_cols = (f"{c * 1e6:.1f} | {r['shmem'] / c:.2f}" if c else "- | -")
-            print(f"| {op} | {size} | {world} | {r['shmem'] * 1e6:.1f} | {r['gloo'] * 1e6:.1f} "
-                  f"| {r['gloo'] / r['shmem']:.1f}x | {c_cols} |")
+        records = [{"op": op, "bytes": size, "ranks": world,
+                    **{k + "_s": v for k, v in r.items()}} for op, size, r in rows]
+        print()
+        print_table(records)
         if args.json:
             with open(args.json, "a", encoding="utf-8") as out:
-                for op, size, r in rows:
-                    out.write(json.dumps({"op": op, "bytes": size, "ranks": world,
-                                          **{k + "_s": v for k, v in r.items()}}) + "\n")
+                for record in records:
+                    out.write(json.dumps(record) + "\n")
     H.finalize()
     dist.destroy_process_group()
 
