@@ -16,6 +16,11 @@
 #                      Python tests use; `pip install` that wheel anywhere after the install.
 #                      Alone, it builds the library, shmemrun and the wheel (no tests); -uttests
 #                      implies it, so the Python tests run with the others.
+#   -torch             also build libshmem_torch.so (PyTorch symmetric memory) against torch
+#                      from PyPI, installed once into the shared virtual environment
+#                      $SHMEM_TORCH_VENV (default ~/.cache/shmem/venv, about 5 GB, reused by
+#                      every checkout), then run the torch tests (ctest -L torch). -uttests
+#                      includes it unless -no-torch is given.
 #   -debug             Debug build (cargo dev profile); default Release
 #   --prefix DIR       install prefix (default: ./install)
 #   --build-dir DIR    build directory (default: ./build)
@@ -48,6 +53,7 @@ TEST_RUN_PACKAGES=(clang-format # scripts/format-check.sh
     python3)                    # gen_data.py, verify_result.py of the operators (examples/*/)
 PYTHON_PACKAGES=(python3 # the shmem wheel: maturin, numpy and pytest come from PyPI into
     python3-venv)        # <build>/venv (scripts/python-env.sh)
+TORCH_PACKAGES=(python3 python3-venv) # the virtual environment torch is installed into
 
 build_type=Release
 prefix=$ROOT/install
@@ -56,6 +62,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 do_tests=0
 do_examples=0
 do_python=0
+do_torch=0
+no_torch=0
 deps_only=0
 apt_wait=600
 
@@ -76,6 +84,8 @@ while (($#)); do
         -uttests | --uttests) do_tests=1 ;;
         -examples | --examples) do_examples=1 ;;
         -python_extension | --python_extension | --python-extension) do_python=1 ;;
+        -torch | --torch) do_torch=1 ;;
+        -no-torch | --no-torch) no_torch=1 ;;
         -debug | --debug) build_type=Debug ;;
         --prefix)
             (($# >= 2)) || die "--prefix needs a directory"
@@ -121,9 +131,14 @@ if ((do_tests)); then
 fi
 # Tests are built unless the demo or the wheel alone was asked for.
 build_tests=1
-if (((do_examples || do_python) && !do_tests)); then
+if (((do_examples || do_python) && !do_tests && !do_torch)); then
     build_tests=0
 fi
+torch_tests_only=$((do_torch && !do_tests))
+if ((do_tests && !no_torch)); then
+    do_torch=1
+fi
+((do_torch && no_torch)) && die "-torch and -no-torch contradict each other"
 SYSTEM_PACKAGES=("${BUILD_PACKAGES[@]}")
 if ((build_tests)); then
     SYSTEM_PACKAGES+=("${TEST_BUILD_PACKAGES[@]}")
@@ -133,6 +148,9 @@ if ((do_tests)); then
 fi
 if ((do_python)); then
     SYSTEM_PACKAGES+=("${PYTHON_PACKAGES[@]}")
+fi
+if ((do_torch)); then
+    SYSTEM_PACKAGES+=("${TORCH_PACKAGES[@]}")
 fi
 
 # --- dependencies ------------------------------------------------------------------------------
@@ -232,11 +250,24 @@ python_option=()
 if ((do_python)); then
     python_option=(-DSHMEM_BUILD_PYTHON=ON)
 fi
+# torch comes from PyPI into one virtual environment shared by every checkout (about 5 GB):
+# installed the first time, reused after.
+torch_options=()
+if ((do_torch)); then
+    log "torch (virtual environment ${SHMEM_TORCH_VENV:-$HOME/.cache/shmem/venv})"
+    torch_python=$(SHMEM_VENV= "$ROOT/scripts/python-env.sh" \
+        --venv "${SHMEM_TORCH_VENV:-$HOME/.cache/shmem/venv}" torch) ||
+        die "could not make the torch virtual environment (see pip's message above)"
+    torch_options=(-DSHMEM_BUILD_TORCH=ON -DSHMEM_TORCH_PYTHON="$torch_python")
+elif ((no_torch)); then
+    torch_options=(-DSHMEM_BUILD_TORCH=OFF)
+fi
 log "configure ($build_type) in $build_dir"
 cmake -S "$ROOT" -B "$build_dir" -G Ninja \
     -DCMAKE_BUILD_TYPE="$build_type" \
     -DCMAKE_INSTALL_PREFIX="$prefix" \
     "${tests_option[@]}" "${python_option[@]}" \
+    "${torch_options[@]}" \
     -DSHMEM_BUILD_EXAMPLES=ON
 
 if ((build_tests)); then
@@ -286,6 +317,12 @@ if ((do_python)); then
     wheel=$(ls "$build_dir"/python/wheels/shmem-*.whl)
     log "python: $wheel"
     echo "installed in $build_dir/venv; elsewhere: pip install $wheel (it loads $prefix's libshmem.so)"
+fi
+
+if ((torch_tests_only)); then
+    log "torch tests"
+    ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -j "${CTEST_JOBS:-2}" \
+        -L torch || die "torch tests failed: see the failed tests above"
 fi
 
 if ((do_examples)); then

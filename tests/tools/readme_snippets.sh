@@ -26,7 +26,9 @@
 #       <!-- readme-test: file NAME -->   also save the block as NAME in the work dir (e.g.
 #                                         hello.c, for an sh block that builds it);
 #       <!-- readme-test: skip: WHY -->   do not build or run it (sh: syntax check only), e.g.
-#                                         the build commands this test is itself part of.
+#                                         the build commands this test is itself part of;
+#       <!-- readme-test: torch -->       a python block that needs torch: skipped here, run
+#                                         by the torch tests (tests/torch/run.sh readme).
 #     Several markers may stand on consecutive lines right before the fence.
 set -euo pipefail
 readme=${1:?}; stage=${2:?}; work=${3:?}; cc=${4:?}; cxx=${5:?}; cmake=${6:?}; generator=${7:?}
@@ -64,6 +66,10 @@ awk -v dir="$work/blocks" '
             mfile = rest
             sub(/^<!-- readme-test: file /, "", mfile)
             sub(/ -->$/, "", mfile)
+            next
+        }
+        if (rest == "<!-- readme-test: torch -->") {
+            mskip = "needs torch: run by the torch tests (tests/torch/run.sh readme)"
             next
         }
         if (rest ~ /^<!-- readme-test: skip: .* -->$/) {
@@ -120,6 +126,8 @@ while IFS=$'\037' read -r n line lang file skip; do
         echo "--- $where: skipped ($skip)"
         if [[ $lang == sh ]] && ! bash -n "$src"; then
             fail "$where: not valid shell"
+        elif [[ $lang == python ]] && ! python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$src"; then
+            fail "$where: not valid Python"
         fi
         continue
     fi
