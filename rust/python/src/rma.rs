@@ -107,6 +107,57 @@ fn pe_of(call: &str, pe: &Bound<'_, PyAny>) -> PyResult<c_int> {
     })
 }
 
+/// Which way a transfer copies: to the symmetric `dst` on `pe` (put) or from the symmetric `src`
+/// on `pe` (get).
+#[derive(Clone, Copy, PartialEq)]
+enum Way {
+    Put,
+    Get,
+}
+
+/// put and get: checks both buffers (the local one must hold no more bytes than the symmetric
+/// one; for a get the local one is written), then copies the local buffer's length.
+fn transfer(
+    py: Python<'_>,
+    way: Way,
+    dst: &Bound<'_, PyAny>,
+    src: &Bound<'_, PyAny>,
+    pe: &Bound<'_, PyAny>,
+    nbi: bool,
+) -> PyResult<()> {
+    let call = if way == Way::Put { "put" } else { "get" };
+    let pe = pe_of(call, pe)?;
+    let d = View::of(call, "dst", dst, way == Way::Get)?;
+    let s = View::of(call, "src", src, false)?;
+    let (local, local_name, remote, remote_name) = match way {
+        Way::Put => (&s, "src", &d, "dst"),
+        Way::Get => (&d, "dst", &s, "src"),
+    };
+    if local.len() > remote.len() {
+        return Err(PyValueError::new_err(format!(
+            "{call}: {local_name} has {} bytes, more than {remote_name}'s {}",
+            local.len(),
+            remote.len()
+        )));
+    }
+    check_symmetric(call, remote_name, remote, pe)?;
+    let (dp, sp, n) = (SendPtr(d.addr()), SendPtr(s.addr()), local.len());
+    maybe_released(py, n, move || {
+        let (dp, sp) = (dp, sp);
+        // SAFETY: the remote buffer is symmetric (checked); the local one is a live buffer of
+        // at least n bytes held by its view (writable for a get).
+        unsafe {
+            match (way, nbi) {
+                (Way::Put, false) => sys::shmem_putmem(dp.0, sp.0, n, pe),
+                (Way::Put, true) => sys::shmem_putmem_nbi(dp.0, sp.0, n, pe),
+                (Way::Get, false) => sys::shmem_getmem(dp.0, sp.0, n, pe),
+                (Way::Get, true) => sys::shmem_getmem_nbi(dp.0, sp.0, n, pe),
+            }
+        }
+    });
+    Ok(())
+}
+
 /// put(dst, src, pe, *, nbi=False)
 /// --
 ///
@@ -122,31 +173,7 @@ pub(crate) fn put(
     pe: &Bound<'_, PyAny>,
     nbi: bool,
 ) -> PyResult<()> {
-    const CALL: &str = "put";
-    let pe = pe_of(CALL, pe)?;
-    let d = View::of(CALL, "dst", dst, false)?;
-    let s = View::of(CALL, "src", src, false)?;
-    if s.len() > d.len() {
-        return Err(PyValueError::new_err(format!(
-            "{CALL}: src has {} bytes, more than dst's {}",
-            s.len(),
-            d.len()
-        )));
-    }
-    check_symmetric(CALL, "dst", &d, pe)?;
-    let (dp, sp, n) = (SendPtr(d.addr()), SendPtr(s.addr()), s.len());
-    maybe_released(py, n, move || {
-        let (dp, sp) = (dp, sp);
-        // SAFETY: dst is symmetric (checked), src is a live buffer of n bytes held by `s`.
-        unsafe {
-            if nbi {
-                sys::shmem_putmem_nbi(dp.0, sp.0, n, pe)
-            } else {
-                sys::shmem_putmem(dp.0, sp.0, n, pe)
-            }
-        }
-    });
-    Ok(())
+    transfer(py, Way::Put, dst, src, pe, nbi)
 }
 
 /// get(dst, src, pe, *, nbi=False)
@@ -163,31 +190,7 @@ pub(crate) fn get(
     pe: &Bound<'_, PyAny>,
     nbi: bool,
 ) -> PyResult<()> {
-    const CALL: &str = "get";
-    let pe = pe_of(CALL, pe)?;
-    let d = View::of(CALL, "dst", dst, true)?;
-    let s = View::of(CALL, "src", src, false)?;
-    if d.len() > s.len() {
-        return Err(PyValueError::new_err(format!(
-            "{CALL}: dst has {} bytes, more than src's {}",
-            d.len(),
-            s.len()
-        )));
-    }
-    check_symmetric(CALL, "src", &s, pe)?;
-    let (dp, sp, n) = (SendPtr(d.addr()), SendPtr(s.addr()), d.len());
-    maybe_released(py, n, move || {
-        let (dp, sp) = (dp, sp);
-        // SAFETY: src is symmetric (checked), dst is a live writable buffer of n bytes.
-        unsafe {
-            if nbi {
-                sys::shmem_getmem_nbi(dp.0, sp.0, n, pe)
-            } else {
-                sys::shmem_getmem(dp.0, sp.0, n, pe)
-            }
-        }
-    });
-    Ok(())
+    transfer(py, Way::Get, dst, src, pe, nbi)
 }
 
 /// Adds `put` and `get` (as `core_put`, `core_get`; shmem.core names them).
