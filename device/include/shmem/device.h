@@ -213,6 +213,17 @@ SHMEM_ARCH_INLINE int aclshmem_team_translate_pe(aclshmem_team_t src_team, int s
 
 /* ---- Pointers, put and get ---------------------------------------------------------------- */
 
+/* The copy of every put and get form: `n` bytes to symmetric `dst` on `pe` / from symmetric
+ * `src` on `pe`, named `call` in a failure. */
+SHMEM_ARCH_INLINE void shmem_device_put_(const char *call, void *dst, const void *src, size_t n,
+                                         int pe) {
+    shmem_arch_copy(shmem_device_remote_(call, "dst", dst, n, pe), src, n);
+}
+SHMEM_ARCH_INLINE void shmem_device_get_(const char *call, void *dst, const void *src, size_t n,
+                                         int pe) {
+    shmem_arch_copy(dst, shmem_device_remote_(call, "src", src, n, pe), n);
+}
+
 /* Where the calling block may load and store `ptr` of `pe`, or NULL when `pe` is not mapped
  * here (or `ptr` is not symmetric). */
 SHMEM_ARCH_INLINE void *aclshmem_ptr(const void *ptr, int pe) {
@@ -223,19 +234,19 @@ SHMEM_ARCH_INLINE void *aclshmem_ptr(const void *ptr, int pe) {
 /* Copies `bytes` bytes from `src` (local) to symmetric `dst` on `pe`; returns once `dst` holds
  * them. `src` and the destination must not overlap. */
 SHMEM_ARCH_INLINE void aclshmem_putmem(void *dst, const void *src, size_t bytes, int pe) {
-    shmem_arch_copy(shmem_device_remote_("aclshmem_putmem", "dst", dst, bytes, pe), src, bytes);
+    shmem_device_put_("aclshmem_putmem", dst, src, bytes, pe);
 }
 /* Copies `bytes` bytes from symmetric `src` on `pe` to `dst` (local); returns with them in
  * `dst`. */
 SHMEM_ARCH_INLINE void aclshmem_getmem(void *dst, const void *src, size_t bytes, int pe) {
-    shmem_arch_copy(dst, shmem_device_remote_("aclshmem_getmem", "src", src, bytes, pe), bytes);
+    shmem_device_get_("aclshmem_getmem", dst, src, bytes, pe);
 }
 /* Non-blocking forms: complete at the next quiet (on the CPU, at once). */
 SHMEM_ARCH_INLINE void aclshmem_putmem_nbi(void *dst, const void *src, size_t bytes, int pe) {
-    shmem_arch_copy(shmem_device_remote_("aclshmem_putmem_nbi", "dst", dst, bytes, pe), src, bytes);
+    shmem_device_put_("aclshmem_putmem_nbi", dst, src, bytes, pe);
 }
 SHMEM_ARCH_INLINE void aclshmem_getmem_nbi(void *dst, const void *src, size_t bytes, int pe) {
-    shmem_arch_copy(dst, shmem_device_remote_("aclshmem_getmem_nbi", "src", src, bytes, pe), bytes);
+    shmem_device_get_("aclshmem_getmem_nbi", dst, src, bytes, pe);
 }
 
 /* Every put, get, AMO and signal update of the calling block is complete and visible to every
@@ -264,27 +275,19 @@ SHMEM_ARCH_INLINE void aclshmem_fence(void) { shmem_arch_fence_system(); }
 #define SHMEM_DEVICE_RMA_(NAME, T)                                                                 \
     SHMEM_ARCH_INLINE void aclshmem_put_##NAME##_mem(T *dst, const T *src, size_t nelems,          \
                                                      int pe) {                                     \
-        size_t n = nelems * sizeof(T);                                                             \
-        shmem_arch_copy(shmem_device_remote_("aclshmem_put_" #NAME "_mem", "dst", dst, n, pe),     \
-                        src, n);                                                                   \
+        shmem_device_put_("aclshmem_put_" #NAME "_mem", dst, src, nelems * sizeof(T), pe);         \
     }                                                                                              \
     SHMEM_ARCH_INLINE void aclshmem_get_##NAME##_mem(T *dst, const T *src, size_t nelems,          \
                                                      int pe) {                                     \
-        size_t n = nelems * sizeof(T);                                                             \
-        shmem_arch_copy(dst,                                                                       \
-                        shmem_device_remote_("aclshmem_get_" #NAME "_mem", "src", src, n, pe), n); \
+        shmem_device_get_("aclshmem_get_" #NAME "_mem", dst, src, nelems * sizeof(T), pe);         \
     }                                                                                              \
     SHMEM_ARCH_INLINE void aclshmem_put_##NAME##_mem_nbi(T *dst, const T *src, size_t nelems,      \
                                                          int pe) {                                 \
-        size_t n = nelems * sizeof(T);                                                             \
-        shmem_arch_copy(shmem_device_remote_("aclshmem_put_" #NAME "_mem_nbi", "dst", dst, n, pe), \
-                        src, n);                                                                   \
+        shmem_device_put_("aclshmem_put_" #NAME "_mem_nbi", dst, src, nelems * sizeof(T), pe);     \
     }                                                                                              \
     SHMEM_ARCH_INLINE void aclshmem_get_##NAME##_mem_nbi(T *dst, const T *src, size_t nelems,      \
                                                          int pe) {                                 \
-        size_t n = nelems * sizeof(T);                                                             \
-        shmem_arch_copy(                                                                           \
-            dst, shmem_device_remote_("aclshmem_get_" #NAME "_mem_nbi", "src", src, n, pe), n);    \
+        shmem_device_get_("aclshmem_get_" #NAME "_mem_nbi", dst, src, nelems * sizeof(T), pe);     \
     }                                                                                              \
     SHMEM_ARCH_INLINE void aclshmem_##NAME##_p(T *dst, T value, int pe) {                          \
         *(T *)shmem_device_remote_("aclshmem_" #NAME "_p", "dst", dst, sizeof(T), pe) = value;     \
@@ -493,15 +496,13 @@ SHMEM_ARCH_INLINE void aclshmemx_signal_op(int32_t *sig_addr, int32_t signal, in
 SHMEM_ARCH_INLINE void aclshmem_putmem_signal(void *dst, const void *src, size_t bytes,
                                               int32_t *sig_addr, int32_t signal, int sig_op,
                                               int pe) {
-    shmem_arch_copy(shmem_device_remote_("aclshmem_putmem_signal", "dst", dst, bytes, pe), src,
-                    bytes);
+    shmem_device_put_("aclshmem_putmem_signal", dst, src, bytes, pe);
     shmem_device_signal_u32_("aclshmem_putmem_signal", sig_addr, signal, sig_op, pe);
 }
 SHMEM_ARCH_INLINE void aclshmem_putmem_signal_nbi(void *dst, const void *src, size_t bytes,
                                                   int32_t *sig_addr, int32_t signal, int sig_op,
                                                   int pe) {
-    shmem_arch_copy(shmem_device_remote_("aclshmem_putmem_signal_nbi", "dst", dst, bytes, pe), src,
-                    bytes);
+    shmem_device_put_("aclshmem_putmem_signal_nbi", dst, src, bytes, pe);
     shmem_device_signal_u32_("aclshmem_putmem_signal_nbi", sig_addr, signal, sig_op, pe);
 }
 /* Blocks until the local int32_t `sig_addr` compares true with `cmp_val`; returns its value. */
@@ -517,8 +518,7 @@ SHMEM_ARCH_INLINE void aclshmemx_signal_op_u64(uint64_t *sig_addr, uint64_t sign
 SHMEM_ARCH_INLINE void aclshmemx_putmem_signal_u64(void *dst, const void *src, size_t bytes,
                                                    uint64_t *sig_addr, uint64_t signal, int sig_op,
                                                    int pe) {
-    shmem_arch_copy(shmem_device_remote_("aclshmemx_putmem_signal_u64", "dst", dst, bytes, pe), src,
-                    bytes);
+    shmem_device_put_("aclshmemx_putmem_signal_u64", dst, src, bytes, pe);
     shmem_device_signal_u64_("aclshmemx_putmem_signal_u64", sig_addr, signal, sig_op, pe);
 }
 SHMEM_ARCH_INLINE uint64_t aclshmemx_signal_fetch_u64(const uint64_t *sig_addr) {
