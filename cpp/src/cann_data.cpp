@@ -6,7 +6,6 @@
 #include <aclshmem.h>
 
 #include <cinttypes>
-#include <cstdarg>
 
 #include <pshmem.h>
 
@@ -16,19 +15,11 @@ using namespace shmem::detail;
 
 namespace {
 
-// Logs "call: message" (one line).
-__attribute__((format(printf, 2, 3), cold)) void refuse(const char *call, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    log_call_errorv(call, fmt, ap);
-    va_end(ap);
-}
-
 // Whether the library is running; logs the refusal when it is not.
 bool running(const char *call) {
     if (!SHMEM_UNLIKELY(lib_phase.load(std::memory_order_acquire) != kRunning)) return true;
-    refuse(call, "the library is not initialised (code %d, ACLSHMEM_NOT_INITED)",
-           ACLSHMEM_NOT_INITED);
+    log_call_error(call, "the library is not initialised (code %d, ACLSHMEM_NOT_INITED)",
+                   ACLSHMEM_NOT_INITED);
     return false;
 }
 
@@ -36,8 +27,9 @@ bool running(const char *call) {
 bool pe_ok(const char *call, long pe) {
     if (!running(call)) return false;
     if (!SHMEM_UNLIKELY(pe < 0 || pe >= g.n_pes)) return true;
-    refuse(call, "invalid argument pe=%ld: not in [0, %d) (code %d, ACLSHMEM_INVALID_PARAM)", pe,
-           g.n_pes, ACLSHMEM_INVALID_PARAM);
+    log_call_error(call,
+                   "invalid argument pe=%ld: not in [0, %d) (code %d, ACLSHMEM_INVALID_PARAM)", pe,
+                   g.n_pes, ACLSHMEM_INVALID_PARAM);
     return false;
 }
 
@@ -45,15 +37,17 @@ bool pe_ok(const char *call, long pe) {
 bool kind_ok(const char *call, aclshmem_mem_type_t mem_type) {
     if (mem_type == HOST_SIDE) return true;
     if (mem_type == DEVICE_SIDE) {
-        refuse(call,
-               "mem_type=DEVICE_SIDE: not supported (code %d, ACLSHMEM_NOT_SUPPORTED): this "
-               "library's symmetric heap is host memory, use HOST_SIDE",
-               ACLSHMEM_NOT_SUPPORTED);
+        log_call_error(
+            call,
+            "mem_type=DEVICE_SIDE: not supported (code %d, ACLSHMEM_NOT_SUPPORTED): this "
+            "library's symmetric heap is host memory, use HOST_SIDE",
+            ACLSHMEM_NOT_SUPPORTED);
     } else {
-        refuse(call,
-               "invalid argument mem_type=%d: not HOST_SIDE (0) or DEVICE_SIDE (1) (code %d, "
-               "ACLSHMEM_INVALID_VALUE)",
-               static_cast<int>(mem_type), ACLSHMEM_INVALID_VALUE);
+        log_call_error(
+            call,
+            "invalid argument mem_type=%d: not HOST_SIDE (0) or DEVICE_SIDE (1) (code %d, "
+            "ACLSHMEM_INVALID_VALUE)",
+            static_cast<int>(mem_type), ACLSHMEM_INVALID_VALUE);
     }
     return false;
 }
@@ -73,10 +67,11 @@ void signal_after(void *sig_addr, int32_t signal, int sig_op, int pe) {
 // The sig_op check comes before the data moves, so a refused call moves nothing.
 bool sig_op_ok(const char *call, int sig_op) {
     if (sig_op == ACLSHMEM_SIGNAL_SET || sig_op == ACLSHMEM_SIGNAL_ADD) return true;
-    refuse(call,
-           "invalid argument sig_op=%d: not ACLSHMEM_SIGNAL_SET (0) or ACLSHMEM_SIGNAL_ADD (1) "
-           "(code %d, ACLSHMEM_INVALID_PARAM)",
-           sig_op, ACLSHMEM_INVALID_PARAM);
+    log_call_error(
+        call,
+        "invalid argument sig_op=%d: not ACLSHMEM_SIGNAL_SET (0) or ACLSHMEM_SIGNAL_ADD (1) "
+        "(code %d, ACLSHMEM_INVALID_PARAM)",
+        sig_op, ACLSHMEM_INVALID_PARAM);
     return false;
 }
 
@@ -168,19 +163,21 @@ SHMEM_EXPORT void aclshmemx_getmem_on_stream(void *dst, void *src, size_t elem_s
                                              aclrtStream stream) {
     (void)dst;
     (void)src;
-    refuse("aclshmemx_getmem_on_stream",
-           "stream=%p (elem_size=%zu, pe=%" PRId32
-           "): not supported (code %d, ACLSHMEM_NOT_SUPPORTED): this library has no NPU stream; "
-           "nothing was copied",
-           stream, elem_size, pe, ACLSHMEM_NOT_SUPPORTED);
+    log_call_error(
+        "aclshmemx_getmem_on_stream",
+        "stream=%p (elem_size=%zu, pe=%" PRId32
+        "): not supported (code %d, ACLSHMEM_NOT_SUPPORTED): this library has no NPU stream; "
+        "nothing was copied",
+        stream, elem_size, pe, ACLSHMEM_NOT_SUPPORTED);
 }
 
 SHMEM_EXPORT int aclshmemx_set_mte_config(uint64_t offset, uint32_t ub_size, uint32_t event_id) {
-    refuse("aclshmemx_set_mte_config",
-           "offset=%" PRIu64 " ub_size=%" PRIu32 " event_id=%" PRIu32
-           ": not supported (code %d, ACLSHMEM_NOT_SUPPORTED): the host CPU moves the data, "
-           "there is no NPU unified buffer to configure",
-           offset, ub_size, event_id, ACLSHMEM_NOT_SUPPORTED);
+    log_call_error(
+        "aclshmemx_set_mte_config",
+        "offset=%" PRIu64 " ub_size=%" PRIu32 " event_id=%" PRIu32
+        ": not supported (code %d, ACLSHMEM_NOT_SUPPORTED): the host CPU moves the data, "
+        "there is no NPU unified buffer to configure",
+        offset, ub_size, event_id, ACLSHMEM_NOT_SUPPORTED);
     return ACLSHMEM_NOT_SUPPORTED;
 }
 

@@ -4,7 +4,6 @@
 // This file answers CANN's codes for handles that name no team of this PE.
 #include <aclshmem.h>
 
-#include <cstdarg>
 #include <cstring>
 
 #include <pshmem.h>
@@ -16,32 +15,24 @@ using namespace shmem::detail;
 
 namespace {
 
-// Logs "call: message" (one line).
-__attribute__((format(printf, 2, 3), cold)) void refuse(const char *call, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    log_call_errorv(call, fmt, ap);
-    va_end(ap);
-}
-
 // The team behind `team`, or SHMEM_TEAM_INVALID (logged, naming `arg`, when `log`). A CANN
 // handle is the team's slot, the number kernels name it by (shmem/device.h), so a handle a split
 // returned on the host is passed to a kernel as it is.
 shmem_team_t lookup(const char *call, const char *arg, aclshmem_team_t team, bool log = true) {
     if (lib_phase.load(std::memory_order_acquire) != kRunning) {
         if (log) {
-            refuse(call, "the library is not initialised (code %d, ACLSHMEM_NOT_INITED)",
-                   ACLSHMEM_NOT_INITED);
+            log_call_error(call, "the library is not initialised (code %d, ACLSHMEM_NOT_INITED)",
+                           ACLSHMEM_NOT_INITED);
         }
         return SHMEM_TEAM_INVALID;
     }
     shmem_team_t t = team_at_slot(team);
     if (t == nullptr) {
         if (log) {
-            refuse(call,
-                   "invalid argument %s=%d: not a team of this PE (code %d, "
-                   "ACLSHMEM_INVALID_PARAM)",
-                   arg, team, ACLSHMEM_INVALID_PARAM);
+            log_call_error(call,
+                           "invalid argument %s=%d: not a team of this PE (code %d, "
+                           "ACLSHMEM_INVALID_PARAM)",
+                           arg, team, ACLSHMEM_INVALID_PARAM);
         }
         return SHMEM_TEAM_INVALID;
     }
@@ -61,8 +52,8 @@ SHMEM_EXPORT int aclshmem_team_split_strided(aclshmem_team_t parent_team, int pe
                                              aclshmem_team_t *new_team) {
     const char *call = "aclshmem_team_split_strided";
     if (new_team == nullptr) {
-        refuse(call, "invalid argument new_team=NULL (code %d, ACLSHMEM_INVALID_PARAM)",
-               ACLSHMEM_INVALID_PARAM);
+        log_call_error(call, "invalid argument new_team=NULL (code %d, ACLSHMEM_INVALID_PARAM)",
+                       ACLSHMEM_INVALID_PARAM);
         return ACLSHMEM_INVALID_PARAM;
     }
     *new_team = ACLSHMEM_TEAM_INVALID;
@@ -70,10 +61,11 @@ SHMEM_EXPORT int aclshmem_team_split_strided(aclshmem_team_t parent_team, int pe
     if (parent == SHMEM_TEAM_INVALID) return ACLSHMEM_INVALID_PARAM;
     shmem_team_t t = SHMEM_TEAM_INVALID;
     if (pshmem_team_split_strided(parent, pe_start, pe_stride, pe_size, nullptr, 0, &t) != 0) {
-        refuse(call,
-               "invalid arguments pe_start=%d pe_stride=%d pe_size=%d: not PEs of the parent team "
-               "of %d PEs, or a member is in too many teams (code %d, ACLSHMEM_INVALID_PARAM)",
-               pe_start, pe_stride, pe_size, pshmem_team_n_pes(parent), ACLSHMEM_INVALID_PARAM);
+        log_call_error(
+            call,
+            "invalid arguments pe_start=%d pe_stride=%d pe_size=%d: not PEs of the parent team "
+            "of %d PEs, or a member is in too many teams (code %d, ACLSHMEM_INVALID_PARAM)",
+            pe_start, pe_stride, pe_size, pshmem_team_n_pes(parent), ACLSHMEM_INVALID_PARAM);
         return ACLSHMEM_INVALID_PARAM;
     }
     *new_team = handle_of(t);
@@ -84,8 +76,8 @@ SHMEM_EXPORT int aclshmem_team_split_2d(aclshmem_team_t parent_team, int x_range
                                         aclshmem_team_t *x_team, aclshmem_team_t *y_team) {
     const char *call = "aclshmem_team_split_2d";
     if (x_team == nullptr || y_team == nullptr) {
-        refuse(call, "invalid argument %s=NULL (code %d, ACLSHMEM_INVALID_PARAM)",
-               x_team == nullptr ? "x_team" : "y_team", ACLSHMEM_INVALID_PARAM);
+        log_call_error(call, "invalid argument %s=NULL (code %d, ACLSHMEM_INVALID_PARAM)",
+                       x_team == nullptr ? "x_team" : "y_team", ACLSHMEM_INVALID_PARAM);
         return ACLSHMEM_INVALID_PARAM;
     }
     *x_team = ACLSHMEM_TEAM_INVALID;
@@ -95,10 +87,11 @@ SHMEM_EXPORT int aclshmem_team_split_2d(aclshmem_team_t parent_team, int x_range
     shmem_team_t x = SHMEM_TEAM_INVALID;
     shmem_team_t y = SHMEM_TEAM_INVALID;
     if (pshmem_team_split_2d(parent, x_range, nullptr, 0, &x, nullptr, 0, &y) != 0) {
-        refuse(call,
-               "invalid argument x_range=%d for a parent team of %d PEs, or a member is in too "
-               "many teams (code %d, ACLSHMEM_INVALID_PARAM)",
-               x_range, pshmem_team_n_pes(parent), ACLSHMEM_INVALID_PARAM);
+        log_call_error(
+            call,
+            "invalid argument x_range=%d for a parent team of %d PEs, or a member is in too "
+            "many teams (code %d, ACLSHMEM_INVALID_PARAM)",
+            x_range, pshmem_team_n_pes(parent), ACLSHMEM_INVALID_PARAM);
         return ACLSHMEM_INVALID_PARAM;
     }
     *x_team = handle_of(x);
@@ -120,10 +113,11 @@ SHMEM_EXPORT void aclshmem_team_destroy(aclshmem_team_t team) {
     shmem_team_t t = lookup(call, "team", team);
     if (t == SHMEM_TEAM_INVALID) return;
     if (t == SHMEM_TEAM_WORLD || t == SHMEM_TEAM_SHARED) {
-        refuse(call,
-               "invalid argument team=%d: the %s team is predefined and not destroyed (code %d, "
-               "ACLSHMEM_INVALID_PARAM)",
-               team, t == SHMEM_TEAM_WORLD ? "world" : "shared", ACLSHMEM_INVALID_PARAM);
+        log_call_error(
+            call,
+            "invalid argument team=%d: the %s team is predefined and not destroyed (code %d, "
+            "ACLSHMEM_INVALID_PARAM)",
+            team, t == SHMEM_TEAM_WORLD ? "world" : "shared", ACLSHMEM_INVALID_PARAM);
         return;
     }
     pshmem_team_destroy(t);
@@ -142,8 +136,8 @@ SHMEM_EXPORT int aclshmem_team_n_pes(aclshmem_team_t team) {
 SHMEM_EXPORT int aclshmem_team_get_config(aclshmem_team_t team, aclshmem_team_config_t *config) {
     const char *call = "aclshmem_team_get_config";
     if (config == nullptr) {
-        refuse(call, "invalid argument config=NULL (code %d, ACLSHMEM_INVALID_PARAM)",
-               ACLSHMEM_INVALID_PARAM);
+        log_call_error(call, "invalid argument config=NULL (code %d, ACLSHMEM_INVALID_PARAM)",
+                       ACLSHMEM_INVALID_PARAM);
         return ACLSHMEM_INVALID_PARAM;
     }
     shmem_team_t t = lookup(call, "team", team);
@@ -183,15 +177,17 @@ SHMEM_EXPORT void aclshmem_sync_all(void) {
 }
 
 SHMEM_EXPORT void aclshmemx_barrier_on_stream(aclshmem_team_t team, aclrtStream stream) {
-    refuse("aclshmemx_barrier_on_stream",
-           "stream=%p (team=%d): not supported (code %d, ACLSHMEM_NOT_SUPPORTED): this library "
-           "has no NPU stream; use aclshmem_barrier",
-           stream, team, ACLSHMEM_NOT_SUPPORTED);
+    log_call_error(
+        "aclshmemx_barrier_on_stream",
+        "stream=%p (team=%d): not supported (code %d, ACLSHMEM_NOT_SUPPORTED): this library "
+        "has no NPU stream; use aclshmem_barrier",
+        stream, team, ACLSHMEM_NOT_SUPPORTED);
 }
 
 SHMEM_EXPORT void aclshmemx_barrier_all_on_stream(aclrtStream stream) {
-    refuse("aclshmemx_barrier_all_on_stream",
-           "stream=%p: not supported (code %d, ACLSHMEM_NOT_SUPPORTED): this library has no NPU "
-           "stream; use aclshmem_barrier_all",
-           stream, ACLSHMEM_NOT_SUPPORTED);
+    log_call_error(
+        "aclshmemx_barrier_all_on_stream",
+        "stream=%p: not supported (code %d, ACLSHMEM_NOT_SUPPORTED): this library has no NPU "
+        "stream; use aclshmem_barrier_all",
+        stream, ACLSHMEM_NOT_SUPPORTED);
 }

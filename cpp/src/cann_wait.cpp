@@ -5,7 +5,6 @@
 // templates rather than forwarded.
 #include <aclshmem.h>
 
-#include <cstdarg>
 #include <cstdint>
 
 #include "internal.h"
@@ -15,27 +14,20 @@ using namespace shmem::detail;
 
 namespace {
 
-// Logs "call: message" (one line).
-__attribute__((format(printf, 2, 3), cold)) void refuse(const char *call, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    log_call_errorv(call, fmt, ap);
-    va_end(ap);
-}
-
 // CANN's comparison (ACLSHMEM_CMP_EQ = 0 ... LE = 5) as SHMEM_CMP_*, or 0 (logged) when it is
 // not one, or when the library is not running.
 int shmem_cmp(const char *call, int cmp) {
     if (lib_phase.load(std::memory_order_acquire) != kRunning) {
-        refuse(call, "the library is not initialised (code %d, ACLSHMEM_NOT_INITED)",
-               ACLSHMEM_NOT_INITED);
+        log_call_error(call, "the library is not initialised (code %d, ACLSHMEM_NOT_INITED)",
+                       ACLSHMEM_NOT_INITED);
         return 0;
     }
     if (cmp < ACLSHMEM_CMP_EQ || cmp > ACLSHMEM_CMP_LE) {
-        refuse(call,
-               "invalid argument cmp=%d: not ACLSHMEM_CMP_EQ..ACLSHMEM_CMP_LE (0..5) (code %d, "
-               "ACLSHMEM_INVALID_PARAM)",
-               cmp, ACLSHMEM_INVALID_PARAM);
+        log_call_error(
+            call,
+            "invalid argument cmp=%d: not ACLSHMEM_CMP_EQ..ACLSHMEM_CMP_LE (0..5) (code %d, "
+            "ACLSHMEM_INVALID_PARAM)",
+            cmp, ACLSHMEM_INVALID_PARAM);
         return 0;
     }
     return cmp - ACLSHMEM_CMP_EQ + SHMEM_CMP_EQ;
@@ -44,8 +36,8 @@ int shmem_cmp(const char *call, int cmp) {
 // Whether `p` is non-NULL (logged, naming `arg`, when it is NULL).
 bool given(const char *call, const char *arg, const void *p) {
     if (p != nullptr) return true;
-    refuse(call, "invalid argument %s=NULL (code %d, ACLSHMEM_INVALID_PARAM)", arg,
-           ACLSHMEM_INVALID_PARAM);
+    log_call_error(call, "invalid argument %s=NULL (code %d, ACLSHMEM_INVALID_PARAM)", arg,
+                   ACLSHMEM_INVALID_PARAM);
     return false;
 }
 
@@ -202,12 +194,12 @@ SHMEM_EXPORT void aclshmem_signal_wait_until(int32_t *sig_addr, int cmp, int32_t
 
 SHMEM_EXPORT void aclshmemx_signal_wait_until_on_stream(int32_t *sig_addr, int cmp, int32_t cmp_val,
                                                         aclrtStream stream) {
-    refuse("aclshmemx_signal_wait_until_on_stream",
-           "stream=%p (sig_addr=%p, cmp=%d, cmp_val=%d): not supported (code %d, "
-           "ACLSHMEM_NOT_SUPPORTED): this library has no NPU stream; use "
-           "aclshmem_signal_wait_until",
-           stream, static_cast<void *>(sig_addr), cmp, static_cast<int>(cmp_val),
-           ACLSHMEM_NOT_SUPPORTED);
+    log_call_error("aclshmemx_signal_wait_until_on_stream",
+                   "stream=%p (sig_addr=%p, cmp=%d, cmp_val=%d): not supported (code %d, "
+                   "ACLSHMEM_NOT_SUPPORTED): this library has no NPU stream; use "
+                   "aclshmem_signal_wait_until",
+                   stream, static_cast<void *>(sig_addr), cmp, static_cast<int>(cmp_val),
+                   ACLSHMEM_NOT_SUPPORTED);
 }
 
 // The typed forms, one definition per CANN type.
