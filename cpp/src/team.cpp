@@ -61,12 +61,13 @@ void publish_team(const shmem_team_s *t, bool live) {
                             : shmem_job_team{0, 0, 0, t->slot};
 }
 
-// Sets up a predefined team spanning every PE of the job, with its areas at `slot`.
-void start_predefined(shmem_team_s &t, int slot) {
-    t.start = 0;
-    t.stride = 1;
-    t.size = g.n_pes;
-    t.my_pe = g.my_pe;
+// Sets up a predefined team of world PEs start, start + stride, ... (size of them, this PE
+// among them), with its areas at `slot`.
+void start_predefined(shmem_team_s &t, int slot, int start, int stride, int size) {
+    t.start = start;
+    t.stride = stride;
+    t.size = size;
+    t.my_pe = (g.my_pe - start) / stride;
     t.config = shmem_team_config_t{};
     t.config_mask = 0;
     t.slot = slot;
@@ -96,11 +97,18 @@ void teams_start() {
         fail("shmem_init", "a team area of %zu bytes cannot hold the %d words the teams use",
              g.team_area_size, SHMEM_TEAM_AREA_LINES);
     }
-    // Every PE of this job shares memory with every other (one node, device `host`), so the
-    // shared team is the world under another slot; a job spanning nodes stops at init until a
-    // network data path exists.
-    start_predefined(shmem_internal_team_world, 0);
-    start_predefined(shmem_internal_team_shared, 1);
+    // The shared team is the PEs of this node (those whose memory is mapped here), the whole
+    // world on one node; the runtime says which (a progression of world PEs, see
+    // Nodes::shared_team), the same on every member.
+    start_predefined(shmem_internal_team_world, 0, 0, 1, g.n_pes);
+    const core::TeamShape shared = core::shared_team();
+    if (shared.size < 1 || shared.stride < 1 || g.my_pe < shared.start ||
+        (g.my_pe - shared.start) % shared.stride != 0 ||
+        (g.my_pe - shared.start) / shared.stride >= shared.size) {
+        fail("shmem_init", "SHMEM_TEAM_SHARED (start %d, stride %d, size %d) does not hold PE %d",
+             shared.start, shared.stride, shared.size, g.my_pe);
+    }
+    start_predefined(shmem_internal_team_shared, 1, shared.start, shared.stride, shared.size);
     used_slots = 0b11;
 }
 

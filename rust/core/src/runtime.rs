@@ -172,7 +172,9 @@ fn start(
     let control = Control::create(&bootstrap, timeouts.create)?;
     STATUS.store(STATUS_SHM_CREATED, Ordering::Release);
     let static_data = static_data::exchange(&bootstrap, timeouts.create)?;
-    let transport = start_transport(&bootstrap, &heap, &static_data, timeouts.create)?;
+    let transport = start_transport(&bootstrap, &heap, &static_data, timeouts.create)
+        .and_then(|t| reaches_other_nodes(&bootstrap, t))
+        .map_err(|e| stop_across_nodes(&bootstrap, e))?;
     bootstrap.barrier(timeouts.create).map_err(|e| match e {
         BootstrapError::Timeout { after, .. } => Error::Timeout {
             step: "not every PE reached the end of start-up".into(),
@@ -289,6 +291,55 @@ fn start_transport(
     let mut allgather =
         |data: &[u8]| -> Result<Vec<Vec<u8>>> { Ok(bootstrap.allgather(data, timeout)?) };
     transport::start(chosen, &segments, &mut allgather).map(Some)
+}
+
+/// `transport` when it reaches every PE of another node (their memory is not mapped here);
+/// otherwise the refusal naming the first such PE and both nodes.
+fn reaches_other_nodes(
+    bootstrap: &Bootstrap,
+    transport: Option<transport::Started>,
+) -> Result<Option<transport::Started>> {
+    let (my_pe, nodes) = (bootstrap.rank(), bootstrap.nodes());
+    let reaches = |pe| transport.as_ref().is_some_and(|t| t.transport().can_reach(pe));
+    let Some(pe) = (0..bootstrap.size()).find(|&pe| !nodes.is_local(pe) && !reaches(pe)) else {
+        return Ok(transport);
+    };
+    let by = transport.as_ref().map_or("none", |t| t.transport().name());
+    Err(Error::Unreachable {
+        pe: pe as u32,
+        why: format!(
+            "PE {pe} on {} is not reachable from PE {my_pe} on {}: the job spans {} nodes, and \
+             the transport of this job ({by}) does not reach PEs on other nodes",
+            nodes.describe(pe),
+            nodes.describe(my_pe),
+            nodes.count()
+        ),
+    })
+}
+
+/// A start-up error of a job that spans nodes, after the PEs met: logged here, then the whole
+/// job is ended (every node, not only the PEs that watch this one), and the error comes back
+/// marked logged for the caller to return. A job on one node returns `e` as it is.
+fn stop_across_nodes(bootstrap: &Bootstrap, e: Error) -> Error {
+    if bootstrap.nodes().count() < 2 {
+        return e;
+    }
+    if e.names_call() {
+        tracing::error!("{e}");
+    } else {
+        tracing::error!("shmem_init: {e}");
+    }
+    bootstrap.abort(1, true);
+    e.logged()
+}
+
+/// `SHMEM_TEAM_SHARED` on this PE as (start, stride, size) over world PEs: the PEs of its node
+/// ([`bootstrap::Nodes::shared_team`]); (0, 1, 0) when the library is not running.
+pub fn shared_team() -> (usize, usize, usize) {
+    match &*STATE.read().unwrap_or_else(|p| p.into_inner()) {
+        Phase::Running(rt) => rt.bootstrap.nodes().shared_team(),
+        _ => (0, 1, 0),
+    }
 }
 
 /// The running job, or a state error naming `call`.
