@@ -300,7 +300,11 @@ fn reaches_other_nodes(
     transport: Option<transport::Started>,
 ) -> Result<Option<transport::Started>> {
     let (my_pe, nodes) = (bootstrap.rank(), bootstrap.nodes());
-    let reaches = |pe| transport.as_ref().is_some_and(|t| t.transport().can_reach(pe));
+    let reaches = |pe| {
+        transport
+            .as_ref()
+            .is_some_and(|t| t.transport().can_reach(pe))
+    };
     let Some(pe) = (0..bootstrap.size()).find(|&pe| !nodes.is_local(pe) && !reaches(pe)) else {
         return Ok(transport);
     };

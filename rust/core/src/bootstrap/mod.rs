@@ -147,9 +147,11 @@ impl Nodes {
         loop {
             let best = largest_progression(&left);
             let (start, stride, size) = best;
-            let members = |pe: usize| pe >= start && (pe - start) % stride == 0 && {
-                let k = (pe - start) / stride;
-                k < size
+            let members = |pe: usize| {
+                pe >= start && (pe - start) % stride == 0 && {
+                    let k = (pe - start) / stride;
+                    k < size
+                }
             };
             if members(me) || left.is_empty() {
                 return best;

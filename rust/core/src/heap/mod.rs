@@ -198,7 +198,8 @@ impl Heap {
     /// Copies `len` bytes from user-heap offset `src` to `dst` in this PE's heap (the ranges
     /// may overlap).
     pub fn copy(&self, src: usize, dst: usize, len: usize) -> Result<()> {
-        self.device.copy(self.own(), RESERVED + src, RESERVED + dst, len)
+        self.device
+            .copy(self.own(), RESERVED + src, RESERVED + dst, len)
     }
 
     /// This PE's own segment.

@@ -416,7 +416,11 @@ fn guest_tcp(
         .watch_socket()
         .map_err(|e| Error::os("duplicating the store connection", e))?;
     let nodes = locality::share(&client, timeout).1?;
-    rendezvous::attach(&client, &NodeStore::of(&nodes.numbers(), plan.my_pe), timeout)?;
+    rendezvous::attach(
+        &client,
+        &NodeStore::of(&nodes.numbers(), plan.my_pe),
+        timeout,
+    )?;
     finish_guest(plan, client, watched, Some(nodes), timeout)
 }
 
@@ -452,9 +456,7 @@ fn finish_guest(
         let len = mapping::file_len(fd.as_fd())?;
         if len != JOB_PAGE_LEN {
             return Err(Error::Launch(LaunchError::ForeignBuild {
-                what: format!(
-                    "the job page from PE 0's store is {len} bytes, not {JOB_PAGE_LEN}"
-                ),
+                what: format!("the job page from PE 0's store is {len} bytes, not {JOB_PAGE_LEN}"),
                 who: "PE 0",
             }));
         }
