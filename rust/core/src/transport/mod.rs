@@ -25,6 +25,8 @@ pub enum Segment {
     Heap = 0,
     /// Global and static variables.
     Data = 1,
+    /// The PE's control segment (`sync/control.rs`): the host API's synchronisation words.
+    Control = 2,
 }
 
 impl Segment {
@@ -33,6 +35,7 @@ impl Segment {
         match raw {
             0 => Some(Segment::Heap),
             1 => Some(Segment::Data),
+            2 => Some(Segment::Control),
             _ => None,
         }
     }
@@ -42,6 +45,7 @@ impl Segment {
         match self {
             Segment::Heap => "heap",
             Segment::Data => "static data",
+            Segment::Control => "control segment",
         }
     }
 }
