@@ -76,6 +76,8 @@ echo "multihost.sh: node A = this namespace ($ino_a, $a_ip), node B = $ns ($ino_
 
 unset SHMEM_RUN_FD SHMEM_RUN_RANK SHMEM_RUN_SIZE SHMEM_RUN_JOBID SHMEM_RUN_STORE SHMEM_JOB_ID \
     OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID RANK WORLD_SIZE SHMEM_BOOTSTRAP_ADDR
+# Where the PEs run, for the program's own checks (shmem_ptr is NULL for the other node's PEs).
+[ "$case" = inside-b ] || export MULTINODE_LAYOUT=2,2
 export SHMEM_VERSION=1 UCX_TLS=${UCX_TLS:-tcp} UCX_NET_DEVICES=${UCX_NET_DEVICES:-$va}
 
 fail() {

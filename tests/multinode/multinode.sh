@@ -111,6 +111,9 @@ unset SHMEM_RUN_FD SHMEM_RUN_RANK SHMEM_RUN_SIZE SHMEM_RUN_JOBID SHMEM_RUN_STORE
     OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID RANK WORLD_SIZE SHMEM_BOOTSTRAP_ADDR \
     SHMEM_TEST_LOOPBACK SHMEM_TEST_UCX
 export UCX_TLS=${UCX_TLS:-tcp} UCX_NET_DEVICES=${UCX_NET_DEVICES:-shmem0}
+# Where the PEs run, for the tests' own checks (SHMEM_TEAM_SHARED, shmem_ptr): tests/unit's
+# test_util.h reads it; the library never does.
+export MULTINODE_LAYOUT=$layout
 nslist=$(
     IFS=,
     echo "${spaces[*]}"
