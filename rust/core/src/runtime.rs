@@ -172,7 +172,7 @@ fn start(
     let control = Control::create(&bootstrap, timeouts.create)?;
     STATUS.store(STATUS_SHM_CREATED, Ordering::Release);
     let static_data = static_data::exchange(&bootstrap, timeouts.create)?;
-    let transport = start_transport(&bootstrap, &heap, &control, &static_data, timeouts.create)
+    let transport = start_transport(&bootstrap, &heap, &static_data, &control, timeouts)
         .and_then(|t| reaches_other_nodes(&bootstrap, t))
         .map_err(|e| stop_across_nodes(&bootstrap, e))?;
     bootstrap.barrier(timeouts.create).map_err(|e| match e {
@@ -192,6 +192,12 @@ fn start(
         }
         if config.print_info {
             print!("{}", env::describe());
+            if let Some(t) = &transport {
+                println!(
+                    "PE {my_pe}: {}",
+                    transport::describe_reach(t.transport(), n_pes)
+                );
+            }
         }
     }
     let nodes = bootstrap.nodes();
@@ -257,26 +263,47 @@ fn start(
 }
 
 /// The transport chosen for this job, connected and with the heap, the static data and the
-/// control segment registered (collective), or `None` when every PE is mapped here, as it is
-/// unless `SHMEM_TEST_LOOPBACK` chooses PEs for the loopback test transport.
+/// control segment registered (collective), or `None` when every PE is mapped here. A job whose
+/// PEs span nodes uses UCX for the PEs of other nodes; on one node, UCX or the loopback test
+/// transport reach the PEs `SHMEM_TEST_UCX` or `SHMEM_TEST_LOOPBACK` choose (for testing only).
 fn start_transport(
     bootstrap: &Bootstrap,
     heap: &Heap,
-    control: &Control,
     static_data: &StaticData,
-    timeout: Duration,
+    control: &Control,
+    timeouts: Timeouts,
 ) -> Result<Option<transport::Started>> {
     let (my_pe, n_pes) = (bootstrap.rank(), bootstrap.size());
     let heap_bases: Vec<usize> = (0..n_pes).map(|pe| heap.user_base(pe)).collect();
-    let chosen: Box<dyn transport::Transport> = match env::test_loopback(n_pes)? {
-        Some(pes) => Box::new(transport::loopback::Loopback::new(
-            pes,
-            &heap_bases,
-            &static_data.bases,
-            &control.bases(),
-        )),
-        None => Box::new(transport::none::NoTransport),
+    let nodes = bootstrap.nodes();
+    let other_node: Vec<bool> = (0..n_pes)
+        .map(|pe| nodes.node_of(pe) != nodes.node_of(my_pe))
+        .collect();
+    let ucx = |reach: Vec<bool>| -> Result<Box<dyn transport::Transport>> {
+        Ok(Box::new(transport::ucx::Ucx::open(
+            my_pe,
+            reach,
+            timeouts.control,
+        )?))
     };
+    let chosen: Box<dyn transport::Transport> =
+        match (env::test_ucx(n_pes)?, env::test_loopback(n_pes)?) {
+            _ if other_node.contains(&true) => ucx(other_node)?,
+            (Some(_), Some(_)) => {
+                return Err(Error::State {
+                    call: "shmem_init",
+                    reason: "SHMEM_TEST_UCX and SHMEM_TEST_LOOPBACK are both set; set one",
+                })
+            }
+            (Some(pes), None) => ucx(pes)?,
+            (None, Some(pes)) => Box::new(transport::loopback::Loopback::new(
+                pes,
+                &heap_bases,
+                &static_data.bases,
+                &control.bases(),
+            )),
+            (None, None) => Box::new(transport::none::NoTransport),
+        };
     // Every PE is mapped here and reached directly: no table, and the data path never
     // looks for one.
     if !(0..n_pes).any(|pe| chosen.can_reach(pe)) {
@@ -297,8 +324,9 @@ fn start_transport(
     segments.push(LocalSegment {
         segment: Segment::Control,
         base: control.local().addr(),
-        len: control.local().len(),
+        len: crate::sync::control::SIZE,
     });
+    let timeout = timeouts.create;
     let mut allgather =
         |data: &[u8]| -> Result<Vec<Vec<u8>>> { Ok(bootstrap.allgather(data, timeout)?) };
     transport::start(chosen, &segments, &mut allgather).map(Some)
