@@ -344,6 +344,9 @@ TEST(CollSync, TeamSyncOrdersPuts_Test) {
     long *box = static_cast<long *>(shmem_calloc(1, sizeof(long)));
     ASSERT_NE(box, nullptr);
     for (shmem_team_t team : {SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED, down.get()}) {
+        // The teams share `box`, and across nodes SHMEM_TEAM_SHARED is one team per node: the
+        // next team's puts must wait until every team is done with the last.
+        shmem_barrier_all();
         if (team == SHMEM_TEAM_INVALID) continue;
         int tn = shmem_team_n_pes(team), tme = shmem_team_my_pe(team);
         int to = shmem_team_translate_pe(team, (tme + 1) % tn, SHMEM_TEAM_WORLD);
