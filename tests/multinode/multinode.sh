@@ -20,7 +20,8 @@
 #   run        runs each PROGRAM as one job; every PE must exit 0
 #   kill       PROGRAM is tests/launchers/launch_fault: the last PE (on the last node) kills
 #              itself after init while the others wait in a barrier; every PE on every node
-#              must end, with a message naming that PE
+#              must end, with a message naming that PE (the launcher's, PE 0's as the store's
+#              host, or that of a PE whose transfer to it failed first)
 #   no-ucx     UCX cannot be loaded (libucp.so.0 hidden by a bind mount of /dev/null in a
 #              mount namespace of this run): every PE ends, and a message names libucx0
 # Needs root and iproute2 (`ip netns`); otherwise skipped: status 77, ctest's SKIP_RETURN_CODE.
@@ -188,6 +189,12 @@ all() {
     for s in "${statuses[@]}"; do [ "$s" = "$want" ] || return 1; done
 }
 
+# names_lost PE: how a PE says that PE is gone: PE 0 (the store's host) saw its connection
+# close, or a PE whose transfer to it failed stopped the job first, naming it.
+names_lost() {
+    echo "PE $1 exited without shmem_finalize or died; ending the job|transport ucx: [a-z_ ]+ to PE $1: "
+}
+
 case $case in
 run)
     for prog in "$@"; do
@@ -211,16 +218,14 @@ kill)
     pmi1)
         # The launcher reports the first copy to end: the killed one, or one PE 0 ended.
         [ "${statuses[0]}" -ne 0 ] || fail "wanted the job to fail, got ${statuses[0]}"
-        grep -Eq "PE $last exited without shmem_finalize or died; ending the job" "$out" ||
-            fail "no PE names PE $last"
+        grep -Eq "$(names_lost "$last")" "$out" || fail "no PE names PE $last"
         ;;
     slurm)
         [ "${statuses[last]}" -eq 137 ] || fail "wanted PE $last killed (137), got ${statuses[*]}"
         for s in "${statuses[@]}"; do
             [ "$s" -ne 0 ] || fail "a PE finished as if nothing happened: ${statuses[*]}"
         done
-        grep -Eq "PE $last exited without shmem_finalize or died; ending the job" "$out" ||
-            fail "no PE names PE $last"
+        grep -Eq "$(names_lost "$last")" "$out" || fail "no PE names PE $last"
         ;;
     esac
     left_behind
