@@ -172,7 +172,7 @@ fn start(
     let control = Control::create(&bootstrap, timeouts.create)?;
     STATUS.store(STATUS_SHM_CREATED, Ordering::Release);
     let static_data = static_data::exchange(&bootstrap, timeouts.create)?;
-    let transport = start_transport(&bootstrap, &heap, &static_data, timeouts.create)?;
+    let transport = start_transport(&bootstrap, &heap, &control, &static_data, timeouts.create)?;
     bootstrap.barrier(timeouts.create).map_err(|e| match e {
         BootstrapError::Timeout { after, .. } => Error::Timeout {
             step: "not every PE reached the end of start-up".into(),
@@ -200,11 +200,15 @@ fn start(
         nodes.local_rank(),
         nodes.local_pes().len()
     );
-    let central_barrier = match config.barrier {
-        "central" => true,
-        "dissemination" => false,
-        _ => wait::oversubscribed(n_pes),
-    };
+    // The central shape's read-modify-writes on member 0's words need every member to map
+    // them: with a transport in the job (a PE not mapped somewhere) it is dissemination,
+    // whose flags a PE reached through the transport gets by puts.
+    let central_barrier = transport.is_none()
+        && match config.barrier {
+            "central" => true,
+            "dissemination" => false,
+            _ => wait::oversubscribed(n_pes),
+        };
     let heap_bases: Vec<usize> = (0..n_pes).map(|pe| heap.user_base(pe)).collect();
     let reach: Vec<u8> = match &transport {
         Some(t) => (0..n_pes)
@@ -250,12 +254,13 @@ fn start(
     Ok(rt)
 }
 
-/// The transport chosen for this job, connected and with the heap and static data registered
-/// (collective), or `None` when every PE is mapped here, as it is unless `SHMEM_TEST_LOOPBACK`
-/// chooses PEs for the loopback test transport.
+/// The transport chosen for this job, connected and with the heap, the static data and the
+/// control segment registered (collective), or `None` when every PE is mapped here, as it is
+/// unless `SHMEM_TEST_LOOPBACK` chooses PEs for the loopback test transport.
 fn start_transport(
     bootstrap: &Bootstrap,
     heap: &Heap,
+    control: &Control,
     static_data: &StaticData,
     timeout: Duration,
 ) -> Result<Option<transport::Started>> {
@@ -266,6 +271,7 @@ fn start_transport(
             pes,
             &heap_bases,
             &static_data.bases,
+            &control.bases(),
         )),
         None => Box::new(transport::none::NoTransport),
     };
@@ -286,6 +292,11 @@ fn start_transport(
             len: static_data.size,
         });
     }
+    segments.push(LocalSegment {
+        segment: Segment::Control,
+        base: control.local().addr(),
+        len: control.local().len(),
+    });
     let mut allgather =
         |data: &[u8]| -> Result<Vec<Vec<u8>>> { Ok(bootstrap.allgather(data, timeout)?) };
     transport::start(chosen, &segments, &mut allgather).map(Some)

@@ -25,9 +25,12 @@ pub enum Segment {
     Heap = 0,
     /// Global and static variables.
     Data = 1,
-    /// The PE's control segment (`sync/control.rs`): the host API's synchronisation words.
+    /// The control segment (`sync/control.rs`): the synchronisation words of the host API.
     Control = 2,
 }
+
+/// Segments a transport registers, in [`Segment`] order.
+pub const SEGMENTS: usize = 3;
 
 impl Segment {
     /// The segment of a C `segment` argument, if it names one.
@@ -325,4 +328,53 @@ pub fn progress() {
     // SAFETY: a non-null table was published by init and stays alive (in the runtime) until
     // finalize clears the job state; no wait runs concurrently with finalize.
     unsafe { ((*ops).progress)((*ops).self_) };
+}
+
+/// Writes the 8-byte `value` at `offset` of `segment` on `pe` through the published table
+/// (blocking: visible there when this returns); for the runtime's synchronisation words of PEs
+/// reached through the transport. Ends the job when the transport fails (it logged why).
+pub fn put_word(pe: usize, segment: Segment, offset: usize, value: u64) {
+    let ops = crate::job_state::transport();
+    assert!(!ops.is_null(), "no transport reaches PE {pe}");
+    let bytes = value.to_ne_bytes();
+    // SAFETY: a non-null table was published by init and stays alive until finalize clears the
+    // job state, which no barrier overlaps; `bytes` is 8 readable bytes for the call.
+    let rc = unsafe {
+        ((*ops).put)(
+            (*ops).self_,
+            std::ptr::null(),
+            pe as i32,
+            segment as i32,
+            offset as u64,
+            bytes.as_ptr().cast(),
+            bytes.len(),
+        )
+    };
+    if rc != 0 {
+        crate::runtime::stop_after_error(1);
+    }
+}
+
+/// Reads the 8-byte word at `offset` of `segment` on `pe` through the published table (see
+/// [`put_word`]).
+pub fn get_word(pe: usize, segment: Segment, offset: usize) -> u64 {
+    let ops = crate::job_state::transport();
+    assert!(!ops.is_null(), "no transport reaches PE {pe}");
+    let mut bytes = [0u8; 8];
+    // SAFETY: as in `put_word`; `bytes` is 8 writable bytes for the call.
+    let rc = unsafe {
+        ((*ops).get)(
+            (*ops).self_,
+            std::ptr::null(),
+            pe as i32,
+            segment as i32,
+            offset as u64,
+            bytes.as_mut_ptr().cast(),
+            bytes.len(),
+        )
+    };
+    if rc != 0 {
+        crate::runtime::stop_after_error(1);
+    }
+    u64::from_ne_bytes(bytes)
 }
