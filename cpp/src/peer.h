@@ -51,12 +51,14 @@ inline Sym team_word(int slot, int line) {
 }
 
 // Where `s` on world PE `pe` is mapped here, or nullptr: the PE is reached through the
-// transport (or, for static data, it is not symmetric, which callers have ruled out).
+// transport (or, for static data, it is not symmetric, which callers have ruled out). This PE's
+// own memory is always mapped, even where the loopback test transport reaches it for the data
+// path.
 SHMEM_HOT_INLINE char *peer_mapped(Sym s, int pe) {
     size_t p = static_cast<size_t>(pe);
     uintptr_t base = s.segment == SHMEM_TRANSPORT_SEGMENT_CONTROL
                          ? g.control_bases[p]
-                         : g.bases[2 * p + static_cast<size_t>(s.segment)];
+                         : g.mapped_bases[2 * p + static_cast<size_t>(s.segment)];
     return base == 0 ? nullptr : reinterpret_cast<char *>(base + s.off);
 }
 
@@ -135,7 +137,10 @@ SHMEM_HOT_INLINE T peer_amo(const char *call, int op, Sym s, int pe, T value, T 
     }
 }
 
-// Whether world PE `pe` is reached through the transport (its memory is not mapped here).
+// Whether world PE `pe` is marked reached through the transport (this PE too, where the loopback
+// test transport reaches it for the data path). Members of a team agree on whether any member
+// is: in a job that spans nodes a team has a member on another node for every member or for
+// none, and the loopback marks the same PEs on every PE.
 inline bool peer_via_transport(int pe) {
     return g.reach[static_cast<size_t>(pe)] != SHMEM_JOB_REACH_MAPPED;
 }
