@@ -210,6 +210,8 @@ fn start(
             _ => wait::oversubscribed(n_pes),
         };
     let heap_bases: Vec<usize> = (0..n_pes).map(|pe| heap.user_base(pe)).collect();
+    let node_numbers: Vec<u32> = (0..n_pes).map(|pe| nodes.node_of(pe)).collect();
+    barrier::publish_nodes(node_numbers.clone());
     let reach: Vec<u8> = match &transport {
         Some(t) => (0..n_pes)
             .map(|pe| {
@@ -243,7 +245,7 @@ fn start(
         heap,
         control,
         _static_data: static_data,
-        barrier: Barrier::new(central_barrier),
+        barrier: Barrier::new(central_barrier).on_nodes(node_numbers.clone()),
         job_state,
         transport,
     });
@@ -330,6 +332,7 @@ pub fn finalize() -> Result<()> {
     }
     // The state points into this runtime, which goes with the phase change below.
     job_state::clear();
+    barrier::publish_nodes(Vec::new());
     *STATE.write().unwrap_or_else(|p| p.into_inner()) = Phase::Finalized;
     STATUS.store(STATUS_NOT_INITIALIZED, Ordering::Release);
     Ok(())

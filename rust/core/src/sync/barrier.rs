@@ -51,6 +51,8 @@ use std::time::{Duration, Instant};
 pub struct Barrier {
     epoch: AtomicU64,
     central: bool,
+    /// Every PE's node (empty: one node), for the two-level shape.
+    nodes: Vec<u32>,
 }
 
 /// Why [`Barrier::sync`] returned without the barrier completing normally.
@@ -168,6 +170,24 @@ pub trait Areas {
     fn mine(&self, line: usize, index: usize) -> &AtomicU64 {
         self.word(self.me(), line, index).mapped()
     }
+    /// The node member `member` runs on (the same numbering on every PE); all 0 on one node.
+    fn node(&self, member: usize) -> u32;
+}
+
+/// Every world PE's node number while a job spanning nodes runs (empty otherwise): what the
+/// facade's team barriers group their members by.
+static NODES: std::sync::RwLock<Vec<u32>> = std::sync::RwLock::new(Vec::new());
+
+/// Publishes the job's node map for the team barriers (`nodes[pe]`; empty or all equal: one
+/// node). From init, and with an empty map from finalize.
+pub fn publish_nodes(nodes: Vec<u32>) {
+    let one = nodes.windows(2).all(|w| w[0] == w[1]);
+    *NODES.write().unwrap_or_else(|p| p.into_inner()) = if one { Vec::new() } else { nodes };
+}
+
+fn published_node(pe: usize) -> u32 {
+    let nodes = NODES.read().unwrap_or_else(|p| p.into_inner());
+    nodes.get(pe).copied().unwrap_or(0)
 }
 
 /// A team's members (team PE i is world PE `start + i * stride`) and the offset of their areas
@@ -225,6 +245,8 @@ pub struct MappedAreas<'c> {
     pub control: &'c Control,
     /// The members.
     pub team: Team,
+    /// Every world PE's node (empty: one node).
+    pub nodes: &'c [u32],
 }
 
 impl Areas for MappedAreas<'_> {
@@ -240,6 +262,9 @@ impl Areas for MappedAreas<'_> {
             return Word::Remote { pe, offset };
         }
         Word::Mapped(self.control.map(pe).atomic_u64(offset))
+    }
+    fn node(&self, member: usize) -> u32 {
+        (self.nodes.get(self.team.world_pe(member))).map_or(0, |&n| n)
     }
 }
 
@@ -262,6 +287,9 @@ impl Areas for PublishedAreas {
             // Not mapped here: a live team's member is then reached through the transport.
             None => Word::Remote { pe, offset },
         }
+    }
+    fn node(&self, member: usize) -> u32 {
+        published_node(self.0.world_pe(member))
     }
 }
 
@@ -382,7 +410,13 @@ pub fn entered(control: &Control, pe: usize) -> Entered {
 }
 
 /// One barrier of `epoch` over `areas`' members, entered with `tag` when the calls are checked:
-/// the algorithm both kinds of barrier share.
+/// the algorithm both kinds of barrier share. Members on several nodes, some sharing one, take
+/// two levels: a dissemination among the members of each node, one among the lowest member of
+/// each node (the leaders, whose flags cross nodes), and a second one on each node that
+/// releases its members; each on round lines of its own. A difference of calls anywhere reaches
+/// every member: within a node through its first level, between nodes through the leaders (a
+/// member agreeing with its leader, and the leaders with each other, agree with everyone), and
+/// back through the second level, since every flag carries what its sender saw.
 fn run(
     areas: &impl Areas,
     epoch: u64,
@@ -397,31 +431,118 @@ fn run(
     if central {
         return run_central(areas, epoch, tag, give_up);
     }
-    let tag = tag.unwrap_or(0);
-    let mut out_of_step = false;
-    let mut dist = 1usize;
-    let mut round = 0usize;
-    while dist < n {
-        debug_assert!(round < AREA_MAX_ROUNDS);
-        areas
-            .word((me + dist) % n, AREA_ROUNDS + round, 0)
-            .raise(flag(epoch, tag, out_of_step));
-        let mine: &AtomicU64 = areas.mine(AREA_ROUNDS + round, 0);
-        let reached = || ahead(mine.load(Ordering::Acquire), epoch) <= 1;
-        if !wait_for(reached, &mut give_up, epoch) {
-            return Err(Stop::TimedOut { epoch });
+    let mut state = Rounds {
+        epoch,
+        tag: tag.unwrap_or(0),
+        out_of_step: false,
+        next_round: 0,
+    };
+    // Each level starts on the same round line on every member, whatever its node's size.
+    let levels = match levels(areas) {
+        Some(Levels {
+            local,
+            leaders,
+            local_rounds,
+        }) => {
+            let release = local_rounds + rounds(leaders.len());
+            vec![
+                (local.clone(), 0),
+                (leaders, local_rounds),
+                (local, release),
+            ]
         }
-        let got = mine.load(Ordering::Acquire);
-        if ahead(got, epoch) == 0 {
-            out_of_step |= got & OUT_OF_STEP != 0 || (got >> 32) & TAG_MASK != tag;
+        None => vec![((0..n).collect(), 0)],
+    };
+    for (members, first_round) in &levels {
+        if let Some(at) = members.iter().position(|&m| m == me) {
+            state.next_round = *first_round;
+            state.disseminate(areas, members, at, &mut give_up)?;
         }
-        dist <<= 1;
-        round += 1;
     }
-    if out_of_step {
+    if state.out_of_step {
         return Err(Stop::OutOfStep { epoch });
     }
     Ok(())
+}
+
+/// Rounds of a dissemination over `n` members: ceil(log2 n).
+fn rounds(n: usize) -> usize {
+    n.next_power_of_two().trailing_zeros() as usize
+}
+
+/// The two levels of a barrier over several nodes.
+struct Levels {
+    /// The members on this member's node, in order.
+    local: Vec<usize>,
+    /// Each node's lowest member, in order.
+    leaders: Vec<usize>,
+    /// Round lines of the node level: enough for the largest node.
+    local_rounds: usize,
+}
+
+/// The two levels, when the members span several nodes and some node has several of them
+/// (otherwise one level is as good) and the rounds of all three steps fit the round lines.
+fn levels(areas: &impl Areas) -> Option<Levels> {
+    let (n, me) = (areas.size(), areas.me());
+    let nodes: Vec<u32> = (0..n).map(|m| areas.node(m)).collect();
+    let local: Vec<usize> = (0..n).filter(|&m| nodes[m] == nodes[me]).collect();
+    let leaders: Vec<usize> = (0..n)
+        .filter(|&m| !nodes[..m].contains(&nodes[m]))
+        .collect();
+    let largest = (leaders.iter())
+        .map(|&l| nodes.iter().filter(|&&x| x == nodes[l]).count())
+        .max()
+        .unwrap_or(1);
+    let local_rounds = rounds(largest);
+    let fits = 2 * local_rounds + rounds(leaders.len()) <= AREA_MAX_ROUNDS;
+    (leaders.len() > 1 && leaders.len() < n && fits).then_some(Levels {
+        local,
+        leaders,
+        local_rounds,
+    })
+}
+
+/// A dissemination barrier in progress: its epoch and tag, what it has seen, and the next
+/// round line to use.
+struct Rounds {
+    epoch: u64,
+    tag: u64,
+    out_of_step: bool,
+    next_round: usize,
+}
+
+impl Rounds {
+    /// One dissemination over `members` (member numbers), this PE being `members[at]`: in round
+    /// k, raise the flag of the member 2^k places on and wait for one's own.
+    fn disseminate(
+        &mut self,
+        areas: &impl Areas,
+        members: &[usize],
+        at: usize,
+        give_up: &mut Option<GiveUp<'_>>,
+    ) -> Result<(), Stop> {
+        let (n, epoch) = (members.len(), self.epoch);
+        let mut dist = 1usize;
+        while dist < n {
+            let round = self.next_round;
+            debug_assert!(round < AREA_MAX_ROUNDS);
+            areas
+                .word(members[(at + dist) % n], AREA_ROUNDS + round, 0)
+                .raise(flag(epoch, self.tag, self.out_of_step));
+            let mine: &AtomicU64 = areas.mine(AREA_ROUNDS + round, 0);
+            let reached = || ahead(mine.load(Ordering::Acquire), epoch) <= 1;
+            if !wait_for(reached, give_up, epoch) {
+                return Err(Stop::TimedOut { epoch });
+            }
+            let got = mine.load(Ordering::Acquire);
+            if ahead(got, epoch) == 0 {
+                self.out_of_step |= got & OUT_OF_STEP != 0 || (got >> 32) & TAG_MASK != self.tag;
+            }
+            dist <<= 1;
+            self.next_round += 1;
+        }
+        Ok(())
+    }
 }
 
 fn run_central(
@@ -501,7 +622,15 @@ impl Barrier {
         Barrier {
             epoch: AtomicU64::new(0),
             central,
+            nodes: Vec::new(),
         }
+    }
+
+    /// The same barrier over PEs on the nodes `nodes` gives (`nodes[pe]`, the same numbering
+    /// on every PE): two levels when they span several.
+    pub fn on_nodes(mut self, nodes: Vec<u32>) -> Self {
+        self.nodes = nodes;
+        self
     }
 
     /// Waits until every PE has called `sync` as many times as this one, and checks that
@@ -524,6 +653,7 @@ impl Barrier {
         let areas = MappedAreas {
             control,
             team: Team::world(my_pe, n_pes),
+            nodes: &self.nodes,
         };
         run(&areas, epoch, Some(call.tag()), self.central, give_up)
     }
@@ -546,6 +676,17 @@ mod tests {
         rounds: &[&(dyn Fn(usize) -> Call + Sync)],
         deadline: Option<Duration>,
     ) -> Vec<Vec<Result<(), Stop>>> {
+        run_on(n, central, &[], rounds, deadline)
+    }
+
+    /// [`run`] with PE i on node `nodes[i]` (empty: one node).
+    fn run_on(
+        n: usize,
+        central: bool,
+        nodes: &[u32],
+        rounds: &[&(dyn Fn(usize) -> Call + Sync)],
+        deadline: Option<Duration>,
+    ) -> Vec<Vec<Result<(), Stop>>> {
         let controls = Control::in_process(n);
         std::thread::scope(|scope| {
             let handles: Vec<_> = controls
@@ -553,7 +694,7 @@ mod tests {
                 .enumerate()
                 .map(|(pe, control)| {
                     scope.spawn(move || {
-                        let barrier = Barrier::new(central);
+                        let barrier = Barrier::new(central).on_nodes(nodes.to_vec());
                         let mut outcomes = Vec::new();
                         for call in rounds {
                             let deadline = deadline.map(|d| Instant::now() + d);
@@ -571,6 +712,64 @@ mod tests {
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         })
+    }
+
+    /// Node layouts for `n` PEs: pairs, alternating (a node's PEs are not contiguous), one PE
+    /// alone beside the rest.
+    fn layouts(n: usize) -> Vec<Vec<u32>> {
+        let pairs = (0..n).map(|pe| (pe / 2) as u32).collect();
+        let alternating = (0..n).map(|pe| (pe % 2) as u32).collect();
+        let alone = (0..n).map(|pe| u32::from(pe + 1 == n)).collect();
+        vec![pairs, alternating, alone]
+    }
+
+    #[test]
+    fn two_levels_pick_node_leaders_and_fit_the_rounds() {
+        let team = Team::world(0, 6);
+        let controls = Control::in_process(6);
+        let at = |me: usize, nodes: &'static [u32]| MappedAreas {
+            control: &controls[me],
+            team: Team { me, ..team },
+            nodes,
+        };
+        let l = levels(&at(4, &[0, 1, 0, 1, 1, 2])).expect("two levels");
+        assert_eq!(
+            (l.local, l.leaders, l.local_rounds),
+            (vec![1, 3, 4], vec![0, 1, 5], 2)
+        );
+        // One PE per node, or one node: a single level.
+        assert!(levels(&at(0, &[0, 1, 2, 3, 4, 5])).is_none());
+        assert!(levels(&at(0, &[])).is_none());
+        assert_eq!(
+            (rounds(1), rounds(2), rounds(3), rounds(4), rounds(5)),
+            (0, 1, 2, 2, 3)
+        );
+    }
+
+    /// Two levels complete, repeatedly, and every PE learns of a difference between any two
+    /// PEs' calls, on the same node or not.
+    #[test]
+    fn two_levels_agree_and_find_differences() {
+        for n in 3..=6usize {
+            for nodes in layouts(n) {
+                let same: &(dyn Fn(usize) -> Call + Sync) = &|_| malloc(8);
+                let out = run_on(n, false, &nodes, &[same; 20], None);
+                assert!(out
+                    .iter()
+                    .all(|o| o.len() == 20 && o.iter().all(|r| r.is_ok())));
+                for pattern in 1..(1u32 << n) - 1 {
+                    let call = |pe: usize| malloc(if pattern >> pe & 1 == 1 { 128 } else { 64 });
+                    let out = run_on(n, false, &nodes, &[&|_| malloc(8), &call], None);
+                    for (pe, o) in out.iter().enumerate() {
+                        assert_eq!(
+                            o,
+                            &vec![Ok(()), Err(Stop::OutOfStep { epoch: 2 })],
+                            "n={n} nodes={nodes:?} pattern={pattern:b} PE {pe}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
@@ -766,7 +965,11 @@ mod tests {
                 for (pe, control) in controls.iter().enumerate() {
                     scope.spawn(move || {
                         let team = team_of(pe);
-                        let areas = MappedAreas { control, team };
+                        let areas = MappedAreas {
+                            control,
+                            team,
+                            nodes: &[],
+                        };
                         let world = Barrier::new(central);
                         let value = |member: usize| {
                             areas
