@@ -5,8 +5,8 @@
 // job state publishes a base for the PE (it is mapped here) a helper is a load, a store, a copy
 // or a CPU atomic through the mapping, inline; where it publishes 0 (the PE is reached through a
 // transport, its memory is never touched through a mapping) the helper calls the transport
-// table, out of line (transport.cpp). AMOs follow the atomicity rule (docs/architecture.md §5): while
-// a transport is in use every one goes through it, to mapped PEs and this PE too. Words that
+// table, out of line (transport.cpp). AMOs follow the atomicity rule (docs/architecture.md §5):
+// while a transport is in use every one goes through it, to mapped PEs and this PE too. Words that
 // several PEs change are changed only by AMOs; the others have one writer (a flag, an epoch, a
 // published value) and are written by stores or puts.
 //
@@ -51,12 +51,14 @@ inline Sym team_word(int slot, int line) {
 }
 
 // Where `s` on world PE `pe` is mapped here, or nullptr: the PE is reached through the
-// transport (or, for static data, it is not symmetric, which callers have ruled out).
+// transport (or, for static data, it is not symmetric, which callers have ruled out). This PE's
+// own memory is always mapped, even where the loopback test transport reaches it for the data
+// path.
 SHMEM_HOT_INLINE char *peer_mapped(Sym s, int pe) {
     size_t p = static_cast<size_t>(pe);
     uintptr_t base = s.segment == SHMEM_TRANSPORT_SEGMENT_CONTROL
                          ? g.control_bases[p]
-                         : g.bases[2 * p + static_cast<size_t>(s.segment)];
+                         : g.mapped_bases[2 * p + static_cast<size_t>(s.segment)];
     return base == 0 ? nullptr : reinterpret_cast<char *>(base + s.off);
 }
 
@@ -125,8 +127,7 @@ SHMEM_HOT_INLINE T peer_amo(const char *call, int op, Sym s, int pe, T value, T 
     case SHMEM_TRANSPORT_AMO_SET: __atomic_store_n(p, value, __ATOMIC_SEQ_CST); return T{};
     case SHMEM_TRANSPORT_AMO_SWAP: return __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);
     case SHMEM_TRANSPORT_AMO_COMPARE_SWAP:
-        __atomic_compare_exchange_n(p, &compare, value, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST);
+        __atomic_compare_exchange_n(p, &compare, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
         return compare;  // the value found, whether or not it matched
     case SHMEM_TRANSPORT_AMO_FETCH_ADD: return __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);
     case SHMEM_TRANSPORT_AMO_FETCH_AND: return __atomic_fetch_and(p, value, __ATOMIC_SEQ_CST);
@@ -135,7 +136,10 @@ SHMEM_HOT_INLINE T peer_amo(const char *call, int op, Sym s, int pe, T value, T 
     }
 }
 
-// Whether world PE `pe` is reached through the transport (its memory is not mapped here).
+// Whether world PE `pe` is marked reached through the transport (this PE too, where the loopback
+// test transport reaches it for the data path). Members of a team agree on whether any member
+// is: in a job that spans nodes a team has a member on another node for every member or for
+// none, and the loopback marks the same PEs on every PE.
 inline bool peer_via_transport(int pe) {
     return g.reach[static_cast<size_t>(pe)] != SHMEM_JOB_REACH_MAPPED;
 }

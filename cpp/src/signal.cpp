@@ -42,7 +42,9 @@ inline void put_signal(const char *call, void *dest, const void *source, size_t 
     }
     put(call, dest, source, n, pe, ctx, nbi);
     if (SHMEM_UNLIKELY(sig == nullptr)) {  // a transport is in use: the update goes through it
-        // The transport's fence orders the put before the signal's update on the context.
+        // The transport's fence orders the put before the signal's update on the context; the
+        // CPU's fence a copy into a mapped peer (string or non-temporal stores) before it.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
         transport_fence(ctx);
         transport_amo(
             call, "sig_addr", ctx,

@@ -36,8 +36,9 @@ struct shmem_team_s {
     // are exported objects a program may hold a copy of (a copy relocation): their size is part
     // of the ABI.
     std::vector<char *> unused_areas;
-    // Members reached through the transport (this PE too where the transport reaches it): such a
-    // team's collectives take the shapes that poll only this PE's own words (coll.cpp).
+    // Members marked reached through the transport (peer_via_transport): nonzero on every member
+    // or on none, and then the team's collectives take the shapes in which a PE waits only on
+    // its own words (coll.cpp), the same on every member.
     uint64_t transport_members = 0;
     // Broadcasts this PE has entered on the team: every member makes the same collective calls
     // in the same order, so the counts agree between members.

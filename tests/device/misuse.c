@@ -2,6 +2,8 @@
  * and its value (tests/device/CMakeLists.txt holds the expected lines).
  *   unmapped      a put to PE 1 while SHMEM_TEST_LOOPBACK=odd reaches it through the transport
  *   amo_transport an AMO on PE 0 (mapped) while a transport is in use
+ *   barrier_unmapped  a kernel-side barrier_all while SHMEM_TEST_LOOPBACK=odd reaches PE 1
+ *                 through the transport (no base is published for it)
  *   not_symmetric a put to a stack address
  *   bad_pe        a put to PE n_pes
  *   bad_stride    an iput with a destination stride of 0
@@ -26,6 +28,7 @@ static void nothing(void *p) { (void)p; }
 static void kernel(void *p) {
     (void)p;
     int64_t v = 1, local = 0;
+    if (strcmp(which, "barrier_unmapped") == 0) aclshmem_barrier_all();  // every block calls it
     if (aclshmemx_block_idx() != 0) return;
     if (strcmp(which, "nested") == 0) nested_rc = shmemx_cpu_launch(nothing, NULL, 1);
     if (strcmp(which, "unmapped") == 0) aclshmem_putmem(target, &v, sizeof v, 1);
