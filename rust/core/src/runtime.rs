@@ -348,10 +348,13 @@ pub fn finalize() -> Result<()> {
     let rt = get("shmem_finalize")?;
     rt.enter(Call::new("shmem_finalize", Step::Finalize));
     wait::publish_naps(None);
-    rt.bootstrap.goodbye(rt.timeouts.control)?;
     if let Some(t) = &rt.transport {
         t.transport().finalize()?;
+        // Every PE has closed its side of the transport before any tears it down (when the
+        // runtime goes, below): a peer still closing toward this PE needs this PE's side.
+        rt.bootstrap.barrier(rt.timeouts.control)?;
     }
+    rt.bootstrap.goodbye(rt.timeouts.control)?;
     // The state points into this runtime, which goes with the phase change below.
     job_state::clear();
     *STATE.write().unwrap_or_else(|p| p.into_inner()) = Phase::Finalized;
