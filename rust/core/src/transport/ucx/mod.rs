@@ -9,12 +9,16 @@
 //! segment's key bytes carry its base and length on the sending PE, then UCP's packed rkey: the
 //! remote address of an offset is that base plus the offset, checked against that length.
 //!
-//! Threads: one lock of ours around the worker, which is created `UCS_THREAD_MODE_SERIALIZED`.
-//! The facade may be called from several threads (`SHMEM_THREAD_MULTIPLE`); UCX's own
-//! `UCS_THREAD_MODE_MULTI` depends on how UCX was built (`--enable-mt`) and takes its lock on
-//! every call anyway, so a lock of ours behaves the same on every build. A blocking call holds it
-//! while it progresses the worker; [`Transport::progress`] only tries it (a thread that holds
-//! it is progressing the worker already).
+//! Threads: one lock of ours serializes every call on the worker. The facade may be called from
+//! several threads (`SHMEM_THREAD_MULTIPLE`), and UCX's own thread safety
+//! (`UCS_THREAD_MODE_MULTI`) exists only where UCX was built with `--enable-mt`, so the lock of
+//! ours makes every build behave the same. The worker is still asked for `UCS_THREAD_MODE_MULTI`
+//! (UCX falls back to a serialized worker where it was built without): UCX's own thread then
+//! handles its connection events under the worker's lock, and over TCP with 4 PEs reaching each
+//! other a serialized worker left about one job in 50 with a request that never completed
+//! (0 in 100 with a multi-thread worker). A blocking call holds our lock while it progresses the
+//! worker; [`Transport::progress`] only tries it (a thread that holds it is progressing the
+//! worker already).
 //!
 //! Contexts: every shmem context shares the PE's worker and endpoints. Quiet on one context
 //! flushes the worker and so completes the other contexts' operations too, which OpenSHMEM
@@ -100,8 +104,8 @@ struct State {
     closed: bool,
 }
 
-// SAFETY: the handles are UCP's, used only under the transport's lock, and the worker was
-// created UCS_THREAD_MODE_SERIALIZED: any thread may call UCP with it, one at a time.
+// SAFETY: the handles are UCP's, used only under the transport's lock: one thread at a time
+// calls UCP with them, which every thread mode of a worker allows.
 unsafe impl Send for State {}
 
 /// The UCX transport of one PE.
@@ -180,7 +184,7 @@ impl Ucx {
         }
         let mut wparams = ffi::WorkerParams::zeroed();
         wparams.field_mask = ffi::WORKER_PARAM_FIELD_THREAD_MODE;
-        wparams.thread_mode = ffi::THREAD_MODE_SERIALIZED;
+        wparams.thread_mode = ffi::THREAD_MODE_MULTI;
         let mut worker: Handle = std::ptr::null_mut();
         // SAFETY: `context` is live; `wparams` is a valid ucp_worker_params_t.
         let s = unsafe { (api.worker_create)(context, &wparams, &mut worker) };
