@@ -410,20 +410,9 @@ pub fn finalize() -> Result<()> {
     rt.enter(Call::new("shmem_finalize", Step::Finalize));
     wait::publish_naps(None);
     if let Some(t) = &rt.transport {
-        // The finalize barrier's last flags may still be in flight: every PE completes what it
-        // sent while every peer is still there to answer, and only then, past a store barrier,
-        // closes its connections. Nothing is in flight any more, so a close that fails (the
-        // peer tore its end down first) loses nothing: it is only noted. A second store
-        // barrier keeps every PE until all have closed.
-        let t = t.transport();
-        t.quiet(transport::Ctx(0))?;
-        rt.bootstrap.barrier(rt.timeouts.control)?;
-        if let Err(e) = t.finalize() {
-            tracing::debug!(
-                "closing the {} transport after every PE completed: {e}",
-                t.name()
-            );
-        }
+        t.transport().finalize()?;
+        // Every PE has closed its side of the transport before any tears it down (when the
+        // runtime goes, below): a peer still closing toward this PE needs this PE's side.
         rt.bootstrap.barrier(rt.timeouts.control)?;
     }
     rt.bootstrap.goodbye(rt.timeouts.control)?;

@@ -52,8 +52,9 @@ pub const FEATURE_AMO64: u64 = 1 << 3;
 
 /// `UCP_WORKER_PARAM_FIELD_THREAD_MODE`.
 pub const WORKER_PARAM_FIELD_THREAD_MODE: u64 = 1 << 0;
-/// `UCS_THREAD_MODE_SERIALIZED`: any thread may call, one at a time.
-pub const THREAD_MODE_SERIALIZED: u32 = 1;
+/// `UCS_THREAD_MODE_MULTI`: any thread may call at any time (granted where UCX was built with
+/// `--enable-mt`; otherwise UCX makes a serialized worker).
+pub const THREAD_MODE_MULTI: u32 = 2;
 
 /// `UCP_EP_PARAM_FIELD_REMOTE_ADDRESS`.
 pub const EP_PARAM_FIELD_REMOTE_ADDRESS: u64 = 1 << 0;

@@ -9,12 +9,16 @@
 //! segment's key bytes carry its base and length on the sending PE, then UCP's packed rkey: the
 //! remote address of an offset is that base plus the offset, checked against that length.
 //!
-//! Threads: one lock of ours around the worker, which is created `UCS_THREAD_MODE_SERIALIZED`.
-//! The facade may be called from several threads (`SHMEM_THREAD_MULTIPLE`); UCX's own
-//! `UCS_THREAD_MODE_MULTI` depends on how UCX was built (`--enable-mt`) and takes its lock on
-//! every call anyway, so a lock of ours behaves the same on every build. A blocking call holds it
-//! while it progresses the worker; [`Transport::progress`] only tries it (a thread that holds
-//! it is progressing the worker already).
+//! Threads: one lock of ours serializes every call on the worker. The facade may be called from
+//! several threads (`SHMEM_THREAD_MULTIPLE`), and UCX's own thread safety
+//! (`UCS_THREAD_MODE_MULTI`) exists only where UCX was built with `--enable-mt`, so the lock of
+//! ours makes every build behave the same. The worker is still asked for `UCS_THREAD_MODE_MULTI`
+//! (UCX falls back to a serialized worker where it was built without): UCX's own thread then
+//! handles its connection events under the worker's lock, and over TCP with 4 PEs reaching each
+//! other a serialized worker left about one job in 50 with a request that never completed
+//! (0 in 100 with a multi-thread worker). A blocking call holds our lock while it progresses the
+//! worker; [`Transport::progress`] only tries it (a thread that holds it is progressing the
+//! worker already).
 //!
 //! Contexts: every shmem context shares the PE's worker and endpoints. Quiet on one context
 //! flushes the worker and so completes the other contexts' operations too, which OpenSHMEM
@@ -26,7 +30,10 @@
 //! data has landed; an AMO when its result is here. Non-blocking puts and gets are issued and
 //! their requests released at once; quiet (`ucp_worker_flush_nbx`) completes them. Every wait
 //! progresses the worker and gives up after the control timeout with an error naming the
-//! operation and the PE. Progress happens in those waits, in [`Transport::progress`] (which the
+//! operation and the PE. Finalize flushes and closes the endpoints; the worker, and the
+//! progress thread, end when the transport is dropped, after the runtime's closing barrier, so a
+//! peer still closing its endpoint to this PE finds the worker there. Progress happens in those
+//! waits, in [`Transport::progress`] (which the
 //! library calls from every wait loop), and in a progress thread of ours that progresses the
 //! worker when nobody else does, napping 20 µs to 1 ms: a PE that computes without calling the
 //! library still answers its peers' wire-up and, where UCX does RMA and atomics in software
@@ -97,8 +104,8 @@ struct State {
     closed: bool,
 }
 
-// SAFETY: the handles are UCP's, used only under the transport's lock, and the worker was
-// created UCS_THREAD_MODE_SERIALIZED: any thread may call UCP with it, one at a time.
+// SAFETY: the handles are UCP's, used only under the transport's lock: one thread at a time
+// calls UCP with them, which every thread mode of a worker allows.
 unsafe impl Send for State {}
 
 /// The UCX transport of one PE.
@@ -177,7 +184,7 @@ impl Ucx {
         }
         let mut wparams = ffi::WorkerParams::zeroed();
         wparams.field_mask = ffi::WORKER_PARAM_FIELD_THREAD_MODE;
-        wparams.thread_mode = ffi::THREAD_MODE_SERIALIZED;
+        wparams.thread_mode = ffi::THREAD_MODE_MULTI;
         let mut worker: Handle = std::ptr::null_mut();
         // SAFETY: `context` is live; `wparams` is a valid ucp_worker_params_t.
         let s = unsafe { (api.worker_create)(context, &wparams, &mut worker) };
@@ -324,15 +331,11 @@ impl Ucx {
         Ok((st.eps[pe], r.base + offset, r.rkey))
     }
 
-    /// Releases everything UCP holds, in reverse order of creation; `force`: close the
-    /// endpoints without flushing them (Drop, when finalize never ran).
-    fn close(&self, st: &mut State, force: bool) -> Waited {
-        if st.closed {
-            return Ok(());
-        }
-        st.closed = true;
+    /// Ends the data path: destroys the peers' rkeys and closes the endpoints (`force`: without
+    /// flushing them, when a flush already failed or finalize never ran). The worker stays, so
+    /// the peers' own closes can still reach it; [`Ucx::release_all`] ends it.
+    fn close_endpoints(&self, st: &mut State, force: bool) -> Waited {
         let api = self.api;
-        let mut first_error = Ok(());
         for remotes in st.remotes.iter_mut() {
             for r in remotes.drain(..) {
                 if !r.rkey.is_null() {
@@ -341,18 +344,30 @@ impl Ucx {
                 }
             }
         }
+        let mut first_error = Ok(());
         let eps = std::mem::take(&mut st.eps);
         for (pe, ep) in eps.into_iter().enumerate() {
             let mut param = RequestParam::zeroed();
             param.op_attr_mask = ffi::OP_ATTR_FIELD_FLAGS;
             param.flags = if force { ffi::EP_CLOSE_FLAG_FORCE } else { 0 };
-            // SAFETY: a live endpoint of this worker, closed once.
+            // SAFETY: a live endpoint of this worker, closed once (taken out of the state).
             let p = unsafe { (api.ep_close_nbx)(ep, &param) };
             let r = self.wait(st, p, || format!("closing the endpoint to PE {pe}"));
             if first_error.is_ok() {
                 first_error = r;
             }
         }
+        first_error
+    }
+
+    /// Releases what is left, in reverse order of creation: the registrations, the worker, the
+    /// context. Once.
+    fn release_all(&self, st: &mut State) {
+        if st.closed {
+            return;
+        }
+        st.closed = true;
+        let api = self.api;
         for memh in st.memh.iter_mut() {
             if !memh.is_null() {
                 // SAFETY: a registration of this context, unmapped once; no rkey of it is
@@ -366,7 +381,6 @@ impl Ucx {
             (api.worker_destroy)(st.worker);
             (api.cleanup)(st.context);
         }
-        first_error
     }
 
     /// Starts the thread that progresses the worker while no call of this PE does: a PE that
@@ -775,13 +789,14 @@ impl Transport for Ucx {
     }
 
     fn finalize(&self) -> Result<(), TransportError> {
-        self.stop_progress_thread();
+        // The worker and the progress thread stay until the transport is dropped, after the
+        // runtime's closing barrier: a peer still closing its endpoint to this PE needs them.
         let mut st = self.lock();
-        if st.closed {
+        if st.closed || st.eps.is_empty() {
             return Ok(());
         }
         let flushed = self.flush_worker(&st, "finalize");
-        let closed = self.close(&mut st, flushed.is_err());
+        let closed = self.close_endpoints(&mut st, flushed.is_err());
         drop(st);
         let c = &self.counts;
         let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -865,9 +880,10 @@ impl Drop for Ucx {
     fn drop(&mut self) {
         self.stop_progress_thread();
         let mut st = self.lock();
-        if let Err(e) = self.close(&mut st, true) {
+        if let Err(e) = self.close_endpoints(&mut st, true) {
             tracing::debug!("ucx transport: {e}");
         }
+        self.release_all(&mut st);
     }
 }
 
