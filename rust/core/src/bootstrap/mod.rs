@@ -582,6 +582,60 @@ mod tests {
         assert_eq!(Nodes::new(node_of, 3).shared_team(), (3, 1, 1));
     }
 
+    /// Four PEs on two nodes (0, 1 | 2, 3) of one job's store, each node with its own
+    /// descriptor store: every PE gets its node's descriptors, at their PEs, and none of the
+    /// other node's, though both nodes publish under the same prefix and local ranks.
+    #[test]
+    fn descriptors_are_exchanged_per_node() {
+        use std::os::unix::net::UnixStream;
+        const T: Duration = Duration::from_secs(30);
+        let node_of = vec![0, 0, 1, 1];
+        let (server, _events) = Server::new(4);
+        let ends: Vec<UnixStream> = (0..4)
+            .map(|pe| {
+                let (mine, theirs) = UnixStream::pair().unwrap();
+                server.serve_unix(pe, theirs).unwrap();
+                mine
+            })
+            .collect();
+        let pes: Vec<_> = (ends.into_iter().enumerate())
+            .map(|(pe, end)| {
+                let node_of = node_of.clone();
+                std::thread::spawn(move || {
+                    let client = Client::connect_inherited(end.into(), pe as u32, 4, T).unwrap();
+                    let store = NodeStore::of(&node_of, pe as u32);
+                    node::rendezvous::attach(&client, &store, T).unwrap();
+                    let me = Bootstrap {
+                        rank: pe,
+                        size: 4,
+                        nodes: Nodes::new(node_of, pe),
+                        store: Some(client),
+                        node: None,
+                    };
+                    let fd = crate::mapping::memfd("bootstrap-test", 4096).unwrap();
+                    rustix::io::write(&fd, &[pe as u8]).unwrap();
+                    let fds = me.exchange_fds("t/", fd.as_fd(), T).unwrap();
+                    let got: Vec<Option<u8>> = (fds.iter())
+                        .map(|fd| {
+                            fd.as_ref().map(|fd| {
+                                let mut byte = [0u8];
+                                rustix::io::pread(fd, &mut byte, 0).unwrap();
+                                byte[0]
+                            })
+                        })
+                        .collect();
+                    me.barrier(T).unwrap();
+                    got
+                })
+            })
+            .collect();
+        let got: Vec<_> = pes.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(got[0], vec![Some(0), Some(1), None, None]);
+        assert_eq!(got[1], got[0]);
+        assert_eq!(got[2], vec![None, None, Some(2), Some(3)]);
+        assert_eq!(got[3], got[2]);
+    }
+
     #[test]
     fn a_pe_alone_gathers_and_exchanges_its_own() {
         let alone = Bootstrap::alone();
