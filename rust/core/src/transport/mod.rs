@@ -395,3 +395,17 @@ pub fn progress() {
     // finalize clears the job state; no wait runs concurrently with finalize.
     unsafe { ((*ops).progress)((*ops).self_) };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reach_is_described_in_runs() {
+        let pes = vec![false, true, true, true, false, false, true];
+        let t = loopback::Loopback::new(pes, &[], &[], &[]);
+        assert_eq!(describe_reach(&t, 7), "mapped 0,4-5, loopback 1-3,6");
+        let all = loopback::Loopback::new(vec![true; 2], &[], &[], &[]);
+        assert_eq!(describe_reach(&all, 2), "loopback 0-1");
+    }
+}
