@@ -447,3 +447,17 @@ pub fn get_word(pe: usize, segment: Segment, offset: usize) -> u64 {
     }
     u64::from_ne_bytes(bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reach_is_described_in_runs() {
+        let pes = vec![false, true, true, true, false, false, true];
+        let t = loopback::Loopback::new(pes, &[], &[], &[]);
+        assert_eq!(describe_reach(&t, 7), "mapped 0,4-5, loopback 1-3,6");
+        let all = loopback::Loopback::new(vec![true; 2], &[], &[], &[]);
+        assert_eq!(describe_reach(&all, 2), "loopback 0-1");
+    }
+}
