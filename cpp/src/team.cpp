@@ -54,19 +54,9 @@ void count_transport_members(shmem_team_s *t) {
     }
 }
 
-// Zeroes this PE's area of `slot` (through the transport where this PE's own control segment is
-// reached through it).
-void zero_own_area(const char *call, int slot) {
-    Sym area = team_word(slot, 0);
-    if (char *mine = peer_mapped(area, g.my_pe)) {
-        std::memset(mine, 0, g.team_area_size);
-        return;
-    }
-    static const char zeros[1024] = {};
-    for (uint64_t done = 0; done < g.team_area_size; done += sizeof zeros) {
-        size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof zeros, g.team_area_size - done));
-        peer_put(call, area.plus(done), g.my_pe, zeros, n);
-    }
+// Zeroes this PE's area of `slot`, in its own control segment (always mapped here).
+void zero_own_area(int slot) {
+    std::memset(peer_mapped(team_word(slot, 0), g.my_pe), 0, g.team_area_size);
 }
 
 // Writes `t`'s entry of the job state's team table (cleared when `t` ends), for code that
@@ -303,7 +293,7 @@ int split(const char *call, shmem_team_s *parent, const NewTeam *defs, int count
     }
     if (made) {
         for (int i = 0; i < count; i++) {
-            if (defs[i].size > 0) zero_own_area(call, slots[i]);
+            if (defs[i].size > 0) zero_own_area(slots[i]);
         }
     }
     // Nobody reads the published words after this, and every member's new area is zeroed.
