@@ -139,11 +139,12 @@ else
     OURS_RUN=$prefix/bin/shmemrun
 fi
 host=$(hostname -s 2>/dev/null || hostname)
+out_is_tmp=0
 if [[ -z $out ]]; then
     case $mode in
         full) out=$BENCH/results/$(date +%F)-$host-multinode ;;
         quick) out=$BENCH/results/$(date +%F)-$host-multinode-quick ;;
-        smoke) out=$(mktemp -d /tmp/shmem-bench-mn.XXXXXX) ;;
+        smoke) out=$(mktemp -d /tmp/shmem-bench-mn.XXXXXX) out_is_tmp=1 ;;
     esac
 fi
 raw=$out/raw
@@ -210,7 +211,7 @@ cleanup() {
     done
     ip link del "$bridge" 2>/dev/null
     rm -rf "$tmp"
-    [[ $mode == smoke ]] && rm -rf "$out"
+    ((out_is_tmp)) && rm -rf "$out"
     trap - EXIT
     return 0
 }
@@ -248,7 +249,7 @@ chmod +x "$AGENT"
 unset SHMEM_RUN_FD SHMEM_RUN_RANK SHMEM_RUN_SIZE SHMEM_RUN_JOBID SHMEM_RUN_STORE SHMEM_JOB_ID \
     OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID RANK WORLD_SIZE SHMEM_BOOTSTRAP_ADDR
 export UCX_TLS=$ucx_tls UCX_NET_DEVICES=$NS_IF
-case $mode in full | quick) RUN_TIMEOUT=600 ;; smoke) RUN_TIMEOUT=60 ;; esac
+case $mode in full | quick) RUN_TIMEOUT=600 ;; smoke) RUN_TIMEOUT=${RUN_TIMEOUT:-60} ;; esac
 OSH_FLAGS=(--allow-run-as-root --oversubscribe --mca plm_rsh_agent "$AGENT"
     --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include "$subnet.0/24"
     --mca btl_tcp_if_include "$subnet.0/24" --mca spml ucx --mca osc ^rdma --bind-to none
