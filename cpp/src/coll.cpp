@@ -1,15 +1,17 @@
 // coll.cpp: barriers over teams and active sets, and the data-moving collectives (broadcast,
 // collect, fcollect, alltoall, alltoalls) in their team, typed, *mem and active-set forms.
 //
-// Shapes (every member's buffers are mapped here, see coll.h):
+// Shapes (data moves through peer.h: copies between mappings, or the transport's gets):
 // - team barrier: the runtime's barrier (sync/barrier.rs, the one implementation) on the team's
 //   areas, through the bridge (team_barrier, team.cpp);
-// - broadcast over a team: the root raises its arrival epoch; every other member copies from the
-//   root's source and raises its done epoch, which the root waits for before it returns (its
-//   source may then be reused);
+// - broadcast over a team whose members are all mapped here: the root raises its arrival epoch;
+//   every other member copies from the root's source and raises its done epoch, which the root
+//   waits for before it returns (its source may then be reused). Over a team with a member
+//   reached through the transport, where watching a peer's epoch costs a round trip per check,
+//   the shape of the others;
 // - the others: barrier (every source is ready), each member pulls into its own dest, barrier
 //   (nobody reads a source any more). Pulls start at the next member, so members do not all
-//   read the same one at once.
+//   read the same one at once. A member waits only on its own words (the barrier's).
 #include "coll.h"
 
 #include <limits>
@@ -42,7 +44,7 @@ Members active_set(const char *call, int PE_start, int logPE_stride, int PE_size
              "only its members may call",
              g.my_pe, PE_start, logPE_stride, PE_size);
     }
-    return {PE_start, static_cast<int>(stride), PE_size, static_cast<int>(d / stride)};
+    return {PE_start, static_cast<int>(stride), PE_size, static_cast<int>(d / stride), call};
 }
 
 Sym psync_checked(const char *call, const long *pSync) {
@@ -69,6 +71,10 @@ namespace {
 
 // ---- broadcast --------------------------------------------------------------------------------
 
+template <class Sync>
+void broadcast_pull(const Members &m, Sync &sync, void *dest, Sym src, size_t bytes, int root,
+                    bool root_too);
+
 // Team broadcast of `bytes` bytes from team PE `root`: the root's dest is written too.
 int team_broadcast(const char *call, shmem_team_t team, void *dest, const void *source,
                    size_t bytes, int root) {
@@ -79,22 +85,29 @@ int team_broadcast(const char *call, shmem_team_t team, void *dest, const void *
     Sym src = symmetric(call, "source", source, bytes);
     symmetric(call, "dest", dest, bytes);
     uint64_t epoch = ++t->bcast_epoch;
+    if (SHMEM_UNLIKELY(t->transport_members != 0)) {
+        // Polling a peer's epoch would be a transport round trip per check: barriers instead.
+        TeamSync sync(call, t);
+        broadcast_pull(members_of(call, t), sync, dest, src, bytes, root, true);
+        return 0;
+    }
+    int root_pe = team_world_pe(t, root);
+    Sym arrive = team_word(t->slot, SHMEM_TEAM_AREA_BCAST_ARRIVE);
+    Sym done = team_word(t->slot, SHMEM_TEAM_AREA_BCAST_DONE);
     if (t->my_pe == root) {
-        if (t->size > 1)
-            store_release(area_word(t->areas[root], SHMEM_TEAM_AREA_BCAST_ARRIVE), epoch);
+        if (t->size > 1) peer_store(call, arrive, root_pe, epoch);
         if (dest != source && bytes != 0) copy(dest, source, bytes);
         for (int i = 0; i < t->size; i++) {
             if (i == root) continue;
-            const uint64_t *done = area_word(t->areas[i], SHMEM_TEAM_AREA_BCAST_DONE);
-            wait_for([&] { return load_acquire(done) >= epoch; });
+            int pe = team_world_pe(t, i);
+            wait_for([&] { return peer_load<uint64_t>(call, done, pe) >= epoch; });
         }
         return 0;
     }
-    const uint64_t *arrived = area_word(t->areas[root], SHMEM_TEAM_AREA_BCAST_ARRIVE);
-    wait_for([&] { return load_acquire(arrived) >= epoch; });
-    if (bytes != 0) copy(dest, at(src, t->start + root * t->stride), bytes);
+    wait_for([&] { return peer_load<uint64_t>(call, arrive, root_pe) >= epoch; });
+    if (bytes != 0) peer_get(call, dest, src, root_pe, bytes);
     // A release store: the copy's reads come before the root may reuse its source.
-    store_release(area_word(t->areas[t->my_pe], SHMEM_TEAM_AREA_BCAST_DONE), epoch);
+    peer_store(call, done, g.my_pe, epoch);
     return 0;
 }
 
@@ -104,9 +117,10 @@ template <class Sync>
 void broadcast_pull(const Members &m, Sync &sync, void *dest, Sym src, size_t bytes, int root,
                     bool root_too) {
     sync.barrier();
-    if (m.me != root && bytes != 0) copy(dest, at(src, m.world(root)), bytes);
+    if (m.me != root && bytes != 0) peer_get(m.call, dest, src, m.world(root), bytes);
     if (m.me == root && root_too && bytes != 0) {
-        const void *mine = at(src, m.world(root));
+        // The root's own source: this PE's memory at the same location.
+        const char *mine = static_cast<const char *>(local_addr(src));
         if (mine != dest) copy(dest, mine, bytes);
     }
     sync.barrier();
@@ -118,7 +132,7 @@ void fcollect_pull(const Members &m, Sync &sync, char *dest, Sym src, size_t byt
     if (bytes != 0) {
         for (int k = 0; k < m.size; k++) {
             int i = (m.me + k) % m.size;
-            copy(dest + static_cast<size_t>(i) * bytes, at(src, m.world(i)), bytes);
+            peer_get(m.call, dest + static_cast<size_t>(i) * bytes, src, m.world(i), bytes);
         }
     }
     sync.barrier();
@@ -129,19 +143,18 @@ void fcollect_pull(const Members &m, Sync &sync, char *dest, Sym src, size_t byt
 // where its owner said: a member that gives no bytes has no source of its own to go by (it
 // may even pass NULL), yet reads everyone else's.
 template <class Sync>
-void collect_pull(const char *call, const Members &m, Sync &sync, char *dest, Sym src,
-                  size_t bytes) {
+void collect_pull(const Members &m, Sync &sync, char *dest, Sym src, size_t bytes) {
     sync.publish({bytes, sym_word(src)});
     sync.barrier();
     size_t total = 0;
     for (int i = 0; i < m.size; i++) total += sync.published(i).value;
     // Checked once the total is known; every member sees the same counts, so either all pass
     // or the job ends here.
-    symmetric(call, "dest", dest, total);
+    symmetric(m.call, "dest", dest, total);
     size_t off = 0;
     for (int i = 0; i < m.size; i++) {
         Published p = sync.published(i);
-        if (p.value != 0) copy(dest + off, at(sym_of(p.value2), m.world(i)), p.value);
+        if (p.value != 0) peer_get(m.call, dest + off, sym_of(p.value2), m.world(i), p.value);
         off += p.value;
     }
     sync.barrier();
@@ -152,10 +165,10 @@ template <class Sync>
 void alltoall_pull(const Members &m, Sync &sync, char *dest, Sym src, size_t bytes) {
     sync.barrier();
     if (bytes != 0) {
-        size_t from = static_cast<size_t>(m.me) * bytes;
+        Sym mine = src.plus(static_cast<uint64_t>(m.me) * bytes);
         for (int k = 0; k < m.size; k++) {
             int j = (m.me + k) % m.size;
-            copy(dest + static_cast<size_t>(j) * bytes, at(src, m.world(j)) + from, bytes);
+            peer_get(m.call, dest + static_cast<size_t>(j) * bytes, mine, m.world(j), bytes);
         }
     }
     sync.barrier();
@@ -180,6 +193,21 @@ void strided_copy(size_t elem, char *dest, ptrdiff_t dst, const char *src, ptrdi
     }
 }
 
+// `nelems` elements of `elem` bytes, `sst` elements apart from `src` on world PE `pe`, into
+// `dest`, `dst` elements apart: copies where `pe` is mapped here, else one get per element.
+void strided_pull(const char *call, size_t elem, char *dest, ptrdiff_t dst, Sym src, ptrdiff_t sst,
+                  size_t nelems, int pe) {
+    if (const char *from = peer_mapped(src, pe)) {
+        strided_copy(elem, dest, dst, from, sst, nelems);
+        return;
+    }
+    ptrdiff_t e = static_cast<ptrdiff_t>(elem);
+    for (size_t k = 0; k < nelems; k++) {
+        ptrdiff_t i = static_cast<ptrdiff_t>(k);
+        peer_get(call, dest + i * dst * e, src.plus(static_cast<uint64_t>(i * sst * e)), pe, elem);
+    }
+}
+
 template <class Sync>
 void alltoalls_pull(const Members &m, Sync &sync, char *dest, Sym src, ptrdiff_t dst, ptrdiff_t sst,
                     size_t nelems, size_t elem) {
@@ -187,10 +215,10 @@ void alltoalls_pull(const Members &m, Sync &sync, char *dest, Sym src, ptrdiff_t
     if (nelems != 0) {
         ptrdiff_t e = static_cast<ptrdiff_t>(elem);
         ptrdiff_t n = static_cast<ptrdiff_t>(nelems);
+        Sym mine = src.plus(static_cast<uint64_t>(sst * m.me * n * e));
         for (int k = 0; k < m.size; k++) {
             int j = (m.me + k) % m.size;
-            strided_copy(elem, dest + dst * j * n * e, dst,
-                         at(src, m.world(j)) + sst * m.me * n * e, sst, nelems);
+            strided_pull(m.call, elem, dest + dst * j * n * e, dst, mine, sst, nelems, m.world(j));
         }
     }
     sync.barrier();
@@ -231,8 +259,8 @@ int team_fcollect(const char *call, shmem_team_t team, void *dest, const void *s
                   size_t nelems, size_t elem) {
     shmem_team_s *t = coll_team(call, team);
     Plain p = blocks(call, dest, source, nelems, elem, t->size);
-    TeamSync sync(t);
-    fcollect_pull(members_of(t), sync, static_cast<char *>(dest), p.src, p.bytes);
+    TeamSync sync(call, t);
+    fcollect_pull(members_of(call, t), sync, static_cast<char *>(dest), p.src, p.bytes);
     return 0;
 }
 
@@ -240,8 +268,8 @@ int team_alltoall(const char *call, shmem_team_t team, void *dest, const void *s
                   size_t nelems, size_t elem) {
     shmem_team_s *t = coll_team(call, team);
     Plain p = blocks(call, dest, source, nelems, elem, t->size);
-    TeamSync sync(t);
-    alltoall_pull(members_of(t), sync, static_cast<char *>(dest), p.src, p.bytes);
+    TeamSync sync(call, t);
+    alltoall_pull(members_of(call, t), sync, static_cast<char *>(dest), p.src, p.bytes);
     return 0;
 }
 
@@ -250,8 +278,8 @@ int team_collect(const char *call, shmem_team_t team, void *dest, const void *so
     shmem_team_s *t = coll_team(call, team);
     size_t bytes = bytes_of(call, "nelems", nelems, elem);
     Sym src = symmetric(call, "source", source, bytes);
-    TeamSync sync(t);
-    collect_pull(call, members_of(t), sync, static_cast<char *>(dest), src, bytes);
+    TeamSync sync(call, t);
+    collect_pull(members_of(call, t), sync, static_cast<char *>(dest), src, bytes);
     return 0;
 }
 
@@ -275,8 +303,8 @@ int team_alltoalls(const char *call, shmem_team_t team, void *dest, const void *
                    ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t elem) {
     shmem_team_s *t = coll_team(call, team);
     Strided s = strided_args(call, dest, source, dst, sst, nelems, elem, t->size);
-    TeamSync sync(t);
-    alltoalls_pull(members_of(t), sync, static_cast<char *>(dest), s.src, dst, sst, s.nelems, elem);
+    TeamSync sync(call, t);
+    alltoalls_pull(members_of(call, t), sync, static_cast<char *>(dest), s.src, dst, sst, s.nelems, elem);
     return 0;
 }
 
@@ -290,7 +318,7 @@ struct ActiveSet {
 ActiveSet active(const char *call, int PE_start, int logPE_stride, int PE_size, long *pSync) {
     Members m = active_set(call, PE_start, logPE_stride, PE_size);
     Sym ps = psync_checked(call, pSync);
-    return {m, PsyncSync(m, pSync, ps)};
+    return {m, PsyncSync(m, ps)};
 }
 
 void as_broadcast(const char *call, void *dest, const void *source, size_t nelems, size_t elem,
@@ -317,7 +345,7 @@ void as_collect(const char *call, void *dest, const void *source, size_t nelems,
     ActiveSet a = active(call, PE_start, logPE_stride, PE_size, pSync);
     size_t bytes = bytes_of(call, "nelems", nelems, elem);
     Sym src = symmetric(call, "source", source, bytes);
-    collect_pull(call, a.m, a.sync, static_cast<char *>(dest), src, bytes);
+    collect_pull(a.m, a.sync, static_cast<char *>(dest), src, bytes);
 }
 
 void as_alltoall(const char *call, void *dest, const void *source, size_t nelems, size_t elem,

@@ -1,10 +1,10 @@
 // coll.h: what the collectives share (coll.cpp, coll_reduce.cpp, team.cpp); never installed.
 //
-// Every member's symmetric buffers are mapped in this process, so a collective moves data with
-// plain copies between them: each PE pulls what it needs from its peers' `source` into its own
-// `dest` (a reduction also pushes its share of the result into its peers' `dest`). Members
-// synchronise on flags: a team's on its area (epochs that only grow, see team.h), an active set
-// on its pSync array (words that return to SHMEM_SYNC_VALUE). Waits check their flag inline
+// A collective moves data between members' symmetric buffers through peer.h: a copy where the
+// member is mapped here, the transport's get or put where it is not. Each PE pulls what it needs
+// from its peers' `source` into its own `dest` (a reduction also pushes its share of the result
+// into its peers' `dest`). Members synchronise on flags: a team's on its area (epochs that only
+// grow, see team.h), an active set on its pSync array (words that return to SHMEM_SYNC_VALUE). Waits check their flag inline
 // first, then by the library's waiting policy, so 8 PEs on 2 cores make progress. Nothing here
 // allocates, locks or logs once the arguments have been checked.
 #pragma once
@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "internal.h"
+#include "peer.h"
 #include "rust/cxx.h"
 #include "shmem-core/src/ffi.rs.h"
 #include "team.h"
@@ -39,48 +40,37 @@ inline void wait_for(F done) {
     while (!done()) core::wait_snooze(state);
 }
 
-// A checked symmetric range: its segment (column of g.mapped_bases) and offset, so a member's copy
-// is one addition away.
-struct Sym {
-    size_t column = 0;
-    uintptr_t off = 0;
-};
-
-// The symmetric range [addr, addr + n) argument `arg` of `call`; ends the job naming both when it
-// is neither in the heap nor in symmetric static data. Zero bytes accept any address.
+// The symmetric range [addr, addr + n) argument `arg` of `call`, as a location on every member
+// (peer.h); ends the job naming both when it is neither in the heap nor in symmetric static
+// data. Zero bytes accept any address.
 inline Sym symmetric(const char *call, const char *arg, const void *addr, size_t n) {
     if (n == 0) return {};
-    if (SHMEM_UNLIKELY(translate_mapped(addr, n, g.my_pe) == nullptr)) {
-        remote_other(call, arg, addr, n, g.my_pe);
-    }
-    uintptr_t a = reinterpret_cast<uintptr_t>(addr);
-    uintptr_t heap_off = a - g.heap_base;
-    if (heap_off <= g.heap_size && n <= g.heap_size - heap_off) return {0, heap_off};
-    return {1, a - g.data_base};
+    if (SHMEM_UNLIKELY(!symmetric_range(addr, n))) remote_other(call, arg, addr, n, g.my_pe);
+    return sym_of_addr(addr);
 }
 
-// The range `s` on world PE `pe`, as mapped here.
-inline char *at(Sym s, int pe) {
-    return reinterpret_cast<char *>(g.mapped_bases[2 * static_cast<size_t>(pe) + s.column] + s.off);
+// `s` (heap or static data) as one word a member publishes for its peers, and back (offsets
+// stay below 2^63).
+inline uint64_t sym_word(Sym s) {
+    return (s.off << 1) | static_cast<uint64_t>(s.segment == SHMEM_TRANSPORT_SEGMENT_DATA);
 }
-
-// `s` as one word a member publishes for its peers, and back (offsets stay below 2^63).
-inline uint64_t sym_word(Sym s) { return (static_cast<uint64_t>(s.off) << 1) | s.column; }
 inline Sym sym_of(uint64_t w) {
-    return {static_cast<size_t>(w & 1), static_cast<uintptr_t>(w >> 1)};
+    return {(w & 1) ? SHMEM_TRANSPORT_SEGMENT_DATA : SHMEM_TRANSPORT_SEGMENT_HEAP, w >> 1};
 }
 
 // The PEs a collective runs over: member i is world PE start + i * stride; this PE is `me`.
+// `call` names the collective in messages of the transport path.
 struct Members {
     int start = 0;
     int stride = 1;
     int size = 1;
     int me = 0;
+    const char *call = "";
     int world(int i) const { return start + i * stride; }
 };
 
-inline Members members_of(const shmem_team_s *t) {
-    return {t->start, t->stride, t->size, t->my_pe};
+inline Members members_of(const char *call, const shmem_team_s *t) {
+    return {t->start, t->stride, t->size, t->my_pe, call};
 }
 
 // Two words a member publishes before a barrier and its peers read after it (until the next
@@ -90,24 +80,27 @@ struct Published {
     uint64_t value2 = 0;
 };
 
-// Synchronisation of a team's collective: its barrier, and the words each member publishes.
+// Synchronisation of a team's collective: its barrier, and the words each member publishes in
+// its own area (one writer each), which its peers read once the barrier has passed.
 class TeamSync {
 public:
-    explicit TeamSync(shmem_team_s *t) : t_(t) {}
+    TeamSync(const char *call, shmem_team_s *t) : t_(t), call_(call) {}
     void barrier() { team_barrier(t_); }
     void publish(Published p) {
-        char *mine = t_->areas[t_->my_pe];
-        __atomic_store_n(area_word(mine, SHMEM_TEAM_AREA_VALUE), p.value, __ATOMIC_RELAXED);
-        __atomic_store_n(area_word(mine, SHMEM_TEAM_AREA_VALUE2), p.value2, __ATOMIC_RELAXED);
+        int me = team_world_pe(t_, t_->my_pe);
+        peer_store(call_, team_word(t_->slot, SHMEM_TEAM_AREA_VALUE), me, p.value);
+        peer_store(call_, team_word(t_->slot, SHMEM_TEAM_AREA_VALUE2), me, p.value2);
     }
     Published published(int i) const {
-        return {__atomic_load_n(area_word(t_->areas[i], SHMEM_TEAM_AREA_VALUE), __ATOMIC_RELAXED),
-                __atomic_load_n(area_word(t_->areas[i], SHMEM_TEAM_AREA_VALUE2), __ATOMIC_RELAXED)};
+        int pe = team_world_pe(t_, i);
+        return {peer_load<uint64_t>(call_, team_word(t_->slot, SHMEM_TEAM_AREA_VALUE), pe),
+                peer_load<uint64_t>(call_, team_word(t_->slot, SHMEM_TEAM_AREA_VALUE2), pe)};
     }
     void unpublish() {}
 
 private:
     shmem_team_s *t_;
+    const char *call_;
 };
 
 // Words of an active set's pSync array that the collectives use (SHMEM_SYNC_SIZE is larger).
@@ -122,47 +115,46 @@ constexpr size_t kPsyncWords = 4;
 // Synchronisation of an active-set collective on its pSync array. Every word returns to
 // SHMEM_SYNC_VALUE (0) before its owner leaves the collective, so the same pSync may serve the
 // next collective at once: the first member resets its counter before releasing anyone, and a
-// member resets its release word before it can arrive again.
+// member resets its release word before it can arrive again. The counter, which every member
+// changes, changes only by AMOs (through the transport while one is in use); every other word
+// has one writer at a time, and a member waits only on words of its own.
 class PsyncSync {
 public:
-    PsyncSync(const Members &m, long *psync, Sym psync_sym)
-        : m_(m), mine_(psync), sym_(psync_sym) {}
+    PsyncSync(const Members &m, Sym psync_sym) : m_(m), sym_(psync_sym) {}
     void barrier() {
         if (m_.size == 1) return;
+        int me = m_.world(m_.me);
         if (m_.me == 0) {
-            long *count = mine_ + kPsyncCount;
             long want = m_.size - 1;
-            wait_for([&] { return load_acquire(count) == want; });
-            __atomic_store_n(count, 0L, __ATOMIC_RELAXED);
+            wait_for([&] { return peer_load<long>(m_.call, word(kPsyncCount), me) == want; });
+            peer_amo<long>(m_.call, SHMEM_TRANSPORT_AMO_SET, word(kPsyncCount), me, 0L);
             for (int i = 1; i < m_.size; i++) {
-                store_release(word(i, kPsyncRelease), 1L);
+                peer_store(m_.call, word(kPsyncRelease), m_.world(i), 1L);
             }
             return;
         }
-        __atomic_fetch_add(word(0, kPsyncCount), 1L, __ATOMIC_ACQ_REL);
-        long *release = mine_ + kPsyncRelease;
-        wait_for([&] { return load_acquire(release) == 1; });
-        __atomic_store_n(release, 0L, __ATOMIC_RELAXED);
+        peer_amo<long>(m_.call, SHMEM_TRANSPORT_AMO_FETCH_ADD, word(kPsyncCount), m_.world(0), 1L);
+        wait_for([&] { return peer_load<long>(m_.call, word(kPsyncRelease), me) == 1; });
+        peer_store(m_.call, word(kPsyncRelease), me, 0L);
     }
     void publish(Published p) {
-        __atomic_store_n(mine_ + kPsyncValue, static_cast<long>(p.value), __ATOMIC_RELAXED);
-        __atomic_store_n(mine_ + kPsyncValue2, static_cast<long>(p.value2), __ATOMIC_RELAXED);
+        int me = m_.world(m_.me);
+        peer_store(m_.call, word(kPsyncValue), me, static_cast<long>(p.value));
+        peer_store(m_.call, word(kPsyncValue2), me, static_cast<long>(p.value2));
     }
     Published published(int i) const {
-        return {static_cast<uint64_t>(__atomic_load_n(word(i, kPsyncValue), __ATOMIC_RELAXED)),
-                static_cast<uint64_t>(__atomic_load_n(word(i, kPsyncValue2), __ATOMIC_RELAXED))};
+        return {static_cast<uint64_t>(peer_load<long>(m_.call, word(kPsyncValue), m_.world(i))),
+                static_cast<uint64_t>(peer_load<long>(m_.call, word(kPsyncValue2), m_.world(i)))};
     }
     void unpublish() {
-        __atomic_store_n(mine_ + kPsyncValue, 0L, __ATOMIC_RELAXED);
-        __atomic_store_n(mine_ + kPsyncValue2, 0L, __ATOMIC_RELAXED);
+        int me = m_.world(m_.me);
+        peer_store(m_.call, word(kPsyncValue), me, 0L);
+        peer_store(m_.call, word(kPsyncValue2), me, 0L);
     }
 
 private:
-    long *word(int member, int w) const {
-        return reinterpret_cast<long *>(at(sym_, m_.world(member))) + w;
-    }
+    Sym word(int w) const { return sym_.plus(static_cast<uint64_t>(w) * sizeof(long)); }
     Members m_;
-    long *mine_;
     Sym sym_;
 };
 

@@ -88,12 +88,23 @@ inline void combine(T *__restrict acc, const T *__restrict src, size_t n) {
     for (size_t i = 0; i < n; i++) acc[i] = Op::apply(acc[i], src[i]);
 }
 
+// Elements [first, first + n) of `src` on world PE `pe`: where it is mapped here, else fetched
+// into `bounce` (n elements).
+template <typename T>
+inline const T *source_block(const Members &m, Sym src, size_t first, size_t n, int pe,
+                             T *bounce) {
+    Sym at = src.plus(first * sizeof(T));
+    if (const char *mapped = peer_mapped(at, pe)) return reinterpret_cast<const T *>(mapped);
+    peer_get(m.call, bounce, at, pe, n * sizeof(T));
+    return bounce;
+}
+
 // acc[0, n) = elements [first, first + n) combined over every member's source.
 template <typename Op, typename T>
-inline void reduce_block(const Members &m, Sym src, size_t first, T *acc, size_t n) {
-    std::memcpy(acc, reinterpret_cast<const T *>(at(src, m.world(0))) + first, n * sizeof(T));
+inline void reduce_block(const Members &m, Sym src, size_t first, T *acc, size_t n, T *bounce) {
+    std::memcpy(acc, source_block(m, src, first, n, m.world(0), bounce), n * sizeof(T));
     for (int i = 1; i < m.size; i++) {
-        combine<Op>(acc, reinterpret_cast<const T *>(at(src, m.world(i))) + first, n);
+        combine<Op>(acc, source_block(m, src, first, n, m.world(i), bounce), n);
     }
 }
 
@@ -101,10 +112,12 @@ template <typename Op, typename T, class Sync>
 void reduce(const Members &m, Sync &sync, T *dest, Sym src, Sym dst, size_t n) {
     constexpr size_t kBlock = kBlockBytes / sizeof(T);
     alignas(64) unsigned char buffer[kBlockBytes];
+    alignas(64) unsigned char fetched[kBlockBytes];  // a member's block, when it is not mapped
     T *acc = reinterpret_cast<T *>(buffer);
+    T *bounce = reinterpret_cast<T *>(fetched);
     sync.barrier();
     if (n <= kBlock) {
-        if (n != 0) reduce_block<Op>(m, src, 0, acc, n);
+        if (n != 0) reduce_block<Op>(m, src, 0, acc, n, bounce);
         sync.barrier();
         if (n != 0) std::memcpy(dest, acc, n * sizeof(T));
         return;
@@ -117,10 +130,10 @@ void reduce(const Members &m, Sync &sync, T *dest, Sym src, Sym dst, size_t n) {
     size_t hi = std::min(n, lo + chunk);
     for (size_t first = lo; first < hi; first += kBlock) {
         size_t len = std::min(kBlock, hi - first);
-        reduce_block<Op>(m, src, first, acc, len);
+        reduce_block<Op>(m, src, first, acc, len, bounce);
         for (int k = 0; k < m.size; k++) {
             int j = (m.me + k) % m.size;
-            std::memcpy(reinterpret_cast<T *>(at(dst, m.world(j))) + first, acc, len * sizeof(T));
+            peer_put(m.call, dst.plus(first * sizeof(T)), m.world(j), acc, len * sizeof(T));
         }
     }
     sync.barrier();
@@ -146,8 +159,8 @@ int team_reduce(const char *call, shmem_team_t team, T *dest, const T *source, s
     shmem_team_s *t = coll_team(call, team);
     Sym src, dst;
     reduce_args(call, dest, source, nreduce, &src, &dst);
-    TeamSync sync(t);
-    reduce<Op>(members_of(t), sync, dest, src, dst, nreduce);
+    TeamSync sync(call, t);
+    reduce<Op>(members_of(call, t), sync, dest, src, dst, nreduce);
     return 0;
 }
 
@@ -159,7 +172,7 @@ void to_all(const char *call, T *dest, const T *source, int nreduce, int PE_star
     if (nreduce < 0) fail(call, "invalid argument nreduce=%d: negative", nreduce);
     Sym src, dst;
     reduce_args(call, dest, source, static_cast<size_t>(nreduce), &src, &dst);
-    PsyncSync sync(m, pSync, ps);
+    PsyncSync sync(m, ps);
     reduce<Op>(m, sync, dest, src, dst, static_cast<size_t>(nreduce));
 }
 

@@ -103,19 +103,6 @@ SHMEM_HOT_INLINE char *translate(const void *addr, size_t n, int pe) {
     return translate_in(g.bases, addr, n, pe);
 }
 
-// Every peer's memory as mapped here, for what has no transport path (collectives, barriers,
-// locks, waits on local words).
-SHMEM_HOT_INLINE char *translate_mapped(const void *addr, size_t n, int pe) {
-    return translate_in(g.mapped_bases, addr, n, pe);
-}
-
-// shmem_ptr's answer: where this PE may load and store `addr` of `pe`. Its own memory always (also
-// when the loopback test transport reaches it through the table); a peer reached through a
-// transport never.
-inline void *load_store_ptr(const void *addr, int pe) {
-    return pe == g.my_pe ? translate_mapped(addr, 1, pe) : translate(addr, 1, pe);
-}
-
 // Whether [addr, addr+n) is inside a symmetric segment (the job's, whatever PE it names).
 inline bool symmetric_range(const void *addr, size_t n) {
     uintptr_t a = reinterpret_cast<uintptr_t>(addr);
@@ -123,6 +110,14 @@ inline bool symmetric_range(const void *addr, size_t n) {
     uintptr_t data_off = a - g.data_base;
     return (heap_off <= g.heap_size && n <= g.heap_size - heap_off) ||
            (data_off <= g.data_span && n <= g.data_span - data_off);
+}
+
+// shmem_ptr's answer: where this PE may load and store `addr` of `pe`. Its own memory always (also
+// when the loopback test transport reaches it through the table: `addr` is its own address); a
+// peer reached through a transport never.
+inline void *load_store_ptr(const void *addr, int pe) {
+    if (pe == g.my_pe) return symmetric_range(addr, 1) ? const_cast<void *>(addr) : nullptr;
+    return translate(addr, 1, pe);
 }
 
 // What a miss of remote() or amo_remote() means, decided on the cold path: nullptr when the
@@ -151,16 +146,6 @@ SHMEM_HOT_INLINE char *amo_remote(const char *call, const void *addr, size_t n, 
         fail_pe(call, pe);
     }
     return translate_in(g.amo_bases, addr, n, pe);
-}
-
-// As remote(), in the mapped view, for what has no transport path; never nullptr.
-inline char *remote_mapped(const char *call, const char *arg, const void *addr, size_t n, int pe) {
-    if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= static_cast<unsigned>(g.n_pes))) {
-        fail_pe(call, pe);
-    }
-    char *to = translate_mapped(addr, n, pe);
-    if (SHMEM_UNLIKELY(to == nullptr)) return remote_other(call, arg, addr, n, pe);
-    return to;
 }
 
 // The cold path (transport.cpp), taken when remote() or amo_remote() answered nullptr: first

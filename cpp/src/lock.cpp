@@ -1,6 +1,7 @@
 // lock.cpp: distributed locks (shmem_set_lock, shmem_test_lock, shmem_clear_lock): a queue
-// lock in the MCS style, built from CPU atomics on the mapped lock words, so PEs get the lock in
-// the order they asked and each waiter watches only its own word.
+// lock in the MCS style, built from AMOs on the lock words (peer.h: CPU atomics on the mappings,
+// or the transport's while one is in use), so PEs get the lock in the order they asked and each
+// waiter watches only its own word.
 //
 // The user gives one symmetric `long` per lock, 0 on every PE; every PE's copy is split into
 // two 32-bit words (lower address first):
@@ -25,6 +26,7 @@
 #include <cstdint>
 
 #include "internal.h"
+#include "peer.h"
 #include "watch.h"
 
 using namespace shmem::detail;
@@ -35,25 +37,31 @@ constexpr uint32_t kWaiting = 1u << 31;
 constexpr uint32_t kHeld = 1u << 30;
 constexpr uint32_t kNextMask = kHeld - 1;  // PE numbers below 2^30 - 1 fit
 
-// The words of one lock as mapped here.
+// The words of one lock: its tail on the home PE, and the node (4 bytes further) on any PE.
+// Both change by AMOs only (peer.h: through the transport while one is in use), since several
+// PEs change them; a PE reads its own node with plain loads.
 struct Lock {
-    uint32_t *tail;  // on the home PE
-    uint32_t *node;  // this PE's
+    const char *call;
+    long *user;  // the argument, for messages
+    Sym tail;
+    Sym node;
+    int home;
+
+    uint32_t amo(int op, Sym s, int pe, uint32_t value, uint32_t compare = 0) const {
+        return peer_amo<uint32_t>(call, op, s, pe, value, compare);
+    }
+    uint32_t my_node() const { return peer_load<uint32_t>(call, node, g.my_pe); }
 };
 
-uint32_t load(const uint32_t *w) { return __atomic_load_n(w, __ATOMIC_ACQUIRE); }
-
-// The node of the PE whose ticket (1 + its number) a lock word holds.
-uint32_t *node_of(const char *call, long *lock, uint32_t ticket) {
+// World PE number of the PE whose ticket (1 + its number) a lock word holds.
+int pe_of(const Lock &l, uint32_t ticket) {
     if (SHMEM_UNLIKELY(ticket == 0 || ticket > static_cast<uint32_t>(g.n_pes))) {
-        fail(call,
+        fail(l.call,
              "invalid argument lock=%p: the lock word holds %u, which no lock routine "
              "wrote (was the lock not 0 on every PE before its first use?)",
-             static_cast<void *>(lock), ticket);
+             static_cast<void *>(l.user), ticket);
     }
-    return reinterpret_cast<uint32_t *>(
-               translate_mapped(lock, sizeof(long), static_cast<int>(ticket) - 1)) +
-           1;
+    return static_cast<int>(ticket) - 1;
 }
 
 Lock checked(const char *call, long *lock) {
@@ -63,31 +71,28 @@ Lock checked(const char *call, long *lock) {
         fail(call, "invalid argument lock=%p: not aligned to its %zu-byte type",
              static_cast<void *>(lock), sizeof(long));
     }
-    uintptr_t a = reinterpret_cast<uintptr_t>(lock);
-    uintptr_t off = a - g.heap_base < g.heap_size ? a - g.heap_base : a - g.data_base;
-    int home = static_cast<int>((off / sizeof(long)) % static_cast<uintptr_t>(g.n_pes));
-    // remote() reports a lock outside the symmetric segments, naming why.
-    auto *words =
-        reinterpret_cast<uint32_t *>(remote_mapped(call, "lock", lock, sizeof(long), home));
-    return Lock{words, reinterpret_cast<uint32_t *>(lock) + 1};
+    if (SHMEM_UNLIKELY(!symmetric_range(lock, sizeof(long)))) {
+        remote_other(call, "lock", lock, sizeof(long), g.my_pe);  // names why, and fails
+    }
+    Sym tail = sym_of_addr(lock);
+    int home = static_cast<int>((tail.off / sizeof(long)) % static_cast<uint64_t>(g.n_pes));
+    return Lock{call, lock, tail, tail.plus(sizeof(uint32_t)), home};
 }
 
 uint32_t ticket() { return static_cast<uint32_t>(g.my_pe) + 1; }
 
 // Claims this PE's node for a new request; false if it is in use (held or waiting).
 bool claim(const Lock &l) {
-    uint32_t expected = 0;
-    return __atomic_compare_exchange_n(l.node, &expected, kWaiting, false, __ATOMIC_SEQ_CST,
-                                       __ATOMIC_RELAXED);
+    return l.amo(SHMEM_TRANSPORT_AMO_COMPARE_SWAP, l.node, g.my_pe, kWaiting, 0) == 0;
 }
 
 // Called once this PE is at the head of the queue: WAITING off, HELD on, in one step (the
 // successor may be writing its number into the same word).
 void mark_held(const Lock &l, bool waiting_set) {
     if (waiting_set) {
-        __atomic_fetch_xor(l.node, kWaiting | kHeld, __ATOMIC_SEQ_CST);
+        l.amo(SHMEM_TRANSPORT_AMO_FETCH_XOR, l.node, g.my_pe, kWaiting | kHeld);
     } else {
-        __atomic_fetch_or(l.node, kHeld, __ATOMIC_SEQ_CST);
+        l.amo(SHMEM_TRANSPORT_AMO_FETCH_OR, l.node, g.my_pe, kHeld);
     }
 }
 
@@ -100,25 +105,23 @@ SHMEM_EXPORT void pshmem_set_lock(long *lock) {
         fail(call, "invalid argument lock=%p: already held or requested by this PE",
              static_cast<void *>(lock));
     }
-    uint32_t pred = __atomic_exchange_n(l.tail, ticket(), __ATOMIC_SEQ_CST);
+    uint32_t pred = l.amo(SHMEM_TRANSPORT_AMO_SWAP, l.tail, l.home, ticket());
     if (pred == 0) {
         mark_held(l, true);
         return;
     }
     // Join behind the predecessor; it hands over by clearing our WAITING bit.
-    __atomic_fetch_or(node_of(call, lock, pred), ticket(), __ATOMIC_SEQ_CST);
-    wait_for([&] { return (load(l.node) & kWaiting) == 0; });
+    l.amo(SHMEM_TRANSPORT_AMO_FETCH_OR, l.node, pe_of(l, pred), ticket());
+    wait_for([&] { return (l.my_node() & kWaiting) == 0; });
     mark_held(l, false);
 }
 
 SHMEM_EXPORT int pshmem_test_lock(long *lock) {
     Lock l = checked("shmem_test_lock", lock);
     if (!claim(l)) return 1;  // this PE holds it already
-    uint32_t free = 0;
-    if (!__atomic_compare_exchange_n(l.tail, &free, ticket(), false, __ATOMIC_SEQ_CST,
-                                     __ATOMIC_RELAXED)) {
+    if (l.amo(SHMEM_TRANSPORT_AMO_COMPARE_SWAP, l.tail, l.home, ticket(), 0) != 0) {
         // Not queued, so nobody else writes our node: release the claim.
-        __atomic_store_n(l.node, 0u, __ATOMIC_RELEASE);
+        l.amo(SHMEM_TRANSPORT_AMO_SET, l.node, g.my_pe, 0);
         return 1;
     }
     mark_held(l, true);
@@ -128,28 +131,28 @@ SHMEM_EXPORT int pshmem_test_lock(long *lock) {
 SHMEM_EXPORT void pshmem_clear_lock(long *lock) {
     const char *call = "shmem_clear_lock";
     Lock l = checked(call, lock);
-    uint32_t node = load(l.node);
+    uint32_t node = l.my_node();
     if (SHMEM_UNLIKELY((node & kHeld) == 0)) {
         fail(call, "invalid argument lock=%p: not held by this PE", static_cast<void *>(lock));
     }
     // Quiet: every put and AMO of the critical section lands before the next holder enters.
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    transport_quiet(nullptr);
     uint32_t next = node & kNextMask;
     if (next == 0) {
         uint32_t mine = ticket();
-        if (__atomic_compare_exchange_n(l.tail, &mine, 0u, false, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_RELAXED)) {
+        if (l.amo(SHMEM_TRANSPORT_AMO_COMPARE_SWAP, l.tail, l.home, 0, mine) == mine) {
             // Nobody queued behind us, and newcomers find the lock free: our node is ours.
-            __atomic_store_n(l.node, 0u, __ATOMIC_RELEASE);
+            l.amo(SHMEM_TRANSPORT_AMO_SET, l.node, g.my_pe, 0);
             return;
         }
         // A PE has swapped itself into the tail but not yet written its number to our node.
-        wait_for([&] { return (load(l.node) & kNextMask) != 0; });
-        next = load(l.node) & kNextMask;
+        wait_for([&] { return (l.my_node() & kNextMask) != 0; });
+        next = l.my_node() & kNextMask;
     }
     // Nobody else writes our node any more: reset it, then hand the lock over.
-    __atomic_store_n(l.node, 0u, __ATOMIC_RELEASE);
-    __atomic_fetch_and(node_of(call, lock, next), ~kWaiting, __ATOMIC_SEQ_CST);
+    l.amo(SHMEM_TRANSPORT_AMO_SET, l.node, g.my_pe, 0);
+    l.amo(SHMEM_TRANSPORT_AMO_FETCH_AND, l.node, pe_of(l, next), ~kWaiting);
 }
 
 SHMEM_WEAK_ALIAS(shmem_set_lock)

@@ -61,7 +61,7 @@ inline void put_signal(const char *call, void *dest, const void *source, size_t 
 // The local signal word: symmetric (peers update it) and aligned.
 inline const uint64_t *signal_word(const char *call, const uint64_t *sig_addr) {
     require_running(call);
-    if (SHMEM_UNLIKELY(translate_mapped(sig_addr, sizeof(uint64_t), g.my_pe) == nullptr)) {
+    if (SHMEM_UNLIKELY(!symmetric_range(sig_addr, sizeof(uint64_t)))) {
         fail(call, "invalid argument sig_addr=%p: not a symmetric address",
              static_cast<const void *>(sig_addr));
     }

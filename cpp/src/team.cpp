@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "coll.h"
+#include "peer.h"
 
 using namespace shmem::detail;
 
@@ -46,10 +47,25 @@ bool predefined(const shmem_team_s *t) {
     return t == &shmem_internal_team_world || t == &shmem_internal_team_shared;
 }
 
-void set_areas(shmem_team_s *t) {
-    t->areas.resize(static_cast<size_t>(t->size));
+void count_transport_members(shmem_team_s *t) {
+    t->transport_members = 0;
     for (int i = 0; i < t->size; i++) {
-        t->areas[static_cast<size_t>(i)] = team_area(team_world_pe(t, i), t->slot);
+        if (peer_via_transport(team_world_pe(t, i))) t->transport_members++;
+    }
+}
+
+// Zeroes this PE's area of `slot` (through the transport where this PE's own control segment is
+// reached through it).
+void zero_own_area(const char *call, int slot) {
+    Sym area = team_word(slot, 0);
+    if (char *mine = peer_mapped(area, g.my_pe)) {
+        std::memset(mine, 0, g.team_area_size);
+        return;
+    }
+    static const char zeros[1024] = {};
+    for (uint64_t done = 0; done < g.team_area_size; done += sizeof zeros) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof zeros, g.team_area_size - done));
+        peer_put(call, area.plus(done), g.my_pe, zeros, n);
     }
 }
 
@@ -61,16 +77,17 @@ void publish_team(const shmem_team_s *t, bool live) {
                             : shmem_job_team{0, 0, 0, t->slot};
 }
 
-// Sets up a predefined team spanning every PE of the job, with its areas at `slot`.
-void start_predefined(shmem_team_s &t, int slot) {
-    t.start = 0;
-    t.stride = 1;
-    t.size = g.n_pes;
-    t.my_pe = g.my_pe;
+// Sets up a predefined team of world PEs start, start + stride, ... (size of them, this PE
+// among them), with its areas at `slot`.
+void start_predefined(shmem_team_s &t, int slot, int start, int stride, int size) {
+    t.start = start;
+    t.stride = stride;
+    t.size = size;
+    t.my_pe = (g.my_pe - start) / stride;
     t.config = shmem_team_config_t{};
     t.config_mask = 0;
     t.slot = slot;
-    set_areas(&t);
+    count_transport_members(&t);
     t.bcast_epoch = 0;
     publish_team(&t, true);
 }
@@ -96,11 +113,18 @@ void teams_start() {
         fail("shmem_init", "a team area of %zu bytes cannot hold the %d words the teams use",
              g.team_area_size, SHMEM_TEAM_AREA_LINES);
     }
-    // Every PE of this job shares memory with every other (one node, device `host`), so the
-    // shared team is the world under another slot; a job spanning nodes stops at init until a
-    // network data path exists.
-    start_predefined(shmem_internal_team_world, 0);
-    start_predefined(shmem_internal_team_shared, 1);
+    // The shared team is the PEs of this node (those whose memory is mapped here), the whole
+    // world on one node; the runtime says which (a progression of world PEs, see
+    // Nodes::shared_team), the same on every member.
+    start_predefined(shmem_internal_team_world, 0, 0, 1, g.n_pes);
+    const core::TeamShape shared = core::shared_team();
+    if (shared.size < 1 || shared.stride < 1 || g.my_pe < shared.start ||
+        (g.my_pe - shared.start) % shared.stride != 0 ||
+        (g.my_pe - shared.start) / shared.stride >= shared.size) {
+        fail("shmem_init", "SHMEM_TEAM_SHARED (start %d, stride %d, size %d) does not hold PE %d",
+             shared.start, shared.stride, shared.size, g.my_pe);
+    }
+    start_predefined(shmem_internal_team_shared, 1, shared.start, shared.stride, shared.size);
     used_slots = 0b11;
 }
 
@@ -110,7 +134,7 @@ void teams_stop() {
     live.clear();
     for (shmem_team_s *t : {&shmem_internal_team_world, &shmem_internal_team_shared}) {
         t->size = 0;
-        t->areas.clear();
+        t->transport_members = 0;
     }
     used_slots = 0;
 }
@@ -251,18 +275,18 @@ int split(const char *call, shmem_team_s *parent, const NewTeam *defs, int count
         std::lock_guard<std::mutex> lock(live_mutex);
         mine = used_slots;
     }
-    char *area = parent->areas[static_cast<size_t>(parent->my_pe)];
-    __atomic_store_n(area_word(area, SHMEM_TEAM_AREA_VALUE), mine, __ATOMIC_RELAXED);
-    __atomic_store_n(area_word(area, SHMEM_TEAM_AREA_VALUE2), uint64_t{ok ? 0u : 1u},
-                     __ATOMIC_RELAXED);
+    // Each member writes only its own words; the others read them after the barrier.
+    Sym value = team_word(parent->slot, SHMEM_TEAM_AREA_VALUE);
+    Sym value2 = team_word(parent->slot, SHMEM_TEAM_AREA_VALUE2);
+    peer_store(call, value, g.my_pe, mine);
+    peer_store(call, value2, g.my_pe, uint64_t{ok ? 0u : 1u});
     team_barrier(parent);
     uint64_t used = 0;
     bool all_ok = true;
     for (int i = 0; i < parent->size; i++) {
-        char *a = parent->areas[static_cast<size_t>(i)];
-        used |= __atomic_load_n(area_word(a, SHMEM_TEAM_AREA_VALUE), __ATOMIC_RELAXED);
-        if (__atomic_load_n(area_word(a, SHMEM_TEAM_AREA_VALUE2), __ATOMIC_RELAXED) != 0)
-            all_ok = false;
+        int pe = team_world_pe(parent, i);
+        used |= peer_load<uint64_t>(call, value, pe);
+        if (peer_load<uint64_t>(call, value2, pe) != 0) all_ok = false;
     }
     int slots[2] = {-1, -1};
     int found = 0;
@@ -279,7 +303,7 @@ int split(const char *call, shmem_team_s *parent, const NewTeam *defs, int count
     }
     if (made) {
         for (int i = 0; i < count; i++) {
-            if (defs[i].size > 0) std::memset(team_area(g.my_pe, slots[i]), 0, g.team_area_size);
+            if (defs[i].size > 0) zero_own_area(call, slots[i]);
         }
     }
     // Nobody reads the published words after this, and every member's new area is zeroed.
@@ -298,7 +322,7 @@ int split(const char *call, shmem_team_s *parent, const NewTeam *defs, int count
         if (d.mask & SHMEM_TEAM_NUM_CONTEXTS) t->config.num_contexts = d.config->num_contexts;
         t->config_mask = d.mask;
         t->slot = slots[i];
-        set_areas(t);
+        count_transport_members(t);
         {
             std::lock_guard<std::mutex> lock(live_mutex);
             used_slots |= uint64_t{1} << t->slot;

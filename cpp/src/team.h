@@ -31,12 +31,14 @@ struct shmem_team_s {
     int slot = -1;
     // Contexts created from the team and not yet destroyed.
     std::atomic<int> contexts{0};
-    // Every member's area for `slot`, as mapped here, indexed by team PE.
-    std::vector<char *> areas;
-    // Unused: team barriers count their epochs in the member's SHMEM_TEAM_AREA_SYNC_EPOCH word.
-    // Kept because the predefined teams are exported objects a program may hold a copy of (a
-    // copy relocation): their size is part of the ABI.
-    uint64_t unused_sync_epoch = 0;
+    // Unused: a member's area is reached as a location in its control segment (peer.h,
+    // team_word), mapped here or not. Kept, like the word below, because the predefined teams
+    // are exported objects a program may hold a copy of (a copy relocation): their size is part
+    // of the ABI.
+    std::vector<char *> unused_areas;
+    // Members reached through the transport (this PE too where the transport reaches it): such a
+    // team's collectives take the shapes that poll only this PE's own words (coll.cpp).
+    uint64_t transport_members = 0;
     // Broadcasts this PE has entered on the team: every member makes the same collective calls
     // in the same order, so the counts agree between members.
     uint64_t bcast_epoch = 0;
@@ -72,19 +74,6 @@ inline int team_pe_of(const shmem_team_s *t, int world_pe) {
     if (d % t->stride != 0) return -1;
     int i = d / t->stride;
     return i >= 0 && i < t->size ? i : -1;
-}
-
-// Word `line` (SHMEM_TEAM_AREA_* of shmem/job_state.h, the one layout of a team area, which
-// kernel-side code reads too) of an area.
-inline uint64_t *area_word(char *area, int line) {
-    return reinterpret_cast<uint64_t *>(area +
-                                        static_cast<size_t>(line) * SHMEM_TEAM_AREA_LINE_BYTES);
-}
-
-// Area of `slot` on world PE `world_pe`, as mapped here (in its control segment).
-inline char *team_area(int world_pe, int slot) {
-    return reinterpret_cast<char *>(g.control_bases[static_cast<size_t>(world_pe)]) +
-           g.control_teams + static_cast<size_t>(slot) * g.team_area_size;
 }
 
 // Barrier over the team's members on its area (no completion of puts): the runtime's barrier.

@@ -3,8 +3,10 @@
 // line and never on the mapped path: rma.h and amo.h come here when the job state's view has no
 // base for the PE (internal.h: remote, amo_remote), and each entry first asks remote_miss whether
 // the call is the transport's or must fail. An address crosses the table as its segment and
-// offset, the same on every PE.
+// offset, the same on every PE. The peer_*_cold entries serve peer.h's helpers (collectives,
+// locks, team words), which already hold the segment and offset.
 #include "internal.h"
+#include "peer.h"
 
 namespace shmem::detail {
 
@@ -104,6 +106,29 @@ uint64_t transport_amo(const char *call, const char *arg, const void *ctx, int o
     locate(call, arg, addr, size, &segment, &offset);
     uint64_t old = 0;
     if (SHMEM_UNLIKELY(t.amo(t.self, ctx_key(ctx), pe, segment, offset, op, size, value, compare,
+                             &old) != 0)) {
+        fail_logged();
+    }
+    return old;
+}
+
+void peer_get_cold(const char *call, void *dest, Sym s, int pe, size_t n) {
+    const shmem_transport_ops &t = ops(call, pe);
+    if (SHMEM_UNLIKELY(t.get(t.self, nullptr, pe, s.segment, s.off, dest, n) != 0)) fail_logged();
+}
+
+void peer_put_cold(const char *call, Sym s, int pe, const void *source, size_t n) {
+    const shmem_transport_ops &t = ops(call, pe);
+    if (SHMEM_UNLIKELY(t.put(t.self, nullptr, pe, s.segment, s.off, source, n) != 0)) {
+        fail_logged();
+    }
+}
+
+uint64_t peer_amo_cold(const char *call, int op, Sym s, int pe, size_t size, uint64_t value,
+                       uint64_t compare) {
+    const shmem_transport_ops &t = ops(call, pe);
+    uint64_t old = 0;
+    if (SHMEM_UNLIKELY(t.amo(t.self, nullptr, pe, s.segment, s.off, op, size, value, compare,
                              &old) != 0)) {
         fail_logged();
     }

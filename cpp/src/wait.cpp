@@ -15,7 +15,7 @@ inline const T *watched(const char *call, const T *ivar, int cmp) {
     if (SHMEM_UNLIKELY(!valid_cmp(cmp))) {
         fail(call, "invalid argument cmp=%d: not one of SHMEM_CMP_EQ..SHMEM_CMP_LE", cmp);
     }
-    if (SHMEM_UNLIKELY(translate_mapped(ivar, sizeof(T), g.my_pe) == nullptr)) {
+    if (SHMEM_UNLIKELY(!symmetric_range(ivar, sizeof(T)))) {
         fail(call, "invalid argument ivar=%p: not a symmetric address",
              static_cast<const void *>(ivar));
     }

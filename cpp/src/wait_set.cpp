@@ -84,7 +84,7 @@ WaitSet<T> checked(const char *call, const T *ivars, size_t nelems, const int *s
             fail(call, "invalid argument nelems=%zu: %zu-byte elements overflow size_t", nelems,
                  sizeof(T));
         }
-        if (SHMEM_UNLIKELY(translate_mapped(ivars, bytes, g.my_pe) == nullptr)) {
+        if (SHMEM_UNLIKELY(!symmetric_range(ivars, bytes))) {
             fail(call, "invalid argument ivars=%p with nelems=%zu: not a symmetric address range",
                  static_cast<const void *>(ivars), nelems);
         }

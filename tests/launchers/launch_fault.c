@@ -19,6 +19,8 @@ int main(int argc, char **argv) {
     shmem_barrier_all();
 
     if (is(c, "kill_after_init") && me == 1) raise(SIGKILL);
+    /* The last PE: in a job across nodes, one on another node than PE 0. */
+    if (is(c, "kill_last") && me == shmem_n_pes() - 1) raise(SIGKILL);
     if (is(c, "kill_pe0") && me == 0) raise(SIGKILL);
     if (is(c, "exit_without_finalize") && me == 1) return 0; /* the others wait below */
     if (is(c, "global_exit") && me == 1) shmem_global_exit(7);

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace testutil {
@@ -19,6 +20,24 @@ inline int me() { return shmem_my_pe(); }
 // it reaches through the transport table.
 inline bool test_transport_on() { return std::getenv("SHMEM_TEST_LOOPBACK") != nullptr; }
 inline int npes() { return shmem_n_pes(); }
+// Where the multi-node harness (tests/multinode/multinode.sh) put the PEs: MULTINODE_LAYOUT
+// lists the PEs of each node in blocks ("2,2,1": PEs 0-1, 2-3 and 4). The first PE of `pe`'s
+// node and that node's PE count; the whole job when unset (one node).
+inline std::pair<int, int> node_block(int pe) {
+    const char *layout = std::getenv("MULTINODE_LAYOUT");
+    int first = 0;
+    for (const char *p = layout; p != nullptr && *p != '\0';) {
+        char *end = nullptr;
+        long count = std::strtol(p, &end, 10);
+        if (end == p || count <= 0) break;
+        if (pe < first + count) return {first, static_cast<int>(count)};
+        first += static_cast<int>(count);
+        p = *end == ',' ? end + 1 : end;
+    }
+    return {0, shmem_n_pes()};
+}
+// Whether `pe` runs on this PE's node, so that shmem_ptr reaches it (without a test transport).
+inline bool on_my_node(int pe) { return node_block(pe) == node_block(shmem_my_pe()); }
 inline int next_pe() { return (me() + 1) % npes(); }
 inline int prev_pe() { return (me() + npes() - 1) % npes(); }
 // A peer half the job away (the strided target); the same PE only in a 1-PE job.

@@ -107,9 +107,10 @@ typedef struct shmem_job_state {
      * when every PE is mapped here. Non-NULL also means every AMO goes through it, to mapped
      * PEs too: CPU atomics and a transport's atomics on one word are not atomic together. */
     const shmem_transport_ops *transport;
-    /* Version 2. Laid out as `bases`: every peer's memory as mapped here, whether or not it is
-     * reached through the transport, for what has no transport path (collectives, barriers,
-     * locks, waits). Equal to `bases` when every PE is mapped. */
+    /* Version 2. Laid out as `bases`: every peer's memory as mapped here, for the
+     * synchronisation and collective code that reads peers' buffers in place; 0 for a PE
+     * reached through the transport (this PE's own always), which is reached through the
+     * transport table only. Equal to `bases` when every PE is mapped. */
     const uintptr_t *mapped_bases;
     /* Version 2. Laid out as `bases`, for AMOs and signal updates: `bases` when no transport is
      * in use, all 0 when one is, so every AMO takes its cold path to the transport. */
@@ -118,7 +119,8 @@ typedef struct shmem_job_state {
     /* Version 3. The control segment: one per PE in host memory, mapped by every PE of its
      * node, holding the host API's synchronisation words, so that barriers run on the CPU
      * wherever the heap lives. Per PE, n_pes entries: PE p's control segment as mapped here, 0
-     * for a PE not on this node. Team slot s's area on PE p is at control_bases[p] +
+     * for a PE reached through the transport (its words are SHMEM_TRANSPORT_SEGMENT_CONTROL at
+     * the same offsets). Team slot s's area on PE p is at control_bases[p] +
      * control_teams + s * team_area_size. */
     const uintptr_t *control_bases;
     uint64_t control_size;    /* bytes of each control segment */

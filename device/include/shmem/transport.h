@@ -34,6 +34,7 @@ extern "C" {
 enum shmem_transport_segment {
     SHMEM_TRANSPORT_SEGMENT_HEAP = 0, /* the user heap (shmem_malloc) */
     SHMEM_TRANSPORT_SEGMENT_DATA = 1, /* global and static variables */
+    SHMEM_TRANSPORT_SEGMENT_CONTROL = 2, /* the control segment: the host API's sync words */
 };
 
 /* The atomic operations (shmem_transport_ops.amo). Every one returns the old value in *fetched

@@ -78,6 +78,8 @@ pub const INSTANCE_PORT_RANGE: &str = "SHMEM_INSTANCE_PORT_RANGE";
 pub const TLS_DISABLE: &str = "SHMEM_TLS_DISABLE";
 /// `SHMEM_TEST_LOOPBACK`: see its row of [`VARS`].
 pub const TEST_LOOPBACK: &str = "SHMEM_TEST_LOOPBACK";
+/// `SHMEM_TEST_UCX`: see its row of [`VARS`].
+pub const TEST_UCX: &str = "SHMEM_TEST_UCX";
 /// `SHMEM_RUN_FD`: see its row of [`VARS`].
 pub const RUN_FD: &str = "SHMEM_RUN_FD";
 /// `SHMEM_RUN_RANK`: see its row of [`VARS`].
@@ -238,6 +240,15 @@ pub static VARS: &[Var] = &[
         help: "For testing only: reach these PEs through the loopback test transport (the \
                transport table, copying through the mapping) instead of directly: odd, all, or a \
                comma list of PE numbers; every AMO then goes through it. Set it for every PE alike",
+    },
+    Var {
+        name: TEST_UCX,
+        alias: None,
+        kind: Kind::Text,
+        default: "",
+        help: "For testing only: reach these PEs of a one-node job through the UCX transport \
+               instead of directly: odd, all, or a comma list of PE numbers; every AMO then goes \
+               through UCX. Set it for every PE alike",
     },
     Var {
         name: RUN_FD,
@@ -504,6 +515,14 @@ pub fn port_range() -> Result<Option<(u16, u16)>> {
 /// transport reaches it; `None` when unset.
 pub fn test_loopback(n_pes: usize) -> Result<Option<Vec<bool>>> {
     let v = var(TEST_LOOPBACK);
+    let s = raw(v);
+    parse_loopback(&s, n_pes).map_err(|why| bad(v, &s, why))
+}
+
+/// `SHMEM_TEST_UCX` for a job of `n_pes` PEs: per PE, whether the UCX transport reaches it;
+/// `None` when unset.
+pub fn test_ucx(n_pes: usize) -> Result<Option<Vec<bool>>> {
+    let v = var(TEST_UCX);
     let s = raw(v);
     parse_loopback(&s, n_pes).map_err(|why| bad(v, &s, why))
 }
@@ -850,6 +869,7 @@ mod tests {
             INSTANCE_PORT_RANGE,
             TLS_DISABLE,
             TEST_LOOPBACK,
+            TEST_UCX,
             RUN_FD,
             RUN_RANK,
             RUN_SIZE,

@@ -354,14 +354,16 @@ pub enum LaunchError {
     },
     /// The node-local descriptor store of a TCP job cannot be reached.
     #[error(
-        "cannot reach PE 0's descriptor store @{socket}: {source} (PE {pe} and PE 0 must run on \
-         one node, in one network namespace)"
+        "cannot reach the descriptor store of this node @{socket}, hosted by PE {host}: \
+         {source} (PE {pe} and PE {host} said they run on one node, in one network namespace)"
     )]
     NoDescriptorStore {
         /// Its abstract socket name.
         socket: String,
         /// This PE.
         pe: u32,
+        /// The PE that hosts it (the node's lowest).
+        host: u32,
         /// The system's error.
         source: std::io::Error,
     },

@@ -32,7 +32,17 @@ mod bridge {
         control_timeout_s: u32,
     }
 
+    /// A team as world PEs `start`, `start + stride`, ... (`size` of them).
+    struct TeamShape {
+        start: i32,
+        stride: i32,
+        size: i32,
+    }
+
     extern "Rust" {
+        /// The PEs of `SHMEM_TEAM_SHARED` on this PE: the PEs of its node (see
+        /// `Nodes::shared_team`); the whole job when the library is not running.
+        fn shared_team() -> TeamShape;
         /// Starts the library on this PE (collective) and fills the job state
         /// (`shmem/job_state.h`) the data path reads.
         fn init() -> Result<()>;
@@ -182,6 +192,15 @@ fn uniqueid_check(internal: &[u8]) -> String {
 
 fn init_status() -> i32 {
     runtime::status()
+}
+
+fn shared_team() -> bridge::TeamShape {
+    let (start, stride, size) = runtime::shared_team();
+    bridge::TeamShape {
+        start: start as i32,
+        stride: stride as i32,
+        size: size as i32,
+    }
 }
 
 fn finalize() -> Result<(), Error> {

@@ -217,11 +217,21 @@ pub fn publish(job: &Job<'_>) -> Backing {
     } else {
         job.reach.to_vec()
     };
+    // A PE reached through the transport is never touched through a mapping, by the facade or
+    // the runtime: no base of any kind is published for it (this PE keeps its own: its words
+    // are read here, whoever writes them). The loopback test transport keeps its own view of
+    // the mappings, so the one-node tests take exactly the path a PE on another node takes.
+    let unmapped = |pe: usize| reach[pe] != REACH_MAPPED && pe != job.my_pe;
     let mut mapped_bases = Vec::with_capacity(2 * n_pes);
     for (pe, &heap) in job.heap_bases.iter().enumerate() {
+        let data = if symmetric { job.data_bases[pe] } else { 0 };
+        let (heap, data) = if unmapped(pe) { (0, 0) } else { (heap, data) };
         mapped_bases.push(heap);
-        mapped_bases.push(if symmetric { job.data_bases[pe] } else { 0 });
+        mapped_bases.push(data);
     }
+    let control_bases: Vec<usize> = (job.control_bases.iter().enumerate())
+        .map(|(pe, &b)| if unmapped(pe) { 0 } else { b })
+        .collect();
     // The data path's view: a PE reached through the transport has no base, so its puts and
     // gets miss the mapping and take the cold path to the transport (also under the loopback
     // test transport, which keeps its own view of the mappings).
@@ -248,7 +258,7 @@ pub fn publish(job: &Job<'_>) -> Backing {
         bases,
         mapped_bases,
         amo_bases,
-        control_bases: job.control_bases.to_vec(),
+        control_bases,
         reach,
         data_off_reason,
         teams: Vec::new(),
@@ -299,6 +309,19 @@ pub fn clear() {
 pub fn transport() -> *const TransportOps {
     // SAFETY: see `Published`: written only by init and finalize, which no reader overlaps.
     unsafe { (*shmem_job_state_g.0.get()).transport }
+}
+
+/// Whether world PE `pe` is reached through the transport from here, and so never through a
+/// mapping (false when no job is published: in-process tests map every PE). This PE's own
+/// memory is always mapped here, whoever else writes it.
+pub fn through_transport(pe: usize) -> bool {
+    // SAFETY: see `Published`: written only by init and finalize, which no reader overlaps.
+    let s = unsafe { &*shmem_job_state_g.0.get() };
+    if s.transport.is_null() || pe >= s.n_pes.max(0) as usize || pe == s.my_pe as usize {
+        return false;
+    }
+    // SAFETY: a running job's state has n_pes entries at reach (`publish`).
+    unsafe { *s.reach.add(pe) == REACH_TRANSPORT }
 }
 
 /// The 8-byte word at `offset` of world PE `pe`'s control segment, through the published

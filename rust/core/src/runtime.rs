@@ -172,7 +172,9 @@ fn start(
     let control = Control::create(&bootstrap, timeouts.create)?;
     STATUS.store(STATUS_SHM_CREATED, Ordering::Release);
     let static_data = static_data::exchange(&bootstrap, timeouts.create)?;
-    let transport = start_transport(&bootstrap, &heap, &static_data, timeouts.create)?;
+    let transport = start_transport(&bootstrap, &heap, &static_data, &control, timeouts)
+        .and_then(|t| reaches_other_nodes(&bootstrap, t))
+        .map_err(|e| stop_across_nodes(&bootstrap, e))?;
     bootstrap.barrier(timeouts.create).map_err(|e| match e {
         BootstrapError::Timeout { after, .. } => Error::Timeout {
             step: "not every PE reached the end of start-up".into(),
@@ -190,6 +192,12 @@ fn start(
         }
         if config.print_info {
             print!("{}", env::describe());
+            if let Some(t) = &transport {
+                println!(
+                    "PE {my_pe}: {}",
+                    transport::describe_reach(t.transport(), n_pes)
+                );
+            }
         }
     }
     let nodes = bootstrap.nodes();
@@ -200,11 +208,15 @@ fn start(
         nodes.local_rank(),
         nodes.local_pes().len()
     );
-    let central_barrier = match config.barrier {
-        "central" => true,
-        "dissemination" => false,
-        _ => wait::oversubscribed(n_pes),
-    };
+    // The central shape's read-modify-writes on member 0's words need every member to map
+    // them: with a transport in the job (a PE not mapped somewhere) it is dissemination,
+    // whose flags a PE reached through the transport gets by puts.
+    let central_barrier = transport.is_none()
+        && match config.barrier {
+            "central" => true,
+            "dissemination" => false,
+            _ => wait::oversubscribed(n_pes),
+        };
     let heap_bases: Vec<usize> = (0..n_pes).map(|pe| heap.user_base(pe)).collect();
     let reach: Vec<u8> = match &transport {
         Some(t) => (0..n_pes)
@@ -250,25 +262,48 @@ fn start(
     Ok(rt)
 }
 
-/// The transport chosen for this job, connected and with the heap and static data registered
-/// (collective), or `None` when every PE is mapped here, as it is unless `SHMEM_TEST_LOOPBACK`
-/// chooses PEs for the loopback test transport.
+/// The transport chosen for this job, connected and with the heap, the static data and the
+/// control segment registered (collective), or `None` when every PE is mapped here. A job whose
+/// PEs span nodes uses UCX for the PEs of other nodes; on one node, UCX or the loopback test
+/// transport reach the PEs `SHMEM_TEST_UCX` or `SHMEM_TEST_LOOPBACK` choose (for testing only).
 fn start_transport(
     bootstrap: &Bootstrap,
     heap: &Heap,
     static_data: &StaticData,
-    timeout: Duration,
+    control: &Control,
+    timeouts: Timeouts,
 ) -> Result<Option<transport::Started>> {
     let (my_pe, n_pes) = (bootstrap.rank(), bootstrap.size());
     let heap_bases: Vec<usize> = (0..n_pes).map(|pe| heap.user_base(pe)).collect();
-    let chosen: Box<dyn transport::Transport> = match env::test_loopback(n_pes)? {
-        Some(pes) => Box::new(transport::loopback::Loopback::new(
-            pes,
-            &heap_bases,
-            &static_data.bases,
-        )),
-        None => Box::new(transport::none::NoTransport),
+    let nodes = bootstrap.nodes();
+    let other_node: Vec<bool> = (0..n_pes)
+        .map(|pe| nodes.node_of(pe) != nodes.node_of(my_pe))
+        .collect();
+    let ucx = |reach: Vec<bool>| -> Result<Box<dyn transport::Transport>> {
+        Ok(Box::new(transport::ucx::Ucx::open(
+            my_pe,
+            reach,
+            timeouts.control,
+        )?))
     };
+    let chosen: Box<dyn transport::Transport> =
+        match (env::test_ucx(n_pes)?, env::test_loopback(n_pes)?) {
+            _ if other_node.contains(&true) => ucx(other_node)?,
+            (Some(_), Some(_)) => {
+                return Err(Error::State {
+                    call: "shmem_init",
+                    reason: "SHMEM_TEST_UCX and SHMEM_TEST_LOOPBACK are both set; set one",
+                })
+            }
+            (Some(pes), None) => ucx(pes)?,
+            (None, Some(pes)) => Box::new(transport::loopback::Loopback::new(
+                pes,
+                &heap_bases,
+                &static_data.bases,
+                &control.bases(),
+            )),
+            (None, None) => Box::new(transport::none::NoTransport),
+        };
     // Every PE is mapped here and reached directly: no table, and the data path never
     // looks for one.
     if !(0..n_pes).any(|pe| chosen.can_reach(pe)) {
@@ -286,9 +321,68 @@ fn start_transport(
             len: static_data.size,
         });
     }
+    segments.push(LocalSegment {
+        segment: Segment::Control,
+        base: control.local().addr(),
+        len: crate::sync::control::SIZE,
+    });
+    let timeout = timeouts.create;
     let mut allgather =
         |data: &[u8]| -> Result<Vec<Vec<u8>>> { Ok(bootstrap.allgather(data, timeout)?) };
     transport::start(chosen, &segments, &mut allgather).map(Some)
+}
+
+/// `transport` when it reaches every PE of another node (their memory is not mapped here);
+/// otherwise the refusal naming the first such PE and both nodes.
+fn reaches_other_nodes(
+    bootstrap: &Bootstrap,
+    transport: Option<transport::Started>,
+) -> Result<Option<transport::Started>> {
+    let (my_pe, nodes) = (bootstrap.rank(), bootstrap.nodes());
+    let reaches = |pe| {
+        transport
+            .as_ref()
+            .is_some_and(|t| t.transport().can_reach(pe))
+    };
+    let Some(pe) = (0..bootstrap.size()).find(|&pe| !nodes.is_local(pe) && !reaches(pe)) else {
+        return Ok(transport);
+    };
+    let by = transport.as_ref().map_or("none", |t| t.transport().name());
+    Err(Error::Unreachable {
+        pe: pe as u32,
+        why: format!(
+            "PE {pe} on {} is not reachable from PE {my_pe} on {}: the job spans {} nodes, and \
+             the transport of this job ({by}) does not reach PEs on other nodes",
+            nodes.describe(pe),
+            nodes.describe(my_pe),
+            nodes.count()
+        ),
+    })
+}
+
+/// A start-up error of a job that spans nodes, after the PEs met: logged here, then the whole
+/// job is ended (every node, not only the PEs that watch this one), and the error comes back
+/// marked logged for the caller to return. A job on one node returns `e` as it is.
+fn stop_across_nodes(bootstrap: &Bootstrap, e: Error) -> Error {
+    if bootstrap.nodes().count() < 2 {
+        return e;
+    }
+    if e.names_call() {
+        tracing::error!("{e}");
+    } else {
+        tracing::error!("shmem_init: {e}");
+    }
+    bootstrap.abort(1, true);
+    e.logged()
+}
+
+/// `SHMEM_TEAM_SHARED` on this PE as (start, stride, size) over world PEs: the PEs of its node
+/// ([`bootstrap::Nodes::shared_team`]); (0, 1, 0) when the library is not running.
+pub fn shared_team() -> (usize, usize, usize) {
+    match &*STATE.read().unwrap_or_else(|p| p.into_inner()) {
+        Phase::Running(rt) => rt.bootstrap.nodes().shared_team(),
+        _ => (0, 1, 0),
+    }
 }
 
 /// The running job, or a state error naming `call`.

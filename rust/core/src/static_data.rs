@@ -941,7 +941,11 @@ pub fn exchange(bootstrap: &Bootstrap, timeout: Duration) -> Result<StaticData> 
                     "its global and static variables",
                     timeout,
                 )?;
-                for (pe, theirs) in exports.iter().enumerate().filter(|(pe, _)| *pe != my_pe) {
+                // Other nodes' PEs keep base 0: only a transport reaches their static data.
+                let node_peers = (exports.iter().enumerate())
+                    .filter_map(|(pe, e)| e.as_ref().map(|e| (pe, e)))
+                    .filter(|(pe, _)| *pe != my_pe);
+                for (pe, theirs) in node_peers {
                     let len = Host.exported_len(theirs)?;
                     if len != size {
                         return Err(Error::Mismatch {

@@ -3,13 +3,13 @@
 //!
 //! [`join`] reads who started this process, meets the other PEs and returns one
 //! [`Bootstrap`]: rank and size, which PEs share this node, allgather, barrier, the exchange of
-//! node-local descriptors, abort and goodbye. The runtime uses only that object. Its parts,
+//! node-local descriptors among the PEs of this node, abort and goodbye. The runtime uses only that object. Its parts,
 //! one folder each:
 //! - `launcher/`: which launcher started the process and what its environment says (`launch`),
 //!   the launchers' key-value services (`kvs`, `pmi1`, `pmix`), explicit attributes (`attrs`)
 //!   and unique ids ([`uniqueid`]);
 //! - `node/`: where each PE runs (`locality`), PE 0's store for launchers other than
-//!   `shmemrun` (`meet`), the node-local descriptor store of TCP jobs (`rendezvous`);
+//!   `shmemrun` (`meet`), the descriptor store of each node of a TCP job (`rendezvous`);
 //! - `store/`: the key-value store itself: protocol ([`wire`]), [`Server`], [`Client`], the
 //!   streams under them, addresses ([`addr`]) and trust ([`tls`]).
 //!
@@ -32,6 +32,7 @@ use launcher::kvs::{self, Choice, FromKvs};
 use launcher::launch::{self, Launch};
 use node::locality::{self, NodeMap};
 use node::meet::{self, Meeting, NodeJob};
+use node::rendezvous::NodeStore;
 use store::tls::Trust;
 
 pub(crate) use launcher::attrs::Job as JobAttrs;
@@ -77,6 +78,9 @@ pub(crate) struct Nodes {
     node_of: Vec<u32>,
     local: Vec<usize>,
     local_rank: usize,
+    /// Each node as messages show it, by node number; empty when the PEs met on one node
+    /// without exchanging identities.
+    described: Vec<String>,
 }
 
 impl Nodes {
@@ -90,6 +94,7 @@ impl Nodes {
             node_of,
             local,
             local_rank,
+            described: Vec::new(),
         }
     }
 
@@ -99,7 +104,10 @@ impl Nodes {
     }
 
     fn from_map(map: &NodeMap, me: usize) -> Nodes {
-        Nodes::new(map.numbers(), me)
+        Nodes {
+            described: map.described(),
+            ..Nodes::new(map.numbers(), me)
+        }
     }
 
     /// The node number of PE `pe`.
@@ -116,6 +124,73 @@ impl Nodes {
     pub(crate) fn local_rank(&self) -> usize {
         self.local_rank
     }
+
+    /// Whether PE `pe` runs on this PE's node.
+    pub(crate) fn is_local(&self, pe: usize) -> bool {
+        self.node_of[pe] == self.node_of[self.local[self.local_rank]]
+    }
+
+    /// How many nodes the job spans.
+    pub(crate) fn count(&self) -> usize {
+        self.node_of.iter().max().map_or(1, |&n| n as usize + 1)
+    }
+
+    /// `SHMEM_TEAM_SHARED` for this PE as (start, stride, size) over world PEs: the PEs of
+    /// this node when they are an arithmetic progression (always, when PEs are placed in
+    /// blocks or round-robin). Otherwise the node's PEs are split into progressions, the
+    /// largest first (ties: the lowest start, then the smallest stride), and this PE's team is
+    /// the part holding it: every PE of the node computes the same split, so the members of a
+    /// part agree on their team.
+    pub(crate) fn shared_team(&self) -> (usize, usize, usize) {
+        let me = self.local[self.local_rank];
+        let mut left: Vec<usize> = self.local.clone();
+        loop {
+            let best = largest_progression(&left);
+            let (start, stride, size) = best;
+            let members = |pe: usize| {
+                pe >= start && (pe - start) % stride == 0 && {
+                    let k = (pe - start) / stride;
+                    k < size
+                }
+            };
+            if members(me) || left.is_empty() {
+                return best;
+            }
+            left.retain(|&pe| !members(pe));
+        }
+    }
+
+    /// PE `pe`'s node as messages show it: `node N`, with its host, boot id and network
+    /// namespace when the PEs exchanged them.
+    pub(crate) fn describe(&self, pe: usize) -> String {
+        let node = self.node_of[pe];
+        match self.described.get(node as usize) {
+            Some(shown) => format!("node {node}, {shown}"),
+            None => format!("node {node}"),
+        }
+    }
+}
+
+/// The largest arithmetic progression of PEs inside `pes` (sorted, distinct) as (start, stride,
+/// size): ties go to the lowest start, then the smallest stride; a single PE has stride 1.
+fn largest_progression(pes: &[usize]) -> (usize, usize, usize) {
+    let Some(&first) = pes.first() else {
+        return (0, 1, 0);
+    };
+    let mut best = (first, 1, 1);
+    for (i, &start) in pes.iter().enumerate() {
+        for &next in &pes[i + 1..] {
+            let stride = next - start;
+            let mut size = 2;
+            while pes.binary_search(&(start + size * stride)).is_ok() {
+                size += 1;
+            }
+            if size > best.2 {
+                best = (start, stride, size);
+            }
+        }
+    }
+    best
 }
 
 /// This PE's membership in a started job: who it is, who shares its node, and the store it
@@ -180,15 +255,18 @@ impl Bootstrap {
         }
     }
 
-    /// Every PE's node-local descriptor published under `prefix` (its own `fd` included), as
-    /// duplicates indexed by PE, in one round trip once all are there. Collective; the PEs
-    /// must share a node. Blocks up to `timeout`.
+    /// The node-local descriptors published under `prefix` by the PEs of this node (its own
+    /// `fd` included), as duplicates indexed by PE, in one round trip once all are there;
+    /// `None` for the PEs of other nodes, whose descriptors cannot reach this one. Collective
+    /// over the job (each node exchanges through its own descriptor store, keyed by local
+    /// rank). Blocks up to `timeout`.
     pub(crate) fn exchange_fds(
         &self,
         prefix: &str,
         fd: BorrowedFd<'_>,
         timeout: Duration,
-    ) -> std::result::Result<Vec<OwnedFd>, BootstrapError> {
+    ) -> std::result::Result<Vec<Option<OwnedFd>>, BootstrapError> {
+        let mut all: Vec<Option<OwnedFd>> = (0..self.size).map(|_| None).collect();
         let Some(store) = &self.store else {
             let own = fd
                 .try_clone_to_owned()
@@ -196,10 +274,24 @@ impl Bootstrap {
                     op: "put_fd",
                     source,
                 })?;
-            return Ok(vec![own]);
+            all[self.rank] = Some(own);
+            return Ok(all);
         };
-        store.put_fd(&format!("{prefix}{}", self.rank), fd.as_fd())?;
-        store.gather_fds(prefix, self.size as u32, timeout)
+        let local = self.nodes.local_pes();
+        store.put_fd(&format!("{prefix}{}", self.nodes.local_rank()), fd.as_fd())?;
+        let fds = (store.gather_fds(prefix, local.len() as u32, timeout)).map_err(|e| match e {
+            // The store counts in local ranks; the message names the PE.
+            BootstrapError::Absent { op, rank, after } => BootstrapError::Absent {
+                op,
+                rank: local.get(rank as usize).map_or(rank, |&pe| pe as u32),
+                after,
+            },
+            e => e,
+        })?;
+        for (&pe, fd) in local.iter().zip(fds) {
+            all[pe] = Some(fd);
+        }
+        Ok(all)
     }
 
     /// Ends the whole job with `status` (`after_error`: the library stops it after an error
@@ -393,8 +485,9 @@ fn meet_job(
             };
             let dial = meet::dial(&store, &trust, &job_id)?;
             let client = Client::connect_tcp(&dial, my_pe, n_pes, timeout)?;
-            let map = locality::check(&client, timeout).1?;
-            node::rendezvous::attach(&client, timeout)?;
+            let map = locality::share(&client, timeout).1?;
+            let node_store = NodeStore::of(&map.numbers(), my_pe);
+            node::rendezvous::attach(&client, &node_store, timeout)?;
             joined(Some(client), None, Nodes::from_map(&map, rank))
         }
         Launch::NodeLocal(mut plan) => {
@@ -459,9 +552,34 @@ mod tests {
         assert_eq!(nodes.local_pes(), &[1, 3]);
         assert_eq!(nodes.local_rank(), 1);
         assert_eq!(nodes.node_of(4), 2);
+        assert_eq!(nodes.count(), 3);
+        assert!(nodes.is_local(1) && !nodes.is_local(0) && !nodes.is_local(4));
+        assert_eq!(nodes.describe(4), "node 2");
         let one = Nodes::one(3, 2);
         assert_eq!(one.local_pes(), &[0, 1, 2]);
         assert_eq!(one.local_rank(), 2);
+        assert_eq!(one.count(), 1);
+        assert!(one.is_local(0));
+    }
+
+    #[test]
+    fn the_shared_team_is_the_node_or_its_largest_progression() {
+        // Blocks, round-robin and a node alone: the whole node.
+        assert_eq!(Nodes::new(vec![0, 0, 1, 1], 3).shared_team(), (2, 1, 2));
+        assert_eq!(Nodes::new(vec![0, 1, 0, 1, 2], 1).shared_team(), (1, 2, 2));
+        assert_eq!(Nodes::new(vec![0, 1, 0, 1, 2], 4).shared_team(), (4, 1, 1));
+        assert_eq!(Nodes::one(5, 3).shared_team(), (0, 1, 5));
+        // Node 0 holds 0, 1, 2, 4, 6: the largest progression is 0, 2, 4, 6; PE 1 is left alone.
+        let node_of = vec![0, 0, 0, 1, 0, 1, 0];
+        for pe in [0, 2, 4, 6] {
+            assert_eq!(Nodes::new(node_of.clone(), pe).shared_team(), (0, 2, 4));
+        }
+        assert_eq!(Nodes::new(node_of.clone(), 1).shared_team(), (1, 1, 1));
+        assert_eq!(Nodes::new(node_of, 5).shared_team(), (3, 2, 2));
+        // Ties: 0, 1 before 0, 3 and 1, 3; then 3 alone.
+        let node_of = vec![0, 0, 1, 0];
+        assert_eq!(Nodes::new(node_of.clone(), 1).shared_team(), (0, 1, 2));
+        assert_eq!(Nodes::new(node_of, 3).shared_team(), (3, 1, 1));
     }
 
     #[test]
@@ -477,5 +595,6 @@ mod tests {
             .exchange_fds("t/", fd.as_fd(), Duration::ZERO)
             .unwrap();
         assert_eq!(fds.len(), 1);
+        assert!(fds[0].is_some());
     }
 }

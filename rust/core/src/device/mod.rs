@@ -161,10 +161,10 @@ pub(crate) fn check_range(segment: &Segment, what: &str, offset: usize, len: usi
     }
 }
 
-/// Shares this PE's segment `mine` of `device` with every PE of the job (collective): exports
-/// it, exchanges the exports under `prefix` ([`exchange`]) and imports every peer's anywhere in
-/// this process once `check` (given the peer and its export) accepts it. Every PE's segment,
-/// by rank; `mine` at this PE's.
+/// Shares this PE's segment `mine` of `device` with every PE of this node (collective over the
+/// job): exports it, exchanges the exports under `prefix` ([`exchange`]) and imports every
+/// node peer's anywhere in this process once `check` (given the peer and its export) accepts
+/// it. Every PE's segment, by rank: `mine` at this PE's, `None` for the PEs of other nodes.
 pub fn share(
     device: &dyn Device,
     bootstrap: &Bootstrap,
@@ -173,31 +173,35 @@ pub fn share(
     whose: &'static str,
     timeout: Duration,
     mut check: impl FnMut(usize, &Export) -> Result<()>,
-) -> Result<Vec<Segment>> {
+) -> Result<Vec<Option<Segment>>> {
     let exports = exchange(bootstrap, prefix, device.export(&mine)?, whose, timeout)?;
     let mut segments = Vec::with_capacity(exports.len());
     let mut mine = Some(mine);
     for (pe, export) in exports.iter().enumerate() {
-        if pe == bootstrap.rank() {
-            segments.extend(mine.take());
-            continue;
-        }
-        check(pe, export)?;
-        segments.push(device.import(export, Placement::Anywhere)?);
+        let segment = match export {
+            _ if pe == bootstrap.rank() => mine.take(),
+            Some(export) => {
+                check(pe, export)?;
+                Some(device.import(export, Placement::Anywhere)?)
+            }
+            None => None,
+        };
+        segments.push(segment);
     }
     Ok(segments)
 }
 
-/// Exchanges every PE's export under `prefix` (collective over the job): this PE's `mine`
-/// goes out, and every PE's comes back indexed by PE (this PE's own included). `whose` names
-/// what is exchanged for the message when a PE never publishes it.
+/// Exchanges the exports of this node's PEs under `prefix` (collective over the job): this
+/// PE's `mine` goes out, and every node peer's comes back indexed by PE (this PE's own
+/// included); `None` for the PEs of other nodes, whose node-local descriptors cannot come
+/// here. `whose` names what is exchanged for the message when a PE never publishes it.
 pub fn exchange(
     bootstrap: &Bootstrap,
     prefix: &str,
     mine: Export,
     whose: &'static str,
     timeout: Duration,
-) -> Result<Vec<Export>> {
+) -> Result<Vec<Option<Export>>> {
     if mine.fds.len() > 1 {
         return Err(Error::os(
             format!(
@@ -207,19 +211,26 @@ pub fn exchange(
             std::io::ErrorKind::InvalidInput,
         ));
     }
-    let mut all: Vec<Export> = (0..bootstrap.size()).map(|_| Export::default()).collect();
+    let nodes = bootstrap.nodes();
+    let mut all: Vec<Option<Export>> = (0..bootstrap.size())
+        .map(|pe| nodes.is_local(pe).then(Export::default))
+        .collect();
     if let Some(fd) = mine.fds.first() {
-        // Every PE's descriptor in one round trip (this PE's own comes back too).
+        // Every node peer's descriptor in one round trip (this PE's own comes back too).
         let fds =
             (bootstrap.exchange_fds(prefix, fd.as_fd(), timeout)).map_err(|e| e.unshared(whose))?;
         for (export, fd) in all.iter_mut().zip(fds) {
-            export.fds.push(fd);
+            if let (Some(export), Some(fd)) = (export, fd) {
+                export.fds.push(fd);
+            }
         }
     }
     if !mine.bytes.is_empty() {
         let bytes = (bootstrap.allgather(&mine.bytes, timeout)).map_err(|e| e.unshared(whose))?;
         for (export, bytes) in all.iter_mut().zip(bytes) {
-            export.bytes = bytes;
+            if let Some(export) = export {
+                export.bytes = bytes;
+            }
         }
     }
     Ok(all)

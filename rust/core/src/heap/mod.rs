@@ -1,4 +1,5 @@
-//! The symmetric heap of this PE and the mappings of its peers' heaps on the same node.
+//! The symmetric heap of this PE and the mappings of its peers' heaps on the same node (the
+//! heaps of other nodes' PEs are not mapped here: a transport reaches them).
 //!
 //! Where the heap's memory lives is the [`Device`]'s business (today the host device: one
 //! memfd per PE); this module owns the layout and the allocator. Layout of every PE's heap
@@ -41,8 +42,10 @@ pub struct Heap {
     /// Where the segments live.
     device: Box<dyn Device>,
     /// Each PE's heap segment as reachable here, indexed by PE (this PE's own, allocated here,
-    /// included).
-    segments: Vec<Segment>,
+    /// included); `None` for the PEs of other nodes, which only a transport reaches.
+    segments: Vec<Option<Segment>>,
+    /// This PE's own segment's base, which every local operation uses.
+    own_base: usize,
     /// Usable bytes of the user part.
     size: usize,
     allocator: Mutex<Allocator>,
@@ -78,7 +81,7 @@ fn address_space_hint(e: Error, n_pes: usize, size: usize) -> Error {
 
 impl Heap {
     /// Creates this PE's heap of `size` user bytes on `device`, exchanges heap segments with
-    /// every PE of `bootstrap`'s job and imports theirs.
+    /// every PE of this node in `bootstrap`'s job and imports theirs.
     pub fn create(
         device: Box<dyn Device>,
         size: usize,
@@ -134,10 +137,16 @@ impl Heap {
         Ok(Heap::new(device, my_pe, segments, size))
     }
 
-    fn new(device: Box<dyn Device>, my_pe: usize, segments: Vec<Segment>, size: usize) -> Heap {
+    fn new(
+        device: Box<dyn Device>,
+        my_pe: usize,
+        segments: Vec<Option<Segment>>,
+        size: usize,
+    ) -> Heap {
         Heap {
             my_pe,
             device,
+            own_base: segments[my_pe].as_ref().map_or(0, Segment::addr),
             segments,
             size,
             allocator: Mutex::new(Allocator::new(size)),
@@ -149,9 +158,15 @@ impl Heap {
         self.size
     }
 
-    /// Address of the first user byte of `pe`'s heap as mapped in this process.
+    /// Address of the first user byte of `pe`'s heap as mapped in this process; 0 for a PE of
+    /// another node, whose heap is not mapped here (the job state's "not mapped").
     pub fn user_base(&self, pe: usize) -> usize {
-        self.segments[pe].addr() + RESERVED
+        if pe == self.my_pe {
+            return self.own_base + RESERVED;
+        }
+        self.segments[pe]
+            .as_ref()
+            .map_or(0, |s| s.addr() + RESERVED)
     }
 
     /// Fails unless the CPU may load and store the heap: the host data path (puts, gets, AMOs,
@@ -172,20 +187,28 @@ impl Heap {
     /// device allows loads and stores.
     #[cfg(test)]
     pub fn map(&self, pe: usize) -> Option<&crate::mapping::Mapping> {
-        self.segments[pe].cpu()
+        self.segments[pe].as_ref().and_then(Segment::cpu)
     }
 
     /// Zeroes `len` bytes at offset `off` of this PE's user heap.
     pub fn zero(&self, off: usize, len: usize) -> Result<()> {
-        let own = &self.segments[self.my_pe];
-        self.device.set(own, RESERVED + off, 0, len)
+        self.device.set(self.own(), RESERVED + off, 0, len)
     }
 
     /// Copies `len` bytes from user-heap offset `src` to `dst` in this PE's heap (the ranges
     /// may overlap).
     pub fn copy(&self, src: usize, dst: usize, len: usize) -> Result<()> {
-        let own = &self.segments[self.my_pe];
-        self.device.copy(own, RESERVED + src, RESERVED + dst, len)
+        self.device
+            .copy(self.own(), RESERVED + src, RESERVED + dst, len)
+    }
+
+    /// This PE's own segment.
+    fn own(&self) -> &Segment {
+        // `device::share` puts this PE's own segment at its index, and nothing removes it
+        // before drop.
+        self.segments[self.my_pe]
+            .as_ref()
+            .expect("this PE's own heap segment is held")
     }
 
     /// Offset in the user heap of a local address, if it lies inside it.
@@ -205,7 +228,7 @@ impl Heap {
 
 impl Drop for Heap {
     fn drop(&mut self) {
-        for segment in self.segments.drain(..).rev() {
+        for segment in self.segments.drain(..).rev().flatten() {
             if let Err(e) = self.device.free(segment) {
                 tracing::warn!("freeing a symmetric heap segment: {e}");
             }
@@ -236,7 +259,7 @@ impl Heap {
             .map(|my_pe| {
                 let segments = exports
                     .iter()
-                    .map(|e| host.import(e, Placement::Anywhere).unwrap())
+                    .map(|e| Some(host.import(e, Placement::Anywhere).unwrap()))
                     .collect();
                 Heap::new(Box::new(host), my_pe, segments, size)
             })

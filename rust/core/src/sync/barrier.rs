@@ -106,6 +106,55 @@ fn wait_for(
     }
 }
 
+/// Where one word of a member's area is: mapped here, or on a PE reached through the
+/// transport, at an offset of its control segment.
+#[derive(Debug, Clone, Copy)]
+pub enum Word<'a> {
+    /// In this process's mapping of the member's control segment.
+    Mapped(&'a AtomicU64),
+    /// On world PE `pe`, `offset` bytes into its control segment.
+    Remote {
+        /// The world PE.
+        pe: usize,
+        /// The word's offset in its control segment.
+        offset: usize,
+    },
+}
+
+impl<'a> Word<'a> {
+    /// Raises the word to `value` after every store this PE made before (a release store, or
+    /// a blocking put through the transport, which the facade's barriers precede with quiet).
+    fn raise(self, value: u64) {
+        match self {
+            Word::Mapped(w) => w.store(value, Ordering::Release),
+            Word::Remote { pe, offset } => {
+                crate::transport::put_word(pe, crate::transport::Segment::Control, offset, value)
+            }
+        }
+    }
+
+    /// Reads the word (an acquire load, or a get through the transport).
+    fn read(self) -> u64 {
+        match self {
+            Word::Mapped(w) => w.load(Ordering::Acquire),
+            Word::Remote { pe, offset } => {
+                crate::transport::get_word(pe, crate::transport::Segment::Control, offset)
+            }
+        }
+    }
+
+    /// The mapped word; only for words every member maps (this PE's own, and the central
+    /// shape's, which runs only when no PE is reached through a transport).
+    fn mapped(self) -> &'a AtomicU64 {
+        match self {
+            Word::Mapped(w) => w,
+            Word::Remote { pe, .. } => {
+                panic!("barrier: PE {pe}'s words are behind the transport, not mapped here")
+            }
+        }
+    }
+}
+
 /// The members of one barrier and where their words are: member i's area, laid out as a team
 /// area. Implemented over the runtime's mappings and over the published job state.
 pub trait Areas {
@@ -114,7 +163,11 @@ pub trait Areas {
     /// This PE's member number.
     fn me(&self) -> usize;
     /// Word `index` (of 8) of line `line` of member `member`'s area.
-    fn word(&self, member: usize, line: usize, index: usize) -> &AtomicU64;
+    fn word(&self, member: usize, line: usize, index: usize) -> Word<'_>;
+    /// This member's own word (always mapped here).
+    fn mine(&self, line: usize, index: usize) -> &AtomicU64 {
+        self.word(self.me(), line, index).mapped()
+    }
 }
 
 /// A team's members (team PE i is world PE `start + i * stride`) and the offset of their areas
@@ -181,10 +234,12 @@ impl Areas for MappedAreas<'_> {
     fn me(&self) -> usize {
         self.team.me
     }
-    fn word(&self, member: usize, line: usize, index: usize) -> &AtomicU64 {
-        self.control
-            .map(self.team.world_pe(member))
-            .atomic_u64(self.team.offset(line, index))
+    fn word(&self, member: usize, line: usize, index: usize) -> Word<'_> {
+        let (pe, offset) = (self.team.world_pe(member), self.team.offset(line, index));
+        if job_state::through_transport(pe) {
+            return Word::Remote { pe, offset };
+        }
+        Word::Mapped(self.control.map(pe).atomic_u64(offset))
     }
 }
 
@@ -200,13 +255,12 @@ impl Areas for PublishedAreas {
     fn me(&self) -> usize {
         self.0.me
     }
-    fn word(&self, member: usize, line: usize, index: usize) -> &AtomicU64 {
-        let pe = self.0.world_pe(member);
-        match job_state::control_word(pe, self.0.offset(line, index)) {
-            Some(w) => w,
-            // The facade passes only live teams of a running job, whose members are all
-            // mapped here (a job whose PEs are not all on one node stops at init).
-            None => panic!("team barrier: PE {pe}'s control segment is not mapped here"),
+    fn word(&self, member: usize, line: usize, index: usize) -> Word<'_> {
+        let (pe, offset) = (self.0.world_pe(member), self.0.offset(line, index));
+        match job_state::control_word(pe, offset) {
+            Some(w) => Word::Mapped(w),
+            // Not mapped here: a live team's member is then reached through the transport.
+            None => Word::Remote { pe, offset },
         }
     }
 }
@@ -226,6 +280,9 @@ pub struct Hopeless<'c> {
     control: &'c Control,
     n_pes: usize,
     patience: Duration,
+    /// Per PE reached through the transport: its nap stamp at the last look. Another node's
+    /// clock is not this one's, so such a PE counts as napping when its stamp moved since.
+    remote_stamps: Vec<u64>,
     /// Since when every missing PE has been seen waiting.
     since: Option<Instant>,
     looked: Option<Instant>,
@@ -241,6 +298,7 @@ impl<'c> Hopeless<'c> {
             control,
             n_pes,
             patience,
+            remote_stamps: vec![0; n_pes],
             since: None,
             looked: None,
         }
@@ -253,11 +311,18 @@ impl<'c> Hopeless<'c> {
             return false;
         }
         self.looked = Some(now);
-        let mut missing = (0..self.n_pes)
+        let missing: Vec<usize> = (0..self.n_pes)
             .filter(|&pe| entered(self.control, pe).epoch < epoch)
-            .peekable();
-        let stuck = missing.peek().is_some()
-            && missing.all(|pe| wait::napping(nap_stamp(self.control, pe)));
+            .collect();
+        let mut napping = |pe: usize| {
+            if !job_state::through_transport(pe) {
+                return wait::napping(nap_stamp(self.control, pe));
+            }
+            let stamp = state_word(self.control, pe, control::NAP_STAMP);
+            let last = std::mem::replace(&mut self.remote_stamps[pe], stamp);
+            stamp != 0 && stamp != last
+        };
+        let stuck = !missing.is_empty() && missing.iter().all(|&pe| napping(pe));
         if !stuck {
             self.since = None;
             return false;
@@ -295,19 +360,24 @@ fn store_call(line: &Mapping, offset: usize, call: &Call) {
     }
 }
 
-fn load_call(line: &Mapping, offset: usize) -> Option<Call> {
-    let w = |i: usize| line.atomic_u64(offset + 8 * i).load(Ordering::Relaxed);
-    Call::decode([w(0), w(1), w(2)])
+/// The word at `offset` of `pe`'s control segment: through the mapping, or through the
+/// transport for a PE reached by one.
+fn state_word(control: &Control, pe: usize, offset: usize) -> u64 {
+    let word = if job_state::through_transport(pe) {
+        Word::Remote { pe, offset }
+    } else {
+        Word::Mapped(control.map(pe).atomic_u64(offset))
+    };
+    word.read()
 }
 
 /// `pe`'s last entry, from its state line. Exact for every PE once a barrier has stopped
 /// [`Stop::OutOfStep`]; otherwise a snapshot of a PE that may be moving on.
 pub fn entered(control: &Control, pe: usize) -> Entered {
-    let line = control.map(pe);
-    let epoch = line.atomic_u64(control::STATE).load(Ordering::Acquire);
+    let w = |i: usize| state_word(control, pe, control::STATE + 8 * i);
     Entered {
-        epoch,
-        call: load_call(line, control::STATE + 8),
+        epoch: w(0),
+        call: Call::decode([w(1), w(2), w(3)]),
     }
 }
 
@@ -335,8 +405,8 @@ fn run(
         debug_assert!(round < AREA_MAX_ROUNDS);
         areas
             .word((me + dist) % n, AREA_ROUNDS + round, 0)
-            .store(flag(epoch, tag, out_of_step), Ordering::Release);
-        let mine: &AtomicU64 = areas.word(me, AREA_ROUNDS + round, 0);
+            .raise(flag(epoch, tag, out_of_step));
+        let mine: &AtomicU64 = areas.mine(AREA_ROUNDS + round, 0);
         let reached = || ahead(mine.load(Ordering::Acquire), epoch) <= 1;
         if !wait_for(reached, &mut give_up, epoch) {
             return Err(Stop::TimedOut { epoch });
@@ -361,9 +431,11 @@ fn run_central(
     mut give_up: Option<GiveUp<'_>>,
 ) -> Result<(), Stop> {
     let n = areas.size();
-    let release = areas.word(0, AREA_CENTRAL_RELEASE, 0);
-    let counter = areas.word(0, AREA_CENTRAL_COUNT, 0);
-    let tags = areas.word(0, AREA_CENTRAL_COUNT, tag_word(epoch));
+    // Read-modify-writes on member 0's words: only when every member maps them (no transport
+    // in the job, see `Barrier::new`).
+    let release = areas.word(0, AREA_CENTRAL_RELEASE, 0).mapped();
+    let counter = areas.word(0, AREA_CENTRAL_COUNT, 0).mapped();
+    let tags = areas.word(0, AREA_CENTRAL_COUNT, tag_word(epoch)).mapped();
     if let Some(tag) = tag {
         tags.fetch_or(tag | (!tag & TAG_MASK) << TAG_BITS, Ordering::Relaxed);
     }
@@ -379,6 +451,7 @@ fn run_central(
         if tag.is_some() {
             areas
                 .word(0, AREA_CENTRAL_COUNT, tag_word(epoch + 1))
+                .mapped()
                 .store(0, Ordering::Relaxed);
         }
         let mark = if differ { OUT_OF_STEP } else { 0 };
@@ -406,7 +479,7 @@ pub fn team_sync(areas: &impl Areas, central: bool) {
     if areas.size() <= 1 {
         return;
     }
-    let mine = areas.word(areas.me(), AREA_SYNC_EPOCH, 0);
+    let mine = areas.mine(AREA_SYNC_EPOCH, 0);
     // Only this member writes its epoch word (a team's barriers are called by one thread of
     // each member at a time).
     let epoch = mine.load(Ordering::Relaxed) + 1;
@@ -696,7 +769,9 @@ mod tests {
                         let areas = MappedAreas { control, team };
                         let world = Barrier::new(central);
                         let value = |member: usize| {
-                            areas.word(member, crate::job_state::TEAM_AREA_LINES - 1, 7)
+                            areas
+                                .word(member, crate::job_state::TEAM_AREA_LINES - 1, 7)
+                                .mapped()
                         };
                         for k in 1..=ROUNDS {
                             value(team.me).store(k * 100 + team.me as u64, Ordering::Relaxed);
@@ -711,7 +786,7 @@ mod tests {
                                 assert_eq!(world.sync(control, pe, n, call, None), Ok(()));
                             }
                         }
-                        let epoch = areas.word(team.me, AREA_SYNC_EPOCH, 0);
+                        let epoch = areas.mine(AREA_SYNC_EPOCH, 0);
                         assert_eq!(epoch.load(Ordering::Relaxed), 2 * ROUNDS);
                     });
                 }

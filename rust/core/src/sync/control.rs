@@ -1,6 +1,6 @@
 //! The control segment: this PE's host API synchronisation words, in host memory of their own
 //! (one shared-memory file per PE, from the [`Host`] device), exported to and mapped by every
-//! PE of the node like the heap's segments. Keeping them out of the heap lets barriers run on
+//! PE of the node like the heap's segments (PEs of other nodes reach it through the transport). Keeping them out of the heap lets barriers run on
 //! the CPU whatever device holds the heap. This module owns the segment's layout and its
 //! exchange; the words' meaning belongs to the barrier ([`super::barrier`]) and to the
 //! facade's team collectives. It never touches the store beyond the one exchange.
@@ -51,13 +51,14 @@ const _: () = assert!(TEAM_AREAS + TEAM_SLOTS * TEAM_AREA_SIZE <= SIZE);
 #[derive(Debug)]
 pub struct Control {
     my_pe: usize,
-    /// Every PE's segment as mapped here, indexed by PE (this PE's own included).
-    segments: Vec<Segment>,
+    /// Every PE's segment as mapped here, indexed by PE (this PE's own included); `None` for
+    /// the PEs of other nodes.
+    segments: Vec<Option<Segment>>,
 }
 
 impl Control {
-    /// Creates this PE's control segment and, with a store, exchanges it with every PE and
-    /// maps theirs (collective over the job).
+    /// Creates this PE's control segment and, with a store, exchanges it with every PE of this
+    /// node and maps theirs (collective over the job).
     pub fn create(bootstrap: &Bootstrap, timeout: Duration) -> Result<Control> {
         let my_pe = bootstrap.rank();
         let host = Host;
@@ -78,10 +79,19 @@ impl Control {
         Ok(Control { my_pe, segments })
     }
 
-    /// `pe`'s segment as mapped here.
+    /// `pe`'s segment as mapped here, `None` for a PE of another node.
+    pub fn mapped(&self, pe: usize) -> Option<&Mapping> {
+        self.segments[pe].as_ref().and_then(Segment::cpu)
+    }
+
+    /// `pe`'s segment as mapped here; `pe` must be on this node. The runtime's own barrier
+    /// words are read only for such PEs: a PE of another node is reached through the
+    /// transport, and a job with such PEs and no transport stops at init.
     pub fn map(&self, pe: usize) -> &Mapping {
-        // Host segments always carry a CPU mapping (`Host::cpu_accessible`).
-        self.segments[pe].cpu().expect("host segments are mapped")
+        // Host segments always carry a CPU mapping (`Host::cpu_accessible`); see above for
+        // the node.
+        self.mapped(pe)
+            .expect("control segments of this node's PEs are mapped")
     }
 
     /// This PE's own segment.
@@ -91,13 +101,15 @@ impl Control {
 
     /// Every PE's segment base as mapped here, indexed by PE, for the job state.
     pub fn bases(&self) -> Vec<usize> {
-        self.segments.iter().map(Segment::addr).collect()
+        (self.segments.iter())
+            .map(|s| s.as_ref().map_or(0, Segment::addr))
+            .collect()
     }
 }
 
 impl Drop for Control {
     fn drop(&mut self) {
-        for segment in self.segments.drain(..).rev() {
+        for segment in self.segments.drain(..).rev().flatten() {
             if let Err(e) = Host.free(segment) {
                 tracing::warn!("freeing a control segment: {e}");
             }
@@ -126,7 +138,7 @@ impl Control {
                 my_pe,
                 segments: exports
                     .iter()
-                    .map(|e| Host.import(e, Placement::Anywhere).unwrap())
+                    .map(|e| Some(Host.import(e, Placement::Anywhere).unwrap()))
                     .collect(),
             })
             .collect()

@@ -7,7 +7,7 @@
 //! It counts the calls it serves and logs the counts at debug level when the job ends, so a test
 //! can prove the calls went through the table.
 
-use super::{AmoOp, Ctx, Segment, Transport, TransportError};
+use super::{AmoOp, Ctx, Segment, Transport, TransportError, SEGMENTS};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -36,20 +36,30 @@ pub struct Loopback {
     /// Per PE: whether this transport reaches it (the others are mapped).
     chosen: Vec<bool>,
     /// Per segment, per PE: the segment's base as mapped here (0: not mapped).
-    bases: [Vec<usize>; 2],
+    bases: [Vec<usize>; SEGMENTS],
     /// Per segment: its size on every PE, once attached.
-    sizes: [usize; 2],
+    sizes: [usize; SEGMENTS],
     counts: Counts,
 }
 
 impl Loopback {
-    /// A loopback transport reaching the PEs `chosen` marks, through the mappings `heap_bases`
-    /// and `data_bases` (per PE; `data_bases` empty when static data is not symmetric).
-    pub fn new(chosen: Vec<bool>, heap_bases: &[usize], data_bases: &[usize]) -> Loopback {
+    /// A loopback transport reaching the PEs `chosen` marks, through the mappings `heap_bases`,
+    /// `data_bases` (per PE; empty when static data is not symmetric) and `control_bases`. It
+    /// keeps these mappings for itself: the job state publishes none for the chosen PEs.
+    pub fn new(
+        chosen: Vec<bool>,
+        heap_bases: &[usize],
+        data_bases: &[usize],
+        control_bases: &[usize],
+    ) -> Loopback {
         Loopback {
             chosen,
-            bases: [heap_bases.to_vec(), data_bases.to_vec()],
-            sizes: [0, 0],
+            bases: [
+                heap_bases.to_vec(),
+                data_bases.to_vec(),
+                control_bases.to_vec(),
+            ],
+            sizes: [0; SEGMENTS],
             counts: Counts::default(),
         }
     }
@@ -344,7 +354,7 @@ mod tests {
 
     fn two_pes(mem: &mut [u64; 8]) -> Loopback {
         let base = mem.as_mut_ptr() as usize;
-        let mut t = Loopback::new(vec![false, true], &[base, base + 32], &[]);
+        let mut t = Loopback::new(vec![false, true], &[base, base + 32], &[], &[]);
         let key = t.register(Segment::Heap, base, 32).unwrap();
         t.attach(Segment::Heap, &[key.clone(), key]).unwrap();
         t
@@ -389,7 +399,7 @@ mod tests {
 
     #[test]
     fn refuses_a_peer_without_the_variable() {
-        let mut t = Loopback::new(vec![true, true], &[1, 2], &[]);
+        let mut t = Loopback::new(vec![true, true], &[1, 2], &[], &[]);
         let e = t
             .connect(&[t.address(), b"".to_vec()])
             .unwrap_err()

@@ -6,7 +6,8 @@
 //!
 //! Shipped transports: [`none`] (no peer reachable: today's refusal of every PE that is not
 //! mapped) and [`loopback`], a test transport that reaches chosen peers through the table while
-//! copying through their mappings (`SHMEM_TEST_LOOPBACK`, for testing only).
+//! copying through their mappings (`SHMEM_TEST_LOOPBACK`, for testing only), and [`ucx`], the
+//! network transport over UCX's UCP (jobs that span nodes; `SHMEM_TEST_UCX` in tests).
 //!
 //! Atomicity rule: while any PE of the job is reached through a transport, every AMO goes
 //! through it, to mapped PEs too, since CPU atomics and a transport's atomics on one word are
@@ -15,6 +16,7 @@
 pub mod loopback;
 pub mod none;
 pub mod table;
+pub mod ucx;
 
 use std::ffi::c_void;
 
@@ -25,7 +27,12 @@ pub enum Segment {
     Heap = 0,
     /// Global and static variables.
     Data = 1,
+    /// The control segment (`sync/control.rs`): the synchronisation words of the host API.
+    Control = 2,
 }
+
+/// Segments a transport registers, in [`Segment`] order.
+pub const SEGMENTS: usize = 3;
 
 impl Segment {
     /// The segment of a C `segment` argument, if it names one.
@@ -33,6 +40,7 @@ impl Segment {
         match raw {
             0 => Some(Segment::Heap),
             1 => Some(Segment::Data),
+            2 => Some(Segment::Control),
             _ => None,
         }
     }
@@ -42,6 +50,7 @@ impl Segment {
         match self {
             Segment::Heap => "heap",
             Segment::Data => "static data",
+            Segment::Control => "control segment",
         }
     }
 }
@@ -140,6 +149,32 @@ pub enum TransportError {
         what: &'static str,
         /// Why it was refused.
         why: String,
+    },
+    /// A transport's library could not be loaded (UCX's `libucp.so.0`).
+    #[error("cannot load {library} ({why}): install {package} (apt-get install {package})")]
+    NotLoaded {
+        /// The file.
+        library: String,
+        /// The loader's reason.
+        why: String,
+        /// The Debian package that provides it.
+        package: &'static str,
+    },
+    /// A call of the transport's library failed.
+    #[error("{call}: {why}")]
+    Library {
+        /// The library's call, with the PE or segment it was about.
+        call: String,
+        /// The library's words for the failure.
+        why: String,
+    },
+    /// An operation did not complete within the control timeout.
+    #[error("{what} did not complete within {} s (SHMEM_INIT_TIMEOUT sets this bound)", after.as_secs_f64())]
+    TimedOut {
+        /// The operation and its PE.
+        what: String,
+        /// The bound.
+        after: std::time::Duration,
     },
     /// The transport does not support this (an operation, a segment).
     #[error("the {transport} transport cannot {what}")]
@@ -246,6 +281,47 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     fn progress(&self) -> Result<(), TransportError>;
     /// Ends the transport's part in the job (from finalize, after the last barrier).
     fn finalize(&self) -> Result<(), TransportError>;
+    /// A few words on how it reaches its peers, for `SHMEM_INFO` (empty: nothing to add).
+    fn detail(&self) -> String {
+        String::new()
+    }
+}
+
+/// Which PEs `t` reaches and which are mapped, for `SHMEM_INFO`: e.g. `mapped 0,2, ucx 1,3`.
+pub fn describe_reach(t: &dyn Transport, n_pes: usize) -> String {
+    let list = |want: bool| -> String {
+        let pes: Vec<usize> = (0..n_pes).filter(|&p| t.can_reach(p) == want).collect();
+        let mut runs: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < pes.len() {
+            let mut j = i;
+            while j + 1 < pes.len() && pes[j + 1] == pes[j] + 1 {
+                j += 1;
+            }
+            runs.push(if j == i {
+                pes[i].to_string()
+            } else {
+                format!("{}-{}", pes[i], pes[j])
+            });
+            i = j + 1;
+        }
+        runs.join(",")
+    };
+    let mut parts = Vec::new();
+    let mapped = list(false);
+    if !mapped.is_empty() {
+        parts.push(format!("mapped {mapped}"));
+    }
+    let reached = list(true);
+    if !reached.is_empty() {
+        parts.push(format!("{} {reached}", t.name()));
+    }
+    let detail = t.detail();
+    if detail.is_empty() {
+        parts.join(", ")
+    } else {
+        format!("{} ({detail})", parts.join(", "))
+    }
 }
 
 /// A started transport and the C table that reaches it; lives as long as the runtime, and the
@@ -321,4 +397,53 @@ pub fn progress() {
     // SAFETY: a non-null table was published by init and stays alive (in the runtime) until
     // finalize clears the job state; no wait runs concurrently with finalize.
     unsafe { ((*ops).progress)((*ops).self_) };
+}
+
+/// Writes the 8-byte `value` at `offset` of `segment` on `pe` through the published table
+/// (blocking: visible there when this returns); for the runtime's synchronisation words of PEs
+/// reached through the transport. Ends the job when the transport fails (it logged why).
+pub fn put_word(pe: usize, segment: Segment, offset: usize, value: u64) {
+    let ops = crate::job_state::transport();
+    assert!(!ops.is_null(), "no transport reaches PE {pe}");
+    let bytes = value.to_ne_bytes();
+    // SAFETY: a non-null table was published by init and stays alive until finalize clears the
+    // job state, which no barrier overlaps; `bytes` is 8 readable bytes for the call.
+    let rc = unsafe {
+        ((*ops).put)(
+            (*ops).self_,
+            std::ptr::null(),
+            pe as i32,
+            segment as i32,
+            offset as u64,
+            bytes.as_ptr().cast(),
+            bytes.len(),
+        )
+    };
+    if rc != 0 {
+        crate::runtime::stop_after_error(1);
+    }
+}
+
+/// Reads the 8-byte word at `offset` of `segment` on `pe` through the published table (see
+/// [`put_word`]).
+pub fn get_word(pe: usize, segment: Segment, offset: usize) -> u64 {
+    let ops = crate::job_state::transport();
+    assert!(!ops.is_null(), "no transport reaches PE {pe}");
+    let mut bytes = [0u8; 8];
+    // SAFETY: as in `put_word`; `bytes` is 8 writable bytes for the call.
+    let rc = unsafe {
+        ((*ops).get)(
+            (*ops).self_,
+            std::ptr::null(),
+            pe as i32,
+            segment as i32,
+            offset as u64,
+            bytes.as_mut_ptr().cast(),
+            bytes.len(),
+        )
+    };
+    if rc != 0 {
+        crate::runtime::stop_after_error(1);
+    }
+    u64::from_ne_bytes(bytes)
 }

@@ -2,12 +2,11 @@
 //! namespaces on one machine are two nodes, since no abstract socket, and so no descriptor
 //! passing, crosses them.
 //!
-//! Owns this process's node identity, its exchange over the job's store (one allgather, which
-//! is also the first barrier every PE of a TCP job passes), and the refusal of a job whose PEs
-//! no transport of this build can connect: PEs on another node need a network data path, which
-//! this build does not have, so init fails on every PE with a message naming a PE it cannot
-//! reach and where that PE runs. Must never decide anything before every PE's identity is in:
-//! all PEs reach the same verdict from the same table, so the job fails together.
+//! Owns this process's node identity and its exchange over the job's store (one allgather,
+//! which is also the first barrier every PE of a TCP job passes). Which PEs share memory
+//! follows from it: the PEs of one node exchange descriptors and map each other, the others
+//! are the runtime's transport's to reach (or refuse, naming the PE, when none does). Must
+//! never decide anything before every PE's identity is in: all PEs read the same table.
 
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
@@ -118,36 +117,16 @@ pub(crate) struct NodeMap {
 }
 
 impl NodeMap {
-    /// Number of distinct nodes.
-    pub(crate) fn count(&self) -> usize {
+    /// Each node as messages show it (host, boot id, namespace), by node number
+    /// ([`NodeMap::numbers`]).
+    pub(crate) fn described(&self) -> Vec<String> {
         let mut firsts: Vec<&NodeId> = Vec::new();
         for n in &self.nodes {
             if !firsts.iter().any(|f| f.same_node(n)) {
                 firsts.push(n);
             }
         }
-        firsts.len()
-    }
-
-    /// Why PE `me` cannot run with the others: the lowest PE on another node, which no
-    /// transport of this build reaches. `None` when every PE shares `me`'s node.
-    pub(crate) fn unreachable(&self, me: u32) -> Option<(u32, String)> {
-        let mine = &self.nodes[me as usize];
-        let (pe, theirs) = self
-            .nodes
-            .iter()
-            .enumerate()
-            .find(|(_, n)| !n.same_node(mine))?;
-        Some((
-            pe as u32,
-            format!(
-                "PE {pe} on {theirs} is not reachable by any transport from PE {me} on {mine}: \
-             the job spans {} nodes, and PEs on different nodes need a network data path, which \
-             this build does not have; run every PE on one node (one machine, one network \
-             namespace)",
-                self.count()
-            ),
-        ))
+        firsts.iter().map(|n| n.to_string()).collect()
     }
 
     /// Every PE's node number, nodes numbered in order of their lowest PE.
@@ -202,26 +181,18 @@ fn exchange(store: &Client, timeout: Duration) -> (Vec<u32>, Result<NodeMap>) {
     (seen, nodes.map(|nodes| NodeMap { nodes }))
 }
 
-/// Checks that a transport of this build connects every PE of the job `store` serves: they
-/// must all be on one node. On failure (the PEs are on several nodes, or one never came) this
-/// PE says goodbye to the store, so that its host sees a departure, not a failure; a refusal
-/// for several nodes is logged here and comes back as a logged error. Returns the PEs seen,
-/// whose departures the store's host waits for on failure.
-pub(crate) fn check(store: &Client, timeout: Duration) -> (Vec<u32>, Result<NodeMap>) {
+/// Every PE's node, exchanged through `store` (collective over the job). On failure (a PE
+/// never came, or published an identity this build cannot read) this PE says goodbye to the
+/// store, so that its host sees a departure, not a failure. Returns the PEs seen, whose
+/// departures the store's host waits for on failure.
+pub(crate) fn share(store: &Client, timeout: Duration) -> (Vec<u32>, Result<NodeMap>) {
     let (seen, map) = exchange(store, timeout);
-    let verdict = map.and_then(|map| match map.unreachable(store.rank()) {
-        None => Ok(map),
-        Some((pe, why)) => {
-            tracing::error!("shmem_init: {why}");
-            Err(Error::Unreachable { pe, why }.logged())
-        }
-    });
-    if verdict.is_err() {
+    if map.is_err() {
         if let Err(e) = store.goodbye() {
             tracing::debug!("goodbye after a failed start not delivered: {e}");
         }
     }
-    (seen, verdict)
+    (seen, map)
 }
 
 #[cfg(test)]
@@ -258,31 +229,26 @@ mod tests {
         let map = NodeMap {
             nodes: vec![node("b", 1), node("b", 1), node("b", 2), node("b", 2)],
         };
-        assert_eq!(map.count(), 2);
-        let refusal = map.unreachable(0).unwrap();
-        assert!(
-            refusal
-                .1
-                .starts_with("PE 2 on host h (boot b, network namespace 2) is not reachable"),
-            "{}",
-            refusal.1
+        assert_eq!(map.numbers(), vec![0, 0, 1, 1]);
+        assert_eq!(
+            map.described(),
+            vec![
+                "host h (boot b, network namespace 1)",
+                "host h (boot b, network namespace 2)"
+            ]
         );
-        assert!(refusal
-            .1
-            .contains("from PE 0 on host h (boot b, network namespace 1)"));
-        assert!(map.unreachable(3).unwrap().1.starts_with("PE 0 on"));
     }
 
     #[test]
     fn another_boot_is_another_node() {
         let map = NodeMap {
-            nodes: vec![node("b", 1), node("c", 1)],
+            nodes: vec![node("b", 1), node("c", 1), node("b", 1)],
         };
-        assert_eq!(map.count(), 2);
-        assert!(map.unreachable(1).unwrap().1.starts_with("PE 0 on"));
+        assert_eq!(map.numbers(), vec![0, 1, 0]);
+        assert_eq!(map.described().len(), 2);
         let one = NodeMap {
             nodes: vec![node("b", 1); 3],
         };
-        assert_eq!((one.count(), one.unreachable(2)), (1, None));
+        assert_eq!((one.described().len(), one.numbers()), (1, vec![0; 3]));
     }
 }

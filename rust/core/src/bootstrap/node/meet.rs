@@ -3,8 +3,8 @@
 //! threads, and every PE (PE 0 too, over a socket pair) is its client exactly as under
 //! `shmemrun`. PEs meet at an abstract Unix socket named after the user and the job, so nothing
 //! is left in any file system, even after `kill -9`; or, when the user gives an address
-//! (`SHMEM_BOOTSTRAP_ADDR`), at a TCP port, TLS by default, with descriptors going through the
-//! node-local `rendezvous`.
+//! (`SHMEM_BOOTSTRAP_ADDR`), at a TCP port, TLS by default, with descriptors going through
+//! each node's own `rendezvous` store; such a job may span nodes.
 //!
 //! Owns that socket, the acceptor (only processes of this user get in: SO_PEERCRED), the job
 //! page (one shared word through which PE 0 tells every PE why the job ended), PE 0's thread
@@ -28,7 +28,7 @@ use rustix::net::sockopt::socket_peercred;
 
 use crate::bootstrap::launcher::launch::NodeLocal;
 use crate::bootstrap::node::locality::{self, NodeMap};
-use crate::bootstrap::node::rendezvous;
+use crate::bootstrap::node::rendezvous::{self, NodeStore};
 use crate::bootstrap::store::addr::StoreAddr;
 use crate::bootstrap::store::tls::Trust;
 use crate::bootstrap::{hex, Client, Server, StoreEvent, TcpDial};
@@ -142,8 +142,11 @@ pub(crate) struct NodeJob {
 #[derive(Debug)]
 struct Shared {
     my_pe: u32,
-    /// The job page, mapped by every PE.
+    /// The job page, mapped by every PE of PE 0's node (a PE of another node holds a page of
+    /// its own that nobody writes: descriptors do not cross nodes).
     page: Mapping,
+    /// Whether `page` is PE 0's, so that it says how the job ended.
+    page_shared: bool,
     /// Set before this PE's goodbye: from then on PE 0's store closing is the normal end.
     finalizing: AtomicBool,
     /// PE 0: which PEs are done with the store.
@@ -164,6 +167,7 @@ impl Shared {
         Shared {
             my_pe: plan.my_pe,
             page,
+            page_shared: true,
             finalizing: AtomicBool::new(false),
             progress: Mutex::new(Progress {
                 done: vec![false; plan.n_pes as usize],
@@ -327,8 +331,8 @@ fn host(
 }
 
 /// PE 0 of a TCP job: listens at `addr` (or on the listener `trust` holds, bound by
-/// `shmem_get_uniqueid`), serves its own connection over a socket pair, and opens the
-/// node-local descriptor store.
+/// `shmem_get_uniqueid`), serves its own connection over a socket pair, and opens its node's
+/// descriptor store.
 fn host_tcp(
     plan: &NodeLocal,
     addr: &StoreAddr,
@@ -370,7 +374,7 @@ fn host_tcp(
         .serve_unix(0, theirs)
         .map_err(|e| Error::os("serving PE 0's own store connection", e))?;
     let client = Client::connect_inherited(mine.into(), 0, plan.n_pes, timeout)?;
-    let nodes = match locality::check(&client, timeout) {
+    let nodes = match locality::share(&client, timeout) {
         (_, Ok(nodes)) => nodes,
         (seen, Err(e)) => {
             // The others that got this far fail too: keep the store up until they have left.
@@ -378,10 +382,9 @@ fn host_tcp(
             return Err(e);
         }
     };
-    // PE 0's own link carries descriptors, but the others' do not: every PE uses the
-    // node-local descriptor store, PE 0 too.
-    let fd_store = rendezvous::open_for_host(&client, timeout)?;
-    client.attach_fd_store(fd_store)?;
+    // PE 0's own link carries descriptors, but the others' do not: every PE uses its node's
+    // descriptor store, PE 0 too (it hosts the one of its node).
+    rendezvous::attach(&client, &NodeStore::of(&nodes.numbers(), 0), timeout)?;
     let fd = mapping::memfd("shmem-job", JOB_PAGE_LEN)?;
     client.put_fd(JOB_PAGE_KEY, fd.as_fd())?;
     let shared = Arc::new(Shared::new(plan, Mapping::map_shared(&fd, JOB_PAGE_LEN)?));
@@ -412,8 +415,12 @@ fn guest_tcp(
     let watched = client
         .watch_socket()
         .map_err(|e| Error::os("duplicating the store connection", e))?;
-    let nodes = locality::check(&client, timeout).1?;
-    rendezvous::attach(&client, timeout)?;
+    let nodes = locality::share(&client, timeout).1?;
+    rendezvous::attach(
+        &client,
+        &NodeStore::of(&nodes.numbers(), plan.my_pe),
+        timeout,
+    )?;
     finish_guest(plan, client, watched, Some(nodes), timeout)
 }
 
@@ -439,16 +446,28 @@ fn finish_guest(
     nodes: Option<NodeMap>,
     timeout: Duration,
 ) -> Result<(Client, NodeJob)> {
-    let fd = (client.get_fd(JOB_PAGE_KEY, timeout))
-        .map_err(|e| e.unpublished(0, "the job page (its record of how the job ends)"))?;
-    let len = mapping::file_len(fd.as_fd())?;
-    if len != JOB_PAGE_LEN {
-        return Err(Error::Launch(LaunchError::ForeignBuild {
-            what: format!("the job page from PE 0's store is {len} bytes, not {JOB_PAGE_LEN}"),
-            who: "PE 0",
-        }));
-    }
-    let shared = Arc::new(Shared::new(plan, Mapping::map_shared(&fd, JOB_PAGE_LEN)?));
+    let with_pe0 = nodes.as_ref().map_or(true, |map| {
+        let numbers = map.numbers();
+        numbers[plan.my_pe as usize] == numbers[0]
+    });
+    let fd = if with_pe0 {
+        let fd = (client.get_fd(JOB_PAGE_KEY, timeout))
+            .map_err(|e| e.unpublished(0, "the job page (its record of how the job ends)"))?;
+        let len = mapping::file_len(fd.as_fd())?;
+        if len != JOB_PAGE_LEN {
+            return Err(Error::Launch(LaunchError::ForeignBuild {
+                what: format!("the job page from PE 0's store is {len} bytes, not {JOB_PAGE_LEN}"),
+                who: "PE 0",
+            }));
+        }
+        fd
+    } else {
+        mapping::memfd("shmem-job", JOB_PAGE_LEN)?
+    };
+    let shared = Arc::new(Shared {
+        page_shared: with_pe0,
+        ..Shared::new(plan, Mapping::map_shared(&fd, JOB_PAGE_LEN)?)
+    });
     let watcher = Arc::clone(&shared);
     spawn("shmem-job", move || watch_store(&watched, &watcher))?;
     Ok((client, NodeJob { shared, nodes }))
@@ -662,6 +681,13 @@ fn watch_store(sock: &OwnedFd, shared: &Shared) {
         Some(ending) => {
             tracing::debug!("PE 0 ended the job: {ending}");
             crate::log::exit_process(ending.status())
+        }
+        None if !shared.page_shared => {
+            tracing::error!(
+                "the job's store closed: PE 0, on another node, ended the job (its log says \
+                 why) or died; ending this PE"
+            );
+            crate::log::exit_process(1)
         }
         None => {
             tracing::error!(

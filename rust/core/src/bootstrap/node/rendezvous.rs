@@ -1,12 +1,15 @@
-//! The node-local descriptor store of a job whose store is on TCP: heap and job-page memfds
-//! cannot travel over TCP, so PE 0 serves a second, descriptor-only store on an abstract Unix
-//! socket and publishes its name in the job's store; every PE attaches a client of it to its
-//! store client ([`Client::attach_fd_store`]), which then routes PUT_FD/GET_FD there.
+//! The node-local descriptor stores of a job whose store is on TCP: heap, control-segment and
+//! static-data memfds cannot travel over TCP, and no abstract socket crosses nodes, so the
+//! lowest PE of each node serves a second, descriptor-only store on an abstract Unix socket
+//! and publishes its name in the job's store under a key of that node; every PE of the node
+//! attaches a client of it to its store client ([`Client::attach_fd_store`]), which then routes
+//! PUT_FD/GET_FD/GATHER_FD there. A job on several nodes thus has one descriptor store per
+//! node, and descriptors are only ever exchanged among the PEs of one node.
 //!
-//! Owns that socket and its acceptor (only this user's processes get in: SO_PEERCRED, as in
-//! `node`). The name is random, so nothing is left in any file system and no other job meets
-//! there. Must never carry anything but descriptors: job control (ABORT, BYE, failures) stays
-//! on the TCP store.
+//! Owns those sockets and their acceptors (only this user's processes get in: SO_PEERCRED, as
+//! in `meet`). The names are random, so nothing is left in any file system and no other job
+//! meets there. Must never carry anything but descriptors: job control (ABORT, BYE, failures)
+//! stays on the TCP store.
 
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
@@ -15,8 +18,9 @@ use std::time::Duration;
 use crate::bootstrap::{Client, Server};
 use crate::error::{Error, LaunchError, Result};
 
-/// Store key under which PE 0 publishes the socket's name.
-const NAME_KEY: &str = "shmem/fd-rendezvous";
+/// Prefix of the store keys under which each node's host publishes its socket's name (the
+/// node number follows).
+const NAME_PREFIX: &str = "shmem/fd-rendezvous/";
 
 /// A name no other job picks: this user, 128 random bits.
 fn random_name(uid: u32) -> Result<String> {
@@ -24,71 +28,107 @@ fn random_name(uid: u32) -> Result<String> {
     Ok(format!("shmem-{uid}-fd-{}", crate::bootstrap::hex(&bits)))
 }
 
-/// Gives `store` (a client of a TCP store) its node-local descriptor store: PE 0 opens it and
-/// publishes its name, the other PEs look the name up and connect. Bounded by `timeout`.
-pub(crate) fn attach(store: &Client, timeout: Duration) -> Result<()> {
-    if store.passes_fds() {
-        return Ok(());
+/// Where this PE's node keeps its descriptor store: the store key of its name and the PE that
+/// hosts it (the node's lowest).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NodeStore {
+    key: String,
+    host: u32,
+}
+
+impl NodeStore {
+    /// The descriptor store of PE `me`'s node, from every PE's node number.
+    pub(crate) fn of(node_of: &[u32], me: u32) -> NodeStore {
+        let node = node_of[me as usize];
+        let host = node_of.iter().position(|&n| n == node).unwrap_or(0) as u32;
+        NodeStore {
+            key: format!("{NAME_PREFIX}{node}"),
+            host,
+        }
     }
-    let fd_client = if store.rank() == 0 {
-        open_for_host(store, timeout)?
+}
+
+/// Gives `store` (a client of a TCP store) its node's descriptor store: the node's lowest PE
+/// opens it and publishes its name, the node's other PEs look the name up and connect. Bounded
+/// by `timeout`. A client whose own link carries descriptors (PE 0's, to its own store) gets
+/// one as well, since the other PEs of its node cannot reach it there.
+pub(crate) fn attach(store: &Client, node: &NodeStore, timeout: Duration) -> Result<()> {
+    let fd_client = if store.rank() == node.host {
+        open_for_host(store, node, timeout)?
     } else {
-        connect(store, timeout)?
+        connect(store, node, timeout)?
     };
     store.attach_fd_store(fd_client)?;
     Ok(())
 }
 
-/// PE 0: opens the descriptor store, publishes its name through `store`, and returns PE 0's
-/// own client of it.
-pub(crate) fn open_for_host(store: &Client, timeout: Duration) -> Result<Client> {
-    let n_pes = store.n_pes();
+/// The node's lowest PE: opens the descriptor store, publishes its name through `store`, and
+/// returns this PE's own client of it.
+fn open_for_host(store: &Client, node: &NodeStore, timeout: Duration) -> Result<Client> {
+    let (rank, n_pes) = (store.rank(), store.n_pes());
     let uid = rustix::process::geteuid().as_raw();
-    {
-        let name = random_name(uid)?;
-        let addr = SocketAddr::from_abstract_name(name.as_bytes())
-            .map_err(|e| Error::os(format!("socket name @{name}"), e))?;
-        let listener = UnixListener::bind_addr(&addr)
-            .map_err(|e| Error::os(format!("opening the descriptor store @{name}"), e))?;
-        // Its events (goodbyes, disconnects) are the TCP store's business: nobody listens.
-        let (server, _events) = Server::new(n_pes);
-        let (mine, theirs) =
-            UnixStream::pair().map_err(|e| Error::os("socket pair to the descriptor store", e))?;
-        server
-            .serve_unix(0, theirs)
-            .map_err(|e| Error::os("serving PE 0's descriptor store connection", e))?;
-        std::thread::Builder::new()
-            .name("shmem-fd-accept".into())
-            .stack_size(128 * 1024)
-            .spawn(move || crate::bootstrap::node::meet::accept_loop(&listener, &server, uid))
-            .map_err(|e| Error::os("starting the descriptor store thread", e))?;
-        let client = Client::connect_inherited(mine.into(), 0, n_pes, timeout)?;
-        store.set(NAME_KEY, name.as_bytes())?;
-        Ok(client)
-    }
+    let name = random_name(uid)?;
+    let addr = SocketAddr::from_abstract_name(name.as_bytes())
+        .map_err(|e| Error::os(format!("socket name @{name}"), e))?;
+    let listener = UnixListener::bind_addr(&addr)
+        .map_err(|e| Error::os(format!("opening the descriptor store @{name}"), e))?;
+    // Its events (goodbyes, disconnects) are the TCP store's business: nobody listens.
+    let (server, _events) = Server::new(n_pes);
+    let (mine, theirs) =
+        UnixStream::pair().map_err(|e| Error::os("socket pair to the descriptor store", e))?;
+    server
+        .serve_unix(rank, theirs)
+        .map_err(|e| Error::os("serving this PE's descriptor store connection", e))?;
+    std::thread::Builder::new()
+        .name("shmem-fd-accept".into())
+        .stack_size(128 * 1024)
+        .spawn(move || crate::bootstrap::node::meet::accept_loop(&listener, &server, uid))
+        .map_err(|e| Error::os("starting the descriptor store thread", e))?;
+    let client = Client::connect_inherited(mine.into(), rank, n_pes, timeout)?;
+    store.set(&node.key, name.as_bytes())?;
+    Ok(client)
 }
 
-/// Other PEs: looks up the descriptor store's name and connects.
-fn connect(store: &Client, timeout: Duration) -> Result<Client> {
+/// The node's other PEs: look up the descriptor store's name and connect.
+fn connect(store: &Client, node: &NodeStore, timeout: Duration) -> Result<Client> {
     let (rank, n_pes) = (store.rank(), store.n_pes());
-    {
-        let name = (store.get(NAME_KEY, timeout))
-            .map_err(|e| e.unpublished(0, "the name of its node-local descriptor store"))?;
-        let shown = String::from_utf8_lossy(&name).into_owned();
-        let addr = SocketAddr::from_abstract_name(&name)
-            .map_err(|e| Error::os(format!("socket name @{shown}"), e))?;
-        let stream = UnixStream::connect_addr(&addr).map_err(|e| {
-            Error::Launch(LaunchError::NoDescriptorStore {
-                socket: shown.to_string(),
-                pe: rank,
-                source: e,
-            })
-        })?;
-        Ok(Client::connect_inherited(
-            stream.into(),
-            rank,
-            n_pes,
-            timeout,
-        )?)
+    let name = (store.get(&node.key, timeout))
+        .map_err(|e| e.unpublished(node.host, "the name of its node's descriptor store"))?;
+    let shown = String::from_utf8_lossy(&name).into_owned();
+    let addr = SocketAddr::from_abstract_name(&name)
+        .map_err(|e| Error::os(format!("socket name @{shown}"), e))?;
+    let stream = UnixStream::connect_addr(&addr).map_err(|e| {
+        Error::Launch(LaunchError::NoDescriptorStore {
+            socket: shown.to_string(),
+            pe: rank,
+            host: node.host,
+            source: e,
+        })
+    })?;
+    Ok(Client::connect_inherited(
+        stream.into(),
+        rank,
+        n_pes,
+        timeout,
+    )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_node_is_served_by_its_lowest_pe() {
+        let node_of = [0, 1, 0, 1, 2];
+        assert_eq!(
+            NodeStore::of(&node_of, 2),
+            NodeStore {
+                key: "shmem/fd-rendezvous/0".into(),
+                host: 0
+            }
+        );
+        assert_eq!(NodeStore::of(&node_of, 3).host, 1);
+        assert_eq!(NodeStore::of(&node_of, 1).key, "shmem/fd-rendezvous/1");
+        assert_eq!(NodeStore::of(&node_of, 4).host, 4);
     }
 }

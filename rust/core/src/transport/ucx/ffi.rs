@@ -1,0 +1,351 @@
+//! The part of UCX's UCP 1.13 C API the UCX transport calls, declared here and loaded from
+//! `libucp.so.0` at run time, so the library builds without UCX's headers and runs without UCX
+//! until a job needs it. The structs mirror `ucp/api/ucp.h` only as far as the fields this
+//! transport sets; each is padded to the header's size, so UCP never reads past one, and the
+//! field masks say which fields UCP may read. The tests below pin the sizes and offsets taken
+//! from the header.
+//!
+//! This module only declares and loads; every call and its `// SAFETY:` reasoning is in the
+//! transport (`super`).
+
+use std::ffi::{c_char, c_uint, c_void};
+use std::sync::OnceLock;
+
+/// The file loaded: UCP's soname on Linux distributions.
+pub const LIBRARY: &str = "libucp.so.0";
+
+/// `ucs_status_t`: 0 is `UCS_OK`, 1 `UCS_INPROGRESS`, negative values are errors.
+pub type Status = i32;
+/// `UCS_OK`.
+pub const UCS_OK: Status = 0;
+/// `UCS_INPROGRESS`.
+pub const UCS_INPROGRESS: Status = 1;
+/// `UCS_ERR_LAST`: a status pointer at or above `(void *)UCS_ERR_LAST` is an error.
+const UCS_ERR_LAST: isize = -100;
+
+/// `ucs_status_ptr_t`: null (done at once), an error status cast to a pointer, or a request.
+pub type StatusPtr = *mut c_void;
+
+/// `UCS_PTR_IS_ERR`.
+pub fn ptr_is_err(p: StatusPtr) -> bool {
+    (p as usize) >= (UCS_ERR_LAST as usize)
+}
+
+/// `UCS_PTR_STATUS` of a pointer [`ptr_is_err`] accepted.
+pub fn ptr_status(p: StatusPtr) -> Status {
+    p as isize as Status
+}
+
+/// The API version asked of `ucp_init_version`: the release whose ABI these declarations copy.
+pub const API_MAJOR: c_uint = 1;
+/// See [`API_MAJOR`].
+pub const API_MINOR: c_uint = 13;
+
+/// `UCP_PARAM_FIELD_FEATURES`.
+pub const PARAM_FIELD_FEATURES: u64 = 1 << 0;
+/// `UCP_FEATURE_RMA`.
+pub const FEATURE_RMA: u64 = 1 << 1;
+/// `UCP_FEATURE_AMO32`.
+pub const FEATURE_AMO32: u64 = 1 << 2;
+/// `UCP_FEATURE_AMO64`.
+pub const FEATURE_AMO64: u64 = 1 << 3;
+
+/// `UCP_WORKER_PARAM_FIELD_THREAD_MODE`.
+pub const WORKER_PARAM_FIELD_THREAD_MODE: u64 = 1 << 0;
+/// `UCS_THREAD_MODE_SERIALIZED`: any thread may call, one at a time.
+pub const THREAD_MODE_SERIALIZED: u32 = 1;
+
+/// `UCP_EP_PARAM_FIELD_REMOTE_ADDRESS`.
+pub const EP_PARAM_FIELD_REMOTE_ADDRESS: u64 = 1 << 0;
+/// `UCP_EP_CLOSE_FLAG_FORCE`.
+pub const EP_CLOSE_FLAG_FORCE: u32 = 1 << 0;
+
+/// `UCP_MEM_MAP_PARAM_FIELD_ADDRESS`.
+pub const MEM_MAP_PARAM_FIELD_ADDRESS: u64 = 1 << 0;
+/// `UCP_MEM_MAP_PARAM_FIELD_LENGTH`.
+pub const MEM_MAP_PARAM_FIELD_LENGTH: u64 = 1 << 1;
+
+/// `UCP_OP_ATTR_FIELD_DATATYPE`.
+pub const OP_ATTR_FIELD_DATATYPE: u32 = 1 << 3;
+/// `UCP_OP_ATTR_FIELD_FLAGS`.
+pub const OP_ATTR_FIELD_FLAGS: u32 = 1 << 4;
+/// `UCP_OP_ATTR_FIELD_REPLY_BUFFER`.
+pub const OP_ATTR_FIELD_REPLY_BUFFER: u32 = 1 << 5;
+
+/// `ucp_atomic_op_t`.
+pub const ATOMIC_OP_ADD: u32 = 0;
+/// See [`ATOMIC_OP_ADD`].
+pub const ATOMIC_OP_SWAP: u32 = 1;
+/// See [`ATOMIC_OP_ADD`].
+pub const ATOMIC_OP_CSWAP: u32 = 2;
+/// See [`ATOMIC_OP_ADD`].
+pub const ATOMIC_OP_AND: u32 = 3;
+/// See [`ATOMIC_OP_ADD`].
+pub const ATOMIC_OP_OR: u32 = 4;
+/// See [`ATOMIC_OP_ADD`].
+pub const ATOMIC_OP_XOR: u32 = 5;
+
+/// `ucp_dt_make_contig(size)`: a contiguous datatype of `size`-byte elements.
+pub fn dt_contig(size: usize) -> u64 {
+    (size as u64) << 3
+}
+
+/// `ucp_params_t` (80 bytes): only the mask and the features are set.
+#[repr(C)]
+pub struct Params {
+    /// Which fields are valid.
+    pub field_mask: u64,
+    /// `UCP_FEATURE_*` bits.
+    pub features: u64,
+    _rest: [u8; 64],
+}
+
+/// `ucp_worker_params_t` (200 bytes): only the mask and the thread mode are set.
+#[repr(C)]
+pub struct WorkerParams {
+    /// Which fields are valid.
+    pub field_mask: u64,
+    /// `ucs_thread_mode_t`.
+    pub thread_mode: u32,
+    _rest: [u8; 188],
+}
+
+/// `ucp_ep_params_t` (104 bytes): only the mask and the peer's worker address are set.
+#[repr(C)]
+pub struct EpParams {
+    /// Which fields are valid.
+    pub field_mask: u64,
+    /// The peer's worker address (`const ucp_address_t *`).
+    pub address: *const c_void,
+    _rest: [u8; 88],
+}
+
+/// `ucp_mem_map_params_t` (40 bytes): the mask, the address and the length.
+#[repr(C)]
+pub struct MemMapParams {
+    /// Which fields are valid.
+    pub field_mask: u64,
+    /// The memory to register (it exists: UCP allocates nothing).
+    pub address: *mut c_void,
+    /// Its length in bytes.
+    pub length: usize,
+    _rest: [u8; 16],
+}
+
+/// `ucp_request_param_t` (72 bytes): the mask, the flags, the datatype and the reply buffer.
+#[repr(C)]
+pub struct RequestParam {
+    /// `UCP_OP_ATTR_FIELD_*` bits: which fields are valid.
+    pub op_attr_mask: u32,
+    /// Operation flags (`ucp_ep_close_nbx`'s `UCP_EP_CLOSE_FLAG_*`).
+    pub flags: u32,
+    _request: *mut c_void,
+    _cb: *mut c_void,
+    /// `ucp_datatype_t`.
+    pub datatype: u64,
+    _user_data: *mut c_void,
+    /// An atomic's result (and CSWAP's compare value on input).
+    pub reply_buffer: *mut c_void,
+    _rest: [u8; 24],
+}
+
+macro_rules! zeroed_params {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// Every field zero: nothing valid until the mask says so.
+            pub fn zeroed() -> Self {
+                // SAFETY: a plain C struct of integers, pointers and bytes: all zeros is valid
+                // (null pointers, empty masks).
+                unsafe { std::mem::zeroed() }
+            }
+        }
+    )*};
+}
+zeroed_params!(Params, WorkerParams, EpParams, MemMapParams, RequestParam);
+
+/// An opaque UCP handle (`ucp_context_h`, `ucp_worker_h`, `ucp_ep_h`, `ucp_mem_h`, `ucp_rkey_h`,
+/// `ucp_config_t *`, `ucp_address_t *`).
+pub type Handle = *mut c_void;
+
+/// UCP's entry points, taken from the loaded library.
+#[allow(missing_docs)]
+pub struct Api {
+    pub config_read: unsafe extern "C" fn(*const c_char, *const c_char, *mut Handle) -> Status,
+    pub config_release: unsafe extern "C" fn(Handle),
+    pub init_version:
+        unsafe extern "C" fn(c_uint, c_uint, *const Params, Handle, *mut Handle) -> Status,
+    pub cleanup: unsafe extern "C" fn(Handle),
+    pub worker_create: unsafe extern "C" fn(Handle, *const WorkerParams, *mut Handle) -> Status,
+    pub worker_destroy: unsafe extern "C" fn(Handle),
+    pub worker_get_address: unsafe extern "C" fn(Handle, *mut Handle, *mut usize) -> Status,
+    pub worker_release_address: unsafe extern "C" fn(Handle, Handle),
+    pub ep_create: unsafe extern "C" fn(Handle, *const EpParams, *mut Handle) -> Status,
+    pub ep_close_nbx: unsafe extern "C" fn(Handle, *const RequestParam) -> StatusPtr,
+    pub mem_map: unsafe extern "C" fn(Handle, *const MemMapParams, *mut Handle) -> Status,
+    pub mem_unmap: unsafe extern "C" fn(Handle, Handle) -> Status,
+    pub rkey_pack: unsafe extern "C" fn(Handle, Handle, *mut *mut c_void, *mut usize) -> Status,
+    pub rkey_buffer_release: unsafe extern "C" fn(*mut c_void),
+    pub ep_rkey_unpack: unsafe extern "C" fn(Handle, *const c_void, *mut Handle) -> Status,
+    pub rkey_destroy: unsafe extern "C" fn(Handle),
+    pub put_nbx: unsafe extern "C" fn(
+        Handle,
+        *const c_void,
+        usize,
+        u64,
+        Handle,
+        *const RequestParam,
+    ) -> StatusPtr,
+    pub get_nbx: unsafe extern "C" fn(
+        Handle,
+        *mut c_void,
+        usize,
+        u64,
+        Handle,
+        *const RequestParam,
+    ) -> StatusPtr,
+    pub atomic_op_nbx: unsafe extern "C" fn(
+        Handle,
+        u32,
+        *const c_void,
+        usize,
+        u64,
+        Handle,
+        *const RequestParam,
+    ) -> StatusPtr,
+    pub worker_fence: unsafe extern "C" fn(Handle) -> Status,
+    pub worker_flush_nbx: unsafe extern "C" fn(Handle, *const RequestParam) -> StatusPtr,
+    pub ep_flush_nbx: unsafe extern "C" fn(Handle, *const RequestParam) -> StatusPtr,
+    pub worker_progress: unsafe extern "C" fn(Handle) -> c_uint,
+    pub request_check_status: unsafe extern "C" fn(*mut c_void) -> Status,
+    pub request_free: unsafe extern "C" fn(*mut c_void),
+    pub status_string: unsafe extern "C" fn(Status) -> *const c_char,
+}
+
+impl Api {
+    /// UCX's words for `status`.
+    pub fn describe(&self, status: Status) -> String {
+        // SAFETY: ucs_status_string returns a static NUL-terminated string for any status.
+        let s = unsafe { (self.status_string)(status) };
+        if s.is_null() {
+            return format!("status {status}");
+        }
+        // SAFETY: non-null, static and NUL-terminated (above).
+        unsafe { std::ffi::CStr::from_ptr(s) }
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+/// Why UCP could not be loaded: the file and the loader's (or the missing symbol's) reason.
+#[derive(Debug, Clone)]
+pub struct NotLoaded {
+    /// The file asked for.
+    pub library: String,
+    /// dlerror's reason.
+    pub why: String,
+}
+
+/// The API from `libucp.so.0`, loaded once per process (and never unloaded: UCX keeps threads
+/// and memory hooks that must outlive any transport).
+pub fn api() -> Result<&'static Api, NotLoaded> {
+    static API: OnceLock<Result<Api, NotLoaded>> = OnceLock::new();
+    API.get_or_init(|| load(LIBRARY))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Loads the API from `name`.
+pub fn load(name: &str) -> Result<Api, NotLoaded> {
+    let not_loaded = |why: String| NotLoaded {
+        library: name.to_string(),
+        why,
+    };
+    // RTLD_GLOBAL: the transport modules UCX opens itself (libuct_*.so) resolve UCX's symbols.
+    let flags = libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL;
+    // SAFETY: loading runs UCX's initialisers, which set up UCX's own globals only. The library
+    // is leaked below, so the function pointers taken from it stay valid for the process's life.
+    let lib = unsafe { libloading::os::unix::Library::open(Some(name), flags) }
+        .map_err(|e| not_loaded(e.to_string()))?;
+    let lib: &'static libloading::os::unix::Library = Box::leak(Box::new(lib));
+    macro_rules! symbol {
+        ($name:literal) => {
+            // SAFETY: the symbol is UCP's C function of that name; its signature is the one
+            // `ucp/api/ucp.h` of UCX 1.13 declares (the type of the field it is stored in).
+            *unsafe { lib.get(concat!($name, "\0").as_bytes()) }
+                .map_err(|e| not_loaded(format!("{}: {e}", $name)))?
+        };
+    }
+    Ok(Api {
+        config_read: symbol!("ucp_config_read"),
+        config_release: symbol!("ucp_config_release"),
+        init_version: symbol!("ucp_init_version"),
+        cleanup: symbol!("ucp_cleanup"),
+        worker_create: symbol!("ucp_worker_create"),
+        worker_destroy: symbol!("ucp_worker_destroy"),
+        worker_get_address: symbol!("ucp_worker_get_address"),
+        worker_release_address: symbol!("ucp_worker_release_address"),
+        ep_create: symbol!("ucp_ep_create"),
+        ep_close_nbx: symbol!("ucp_ep_close_nbx"),
+        mem_map: symbol!("ucp_mem_map"),
+        mem_unmap: symbol!("ucp_mem_unmap"),
+        rkey_pack: symbol!("ucp_rkey_pack"),
+        rkey_buffer_release: symbol!("ucp_rkey_buffer_release"),
+        ep_rkey_unpack: symbol!("ucp_ep_rkey_unpack"),
+        rkey_destroy: symbol!("ucp_rkey_destroy"),
+        put_nbx: symbol!("ucp_put_nbx"),
+        get_nbx: symbol!("ucp_get_nbx"),
+        atomic_op_nbx: symbol!("ucp_atomic_op_nbx"),
+        worker_fence: symbol!("ucp_worker_fence"),
+        worker_flush_nbx: symbol!("ucp_worker_flush_nbx"),
+        ep_flush_nbx: symbol!("ucp_ep_flush_nbx"),
+        worker_progress: symbol!("ucp_worker_progress"),
+        request_check_status: symbol!("ucp_request_check_status"),
+        request_free: symbol!("ucp_request_free"),
+        status_string: symbol!("ucs_status_string"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// Sizes and offsets as `ucp/api/ucp.h` of UCX 1.13 lays the structs out on x86-64 and
+    /// aarch64 Linux (LP64).
+    #[test]
+    fn layouts_match_the_ucp_header() {
+        assert_eq!(size_of::<Params>(), 80);
+        assert_eq!(offset_of!(Params, features), 8);
+        assert_eq!(size_of::<WorkerParams>(), 200);
+        assert_eq!(offset_of!(WorkerParams, thread_mode), 8);
+        assert_eq!(size_of::<EpParams>(), 104);
+        assert_eq!(offset_of!(EpParams, address), 8);
+        assert_eq!(size_of::<MemMapParams>(), 40);
+        assert_eq!(offset_of!(MemMapParams, address), 8);
+        assert_eq!(offset_of!(MemMapParams, length), 16);
+        assert_eq!(size_of::<RequestParam>(), 72);
+        assert_eq!(offset_of!(RequestParam, flags), 4);
+        assert_eq!(offset_of!(RequestParam, datatype), 24);
+        assert_eq!(offset_of!(RequestParam, reply_buffer), 40);
+        assert_eq!(dt_contig(8), 64);
+    }
+
+    #[test]
+    fn status_pointers_decode() {
+        assert!(!ptr_is_err(std::ptr::null_mut()));
+        let err = -3isize as StatusPtr;
+        assert!(ptr_is_err(err));
+        assert_eq!(ptr_status(err), -3);
+        let request = 0x7f00_0000_1000usize as StatusPtr;
+        assert!(!ptr_is_err(request));
+    }
+
+    #[test]
+    fn a_missing_library_says_which_and_why() {
+        let Err(e) = load("libshmem-test-absent-ucp.so.0") else {
+            panic!("an absent library loaded");
+        };
+        assert_eq!(e.library, "libshmem-test-absent-ucp.so.0");
+        assert!(e.why.contains("libshmem-test-absent-ucp.so.0"), "{}", e.why);
+    }
+}

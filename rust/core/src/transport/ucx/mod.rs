@@ -1,0 +1,818 @@
+//! The UCX transport: reaches PEs whose memory is not mapped here (those on other nodes) through
+//! UCX's UCP API, loaded at run time from `libucp.so.0` ([`ffi`]), and serves every AMO of a job
+//! that uses it (the atomicity rule of [`super`]). UCX picks its own wires (shared memory, TCP,
+//! InfiniBand) from its own variables (`UCX_TLS`, `UCX_NET_DEVICES`); this module never chooses.
+//!
+//! Per PE: one UCP context (features RMA, AMO32, AMO64), one worker, one endpoint to every PE of
+//! the job (this one too: AMOs to every PE go through UCX), and each registered segment
+//! (`ucp_mem_map` of the memory that exists, no allocation) with its packed remote key. A
+//! segment's key bytes carry its base and length on the sending PE, then UCP's packed rkey: the
+//! remote address of an offset is that base plus the offset, checked against that length.
+//!
+//! Threads: one lock of ours around the worker, which is created `UCS_THREAD_MODE_SERIALIZED`.
+//! The facade may be called from several threads (`SHMEM_THREAD_MULTIPLE`); UCX's own
+//! `UCS_THREAD_MODE_MULTI` depends on how UCX was built (`--enable-mt`) and takes its lock on
+//! every call anyway, so a lock of ours behaves the same on every build. A blocking call holds it
+//! while it progresses the worker; [`Transport::progress`] only tries it (a thread that holds
+//! it is progressing the worker already).
+//!
+//! Contexts: every shmem context shares the PE's worker and endpoints. Quiet on one context
+//! flushes the worker and so completes the other contexts' operations too, which OpenSHMEM
+//! allows; a worker per context would make each context pay for its own endpoints to every PE
+//! and its own progress, for isolation no test or program of ours can observe.
+//!
+//! Completion: a blocking put returns when the data is visible at the target (the table's
+//! contract: the put, then a flush of its endpoint, waited for together); a blocking get when the
+//! data has landed; an AMO when its result is here. Non-blocking puts and gets are issued and
+//! their requests released at once; quiet (`ucp_worker_flush_nbx`) completes them. Every wait
+//! progresses the worker and gives up after the control timeout with an error naming the
+//! operation and the PE. Progress happens only in those waits and in [`Transport::progress`],
+//! which the library calls from every wait loop.
+//!
+//! It counts the calls it serves and logs the counts at debug level when the job ends, so a test
+//! can prove the calls went through UCX.
+
+pub mod ffi;
+
+use super::{AmoOp, Ctx, Segment, Transport, TransportError};
+use ffi::{Api, Handle, RequestParam, StatusPtr};
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The Debian package that provides `libucp.so.0`.
+const PACKAGE: &str = "libucx0";
+
+/// Bytes in front of UCP's packed rkey in a segment's key: the base and the length, little-endian.
+const KEY_HEADER: usize = 16;
+
+/// Segments, by `Segment as usize`.
+const SEGMENTS: usize = 3;
+
+/// Calls served, by kind.
+#[derive(Debug, Default)]
+struct Counts {
+    puts: AtomicU64,
+    gets: AtomicU64,
+    nbi: AtomicU64,
+    amos: AtomicU64,
+    fences: AtomicU64,
+    quiets: AtomicU64,
+    progress: AtomicU64,
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A peer's segment as its key describes it.
+#[derive(Debug)]
+struct Remote {
+    /// The segment's base in the peer's process.
+    base: u64,
+    /// Its length.
+    len: u64,
+    /// UCP's unpacked rkey (null when the segment is empty).
+    rkey: Handle,
+}
+
+/// The UCP handles, behind the lock.
+#[derive(Debug)]
+struct State {
+    context: Handle,
+    worker: Handle,
+    /// Per PE, once connected.
+    eps: Vec<Handle>,
+    /// This PE's registrations, per segment (null: not registered).
+    memh: [Handle; SEGMENTS],
+    /// Per segment, per PE, once attached.
+    remotes: [Vec<Remote>; SEGMENTS],
+    /// Everything released (finalize ran).
+    closed: bool,
+}
+
+// SAFETY: the handles are UCP's, used only under the transport's lock, and the worker was
+// created UCS_THREAD_MODE_SERIALIZED: any thread may call UCP with it, one at a time.
+unsafe impl Send for State {}
+
+/// The UCX transport of one PE.
+pub struct Ucx {
+    api: &'static Api,
+    my_pe: usize,
+    /// Per PE: whether this transport reaches it (the others are mapped).
+    reach: Vec<bool>,
+    /// Bound on every wait.
+    timeout: Duration,
+    /// This PE's worker address.
+    address: Vec<u8>,
+    state: Mutex<State>,
+    counts: Counts,
+}
+
+impl std::fmt::Debug for Ucx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ucx")
+            .field("my_pe", &self.my_pe)
+            .field("reach", &self.reach)
+            .field("counts", &self.counts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a finished wait says.
+type Waited = Result<(), TransportError>;
+
+impl Ucx {
+    /// Loads UCP and makes this PE's context and worker, for a job of `reach.len()` PEs in
+    /// which this transport reaches the PEs `reach` marks; every wait gives up after `timeout`.
+    pub fn open(my_pe: usize, reach: Vec<bool>, timeout: Duration) -> Result<Ucx, TransportError> {
+        let api = ffi::api().map_err(|e| TransportError::NotLoaded {
+            library: e.library,
+            why: e.why,
+            package: PACKAGE,
+        })?;
+        let fail = |call: &str, status: ffi::Status| TransportError::Library {
+            call: call.to_string(),
+            why: api.describe(status),
+        };
+        let mut config: Handle = std::ptr::null_mut();
+        // SAFETY: null prefix and file: UCX's default (`UCX_` variables); `config` is written
+        // on success only.
+        let s = unsafe { (api.config_read)(std::ptr::null(), std::ptr::null(), &mut config) };
+        if s != ffi::UCS_OK {
+            return Err(fail("ucp_config_read", s));
+        }
+        let mut params = ffi::Params::zeroed();
+        params.field_mask = ffi::PARAM_FIELD_FEATURES;
+        params.features = ffi::FEATURE_RMA | ffi::FEATURE_AMO32 | ffi::FEATURE_AMO64;
+        let mut context: Handle = std::ptr::null_mut();
+        // SAFETY: `params` is a valid ucp_params_t whose mask names the fields set; `config`
+        // came from ucp_config_read and is released right after, as UCP allows.
+        let s = unsafe {
+            let s = (api.init_version)(
+                ffi::API_MAJOR,
+                ffi::API_MINOR,
+                &params,
+                config,
+                &mut context,
+            );
+            (api.config_release)(config);
+            s
+        };
+        if s != ffi::UCS_OK {
+            return Err(fail("ucp_init", s));
+        }
+        let mut wparams = ffi::WorkerParams::zeroed();
+        wparams.field_mask = ffi::WORKER_PARAM_FIELD_THREAD_MODE;
+        wparams.thread_mode = ffi::THREAD_MODE_SERIALIZED;
+        let mut worker: Handle = std::ptr::null_mut();
+        // SAFETY: `context` is live; `wparams` is a valid ucp_worker_params_t.
+        let s = unsafe { (api.worker_create)(context, &wparams, &mut worker) };
+        if s != ffi::UCS_OK {
+            // SAFETY: the context made above, used by nothing else.
+            unsafe { (api.cleanup)(context) };
+            return Err(fail("ucp_worker_create", s));
+        }
+        let mut addr: Handle = std::ptr::null_mut();
+        let mut addr_len = 0usize;
+        // SAFETY: `worker` is live; both out-params are written on success.
+        let s = unsafe { (api.worker_get_address)(worker, &mut addr, &mut addr_len) };
+        if s != ffi::UCS_OK {
+            // SAFETY: the worker and context made above, released in reverse order.
+            unsafe {
+                (api.worker_destroy)(worker);
+                (api.cleanup)(context);
+            }
+            return Err(fail("ucp_worker_get_address", s));
+        }
+        // SAFETY: UCP returned `addr_len` bytes at `addr`, released right after the copy.
+        let address = unsafe {
+            let bytes = std::slice::from_raw_parts(addr as *const u8, addr_len).to_vec();
+            (api.worker_release_address)(worker, addr);
+            bytes
+        };
+        let n_pes = reach.len();
+        Ok(Ucx {
+            api,
+            my_pe,
+            reach,
+            timeout,
+            address,
+            state: Mutex::new(State {
+                context,
+                worker,
+                eps: Vec::with_capacity(n_pes),
+                memh: [std::ptr::null_mut(); SEGMENTS],
+                remotes: [Vec::new(), Vec::new(), Vec::new()],
+                closed: false,
+            }),
+            counts: Counts::default(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic under the lock leaves the handles as valid as before it.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn fail(&self, call: String, status: ffi::Status) -> TransportError {
+        TransportError::Library {
+            call,
+            why: self.api.describe(status),
+        }
+    }
+
+    /// Waits for what a `*_nbx` call returned: done at once (null), failed, or a request to
+    /// progress the worker for until it completes or the timeout passes. The request is freed
+    /// either way (UCP releases one still in flight when it completes).
+    fn wait(&self, st: &State, p: StatusPtr, what: impl Fn() -> String) -> Waited {
+        if p.is_null() {
+            return Ok(());
+        }
+        if ffi::ptr_is_err(p) {
+            return Err(self.fail(what(), ffi::ptr_status(p)));
+        }
+        let start = Instant::now();
+        let mut idle = 0u32;
+        loop {
+            // SAFETY: `p` is a live request of this worker (not an error, not null).
+            let s = unsafe { (self.api.request_check_status)(p) };
+            if s != ffi::UCS_INPROGRESS {
+                // SAFETY: the completed request, freed once.
+                unsafe { (self.api.request_free)(p) };
+                return if s == ffi::UCS_OK {
+                    Ok(())
+                } else {
+                    Err(self.fail(what(), s))
+                };
+            }
+            // SAFETY: the worker is live while the state is open; the lock is held.
+            let moved = unsafe { (self.api.worker_progress)(st.worker) };
+            if moved > 0 {
+                idle = 0;
+                continue;
+            }
+            idle += 1;
+            if idle % 64 != 0 {
+                std::hint::spin_loop();
+                continue;
+            }
+            if start.elapsed() > self.timeout {
+                // SAFETY: still in flight: UCP releases it when it completes.
+                unsafe { (self.api.request_free)(p) };
+                return Err(TransportError::TimedOut {
+                    what: what(),
+                    after: self.timeout,
+                });
+            }
+            // With more PEs than cores the peer that must answer may need this core.
+            if idle > 1 << 12 {
+                std::thread::sleep(Duration::from_micros(20));
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// The endpoint, remote address and rkey of [offset, offset+len) of `segment` on `pe`.
+    fn remote(
+        &self,
+        st: &State,
+        pe: usize,
+        segment: Segment,
+        offset: u64,
+        len: usize,
+    ) -> Result<(Handle, u64, Handle), TransportError> {
+        if st.closed || pe >= st.eps.len() {
+            return Err(TransportError::Unreachable {
+                transport: "ucx",
+                pe,
+            });
+        }
+        let r = st.remotes[segment as usize]
+            .get(pe)
+            .ok_or(TransportError::Unsupported {
+                transport: "ucx",
+                what: "reach a segment that was not registered",
+            })?;
+        let fits = offset
+            .checked_add(len as u64)
+            .is_some_and(|end| end <= r.len);
+        if !fits || (r.rkey.is_null() && len > 0) {
+            return Err(TransportError::OutOfRange {
+                pe,
+                segment,
+                offset,
+                len,
+                size: r.len as usize,
+            });
+        }
+        Ok((st.eps[pe], r.base + offset, r.rkey))
+    }
+
+    /// Releases everything UCP holds, in reverse order of creation; `force`: close the
+    /// endpoints without flushing them (Drop, when finalize never ran).
+    fn close(&self, st: &mut State, force: bool) -> Waited {
+        if st.closed {
+            return Ok(());
+        }
+        st.closed = true;
+        let api = self.api;
+        let mut first_error = Ok(());
+        for remotes in st.remotes.iter_mut() {
+            for r in remotes.drain(..) {
+                if !r.rkey.is_null() {
+                    // SAFETY: an rkey unpacked by attach, destroyed once, after the flush.
+                    unsafe { (api.rkey_destroy)(r.rkey) };
+                }
+            }
+        }
+        let eps = std::mem::take(&mut st.eps);
+        for (pe, ep) in eps.into_iter().enumerate() {
+            let mut param = RequestParam::zeroed();
+            param.op_attr_mask = ffi::OP_ATTR_FIELD_FLAGS;
+            param.flags = if force { ffi::EP_CLOSE_FLAG_FORCE } else { 0 };
+            // SAFETY: a live endpoint of this worker, closed once.
+            let p = unsafe { (api.ep_close_nbx)(ep, &param) };
+            let r = self.wait(st, p, || format!("closing the endpoint to PE {pe}"));
+            if first_error.is_ok() {
+                first_error = r;
+            }
+        }
+        for memh in st.memh.iter_mut() {
+            if !memh.is_null() {
+                // SAFETY: a registration of this context, unmapped once; no rkey of it is
+                // in use any more.
+                unsafe { (api.mem_unmap)(st.context, *memh) };
+                *memh = std::ptr::null_mut();
+            }
+        }
+        // SAFETY: no endpoint, rkey or request of the worker is left; the context outlives it.
+        unsafe {
+            (api.worker_destroy)(st.worker);
+            (api.cleanup)(st.context);
+        }
+        first_error
+    }
+
+    fn flush_worker(&self, st: &State, what: &str) -> Waited {
+        let param = RequestParam::zeroed();
+        // SAFETY: the worker is live (callers checked `closed`); `param` asks nothing.
+        let p = unsafe { (self.api.worker_flush_nbx)(st.worker, &param) };
+        self.wait(st, p, || {
+            format!("{what} (flushing PE {}'s worker)", self.my_pe)
+        })
+    }
+}
+
+impl Transport for Ucx {
+    fn name(&self) -> &'static str {
+        "ucx"
+    }
+
+    fn c_name(&self) -> &'static CStr {
+        c"ucx"
+    }
+
+    fn can_reach(&self, pe: usize) -> bool {
+        self.reach.get(pe).copied().unwrap_or(false)
+    }
+
+    fn address(&self) -> Vec<u8> {
+        self.address.clone()
+    }
+
+    fn connect(&mut self, addresses: &[Vec<u8>]) -> Result<(), TransportError> {
+        let api = self.api;
+        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        for (pe, a) in addresses.iter().enumerate() {
+            if a.is_empty() {
+                return Err(TransportError::BadPeerData {
+                    pe,
+                    what: "address",
+                    why: "it is empty (is the same transport chosen on every PE?)".into(),
+                });
+            }
+            let mut params = ffi::EpParams::zeroed();
+            params.field_mask = ffi::EP_PARAM_FIELD_REMOTE_ADDRESS;
+            params.address = a.as_ptr().cast();
+            let mut ep: Handle = std::ptr::null_mut();
+            // SAFETY: the worker is live; `params` points at the peer's worker address, which
+            // UCP reads during the call only; `ep` is written on success.
+            let s = unsafe { (api.ep_create)(st.worker, &params, &mut ep) };
+            if s != ffi::UCS_OK {
+                return Err(TransportError::Library {
+                    call: format!("ucp_ep_create to PE {pe}"),
+                    why: api.describe(s),
+                });
+            }
+            st.eps.push(ep);
+        }
+        Ok(())
+    }
+
+    fn register(
+        &mut self,
+        segment: Segment,
+        base: usize,
+        len: usize,
+    ) -> Result<Vec<u8>, TransportError> {
+        let api = self.api;
+        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        let mut key = Vec::with_capacity(KEY_HEADER + 256);
+        key.extend_from_slice(&(base as u64).to_le_bytes());
+        key.extend_from_slice(&(len as u64).to_le_bytes());
+        if len == 0 {
+            return Ok(key);
+        }
+        let mut params = ffi::MemMapParams::zeroed();
+        params.field_mask = ffi::MEM_MAP_PARAM_FIELD_ADDRESS | ffi::MEM_MAP_PARAM_FIELD_LENGTH;
+        params.address = base as *mut c_void;
+        params.length = len;
+        let mut memh: Handle = std::ptr::null_mut();
+        // SAFETY: [base, base+len) is this PE's segment, mapped for the life of the job (longer
+        // than this registration, which close() undoes); `memh` is written on success.
+        let s = unsafe { (api.mem_map)(st.context, &params, &mut memh) };
+        if s != ffi::UCS_OK {
+            return Err(TransportError::Library {
+                call: format!("ucp_mem_map of PE {}'s {}", self.my_pe, segment.name()),
+                why: api.describe(s),
+            });
+        }
+        st.memh[segment as usize] = memh;
+        let mut packed: *mut c_void = std::ptr::null_mut();
+        let mut packed_len = 0usize;
+        // SAFETY: `memh` was just made by this context; both out-params are written on
+        // success.
+        let s = unsafe { (api.rkey_pack)(st.context, memh, &mut packed, &mut packed_len) };
+        if s != ffi::UCS_OK {
+            return Err(TransportError::Library {
+                call: format!("ucp_rkey_pack of PE {}'s {}", self.my_pe, segment.name()),
+                why: api.describe(s),
+            });
+        }
+        // SAFETY: UCP packed `packed_len` bytes at `packed`, released right after the copy.
+        unsafe {
+            key.extend_from_slice(std::slice::from_raw_parts(packed as *const u8, packed_len));
+            (api.rkey_buffer_release)(packed);
+        }
+        Ok(key)
+    }
+
+    fn attach(&mut self, segment: Segment, keys: &[Vec<u8>]) -> Result<(), TransportError> {
+        let api = self.api;
+        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        let mut remotes = Vec::with_capacity(keys.len());
+        for (pe, k) in keys.iter().enumerate() {
+            let bad = |why: String| TransportError::BadPeerData {
+                pe,
+                what: "remote key",
+                why,
+            };
+            let word = |at: usize| -> Option<u64> {
+                k.get(at..at + 8)
+                    .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                    .map(u64::from_le_bytes)
+            };
+            let (Some(base), Some(len)) = (word(0), word(8)) else {
+                return Err(bad(format!(
+                    "{} bytes, expected at least {KEY_HEADER}",
+                    k.len()
+                )));
+            };
+            let packed = &k[KEY_HEADER..];
+            if len > 0 && packed.is_empty() {
+                return Err(bad(format!("its {} has no UCX key", segment.name())));
+            }
+            let ep = *st.eps.get(pe).ok_or(TransportError::Unreachable {
+                transport: "ucx",
+                pe,
+            })?;
+            let mut rkey: Handle = std::ptr::null_mut();
+            if len > 0 {
+                // SAFETY: `ep` is this worker's endpoint to `pe`, `packed` the bytes PE `pe`'s
+                // ucp_rkey_pack made (read during the call only); `rkey` is written on success.
+                let s = unsafe { (api.ep_rkey_unpack)(ep, packed.as_ptr().cast(), &mut rkey) };
+                if s != ffi::UCS_OK {
+                    for r in remotes.drain(..) {
+                        let r: Remote = r;
+                        if !r.rkey.is_null() {
+                            // SAFETY: an rkey unpacked above, destroyed once.
+                            unsafe { (api.rkey_destroy)(r.rkey) };
+                        }
+                    }
+                    return Err(TransportError::Library {
+                        call: format!("ucp_ep_rkey_unpack of PE {pe}'s {}", segment.name()),
+                        why: api.describe(s),
+                    });
+                }
+            }
+            remotes.push(Remote { base, len, rkey });
+        }
+        st.remotes[segment as usize] = remotes;
+        Ok(())
+    }
+
+    fn put(
+        &self,
+        _ctx: Ctx,
+        pe: usize,
+        segment: Segment,
+        offset: u64,
+        source: &[u8],
+    ) -> Result<(), TransportError> {
+        bump(&self.counts.puts);
+        let st = self.lock();
+        let (ep, addr, rkey) = self.remote(&st, pe, segment, offset, source.len())?;
+        if source.is_empty() {
+            return Ok(());
+        }
+        let param = RequestParam::zeroed();
+        // SAFETY: `ep` and `rkey` are live and belong together (attach); `source` is readable
+        // for its length until the wait below returns.
+        let p = unsafe {
+            (self.api.put_nbx)(ep, source.as_ptr().cast(), source.len(), addr, rkey, &param)
+        };
+        if ffi::ptr_is_err(p) {
+            return self.wait(&st, p, || format!("put to PE {pe}"));
+        }
+        // Visible at the target on return: the endpoint's flush completes the put with it.
+        // SAFETY: `ep` is live.
+        let flush = unsafe { (self.api.ep_flush_nbx)(ep, &param) };
+        let r = self.wait(&st, flush, || format!("put to PE {pe} (flush)"));
+        let put = self.wait(&st, p, || format!("put to PE {pe}"));
+        r.and(put)
+    }
+
+    fn get(
+        &self,
+        _ctx: Ctx,
+        pe: usize,
+        segment: Segment,
+        offset: u64,
+        dest: &mut [u8],
+    ) -> Result<(), TransportError> {
+        bump(&self.counts.gets);
+        let st = self.lock();
+        let (ep, addr, rkey) = self.remote(&st, pe, segment, offset, dest.len())?;
+        if dest.is_empty() {
+            return Ok(());
+        }
+        let param = RequestParam::zeroed();
+        // SAFETY: `ep` and `rkey` are live and belong together; `dest` is writable for its
+        // length until the wait returns (on a timeout the job ends before it is read).
+        let p = unsafe {
+            (self.api.get_nbx)(ep, dest.as_mut_ptr().cast(), dest.len(), addr, rkey, &param)
+        };
+        self.wait(&st, p, || format!("get from PE {pe}"))
+    }
+
+    unsafe fn put_nbi(
+        &self,
+        _ctx: Ctx,
+        pe: usize,
+        segment: Segment,
+        offset: u64,
+        source: *const u8,
+        len: usize,
+    ) -> Result<(), TransportError> {
+        bump(&self.counts.nbi);
+        let st = self.lock();
+        let (ep, addr, rkey) = self.remote(&st, pe, segment, offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let param = RequestParam::zeroed();
+        // SAFETY: `ep` and `rkey` are live and belong together; the caller keeps `source`
+        // readable for `len` bytes until quiet, which flushes this worker.
+        let p = unsafe { (self.api.put_nbx)(ep, source.cast(), len, addr, rkey, &param) };
+        self.release(p, || format!("put_nbi to PE {pe}"))
+    }
+
+    unsafe fn get_nbi(
+        &self,
+        _ctx: Ctx,
+        pe: usize,
+        segment: Segment,
+        offset: u64,
+        dest: *mut u8,
+        len: usize,
+    ) -> Result<(), TransportError> {
+        bump(&self.counts.nbi);
+        let st = self.lock();
+        let (ep, addr, rkey) = self.remote(&st, pe, segment, offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let param = RequestParam::zeroed();
+        // SAFETY: `ep` and `rkey` are live and belong together; the caller keeps `dest`
+        // writable for `len` bytes, unread, until quiet, which flushes this worker.
+        let p = unsafe { (self.api.get_nbx)(ep, dest.cast(), len, addr, rkey, &param) };
+        self.release(p, || format!("get_nbi from PE {pe}"))
+    }
+
+    fn amo(
+        &self,
+        _ctx: Ctx,
+        pe: usize,
+        segment: Segment,
+        offset: u64,
+        op: AmoOp,
+        size: usize,
+        value: u64,
+        compare: u64,
+    ) -> Result<u64, TransportError> {
+        bump(&self.counts.amos);
+        if offset % size as u64 != 0 {
+            return Err(TransportError::BadArgument {
+                arg: "offset",
+                value: offset as i64,
+            });
+        }
+        let st = self.lock();
+        let (ep, addr, rkey) = self.remote(&st, pe, segment, offset, size)?;
+        let mask = if size == 4 {
+            u64::from(u32::MAX)
+        } else {
+            u64::MAX
+        };
+        let one = |opcode: u32, operand: u64, reply: u64| -> Result<u64, TransportError> {
+            self.atomic(&st, (ep, addr, rkey), pe, op, size, opcode, operand, reply)
+                .map(|old| old & mask)
+        };
+        let logical = |f: fn(u64, u64) -> u64| -> Result<u64, TransportError> {
+            // UCX 1.13's shared-memory transports (self, posix, sysv, cma) get fetching AND,
+            // OR and XOR wrong (a fetch-or of 3 on 40 returns 40 and leaves 40; a fetch-xor
+            // stores 0), while fetch-add and compare-and-swap are right: so these three are a
+            // compare-and-swap loop, atomic with every other UCX atomic on the word.
+            let mut old = one(ffi::ATOMIC_OP_ADD, 0, 0)?;
+            loop {
+                let seen = one(ffi::ATOMIC_OP_CSWAP, old, f(old, value) & mask)?;
+                if seen == old {
+                    return Ok(old);
+                }
+                old = seen;
+            }
+        };
+        match op {
+            AmoOp::Fetch => one(ffi::ATOMIC_OP_ADD, 0, 0),
+            // A set is a swap whose old value is dropped.
+            AmoOp::Set => one(ffi::ATOMIC_OP_SWAP, value, 0).map(|_| 0),
+            AmoOp::Swap => one(ffi::ATOMIC_OP_SWAP, value, 0),
+            // CSWAP compares with the operand and stores the reply buffer's value.
+            AmoOp::CompareSwap => one(ffi::ATOMIC_OP_CSWAP, compare, value),
+            AmoOp::FetchAdd => one(ffi::ATOMIC_OP_ADD, value, 0),
+            AmoOp::FetchAnd => logical(|a, b| a & b),
+            AmoOp::FetchOr => logical(|a, b| a | b),
+            AmoOp::FetchXor => logical(|a, b| a ^ b),
+        }
+    }
+
+    fn fence(&self, _ctx: Ctx) -> Result<(), TransportError> {
+        bump(&self.counts.fences);
+        let st = self.lock();
+        if st.closed {
+            return Ok(());
+        }
+        // SAFETY: the worker is live; the lock is held.
+        let s = unsafe { (self.api.worker_fence)(st.worker) };
+        if s != ffi::UCS_OK {
+            return Err(self.fail("ucp_worker_fence".into(), s));
+        }
+        Ok(())
+    }
+
+    fn quiet(&self, _ctx: Ctx) -> Result<(), TransportError> {
+        bump(&self.counts.quiets);
+        let st = self.lock();
+        if st.closed {
+            return Ok(());
+        }
+        self.flush_worker(&st, "quiet")
+    }
+
+    fn progress(&self) -> Result<(), TransportError> {
+        bump(&self.counts.progress);
+        // A thread holding the lock is progressing the worker already.
+        let Ok(st) = self.state.try_lock() else {
+            return Ok(());
+        };
+        if !st.closed {
+            // SAFETY: the worker is live; the lock is held.
+            unsafe { (self.api.worker_progress)(st.worker) };
+        }
+        Ok(())
+    }
+
+    fn finalize(&self) -> Result<(), TransportError> {
+        let mut st = self.lock();
+        if st.closed {
+            return Ok(());
+        }
+        let flushed = self.flush_worker(&st, "finalize");
+        let closed = self.close(&mut st, flushed.is_err());
+        drop(st);
+        let c = &self.counts;
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let reached: Vec<String> = (0..self.reach.len())
+            .filter(|&pe| self.reach[pe])
+            .map(|pe| pe.to_string())
+            .collect();
+        tracing::debug!(
+            "ucx transport (PEs {}): {} puts, {} gets, {} non-blocking, {} atomics, {} fences, \
+             {} quiets, {} progress calls",
+            reached.join(","),
+            n(&c.puts),
+            n(&c.gets),
+            n(&c.nbi),
+            n(&c.amos),
+            n(&c.fences),
+            n(&c.quiets),
+            n(&c.progress)
+        );
+        flushed.and(closed)
+    }
+
+    fn detail(&self) -> String {
+        match std::env::var("UCX_TLS") {
+            Ok(tls) if !tls.is_empty() => format!("UCX_TLS={tls}"),
+            _ => "UCX's choice of transports".into(),
+        }
+    }
+}
+
+impl Ucx {
+    /// One fetching UCP atomic `opcode` on `target` (endpoint, remote address, rkey) of `size`
+    /// bytes: `operand` is its buffer, `reply` the reply buffer's input (CSWAP's new value).
+    /// Returns the old value (in the low `size` bytes).
+    #[allow(clippy::too_many_arguments)]
+    fn atomic(
+        &self,
+        st: &State,
+        target: (Handle, u64, Handle),
+        pe: usize,
+        op: AmoOp,
+        size: usize,
+        opcode: u32,
+        operand: u64,
+        reply: u64,
+    ) -> Result<u64, TransportError> {
+        let (ep, addr, rkey) = target;
+        // The element's bytes are the low bytes of each word (little-endian), as the table
+        // passes them.
+        let operand = operand.to_le_bytes();
+        let mut reply = reply.to_le_bytes();
+        let mut param = RequestParam::zeroed();
+        param.op_attr_mask = ffi::OP_ATTR_FIELD_DATATYPE | ffi::OP_ATTR_FIELD_REPLY_BUFFER;
+        param.datatype = ffi::dt_contig(size);
+        param.reply_buffer = reply.as_mut_ptr().cast();
+        // SAFETY: `ep` and `rkey` are live and belong together; `operand` and `reply` hold
+        // `size` (4 or 8) bytes and live until the wait returns.
+        let p = unsafe {
+            (self.api.atomic_op_nbx)(ep, opcode, operand.as_ptr().cast(), 1, addr, rkey, &param)
+        };
+        self.wait(st, p, || format!("atomic {op:?} on PE {pe}"))?;
+        Ok(u64::from_le_bytes(reply))
+    }
+
+    /// Lets a non-blocking operation run on its own: its request, if any, is released now and
+    /// completed by the next flush.
+    fn release(&self, p: StatusPtr, what: impl Fn() -> String) -> Waited {
+        if p.is_null() {
+            return Ok(());
+        }
+        if ffi::ptr_is_err(p) {
+            return Err(self.fail(what(), ffi::ptr_status(p)));
+        }
+        // SAFETY: a live request; UCP releases it when it completes.
+        unsafe { (self.api.request_free)(p) };
+        Ok(())
+    }
+}
+
+impl Drop for Ucx {
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        if st.closed {
+            return;
+        }
+        let mut st = std::mem::replace(
+            st,
+            State {
+                context: std::ptr::null_mut(),
+                worker: std::ptr::null_mut(),
+                eps: Vec::new(),
+                memh: [std::ptr::null_mut(); SEGMENTS],
+                remotes: [Vec::new(), Vec::new(), Vec::new()],
+                closed: true,
+            },
+        );
+        if let Err(e) = self.close(&mut st, true) {
+            tracing::debug!("ucx transport: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
