@@ -44,13 +44,14 @@ int main(void) {
     shmem_quiet();
     for (int i = 0; i < 64; i++) CHECK(got[i] == ((prev + npes - 1) % npes) * 100 + i);
 
-    /* NULL only for a PE reached through a transport: the loopback test transport, or a PE on
-       another node (the multi-node harness says where the PEs run). */
+    /* NULL only for a PE reached through a transport: a test transport choice here, or a PE
+       on another node (the multi-node harness says where the PEs run). */
     long *peer_c = shmem_ptr(c, next);
     if (peer_c != NULL) {
         peer_c[5] = 5000 + me;
     } else {
-        CHECK(getenv("SHMEM_TEST_LOOPBACK") != NULL || getenv("MULTINODE_LAYOUT") != NULL);
+        CHECK(getenv("SHMEM_TEST_LOOPBACK") != NULL || getenv("SHMEM_TEST_UCX") != NULL ||
+              getenv("MULTINODE_LAYOUT") != NULL);
         shmem_long_p(&c[5], 5000 + me, next);
     }
     shmem_fence();

@@ -26,8 +26,11 @@
 //! data has landed; an AMO when its result is here. Non-blocking puts and gets are issued and
 //! their requests released at once; quiet (`ucp_worker_flush_nbx`) completes them. Every wait
 //! progresses the worker and gives up after the control timeout with an error naming the
-//! operation and the PE. Progress happens only in those waits and in [`Transport::progress`],
-//! which the library calls from every wait loop.
+//! operation and the PE. Progress happens in those waits, in [`Transport::progress`] (which the
+//! library calls from every wait loop), and in a progress thread of ours that progresses the
+//! worker when nobody else does, napping 20 µs to 1 ms: a PE that computes without calling the
+//! library still answers its peers' wire-up and, where UCX does RMA and atomics in software
+//! (TCP), their puts, gets and AMOs.
 //!
 //! It counts the calls it serves and logs the counts at debug level when the job ends, so a test
 //! can prove the calls went through UCX.
@@ -37,8 +40,10 @@ pub mod ffi;
 use super::{AmoOp, Ctx, Segment, Transport, TransportError};
 use ffi::{Api, Handle, RequestParam, StatusPtr};
 use std::ffi::{c_void, CStr};
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The Debian package that provides `libucp.so.0`.
@@ -106,9 +111,16 @@ pub struct Ucx {
     timeout: Duration,
     /// This PE's worker address.
     address: Vec<u8>,
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
+    /// The progress thread's stop flag and handle, from connect to finalize.
+    progress_thread: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
     counts: Counts,
 }
+
+/// The progress thread's shortest nap, after it moved something.
+const NAP_MIN: Duration = Duration::from_micros(20);
+/// Its longest nap, when idle.
+const NAP_MAX: Duration = Duration::from_millis(1);
 
 impl std::fmt::Debug for Ucx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -199,14 +211,15 @@ impl Ucx {
             reach,
             timeout,
             address,
-            state: Mutex::new(State {
+            state: Arc::new(Mutex::new(State {
                 context,
                 worker,
                 eps: Vec::with_capacity(n_pes),
                 memh: [std::ptr::null_mut(); SEGMENTS],
                 remotes: [Vec::new(), Vec::new(), Vec::new()],
                 closed: false,
-            }),
+            })),
+            progress_thread: Mutex::new(None),
             counts: Counts::default(),
         })
     }
@@ -356,6 +369,60 @@ impl Ucx {
         first_error
     }
 
+    /// Starts the thread that progresses the worker while no call of this PE does: a PE that
+    /// computes without calling the library still answers its peers' wire-up and, over wires
+    /// where UCX does RMA and atomics in software (TCP), their puts, gets and AMOs. It naps
+    /// from [`NAP_MIN`] after it moved something up to [`NAP_MAX`] when idle, and only tries
+    /// the lock (a thread that holds it is progressing the worker already).
+    fn start_progress_thread(&self) -> Result<(), TransportError> {
+        let api = self.api;
+        let state = Arc::clone(&self.state);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("shmem-ucx".into())
+            .spawn(move || {
+                let mut nap = NAP_MIN;
+                while !stopped.load(Ordering::Acquire) {
+                    let moved = match state.try_lock() {
+                        // SAFETY: the worker is live while the state is open; the lock is held.
+                        Ok(st) if !st.closed => unsafe { (api.worker_progress)(st.worker) },
+                        _ => 0,
+                    };
+                    nap = if moved > 0 {
+                        NAP_MIN
+                    } else {
+                        (nap * 2).min(NAP_MAX)
+                    };
+                    std::thread::sleep(nap);
+                }
+            })
+            .map_err(|e| TransportError::Library {
+                call: "starting the UCX progress thread".into(),
+                why: e.to_string(),
+            })?;
+        *self
+            .progress_thread
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some((stop, handle));
+        Ok(())
+    }
+
+    /// Stops the progress thread, if it runs, and waits for it (it naps at most [`NAP_MAX`]).
+    fn stop_progress_thread(&self) {
+        let taken = self
+            .progress_thread
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some((stop, handle)) = taken {
+            stop.store(true, Ordering::Release);
+            if handle.join().is_err() {
+                tracing::debug!("ucx transport: the progress thread panicked");
+            }
+        }
+    }
+
     fn flush_worker(&self, st: &State, what: &str) -> Waited {
         let param = RequestParam::zeroed();
         // SAFETY: the worker is live (callers checked `closed`); `param` asks nothing.
@@ -385,7 +452,7 @@ impl Transport for Ucx {
 
     fn connect(&mut self, addresses: &[Vec<u8>]) -> Result<(), TransportError> {
         let api = self.api;
-        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.lock();
         for (pe, a) in addresses.iter().enumerate() {
             if a.is_empty() {
                 return Err(TransportError::BadPeerData {
@@ -409,7 +476,8 @@ impl Transport for Ucx {
             }
             st.eps.push(ep);
         }
-        Ok(())
+        drop(st);
+        self.start_progress_thread()
     }
 
     fn register(
@@ -419,7 +487,7 @@ impl Transport for Ucx {
         len: usize,
     ) -> Result<Vec<u8>, TransportError> {
         let api = self.api;
-        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.lock();
         let mut key = Vec::with_capacity(KEY_HEADER + 256);
         key.extend_from_slice(&(base as u64).to_le_bytes());
         key.extend_from_slice(&(len as u64).to_le_bytes());
@@ -462,7 +530,7 @@ impl Transport for Ucx {
 
     fn attach(&mut self, segment: Segment, keys: &[Vec<u8>]) -> Result<(), TransportError> {
         let api = self.api;
-        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.lock();
         let mut remotes = Vec::with_capacity(keys.len());
         for (pe, k) in keys.iter().enumerate() {
             let bad = |why: String| TransportError::BadPeerData {
@@ -706,6 +774,7 @@ impl Transport for Ucx {
     }
 
     fn finalize(&self) -> Result<(), TransportError> {
+        self.stop_progress_thread();
         let mut st = self.lock();
         if st.closed {
             return Ok(());
@@ -793,21 +862,8 @@ impl Ucx {
 
 impl Drop for Ucx {
     fn drop(&mut self) {
-        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        if st.closed {
-            return;
-        }
-        let mut st = std::mem::replace(
-            st,
-            State {
-                context: std::ptr::null_mut(),
-                worker: std::ptr::null_mut(),
-                eps: Vec::new(),
-                memh: [std::ptr::null_mut(); SEGMENTS],
-                remotes: [Vec::new(), Vec::new(), Vec::new()],
-                closed: true,
-            },
-        );
+        self.stop_progress_thread();
+        let mut st = self.lock();
         if let Err(e) = self.close(&mut st, true) {
             tracing::debug!("ucx transport: {e}");
         }
