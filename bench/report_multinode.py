@@ -92,29 +92,39 @@ class Data:
         return statistics.median(rs) if rs else None
 
 
+def fmt_v(v, unit):
+    """report.py's format, with three significant digits for rates below 0.1 GB/s."""
+    if unit == "GB/s" and v is not None and v < 0.1:
+        return "%.3g" % v
+    return fmt(v, unit)
+
+
 def cell(g, unit):
     if not g:
         return "n/a"
     if g["n"] > 1 and g["lo"] != g["hi"]:
-        return "%s <sub>%s–%s</sub>" % (fmt(g["median"], unit), fmt(g["lo"], unit), fmt(g["hi"], unit))
-    return fmt(g["median"], unit)
+        return "%s <sub>%s–%s</sub>" % (fmt_v(g["median"], unit), fmt_v(g["lo"], unit), fmt_v(g["hi"], unit))
+    return fmt_v(g["median"], unit)
+
+
+def why(stderr):
+    """The line of a failed run's stderr that says why: its first ERROR line, else its last."""
+    lines = [l for l in stderr.strip().splitlines() if l.strip()]
+    errors = [l for l in lines if "ERROR" in l or "error" in l]
+    return (errors or lines or [""])[0 if errors else -1][:200].replace("|", "\\|")
 
 
 # ---- tables --------------------------------------------------------------------------------------
 
 # Latency figures between PEs on two nodes: (label, bench, name, size, floor test, floor size,
-# floor factor, how the floor is read).
+# floor factor).
 LATENCY = [
-    ("p + quiet, 8 B", "rma_lat", "p+quiet", 8, "ucp_put_lat", 8, 2.0,
-     "2 × put latency: a put and its completion are a round trip"),
-    ("putmem + quiet, 8 B", "rma_lat", "putmem+quiet", 8, "ucp_put_lat", 8, 2.0,
-     "2 × put latency"),
-    ("putmem + quiet, 4 KiB", "rma_lat", "putmem+quiet", 4096, "ucp_put_lat", 4096, 2.0,
-     "2 × put latency"),
-    ("g, 8 B", "rma_lat", "g", 8, "ucp_get", 8, 1.0, "get latency"),
-    ("fetch_add, 8 B", "amo", "fetch_add", 8, "ucp_fadd", 8, 1.0, "fetch-and-add latency"),
-    ("ping-pong p (one way), 8 B", "pingpong", "p", 8, "ucp_put_lat", 8, 1.0,
-     "put latency (one way, as ucx_perftest reports it)"),
+    ("p + quiet, 8 B", "rma_lat", "p+quiet", 8, "ucp_put_lat", 8, 2.0),
+    ("putmem + quiet, 8 B", "rma_lat", "putmem+quiet", 8, "ucp_put_lat", 8, 2.0),
+    ("putmem + quiet, 4 KiB", "rma_lat", "putmem+quiet", 4096, "ucp_put_lat", 4096, 2.0),
+    ("g, 8 B", "rma_lat", "g", 8, "ucp_get", 8, 1.0),
+    ("fetch_add, 8 B", "amo", "fetch_add", 8, "ucp_fadd", 8, 1.0),
+    ("ping-pong p (one way), 8 B", "pingpong", "p", 8, "ucp_put_lat", 8, 1.0),
 ]
 
 
@@ -131,7 +141,7 @@ class Report:
     def latency(self):
         d, title = self.d, "latency"
         rows = []
-        for label, bench, name, size, ftest, fsize, factor, how in LATENCY:
+        for label, bench, name, size, ftest, fsize, factor in LATENCY:
             o, s = key("ours", bench, name, 2, 1, size), key("oshmem", bench, name, 2, 1, size)
             fk = key("perftest", "perftest", ftest, 2, 1, fsize)
             if not (d.get(*o) or d.get(*s)):
@@ -155,9 +165,11 @@ class Report:
         self.rows[title] = rows
         return table(["figure (ns per call)", "ours", "OSHMEM", "floor", "ours/OSHMEM",
                       "ours/floor", "limit", "within limit"], rows) + (
-            "\n\nFloors (ucx_perftest between the same two namespaces, median of its iterations): "
-            + "; ".join("%s: %s" % (l, how) for l, _, _, _, _, _, _, how in LATENCY[::2]) +
-            ". The limit is 1.2 × (floor + the same figure in a one-node job of ours).")
+            "\n\nFloors (ucx_perftest between the same two namespaces, the median of its "
+            "iterations): p and putmem + quiet: 2 × `ucp_put_lat` at the same size (a put and "
+            "its completion are a round trip); g: `ucp_get`; fetch_add: `ucp_fadd`; one-way "
+            "ping-pong: `ucp_put_lat` (one way, as ucx_perftest reports it). The limit is 1.2 × "
+            "(floor + the same figure in a one-node job of ours).")
 
     def bandwidth(self):
         d, title = self.d, "bandwidth"
@@ -235,11 +247,9 @@ class Report:
     def failures(self):
         if not self.d.failures:
             return "None."
-        return table(["variant", "program", "layout", "round", "exit", "args", "last stderr line"],
+        return table(["variant", "program", "nodes × PEs per node", "round", "exit", "args", "why (stderr)"],
                      [[f["variant"], f["bench"], "%s × %s" % (f["nodes"], f["ppn"]), f["round"],
-                       f["rc"], "`%s`" % f["args"],
-                       (f["stderr"].strip().splitlines() or [""])[-1][:160].replace("|", "\\|")]
-                      for f in self.d.failures])
+                       f["rc"], "`%s`" % f["args"], why(f["stderr"])] for f in self.d.failures])
 
     def verdicts(self):
         by = {}
