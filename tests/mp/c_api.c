@@ -44,8 +44,8 @@ int main(void) {
     shmem_quiet();
     for (int i = 0; i < 64; i++) CHECK(got[i] == ((prev + npes - 1) % npes) * 100 + i);
 
-    /* NULL only for a PE reached through a transport: a test transport choice here, or a PE
-       on another node (the multi-node harness says where the PEs run). */
+    /* NULL only for a PE reached through a transport: a test transport's choice, or a PE on
+       another node (the multi-node harness says where the PEs run). */
     long *peer_c = shmem_ptr(c, next);
     if (peer_c != NULL) {
         peer_c[5] = 5000 + me;

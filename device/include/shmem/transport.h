@@ -32,9 +32,9 @@ extern "C" {
 
 /* The symmetric segments an address can lie in. */
 enum shmem_transport_segment {
-    SHMEM_TRANSPORT_SEGMENT_HEAP = 0, /* the user heap (shmem_malloc) */
-    SHMEM_TRANSPORT_SEGMENT_DATA = 1, /* global and static variables */
-    SHMEM_TRANSPORT_SEGMENT_CONTROL = 2, /* the control segment: the host API's sync words */
+    SHMEM_TRANSPORT_SEGMENT_HEAP = 0,    /* the user heap (shmem_malloc) */
+    SHMEM_TRANSPORT_SEGMENT_DATA = 1,    /* global and static variables */
+    SHMEM_TRANSPORT_SEGMENT_CONTROL = 2, /* the PE's control segment */
 };
 
 /* The atomic operations (shmem_transport_ops.amo). Every one returns the old value in *fetched

@@ -72,18 +72,12 @@ pub const OP_ATTR_FIELD_FLAGS: u32 = 1 << 4;
 /// `UCP_OP_ATTR_FIELD_REPLY_BUFFER`.
 pub const OP_ATTR_FIELD_REPLY_BUFFER: u32 = 1 << 5;
 
-/// `ucp_atomic_op_t`.
+/// `ucp_atomic_op_t` (AND, OR and XOR, 3 to 5, are not used: see the transport's `amo`).
 pub const ATOMIC_OP_ADD: u32 = 0;
 /// See [`ATOMIC_OP_ADD`].
 pub const ATOMIC_OP_SWAP: u32 = 1;
 /// See [`ATOMIC_OP_ADD`].
 pub const ATOMIC_OP_CSWAP: u32 = 2;
-/// See [`ATOMIC_OP_ADD`].
-pub const ATOMIC_OP_AND: u32 = 3;
-/// See [`ATOMIC_OP_ADD`].
-pub const ATOMIC_OP_OR: u32 = 4;
-/// See [`ATOMIC_OP_ADD`].
-pub const ATOMIC_OP_XOR: u32 = 5;
 
 /// `ucp_dt_make_contig(size)`: a contiguous datatype of `size`-byte elements.
 pub fn dt_contig(size: usize) -> u64 {

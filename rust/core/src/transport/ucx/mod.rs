@@ -710,10 +710,11 @@ impl Transport for Ucx {
                 .map(|old| old & mask)
         };
         let logical = |f: fn(u64, u64) -> u64| -> Result<u64, TransportError> {
-            // UCX 1.13's shared-memory transports (self, posix, sysv, cma) get fetching AND,
-            // OR and XOR wrong (a fetch-or of 3 on 40 returns 40 and leaves 40; a fetch-xor
-            // stores 0), while fetch-add and compare-and-swap are right: so these three are a
-            // compare-and-swap loop, atomic with every other UCX atomic on the word.
+            // UCX 1.13.1 gets fetching AND, OR and XOR wrong on one node (on its self
+            // transport a fetch-or of 3 on 40 returns 40 and leaves 40, a fetch-xor stores 0;
+            // the non-fetching forms are right), while fetch-add and compare-and-swap are
+            // right everywhere: so these three are a compare-and-swap loop, atomic with every
+            // other UCX atomic on the word.
             let mut old = one(ffi::ATOMIC_OP_ADD, 0, 0)?;
             loop {
                 let seen = one(ffi::ATOMIC_OP_CSWAP, old, f(old, value) & mask)?;
