@@ -407,10 +407,21 @@ pub fn finalize() -> Result<()> {
     let rt = get("shmem_finalize")?;
     rt.enter(Call::new("shmem_finalize", Step::Finalize));
     wait::publish_naps(None);
-    rt.bootstrap.goodbye(rt.timeouts.control)?;
     if let Some(t) = &rt.transport {
-        t.transport().finalize()?;
+        // The finalize barrier's last flags may still be in flight: every PE completes what it
+        // sent while every peer is still there to answer, and only then, past a store barrier,
+        // closes its connections. Nothing is in flight any more, so a close that fails (the
+        // peer tore its end down first) loses nothing: it is only noted. A second store
+        // barrier keeps every PE until all have closed.
+        let t = t.transport();
+        t.quiet(transport::Ctx(0))?;
+        rt.bootstrap.barrier(rt.timeouts.control)?;
+        if let Err(e) = t.finalize() {
+            tracing::debug!("closing the {} transport after every PE completed: {e}", t.name());
+        }
+        rt.bootstrap.barrier(rt.timeouts.control)?;
     }
+    rt.bootstrap.goodbye(rt.timeouts.control)?;
     // The state points into this runtime, which goes with the phase change below.
     job_state::clear();
     *STATE.write().unwrap_or_else(|p| p.into_inner()) = Phase::Finalized;
