@@ -157,6 +157,31 @@ mkdir -p "$raw" "$tmp"
 LOG=$out/bench.log
 : >"$LOG"
 
+# A /24 of 10.0.0.0/8 picked from the pid; the ctest RESOURCE_LOCK netns keeps runs apart.
+subnet=10.$((100 + $$ % 50)).$((($$ / 50) % 250))
+bridge=smnbr$$
+NS_PREFIX=shmem-mn$$-n
+MAX_NODES=3
+cleanup() {
+    local i
+    set +e
+    [[ -n ${child:-} ]] && kill "$child" 2>/dev/null # a timeout(1): it stops its command
+    [[ -n ${srv_pid:-} ]] && kill "$srv_pid" 2>/dev/null
+    for ((i = 1; i <= MAX_NODES; i++)); do
+        # Only processes in our own namespaces: orted daemons, PEs, perftest servers.
+        ip netns pids "$NS_PREFIX$i" 2>/dev/null | xargs -r kill -9 2>/dev/null
+        ip netns del "$NS_PREFIX$i" 2>/dev/null
+        ip link del "smn$$h$i" 2>/dev/null
+    done
+    ip link del "$bridge" 2>/dev/null
+    rm -rf "$tmp"
+    ((out_is_tmp)) && rm -rf "$out"
+    trap - EXIT
+    return 0
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
 # Programs the sweep needs (bench/*.c names).
 mapfile -t PROGS < <(awk -v mode="$mode" '!/^[[:space:]]*(#|$)/ {
     n = split($1, m, ","); for (i = 1; i <= n; i++) if (m[i] == mode && $4 != "perftest") print $5
@@ -197,28 +222,6 @@ want oshmem && build_variant "$OSH_CC" "$OSH_BIN"
 
 # --- the nodes -----------------------------------------------------------------------------------
 
-# A /24 of 10.0.0.0/8 picked from the pid; the ctest RESOURCE_LOCK netns keeps runs apart.
-subnet=10.$((100 + $$ % 50)).$((($$ / 50) % 250))
-bridge=smnbr$$
-NS_PREFIX=shmem-mn$$-n
-MAX_NODES=3
-cleanup() {
-    local i
-    set +e
-    for ((i = 1; i <= MAX_NODES; i++)); do
-        # Only processes in our own namespaces: orted daemons, PEs, perftest servers.
-        ip netns pids "$NS_PREFIX$i" 2>/dev/null | xargs -r kill -9 2>/dev/null
-        ip netns del "$NS_PREFIX$i" 2>/dev/null
-        ip link del "smn$$h$i" 2>/dev/null
-    done
-    ip link del "$bridge" 2>/dev/null
-    rm -rf "$tmp"
-    ((out_is_tmp)) && rm -rf "$out"
-    trap - EXIT
-    return 0
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 if ! ip link add "$bridge" type bridge 2>/dev/null; then
     echo "SKIP: cannot create a bridge here (ip link add: no CAP_NET_ADMIN?)"
     exit 77
@@ -260,6 +263,19 @@ OSH_FLAGS=(--allow-run-as-root --oversubscribe --mca plm_rsh_agent "$AGENT"
 
 # --- running ---------------------------------------------------------------------------------
 
+# Runs a command with stdout and stderr to files, in the background so that a signal to this
+# script is handled at once (cleanup stops the command): $1 stdout file, $2 stderr file.
+child=
+bounded() {
+    local o=$1 e=$2 rc=0
+    shift 2
+    "$@" </dev/null >"$o" 2>"$e" &
+    child=$!
+    wait "$child" || rc=$?
+    child=
+    return "$rc"
+}
+
 record_failure() { # variant prog nodes ppn round rc args errfile
     printf '   FAILED (exit %s): %s %s at %sx%s %s\n' "$6" "$1" "$2" "$3" "$4" "$7" | tee -a "$LOG" >&2
     python3 - "$@" >>"$raw/failures.jsonl" <<'EOF'
@@ -286,7 +302,7 @@ run_prog() {
                 --map-by slot -np "$npes" "$OSH_BIN/$prog") ;;
     esac
     printf '[round %s] %-8s %sx%s %s\n' "$round" "$variant" "$nodes" "$ppn" "${cmd[*]} $*" >>"$LOG"
-    "${cmd[@]}" "$@" </dev/null >"$tmp/stdout" 2>"$tmp/stderr" || rc=$?
+    bounded "$tmp/stdout" "$tmp/stderr" "${cmd[@]}" "$@" || rc=$?
     if ((rc == 124 || rc == 137)); then
         # A run that hangs (Open MPI 4.1's OSHMEM now and then does across nodes, before its
         # first figure) gets one more try; the log keeps both.
@@ -294,7 +310,7 @@ run_prog() {
         cat "$tmp/stderr" >>"$LOG"
         reap
         rc=0
-        "${cmd[@]}" "$@" </dev/null >"$tmp/stdout" 2>"$tmp/stderr" || rc=$?
+        bounded "$tmp/stdout" "$tmp/stderr" "${cmd[@]}" "$@" || rc=$?
     fi
     sed -n "s/^{\"bench\"/{\"variant\":\"$variant\",\"round\":$round,\"nodes\":$nodes,\"ppn\":$ppn,\"bench\"/p" \
         "$tmp/stdout" >>"$raw/round$round.jsonl"
@@ -331,7 +347,8 @@ run_perftest() {
             -p "$perftest_port" -c "$(cpu_of 0)" -t "$test" -s "$bytes" -n "$iters" -w $((iters / 10 + 1)) -v)
         printf '[round %s] perftest 2x1 %s & %s\n' "$round" "${srv[*]}" "${cli[*]}" >>"$LOG"
         "${srv[@]}" >"$tmp/perf-srv" 2>&1 &
-        local srv_pid=$! tries=0
+        srv_pid=$!
+        local tries=0
         # The client connects once: wait until the server listens.
         until ip netns exec "${NS_PREFIX}2" ss -Hltn "sport = :$perftest_port" 2>/dev/null | grep -q .; do
             tries=$((tries + 1))
@@ -339,8 +356,9 @@ run_perftest() {
             sleep 0.05
         done
         rc=0
-        "${cli[@]}" </dev/null >"$tmp/stdout" 2>"$tmp/stderr" || rc=$?
+        bounded "$tmp/stdout" "$tmp/stderr" "${cli[@]}" || rc=$?
         wait "$srv_pid" 2>/dev/null || true
+        srv_pid=
         cat "$tmp/stderr" "$tmp/perf-srv" >>"$LOG"
         if ((rc == 0)) && python3 "$BENCH/report_multinode.py" perftest "$tmp/stdout" --test "$test" \
             --size "$bytes" --round "$round" --iters "$iters" >>"$raw/round$round.jsonl" 2>>"$tmp/stderr"; then
