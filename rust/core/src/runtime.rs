@@ -417,7 +417,10 @@ pub fn finalize() -> Result<()> {
         t.quiet(transport::Ctx(0))?;
         rt.bootstrap.barrier(rt.timeouts.control)?;
         if let Err(e) = t.finalize() {
-            tracing::debug!("closing the {} transport after every PE completed: {e}", t.name());
+            tracing::debug!(
+                "closing the {} transport after every PE completed: {e}",
+                t.name()
+            );
         }
         rt.bootstrap.barrier(rt.timeouts.control)?;
     }
