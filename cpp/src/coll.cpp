@@ -304,7 +304,8 @@ int team_alltoalls(const char *call, shmem_team_t team, void *dest, const void *
     shmem_team_s *t = coll_team(call, team);
     Strided s = strided_args(call, dest, source, dst, sst, nelems, elem, t->size);
     TeamSync sync(call, t);
-    alltoalls_pull(members_of(call, t), sync, static_cast<char *>(dest), s.src, dst, sst, s.nelems, elem);
+    alltoalls_pull(members_of(call, t), sync, static_cast<char *>(dest), s.src, dst, sst, s.nelems,
+                   elem);
     return 0;
 }
 

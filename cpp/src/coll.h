@@ -4,9 +4,9 @@
 // member is mapped here, the transport's get or put where it is not. Each PE pulls what it needs
 // from its peers' `source` into its own `dest` (a reduction also pushes its share of the result
 // into its peers' `dest`). Members synchronise on flags: a team's on its area (epochs that only
-// grow, see team.h), an active set on its pSync array (words that return to SHMEM_SYNC_VALUE). Waits check their flag inline
-// first, then by the library's waiting policy, so 8 PEs on 2 cores make progress. Nothing here
-// allocates, locks or logs once the arguments have been checked.
+// grow, see team.h), an active set on its pSync array (words that return to SHMEM_SYNC_VALUE).
+// Waits check their flag inline first, then by the library's waiting policy, so 8 PEs on 2 cores
+// make progress. Nothing here allocates, locks or logs once the arguments have been checked.
 #pragma once
 
 #include <cstdint>

@@ -91,8 +91,7 @@ inline void combine(T *__restrict acc, const T *__restrict src, size_t n) {
 // Elements [first, first + n) of `src` on world PE `pe`: where it is mapped here, else fetched
 // into `bounce` (n elements).
 template <typename T>
-inline const T *source_block(const Members &m, Sym src, size_t first, size_t n, int pe,
-                             T *bounce) {
+inline const T *source_block(const Members &m, Sym src, size_t first, size_t n, int pe, T *bounce) {
     Sym at = src.plus(first * sizeof(T));
     if (const char *mapped = peer_mapped(at, pe)) return reinterpret_cast<const T *>(mapped);
     peer_get(m.call, bounce, at, pe, n * sizeof(T));

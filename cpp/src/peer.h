@@ -5,8 +5,8 @@
 // job state publishes a base for the PE (it is mapped here) a helper is a load, a store, a copy
 // or a CPU atomic through the mapping, inline; where it publishes 0 (the PE is reached through a
 // transport, its memory is never touched through a mapping) the helper calls the transport
-// table, out of line (transport.cpp). AMOs follow the atomicity rule (docs/architecture.md §5): while
-// a transport is in use every one goes through it, to mapped PEs and this PE too. Words that
+// table, out of line (transport.cpp). AMOs follow the atomicity rule (docs/architecture.md §5):
+// while a transport is in use every one goes through it, to mapped PEs and this PE too. Words that
 // several PEs change are changed only by AMOs; the others have one writer (a flag, an epoch, a
 // published value) and are written by stores or puts.
 //
@@ -125,8 +125,7 @@ SHMEM_HOT_INLINE T peer_amo(const char *call, int op, Sym s, int pe, T value, T 
     case SHMEM_TRANSPORT_AMO_SET: __atomic_store_n(p, value, __ATOMIC_SEQ_CST); return T{};
     case SHMEM_TRANSPORT_AMO_SWAP: return __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);
     case SHMEM_TRANSPORT_AMO_COMPARE_SWAP:
-        __atomic_compare_exchange_n(p, &compare, value, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST);
+        __atomic_compare_exchange_n(p, &compare, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
         return compare;  // the value found, whether or not it matched
     case SHMEM_TRANSPORT_AMO_FETCH_ADD: return __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);
     case SHMEM_TRANSPORT_AMO_FETCH_AND: return __atomic_fetch_and(p, value, __ATOMIC_SEQ_CST);

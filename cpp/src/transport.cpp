@@ -128,8 +128,8 @@ uint64_t peer_amo_cold(const char *call, int op, Sym s, int pe, size_t size, uin
                        uint64_t compare) {
     const shmem_transport_ops &t = ops(call, pe);
     uint64_t old = 0;
-    if (SHMEM_UNLIKELY(t.amo(t.self, nullptr, pe, s.segment, s.off, op, size, value, compare,
-                             &old) != 0)) {
+    if (SHMEM_UNLIKELY(
+            t.amo(t.self, nullptr, pe, s.segment, s.off, op, size, value, compare, &old) != 0)) {
         fail_logged();
     }
     return old;
