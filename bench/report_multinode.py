@@ -148,7 +148,7 @@ class Report:
                 continue
             floor = d.val(*fk)
             floor = floor * factor if floor is not None else None
-            one = d.val("ours", bench, name, 1, 2, size)  # the same-node path's cost
+            one = d.val(*key("ours", bench, name, 1, 2, size))  # the same-node path's cost
             limit = 1.2 * (floor + one) if floor is not None and one is not None else None
             ours = d.val(*o)
             vs_osh = d.paired(o, s)
@@ -294,6 +294,14 @@ def cmd_render(a):
                 env.get("date", "?")))
     if env.get("notes"):
         head += "\nNote: %s.\n" % env["notes"]
+    try:
+        load, cpus = float(env.get("load", "").split()[0]), int(env.get("cpus_online", 0))
+    except (ValueError, IndexError):
+        load, cpus = 0.0, 0
+    if cpus and load > 0.5 * cpus:
+        head += ("\n**Provisional:** the load average was %.1f on %d CPUs when this run started "
+                 "(other work on the machine); take the figures that decide the targets on a quiet "
+                 "machine.\n" % (load, cpus))
     parts = [("Targets", rep.verdicts())] + sections + [
         ("Failures (runs that exited non-zero; their figures are missing)", rep.failures())]
     md = head + "\n" + "\n\n".join("### %s\n\n%s" % p for p in parts) + "\n"
