@@ -119,7 +119,10 @@ void peer_get_cold(const char *call, void *dest, Sym s, int pe, size_t n) {
 
 void peer_put_cold(const char *call, Sym s, int pe, const void *source, size_t n) {
     const shmem_transport_ops &t = ops(call, pe);
-    if (SHMEM_UNLIKELY(t.put(t.self, nullptr, pe, s.segment, s.off, source, n) != 0)) {
+    // The table's put is OpenSHMEM's (visible after quiet); the protocols on peer.h count on
+    // their writes having landed when the helper returns.
+    if (SHMEM_UNLIKELY(t.put(t.self, nullptr, pe, s.segment, s.off, source, n) != 0 ||
+                       t.quiet(t.self, nullptr) != 0)) {
         fail_logged();
     }
 }

@@ -57,8 +57,10 @@ typedef struct shmem_transport_ops {
     const char *name; /* NUL-terminated, for messages */
     void *self;       /* passed back as the first argument of every operation */
 
-    /* Blocking: `n` bytes between local memory and [offset, offset+n) of `segment` on `pe`;
-     * complete (remotely visible, or landed here) when the call returns. */
+    /* Blocking: `n` bytes between local memory and [offset, offset+n) of `segment` on `pe`.
+     * A put returns when `source` may be reused, and is remotely visible after quiet on `ctx`
+     * (ordered before later puts and AMOs by fence), as OpenSHMEM's put is; a get returns when
+     * the data has landed here. */
     int (*put)(void *self, const void *ctx, int pe, int segment, uint64_t offset,
                const void *source, size_t n);
     int (*get)(void *self, const void *ctx, int pe, int segment, uint64_t offset, void *dest,

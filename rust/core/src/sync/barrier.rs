@@ -125,7 +125,7 @@ pub enum Word<'a> {
 
 impl<'a> Word<'a> {
     /// Raises the word to `value` after every store this PE made before (a release store, or
-    /// a blocking put through the transport, which the facade's barriers precede with quiet).
+    /// a put through the transport, which `shmem_barrier_all` precedes with quiet).
     fn raise(self, value: u64) {
         match self {
             Word::Mapped(w) => w.store(value, Ordering::Release),

@@ -214,7 +214,9 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     ) -> Result<Vec<u8>, TransportError>;
     /// Takes every PE's remote key of `segment` (`keys[p]` from PE p's `register`).
     fn attach(&mut self, segment: Segment, keys: &[Vec<u8>]) -> Result<(), TransportError>;
-    /// Copies `source` to `offset` of `segment` on `pe`; complete on return.
+    /// Copies `source` to `offset` of `segment` on `pe`: `source` may be reused on return, the
+    /// data is visible there after [`quiet`](Transport::quiet) on `ctx` (ordered by
+    /// [`fence`](Transport::fence)), as OpenSHMEM's put is.
     fn put(
         &self,
         ctx: Ctx,
@@ -399,9 +401,10 @@ pub fn progress() {
     unsafe { ((*ops).progress)((*ops).self_) };
 }
 
-/// Writes the 8-byte `value` at `offset` of `segment` on `pe` through the published table
-/// (blocking: visible there when this returns); for the runtime's synchronisation words of PEs
-/// reached through the transport. Ends the job when the transport fails (it logged why).
+/// Writes the 8-byte `value` at `offset` of `segment` on `pe` through the published table: a
+/// put, visible there once the transport delivers it (a flag that the peer waits for; what
+/// must land before it is completed by a quiet first); for the runtime's synchronisation words
+/// of PEs reached through the transport. Ends the job when the transport fails (it logged why).
 pub fn put_word(pe: usize, segment: Segment, offset: usize, value: u64) {
     let ops = crate::job_state::transport();
     assert!(!ops.is_null(), "no transport reaches PE {pe}");

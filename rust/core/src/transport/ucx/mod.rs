@@ -25,10 +25,13 @@
 //! allows; a worker per context would make each context pay for its own endpoints to every PE
 //! and its own progress, for isolation no test or program of ours can observe.
 //!
-//! Completion: a blocking put returns when the data is visible at the target (the table's
-//! contract: the put, then a flush of its endpoint, waited for together); a blocking get when the
-//! data has landed; an AMO when its result is here. Non-blocking puts and gets are issued and
-//! their requests released at once; quiet (`ucp_worker_flush_nbx`) completes them. Every wait
+//! Completion: a blocking put returns when its source may be reused (UCX copied or sent it: a
+//! short put costs no round trip), and is visible at the target after quiet, ordered by fence,
+//! as OpenSHMEM's put is (the table's contract); a blocking get returns when the data has landed,
+//! an AMO when its result is here. Non-blocking puts and gets are issued and their requests
+//! released at once. Quiet (`ucp_worker_flush_nbx`) completes everything, and costs nothing when
+//! no put or non-blocking call was issued since the last one (a PE that reaches only mapped
+//! peers, or only fetches, pays for no flush). Every wait
 //! progresses the worker and gives up after the control timeout with an error naming the
 //! operation and the PE. Finalize flushes and closes the endpoints; the worker, and the
 //! progress thread, end when the transport is dropped, after the runtime's closing barrier, so a
@@ -102,6 +105,8 @@ struct State {
     remotes: [Vec<Remote>; SEGMENTS],
     /// Everything released (finalize ran).
     closed: bool,
+    /// A put or non-blocking call was issued since the last flush: quiet has work to do.
+    pending: bool,
 }
 
 // SAFETY: the handles are UCP's, used only under the transport's lock: one thread at a time
@@ -225,6 +230,7 @@ impl Ucx {
                 memh: [std::ptr::null_mut(); SEGMENTS],
                 remotes: [Vec::new(), Vec::new(), Vec::new()],
                 closed: false,
+                pending: false,
             })),
             progress_thread: Mutex::new(None),
             counts: Counts::default(),
@@ -605,7 +611,7 @@ impl Transport for Ucx {
         source: &[u8],
     ) -> Result<(), TransportError> {
         bump(&self.counts.puts);
-        let st = self.lock();
+        let mut st = self.lock();
         let (ep, addr, rkey) = self.remote(&st, pe, segment, offset, source.len())?;
         if source.is_empty() {
             return Ok(());
@@ -616,15 +622,10 @@ impl Transport for Ucx {
         let p = unsafe {
             (self.api.put_nbx)(ep, source.as_ptr().cast(), source.len(), addr, rkey, &param)
         };
-        if ffi::ptr_is_err(p) {
-            return self.wait(&st, p, || format!("put to PE {pe}"));
-        }
-        // Visible at the target on return: the endpoint's flush completes the put with it.
-        // SAFETY: `ep` is live.
-        let flush = unsafe { (self.api.ep_flush_nbx)(ep, &param) };
-        let r = self.wait(&st, flush, || format!("put to PE {pe} (flush)"));
-        let put = self.wait(&st, p, || format!("put to PE {pe}"));
-        r.and(put)
+        // Locally complete on return (the source may be reused: UCX copied it out or sent
+        // it); remotely visible after quiet, ordered by fence, as OpenSHMEM's put is.
+        st.pending = true;
+        self.wait(&st, p, || format!("put to PE {pe}"))
     }
 
     fn get(
@@ -660,11 +661,12 @@ impl Transport for Ucx {
         len: usize,
     ) -> Result<(), TransportError> {
         bump(&self.counts.nbi);
-        let st = self.lock();
+        let mut st = self.lock();
         let (ep, addr, rkey) = self.remote(&st, pe, segment, offset, len)?;
         if len == 0 {
             return Ok(());
         }
+        st.pending = true;
         let param = RequestParam::zeroed();
         // SAFETY: `ep` and `rkey` are live and belong together; the caller keeps `source`
         // readable for `len` bytes until quiet, which flushes this worker.
@@ -682,11 +684,12 @@ impl Transport for Ucx {
         len: usize,
     ) -> Result<(), TransportError> {
         bump(&self.counts.nbi);
-        let st = self.lock();
+        let mut st = self.lock();
         let (ep, addr, rkey) = self.remote(&st, pe, segment, offset, len)?;
         if len == 0 {
             return Ok(());
         }
+        st.pending = true;
         let param = RequestParam::zeroed();
         // SAFETY: `ep` and `rkey` are live and belong together; the caller keeps `dest`
         // writable for `len` bytes, unread, until quiet, which flushes this worker.
@@ -768,11 +771,15 @@ impl Transport for Ucx {
 
     fn quiet(&self, _ctx: Ctx) -> Result<(), TransportError> {
         bump(&self.counts.quiets);
-        let st = self.lock();
-        if st.closed {
+        let mut st = self.lock();
+        // Nothing issued since the last flush (blocking gets and AMOs complete where they are
+        // called): nothing to complete, and a PE that only reaches mapped peers pays nothing.
+        if st.closed || !st.pending {
             return Ok(());
         }
-        self.flush_worker(&st, "quiet")
+        let flushed = self.flush_worker(&st, "quiet");
+        st.pending = flushed.is_err();
+        flushed
     }
 
     fn progress(&self) -> Result<(), TransportError> {
