@@ -7,28 +7,12 @@
 //! It counts the calls it serves and logs the counts at debug level when the job ends, so a test
 //! can prove the calls went through the table.
 
-use super::{AmoOp, Ctx, Segment, Transport, TransportError, SEGMENTS};
+use super::{bump, AmoOp, Counts, Ctx, Segment, Transport, TransportError, SEGMENTS};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// The address a loopback PE sends: this prefix and its process id.
 const ADDRESS_PREFIX: &[u8] = b"loopback:";
-
-/// Calls served, by kind.
-#[derive(Debug, Default)]
-struct Counts {
-    puts: AtomicU64,
-    gets: AtomicU64,
-    nbi: AtomicU64,
-    amos: AtomicU64,
-    fences: AtomicU64,
-    quiets: AtomicU64,
-    progress: AtomicU64,
-}
-
-fn bump(c: &AtomicU64) {
-    c.fetch_add(1, Ordering::Relaxed);
-}
 
 /// The loopback transport of one PE.
 #[derive(Debug)]
@@ -326,24 +310,7 @@ impl Transport for Loopback {
     }
 
     fn finalize(&self) -> Result<(), TransportError> {
-        let c = &self.counts;
-        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let chosen: Vec<String> = (0..self.chosen.len())
-            .filter(|&pe| self.chosen[pe])
-            .map(|pe| pe.to_string())
-            .collect();
-        tracing::debug!(
-            "loopback transport (PEs {}): {} puts, {} gets, {} non-blocking, {} atomics, {} \
-             fences, {} quiets, {} progress calls",
-            chosen.join(","),
-            n(&c.puts),
-            n(&c.gets),
-            n(&c.nbi),
-            n(&c.amos),
-            n(&c.fences),
-            n(&c.quiets),
-            n(&c.progress)
-        );
+        self.counts.log("loopback", &self.chosen);
         Ok(())
     }
 }

@@ -19,6 +19,7 @@ pub mod table;
 pub mod ucx;
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A symmetric segment an address lies in (`enum shmem_transport_segment`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -462,5 +463,47 @@ mod tests {
         assert_eq!(describe_reach(&t, 7), "mapped 0,4-5, loopback 1-3,6");
         let all = loopback::Loopback::new(vec![true; 2], &[], &[], &[]);
         assert_eq!(describe_reach(&all, 2), "loopback 0-1");
+    }
+}
+
+/// The calls a transport served, by kind: it logs them at debug level when the job ends
+/// ([`Counts::log`]), so a test can prove that calls went through it.
+#[derive(Debug, Default)]
+pub(crate) struct Counts {
+    pub(crate) puts: AtomicU64,
+    pub(crate) gets: AtomicU64,
+    pub(crate) nbi: AtomicU64,
+    pub(crate) amos: AtomicU64,
+    pub(crate) fences: AtomicU64,
+    pub(crate) quiets: AtomicU64,
+    pub(crate) progress: AtomicU64,
+}
+
+/// Counts one call of a kind.
+pub(crate) fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+impl Counts {
+    /// Logs the counts of `transport`, which reached the PEs `reach` marks, in the one line the
+    /// tests read.
+    pub(crate) fn log(&self, transport: &str, reach: &[bool]) {
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let reached: Vec<String> = (0..reach.len())
+            .filter(|&pe| reach[pe])
+            .map(|pe| pe.to_string())
+            .collect();
+        tracing::debug!(
+            "{transport} transport (PEs {}): {} puts, {} gets, {} non-blocking, {} atomics, {} \
+             fences, {} quiets, {} progress calls",
+            reached.join(","),
+            n(&self.puts),
+            n(&self.gets),
+            n(&self.nbi),
+            n(&self.amos),
+            n(&self.fences),
+            n(&self.quiets),
+            n(&self.progress)
+        );
     }
 }

@@ -47,11 +47,11 @@
 
 pub mod ffi;
 
-use super::{AmoOp, Ctx, Segment, Transport, TransportError};
+use super::{bump, AmoOp, Counts, Ctx, Segment, Transport, TransportError, SEGMENTS};
 use ffi::{Api, Handle, RequestParam, StatusPtr};
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::AtomicBool;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -61,25 +61,6 @@ const PACKAGE: &str = "libucx0";
 
 /// Bytes in front of UCP's packed rkey in a segment's key: the base and the length, little-endian.
 const KEY_HEADER: usize = 16;
-
-/// Segments, by `Segment as usize`.
-const SEGMENTS: usize = 3;
-
-/// Calls served, by kind.
-#[derive(Debug, Default)]
-struct Counts {
-    puts: AtomicU64,
-    gets: AtomicU64,
-    nbi: AtomicU64,
-    amos: AtomicU64,
-    fences: AtomicU64,
-    quiets: AtomicU64,
-    progress: AtomicU64,
-}
-
-fn bump(c: &AtomicU64) {
-    c.fetch_add(1, Ordering::Relaxed);
-}
 
 /// A peer's segment as its key describes it.
 #[derive(Debug)]
@@ -805,24 +786,7 @@ impl Transport for Ucx {
         let flushed = self.flush_worker(&st, "finalize");
         let closed = self.close_endpoints(&mut st, flushed.is_err());
         drop(st);
-        let c = &self.counts;
-        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let reached: Vec<String> = (0..self.reach.len())
-            .filter(|&pe| self.reach[pe])
-            .map(|pe| pe.to_string())
-            .collect();
-        tracing::debug!(
-            "ucx transport (PEs {}): {} puts, {} gets, {} non-blocking, {} atomics, {} fences, \
-             {} quiets, {} progress calls",
-            reached.join(","),
-            n(&c.puts),
-            n(&c.gets),
-            n(&c.nbi),
-            n(&c.amos),
-            n(&c.fences),
-            n(&c.quiets),
-            n(&c.progress)
-        );
+        self.counts.log("ucx", &self.reach);
         flushed.and(closed)
     }
 
