@@ -32,7 +32,8 @@
 #
 # On Debian it installs the missing system packages with apt-get (as root, or with sudo): for
 # -examples only the compilers and build tools; googletest, pkg-config and OpenBLAS to build the
-# tests (no mode, -uttests); clang-format, Open MPI, iproute2 and python3 to run them (-uttests);
+# tests (no mode, -uttests); clang-format, Open MPI, iproute2, UCX and python3 to run them
+# (-uttests);
 # python3 and python3-venv for the Python wheel's virtual environment (-python_extension,
 # -uttests).
 # The Rust toolchain comes from rustup (~/.cargo/bin); this script never downloads one.
@@ -49,7 +50,8 @@ TEST_BUILD_PACKAGES=(libgtest-dev # the gtest units (tests/unit)
     libopenblas-dev)              # CBLAS for the fused operators (examples/matmul_allreduce)
 TEST_RUN_PACKAGES=(clang-format # scripts/format-check.sh
     openmpi-bin                 # /usr/bin/mpirun for the tests in tests/launchers
-    iproute2                    # ip netns, for the two-node tests in tests/launchers
+    iproute2                    # ip netns, for the tests across nodes (launchers, multinode)
+    libucx0                     # UCX, the transport between nodes (tests ucx.*, multinode.*)
     python3)                    # gen_data.py, verify_result.py of the operators (examples/*/)
 PYTHON_PACKAGES=(python3 # the shmem wheel: maturin, numpy and pytest come from PyPI into
     python3-venv)        # <build>/venv (scripts/python-env.sh)

@@ -105,7 +105,7 @@ line=$(installed)
 for pkg in cmake ninja-build g++ ca-certificates; do
     [[ " $line " == *" $pkg "* ]] || fail "-examples does not install $pkg: $line"
 done
-for pkg in clang-format libgtest-dev openmpi-bin iproute2 pkg-config; do
+for pkg in clang-format libgtest-dev openmpi-bin iproute2 libucx0 pkg-config; do
     [[ " $line " != *" $pkg "* ]] || fail "-examples installs $pkg, which only the tests need"
 done
 
@@ -114,7 +114,7 @@ deps -uttests
 ((rc == 0)) || fail "-uttests --deps-only exited $rc"
 line=$(installed)
 for pkg in cmake ninja-build g++ ca-certificates libgtest-dev pkg-config clang-format \
-    openmpi-bin iproute2; do
+    openmpi-bin iproute2 libucx0; do
     [[ " $line " == *" $pkg "* ]] || fail "-uttests does not install $pkg: $line"
 done
 
