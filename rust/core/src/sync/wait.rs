@@ -14,6 +14,22 @@ use std::time::Duration;
 const SPIN_BUDGET: u32 = 2048;
 static SPINS: AtomicU32 = AtomicU32::new(SPIN_BUDGET);
 const YIELD_FOR_NS: u64 = 20_000_000;
+/// A wait does not nap while a transport moved data for this PE within this long: a peer that
+/// reaches this PE over a transport whose operations this PE must serve (UCX over TCP) waits for
+/// this PE's progress, so a wait that napped would make every such operation wait for its nap.
+const ACTIVE_FOR_NS: u64 = 2_000_000;
+/// When a transport last moved data for this PE ([`node_clock_ns`]; 0: never).
+static TRANSPORT_ACTIVE_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Says that the transport moved data for this PE just now (from its progress calls).
+pub fn transport_moved() {
+    TRANSPORT_ACTIVE_NS.store(node_clock_ns(), Ordering::Relaxed);
+}
+
+fn transport_active() -> bool {
+    let last = TRANSPORT_ACTIVE_NS.load(Ordering::Relaxed);
+    last != 0 && node_clock_ns().saturating_sub(last) < ACTIVE_FOR_NS
+}
 const FIRST_NAP_NS: u64 = 20_000;
 const LONGEST_NAP_NS: u64 = 1_000_000;
 
@@ -68,7 +84,7 @@ impl Backoff {
         if self.yielding_since_ns == 0 {
             self.yielding_since_ns = now;
         }
-        if now - self.yielding_since_ns < YIELD_FOR_NS {
+        if now - self.yielding_since_ns < YIELD_FOR_NS || transport_active() {
             std::thread::yield_now();
             return;
         }

@@ -100,6 +100,10 @@ impl AmoOp {
 pub struct Ctx(pub usize);
 
 impl Ctx {
+    /// The runtime's own: the puts of its synchronisation flags ([`put_word`]), which the peer
+    /// waits for and no quiet needs to complete (never a facade context's address).
+    pub const RUNTIME: Ctx = Ctx(usize::MAX);
+
     /// The context of a C `ctx` argument.
     pub fn from_raw(raw: *const c_void) -> Ctx {
         Ctx(raw as usize)
@@ -403,25 +407,30 @@ pub fn progress() {
 }
 
 /// Writes the 8-byte `value` at `offset` of `segment` on `pe` through the published table: a
-/// put, visible there once the transport delivers it (a flag that the peer waits for; what
-/// must land before it is completed by a quiet first); for the runtime's synchronisation words
-/// of PEs reached through the transport. Ends the job when the transport fails (it logged why).
+/// put on [`Ctx::RUNTIME`], after this PE's earlier ones, visible there once the transport
+/// delivers it (a flag that the peer waits for; what must land before it is completed by a
+/// quiet first, and no quiet waits for it); for the runtime's synchronisation words of PEs
+/// reached through the transport. Ends the job when the transport fails (it logged why).
 pub fn put_word(pe: usize, segment: Segment, offset: usize, value: u64) {
     let ops = crate::job_state::transport();
     assert!(!ops.is_null(), "no transport reaches PE {pe}");
     let bytes = value.to_ne_bytes();
+    let ctx = Ctx::RUNTIME.0 as *const c_void;
     // SAFETY: a non-null table was published by init and stays alive until finalize clears the
-    // job state, which no barrier overlaps; `bytes` is 8 readable bytes for the call.
+    // job state, which no barrier overlaps; `bytes` is 8 readable bytes for the call. The fence
+    // keeps this PE's flags in the order it raised them (a flag of the next epoch never lands
+    // before this one's).
     let rc = unsafe {
-        ((*ops).put)(
-            (*ops).self_,
-            std::ptr::null(),
-            pe as i32,
-            segment as i32,
-            offset as u64,
-            bytes.as_ptr().cast(),
-            bytes.len(),
-        )
+        ((*ops).fence)((*ops).self_, ctx)
+            | ((*ops).put)(
+                (*ops).self_,
+                ctx,
+                pe as i32,
+                segment as i32,
+                offset as u64,
+                bytes.as_ptr().cast(),
+                bytes.len(),
+            )
     };
     if rc != 0 {
         crate::runtime::stop_after_error(1);

@@ -51,7 +51,7 @@ use super::{bump, AmoOp, Counts, Ctx, Segment, Transport, TransportError, SEGMEN
 use ffi::{Api, Handle, RequestParam, StatusPtr};
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::AtomicBool;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -105,6 +105,8 @@ pub struct Ucx {
     /// This PE's worker address.
     address: Vec<u8>,
     state: Arc<Mutex<State>>,
+    /// When a call of this PE last progressed the worker ([`crate::sync::wait::node_clock_ns`]).
+    last_progress: Arc<AtomicU64>,
     /// The progress thread's stop flag and handle, from connect to finalize.
     progress_thread: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
     counts: Counts,
@@ -213,6 +215,7 @@ impl Ucx {
                 closed: false,
                 pending: false,
             })),
+            last_progress: Arc::new(AtomicU64::new(0)),
             progress_thread: Mutex::new(None),
             counts: Counts::default(),
         })
@@ -378,6 +381,7 @@ impl Ucx {
     fn start_progress_thread(&self) -> Result<(), TransportError> {
         let api = self.api;
         let state = Arc::clone(&self.state);
+        let last = Arc::clone(&self.last_progress);
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
@@ -385,11 +389,21 @@ impl Ucx {
             .spawn(move || {
                 let mut nap = NAP_MIN;
                 while !stopped.load(Ordering::Acquire) {
+                    // A PE that waits in the library progresses the worker itself: the thread
+                    // stays out of its way and steps in when nobody did for a nap.
+                    let recent = crate::sync::wait::node_clock_ns()
+                        .saturating_sub(last.load(Ordering::Relaxed))
+                        < nap.as_nanos() as u64;
                     let moved = match state.try_lock() {
                         // SAFETY: the worker is live while the state is open; the lock is held.
-                        Ok(st) if !st.closed => unsafe { (api.worker_progress)(st.worker) },
+                        Ok(st) if !st.closed && !recent => unsafe {
+                            (api.worker_progress)(st.worker)
+                        },
                         _ => 0,
                     };
+                    if moved > 0 {
+                        crate::sync::wait::transport_moved();
+                    }
                     nap = if moved > 0 {
                         NAP_MIN
                     } else {
@@ -585,7 +599,7 @@ impl Transport for Ucx {
 
     fn put(
         &self,
-        _ctx: Ctx,
+        ctx: Ctx,
         pe: usize,
         segment: Segment,
         offset: u64,
@@ -604,8 +618,9 @@ impl Transport for Ucx {
             (self.api.put_nbx)(ep, source.as_ptr().cast(), source.len(), addr, rkey, &param)
         };
         // Locally complete on return (the source may be reused: UCX copied it out or sent
-        // it); remotely visible after quiet, ordered by fence, as OpenSHMEM's put is.
-        st.pending = true;
+        // it); remotely visible after quiet, ordered by fence, as OpenSHMEM's put is. The
+        // runtime's flags leave quiet nothing to do: their peer waits for them.
+        st.pending |= ctx != Ctx::RUNTIME;
         self.wait(&st, p, || format!("put to PE {pe}"))
     }
 
@@ -771,7 +786,12 @@ impl Transport for Ucx {
         };
         if !st.closed {
             // SAFETY: the worker is live; the lock is held.
-            unsafe { (self.api.worker_progress)(st.worker) };
+            let moved = unsafe { (self.api.worker_progress)(st.worker) };
+            self.last_progress
+                .store(crate::sync::wait::node_clock_ns(), Ordering::Relaxed);
+            if moved > 0 {
+                crate::sync::wait::transport_moved();
+            }
         }
         Ok(())
     }
