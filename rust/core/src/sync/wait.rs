@@ -14,6 +14,9 @@ use std::time::Duration;
 const SPIN_BUDGET: u32 = 2048;
 static SPINS: AtomicU32 = AtomicU32::new(SPIN_BUDGET);
 const YIELD_FOR_NS: u64 = 20_000_000;
+/// While spinning, the transport is progressed on every this many checks (and on every check
+/// after): a peer on another node waits a few pauses longer, a mapped peer not at all.
+const PROGRESS_EVERY_SPINS: u32 = 16;
 /// A wait does not nap while a transport moved data for this PE within this long: a peer that
 /// reaches this PE over a transport whose operations this PE must serve (UCX over TCP) waits for
 /// this PE's progress, so a wait that napped would make every such operation wait for its nap.
@@ -74,12 +77,17 @@ impl Backoff {
 
     /// Waits a little before the caller checks its condition again.
     pub fn snooze(&mut self) {
-        crate::transport::progress();
         if self.spins < SPINS.load(Ordering::Relaxed) {
+            // While spinning, the transport every few checks: a mapped peer's store is seen
+            // within the spin, and one progress call costs more than a cache-line transfer.
+            if self.spins % PROGRESS_EVERY_SPINS == 0 {
+                crate::transport::progress();
+            }
             self.spins += 1;
             std::hint::spin_loop();
             return;
         }
+        crate::transport::progress();
         let now = now_ns();
         if self.yielding_since_ns == 0 {
             self.yielding_since_ns = now;

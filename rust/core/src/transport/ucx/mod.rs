@@ -86,8 +86,6 @@ struct State {
     remotes: [Vec<Remote>; SEGMENTS],
     /// Everything released (finalize ran).
     closed: bool,
-    /// A put or non-blocking call was issued since the last flush: quiet has work to do.
-    pending: bool,
 }
 
 // SAFETY: the handles are UCP's, used only under the transport's lock: one thread at a time
@@ -105,6 +103,10 @@ pub struct Ucx {
     /// This PE's worker address.
     address: Vec<u8>,
     state: Arc<Mutex<State>>,
+    /// A put or non-blocking call was issued since the last flush: quiet has work to do. Read
+    /// without the lock, so that a quiet with nothing to complete (after puts to mapped peers
+    /// only) costs one load; written under it.
+    pending: AtomicBool,
     /// When a call of this PE last progressed the worker ([`crate::sync::wait::node_clock_ns`]).
     last_progress: Arc<AtomicU64>,
     /// The progress thread's stop flag and handle, from connect to finalize.
@@ -213,8 +215,8 @@ impl Ucx {
                 memh: [std::ptr::null_mut(); SEGMENTS],
                 remotes: [Vec::new(), Vec::new(), Vec::new()],
                 closed: false,
-                pending: false,
             })),
+            pending: AtomicBool::new(false),
             last_progress: Arc::new(AtomicU64::new(0)),
             progress_thread: Mutex::new(None),
             counts: Counts::default(),
@@ -606,7 +608,7 @@ impl Transport for Ucx {
         source: &[u8],
     ) -> Result<(), TransportError> {
         bump(&self.counts.puts);
-        let mut st = self.lock();
+        let st = self.lock();
         let (ep, addr, rkey) = self.remote(&st, pe, segment, offset, source.len())?;
         if source.is_empty() {
             return Ok(());
@@ -620,7 +622,9 @@ impl Transport for Ucx {
         // Locally complete on return (the source may be reused: UCX copied it out or sent
         // it); remotely visible after quiet, ordered by fence, as OpenSHMEM's put is. The
         // runtime's flags leave quiet nothing to do: their peer waits for them.
-        st.pending |= ctx != Ctx::RUNTIME;
+        if ctx != Ctx::RUNTIME {
+            self.pending.store(true, Ordering::Release);
+        }
         self.wait(&st, p, || format!("put to PE {pe}"))
     }
 
@@ -657,12 +661,12 @@ impl Transport for Ucx {
         len: usize,
     ) -> Result<(), TransportError> {
         bump(&self.counts.nbi);
-        let mut st = self.lock();
+        let st = self.lock();
         let (ep, addr, rkey) = self.remote(&st, pe, segment, offset, len)?;
         if len == 0 {
             return Ok(());
         }
-        st.pending = true;
+        self.pending.store(true, Ordering::Release);
         let param = RequestParam::zeroed();
         // SAFETY: `ep` and `rkey` are live and belong together; the caller keeps `source`
         // readable for `len` bytes until quiet, which flushes this worker.
@@ -680,12 +684,12 @@ impl Transport for Ucx {
         len: usize,
     ) -> Result<(), TransportError> {
         bump(&self.counts.nbi);
-        let mut st = self.lock();
+        let st = self.lock();
         let (ep, addr, rkey) = self.remote(&st, pe, segment, offset, len)?;
         if len == 0 {
             return Ok(());
         }
-        st.pending = true;
+        self.pending.store(true, Ordering::Release);
         let param = RequestParam::zeroed();
         // SAFETY: `ep` and `rkey` are live and belong together; the caller keeps `dest`
         // writable for `len` bytes, unread, until quiet, which flushes this worker.
@@ -767,14 +771,21 @@ impl Transport for Ucx {
 
     fn quiet(&self, _ctx: Ctx) -> Result<(), TransportError> {
         bump(&self.counts.quiets);
-        let mut st = self.lock();
         // Nothing issued since the last flush (blocking gets and AMOs complete where they are
         // called): nothing to complete, and a PE that only reaches mapped peers pays nothing.
-        if st.closed || !st.pending {
+        // A call issued by another thread after this load is not this quiet's to complete.
+        if !self.pending.load(Ordering::Acquire) {
             return Ok(());
         }
+        let st = self.lock();
+        if st.closed {
+            return Ok(());
+        }
+        self.pending.store(false, Ordering::Relaxed);
         let flushed = self.flush_worker(&st, "quiet");
-        st.pending = flushed.is_err();
+        if flushed.is_err() {
+            self.pending.store(true, Ordering::Release);
+        }
         flushed
     }
 
