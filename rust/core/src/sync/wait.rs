@@ -78,9 +78,10 @@ impl Backoff {
     /// Waits a little before the caller checks its condition again.
     pub fn snooze(&mut self) {
         if self.spins < SPINS.load(Ordering::Relaxed) {
-            // While spinning, the transport every few checks: a mapped peer's store is seen
-            // within the spin, and one progress call costs more than a cache-line transfer.
-            if self.spins % PROGRESS_EVERY_SPINS == 0 {
+            // While spinning, the transport every few checks, not at the first: a mapped
+            // peer's store is seen within the spin, and one progress call costs more than a
+            // cache-line transfer.
+            if self.spins % PROGRESS_EVERY_SPINS == PROGRESS_EVERY_SPINS - 1 {
                 crate::transport::progress();
             }
             self.spins += 1;
