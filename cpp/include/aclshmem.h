@@ -275,11 +275,13 @@ ACLSHMEM_HOST_API int32_t shmem_set_log_level(int level);
  * job; if not, it logs one line naming the routine, the argument and its value and returns
  * (NULL, or nothing), as CANN's do. Addresses are then checked as by the OpenSHMEM routine it
  * wraps, which ends the job naming that routine for a remote range outside symmetric memory.
- * The `*_on_stream` forms need an NPU stream: they log ACLSHMEM_NOT_SUPPORTED and return. */
+ * The `*_on_stream` forms need the heap on an NPU (the npu device, SHMEM_DEVICE=npu): they
+ * enqueue their work on the ACL stream given (NULL: the current device's default stream) and
+ * return; without an NPU they log ACLSHMEM_NOT_SUPPORTED and return. */
 
-/* Where symmetric memory lives. This library's symmetric heap is host memory: HOST_SIDE is the
- * one kind it has; DEVICE_SIDE (CANN's default) is not supported (NULL, and a log line saying
- * so). */
+/* Where symmetric memory lives. The heap is one kind per job: DEVICE_SIDE (CANN's default)
+ * when it is on an NPU (the npu device), HOST_SIDE when it is host memory (the host device);
+ * asking for the other kind gives NULL and a log line saying so. */
 enum aclshmem_mem_type_t {
     HOST_SIDE = 0,
     DEVICE_SIDE = 1,
@@ -314,7 +316,7 @@ ACLSHMEM_HOST_API void *aclshmem_malloc(size_t size);
 ACLSHMEM_HOST_API void *aclshmem_calloc(size_t nmemb, size_t size);
 ACLSHMEM_HOST_API void *aclshmem_align(size_t alignment, size_t size);
 ACLSHMEM_HOST_API void aclshmem_free(void *ptr);
-/* The same with a memory kind: HOST_SIDE only (see aclshmem_mem_type_t). */
+/* The same with a memory kind: the heap's kind only (see aclshmem_mem_type_t). */
 ACLSHMEM_HOST_API void *aclshmemx_malloc(
     size_t size, aclshmem_mem_type_t mem_type ACLSHMEMI_DEFAULT(DEVICE_SIDE));
 ACLSHMEM_HOST_API void *aclshmemx_calloc(
@@ -378,9 +380,18 @@ ACLSHMEM_HOST_API void aclshmemx_putmem_signal(void *dst, void *src, size_t elem
 ACLSHMEM_HOST_API void aclshmemx_putmem_signal_nbi(void *dst, void *src, size_t elem_size,
                                                    void *sig_addr, int32_t signal, int sig_op,
                                                    int pe);
-/* Needs an NPU stream: not supported here (logs ACLSHMEM_NOT_SUPPORTED, copies nothing). */
+/* On a stream (NPU heap only): one device-to-device copy of `elem_size` bytes between this
+ * PE's device buffer and the symmetric heap of `pe` (on this node), run when the stream reaches
+ * it. Quiet on a stream: the host's operations are complete when their calls return and the
+ * stream's copies complete in stream order, so it enqueues nothing. A signal operation on a
+ * stream runs (fence, then the atomic update of the int32_t signal) when the stream reaches it. */
+ACLSHMEM_HOST_API void aclshmemx_putmem_on_stream(void *dst, void *src, size_t elem_size,
+                                                  int32_t pe, aclrtStream stream);
 ACLSHMEM_HOST_API void aclshmemx_getmem_on_stream(void *dst, void *src, size_t elem_size,
                                                   int32_t pe, aclrtStream stream);
+ACLSHMEM_HOST_API void aclshmemx_quiet_on_stream(aclrtStream stream);
+ACLSHMEM_HOST_API void aclshmemx_signal_op_on_stream(int32_t *sig_addr, int32_t signal, int sig_op,
+                                                     int32_t pe, aclrtStream stream);
 
 /* Sets the NPU's unified-buffer staging area of puts and gets: this library has none, so it
  * returns ACLSHMEM_NOT_SUPPORTED (after a log line). */
@@ -441,7 +452,8 @@ ACLSHMEM_HOST_API void aclshmem_barrier(aclshmem_team_t team);
 ACLSHMEM_HOST_API void aclshmem_barrier_all(void);
 ACLSHMEM_HOST_API void aclshmem_sync(aclshmem_team_t team);
 ACLSHMEM_HOST_API void aclshmem_sync_all(void);
-/* Need an NPU stream: not supported here (log ACLSHMEM_NOT_SUPPORTED, do nothing). */
+/* On a stream (NPU heap only): the barrier runs on the host when the stream reaches it, after
+ * the stream's earlier work, and holds the stream until every member has arrived. */
 ACLSHMEM_HOST_API void aclshmemx_barrier_on_stream(aclshmem_team_t team, aclrtStream stream);
 ACLSHMEM_HOST_API void aclshmemx_barrier_all_on_stream(aclrtStream stream);
 
@@ -467,7 +479,8 @@ ACLSHMEM_HOST_API void aclshmemx_barrier_all_on_stream(aclrtStream stream);
 
 /* Waits until the int32_t signal at `sig_addr` (this PE's) satisfies `cmp` against `cmp_val`. */
 ACLSHMEM_HOST_API void aclshmem_signal_wait_until(int32_t *sig_addr, int cmp, int32_t cmp_val);
-/* Needs an NPU stream: not supported here (logs ACLSHMEM_NOT_SUPPORTED, does not wait). */
+/* On a stream (NPU heap only): holds the stream, once it reaches this point, until the
+ * signal satisfies the comparison (the host waits, by the library's waiting policy). */
 ACLSHMEM_HOST_API void aclshmemx_signal_wait_until_on_stream(int32_t *sig_addr, int cmp,
                                                              int32_t cmp_val, aclrtStream stream);
 

@@ -33,15 +33,19 @@ bool pe_ok(const char *call, long pe) {
     return false;
 }
 
-// Whether this library has memory of kind `mem_type` (the host heap only).
+// Whether the heap is memory of kind `mem_type`: DEVICE_SIDE on an NPU (the npu device),
+// HOST_SIDE in host memory; logs the refusal otherwise.
 bool kind_ok(const char *call, aclshmem_mem_type_t mem_type) {
-    if (mem_type == HOST_SIDE) return true;
-    if (mem_type == DEVICE_SIDE) {
+    aclshmem_mem_type_t heap = g.heap_on_device != 0 ? DEVICE_SIDE : HOST_SIDE;
+    if (mem_type == heap) return true;
+    if (mem_type == DEVICE_SIDE || mem_type == HOST_SIDE) {
         log_call_error(
             call,
-            "mem_type=DEVICE_SIDE: not supported (code %d, ACLSHMEM_NOT_SUPPORTED): this "
-            "library's symmetric heap is host memory, use HOST_SIDE",
-            ACLSHMEM_NOT_SUPPORTED);
+            "mem_type=%s: not supported (code %d, ACLSHMEM_NOT_SUPPORTED): this job's "
+            "symmetric heap is %s, use %s",
+            mem_type == DEVICE_SIDE ? "DEVICE_SIDE" : "HOST_SIDE", ACLSHMEM_NOT_SUPPORTED,
+            heap == DEVICE_SIDE ? "NPU memory" : "host memory (SHMEM_DEVICE=npu puts it on an NPU)",
+            heap == DEVICE_SIDE ? "DEVICE_SIDE" : "HOST_SIDE");
     } else {
         log_call_error(
             call,
@@ -157,18 +161,6 @@ SHMEM_EXPORT void aclshmemx_putmem_signal_nbi(void *dst, void *src, size_t elem_
     if (!pe_ok(call, pe) || !sig_op_ok(call, sig_op)) return;
     pshmem_putmem_nbi(dst, src, elem_size, pe);
     signal_after(sig_addr, signal, sig_op, pe);
-}
-
-SHMEM_EXPORT void aclshmemx_getmem_on_stream(void *dst, void *src, size_t elem_size, int32_t pe,
-                                             aclrtStream stream) {
-    (void)dst;
-    (void)src;
-    log_call_error(
-        "aclshmemx_getmem_on_stream",
-        "stream=%p (elem_size=%zu, pe=%" PRId32
-        "): not supported (code %d, ACLSHMEM_NOT_SUPPORTED): this library has no NPU stream; "
-        "nothing was copied",
-        stream, elem_size, pe, ACLSHMEM_NOT_SUPPORTED);
 }
 
 SHMEM_EXPORT int aclshmemx_set_mte_config(uint64_t offset, uint32_t ub_size, uint32_t event_id) {

@@ -175,19 +175,3 @@ SHMEM_EXPORT void aclshmem_sync_all(void) {
         pshmem_sync_all();
     }
 }
-
-SHMEM_EXPORT void aclshmemx_barrier_on_stream(aclshmem_team_t team, aclrtStream stream) {
-    log_call_error(
-        "aclshmemx_barrier_on_stream",
-        "stream=%p (team=%d): not supported (code %d, ACLSHMEM_NOT_SUPPORTED): this library "
-        "has no NPU stream; use aclshmem_barrier",
-        stream, team, ACLSHMEM_NOT_SUPPORTED);
-}
-
-SHMEM_EXPORT void aclshmemx_barrier_all_on_stream(aclrtStream stream) {
-    log_call_error(
-        "aclshmemx_barrier_all_on_stream",
-        "stream=%p: not supported (code %d, ACLSHMEM_NOT_SUPPORTED): this library has no NPU "
-        "stream; use aclshmem_barrier_all",
-        stream, ACLSHMEM_NOT_SUPPORTED);
-}

@@ -41,13 +41,10 @@ bool given(const char *call, const char *arg, const void *p) {
     return false;
 }
 
-// A peer's put is a plain store into this PE's memory: an acquire load of the whole element
-// (the generic builtin, so float loads too).
+// A peer's put is a plain store into this PE's memory (watch.h's load, floats included).
 template <typename T>
 T load(const T *p) {
-    T v;
-    __atomic_load(p, &v, __ATOMIC_ACQUIRE);
-    return v;
+    return load_watched(p);
 }
 
 // One wait or test set: entries of `ivars` not left out by `status`, each compared with the
@@ -190,16 +187,6 @@ void test_some(const char *call, T *ivars, size_t n, size_t *indices, const int 
 
 SHMEM_EXPORT void aclshmem_signal_wait_until(int32_t *sig_addr, int cmp, int32_t cmp_val) {
     wait_until("aclshmem_signal_wait_until", sig_addr, cmp, cmp_val);
-}
-
-SHMEM_EXPORT void aclshmemx_signal_wait_until_on_stream(int32_t *sig_addr, int cmp, int32_t cmp_val,
-                                                        aclrtStream stream) {
-    log_call_error("aclshmemx_signal_wait_until_on_stream",
-                   "stream=%p (sig_addr=%p, cmp=%d, cmp_val=%d): not supported (code %d, "
-                   "ACLSHMEM_NOT_SUPPORTED): this library has no NPU stream; use "
-                   "aclshmem_signal_wait_until",
-                   stream, static_cast<void *>(sig_addr), cmp, static_cast<int>(cmp_val),
-                   ACLSHMEM_NOT_SUPPORTED);
 }
 
 // The typed forms, one definition per CANN type.

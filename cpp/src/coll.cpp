@@ -119,9 +119,9 @@ void broadcast_pull(const Members &m, Sync &sync, void *dest, Sym src, size_t by
     sync.barrier();
     if (m.me != root && bytes != 0) peer_get(m.call, dest, src, m.world(root), bytes);
     if (m.me == root && root_too && bytes != 0) {
-        // The root's own source: this PE's memory at the same location.
-        const char *mine = static_cast<const char *>(local_addr(src));
-        if (mine != dest) copy(dest, mine, bytes);
+        // The root's own source: this PE's memory at the same location (read through peer.h,
+        // so a heap the CPU must not touch is read by its device).
+        if (local_addr(src) != dest) peer_get(m.call, dest, src, g.my_pe, bytes);
     }
     sync.barrier();
 }

@@ -108,7 +108,7 @@ inline void reduce_block(const Members &m, Sym src, size_t first, T *acc, size_t
 }
 
 template <typename Op, typename T, class Sync>
-void reduce(const Members &m, Sync &sync, T *dest, Sym src, Sym dst, size_t n) {
+void reduce(const Members &m, Sync &sync, Sym src, Sym dst, size_t n) {
     constexpr size_t kBlock = kBlockBytes / sizeof(T);
     alignas(64) unsigned char buffer[kBlockBytes];
     alignas(64) unsigned char fetched[kBlockBytes];  // a member's block, when it is not mapped
@@ -118,7 +118,8 @@ void reduce(const Members &m, Sync &sync, T *dest, Sym src, Sym dst, size_t n) {
     if (n <= kBlock) {
         if (n != 0) reduce_block<Op>(m, src, 0, acc, n, bounce);
         sync.barrier();
-        if (n != 0) std::memcpy(dest, acc, n * sizeof(T));
+        // Through peer.h, so a heap the CPU must not touch is written by its device.
+        if (n != 0) peer_put(m.call, dst, g.my_pe, acc, n * sizeof(T));
         return;
     }
     // Chunks are whole cache lines where the type allows, so members never write one line.
@@ -159,7 +160,7 @@ int team_reduce(const char *call, shmem_team_t team, T *dest, const T *source, s
     Sym src, dst;
     reduce_args(call, dest, source, nreduce, &src, &dst);
     TeamSync sync(call, t);
-    reduce<Op>(members_of(call, t), sync, dest, src, dst, nreduce);
+    reduce<Op, T>(members_of(call, t), sync, src, dst, nreduce);
     return 0;
 }
 
@@ -172,7 +173,7 @@ void to_all(const char *call, T *dest, const T *source, int nreduce, int PE_star
     Sym src, dst;
     reduce_args(call, dest, source, static_cast<size_t>(nreduce), &src, &dst);
     PsyncSync sync(m, ps);
-    reduce<Op>(m, sync, dest, src, dst, static_cast<size_t>(nreduce));
+    reduce<Op, T>(m, sync, src, dst, static_cast<size_t>(nreduce));
 }
 
 #define SHMEM_OP_and OpAnd

@@ -114,9 +114,16 @@ inline bool symmetric_range(const void *addr, size_t n) {
 
 // shmem_ptr's answer: where this PE may load and store `addr` of `pe`. Its own memory always (also
 // when the loopback test transport reaches it through the table: `addr` is its own address); a
-// peer reached through a transport never.
+// peer reached through a transport never. On a device heap (the npu device), the address where
+// this PE's device, and the kernels it runs, load and store it.
 inline void *load_store_ptr(const void *addr, int pe) {
     if (pe == g.my_pe) return symmetric_range(addr, 1) ? const_cast<void *>(addr) : nullptr;
+    uintptr_t off = reinterpret_cast<uintptr_t>(addr) - g.heap_base;
+    if (SHMEM_UNLIKELY(g.heap_on_device != 0) && off < g.heap_size) {
+        // A device heap: the peer's heap as this PE's device (its kernels) reaches it.
+        uintptr_t base = g.heap_device_bases[pe];
+        return base == 0 ? nullptr : reinterpret_cast<void *>(base + off);
+    }
     return translate(addr, 1, pe);
 }
 

@@ -6,6 +6,7 @@
 
 #include <shmem.h>
 
+#include "peer.h"
 #include "rust/cxx.h"
 #include "shmem-core/src/ffi.rs.h"
 
@@ -26,11 +27,27 @@ inline bool holds(T value, int cmp, T target) {
     }
 }
 
+// A watched word of this PE's heap when the heap is device memory the CPU must not touch (the
+// npu device): read by the device's copy, through the transport table.
+template <typename T>
+__attribute__((noinline, cold)) T load_from_device(const T *p) {
+    T v;
+    peer_get_cold("a wait on the device heap", &v, sym_of_addr(p), g.my_pe, sizeof(T));
+    return v;
+}
+
 // A peer's put is a plain store into our mapped memory: an acquire load sees a naturally
-// aligned element whole and orders what the caller reads next after it.
+// aligned element whole and orders what the caller reads next after it (the generic builtin,
+// so floating-point elements too). On a device heap, the device's copy reads it.
 template <typename T>
 inline T load_watched(const T *p) {
-    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    if (SHMEM_UNLIKELY(g.heap_on_device != 0) &&
+        reinterpret_cast<uintptr_t>(p) - g.heap_base < g.heap_size) {
+        return load_from_device(p);
+    }
+    T v;
+    __atomic_load(p, &v, __ATOMIC_ACQUIRE);
+    return v;
 }
 
 // Checks in a row before the first call into the runtime's policy: a peer on another core

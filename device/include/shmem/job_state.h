@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Fields this header knows; raised when a field is added. */
-#define SHMEM_JOB_STATE_VERSION 3u
+#define SHMEM_JOB_STATE_VERSION 4u
 
 /* How this PE reaches a peer's symmetric memory (shmem_job_state.reach). */
 enum shmem_job_reach {
@@ -128,6 +128,17 @@ typedef struct shmem_job_state {
                                  and its call (written by the runtime only) */
     uint64_t control_barrier; /* offset of the world barrier's area (a team area's layout) */
     uint64_t control_teams;   /* offset of team slot 0's area */
+
+    /* Version 4. Nonzero when the heap is device memory the CPU must not load or store (the
+     * npu device): then `bases` and `mapped_bases` hold 0 for every PE's heap, this PE's too,
+     * every heap access of the host goes through `transport` (the device's copies), and
+     * heap_device_bases says where kernels and shmem_ptr find the heaps. */
+    int32_t heap_on_device;
+    int32_t device_id; /* the device holding this PE's heap (-1: host memory) */
+    /* Version 4. Per PE, n_pes entries: its user heap's base in this process's device address
+     * space (what a kernel on this PE's device loads and stores); equal to the heap entries of
+     * `mapped_bases` for host memory; 0 for a PE of another node. */
+    const uintptr_t *heap_device_bases;
 } shmem_job_state;
 
 #ifdef __cplusplus

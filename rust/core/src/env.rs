@@ -76,6 +76,10 @@ pub const PMIX_LIB: &str = "SHMEM_PMIX_LIB";
 pub const INSTANCE_PORT_RANGE: &str = "SHMEM_INSTANCE_PORT_RANGE";
 /// `SHMEM_TLS_DISABLE`: see its row of [`VARS`].
 pub const TLS_DISABLE: &str = "SHMEM_TLS_DISABLE";
+/// `SHMEM_DEVICE`: see its row of [`VARS`].
+pub const DEVICE: &str = "SHMEM_DEVICE";
+/// `SHMEM_ACL_LIBRARY`: see its row of [`VARS`].
+pub const ACL_LIBRARY: &str = "SHMEM_ACL_LIBRARY";
 /// `SHMEM_TEST_LOOPBACK`: see its row of [`VARS`].
 pub const TEST_LOOPBACK: &str = "SHMEM_TEST_LOOPBACK";
 /// `SHMEM_TEST_UCX`: see its row of [`VARS`].
@@ -96,6 +100,7 @@ pub const RUN_TLS_FD: &str = "SHMEM_RUN_TLS_FD";
 const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace"];
 const SYMMETRIC_DATA_WORDS: &[&str] = &["auto", "0", "1"];
 const BARRIERS: &[&str] = &["auto", "dissemination", "central"];
+const DEVICES: &[&str] = &["auto", "host", "npu"];
 const BOOTSTRAP_KVS_WORDS: &[&str] = &["auto", "pmix", "pmi1", "off"];
 
 /// Every variable the library reads, in the order `SHMEM_INFO` prints them.
@@ -233,6 +238,24 @@ pub static VARS: &[Var] = &[
                alike",
     },
     Var {
+        name: DEVICE,
+        alias: None,
+        kind: Kind::Word(DEVICES),
+        default: "auto",
+        help: "Where the symmetric heap lives: host (shared host memory), npu (an Ascend NPU's \
+               memory through ACL; start-up fails when ACL or a device is missing) or auto (npu \
+               when libascendcl.so loads and reports a device, else host). Set it for every PE \
+               alike",
+    },
+    Var {
+        name: ACL_LIBRARY,
+        alias: None,
+        kind: Kind::Text,
+        default: "libascendcl.so",
+        help: "The ACL runtime library the npu device loads (a name the dynamic loader finds \
+               through LD_LIBRARY_PATH, as CANN's set_env.sh sets it, or a path)",
+    },
+    Var {
         name: TEST_LOOPBACK,
         alias: None,
         kind: Kind::Text,
@@ -328,6 +351,8 @@ pub struct Config {
     pub port_range: Option<(u16, u16)>,
     /// `SHMEM_TLS_DISABLE`.
     pub tls_disable: bool,
+    /// `SHMEM_DEVICE`: `auto`, `host` or `npu`.
+    pub device: &'static str,
 }
 
 fn var(name: &str) -> &'static Var {
@@ -486,6 +511,7 @@ pub fn load() -> Result<Config> {
         init_timeout: Duration::from_secs(secs),
         symmetric_data: symmetric_data()?,
         barrier: parse_word(var(BARRIER))?,
+        device: parse_word(var(DEVICE))?,
         job_id: Some(raw(var(JOB_ID))).filter(|id| !id.is_empty()),
         bootstrap_addr: Some(raw(var(BOOTSTRAP_ADDR))).filter(|a| !a.is_empty()),
         bootstrap_kvs: parse_word(var(BOOTSTRAP_KVS))?,

@@ -458,6 +458,10 @@ impl Error {
     }
 }
 
+/// CANN's `ACLSHMEM_NOT_SUPPORTED`: what a CANN call answers when this build or this job cannot
+/// do what it asks.
+pub const NOT_SUPPORTED: i32 = -100;
+
 /// Result with the runtime's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
 

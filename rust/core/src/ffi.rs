@@ -80,6 +80,15 @@ mod bridge {
         /// Waits a little, by the library's one waiting policy, before the facade checks its
         /// condition again.
         fn wait_snooze(state: &mut WaitState);
+        /// Enqueues a device-to-device copy of `len` bytes on the ACL stream `stream` (0: the
+        /// default stream) for `call`; 0, or CANN's code (logged): ACLSHMEM_NOT_SUPPORTED
+        /// when the heap is not on an NPU.
+        fn npu_stream_copy(call: &str, dst: usize, src: usize, len: usize, stream: usize) -> i32;
+        /// Enqueues the host function `func(arg)` (a `void (*)(void *)`) on `stream` for
+        /// `call`; 0 or CANN's code (logged), as `npu_stream_copy`.
+        fn npu_stream_call(call: &str, stream: usize, func: usize, arg: usize) -> i32;
+        /// Waits until `stream` has run what was enqueued on it; 0 or CANN's code (logged).
+        fn npu_stream_sync(call: &str, stream: usize) -> i32;
         /// Logs one error line (for errors the facade detects itself).
         fn log_error(message: &str);
         /// Shows log lines up to `level` (a `SHMEM_LOG_LEVEL` word) from now on, before or
@@ -343,4 +352,43 @@ fn wait_snooze(state: &mut WaitState) {
         yielding_since_ns: b.yielding_since_ns,
         nap_ns: b.nap_ns,
     };
+}
+
+/// The NPU of the running job, or the logged not-supported answer naming `call`.
+fn npu_for(call: &str) -> Result<crate::device::npu::Npu, i32> {
+    runtime::npu().ok_or_else(|| {
+        tracing::error!(
+            "{call}: not supported (code {}, ACLSHMEM_NOT_SUPPORTED): the symmetric heap is in \
+             host memory; on-stream calls need the npu device (SHMEM_DEVICE=npu)",
+            crate::error::NOT_SUPPORTED
+        );
+        crate::error::NOT_SUPPORTED
+    })
+}
+
+fn npu_stream_copy(call: &str, dst: usize, src: usize, len: usize, stream: usize) -> i32 {
+    match npu_for(call) {
+        Ok(npu) => code(call, npu.copy_on_stream(dst, src, len, stream)),
+        Err(code) => code,
+    }
+}
+
+fn npu_stream_call(call: &str, stream: usize, func: usize, arg: usize) -> i32 {
+    match npu_for(call) {
+        Ok(npu) => {
+            // SAFETY: the facade passes the address of one of its `void (*)(void *)` functions.
+            let f = unsafe {
+                std::mem::transmute::<usize, unsafe extern "C" fn(*mut std::ffi::c_void)>(func)
+            };
+            code(call, npu.call_on_stream(stream, f, arg))
+        }
+        Err(code) => code,
+    }
+}
+
+fn npu_stream_sync(call: &str, stream: usize) -> i32 {
+    match npu_for(call) {
+        Ok(npu) => code(call, npu.synchronize(stream)),
+        Err(code) => code,
+    }
 }

@@ -16,7 +16,7 @@ use crate::sync::control;
 use crate::transport::table::TransportOps;
 
 /// Fields this mirror knows (`SHMEM_JOB_STATE_VERSION`).
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// A peer whose memory this PE cannot reach (`SHMEM_JOB_REACH_NONE`). Mirrors the header;
 /// nothing sets it while every PE of a job shares one node.
@@ -116,6 +116,13 @@ pub struct JobState {
     pub control_barrier: u64,
     /// Version 3: offset in a control segment of team slot 0's area.
     pub control_teams: u64,
+    /// Version 4: nonzero when the heap is device memory the CPU must not touch.
+    pub heap_on_device: i32,
+    /// Version 4: the device holding this PE's heap (-1: host memory).
+    pub device_id: i32,
+    /// Version 4: `n_pes` entries: each PE's user heap in this process's device address space
+    /// (0: not on this node).
+    pub heap_device_bases: *const usize,
 }
 
 impl JobState {
@@ -148,6 +155,9 @@ impl JobState {
         control_state: 0,
         control_barrier: 0,
         control_teams: 0,
+        heap_on_device: 0,
+        device_id: -1,
+        heap_device_bases: std::ptr::null(),
     };
 }
 
@@ -178,6 +188,7 @@ pub struct Backing {
     reach: Vec<u8>,
     data_off_reason: CString,
     teams: Vec<JobTeam>,
+    heap_device_bases: Vec<usize>,
 }
 
 /// What a starting job knows, for [`publish`].
@@ -205,6 +216,10 @@ pub struct Job<'a> {
     pub reach: &'a [u8],
     /// The transport's table (null when no PE is reached through one); must outlive the state.
     pub transport: *const TransportOps,
+    /// The device holding the heap when the CPU must not touch it (its id), else `None`: then
+    /// no heap base is published for loads and stores, this PE's included, and `heap_bases`
+    /// are device addresses.
+    pub heap_device: Option<i32>,
 }
 
 /// Fills the state for a started job; the returned backing must outlive it (until [`clear`]).
@@ -226,6 +241,8 @@ pub fn publish(job: &Job<'_>) -> Backing {
     for (pe, &heap) in job.heap_bases.iter().enumerate() {
         let data = if symmetric { job.data_bases[pe] } else { 0 };
         let (heap, data) = if unmapped(pe) { (0, 0) } else { (heap, data) };
+        // A heap in device memory is never loaded or stored by the CPU, this PE's own neither.
+        let heap = if job.heap_device.is_some() { 0 } else { heap };
         mapped_bases.push(heap);
         mapped_bases.push(data);
     }
@@ -262,6 +279,7 @@ pub fn publish(job: &Job<'_>) -> Backing {
         reach,
         data_off_reason,
         teams: Vec::new(),
+        heap_device_bases: job.heap_bases.to_vec(),
     };
     let state = JobState {
         size: size_of::<JobState>() as u32,
@@ -291,6 +309,9 @@ pub fn publish(job: &Job<'_>) -> Backing {
         control_state: control::STATE as u64,
         control_barrier: control::BARRIER as u64,
         control_teams: control::TEAM_AREAS as u64,
+        heap_on_device: i32::from(job.heap_device.is_some()),
+        device_id: job.heap_device.unwrap_or(-1),
+        heap_device_bases: backing.heap_device_bases.as_ptr(),
     };
     backing.teams = teams;
     // SAFETY: see `Published`: no reader runs while init writes.
@@ -394,6 +415,9 @@ pub fn layout() -> Vec<usize> {
         offset_of!(JobState, control_state),
         offset_of!(JobState, control_barrier),
         offset_of!(JobState, control_teams),
+        offset_of!(JobState, heap_on_device),
+        offset_of!(JobState, device_id),
+        offset_of!(JobState, heap_device_bases),
         size_of::<JobTeam>(),
         offset_of!(JobTeam, start),
         offset_of!(JobTeam, stride),
@@ -430,6 +454,7 @@ mod tests {
             central_barrier: true,
             reach: &[],
             transport: std::ptr::null(),
+            heap_device: None,
         });
         let s = snapshot();
         assert_eq!((s.my_pe, s.n_pes, s.heap_base), (1, 3, 0x2000_0000));

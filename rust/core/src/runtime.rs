@@ -4,6 +4,8 @@
 
 use crate::bootstrap::{self, Bootstrap, BootstrapError, JobAttrs, Joining};
 use crate::device::host::Host;
+use crate::device::npu::{self, Npu};
+use crate::device::Device;
 use crate::env::{self, Config};
 use crate::error::{Error, Result};
 use crate::heap::{self, Heap};
@@ -14,6 +16,7 @@ use crate::sync::barrier::{self, Barrier, Stop};
 use crate::sync::call::{Call, Step};
 use crate::sync::control::Control;
 use crate::sync::wait;
+use crate::transport::devcopy::DeviceCopy;
 use crate::transport::{self, LocalSegment, Segment};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, RwLock, RwLockWriteGuard};
@@ -87,6 +90,8 @@ pub struct Runtime {
     /// The transport reaching the PEs that are not mapped here, when any is (its table is in
     /// the job state).
     transport: Option<transport::Started>,
+    /// The NPU holding the heap, when the npu device was chosen.
+    npu: Option<Npu>,
 }
 
 #[derive(Debug)]
@@ -167,14 +172,28 @@ fn start(
     let (my_pe, n_pes) = (bootstrap.rank(), bootstrap.size());
     wait::configure(bootstrap.nodes().local_pes().len());
     let heap_size = heap_size.unwrap_or(config.symmetric_size);
-    let heap = Heap::create(Box::new(Host), heap_size, &bootstrap, timeouts.create)?;
-    heap.check_host_data_path()?;
+    let npu = open_npu(&config, &bootstrap, timeouts)?;
+    let device: Box<dyn Device> = match &npu {
+        Some(npu) => Box::new(npu.clone()),
+        None => Box::new(Host),
+    };
+    let heap = Heap::create(device, heap_size, &bootstrap, timeouts.create)?;
+    if npu.is_none() {
+        heap.check_host_data_path()?;
+    }
     let control = Control::create(&bootstrap, timeouts.create)?;
     STATUS.store(STATUS_SHM_CREATED, Ordering::Release);
     let static_data = static_data::exchange(&bootstrap, timeouts.create)?;
-    let transport = start_transport(&bootstrap, &heap, &static_data, &control, timeouts)
-        .and_then(|t| reaches_other_nodes(&bootstrap, t))
-        .map_err(|e| stop_across_nodes(&bootstrap, e))?;
+    let transport = start_transport(
+        &bootstrap,
+        &heap,
+        &static_data,
+        &control,
+        npu.as_ref(),
+        timeouts,
+    )
+    .and_then(|t| reaches_other_nodes(&bootstrap, t))
+    .map_err(|e| stop_across_nodes(&bootstrap, e))?;
     bootstrap.barrier(timeouts.create).map_err(|e| match e {
         BootstrapError::Timeout { after, .. } => Error::Timeout {
             step: "not every PE reached the end of start-up".into(),
@@ -244,6 +263,7 @@ fn start(
         central_barrier,
         reach: &reach,
         transport: transport.as_ref().map_or(std::ptr::null(), |t| t.ops()),
+        heap_device: npu.as_ref().map(Npu::device_id),
     });
     let rt = Arc::new(Runtime {
         timeouts,
@@ -256,12 +276,29 @@ fn start(
         barrier: Barrier::new(central_barrier).on_nodes(node_numbers.clone()),
         job_state,
         transport,
+        npu,
     });
     wait::publish_naps(Some(barrier::nap_stamp(&rt.control, my_pe)));
     *state = Phase::Running(rt.clone());
     STATUS.store(STATUS_IS_INITIALIZED, Ordering::Release);
     rt.bootstrap.started();
     Ok(rt)
+}
+
+/// The NPU device when `SHMEM_DEVICE` chooses it: `npu`, or `auto` where the ACL library loads
+/// and reports a device (collective: every PE of the job must choose alike, which the heap's
+/// exchange checks).
+fn open_npu(config: &Config, bootstrap: &Bootstrap, timeouts: Timeouts) -> Result<Option<Npu>> {
+    let library = env::text(env::ACL_LIBRARY).unwrap_or_else(|| "libascendcl.so".into());
+    let wanted = match config.device {
+        "npu" => true,
+        "auto" => npu::present(&library),
+        _ => false,
+    };
+    if !wanted {
+        return Ok(None);
+    }
+    Npu::open(bootstrap, &library, timeouts.create).map(Some)
 }
 
 /// The transport chosen for this job, connected and with the heap, the static data and the
@@ -273,11 +310,13 @@ fn start_transport(
     heap: &Heap,
     static_data: &StaticData,
     control: &Control,
+    npu: Option<&Npu>,
     timeouts: Timeouts,
 ) -> Result<Option<transport::Started>> {
     let (my_pe, n_pes) = (bootstrap.rank(), bootstrap.size());
     let heap_bases: Vec<usize> = (0..n_pes).map(|pe| heap.user_base(pe)).collect();
     let nodes = bootstrap.nodes();
+    let test = (env::test_ucx(n_pes)?, env::test_loopback(n_pes)?);
     let other_node: Vec<bool> = (0..n_pes)
         .map(|pe| nodes.node_of(pe) != nodes.node_of(my_pe))
         .collect();
@@ -288,24 +327,45 @@ fn start_transport(
             timeouts.control,
         )?))
     };
-    let chosen: Box<dyn transport::Transport> =
-        match (env::test_ucx(n_pes)?, env::test_loopback(n_pes)?) {
-            _ if other_node.contains(&true) => ucx(other_node)?,
-            (Some(_), Some(_)) => {
-                return Err(Error::State {
-                    call: "shmem_init",
-                    reason: "SHMEM_TEST_UCX and SHMEM_TEST_LOOPBACK are both set; set one",
-                })
-            }
-            (Some(pes), None) => ucx(pes)?,
-            (None, Some(pes)) => Box::new(transport::loopback::Loopback::new(
-                pes,
-                &heap_bases,
-                &static_data.bases,
-                &control.bases(),
-            )),
-            (None, None) => Box::new(transport::none::NoTransport),
-        };
+    let chosen: Box<dyn transport::Transport> = match test {
+        _ if npu.is_some() && other_node.contains(&true) => {
+            return Err(Error::State {
+                call: "shmem_init",
+                reason: "the npu device reaches the PEs of one node only: a job across \
+                             nodes needs a network transport for NPU memory, which this \
+                             library does not have yet (set SHMEM_DEVICE=host for host memory)",
+            })
+        }
+        (None, None) if npu.is_some() => Box::new(DeviceCopy::new(
+            Box::new(npu.cloned().expect("npu is some")),
+            &heap_bases,
+            &static_data.bases,
+            &control.bases(),
+            timeouts.control,
+        )),
+        _ if npu.is_some() => {
+            return Err(Error::State {
+                call: "shmem_init",
+                reason: "SHMEM_TEST_UCX and SHMEM_TEST_LOOPBACK do not apply to the npu \
+                             device, whose heaps every PE reaches through the device's copies",
+            })
+        }
+        _ if other_node.contains(&true) => ucx(other_node)?,
+        (Some(_), Some(_)) => {
+            return Err(Error::State {
+                call: "shmem_init",
+                reason: "SHMEM_TEST_UCX and SHMEM_TEST_LOOPBACK are both set; set one",
+            })
+        }
+        (Some(pes), None) => ucx(pes)?,
+        (None, Some(pes)) => Box::new(transport::loopback::Loopback::new(
+            pes,
+            &heap_bases,
+            &static_data.bases,
+            &control.bases(),
+        )),
+        (None, None) => Box::new(transport::none::NoTransport),
+    };
     // Every PE is mapped here and reached directly: no table, and the data path never
     // looks for one.
     if !(0..n_pes).any(|pe| chosen.can_reach(pe)) {
@@ -376,6 +436,14 @@ fn stop_across_nodes(bootstrap: &Bootstrap, e: Error) -> Error {
     }
     bootstrap.abort(1, true);
     e.logged()
+}
+
+/// The NPU holding the heap of the running job, or `None` (host memory, or not running).
+pub fn npu() -> Option<Npu> {
+    match &*STATE.read().unwrap_or_else(|p| p.into_inner()) {
+        Phase::Running(rt) => rt.npu.clone(),
+        _ => None,
+    }
 }
 
 /// `SHMEM_TEAM_SHARED` on this PE as (start, stride, size) over world PEs: the PEs of its node

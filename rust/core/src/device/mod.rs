@@ -4,11 +4,14 @@
 //! may load and store its memory. The heap and the static data hold segments; they decide
 //! layout, the device decides only placement and access.
 //!
-//! [`host`] (shared-memory files in host memory) is the only device today; an NPU or GPU device
-//! is another file in this folder implementing the same trait. Nothing here talks to the store
+//! [`host`] keeps segments in shared-memory files in host memory; [`npu`] in an Ascend NPU's
+//! memory through ACL (the CPU cannot load or store it: the host reaches it through
+//! `transport::devcopy`). A GPU device is another file in this folder implementing the same
+//! trait. Nothing here talks to the store
 //! beyond [`exchange`], which moves exports between the PEs of a node.
 
 pub mod host;
+pub mod npu;
 
 use crate::bootstrap::Bootstrap;
 use crate::error::{Error, Result};
@@ -79,10 +82,7 @@ impl Segment {
         }
     }
 
-    /// A segment at device address `addr` that the CPU must not touch.
-    // For devices whose memory the CPU cannot load or store (NPU, GPU); until one is built,
-    // only tests call it.
-    #[allow(dead_code)]
+    /// A segment at device address `addr` that the CPU must not touch (NPU, GPU memory).
     pub fn unmapped(addr: usize, len: usize, backing: Backing) -> Segment {
         Segment {
             addr,

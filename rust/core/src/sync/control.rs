@@ -11,7 +11,9 @@
 //! - [`BARRIER`]: the world barrier's area, laid out as a team area (`shmem/job_state.h`'s
 //!   `SHMEM_TEAM_AREA_*` lines: one layout for every barrier);
 //! - [`TEAM_AREAS`]: [`TEAM_SLOTS`] team areas of [`TEAM_AREA_SIZE`] bytes, slot `s` used by the
-//!   team holding that slot on every member.
+//!   team holding that slot on every member;
+//! - [`DEVICE_LOCKS`]: [`DEVICE_LOCK_STRIPES`] lock words guarding the host's AMOs on this PE's
+//!   heap when it lives in device memory the CPU cannot reach (`transport::devcopy`).
 //!
 //! The file's pages stay unbacked until a word on them is written: a job that never splits a
 //! team touches two or three pages per PE.
@@ -37,15 +39,19 @@ pub const TEAM_AREAS: usize = BARRIER + TEAM_AREA_SIZE;
 /// predefined teams (world and shared), so a PE can be a member of at most `TEAM_SLOTS - 2`
 /// teams made by splits.
 pub const TEAM_SLOTS: usize = 64;
+/// Offset of the lock words of the host's AMOs on a device heap (4 bytes each).
+pub const DEVICE_LOCKS: usize = TEAM_AREAS + TEAM_SLOTS * TEAM_AREA_SIZE;
+/// Lock words there: a heap word's lock is stripe (offset / 8) mod this.
+pub const DEVICE_LOCK_STRIPES: usize = 64;
 /// Bytes of a control segment.
-pub const SIZE: usize = (TEAM_AREAS + TEAM_SLOTS * TEAM_AREA_SIZE + PAGE - 1) & !(PAGE - 1);
+pub const SIZE: usize = (DEVICE_LOCKS + 4 * DEVICE_LOCK_STRIPES + PAGE - 1) & !(PAGE - 1);
 
 const PAGE: usize = 4096;
 
 const _: () = assert!(NAP_STAMP + 8 <= BARRIER);
 // Sized by what it holds: 41 pages per PE, most never touched.
 const _: () = assert!(TEAM_AREA_SIZE == 40 * 64 && SIZE % PAGE == 0 && SIZE <= 41 * PAGE);
-const _: () = assert!(TEAM_AREAS + TEAM_SLOTS * TEAM_AREA_SIZE <= SIZE);
+const _: () = assert!(DEVICE_LOCKS + 4 * DEVICE_LOCK_STRIPES <= SIZE);
 
 /// This PE's control segment and its mappings of its node's peers' segments.
 #[derive(Debug)]

@@ -13,6 +13,7 @@
 //! through it, to mapped PEs too, since CPU atomics and a transport's atomics on one word are
 //! not atomic with each other. The facade follows it by testing the job state's `transport`.
 
+pub mod devcopy;
 pub mod loopback;
 pub mod none;
 pub mod table;

@@ -1,0 +1,221 @@
+// cann_stream.cpp: CANN SHMEM's on-stream host calls, ordered on an ACL stream (aclrtStream;
+// NULL is the current device's default stream) when the symmetric heap is on an NPU (the npu
+// device). Each call enqueues its work and returns; the work runs when the stream reaches it,
+// after everything enqueued on that stream before, and before everything enqueued after:
+// - putmem/getmem: one device-to-device copy between this PE's buffer and the peer's heap as
+//   imported into this process (the NPU's copy engine, as CANN's MTE path moves it);
+// - quiet: the host's own operations are complete when their calls return, and the stream's
+//   copies complete in stream order, so nothing is enqueued (the host side is quieted first);
+// - signal_op, signal_wait_until, barrier, barrier_all: a host function on the stream
+//   (aclrtLaunchHostFunc) that runs the host routine of the same name when the stream reaches
+//   it, holding the stream until it returns.
+// Without the npu device there is no stream: every call logs ACLSHMEM_NOT_SUPPORTED and does
+// nothing. Bad arguments are logged naming the call, the argument and its value, as CANN's are.
+#include <aclshmem.h>
+
+#include <cinttypes>
+#include <cstdint>
+
+#include <pshmem.h>
+
+#include "internal.h"
+#include "rust/cxx.h"
+#include "shmem-core/src/ffi.rs.h"
+
+using namespace shmem::detail;
+namespace core = shmem::core;
+
+namespace {
+
+// Whether the library is running with its heap on an NPU; logs the refusal otherwise.
+bool on_npu(const char *call, aclrtStream stream) {
+    if (SHMEM_UNLIKELY(lib_phase.load(std::memory_order_acquire) != kRunning)) {
+        log_call_error(call, "the library is not initialised (code %d, ACLSHMEM_NOT_INITED)",
+                       ACLSHMEM_NOT_INITED);
+        return false;
+    }
+    if (SHMEM_UNLIKELY(g.heap_on_device == 0)) {
+        log_call_error(call,
+                       "stream=%p: not supported (code %d, ACLSHMEM_NOT_SUPPORTED): the symmetric "
+                       "heap is in host memory; on-stream calls need the npu device "
+                       "(SHMEM_DEVICE=npu)",
+                       stream, ACLSHMEM_NOT_SUPPORTED);
+        return false;
+    }
+    return true;
+}
+
+// Whether `pe` is a PE of the job; logged otherwise.
+bool pe_in_job(const char *call, long pe) {
+    if (!SHMEM_UNLIKELY(pe < 0 || pe >= g.n_pes)) return true;
+    log_call_error(call,
+                   "invalid argument pe=%ld: not in [0, %d) (code %d, ACLSHMEM_INVALID_PARAM)", pe,
+                   g.n_pes, ACLSHMEM_INVALID_PARAM);
+    return false;
+}
+
+// The address on `pe`'s device heap of this PE's symmetric heap range [addr, addr + n) (argument
+// `arg`), as this process's device address space maps it; 0 (logged) when the range is not in
+// the heap or `pe` is not on this node.
+uintptr_t peer_heap(const char *call, const char *arg, const void *addr, size_t n, int pe) {
+    uintptr_t off = reinterpret_cast<uintptr_t>(addr) - g.heap_base;
+    if (SHMEM_UNLIKELY(off > g.heap_size || n > g.heap_size - off)) {
+        log_call_error(call,
+                       "invalid argument %s=%p (%zu bytes): not inside the symmetric heap [%p, %p) "
+                       "(code %d, ACLSHMEM_INVALID_PARAM)",
+                       arg, addr, n, reinterpret_cast<void *>(g.heap_base),
+                       reinterpret_cast<void *>(g.heap_base + g.heap_size), ACLSHMEM_INVALID_PARAM);
+        return 0;
+    }
+    uintptr_t base = g.heap_device_bases[pe];
+    if (SHMEM_UNLIKELY(base == 0)) {
+        log_call_error(call,
+                       "pe=%d: not reachable from PE %d's device (another node) (code %d, "
+                       "ACLSHMEM_NOT_SUPPORTED)",
+                       pe, g.my_pe, ACLSHMEM_NOT_SUPPORTED);
+        return 0;
+    }
+    return base + off;
+}
+
+uintptr_t stream_of(aclrtStream stream) { return reinterpret_cast<uintptr_t>(stream); }
+
+// The copy of an on-stream put or get; `remote` is the symmetric side.
+void copy_on_stream(const char *call, bool put, void *dst, void *src, size_t n, int32_t pe,
+                    aclrtStream stream) {
+    if (!on_npu(call, stream) || !pe_in_job(call, pe) || n == 0) return;
+    void *remote = put ? dst : src;
+    void *local = put ? src : dst;
+    if (local == nullptr) {
+        log_call_error(call, "invalid argument %s=NULL (code %d, ACLSHMEM_INVALID_PARAM)",
+                       put ? "src" : "dst", ACLSHMEM_INVALID_PARAM);
+        return;
+    }
+    uintptr_t at = peer_heap(call, put ? "dst" : "src", remote, n, pe);
+    if (at == 0) return;
+    uintptr_t l = reinterpret_cast<uintptr_t>(local);
+    core::npu_stream_copy(call, put ? at : l, put ? l : at, n, stream_of(stream));
+}
+
+// What a host function on a stream does, with its arguments; freed by the function.
+struct StreamWork {
+    enum Kind { kSignal, kWait, kBarrier, kBarrierAll } kind;
+    int32_t *sig_addr;
+    int32_t value;
+    int op;  // sig_op, or cmp
+    int pe;
+    aclshmem_team_t team;
+};
+
+extern "C" void run_stream_work(void *arg) {
+    StreamWork *w = static_cast<StreamWork *>(arg);
+    switch (w->kind) {
+    case StreamWork::kSignal:
+        pshmem_fence();
+        if (w->op == ACLSHMEM_SIGNAL_SET) {
+            pshmem_int32_atomic_set(w->sig_addr, w->value, w->pe);
+        } else {
+            pshmem_int32_atomic_add(w->sig_addr, w->value, w->pe);
+        }
+        break;
+    case StreamWork::kWait: aclshmem_signal_wait_until(w->sig_addr, w->op, w->value); break;
+    case StreamWork::kBarrier: aclshmem_barrier(w->team); break;
+    case StreamWork::kBarrierAll: aclshmem_barrier_all(); break;
+    }
+    delete w;
+}
+
+void enqueue(const char *call, aclrtStream stream, StreamWork w) {
+    auto *work = new StreamWork(w);
+    if (core::npu_stream_call(call, stream_of(stream),
+                              reinterpret_cast<uintptr_t>(&run_stream_work),
+                              reinterpret_cast<uintptr_t>(work)) != 0) {
+        delete work;  // never enqueued (logged)
+    }
+}
+
+}  // namespace
+
+SHMEM_EXPORT void aclshmemx_putmem_on_stream(void *dst, void *src, size_t elem_size, int32_t pe,
+                                             aclrtStream stream) {
+    copy_on_stream("aclshmemx_putmem_on_stream", true, dst, src, elem_size, pe, stream);
+}
+
+SHMEM_EXPORT void aclshmemx_getmem_on_stream(void *dst, void *src, size_t elem_size, int32_t pe,
+                                             aclrtStream stream) {
+    copy_on_stream("aclshmemx_getmem_on_stream", false, dst, src, elem_size, pe, stream);
+}
+
+SHMEM_EXPORT void aclshmemx_quiet_on_stream(aclrtStream stream) {
+    if (on_npu("aclshmemx_quiet_on_stream", stream)) pshmem_quiet();
+}
+
+SHMEM_EXPORT void aclshmemx_signal_op_on_stream(int32_t *sig_addr, int32_t signal, int sig_op,
+                                                int32_t pe, aclrtStream stream) {
+    const char *call = "aclshmemx_signal_op_on_stream";
+    if (!on_npu(call, stream) || !pe_in_job(call, pe)) return;
+    if (sig_op != ACLSHMEM_SIGNAL_SET && sig_op != ACLSHMEM_SIGNAL_ADD) {
+        log_call_error(call,
+                       "invalid argument sig_op=%d: not ACLSHMEM_SIGNAL_SET (0) or "
+                       "ACLSHMEM_SIGNAL_ADD (1) (code %d, ACLSHMEM_INVALID_PARAM)",
+                       sig_op, ACLSHMEM_INVALID_PARAM);
+        return;
+    }
+    if (peer_heap(call, "sig_addr", sig_addr, sizeof(int32_t), pe) == 0) return;
+    enqueue(call, stream, {StreamWork::kSignal, sig_addr, signal, sig_op, pe, 0});
+}
+
+SHMEM_EXPORT void aclshmemx_signal_wait_until_on_stream(int32_t *sig_addr, int cmp, int32_t cmp_val,
+                                                        aclrtStream stream) {
+    const char *call = "aclshmemx_signal_wait_until_on_stream";
+    if (!on_npu(call, stream)) return;
+    if (cmp < ACLSHMEM_CMP_EQ || cmp > ACLSHMEM_CMP_LE) {
+        log_call_error(call,
+                       "invalid argument cmp=%d: not ACLSHMEM_CMP_EQ..ACLSHMEM_CMP_LE (0..5) "
+                       "(code %d, ACLSHMEM_INVALID_PARAM)",
+                       cmp, ACLSHMEM_INVALID_PARAM);
+        return;
+    }
+    if (peer_heap(call, "sig_addr", sig_addr, sizeof(int32_t), g.my_pe) == 0) return;
+    enqueue(call, stream, {StreamWork::kWait, sig_addr, cmp_val, cmp, g.my_pe, 0});
+}
+
+SHMEM_EXPORT void aclshmemx_barrier_on_stream(aclshmem_team_t team, aclrtStream stream) {
+    const char *call = "aclshmemx_barrier_on_stream";
+    if (!on_npu(call, stream)) return;
+    if (team < 0 || team >= g.team_slots || g.teams[team].size == 0) {
+        log_call_error(call,
+                       "invalid argument team=%d: not a team of this PE (code %d, "
+                       "ACLSHMEM_INVALID_PARAM)",
+                       team, ACLSHMEM_INVALID_PARAM);
+        return;
+    }
+    enqueue(call, stream, {StreamWork::kBarrier, nullptr, 0, 0, 0, team});
+}
+
+SHMEM_EXPORT void aclshmemx_barrier_all_on_stream(aclrtStream stream) {
+    const char *call = "aclshmemx_barrier_all_on_stream";
+    if (on_npu(call, stream)) enqueue(call, stream, {StreamWork::kBarrierAll, nullptr, 0, 0, 0, 0});
+}
+
+// The names CANN's users also resolve (`shmemx_*` are its macros' targets, `shmem_*` what
+// torch_npu looks up), as real functions.
+SHMEM_EXPORT void shmemx_putmem_on_stream(void *dst, void *src, size_t elem_size, int32_t pe,
+                                          aclrtStream stream) {
+    copy_on_stream("shmemx_putmem_on_stream", true, dst, src, elem_size, pe, stream);
+}
+SHMEM_EXPORT void shmemx_getmem_on_stream(void *dst, void *src, size_t elem_size, int32_t pe,
+                                          aclrtStream stream) {
+    copy_on_stream("shmemx_getmem_on_stream", false, dst, src, elem_size, pe, stream);
+}
+SHMEM_EXPORT void shmemx_quiet_on_stream(aclrtStream stream) {
+    if (on_npu("shmemx_quiet_on_stream", stream)) pshmem_quiet();
+}
+SHMEM_EXPORT void shmem_putmem_on_stream(void *dst, void *src, size_t elem_size, int32_t pe,
+                                         aclrtStream stream) {
+    copy_on_stream("shmem_putmem_on_stream", true, dst, src, elem_size, pe, stream);
+}
+SHMEM_EXPORT void shmem_getmem_on_stream(void *dst, void *src, size_t elem_size, int32_t pe,
+                                         aclrtStream stream) {
+    copy_on_stream("shmem_getmem_on_stream", false, dst, src, elem_size, pe, stream);
+}

@@ -1,0 +1,749 @@
+//! The NPU device: symmetric memory in an Ascend NPU's memory (HBM), through ACL's virtual-memory
+//! calls, loaded at run time ([`ascend_sys`]). A segment is physical memory
+//! (`aclrtMallocPhysical`) mapped into an address range reserved in this process's device address
+//! space (`aclrtReserveMemAddress`, `aclrtMapMem`); its export is a shareable handle
+//! (`aclrtMemExportToShareableHandle`) that the PEs of the node were allowed to import
+//! (`aclrtMemSetPidToShareableHandle`, with the pids `aclrtDeviceGetBareTgid` gives), and a peer
+//! imports it (`aclrtMemImportFromShareableHandle`) and maps it into a range of its own. The CPU
+//! never loads or stores this memory: the host reaches it with ACL's copies ([`Npu::write`],
+//! [`Npu::read`]), kernels with their own loads and stores at the device addresses.
+//!
+//! The device a PE uses is the one its thread already holds (`aclrtGetDevice`, as after
+//! torch_npu's `torch.npu.set_device`), else its local rank modulo the devices ACL reports (ACL
+//! itself applies `ASCEND_RT_VISIBLE_DEVICES`). ACL binds a device's context to a thread: every
+//! call here first binds the PE's context to the calling thread, so any thread may use the
+//! library.
+
+use super::{check_range, Device, Export, Placement, Segment};
+use crate::bootstrap::Bootstrap;
+use crate::error::{Error, Result};
+use ascend_sys as acl;
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// ACL's "already initialized" answer to a second `aclInit` (torch_npu has called it).
+const ACL_ERROR_REPEAT_INITIALIZE: i32 = 100002;
+
+/// Bytes of an export: shareable handle, physical length, offset of the segment in the
+/// mapping, segment length (u64 each), device id (i32) and its pad.
+const EXPORT_BYTES: usize = 40;
+
+/// The ACL library of this process, loaded once (a failure is remembered).
+static ACL: OnceLock<std::result::Result<acl::Acl, String>> = OnceLock::new();
+
+/// Loads `library` once per process; later calls get the first outcome, whatever they name.
+fn load(library: &str) -> std::result::Result<&'static acl::Acl, String> {
+    ACL.get_or_init(|| acl::Acl::load(library).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Whether `library` loads and reports at least one device (`SHMEM_DEVICE=auto`).
+pub fn present(library: &str) -> bool {
+    let Ok(acl) = load(library) else {
+        return false;
+    };
+    let mut count = 0u32;
+    // SAFETY: ACL's documented calls with valid out-pointers; `aclInit` may already have run
+    // (torch_npu), which its repeat code says.
+    unsafe {
+        let rc = (acl.aclInit)(std::ptr::null());
+        if rc != acl::ACL_SUCCESS && rc != ACL_ERROR_REPEAT_INITIALIZE {
+            return false;
+        }
+        (acl.aclrtGetDeviceCount)(&mut count) == acl::ACL_SUCCESS && count > 0
+    }
+}
+
+thread_local! {
+    /// The ACL context bound to this thread by the library (0: none yet).
+    static BOUND: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The NPU device of this PE. Cheap to clone: the heap holds one, the host data path another.
+#[derive(Clone)]
+pub struct Npu {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    acl: &'static acl::Acl,
+    /// The device id (ACL's logical id in this process).
+    device: i32,
+    /// Its context, bound to every thread that calls in.
+    context: usize,
+    /// Physical allocations are multiples of this.
+    granularity: usize,
+    /// The bare tgids of this node's other PEs: the processes an export allows.
+    peer_pids: Vec<i32>,
+    /// The library loaded, for messages.
+    library: String,
+}
+
+impl std::fmt::Debug for Npu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Npu")
+            .field("device", &self.inner.device)
+            .field("granularity", &self.inner.granularity)
+            .field("library", &self.inner.library)
+            .finish()
+    }
+}
+
+/// What keeps a segment allocated here: its physical memory, the range it is mapped in, and
+/// its shareable handle once exported.
+#[derive(Debug)]
+struct Local {
+    handle: usize,
+    range: usize,
+    phys_len: usize,
+    pad: usize,
+    shareable: Mutex<Option<u64>>,
+}
+
+/// What keeps a peer's segment imported here.
+#[derive(Debug)]
+struct Imported {
+    handle: usize,
+    range: usize,
+}
+
+fn round_up(n: usize, to: usize) -> Option<usize> {
+    n.checked_add(to - 1).map(|n| n / to * to)
+}
+
+impl Npu {
+    /// Opens the NPU device of this PE (collective over the job: the PEs of a node exchange
+    /// their process ids, which exports allow, and enable peer access between their devices).
+    pub fn open(bootstrap: &Bootstrap, library: &str, timeout: Duration) -> Result<Npu> {
+        let acl = load(library).map_err(|why| Error::Device {
+            device: "npu",
+            call: "loading the ACL runtime",
+            code: -1,
+            detail: format!(
+                ": cannot load {library} ({why}); source CANN's set_env.sh so that \
+                 LD_LIBRARY_PATH finds it, set SHMEM_ACL_LIBRARY to its path, or set \
+                 SHMEM_DEVICE=host"
+            ),
+        })?;
+        let call = |name: &'static str, rc: i32| check(acl, name, rc);
+        // SAFETY: every call below is ACL's, with valid pointers to locals as out-parameters.
+        unsafe {
+            let rc = (acl.aclInit)(std::ptr::null());
+            if rc != ACL_ERROR_REPEAT_INITIALIZE {
+                call("aclInit", rc)?;
+            }
+            let mut device = -1i32;
+            if (acl.aclrtGetDevice)(&mut device) != acl::ACL_SUCCESS {
+                let mut count = 0u32;
+                call("aclrtGetDeviceCount", (acl.aclrtGetDeviceCount)(&mut count))?;
+                if count == 0 {
+                    return Err(Error::Device {
+                        device: "npu",
+                        call: "aclrtGetDeviceCount",
+                        code: 0,
+                        detail: ": no NPU is visible to this process (check \
+                                 ASCEND_RT_VISIBLE_DEVICES), or set SHMEM_DEVICE=host"
+                            .into(),
+                    });
+                }
+                device = (bootstrap.nodes().local_rank() % count as usize) as i32;
+                call("aclrtSetDevice", (acl.aclrtSetDevice)(device))?;
+            }
+            let mut context: acl::aclrtContext = std::ptr::null_mut();
+            call(
+                "aclrtGetCurrentContext",
+                (acl.aclrtGetCurrentContext)(&mut context),
+            )?;
+            BOUND.with(|b| b.set(context as usize));
+            let mut pid = 0i32;
+            call(
+                "aclrtDeviceGetBareTgid",
+                (acl.aclrtDeviceGetBareTgid)(&mut pid),
+            )?;
+            let mut prop = physical_prop(device);
+            let mut granularity = 0usize;
+            call(
+                "aclrtMemGetAllocationGranularity",
+                (acl.aclrtMemGetAllocationGranularity)(
+                    &mut prop,
+                    acl::ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+                    &mut granularity,
+                ),
+            )?;
+            if granularity == 0 || !granularity.is_power_of_two() {
+                return Err(Error::Device {
+                    device: "npu",
+                    call: "aclrtMemGetAllocationGranularity",
+                    code: 0,
+                    detail: format!(": granularity {granularity} is not a power of two"),
+                });
+            }
+            // Every PE's (pid, device), so exports allow the node's processes and devices
+            // that hold peers' memory may reach each other.
+            let mut mine = pid.to_le_bytes().to_vec();
+            mine.extend_from_slice(&device.to_le_bytes());
+            let all = bootstrap
+                .allgather(&mine, timeout)
+                .map_err(|e| e.unshared("its NPU process id"))?;
+            let nodes = bootstrap.nodes();
+            let mut peer_pids = Vec::new();
+            for (pe, bytes) in all.iter().enumerate() {
+                if pe == bootstrap.rank() || !nodes.is_local(pe) {
+                    continue;
+                }
+                let field = |at: usize| {
+                    bytes
+                        .get(at..at + 4)
+                        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                        .map(i32::from_le_bytes)
+                };
+                let (Some(their_pid), Some(their_device)) = (field(0), field(4)) else {
+                    return Err(Error::Mismatch {
+                        pe: pe as i32,
+                        what: "its NPU process id is malformed (is SHMEM_DEVICE=npu set for \
+                               every PE?)"
+                            .into(),
+                    });
+                };
+                peer_pids.push(their_pid);
+                if their_device != device {
+                    enable_peer_access(acl, device, their_device)?;
+                }
+            }
+            tracing::debug!(
+                "npu device {device} (granularity {granularity} bytes, {} node peers)",
+                peer_pids.len()
+            );
+            Ok(Npu {
+                inner: Arc::new(Inner {
+                    acl,
+                    device,
+                    context: context as usize,
+                    granularity,
+                    peer_pids,
+                    library: library.to_string(),
+                }),
+            })
+        }
+    }
+
+    /// ACL's entry points, with this PE's context bound to the calling thread.
+    fn acl(&self) -> Result<&'static acl::Acl> {
+        let acl = self.inner.acl;
+        let ctx = self.inner.context;
+        if BOUND.with(Cell::get) != ctx {
+            // SAFETY: the context came from aclrtGetCurrentContext and lives until the
+            // process ends (the library never destroys it).
+            check(acl, "aclrtSetCurrentContext", unsafe {
+                (acl.aclrtSetCurrentContext)(ctx as acl::aclrtContext)
+            })?;
+            BOUND.with(|b| b.set(ctx));
+        }
+        Ok(acl)
+    }
+
+    /// The device id this PE uses.
+    pub fn device_id(&self) -> i32 {
+        self.inner.device
+    }
+
+    /// Copies `len` bytes from `src` (host memory or this device's) to the device address `to`;
+    /// complete on return.
+    ///
+    /// # Safety
+    /// `src` must be readable for `len` bytes; `to..to+len` must be device memory mapped here.
+    pub unsafe fn write(&self, to: usize, src: *const u8, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let acl = self.acl()?;
+        // SAFETY: the caller's contract; ACL tells host from device memory (DEFAULT).
+        check(acl, "aclrtMemcpy", unsafe {
+            (acl.aclrtMemcpy)(
+                to as *mut c_void,
+                len,
+                src.cast(),
+                len,
+                acl::ACL_MEMCPY_DEFAULT,
+            )
+        })
+    }
+
+    /// Copies `len` bytes from the device address `from` to `dest` (host memory or this
+    /// device's); complete on return.
+    ///
+    /// # Safety
+    /// `dest` must be writable for `len` bytes; `from..from+len` must be device memory mapped
+    /// here.
+    pub unsafe fn read(&self, dest: *mut u8, from: usize, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let acl = self.acl()?;
+        // SAFETY: the caller's contract.
+        check(acl, "aclrtMemcpy", unsafe {
+            (acl.aclrtMemcpy)(
+                dest.cast(),
+                len,
+                from as *const c_void,
+                len,
+                acl::ACL_MEMCPY_DEFAULT,
+            )
+        })
+    }
+
+    /// Allocates `len` bytes of plain device memory (not symmetric), for what kernels read.
+    pub fn malloc(&self, len: usize) -> Result<usize> {
+        let acl = self.acl()?;
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: ACL's allocation with a valid out-pointer.
+        check(acl, "aclrtMalloc", unsafe {
+            (acl.aclrtMalloc)(&mut p, len, acl::ACL_MEM_MALLOC_HUGE_FIRST)
+        })?;
+        Ok(p as usize)
+    }
+
+    /// Frees what [`Npu::malloc`] gave.
+    pub fn free_plain(&self, addr: usize) -> Result<()> {
+        let acl = self.acl()?;
+        // SAFETY: `addr` came from aclrtMalloc and is freed once.
+        check(acl, "aclrtFree", unsafe {
+            (acl.aclrtFree)(addr as *mut c_void)
+        })
+    }
+
+    /// Enqueues a copy of `len` bytes from `src` to `dst` (both device memory) on `stream`
+    /// (0: the default stream).
+    pub fn copy_on_stream(&self, dst: usize, src: usize, len: usize, stream: usize) -> Result<()> {
+        let acl = self.acl()?;
+        // SAFETY: ACL checks the addresses and the stream and answers with a code.
+        check(acl, "aclrtMemcpyAsync", unsafe {
+            (acl.aclrtMemcpyAsync)(
+                dst as *mut c_void,
+                len,
+                src as *const c_void,
+                len,
+                acl::ACL_MEMCPY_DEVICE_TO_DEVICE,
+                stream as acl::aclrtStream,
+            )
+        })
+    }
+
+    /// Enqueues `f(arg)` on `stream` (0: the default stream): it runs on ACL's thread once the
+    /// stream reaches it, and later work on the stream waits for it to return.
+    pub fn call_on_stream(
+        &self,
+        stream: usize,
+        f: unsafe extern "C" fn(*mut c_void),
+        arg: usize,
+    ) -> Result<()> {
+        let acl = self.acl()?;
+        // SAFETY: `f` is a function of the library that takes `arg`; ACL runs it once.
+        check(acl, "aclrtLaunchHostFunc", unsafe {
+            (acl.aclrtLaunchHostFunc)(stream as acl::aclrtStream, f, arg as *mut c_void)
+        })
+    }
+
+    /// Waits until `stream` (0: the default stream) has run everything enqueued on it.
+    pub fn synchronize(&self, stream: usize) -> Result<()> {
+        let acl = self.acl()?;
+        // SAFETY: ACL checks the stream.
+        check(acl, "aclrtSynchronizeStream", unsafe {
+            (acl.aclrtSynchronizeStream)(stream as acl::aclrtStream)
+        })
+    }
+
+    fn reserve(&self, len: usize, align: usize) -> Result<usize> {
+        let acl = self.acl()?;
+        let mut va: *mut c_void = std::ptr::null_mut();
+        // SAFETY: ACL's reservation with a valid out-pointer.
+        check(acl, "aclrtReserveMemAddress", unsafe {
+            (acl.aclrtReserveMemAddress)(&mut va, len, align, std::ptr::null_mut(), 0)
+        })?;
+        Ok(va as usize)
+    }
+
+    fn release(&self, range: usize) {
+        if let Ok(acl) = self.acl() {
+            // SAFETY: `range` came from aclrtReserveMemAddress and nothing is mapped in it now.
+            let rc = unsafe { (acl.aclrtReleaseMemAddress)(range as *mut c_void) };
+            if let Err(e) = check(acl, "aclrtReleaseMemAddress", rc) {
+                tracing::warn!("{e}");
+            }
+        }
+    }
+
+    fn map(&self, at: usize, len: usize, handle: usize) -> Result<()> {
+        let acl = self.acl()?;
+        // SAFETY: `at..at+len` lies in a reservation of ours; `handle` is physical memory of
+        // at least `len` bytes.
+        check(acl, "aclrtMapMem", unsafe {
+            (acl.aclrtMapMem)(
+                at as *mut c_void,
+                len,
+                0,
+                handle as acl::aclrtDrvMemHandle,
+                0,
+            )
+        })
+    }
+
+    fn unmap_and_free(&self, at: usize, handle: usize) -> Result<()> {
+        let acl = self.acl()?;
+        // SAFETY: `at` is where `handle` was mapped; both are released once.
+        unsafe {
+            check(acl, "aclrtUnmapMem", (acl.aclrtUnmapMem)(at as *mut c_void))?;
+            check(
+                acl,
+                "aclrtFreePhysical",
+                (acl.aclrtFreePhysical)(handle as acl::aclrtDrvMemHandle),
+            )
+        }
+    }
+}
+
+/// The properties of physical memory on `device`: pinned HBM in huge pages, no OS handle.
+fn physical_prop(device: i32) -> acl::aclrtPhysicalMemProp {
+    acl::aclrtPhysicalMemProp {
+        handleType: acl::ACL_MEM_HANDLE_TYPE_NONE,
+        allocationType: acl::ACL_MEM_ALLOCATION_TYPE_PINNED,
+        memAttr: acl::ACL_HBM_MEM_HUGE,
+        location: acl::aclrtMemLocation {
+            id: device as u32,
+            type_: acl::ACL_MEM_LOCATION_TYPE_DEVICE,
+        },
+        reserve: 0,
+    }
+}
+
+/// Lets `device` reach `peer`'s memory (a peer's segment imported here lives there).
+fn enable_peer_access(acl: &acl::Acl, device: i32, peer: i32) -> Result<()> {
+    let mut can = 0i32;
+    // SAFETY: ACL's query with a valid out-pointer.
+    check(acl, "aclrtDeviceCanAccessPeer", unsafe {
+        (acl.aclrtDeviceCanAccessPeer)(&mut can, device, peer)
+    })?;
+    if can == 0 {
+        return Err(Error::Device {
+            device: "npu",
+            call: "aclrtDeviceCanAccessPeer",
+            code: 0,
+            detail: format!(
+                ": device {device} cannot reach device {peer}, which holds a peer's heap"
+            ),
+        });
+    }
+    // SAFETY: ACL's call on two valid devices; a repeat is answered with a code we accept.
+    let rc = unsafe { (acl.aclrtDeviceEnablePeerAccess)(peer, 0) };
+    if rc != acl::ACL_SUCCESS {
+        tracing::debug!("aclrtDeviceEnablePeerAccess({peer}) answered {rc} (already enabled?)");
+    }
+    Ok(())
+}
+
+/// `rc` as a result: ACL's code, its name and ACL's last message for a failure.
+fn check(acl: &acl::Acl, call: &'static str, rc: i32) -> Result<()> {
+    if rc == acl::ACL_SUCCESS {
+        return Ok(());
+    }
+    // SAFETY: ACL returns a thread-local, NUL-terminated message or NULL.
+    let msg = unsafe {
+        let p = (acl.aclGetRecentErrMsg)();
+        if p.is_null() {
+            String::new()
+        } else {
+            std::ffi::CStr::from_ptr(p)
+                .to_string_lossy()
+                .trim()
+                .to_string()
+        }
+    };
+    let name = acl::error_name(rc);
+    Err(Error::Device {
+        device: "npu",
+        call,
+        code: rc,
+        detail: if msg.is_empty() {
+            format!(" ({name})")
+        } else {
+            format!(" ({name}): {msg}")
+        },
+    })
+}
+
+impl Device for Npu {
+    fn name(&self) -> &'static str {
+        "npu"
+    }
+
+    fn cpu_accessible(&self) -> bool {
+        false
+    }
+
+    fn allocate(&self, name: &str, len: usize, placement: Placement) -> Result<Segment> {
+        let gran = self.inner.granularity;
+        let too_large = || Error::Device {
+            device: "npu",
+            call: "aclrtMallocPhysical",
+            code: 0,
+            detail: format!(": {name} of {len} bytes is too large"),
+        };
+        // The mapping starts on a granule; the segment starts `pad` bytes in, so that the
+        // segment's `skew` byte lands on a multiple of `align`.
+        let (align, skew) = match placement {
+            Placement::Anywhere => (gran, 0),
+            Placement::Aligned { align, skew } => (align.max(gran), skew),
+        };
+        let pad = (gran - skew % gran) % gran;
+        let phys_len = round_up(pad + len, gran).ok_or_else(too_large)?;
+        // Reserve one alignment more than needed and map where the skewed point aligns.
+        let reserve_len = phys_len.checked_add(align).ok_or_else(too_large)?;
+        let acl = self.acl()?;
+        let range = self.reserve(reserve_len, align)?;
+        let at = {
+            let first = round_up(range + pad + skew, align).ok_or_else(too_large)?;
+            first - skew - pad
+        };
+        let mut prop = physical_prop(self.inner.device);
+        let mut handle: acl::aclrtDrvMemHandle = std::ptr::null_mut();
+        // SAFETY: ACL's allocation with a valid out-pointer and properties.
+        let rc = unsafe { (acl.aclrtMallocPhysical)(&mut handle, phys_len, &mut prop, 0) };
+        if let Err(e) = check(acl, "aclrtMallocPhysical", rc) {
+            self.release(range);
+            return Err(e);
+        }
+        let handle = handle as usize;
+        let ready = self.map(at, phys_len, handle).and_then(|()| {
+            // SAFETY: `at..at+phys_len` is mapped device memory of ours.
+            check(acl, "aclrtMemset", unsafe {
+                (acl.aclrtMemset)(at as *mut c_void, phys_len, 0, phys_len)
+            })
+        });
+        if let Err(e) = ready {
+            // SAFETY: freeing what was just allocated; unmapping what may be mapped.
+            unsafe {
+                (acl.aclrtUnmapMem)(at as *mut c_void);
+                (acl.aclrtFreePhysical)(handle as acl::aclrtDrvMemHandle);
+            }
+            self.release(range);
+            return Err(e);
+        }
+        tracing::debug!(
+            "npu: {name}: {len} bytes at {:#x} on device {}",
+            at + pad,
+            self.inner.device
+        );
+        Ok(Segment::unmapped(
+            at + pad,
+            len,
+            Box::new(Local {
+                handle,
+                range,
+                phys_len,
+                pad,
+                shareable: Mutex::new(None),
+            }),
+        ))
+    }
+
+    fn export(&self, segment: &Segment) -> Result<Export> {
+        let Some(local) = segment.backing().downcast_ref::<Local>() else {
+            return Err(Error::os(
+                "exporting a segment the npu device did not allocate",
+                std::io::ErrorKind::InvalidInput,
+            ));
+        };
+        let acl = self.acl()?;
+        let mut shareable = local.shareable.lock().unwrap_or_else(|p| p.into_inner());
+        let handle = match *shareable {
+            Some(h) => h,
+            None => {
+                let mut h = 0u64;
+                // SAFETY: `local.handle` is physical memory of ours; valid out-pointer.
+                check(acl, "aclrtMemExportToShareableHandle", unsafe {
+                    (acl.aclrtMemExportToShareableHandle)(
+                        local.handle as acl::aclrtDrvMemHandle,
+                        acl::ACL_MEM_HANDLE_TYPE_NONE,
+                        0,
+                        &mut h,
+                    )
+                })?;
+                if !self.inner.peer_pids.is_empty() {
+                    let mut pids = self.inner.peer_pids.clone();
+                    // SAFETY: `pids` holds `pids.len()` process ids.
+                    check(acl, "aclrtMemSetPidToShareableHandle", unsafe {
+                        (acl.aclrtMemSetPidToShareableHandle)(h, pids.as_mut_ptr(), pids.len())
+                    })?;
+                }
+                *shareable = Some(h);
+                h
+            }
+        };
+        let mut bytes = Vec::with_capacity(EXPORT_BYTES);
+        bytes.extend_from_slice(&handle.to_le_bytes());
+        bytes.extend_from_slice(&(local.phys_len as u64).to_le_bytes());
+        bytes.extend_from_slice(&(local.pad as u64).to_le_bytes());
+        bytes.extend_from_slice(&(segment.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&self.inner.device.to_le_bytes());
+        bytes.extend_from_slice(&[0; 4]);
+        Ok(Export {
+            bytes,
+            fds: Vec::new(),
+        })
+    }
+
+    fn exported_len(&self, export: &Export) -> Result<usize> {
+        Ok(parse(export)?.len)
+    }
+
+    fn import(&self, export: &Export, _placement: Placement) -> Result<Segment> {
+        let e = parse(export)?;
+        let acl = self.acl()?;
+        let mut handle: acl::aclrtDrvMemHandle = std::ptr::null_mut();
+        // SAFETY: ACL's import with a valid out-pointer; it checks the handle.
+        check(acl, "aclrtMemImportFromShareableHandle", unsafe {
+            (acl.aclrtMemImportFromShareableHandle)(e.shareable, self.inner.device, &mut handle)
+        })?;
+        let handle = handle as usize;
+        let range = match self.reserve(e.phys_len, self.inner.granularity) {
+            Ok(r) => r,
+            Err(err) => {
+                // SAFETY: releasing the handle just imported.
+                unsafe { (acl.aclrtFreePhysical)(handle as acl::aclrtDrvMemHandle) };
+                return Err(err);
+            }
+        };
+        if let Err(err) = self.map(range, e.phys_len, handle) {
+            // SAFETY: as above.
+            unsafe { (acl.aclrtFreePhysical)(handle as acl::aclrtDrvMemHandle) };
+            self.release(range);
+            return Err(err);
+        }
+        Ok(Segment::unmapped(
+            range + e.pad,
+            e.len,
+            Box::new(Imported { handle, range }),
+        ))
+    }
+
+    fn free(&self, segment: Segment) -> Result<()> {
+        let at = segment.addr();
+        let backing = segment.backing();
+        let (handle, range, mapped) = if let Some(l) = backing.downcast_ref::<Local>() {
+            (l.handle, l.range, at - l.pad)
+        } else if let Some(i) = backing.downcast_ref::<Imported>() {
+            (i.handle, i.range, i.range)
+        } else {
+            return Err(Error::os(
+                "freeing a segment the npu device did not make",
+                std::io::ErrorKind::InvalidInput,
+            ));
+        };
+        let r = self.unmap_and_free(mapped, handle);
+        self.release(range);
+        r
+    }
+
+    fn set(&self, segment: &Segment, offset: usize, byte: u8, len: usize) -> Result<()> {
+        check_range(segment, "npu set", offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let acl = self.acl()?;
+        // SAFETY: the range lies in the segment, device memory mapped here.
+        check(acl, "aclrtMemset", unsafe {
+            (acl.aclrtMemset)(
+                (segment.addr() + offset) as *mut c_void,
+                len,
+                i32::from(byte),
+                len,
+            )
+        })
+    }
+
+    fn copy(&self, segment: &Segment, src: usize, dst: usize, len: usize) -> Result<()> {
+        check_range(segment, "npu copy (source)", src, len)?;
+        check_range(segment, "npu copy (destination)", dst, len)?;
+        if len == 0 || src == dst {
+            return Ok(());
+        }
+        let base = segment.addr();
+        if src.abs_diff(dst) >= len {
+            let acl = self.acl()?;
+            // SAFETY: two disjoint ranges of the segment.
+            return check(acl, "aclrtMemcpy", unsafe {
+                (acl.aclrtMemcpy)(
+                    (base + dst) as *mut c_void,
+                    len,
+                    (base + src) as *const c_void,
+                    len,
+                    acl::ACL_MEMCPY_DEVICE_TO_DEVICE,
+                )
+            });
+        }
+        // Overlapping ranges (a block moved by less than its length): through host memory,
+        // in the order that reads every byte before it is overwritten.
+        const CHUNK: usize = 1 << 20;
+        let mut buf = vec![0u8; CHUNK.min(len)];
+        let mut done = 0;
+        while done < len {
+            let n = buf.len().min(len - done);
+            let at = if dst < src { done } else { len - done - n };
+            // SAFETY: `buf` holds `n` bytes; both ranges lie in the segment.
+            unsafe {
+                self.read(buf.as_mut_ptr(), base + src + at, n)?;
+                self.write(base + dst + at, buf.as_ptr(), n)?;
+            }
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+/// An export's fields.
+struct Parsed {
+    shareable: u64,
+    phys_len: usize,
+    pad: usize,
+    len: usize,
+}
+
+fn parse(export: &Export) -> Result<Parsed> {
+    let b = &export.bytes;
+    let bad = || {
+        Error::os(
+            format!(
+                "an npu segment's export has {} bytes, not {EXPORT_BYTES} (is SHMEM_DEVICE=npu \
+                 set for every PE?)",
+                b.len()
+            ),
+            std::io::ErrorKind::InvalidData,
+        )
+    };
+    if b.len() != EXPORT_BYTES || !export.fds.is_empty() {
+        return Err(bad());
+    }
+    let word = |i: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[8 * i..8 * i + 8]);
+        u64::from_le_bytes(w)
+    };
+    let size = |v: u64| usize::try_from(v).map_err(|_| bad());
+    let parsed = Parsed {
+        shareable: word(0),
+        phys_len: size(word(1))?,
+        pad: size(word(2))?,
+        len: size(word(3))?,
+    };
+    if parsed
+        .pad
+        .checked_add(parsed.len)
+        .map_or(true, |end| end > parsed.phys_len)
+    {
+        return Err(bad());
+    }
+    Ok(parsed)
+}
