@@ -11,7 +11,10 @@
 # and its transport twin loopback.odd.<name>.np<m> (label loopback): the same program at one PE
 # count m (3 when listed, else the largest listed count from 2 to 4; none for 1-PE-only tests)
 # with SHMEM_TEST_LOOPBACK=odd, so the odd PEs are reached through the transport table and every
-# AMO takes the transport path. A test that sets SHMEM_TEST_LOOPBACK itself gets no twin.
+# AMO takes the transport path; and its device twin npu.<name>.np<m> (label npu) at the same
+# count with SHMEM_DEVICE=npu over the ACL stand-in (tests/acl), so the heap lives in "NPU
+# memory" and every heap access of the host goes through the device's copies. A test that sets
+# SHMEM_TEST_LOOPBACK, SHMEM_TEST_UCX or SHMEM_DEVICE itself gets no twin.
 # A hang is a failure: shmemrun kills the job at its timeout, ctest at TIMEOUT. PROCESSORS is
 # capped at 2 (the CI machine's cores) so ctest -j2 schedules big jobs alone; 8 PEs on 2 cores
 # must work anyway (docs/architecture.md §5, Waiting).
@@ -62,7 +65,7 @@ function(shmem_add_mp_test name target)
         endif()
     endforeach()
 
-    if(arg_NO_LOOPBACK_TWIN OR "${arg_ENVIRONMENT}" MATCHES "SHMEM_TEST_LOOPBACK=")
+    if(arg_NO_LOOPBACK_TWIN OR "${arg_ENVIRONMENT}" MATCHES "SHMEM_TEST_(LOOPBACK|UCX)=|SHMEM_DEVICE=")
         return()
     endif()
     set(twin_npes "")
@@ -85,5 +88,17 @@ function(shmem_add_mp_test name target)
             TIMEOUT ${arg_TIMEOUT}
             LABELS "${arg_LABELS};loopback"
             ENVIRONMENT "${arg_ENVIRONMENT};SHMEM_TEST_LOOPBACK=odd")
+        if(TARGET acl_standin)
+            set(twin npu.${name}.np${twin_npes})
+            add_test(NAME ${twin}
+                COMMAND $<TARGET_FILE:shmem::shmemrun> -n ${twin_npes}
+                    --timeout ${arg_LAUNCHER_TIMEOUT} $<TARGET_FILE:${target}> ${arg_ARGS})
+            shmem_test_processors(${twin} ${twin_npes})
+            list(REMOVE_ITEM arg_LABELS loopback)
+            set_tests_properties(${twin} PROPERTIES
+                TIMEOUT ${arg_TIMEOUT}
+                LABELS "${arg_LABELS};npu"
+                ENVIRONMENT "${arg_ENVIRONMENT};SHMEM_DEVICE=npu;SHMEM_ACL_LIBRARY=$<TARGET_FILE:acl_standin>")
+        endif()
     endif()
 endfunction()
