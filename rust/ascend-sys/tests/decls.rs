@@ -373,3 +373,50 @@ fn type_mapping() {
     assert_eq!(rust_canon("*mut aclrtContext"), "*mut *mut c_void");
     assert_eq!(rust_canon("aclrtHostFunc"), "aclrtHostFunc");
 }
+
+/// On a machine with CANN (`ASCEND_HOME_PATH`, set by CANN's `set_env.sh`), the data extracted
+/// again from its headers equals `acl_decls.txt` but for the comment lines: the bindings are
+/// current for that CANN release. Without CANN there are no headers to compare with.
+#[test]
+fn data_is_current_for_installed_cann() {
+    let Some(home) = std::env::var_os("ASCEND_HOME_PATH") else {
+        eprintln!("skipped: ASCEND_HOME_PATH is not set (no CANN here)");
+        return;
+    };
+    let include = std::path::Path::new(&home).join("include/acl");
+    assert!(
+        include.join("acl_rt.h").is_file(),
+        "{}: no acl_rt.h",
+        include.display()
+    );
+    let manifest = env!("CARGO_MANIFEST_DIR");
+    let out = std::env::temp_dir().join(format!("ascend-sys-decls.{}.txt", std::process::id()));
+    let status = std::process::Command::new("python3")
+        .arg(format!("{manifest}/extract_decls.py"))
+        .arg(&include)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("python3 runs extract_decls.py");
+    let fresh = std::fs::read_to_string(&out);
+    let _ = std::fs::remove_file(&out);
+    assert!(
+        status.success(),
+        "extract_decls.py {}: {status}",
+        include.display()
+    );
+    let fresh = fresh.expect("extract_decls.py wrote its output");
+    let committed = std::fs::read_to_string(format!("{manifest}/acl_decls.txt")).expect("data");
+    let facts = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(
+        facts(&committed),
+        facts(&fresh),
+        "acl_decls.txt differs from {}'s headers: regenerate it (see its header) and rebind",
+        include.display()
+    );
+}
