@@ -481,9 +481,10 @@ void enqueue(Stream *s, Task task) {
     s->cv.notify_all();
 }
 
-// The stream a handle names: NULL is the current context's default stream.
+// The stream a handle names: NULL is the current context's default stream. Work is enqueued
+// only on a stream of the current context (`enqueue_on`), as ACL requires.
 aclError get_stream(const char *call, aclrtStream handle, Context *ctx,
-                    std::shared_ptr<Stream> *out) {
+                    std::shared_ptr<Stream> *out, bool enqueue_on = false) {
     Runtime &r = rt();
     std::lock_guard<std::mutex> lk(r.mu);
     if (!handle) {
@@ -497,6 +498,10 @@ aclError get_stream(const char *call, aclrtStream handle, Context *ctx,
                     "stream=%p is not a live stream (destroyed, never created, or made before "
                     "fork by the parent)",
                     handle);
+    if (enqueue_on && it->second->ctx != ctx)
+        return fail(call, ACL_ERROR_RT_STREAM_CONTEXT,
+                    "stream=%p belongs to device %d's context, not to the current one (device %d)",
+                    handle, it->second->ctx->device, ctx->device);
     *out = it->second;
     return ACL_SUCCESS;
 }
@@ -1549,7 +1554,7 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
         if (aclError rc = check_copy(r, call, dst, destMax, src, count, kind, &d, &s)) return rc;
     }
     std::shared_ptr<Stream> st;
-    if (aclError rc = get_stream(call, stream, c, &st)) return rc;
+    if (aclError rc = get_stream(call, stream, c, &st, true)) return rc;
     // Checked again when the stream reaches it: the memory may be unmapped by then.
     enqueue(st.get(), [dst, destMax, src, count, kind](std::string *msg) {
         Runtime &rr = rt();
@@ -1590,7 +1595,7 @@ aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t c
         if (aclError rc = check_set(r, call, devPtr, maxCount, count, &d)) return rc;
     }
     std::shared_ptr<Stream> st;
-    if (aclError rc = get_stream(call, stream, c, &st)) return rc;
+    if (aclError rc = get_stream(call, stream, c, &st, true)) return rc;
     enqueue(st.get(), [devPtr, maxCount, value, count](std::string *msg) {
         Runtime &rr = rt();
         std::shared_lock<std::shared_mutex> lk(rr.mem);
@@ -1698,7 +1703,7 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
     std::shared_ptr<Event> e;
     if (aclError rc = get_event(call, event, &e)) return rc;
     std::shared_ptr<Stream> s;
-    if (aclError rc = get_stream(call, stream, c, &s)) return rc;
+    if (aclError rc = get_stream(call, stream, c, &s, true)) return rc;
     uint64_t n;
     {
         std::lock_guard<std::mutex> lk(e->mu);
@@ -1722,7 +1727,7 @@ aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
     std::shared_ptr<Event> e;
     if (aclError rc = get_event(call, event, &e)) return rc;
     std::shared_ptr<Stream> s;
-    if (aclError rc = get_stream(call, stream, c, &s)) return rc;
+    if (aclError rc = get_stream(call, stream, c, &s, true)) return rc;
     uint64_t target;
     {
         std::lock_guard<std::mutex> lk(e->mu);
@@ -1754,7 +1759,7 @@ aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args) {
     if (aclError rc = enter_ctx(call, &c)) return rc;
     if (!fn) return fail(call, ACL_ERROR_INVALID_PARAM, "fn=NULL");
     std::shared_ptr<Stream> s;
-    if (aclError rc = get_stream(call, stream, c, &s)) return rc;
+    if (aclError rc = get_stream(call, stream, c, &s, true)) return rc;
     enqueue(s.get(), [fn, args](std::string *) {
         fn(args);
         return ACL_SUCCESS;

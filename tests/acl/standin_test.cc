@@ -503,6 +503,24 @@ TEST(Stream, DestroyWaitsAndDeadHandlesAreRefused) {
     EXPECT_EQ(aclrtDestroyStream(nullptr), ACL_ERROR_INVALID_PARAM);
 }
 
+TEST(Stream, WorkGoesOnlyToStreamsOfTheCurrentContext) {
+    ASSERT_NO_FATAL_FAILURE(init_device(0));
+    aclrtStream s = nullptr;
+    ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+    ASSERT_EQ(aclrtSetDevice(1), ACL_SUCCESS);
+    char a[8] = {}, b[8] = {1};
+    EXPECT_EQ(aclrtMemcpyAsync(a, 8, b, 8, ACL_MEMCPY_HOST_TO_HOST, s),
+              ACL_ERROR_RT_STREAM_CONTEXT);
+    EXPECT_NE(recent().find("belongs to device 0's context"), std::string::npos);
+    EXPECT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);  // waiting on it is allowed
+    ASSERT_EQ(aclrtResetDevice(1), ACL_SUCCESS);
+    ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
+    ASSERT_EQ(aclrtMemcpyAsync(a, 8, b, 8, ACL_MEMCPY_HOST_TO_HOST, s), ACL_SUCCESS);
+    ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+    EXPECT_EQ(a[0], 1);
+    ASSERT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
+}
+
 void check_device_in_host_function(void *arg) {
     int32_t dev = -1;
     aclError rc = aclrtGetDevice(&dev);
