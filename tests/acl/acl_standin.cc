@@ -258,7 +258,6 @@ using Task = std::function<aclError(std::string *msg)>;
 // An in-order queue of tasks run by one worker thread.
 struct Stream {
     Context *ctx = nullptr;
-    pid_t owner = 0;  // after fork the worker exists only in the process that started it
     std::mutex mu;
     std::condition_variable cv;
     std::deque<Task> queue;
@@ -318,8 +317,9 @@ struct Runtime {
     std::unordered_map<void *, std::shared_ptr<Stream>> streams;
     std::unordered_map<void *, std::shared_ptr<Event>> events;
 
-    // Fault counters.
+    // Fault counters (cfg.faults); any_fault spares every call the lock when there are none.
     std::mutex fault_mu;
+    std::atomic<bool> any_fault{false};
 
     // Memory: held shared by every copy, exclusively by whatever changes the maps below.
     std::shared_mutex mem;
@@ -394,6 +394,7 @@ aclError enter(const char *call) {
     Runtime &r = rt();
     if (!r.initialized.load())
         return fail(call, ACL_ERROR_UNINITIALIZE, "called before aclInit (or after aclFinalize)");
+    if (!r.any_fault.load()) return ACL_SUCCESS;
     std::lock_guard<std::mutex> lk(r.fault_mu);
     for (Fault &f : r.cfg.faults) {
         if (f.call != call || ++f.seen != f.nth) continue;
@@ -456,7 +457,6 @@ void run_stream(Stream *s) {
 std::shared_ptr<Stream> start_stream(Context *ctx) {
     auto s = std::make_shared<Stream>();
     s->ctx = ctx;
-    s->owner = getpid();
     s->worker = std::thread(run_stream, s.get());
     s->worker_id = s->worker.get_id();
     return s;
@@ -596,7 +596,8 @@ aclError classify(Runtime &r, const char *call, const char *what, const void *pt
                   Side *side, char **view) {
     uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     if (const Range *rg = range_at(r, p)) {
-        if (n > rg->va + rg->size - p)
+        size_t left = p - rg->va < rg->size ? rg->va + rg->size - p : 0;
+        if (n > left)
             return fail(call, ACL_ERROR_RT_PARAM_INVALID,
                         "%s=%p: [%p, +%zu) runs past the end of the device block [%p, +%zu)", what,
                         ptr, ptr, n, reinterpret_cast<void *>(rg->va), rg->size);
@@ -607,7 +608,7 @@ aclError classify(Runtime &r, const char *call, const char *what, const void *pt
     auto res = reservation_at(r, p);
     if (res.first)
         return fail(call, ACL_ERROR_RT_PARAM_INVALID,
-                    "%s=%p is not mapped: it lies in the reserved range [%p, +%zu) where "
+                    "%s=%p is not mapped: it lies in the reserved range [%p, +%zu) but "
                     "nothing is mapped there",
                     what, ptr, reinterpret_cast<void *>(res.first), res.second);
     uintptr_t dev = first_start_in(r.ranges, p, n);
@@ -946,6 +947,7 @@ aclError aclInit(const char *configPath) {
         bool strict = r.strict_fixed ? r.cfg.strict : cfg.strict;
         r.cfg = cfg;
         r.cfg.strict = strict;
+        r.any_fault = !cfg.faults.empty();
     }
     r.strict_fixed = true;
     r.ever_initialized = true;

@@ -374,6 +374,9 @@ TEST(Copy, KindsAndRangesAreChecked) {
     EXPECT_EQ(aclrtMemcpy(blk, 100, host.data(), 100, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
     EXPECT_EQ(aclrtMemcpy(blk, 101, host.data(), 101, ACL_MEMCPY_HOST_TO_DEVICE),
               ACL_ERROR_RT_PARAM_INVALID);
+    EXPECT_EQ(
+        aclrtMemcpy(static_cast<char *>(blk) + 100, 1, host.data(), 1, ACL_MEMCPY_HOST_TO_DEVICE),
+        ACL_ERROR_RT_PARAM_INVALID);  // inside the page, past the block
     EXPECT_EQ(aclrtFree(static_cast<char *>(blk) + 1), ACL_ERROR_INVALID_PARAM);
     EXPECT_EQ(aclrtFree(blk), ACL_SUCCESS);
     EXPECT_EQ(aclrtFree(blk), ACL_ERROR_INVALID_PARAM);
