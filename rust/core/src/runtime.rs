@@ -289,7 +289,7 @@ fn start(
 /// and reports a device (collective: every PE of the job must choose alike, which the heap's
 /// exchange checks).
 fn open_npu(config: &Config, bootstrap: &Bootstrap, timeouts: Timeouts) -> Result<Option<Npu>> {
-    let library = env::text(env::ACL_LIBRARY).unwrap_or_else(|| "libascendcl.so".into());
+    let library = env::text(env::ACL_LIBRARY).unwrap_or_else(|| ascend_sys::LIBRARY.into());
     let wanted = match config.device {
         "npu" => true,
         "auto" => npu::present(&library),

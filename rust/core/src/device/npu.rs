@@ -23,9 +23,6 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-/// ACL's "already initialized" answer to a second `aclInit` (torch_npu has called it).
-const ACL_ERROR_REPEAT_INITIALIZE: i32 = 100002;
-
 /// Bytes of an export: shareable handle, physical length, offset of the segment in the
 /// mapping, segment length (u64 each), device id (i32) and its pad.
 const EXPORT_BYTES: usize = 40;
@@ -50,7 +47,7 @@ pub fn present(library: &str) -> bool {
     // (torch_npu), which its repeat code says.
     unsafe {
         let rc = (acl.aclInit)(std::ptr::null());
-        if rc != acl::ACL_SUCCESS && rc != ACL_ERROR_REPEAT_INITIALIZE {
+        if rc != acl::ACL_SUCCESS && rc != acl::ACL_ERROR_REPEAT_INITIALIZE {
             return false;
         }
         (acl.aclrtGetDeviceCount)(&mut count) == acl::ACL_SUCCESS && count > 0
@@ -132,7 +129,7 @@ impl Npu {
         // SAFETY: every call below is ACL's, with valid pointers to locals as out-parameters.
         unsafe {
             let rc = (acl.aclInit)(std::ptr::null());
-            if rc != ACL_ERROR_REPEAT_INITIALIZE {
+            if rc != acl::ACL_ERROR_REPEAT_INITIALIZE {
                 call("aclInit", rc)?;
             }
             let mut device = -1i32;
