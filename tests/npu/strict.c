@@ -45,7 +45,7 @@ int main(void) {
     shmem_quiet();
     shmem_barrier_all();
     CHECK(get_long(&a[0], me) == -left, "p: %ld", get_long(&a[0], me));
-    CHECK(get_long(&a[3], me) == me * 1000 + 2, "nbi: %ld", get_long(&a[3], me));
+    CHECK(get_long(&a[3], me) == left * 1000 + 2, "nbi: %ld", get_long(&a[3], me));
     shmem_long_iput(&a[8], host, 2, 1, 4, right); /* a[8], a[10], a[12], a[14] */
     shmem_barrier_all();
     CHECK(get_long(&a[12], me) == left * 1000 + 2, "iput: %ld", get_long(&a[12], me));

@@ -52,7 +52,7 @@ static const char *const kNames[] = {
     "shmem_getmem_on_stream", "shmemx_putmem_on_stream", "shmemx_getmem_on_stream",
     "aclshmemx_quiet_on_stream", "aclshmemx_signal_op_on_stream",
     "aclshmemx_signal_wait_until_on_stream", "aclshmemx_barrier_on_stream",
-    "aclshmemx_barrier_all_on_stream",
+    "aclshmemx_barrier_all_on_stream", "aclshmemx_set_attr",
 };
 
 /* PE 0 writes the id through a temporary name; the others wait for the file (30 s at most). */
@@ -126,13 +126,12 @@ int main(int argc, char **argv) {
         aclshmemx_uniqueid_t uid = ACLSHMEM_UNIQUEID_INITIALIZER;
         if (rank == 0) CHECK(get_uid(&uid) == 0, "aclshmemx_get_uniqueid");
         share(argv[2], &uid, sizeof uid);
-        aclshmemx_init_attr_t attr;
-        memset(&attr, 0, sizeof attr);
-        attr.option_attr.shm_init_timeout = 60;
-        attr.option_attr.shm_create_timeout = 60;
-        attr.option_attr.control_operation_timeout = 60;
-        CHECK(set_uid(rank, n, HEAP, &uid, &attr) == 0, "aclshmemx_set_attr_uniqueid_args");
-        rc = init_attr(ACLSHMEMX_INIT_WITH_UNIQUEID, &attr);
+        int (*set_attr)(int, int, uint64_t, const char *, aclshmemx_init_attr_t **) =
+            sym("aclshmemx_set_attr");
+        aclshmemx_init_attr_t *attr = NULL;
+        CHECK(set_attr(rank, n, HEAP, NULL, &attr) == 0 && attr != NULL, "aclshmemx_set_attr");
+        CHECK(set_uid(rank, n, HEAP, &uid, attr) == 0, "aclshmemx_set_attr_uniqueid_args");
+        rc = init_attr(ACLSHMEMX_INIT_WITH_UNIQUEID, attr);
     }
     CHECK(rc == 0, "init returned %d", rc);
 

@@ -236,7 +236,10 @@ pub fn publish(job: &Job<'_>) -> Backing {
     // the runtime: no base of any kind is published for it (this PE keeps its own: its words
     // are read here, whoever writes them). The loopback test transport keeps its own view of
     // the mappings, so the one-node tests take exactly the path a PE on another node takes.
-    let unmapped = |pe: usize| reach[pe] != REACH_MAPPED && pe != job.my_pe;
+    // A heap in device memory sends only heap accesses through the transport (the device's
+    // copies): static data and control words stay in host memory, mapped by the node's PEs.
+    let unmapped =
+        |pe: usize| reach[pe] != REACH_MAPPED && pe != job.my_pe && job.heap_device.is_none();
     let mut mapped_bases = Vec::with_capacity(2 * n_pes);
     for (pe, &heap) in job.heap_bases.iter().enumerate() {
         let data = if symmetric { job.data_bases[pe] } else { 0 };
@@ -255,7 +258,14 @@ pub fn publish(job: &Job<'_>) -> Backing {
     let bases: Vec<usize> = mapped_bases
         .iter()
         .enumerate()
-        .map(|(i, &b)| if reach[i / 2] == REACH_MAPPED { b } else { 0 })
+        .map(|(i, &b)| {
+            let static_data = i % 2 == 1;
+            if reach[i / 2] == REACH_MAPPED || (static_data && job.heap_device.is_some()) {
+                b
+            } else {
+                0
+            }
+        })
         .collect();
     // With a transport every AMO goes through it: no AMO finds a base.
     let amo_bases = if job.transport.is_null() {
@@ -338,7 +348,12 @@ pub fn transport() -> *const TransportOps {
 pub fn through_transport(pe: usize) -> bool {
     // SAFETY: see `Published`: written only by init and finalize, which no reader overlaps.
     let s = unsafe { &*shmem_job_state_g.0.get() };
-    if s.transport.is_null() || pe >= s.n_pes.max(0) as usize || pe == s.my_pe as usize {
+    // A device heap's transport reaches heaps only: control words stay mapped.
+    if s.transport.is_null()
+        || pe >= s.n_pes.max(0) as usize
+        || pe == s.my_pe as usize
+        || s.heap_on_device != 0
+    {
         return false;
     }
     // SAFETY: a running job's state has n_pes entries at reach (`publish`).
