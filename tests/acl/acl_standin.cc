@@ -6,9 +6,10 @@
 // code, one `acl stand-in:` line on stderr, aclGetRecentErrMsg), and must never be installed or
 // linked by the library: the library finds it at run time like the real one.
 //
-// Variables (read at aclInit): ACL_STANDIN_DEVICES (8), ACL_STANDIN_HBM_BYTES (16 GiB per
-// device), ACL_STANDIN_STRICT (0; 1 keeps device memory PROT_NONE to the program, fixed by the
-// first aclInit), ACL_STANDIN_FAIL=<call>[:<nth>][,...].
+// Variables (read at aclInit): ACL_STANDIN_DEVICES (8; ASCEND_RT_VISIBLE_DEVICES selects among
+// them as with ACL), ACL_STANDIN_HBM_BYTES (16 GiB per device, per process), ACL_STANDIN_STRICT (0;
+// 1 keeps device memory PROT_NONE to the program, fixed by the first aclInit),
+// ACL_STANDIN_FAIL=<call>[:<nth>][,...].
 #include "acl_standin.h"
 
 #include <errno.h>
@@ -191,6 +192,29 @@ aclError read_config(Config *cfg) {
                         "ACL_STANDIN_DEVICES=\"%s\": expected a count from 0 to %d", v,
                         kMaxDevices);
         c.devices = static_cast<int32_t>(n);
+    }
+    // As ACL does, ASCEND_RT_VISIBLE_DEVICES picks the devices the process sees, numbered from 0
+    // in its order.
+    if (const char *v = getenv("ASCEND_RT_VISIBLE_DEVICES")) {
+        std::string list(v);
+        std::set<uint64_t> seen;
+        size_t at = 0;
+        while (!list.empty()) {
+            size_t comma = list.find(',', at);
+            std::string item = list.substr(at, comma == std::string::npos ? comma : comma - at);
+            uint64_t id = 0;
+            if (!parse_size(item.c_str(), &id) ||
+                item.find_first_not_of("0123456789") != std::string::npos ||
+                id >= static_cast<uint64_t>(c.devices) || !seen.insert(id).second)
+                return fail(
+                    call, ACL_ERROR_INVALID_PARAM,
+                    "ASCEND_RT_VISIBLE_DEVICES=\"%s\": \"%s\" is not one of devices 0 to %d "
+                    "(each once)",
+                    v, item.c_str(), c.devices - 1);
+            if (comma == std::string::npos) break;
+            at = comma + 1;
+        }
+        c.devices = static_cast<int32_t>(seen.size());
     }
     if (const char *v = getenv("ACL_STANDIN_HBM_BYTES")) {
         if (!parse_size(v, &c.hbm_bytes))

@@ -154,6 +154,15 @@ TEST(Init, OrderRepeatAndVariables) {
         CHILD_CHECK(aclInit(nullptr) == ACL_SUCCESS);
         CHILD_CHECK(aclrtGetDeviceCount(&count) == ACL_SUCCESS && count == 2);
         CHILD_CHECK(aclrtSetDevice(2) == ACL_ERROR_RT_INVALID_DEVICEID);
+        CHILD_CHECK(aclFinalize() == ACL_SUCCESS);
+        unsetenv("ACL_STANDIN_DEVICES");  // 8 devices, of which the process sees two
+        setenv("ASCEND_RT_VISIBLE_DEVICES", "6,3", 1);
+        CHILD_CHECK(aclInit(nullptr) == ACL_SUCCESS);
+        CHILD_CHECK(aclrtGetDeviceCount(&count) == ACL_SUCCESS && count == 2);
+        CHILD_CHECK(aclFinalize() == ACL_SUCCESS);
+        setenv("ASCEND_RT_VISIBLE_DEVICES", "1,8", 1);
+        CHILD_CHECK(aclInit(nullptr) == ACL_ERROR_INVALID_PARAM);
+        CHILD_CHECK(recent().find("\"8\" is not one of devices 0 to 7") != std::string::npos);
         return 0;
     });
     ASSERT_TRUE(WIFEXITED(status)) << status;
@@ -164,7 +173,8 @@ TEST(Device, SetGetResetAndContexts) {
     ASSERT_NO_FATAL_FAILURE(init_device(0));
     uint32_t count = 0;
     ASSERT_EQ(aclrtGetDeviceCount(&count), ACL_SUCCESS);
-    if (!getenv("ACL_STANDIN_DEVICES")) EXPECT_EQ(count, 8u);
+    if (!getenv("ACL_STANDIN_DEVICES") && !getenv("ASCEND_RT_VISIBLE_DEVICES"))
+        EXPECT_EQ(count, 8u);
     int32_t dev = -1;
     ASSERT_EQ(aclrtGetDevice(&dev), ACL_SUCCESS);
     EXPECT_EQ(dev, 0);
