@@ -37,6 +37,7 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -478,10 +479,16 @@ void run_stream(Stream *s) {
     }
 }
 
+// A new stream and its worker; null when no thread can be started (no exception may cross
+// the C interface).
 std::shared_ptr<Stream> start_stream(Context *ctx) {
     auto s = std::make_shared<Stream>();
     s->ctx = ctx;
-    s->worker = std::thread(run_stream, s.get());
+    try {
+        s->worker = std::thread(run_stream, s.get());
+    } catch (const std::system_error &) {
+        return nullptr;
+    }
     s->worker_id = s->worker.get_id();
     return s;
 }
@@ -513,6 +520,9 @@ aclError get_stream(const char *call, aclrtStream handle, Context *ctx,
     std::lock_guard<std::mutex> lk(r.mu);
     if (!handle) {
         if (!ctx->def) ctx->def = start_stream(ctx);
+        if (!ctx->def)
+            return fail(call, ACL_ERROR_RT_MEMORY_ALLOCATION,
+                        "stream=NULL: cannot start the default stream's thread");
         *out = ctx->def;
         return ACL_SUCCESS;
     }
@@ -849,9 +859,15 @@ aclError start_service(Runtime &r, const char *call) {
         return fail(call, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                     "cannot serve shareable handles on @%s: %s", addr.sun_path + 1, strerror(err));
     }
+    try {
+        std::thread(serve, fd).detach();
+    } catch (const std::system_error &e) {
+        close(fd);
+        return fail(call, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                    "cannot start the thread serving shareable handles: %s", e.what());
+    }
     r.listen_fd = fd;
     r.server_pid = getpid();
-    std::thread(serve, fd).detach();
     return ACL_SUCCESS;
 }
 
@@ -1645,6 +1661,7 @@ aclError aclrtCreateStream(aclrtStream *stream) {
     if (aclError rc = enter_ctx(call, &c)) return rc;
     if (!stream) return fail(call, ACL_ERROR_INVALID_PARAM, "stream=NULL");
     auto s = start_stream(c);
+    if (!s) return fail(call, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot start the stream's thread");
     Runtime &r = rt();
     std::lock_guard<std::mutex> lk(r.mu);
     r.streams[s.get()] = s;
