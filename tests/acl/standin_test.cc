@@ -764,14 +764,28 @@ TEST(Share, FourProcessesAllToAll) {
         uint64_t handle;
     };
     int up[kN][2], down[kN][2];
-    pid_t pids[kN];
+    // Whatever fails, no process is left behind.
+    struct Children {
+        pid_t pids[kN] = {};
+        ~Children() {
+            for (pid_t p : pids) {
+                if (p > 0) kill(p, SIGKILL), waitpid(p, nullptr, 0);
+            }
+        }
+    } children;
+    pid_t *pids = children.pids;
     for (int i = 0; i < kN; ++i) {
         ASSERT_EQ(pipe(up[i]), 0);
         ASSERT_EQ(pipe(down[i]), 0);
         fflush(nullptr);
         pids[i] = fork();
         ASSERT_GE(pids[i], 0);
-        if (pids[i] != 0) continue;
+        if (pids[i] != 0) {
+            // Only the child writes up and reads down: its exit is an end of file here.
+            close(up[i][1]);
+            close(down[i][0]);
+            continue;
+        }
         alarm(30);
         int to_parent = up[i][1], from_parent = down[i][0];
         auto body = [&]() -> int {
@@ -840,9 +854,11 @@ TEST(Share, FourProcessesAllToAll) {
     }
     for (int i = 0; i < kN; ++i) {
         int status = wait_child(pids[i], 30);
+        pids[i] = 0;
         EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
             << "process " << i << ": " << status;
-        for (int fd : {up[i][0], up[i][1], down[i][0], down[i][1]}) close(fd);
+        close(up[i][0]);
+        close(down[i][1]);
     }
 }
 
