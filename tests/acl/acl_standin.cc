@@ -6,9 +6,10 @@
 // code, one `acl stand-in:` line on stderr, aclGetRecentErrMsg), and must never be installed or
 // linked by the library: the library finds it at run time like the real one.
 //
-// Variables (read at aclInit): ACL_STANDIN_DEVICES (8), ACL_STANDIN_HBM_BYTES (16 GiB per
-// device), ACL_STANDIN_STRICT (0; 1 keeps device memory PROT_NONE to the program, fixed by the
-// first aclInit), ACL_STANDIN_FAIL=<call>[:<nth>][,...].
+// Variables (read at aclInit): ACL_STANDIN_DEVICES (8; ASCEND_RT_VISIBLE_DEVICES selects among
+// them as with ACL), ACL_STANDIN_HBM_BYTES (16 GiB per device, per process), ACL_STANDIN_STRICT (0;
+// 1 keeps device memory PROT_NONE to the program, fixed by the first aclInit),
+// ACL_STANDIN_FAIL=<call>[:<nth>][,...].
 #include "acl_standin.h"
 
 #include <errno.h>
@@ -36,6 +37,7 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -191,6 +193,29 @@ aclError read_config(Config *cfg) {
                         "ACL_STANDIN_DEVICES=\"%s\": expected a count from 0 to %d", v,
                         kMaxDevices);
         c.devices = static_cast<int32_t>(n);
+    }
+    // As ACL does, ASCEND_RT_VISIBLE_DEVICES picks the devices the process sees, numbered from 0
+    // in its order.
+    if (const char *v = getenv("ASCEND_RT_VISIBLE_DEVICES")) {
+        std::string list(v);
+        std::set<uint64_t> seen;
+        size_t at = 0;
+        while (!list.empty()) {
+            size_t comma = list.find(',', at);
+            std::string item = list.substr(at, comma == std::string::npos ? comma : comma - at);
+            uint64_t id = 0;
+            if (!parse_size(item.c_str(), &id) ||
+                item.find_first_not_of("0123456789") != std::string::npos ||
+                id >= static_cast<uint64_t>(c.devices) || !seen.insert(id).second)
+                return fail(
+                    call, ACL_ERROR_INVALID_PARAM,
+                    "ASCEND_RT_VISIBLE_DEVICES=\"%s\": \"%s\" is not one of devices 0 to %d "
+                    "(each once)",
+                    v, item.c_str(), c.devices - 1);
+            if (comma == std::string::npos) break;
+            at = comma + 1;
+        }
+        c.devices = static_cast<int32_t>(seen.size());
     }
     if (const char *v = getenv("ACL_STANDIN_HBM_BYTES")) {
         if (!parse_size(v, &c.hbm_bytes))
@@ -454,10 +479,16 @@ void run_stream(Stream *s) {
     }
 }
 
+// A new stream and its worker; null when no thread can be started (no exception may cross
+// the C interface).
 std::shared_ptr<Stream> start_stream(Context *ctx) {
     auto s = std::make_shared<Stream>();
     s->ctx = ctx;
-    s->worker = std::thread(run_stream, s.get());
+    try {
+        s->worker = std::thread(run_stream, s.get());
+    } catch (const std::system_error &) {
+        return nullptr;
+    }
     s->worker_id = s->worker.get_id();
     return s;
 }
@@ -489,6 +520,9 @@ aclError get_stream(const char *call, aclrtStream handle, Context *ctx,
     std::lock_guard<std::mutex> lk(r.mu);
     if (!handle) {
         if (!ctx->def) ctx->def = start_stream(ctx);
+        if (!ctx->def)
+            return fail(call, ACL_ERROR_RT_MEMORY_ALLOCATION,
+                        "stream=NULL: cannot start the default stream's thread");
         *out = ctx->def;
         return ACL_SUCCESS;
     }
@@ -825,9 +859,15 @@ aclError start_service(Runtime &r, const char *call) {
         return fail(call, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                     "cannot serve shareable handles on @%s: %s", addr.sun_path + 1, strerror(err));
     }
+    try {
+        std::thread(serve, fd).detach();
+    } catch (const std::system_error &e) {
+        close(fd);
+        return fail(call, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                    "cannot start the thread serving shareable handles: %s", e.what());
+    }
     r.listen_fd = fd;
     r.server_pid = getpid();
-    std::thread(serve, fd).detach();
     return ACL_SUCCESS;
 }
 
@@ -1621,6 +1661,7 @@ aclError aclrtCreateStream(aclrtStream *stream) {
     if (aclError rc = enter_ctx(call, &c)) return rc;
     if (!stream) return fail(call, ACL_ERROR_INVALID_PARAM, "stream=NULL");
     auto s = start_stream(c);
+    if (!s) return fail(call, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot start the stream's thread");
     Runtime &r = rt();
     std::lock_guard<std::mutex> lk(r.mu);
     r.streams[s.get()] = s;

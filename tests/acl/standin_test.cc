@@ -154,6 +154,15 @@ TEST(Init, OrderRepeatAndVariables) {
         CHILD_CHECK(aclInit(nullptr) == ACL_SUCCESS);
         CHILD_CHECK(aclrtGetDeviceCount(&count) == ACL_SUCCESS && count == 2);
         CHILD_CHECK(aclrtSetDevice(2) == ACL_ERROR_RT_INVALID_DEVICEID);
+        CHILD_CHECK(aclFinalize() == ACL_SUCCESS);
+        unsetenv("ACL_STANDIN_DEVICES");  // 8 devices, of which the process sees two
+        setenv("ASCEND_RT_VISIBLE_DEVICES", "6,3", 1);
+        CHILD_CHECK(aclInit(nullptr) == ACL_SUCCESS);
+        CHILD_CHECK(aclrtGetDeviceCount(&count) == ACL_SUCCESS && count == 2);
+        CHILD_CHECK(aclFinalize() == ACL_SUCCESS);
+        setenv("ASCEND_RT_VISIBLE_DEVICES", "1,8", 1);
+        CHILD_CHECK(aclInit(nullptr) == ACL_ERROR_INVALID_PARAM);
+        CHILD_CHECK(recent().find("\"8\" is not one of devices 0 to 7") != std::string::npos);
         return 0;
     });
     ASSERT_TRUE(WIFEXITED(status)) << status;
@@ -164,7 +173,8 @@ TEST(Device, SetGetResetAndContexts) {
     ASSERT_NO_FATAL_FAILURE(init_device(0));
     uint32_t count = 0;
     ASSERT_EQ(aclrtGetDeviceCount(&count), ACL_SUCCESS);
-    if (!getenv("ACL_STANDIN_DEVICES")) EXPECT_EQ(count, 8u);
+    if (!getenv("ACL_STANDIN_DEVICES") && !getenv("ASCEND_RT_VISIBLE_DEVICES"))
+        EXPECT_EQ(count, 8u);
     int32_t dev = -1;
     ASSERT_EQ(aclrtGetDevice(&dev), ACL_SUCCESS);
     EXPECT_EQ(dev, 0);
@@ -742,6 +752,114 @@ TEST(Share, ChildNotAllowedIsRefused) {
     EXPECT_EQ(aclrtMemImportFromShareableHandle(dead, 0, &h), ACL_ERROR_RT_INVALID_HANDLE);
     EXPECT_NE(recent().find("serves no shareable handles"), std::string::npos);
     unmap_free(m);
+}
+
+// Four processes as the library's PEs use the calls: each exports a granule of its own device,
+// allows the others' pids (process 3 instead exports without pid validation), imports and maps
+// every other one and checks its bytes; each stays alive until all have imported.
+TEST(Share, FourProcessesAllToAll) {
+    constexpr int kN = 4;
+    struct Entry {
+        int32_t pid;
+        uint64_t handle;
+    };
+    int up[kN][2], down[kN][2];
+    // Whatever fails, no process is left behind.
+    struct Children {
+        pid_t pids[kN] = {};
+        ~Children() {
+            for (pid_t p : pids) {
+                if (p > 0) kill(p, SIGKILL), waitpid(p, nullptr, 0);
+            }
+        }
+    } children;
+    pid_t *pids = children.pids;
+    for (int i = 0; i < kN; ++i) {
+        ASSERT_EQ(pipe(up[i]), 0);
+        ASSERT_EQ(pipe(down[i]), 0);
+        fflush(nullptr);
+        pids[i] = fork();
+        ASSERT_GE(pids[i], 0);
+        if (pids[i] != 0) {
+            // Only the child writes up and reads down: its exit is an end of file here.
+            close(up[i][1]);
+            close(down[i][0]);
+            continue;
+        }
+        alarm(30);
+        int to_parent = up[i][1], from_parent = down[i][0];
+        auto body = [&]() -> int {
+            aclError init = aclInit(nullptr);
+            CHILD_CHECK(init == ACL_SUCCESS || init == ACL_ERROR_REPEAT_INITIALIZE);
+            CHILD_CHECK(aclrtSetDevice(i) == ACL_SUCCESS);
+            Mapping m;
+            CHILD_CHECK(map_new(&m, kG, 0, i) == ACL_SUCCESS);
+            std::vector<char> mine(kG, static_cast<char>('A' + i));
+            CHILD_CHECK(aclrtMemcpy(m.va, kG, mine.data(), kG, ACL_MEMCPY_HOST_TO_DEVICE) ==
+                        ACL_SUCCESS);
+            Entry me{0, 0};
+            CHILD_CHECK(aclrtDeviceGetBareTgid(&me.pid) == ACL_SUCCESS);
+            uint64_t flags = i == 3 ? ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION : 0;
+            CHILD_CHECK(aclrtMemExportToShareableHandle(m.handle, ACL_MEM_HANDLE_TYPE_NONE, flags,
+                                                        &me.handle) == ACL_SUCCESS);
+            CHILD_CHECK(write(to_parent, &me, sizeof me) == sizeof me);
+            Entry all[kN];
+            CHILD_CHECK(read(from_parent, all, sizeof all) == sizeof all);
+            if (i != 3) {
+                int32_t others[kN - 1];
+                int n = 0;
+                for (int j = 0; j < kN; ++j) {
+                    if (j != i) others[n++] = all[j].pid;
+                }
+                CHILD_CHECK(aclrtMemSetPidToShareableHandle(me.handle, others, kN - 1) ==
+                            ACL_SUCCESS);
+            }
+            char ready = 'r';
+            CHILD_CHECK(write(to_parent, &ready, 1) == 1);
+            CHILD_CHECK(read(from_parent, &ready, 1) == 1 && ready == 'g');
+            void *peers = nullptr;
+            CHILD_CHECK(aclrtReserveMemAddress(&peers, kN * kG, 0, nullptr, 0) == ACL_SUCCESS);
+            std::vector<char> back(kG);
+            for (int j = 0; j < kN; ++j) {
+                if (j == i) continue;
+                aclrtDrvMemHandle h = nullptr;
+                CHILD_CHECK(aclrtMemImportFromShareableHandle(all[j].handle, i, &h) == ACL_SUCCESS);
+                char *at = static_cast<char *>(peers) + j * kG;
+                CHILD_CHECK(aclrtMapMem(at, kG, 0, h, 0) == ACL_SUCCESS);
+                CHILD_CHECK(aclrtMemcpy(back.data(), kG, at, kG, ACL_MEMCPY_DEVICE_TO_HOST) ==
+                            ACL_SUCCESS);
+                CHILD_CHECK(back == std::vector<char>(kG, static_cast<char>('A' + j)));
+                CHILD_CHECK(aclrtUnmapMem(at) == ACL_SUCCESS);
+                CHILD_CHECK(aclrtFreePhysical(h) == ACL_SUCCESS);
+            }
+            CHILD_CHECK(aclrtReleaseMemAddress(peers) == ACL_SUCCESS);
+            char done = 'd';
+            CHILD_CHECK(write(to_parent, &done, 1) == 1);
+            CHILD_CHECK(read(from_parent, &done, 1) == 1 && done == 'x');  // all imported
+            return 0;
+        };
+        int rc = body();
+        fflush(nullptr);
+        _exit(rc);
+    }
+    Entry all[kN];
+    for (int i = 0; i < kN; ++i) ASSERT_EQ(read(up[i][0], &all[i], sizeof all[i]), sizeof all[i]);
+    for (int i = 0; i < kN; ++i) ASSERT_EQ(write(down[i][1], all, sizeof all), sizeof all);
+    for (char step : {'g', 'x'}) {
+        for (int i = 0; i < kN; ++i) {
+            char c = 0;
+            ASSERT_EQ(read(up[i][0], &c, 1), 1) << "process " << i << " before '" << step << "'";
+        }
+        for (int i = 0; i < kN; ++i) ASSERT_EQ(write(down[i][1], &step, 1), 1);
+    }
+    for (int i = 0; i < kN; ++i) {
+        int status = wait_child(pids[i], 30);
+        pids[i] = 0;
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            << "process " << i << ": " << status;
+        close(up[i][0]);
+        close(down[i][1]);
+    }
 }
 
 // ---- strict mode (ACL_STANDIN_STRICT=1) -----------------------------------------------------
