@@ -8,16 +8,20 @@
 #include <stdlib.h>
 
 /* The header compiles as C with fixed-size fields only: its size is the same for every
- * compiler of this ABI (LP64: six 4-byte fields and twenty-one 8-byte ones, no padding). The
+ * compiler of this ABI (LP64: eight 4-byte fields and twenty-two 8-byte ones, no padding). The
  * transport table likewise: two 4-byte fields, then two pointers and eight functions. */
-_Static_assert(sizeof(shmem_job_state) == 6 * 4 + 21 * 8, "job state size");
-/* Version 3 appended the control segment's fields at the end: no earlier field moved. */
-_Static_assert(SHMEM_JOB_STATE_VERSION == 3, "job state version");
+_Static_assert(sizeof(shmem_job_state) == 8 * 4 + 22 * 8, "job state size");
+/* Versions 3 and 4 appended the control segment's fields, then the AscendC scratch area's, at
+ * the end: no earlier field moved. */
+_Static_assert(SHMEM_JOB_STATE_VERSION == 4, "job state version");
 _Static_assert(offsetof(shmem_job_state, control_bases) ==
                    offsetof(shmem_job_state, amo_bases) + sizeof(void *),
                "control fields appended");
-_Static_assert(offsetof(shmem_job_state, control_teams) + 8 == sizeof(shmem_job_state),
-               "control fields last");
+_Static_assert(offsetof(shmem_job_state, mte_ub_offset) ==
+                   offsetof(shmem_job_state, control_teams) + 8,
+               "scratch area fields appended");
+_Static_assert(offsetof(shmem_job_state, mte_event_id) + 4 == sizeof(shmem_job_state),
+               "scratch area fields last");
 _Static_assert(sizeof(shmem_transport_ops) == 2 * 4 + 10 * 8, "transport table size");
 _Static_assert(offsetof(shmem_transport_ops, size) == 0, "transport table size first");
 _Static_assert(offsetof(shmem_job_state, size) == 0, "size first");

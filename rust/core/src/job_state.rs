@@ -16,7 +16,7 @@ use crate::sync::control;
 use crate::transport::table::TransportOps;
 
 /// Fields this mirror knows (`SHMEM_JOB_STATE_VERSION`).
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// A peer whose memory this PE cannot reach (`SHMEM_JOB_REACH_NONE`). Mirrors the header;
 /// nothing sets it while every PE of a job shares one node.
@@ -116,6 +116,13 @@ pub struct JobState {
     pub control_barrier: u64,
     /// Version 3: offset in a control segment of team slot 0's area.
     pub control_teams: u64,
+    /// Version 4: offset in an AscendC core's unified buffer of the scratch area its copies
+    /// are staged through (`aclshmemx_set_mte_config`, written by the facade).
+    pub mte_ub_offset: u64,
+    /// Version 4: bytes of that scratch area; 0 until set (the architecture's default).
+    pub mte_ub_size: u32,
+    /// Version 4: the MTE event id that orders the staged copies (0..7).
+    pub mte_event_id: u32,
 }
 
 impl JobState {
@@ -148,6 +155,9 @@ impl JobState {
         control_state: 0,
         control_barrier: 0,
         control_teams: 0,
+        mte_ub_offset: 0,
+        mte_ub_size: 0,
+        mte_event_id: 0,
     };
 }
 
@@ -291,6 +301,9 @@ pub fn publish(job: &Job<'_>) -> Backing {
         control_state: control::STATE as u64,
         control_barrier: control::BARRIER as u64,
         control_teams: control::TEAM_AREAS as u64,
+        mte_ub_offset: 0,
+        mte_ub_size: 0,
+        mte_event_id: 0,
     };
     backing.teams = teams;
     // SAFETY: see `Published`: no reader runs while init writes.
@@ -394,6 +407,9 @@ pub fn layout() -> Vec<usize> {
         offset_of!(JobState, control_state),
         offset_of!(JobState, control_barrier),
         offset_of!(JobState, control_teams),
+        offset_of!(JobState, mte_ub_offset),
+        offset_of!(JobState, mte_ub_size),
+        offset_of!(JobState, mte_event_id),
         size_of::<JobTeam>(),
         offset_of!(JobTeam, start),
         offset_of!(JobTeam, stride),
@@ -466,8 +482,8 @@ mod tests {
         let l = layout();
         assert_eq!(l[0], size_of::<JobState>());
         // Offsets grow: fields are listed in declaration order, none forgotten in between.
-        let fields = &l[2..29];
+        let fields = &l[2..32];
         assert!(fields.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(l[0], offset_of!(JobState, control_teams) + size_of::<u64>());
+        assert_eq!(l[0], offset_of!(JobState, mte_event_id) + size_of::<u32>());
     }
 }
