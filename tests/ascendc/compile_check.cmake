@@ -7,7 +7,10 @@
 #
 # Checked, each on its own:
 # - the AscendC sources (tests/ascendc/*.cpp: shmem/device.h alone, every API family from
-#   `__global__ __aicore__` kernels; examples/ascendc/*.cpp), warnings as errors;
+#   `__global__ __aicore__` kernels; examples/ascendc/*.cpp), warnings as errors, twice: with
+#   __gm__ empty as in AscendC's CPU-debug mode, and with __gm__ defined as `volatile`, so that
+#   a global-memory pointer that loses its qualifier (passed or assigned where a plain pointer
+#   is expected, which bisheng refuses between address spaces) is an error here too;
 # - every C source (and C++ one, outside examples/ascendc/) of examples/, tests/device/ and
 #   bench/ that includes shmem/device.h, compiled as C++ (the architecture is C++); these are
 #   C programs, so C's implicit conversion of void *
@@ -44,6 +47,9 @@ function(compile_one src expect_ok)
     execute_process(COMMAND ${CXX} ${common} ${arg_FLAGS} ${src}
         RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
     file(RELATIVE_PATH rel ${SRC} ${src})
+    if(arg_FLAGS MATCHES "__gm__=volatile")
+        string(APPEND rel " (__gm__ as volatile)")
+    endif()
     if(expect_ok AND rc EQUAL 0)
         message(STATUS "ok      ${rel}")
     elseif(NOT expect_ok AND NOT rc EQUAL 0 AND err MATCHES "declare the same CANN names")
@@ -58,6 +64,7 @@ endfunction()
 
 foreach(src IN LISTS ascendc_sources)
     compile_one(${src} TRUE FLAGS -Wall -Wextra -Werror)
+    compile_one(${src} TRUE FLAGS -Wall -Wextra -Werror -D__gm__=volatile)
 endforeach()
 foreach(src IN LISTS c_sources)
     compile_one(${src} TRUE FLAGS ${host_includes} -fpermissive -w -x c++)

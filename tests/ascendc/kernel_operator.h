@@ -6,8 +6,9 @@
  * nothing. Bodies are given only where C++ needs one to check a call (a constructor); the
  * functions CANN defines `inline` in its headers are declared here without it (a body-less
  * inline function is a warning at each use), which changes no call. The qualifiers CANN's
- * compiler (bisheng) knows are empty here, as in AscendC's CPU-debug mode. Never installed; a
- * build with CANN uses CANN's own header. */
+ * compiler (bisheng) knows are empty here, as in AscendC's CPU-debug mode, unless the compile
+ * defines them (the check also defines __gm__ as volatile: see compile_check.cmake). Never
+ * installed; a build with CANN uses CANN's own header. */
 #ifndef SHMEM_TEST_ASCENDC_KERNEL_OPERATOR_H
 #define SHMEM_TEST_ASCENDC_KERNEL_OPERATOR_H
 

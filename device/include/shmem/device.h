@@ -23,7 +23,11 @@
  *   not atomic together);
  * - barrier_all and sync_all take every block of every PE: the blocks of a PE meet, block 0
  *   runs a dissemination barrier among the PEs on words of the heap's reserved prefix (below),
- *   then the blocks are released. */
+ *   then the blocks are released.
+ * On the AscendC architecture the same holds, by other means: puts and gets are the core's MTE
+ * copies staged through the unified buffer, complete when they return; AMOs are AscendC's
+ * atomics on global memory, and the blocks of a PE meet with SyncAll; a misuse prints its line
+ * and traps the core. */
 #ifndef SHMEM_DEVICE_H
 #define SHMEM_DEVICE_H
 
