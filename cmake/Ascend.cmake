@@ -11,6 +11,8 @@ option(SHMEM_BUILD_CANN "Require CANN (ASCEND_HOME_PATH) and build the AscendC k
 set(SHMEM_ASCENDC_AICORE_ARCH "dav-c220-vec" CACHE STRING
     "AI core the NPU kernels are built for (bisheng --cce-aicore-arch; dav-c220-vec: Atlas A2's vector cores)")
 
+# The kernel-side headers, wherever this file is included from.
+cmake_path(SET SHMEM_ASCENDC_DEVICE_INCLUDE NORMALIZE "${CMAKE_CURRENT_LIST_DIR}/../device/include")
 set(SHMEM_BISHENG "")
 set(SHMEM_ASCEND_HOME "$ENV{ASCEND_HOME_PATH}")
 if(SHMEM_ASCEND_HOME STREQUAL "")
@@ -47,11 +49,11 @@ function(shmem_add_ascendc_kernels name)
     endif()
     set(out ${CMAKE_CURRENT_BINARY_DIR}/lib${name}.so)
     set(tik ${SHMEM_ASCEND_HOME}/compiler/tikcpp/tikcfw)
-    file(GLOB_RECURSE headers ${PROJECT_SOURCE_DIR}/device/include/shmem/*.h)
+    file(GLOB_RECURSE headers ${SHMEM_ASCENDC_DEVICE_INCLUDE}/shmem/*.h)
     add_custom_command(OUTPUT ${out}
         COMMAND ${SHMEM_BISHENG} -xcce --cce-aicore-arch=${SHMEM_ASCENDC_AICORE_ARCH}
             -O2 -std=c++17 -fPIC -shared
-            -I${PROJECT_SOURCE_DIR}/device/include
+            -I${SHMEM_ASCENDC_DEVICE_INCLUDE}
             -I${tik} -I${tik}/impl -I${tik}/interface -I${SHMEM_ASCEND_HOME}/include
             -o ${out} ${arg_SOURCES}
         DEPENDS ${arg_SOURCES} ${headers}
