@@ -65,7 +65,9 @@
 #define SHMEM_ASCENDC_EVENT_DEFAULT 0u
 
 /* The device copy of the job state this core's kernel reads: set by shmemx_ascendc_set_job,
- * one per core (block-local storage), for the launch's lifetime. */
+ * one per core (block-local storage), for the launch's lifetime. Before that call it holds
+ * what the core's block-local storage starts with: NULL in the CPU-debug mode, where a call
+ * made too early ends the kernel with its message; the entry must not rely on that on an NPU. */
 __BLOCK_LOCAL__ inline __gm__ const shmem_job_state *shmem_ascendc_job_g;
 
 /* Ends the kernel with "call: invalid argument arg=value: why (kernel block b of n)": the line
@@ -110,7 +112,7 @@ SHMEM_ARCH_INLINE void shmemx_ascendc_set_job(GM_ADDR job) {
     shmem_ascendc_job_g = s;
 }
 
-/* The job state the calling core reads; a call before shmemx_ascendc_set_job ends the kernel. */
+/* The job state the calling core reads; NULL (no shmemx_ascendc_set_job yet) ends the kernel. */
 SHMEM_ARCH_INLINE __gm__ const shmem_job_state *shmem_arch_job(const char *call) {
     __gm__ const shmem_job_state *job = shmem_ascendc_job_g;
     if (__builtin_expect(job == nullptr, 0)) {
