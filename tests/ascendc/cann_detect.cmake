@@ -17,7 +17,14 @@ if(NOT SRC OR NOT WORK)
     message(FATAL_ERROR "cann_detect.cmake: pass -DSRC=<source tree> -DWORK=<scratch dir>")
 endif()
 file(REMOVE_RECURSE ${WORK})
-set(project ${SRC}/tests/ascendc/cann_project)
+# A project of one kernel library through cmake/Ascend.cmake.
+set(project ${WORK}/project)
+file(WRITE ${project}/CMakeLists.txt [=[
+cmake_minimum_required(VERSION 3.25)
+project(shmem_cann_detect LANGUAGES NONE)
+include(${SHMEM_SOURCE_DIR}/cmake/Ascend.cmake)
+shmem_add_ascendc_kernels(detect_kernels SOURCES ${SHMEM_SOURCE_DIR}/tests/ascendc/api.cpp)
+]=])
 set(failures)
 
 # configure(<name> <expect: ok|fail> <regex the output must match> [ENV var=value...])
