@@ -21,6 +21,12 @@
 #                      $SHMEM_TORCH_VENV (default ~/.cache/shmem/venv, about 5 GB, reused by
 #                      every checkout), then run the torch tests (ctest -L torch). -uttests
 #                      includes it unless -no-torch is given.
+#   -cann              a build for Ascend NPUs that requires CANN: ASCEND_HOME_PATH must be set
+#                      (`source <CANN>/set_env.sh` first, e.g.
+#                      /usr/local/Ascend/ascend-toolkit/set_env.sh), and the AscendC kernels
+#                      (examples/ascendc/, tests/ascendc/) are built for the AI core with CANN's
+#                      bisheng (SHMEM_BUILD_CANN=ON; README "AscendC kernels"). Without it, a
+#                      CANN found through ASCEND_HOME_PATH is used and a missing one is skipped.
 #   -debug             Debug build (cargo dev profile); default Release
 #   --prefix DIR       install prefix (default: ./install)
 #   --build-dir DIR    build directory (default: ./build)
@@ -66,6 +72,7 @@ do_examples=0
 do_python=0
 do_torch=0
 no_torch=0
+do_cann=0
 deps_only=0
 apt_wait=600
 
@@ -88,6 +95,7 @@ while (($#)); do
         -python_extension | --python_extension | --python-extension) do_python=1 ;;
         -torch | --torch) do_torch=1 ;;
         -no-torch | --no-torch) no_torch=1 ;;
+        -cann | --cann) do_cann=1 ;;
         -debug | --debug) build_type=Debug ;;
         --prefix)
             (($# >= 2)) || die "--prefix needs a directory"
@@ -126,6 +134,13 @@ while (($#)); do
     shift
 done
 [[ $apt_wait =~ ^[0-9]+$ ]] || die "--apt-wait: '$apt_wait' is not a number of seconds"
+# -cann needs CANN's environment before anything is built.
+if ((do_cann)); then
+    [[ -n ${ASCEND_HOME_PATH:-} ]] ||
+        die "-cann: ASCEND_HOME_PATH is not set: run 'source <CANN>/set_env.sh' (e.g. /usr/local/Ascend/ascend-toolkit/set_env.sh) first"
+    [[ -d $ASCEND_HOME_PATH ]] ||
+        die "-cann: ASCEND_HOME_PATH=$ASCEND_HOME_PATH is not a directory: run 'source <CANN>/set_env.sh' of an installed CANN"
+fi
 
 # The README's test command runs the Python tests too.
 if ((do_tests)); then
@@ -264,12 +279,17 @@ if ((do_torch)); then
 elif ((no_torch)); then
     torch_options=(-DSHMEM_BUILD_TORCH=OFF)
 fi
+# -cann makes CANN required (CMake stops without it); otherwise it is used when found.
+cann_option=(-DSHMEM_BUILD_CANN=OFF)
+if ((do_cann)); then
+    cann_option=(-DSHMEM_BUILD_CANN=ON)
+fi
 log "configure ($build_type) in $build_dir"
 cmake -S "$ROOT" -B "$build_dir" -G Ninja \
     -DCMAKE_BUILD_TYPE="$build_type" \
     -DCMAKE_INSTALL_PREFIX="$prefix" \
     "${tests_option[@]}" "${python_option[@]}" \
-    "${torch_options[@]}" \
+    "${torch_options[@]}" "${cann_option[@]}" \
     -DSHMEM_BUILD_EXAMPLES=ON
 
 if ((build_tests)); then

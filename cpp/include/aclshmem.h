@@ -393,8 +393,13 @@ ACLSHMEM_HOST_API void aclshmemx_quiet_on_stream(aclrtStream stream);
 ACLSHMEM_HOST_API void aclshmemx_signal_op_on_stream(int32_t *sig_addr, int32_t signal, int sig_op,
                                                      int32_t pe, aclrtStream stream);
 
-/* Sets the NPU's unified-buffer staging area of puts and gets: this library has none, so it
- * returns ACLSHMEM_NOT_SUPPORTED (after a log line). */
+/* Sets the unified-buffer scratch area through which AscendC kernels stage their puts and
+ * gets (shmem/arch/ascendc.h): [offset, offset + ub_size) of each core's unified buffer,
+ * copied in chunks of ub_size and ordered on MTE event `event_id`. Records it in the job state
+ * (until shmem_finalize; kernels launched after the call read it) and returns ACLSHMEM_SUCCESS;
+ * ACLSHMEM_INVALID_PARAM, after a line naming the argument, when ub_size is not a nonzero
+ * multiple of 32, offset is not 32-byte aligned or event_id is not in [0, 8);
+ * ACLSHMEM_NOT_INITED before start-up. Kernels of the CPU architecture ignore it. */
 ACLSHMEM_HOST_API int aclshmemx_set_mte_config(uint64_t offset, uint32_t ub_size,
                                                uint32_t event_id);
 

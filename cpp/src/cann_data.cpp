@@ -15,6 +15,11 @@ using namespace shmem::detail;
 
 namespace {
 
+// aclshmemx_set_mte_config's bounds: the unified buffer's block size, and the MTE event ids of
+// a core (AscendC's TEventID 0..7).
+constexpr uint32_t kMteUbAlign = 32;
+constexpr uint32_t kMteEventIds = 8;
+
 // Whether the library is running; logs the refusal when it is not.
 bool running(const char *call) {
     if (!SHMEM_UNLIKELY(lib_phase.load(std::memory_order_acquire) != kRunning)) return true;
@@ -164,13 +169,32 @@ SHMEM_EXPORT void aclshmemx_putmem_signal_nbi(void *dst, void *src, size_t elem_
 }
 
 SHMEM_EXPORT int aclshmemx_set_mte_config(uint64_t offset, uint32_t ub_size, uint32_t event_id) {
-    log_call_error(
-        "aclshmemx_set_mte_config",
-        "offset=%" PRIu64 " ub_size=%" PRIu32 " event_id=%" PRIu32
-        ": not supported (code %d, ACLSHMEM_NOT_SUPPORTED): the host CPU moves the data, "
-        "there is no NPU unified buffer to configure",
-        offset, ub_size, event_id, ACLSHMEM_NOT_SUPPORTED);
-    return ACLSHMEM_NOT_SUPPORTED;
+    const char *call = "aclshmemx_set_mte_config";
+    if (!running(call)) return ACLSHMEM_NOT_INITED;
+    // The unified buffer is addressed in 32-byte blocks and a core has 8 MTE event ids: the
+    // AscendC architecture stages its copies through [offset, offset + ub_size) in chunks of
+    // ub_size and synchronises them on event_id, so each must be valid as given.
+    const char *arg = nullptr;
+    unsigned long long value = 0;
+    const char *why = nullptr;
+    if (ub_size < kMteUbAlign || ub_size % kMteUbAlign != 0) {
+        arg = "ub_size", value = ub_size, why = "not a nonzero multiple of 32 bytes";
+    } else if (offset % kMteUbAlign != 0) {
+        arg = "offset", value = offset, why = "not 32-byte aligned";
+    } else if (event_id >= kMteEventIds) {
+        arg = "event_id", value = event_id, why = "not in [0, 8)";
+    }
+    if (arg != nullptr) {
+        log_call_error(call, "invalid argument %s=%llu: %s (code %d, ACLSHMEM_INVALID_PARAM)", arg,
+                       value, why, ACLSHMEM_INVALID_PARAM);
+        return ACLSHMEM_INVALID_PARAM;
+    }
+    // Read by kernels only (the CPU architecture has no unified buffer and ignores them); a
+    // device copy of the state takes them at its next refresh.
+    g.mte_ub_offset = offset;
+    g.mte_ub_size = ub_size;
+    g.mte_event_id = event_id;
+    return ACLSHMEM_SUCCESS;
 }
 
 // The typed forms, one definition per CANN type.

@@ -30,7 +30,8 @@
 namespace shmem::detail {
 
 // What the data path reads: the job state the runtime fills at init and clears at finalize
-// (shmem/job_state.h). The facade reads it and writes only its team table.
+// (shmem/job_state.h). The facade reads it and writes only its team table and the AscendC
+// scratch area (aclshmemx_set_mte_config).
 }  // namespace shmem::detail
 
 // Hidden: the data path reaches it relative to the code, with no load of its address.

@@ -20,8 +20,9 @@ process use:
   collectives on teams; errors raise ``shmem.core.ShmemError`` subclasses).
 
 Bad arguments raise ``ValueError`` or ``TypeError`` naming the call, the argument and its value.
-Routines with no meaning on the host device (``mte_set_ub_params``, ``get_ffts_config``) return
-``ACLSHMEM_NOT_SUPPORTED`` (-100).
+``mte_set_ub_params`` records the AscendC kernels' unified-buffer scratch area (0, or
+``ACLSHMEM_INVALID_PARAM`` for a bad argument); ``get_ffts_config``, with no meaning on the host
+device, returns ``ACLSHMEM_NOT_SUPPORTED`` (-100).
 """
 
 try:

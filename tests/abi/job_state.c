@@ -8,11 +8,11 @@
 #include <stdlib.h>
 
 /* The header compiles as C with fixed-size fields only: its size is the same for every
- * compiler of this ABI (LP64: eight 4-byte fields and twenty-two 8-byte ones, no padding). The
+ * compiler of this ABI (LP64: ten 4-byte fields and twenty-three 8-byte ones, no padding). The
  * transport table likewise: two 4-byte fields, then two pointers and eight functions. */
-_Static_assert(sizeof(shmem_job_state) == 8 * 4 + 22 * 8, "job state size");
-/* Version 3 appended the control segment's fields, version 4 the device heap's, at the end: no
- * earlier field moved. */
+_Static_assert(sizeof(shmem_job_state) == 10 * 4 + 23 * 8, "job state size");
+/* Version 3 appended the control segment's fields; version 4 the device heap's, then the
+ * AscendC scratch area's, at the end: no earlier field moved. */
 _Static_assert(SHMEM_JOB_STATE_VERSION == 4, "job state version");
 _Static_assert(offsetof(shmem_job_state, control_bases) ==
                    offsetof(shmem_job_state, amo_bases) + sizeof(void *),
@@ -20,8 +20,11 @@ _Static_assert(offsetof(shmem_job_state, control_bases) ==
 _Static_assert(offsetof(shmem_job_state, heap_on_device) ==
                    offsetof(shmem_job_state, control_teams) + 8,
                "device fields after the control fields");
-_Static_assert(offsetof(shmem_job_state, heap_device_bases) + 8 == sizeof(shmem_job_state),
-               "device fields last");
+_Static_assert(offsetof(shmem_job_state, mte_ub_offset) ==
+                   offsetof(shmem_job_state, heap_device_bases) + 8,
+               "scratch area fields after the device fields");
+_Static_assert(offsetof(shmem_job_state, mte_event_id) + 4 == sizeof(shmem_job_state),
+               "scratch area fields last");
 _Static_assert(sizeof(shmem_transport_ops) == 2 * 4 + 10 * 8, "transport table size");
 _Static_assert(offsetof(shmem_transport_ops, size) == 0, "transport table size first");
 _Static_assert(offsetof(shmem_job_state, size) == 0, "size first");

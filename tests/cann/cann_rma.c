@@ -3,7 +3,8 @@
  * (blocking and _nbi), p/g and put-with-signal (SET and ADD on an int32_t signal, blocking and
  * _nbi), then the byte forms. Every PE puts to the next PE and checks what the previous one put
  * into its own memory; refused calls (before start-up, a PE outside the job, DEVICE_SIDE, a bad
- * sig_op, the on-stream form) must return without moving data or ending the job. Prints
+ * sig_op, the on-stream form) must return without moving data or ending the job. The scratch
+ * area of AscendC kernels (aclshmemx_set_mte_config) is taken or refused by its bounds. Prints
  * "PE x of n: CANN data plane checked" at the end. */
 #include <aclshmem.h>
 #include <stdint.h>
@@ -119,7 +120,6 @@ static void check_bytes(void) {
     CHECK(aclshmem_double_g((double *)buf, -1) == 0.0);
     memset(got, 0x11, N);
     aclshmemx_getmem_on_stream(got, buf, N, next, NULL);
-    CHECK(aclshmemx_set_mte_config(0, 4096, 0) == ACLSHMEM_NOT_SUPPORTED);
     for (int i = 0; i < N; i++) CHECK(got[i] == 0x11);
     shmem_barrier_all();
     for (int i = 0; i < N; i++) CHECK(buf[i] == (unsigned char)(prev * 7 + i));
@@ -181,8 +181,24 @@ static void check_memory(void) {
     aclshmem_free(m);
 }
 
+/* The AscendC kernels' scratch area: a valid one is recorded, each bad argument refused (the
+ * recorded values reaching a kernel: tests/device/kernels.c). */
+static void check_mte_config(void) {
+    CHECK(aclshmemx_set_mte_config(0, 32, 0) == ACLSHMEM_SUCCESS);
+    CHECK(aclshmemx_set_mte_config(176 * 1024, 16 * 1024, 7) == ACLSHMEM_SUCCESS);
+    CHECK(aclshmemx_set_mte_config(0, 0, 0) == ACLSHMEM_INVALID_PARAM);
+    CHECK(aclshmemx_set_mte_config(0, 16, 0) == ACLSHMEM_INVALID_PARAM);
+    CHECK(aclshmemx_set_mte_config(0, 4100, 0) == ACLSHMEM_INVALID_PARAM);
+    CHECK(aclshmemx_set_mte_config(0, UINT32_MAX, 0) == ACLSHMEM_INVALID_PARAM);
+    CHECK(aclshmemx_set_mte_config(8, 4096, 0) == ACLSHMEM_INVALID_PARAM);
+    CHECK(aclshmemx_set_mte_config(UINT64_MAX, 4096, 0) == ACLSHMEM_INVALID_PARAM);
+    CHECK(aclshmemx_set_mte_config(0, 4096, 8) == ACLSHMEM_INVALID_PARAM);
+    CHECK(aclshmemx_set_mte_config(0, 4096, UINT32_MAX) == ACLSHMEM_INVALID_PARAM);
+}
+
 int main(void) {
     /* Before start-up every routine refuses and returns. */
+    CHECK(aclshmemx_set_mte_config(0, 4096, 0) == ACLSHMEM_NOT_INITED);
     CHECK(aclshmem_malloc(64) == NULL);
     CHECK(aclshmemx_malloc(64, HOST_SIDE) == NULL);
     CHECK(aclshmemx_get_heap_base(HOST_SIDE) == NULL);
@@ -196,6 +212,7 @@ int main(void) {
     prev = (me + npes - 1) % npes;
 
     check_memory();
+    check_mte_config();
 #define RUN_TYPE(NAME, TYPE) check_##NAME();
     ACLSHMEMI_HOST_TYPES(RUN_TYPE)
 #undef RUN_TYPE

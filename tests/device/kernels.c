@@ -33,6 +33,16 @@ typedef struct args {
     int team_start, team_stride, team_size;
 } args;
 
+/* <aclshmem.h> and shmem/device.h declare the same CANN names: the one host routine this file
+ * needs from the former, as CANN declares it. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+int aclshmemx_set_mte_config(uint64_t offset, uint32_t ub_size, uint32_t event_id);
+#ifdef __cplusplus
+}
+#endif
+
 static int errors; /* mistakes found by any block of this PE */
 
 #define CHECK(cond, ...)                                                                           \
@@ -62,6 +72,12 @@ static void queries(void *p) {
           "team_translate_pe of a PE outside the team");
     CHECK(aclshmem_team_n_pes(-1) == -1 && aclshmem_team_my_pe(1000000) == -1, "invalid team");
     CHECK(aclshmemx_block_idx() >= 0 && aclshmemx_block_idx() < aclshmemx_block_num(), "idx");
+    /* The scratch area main set: in the state every kernel reads (the AscendC architecture
+     * stages its copies through it; the CPU one only carries it). */
+    const shmem_job_state *job = shmem_arch_job("queries");
+    CHECK(job->mte_ub_offset == 64 * 1024 && job->mte_ub_size == 8 * 1024 && job->mte_event_id == 3,
+          "mte config %llu %u %u", (unsigned long long)job->mte_ub_offset, job->mte_ub_size,
+          job->mte_event_id);
 }
 
 /* put, p and put_nbi to the next PE, a barrier, then each block checks what the previous PE's
@@ -316,6 +332,10 @@ int main(int argc, char **argv) {
         .team_size = 0,
     };
     *a.owner = -1;
+    if (aclshmemx_set_mte_config(64 * 1024, 8 * 1024, 3) != 0) {
+        fprintf(stderr, "PE %d: aclshmemx_set_mte_config refused a valid area\n", me);
+        shmem_global_exit(1);
+    }
     shmem_barrier_all();
 
     launch("queries", queries, &a, blocks);

@@ -214,15 +214,19 @@ def test_codes_are_canns():
     assert (shmem.ACLSHMEM_TEAM_WORLD, shmem.ACLSHMEM_TEAM_INVALID) == (0, -1)
 
 
-def test_npu_routines_say_not_supported():
-    assert shmem.mte_set_ub_params(0, 1024, 0) == shmem.ACLSHMEM_NOT_SUPPORTED
+def test_npu_routines():
+    # The AscendC scratch area is recorded; a bad one is refused.
+    assert shmem.mte_set_ub_params(0, 1024, 0) == shmem.ACLSHMEM_SUCCESS
+    assert shmem.mte_set_ub_params(0, 1000, 0) == shmem.ACLSHMEM_INVALID_PARAM
+    assert shmem.mte_set_ub_params(16, 1024, 0) == shmem.ACLSHMEM_INVALID_PARAM
+    assert shmem.mte_set_ub_params(0, 1024, 8) == shmem.ACLSHMEM_INVALID_PARAM
     assert shmem.get_ffts_config() == shmem.ACLSHMEM_NOT_SUPPORTED
 
 
 def test_logging():
     lines = []
     assert shmem.set_extern_logger(lambda level, msg: lines.append((level, msg))) == 0
-    shmem.mte_set_ub_params(0, 1, 0)  # logs an error line
+    shmem.mte_set_ub_params(0, 1, 0)  # ub_size=1: logs an error line
     assert shmem.set_extern_logger(None) == 0
     assert any(level == 3 and "set_mte_config" in msg for level, msg in lines), lines
     assert shmem.set_log_level(3) == 0

@@ -24,6 +24,13 @@
 extern "C" {
 #endif
 
+/* The address space of the arrays the pointers below lead to, as a kernel reads them: nothing,
+ * except where an architecture reads a device copy of the state (shmem/arch/ascendc.h defines
+ * it as __gm__ before it includes this header). It changes no layout. */
+#ifndef SHMEM_JOB_GM
+#define SHMEM_JOB_GM
+#endif
+
 /* Fields this header knows; raised when a field is added. */
 #define SHMEM_JOB_STATE_VERSION 4u
 
@@ -82,9 +89,9 @@ typedef struct shmem_job_state {
     /* Per PE, 2 * n_pes entries: {user heap base, static data base} of PE p at [2p], [2p+1],
      * for puts and gets; 0 where PE p's memory is not mapped here, is reached through the
      * transport, or (static data) is not symmetric. A 0 sends the call to its cold path. */
-    const uintptr_t *bases;
+    SHMEM_JOB_GM const uintptr_t *bases;
     /* Per PE, n_pes entries: how PE p is reached (enum shmem_job_reach). */
-    const uint8_t *reach;
+    SHMEM_JOB_GM const uint8_t *reach;
     /* Why a global or static variable cannot be a target (NUL-terminated; "" when it can). */
     const char *data_off_reason;
 
@@ -101,7 +108,7 @@ typedef struct shmem_job_state {
     int32_t team_slots;      /* entries of `teams` */
     int32_t central_barrier; /* nonzero: barriers take the central shape */
     /* The team table: team_slots entries, indexed by slot; written by whoever makes a team. */
-    shmem_job_team *teams;
+    SHMEM_JOB_GM shmem_job_team *teams;
 
     /* Version 2. The transport that reaches the PEs marked SHMEM_JOB_REACH_TRANSPORT, or NULL
      * when every PE is mapped here. Non-NULL also means every AMO goes through it, to mapped
@@ -111,10 +118,10 @@ typedef struct shmem_job_state {
      * synchronisation and collective code that reads peers' buffers in place; 0 for a PE
      * reached through the transport (this PE's own always), which is reached through the
      * transport table only. Equal to `bases` when every PE is mapped. */
-    const uintptr_t *mapped_bases;
+    SHMEM_JOB_GM const uintptr_t *mapped_bases;
     /* Version 2. Laid out as `bases`, for AMOs and signal updates: `bases` when no transport is
      * in use, all 0 when one is, so every AMO takes its cold path to the transport. */
-    const uintptr_t *amo_bases;
+    SHMEM_JOB_GM const uintptr_t *amo_bases;
 
     /* Version 3. The control segment: one per PE in host memory, mapped by every PE of its
      * node, holding the host API's synchronisation words, so that barriers run on the CPU
@@ -139,6 +146,15 @@ typedef struct shmem_job_state {
      * space (what a kernel on this PE's device loads and stores); equal to the heap entries of
      * `mapped_bases` for host memory; 0 for a PE of another node. */
     const uintptr_t *heap_device_bases;
+
+    /* Version 4. The unified-buffer scratch area through which an AscendC kernel stages its
+     * copies (shmem/arch/ascendc.h), as aclshmemx_set_mte_config last set it: its offset in
+     * the core's unified buffer and its bytes (both multiples of 32), and the MTE event id
+     * that orders its stages (0..7). ub_size 0: never set, the architecture's default applies.
+     * The CPU architecture has no unified buffer and ignores them. */
+    uint64_t mte_ub_offset;
+    uint32_t mte_ub_size;
+    uint32_t mte_event_id;
 } shmem_job_state;
 
 #ifdef __cplusplus

@@ -123,6 +123,13 @@ pub struct JobState {
     /// Version 4: `n_pes` entries: each PE's user heap in this process's device address space
     /// (0: not on this node).
     pub heap_device_bases: *const usize,
+    /// Version 4: offset in an AscendC core's unified buffer of the scratch area its copies
+    /// are staged through (`aclshmemx_set_mte_config`, written by the facade).
+    pub mte_ub_offset: u64,
+    /// Version 4: bytes of that scratch area; 0 until set (the architecture's default).
+    pub mte_ub_size: u32,
+    /// Version 4: the MTE event id that orders the staged copies (0..7).
+    pub mte_event_id: u32,
 }
 
 impl JobState {
@@ -158,6 +165,9 @@ impl JobState {
         heap_on_device: 0,
         device_id: -1,
         heap_device_bases: std::ptr::null(),
+        mte_ub_offset: 0,
+        mte_ub_size: 0,
+        mte_event_id: 0,
     };
 }
 
@@ -322,6 +332,9 @@ pub fn publish(job: &Job<'_>) -> Backing {
         heap_on_device: i32::from(job.heap_device.is_some()),
         device_id: job.heap_device.unwrap_or(-1),
         heap_device_bases: backing.heap_device_bases.as_ptr(),
+        mte_ub_offset: 0,
+        mte_ub_size: 0,
+        mte_event_id: 0,
     };
     backing.teams = teams;
     // SAFETY: see `Published`: no reader runs while init writes.
@@ -433,6 +446,9 @@ pub fn layout() -> Vec<usize> {
         offset_of!(JobState, heap_on_device),
         offset_of!(JobState, device_id),
         offset_of!(JobState, heap_device_bases),
+        offset_of!(JobState, mte_ub_offset),
+        offset_of!(JobState, mte_ub_size),
+        offset_of!(JobState, mte_event_id),
         size_of::<JobTeam>(),
         offset_of!(JobTeam, start),
         offset_of!(JobTeam, stride),
@@ -506,8 +522,8 @@ mod tests {
         let l = layout();
         assert_eq!(l[0], size_of::<JobState>());
         // Offsets grow: fields are listed in declaration order, none forgotten in between.
-        let fields = &l[2..29];
+        let fields = &l[2..32];
         assert!(fields.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(l[0], offset_of!(JobState, control_teams) + size_of::<u64>());
+        assert_eq!(l[0], offset_of!(JobState, mte_event_id) + size_of::<u32>());
     }
 }

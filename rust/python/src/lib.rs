@@ -1232,8 +1232,10 @@ fn shmem_global_exit(py: Python<'_>, status: i64) -> PyResult<()> {
     Ok(())
 }
 
-/// Sets the NPU's unified-buffer (UB) staging area of MTE puts and gets. The host device has no
-/// unified buffer: returns `ACLSHMEM_NOT_SUPPORTED` (-100) and logs a line saying so.
+/// Sets the unified-buffer (UB) scratch area through which AscendC kernels stage their puts and
+/// gets: `offset` and `size` in bytes (multiples of 32, `size` at least 32), `event` the MTE
+/// event id (0..7). Returns 0, or `ACLSHMEM_INVALID_PARAM` (-1) after a line naming the bad
+/// argument; kernels of the CPU architecture ignore the area.
 #[pyfunction]
 fn mte_set_ub_params(offset: i64, size: i64, event: i64) -> PyResult<i32> {
     let c = "mte_set_ub_params";

@@ -25,6 +25,17 @@ extern "C" {
 /* Qualifiers of kernel-side routines and of the memory they reach (empty on the CPU). */
 #define SHMEM_ARCH_INLINE static inline __attribute__((always_inline, unused))
 #define SHMEM_ARCH_COLD static __attribute__((cold, noinline, noreturn, unused))
+#define SHMEM_ARCH_GM
+
+/* End the job with "call: invalid argument arg=value: why" (defined in libshmem.so, so the
+ * message has the library's form and the job ends as a shmem_global_exit would end it); the
+ * _addr form prints an address. */
+void shmemx_cpu_kernel_fail(const char *call, const char *arg, long long value, const char *why)
+    __attribute__((noreturn, cold));
+void shmemx_cpu_kernel_fail_addr(const char *call, const char *arg, const void *addr,
+                                 const char *why) __attribute__((noreturn, cold));
+#define shmem_arch_fail shmemx_cpu_kernel_fail
+#define shmem_arch_fail_addr shmemx_cpu_kernel_fail_addr
 
 /* The blocks of one launch: the barrier among them. One 64-byte line per word, so that the
  * arrivals and the release do not share a line. */
@@ -119,6 +130,12 @@ SHMEM_ARCH_INLINE void shmem_arch_fence_system(void) { __atomic_thread_fence(__A
 
 SHMEM_ARCH_ATOMICS_(u32, uint32_t)
 SHMEM_ARCH_ATOMICS_(u64, uint64_t)
+
+/* One element of any size: an acquire load (the typed waits), and a plain load and store of
+ * memory another PE may hold (p, g and the strided forms). */
+#define SHMEM_ARCH_LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define SHMEM_ARCH_LOAD_ELEM(p) (*(p))
+#define SHMEM_ARCH_STORE_ELEM(p, v) ((void)(*(p) = (v)))
 
 /* One wait's progress through the waiting policy; start each wait from SHMEM_ARCH_WAIT_INIT. */
 typedef struct shmem_arch_wait {
