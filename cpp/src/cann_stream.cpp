@@ -220,5 +220,15 @@ SHMEM_EXPORT void pshmem_getmem_on_stream(void *dst, void *src, size_t elem_size
     copy_on_stream("shmem_getmem_on_stream", false, dst, src, elem_size, pe, stream);
 }
 
+// ---- The kernels' job state -----------------------------------------------------------------
+
+SHMEM_EXPORT const void *shmemx_job_state_device(void) {
+    if (SHMEM_UNLIKELY(lib_phase.load(std::memory_order_acquire) != kRunning)) {
+        log_call_error("shmemx_job_state_device", "the library is not initialised");
+        return nullptr;
+    }
+    return reinterpret_cast<const void *>(core::device_job_state());
+}
+
 SHMEM_WEAK_ALIAS(shmem_putmem_on_stream)
 SHMEM_WEAK_ALIAS(shmem_getmem_on_stream)

@@ -5,6 +5,7 @@
 
 #include <shmem.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
@@ -14,5 +15,12 @@
             shmem_global_exit(1);                                                                  \
         }                                                                                          \
     } while (0)
+
+/* Whether this run puts the heap on an NPU (SHMEM_DEVICE=npu, the tests' npu twins): calls that
+ * behave differently there (memory kinds, on-stream calls) check for it. */
+static inline int on_npu(void) {
+    const char *d = getenv("SHMEM_DEVICE");
+    return d != NULL && d[0] == 'n' && d[1] == 'p' && d[2] == 'u' && d[3] == 0;
+}
 
 #endif /* SHMEM_TEST_MP_CHECK_H */

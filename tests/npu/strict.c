@@ -40,6 +40,7 @@ int main(void) {
     shmem_barrier_all();
     shmem_long_get(back, a, K, me);
     for (int i = 0; i < K; i++) CHECK(back[i] == left * 1000 + i, "a[%d] = %ld", i, back[i]);
+    shmem_barrier_all(); /* every PE has read before a neighbour writes again */
     shmem_long_p(&a[0], -me, right);
     shmem_long_put_nbi(&a[1], host, 3, right);
     shmem_quiet();
@@ -58,6 +59,7 @@ int main(void) {
     shmem_barrier_all();
     CHECK(shmem_long_atomic_fetch(ctr, 0) == 15L * npes, "counter %ld",
           shmem_long_atomic_fetch(ctr, 0));
+    shmem_barrier_all(); /* every PE has read the counter before any swaps it */
     long old = shmem_long_atomic_compare_swap(ctr, 15L * npes, -1, 0);
     shmem_barrier_all();
     CHECK(old == 15L * npes || old == -1, "cswap found %ld", old);
@@ -76,6 +78,7 @@ int main(void) {
     int *flag = shmem_calloc(1, sizeof(int));
     shmem_barrier_all();
     CHECK(shmem_int_test(flag, SHMEM_CMP_NE, 0) == 0, "flag set early");
+    shmem_barrier_all(); /* every PE has tested its flag before a neighbour sets it */
     shmem_int_atomic_set(flag, 7, right);
     shmem_int_wait_until(flag, SHMEM_CMP_EQ, 7);
 

@@ -87,8 +87,9 @@ mod bridge {
         /// Enqueues the host function `func(arg)` (a `void (*)(void *)`) on `stream` for
         /// `call`; 0 or CANN's code (logged), as `npu_stream_copy`.
         fn npu_stream_call(call: &str, stream: usize, func: usize, arg: usize) -> i32;
-        /// Waits until `stream` has run what was enqueued on it; 0 or CANN's code (logged).
-        fn npu_stream_sync(call: &str, stream: usize) -> i32;
+        /// The device address of the kernels' copy of the job state, refreshed now; 0 when the
+        /// heap is not on an NPU, or on failure (logged).
+        fn device_job_state() -> usize;
         /// Logs one error line (for errors the facade detects itself).
         fn log_error(message: &str);
         /// Shows log lines up to `level` (a `SHMEM_LOG_LEVEL` word) from now on, before or
@@ -386,9 +387,8 @@ fn npu_stream_call(call: &str, stream: usize, func: usize, arg: usize) -> i32 {
     }
 }
 
-fn npu_stream_sync(call: &str, stream: usize) -> i32 {
-    match npu_for(call) {
-        Ok(npu) => code(call, npu.synchronize(stream)),
-        Err(code) => code,
-    }
+
+fn device_job_state() -> usize {
+    let call = "shmemx_job_state_device";
+    logged(call, runtime::device_job_state(call)).map_or(0, |at| at.unwrap_or(0))
 }

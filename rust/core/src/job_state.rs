@@ -401,11 +401,75 @@ pub fn central_barrier() -> bool {
     unsafe { (*shmem_job_state_g.0.get()).central_barrier != 0 }
 }
 
-/// A copy of the state as it is now (for tests).
-#[cfg(test)]
+/// A copy of the state as it is now.
 pub fn snapshot() -> JobState {
     // SAFETY: see `Published`; a plain copy of plain data.
     unsafe { *shmem_job_state_g.0.get() }
+}
+
+/// The published state as a kernel on this PE's device reads it, laid out to be copied to the
+/// device address `at` (the state, then its arrays, every pointer an address inside the copy):
+/// peers' heaps at their device addresses (`heap_device_bases`), static data and control
+/// segments absent (the device does not reach host memory), no transport (a kernel's AMOs are
+/// the device's own). `None` when no job is published.
+pub fn device_image(at: usize) -> Option<Vec<u8>> {
+    let s = snapshot();
+    if s.n_pes <= 0 || s.heap_device_bases.is_null() {
+        return None;
+    }
+    let n = s.n_pes as usize;
+    let slots = s.team_slots.max(0) as usize;
+    // SAFETY: a published job's arrays have these lengths (`publish`) and live until finalize,
+    // which no caller overlaps.
+    let (devices, teams) = unsafe {
+        (
+            std::slice::from_raw_parts(s.heap_device_bases, n),
+            std::slice::from_raw_parts(s.teams, slots),
+        )
+    };
+    let bases: Vec<usize> = devices.iter().flat_map(|&d| [d, 0]).collect();
+    let reach: Vec<u8> = (devices.iter())
+        .map(|&d| if d != 0 { REACH_MAPPED } else { 0 })
+        .collect();
+    let mut image = vec![0u8; size_of::<JobState>()];
+    let mut put = |bytes: &[u8]| -> usize {
+        let off = image.len().next_multiple_of(8);
+        image.resize(off, 0);
+        image.extend_from_slice(bytes);
+        at + off
+    };
+    let as_bytes = |v: &[usize]| -> Vec<u8> { v.iter().flat_map(|x| x.to_ne_bytes()).collect() };
+    let bases_at = put(&as_bytes(&bases));
+    let reach_at = put(&reach);
+    let reason_at = put(&[0]);
+    let control_at = put(&as_bytes(&vec![0; n]));
+    let devices_at = put(&as_bytes(devices));
+    let team_bytes: Vec<u8> = (teams.iter())
+        .flat_map(|t| [t.start, t.stride, t.size, t.slot])
+        .flat_map(i32::to_ne_bytes)
+        .collect();
+    let teams_at = put(&team_bytes);
+    let state = JobState {
+        data_base: 0,
+        data_size: 0,
+        data_span: 0,
+        bases: bases_at as *const usize,
+        reach: reach_at as *const u8,
+        data_off_reason: reason_at as *const std::ffi::c_char,
+        teams: teams_at as *mut JobTeam,
+        transport: std::ptr::null(),
+        mapped_bases: bases_at as *const usize,
+        amo_bases: bases_at as *const usize,
+        control_bases: control_at as *const usize,
+        heap_device_bases: devices_at as *const usize,
+        ..s
+    };
+    // SAFETY: JobState is plain #[repr(C)] data; its bytes are copied as they are.
+    let head = unsafe {
+        std::slice::from_raw_parts((&state as *const JobState).cast::<u8>(), size_of::<JobState>())
+    };
+    image[..head.len()].copy_from_slice(head);
+    Some(image)
 }
 
 /// The mirror's layout: its size and alignment, then each field's offset in declaration

@@ -92,6 +92,8 @@ pub struct Runtime {
     transport: Option<transport::Started>,
     /// The NPU holding the heap, when the npu device was chosen.
     npu: Option<Npu>,
+    /// Where the kernels' copy of the job state lives on the NPU, once asked for.
+    device_state: std::sync::Mutex<Option<(usize, usize)>>,
 }
 
 #[derive(Debug)]
@@ -277,6 +279,7 @@ fn start(
         job_state,
         transport,
         npu,
+        device_state: std::sync::Mutex::new(None),
     });
     wait::publish_naps(Some(barrier::nap_stamp(&rt.control, my_pe)));
     *state = Phase::Running(rt.clone());
@@ -438,6 +441,33 @@ fn stop_across_nodes(bootstrap: &Bootstrap, e: Error) -> Error {
     e.logged()
 }
 
+/// The device address of the job state as kernels on this PE's NPU read it, refreshed from the
+/// host's now (teams made since, the scratch settings); `None` when the heap is not on an NPU.
+pub fn device_job_state(call: &'static str) -> Result<Option<usize>> {
+    let rt = get(call)?;
+    let Some(npu) = &rt.npu else {
+        return Ok(None);
+    };
+    let mut held = rt.device_state.lock().unwrap_or_else(|p| p.into_inner());
+    // The image's size is fixed for a job (PE count, team slots): one block, rewritten.
+    let at = match *held {
+        Some((at, _)) => at,
+        None => {
+            let len = job_state::device_image(0).map_or(0, |i| i.len());
+            let at = npu.malloc(len)?;
+            *held = Some((at, len));
+            at
+        }
+    };
+    let image = job_state::device_image(at).ok_or(Error::State {
+        call,
+        reason: "the library is not running",
+    })?;
+    // SAFETY: `image` is readable; the block at `at` was allocated for an image of this size.
+    unsafe { npu.write(at, image.as_ptr(), image.len())? };
+    Ok(Some(at))
+}
+
 /// The NPU holding the heap of the running job, or `None` (host memory, or not running).
 pub fn npu() -> Option<Npu> {
     match &*STATE.read().unwrap_or_else(|p| p.into_inner()) {
@@ -476,6 +506,9 @@ pub fn get(call: &'static str) -> Result<Arc<Runtime>> {
 pub fn finalize() -> Result<()> {
     let rt = get("shmem_finalize")?;
     rt.enter(Call::new("shmem_finalize", Step::Finalize));
+    if let Some(npu) = &rt.npu {
+        npu.drain(rt.timeouts.control);
+    }
     wait::publish_naps(None);
     if let Some(t) = &rt.transport {
         t.transport().finalize()?;
@@ -484,6 +517,11 @@ pub fn finalize() -> Result<()> {
         rt.bootstrap.barrier(rt.timeouts.control)?;
     }
     rt.bootstrap.goodbye(rt.timeouts.control)?;
+    if let (Some(npu), Some((at, _))) = (&rt.npu, *rt.device_state.lock().unwrap_or_else(|p| p.into_inner())) {
+        if let Err(e) = npu.free_plain(at) {
+            tracing::warn!("freeing the device copy of the job state: {e}");
+        }
+    }
     // The state points into this runtime, which goes with the phase change below.
     job_state::clear();
     barrier::publish_nodes(Vec::new());

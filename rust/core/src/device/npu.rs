@@ -77,6 +77,8 @@ struct Inner {
     peer_pids: Vec<i32>,
     /// The library loaded, for messages.
     library: String,
+    /// The streams the library enqueued work on (0: the default stream), drained at finalize.
+    streams: Mutex<Vec<usize>>,
 }
 
 impl std::fmt::Debug for Npu {
@@ -222,6 +224,7 @@ impl Npu {
                     granularity,
                     peer_pids,
                     library: library.to_string(),
+                    streams: Mutex::new(Vec::new()),
                 }),
             })
         }
@@ -316,6 +319,7 @@ impl Npu {
     /// (0: the default stream).
     pub fn copy_on_stream(&self, dst: usize, src: usize, len: usize, stream: usize) -> Result<()> {
         let acl = self.acl()?;
+        self.used(stream);
         // SAFETY: ACL checks the addresses and the stream and answers with a code.
         check(acl, "aclrtMemcpyAsync", unsafe {
             (acl.aclrtMemcpyAsync)(
@@ -338,19 +342,39 @@ impl Npu {
         arg: usize,
     ) -> Result<()> {
         let acl = self.acl()?;
+        self.used(stream);
         // SAFETY: `f` is a function of the library that takes `arg`; ACL runs it once.
         check(acl, "aclrtLaunchHostFunc", unsafe {
             (acl.aclrtLaunchHostFunc)(stream as acl::aclrtStream, f, arg as *mut c_void)
         })
     }
 
-    /// Waits until `stream` (0: the default stream) has run everything enqueued on it.
-    pub fn synchronize(&self, stream: usize) -> Result<()> {
-        let acl = self.acl()?;
-        // SAFETY: ACL checks the stream.
-        check(acl, "aclrtSynchronizeStream", unsafe {
-            (acl.aclrtSynchronizeStream)(stream as acl::aclrtStream)
-        })
+    fn used(&self, stream: usize) {
+        let mut streams = self.inner.streams.lock().unwrap_or_else(|p| p.into_inner());
+        if !streams.contains(&stream) {
+            streams.push(stream);
+        }
+    }
+
+    /// Waits, at most `timeout` per stream, until every stream the library enqueued work on has
+    /// run it (at finalize: nothing of the library's may run on a stream after the heap is
+    /// gone). A stream the program destroyed since, or one that does not drain in time, is
+    /// logged and left.
+    pub fn drain(&self, timeout: Duration) {
+        let streams = std::mem::take(&mut *self.inner.streams.lock().unwrap_or_else(|p| p.into_inner()));
+        let Ok(acl) = self.acl() else {
+            return;
+        };
+        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+        for stream in streams {
+            // SAFETY: ACL checks the stream; a destroyed one is answered with a code.
+            let rc = unsafe {
+                (acl.aclrtSynchronizeStreamWithTimeout)(stream as acl::aclrtStream, ms)
+            };
+            if let Err(e) = check(acl, "aclrtSynchronizeStreamWithTimeout", rc) {
+                tracing::warn!("finalize: the library's work on stream {stream:#x} did not drain: {e}");
+            }
+        }
     }
 
     fn reserve(&self, len: usize, align: usize) -> Result<usize> {
