@@ -212,11 +212,11 @@ SHMEM_EXPORT void shmemx_quiet_on_stream(aclrtStream stream) {
     if (on_npu("shmemx_quiet_on_stream", stream)) pshmem_quiet();
 }
 SHMEM_EXPORT void pshmem_putmem_on_stream(void *dst, void *src, size_t elem_size, int32_t pe,
-                                         aclrtStream stream) {
+                                          aclrtStream stream) {
     copy_on_stream("shmem_putmem_on_stream", true, dst, src, elem_size, pe, stream);
 }
 SHMEM_EXPORT void pshmem_getmem_on_stream(void *dst, void *src, size_t elem_size, int32_t pe,
-                                         aclrtStream stream) {
+                                          aclrtStream stream) {
     copy_on_stream("shmem_getmem_on_stream", false, dst, src, elem_size, pe, stream);
 }
 

@@ -2,8 +2,8 @@
  * without a memory kind, the heap base, aclshmem_ptr, and for every CANN host type the put/get
  * (blocking and _nbi), p/g and put-with-signal (SET and ADD on an int32_t signal, blocking and
  * _nbi), then the byte forms. Every PE puts to the next PE and checks what the previous one put
- * into its own memory; refused calls (before start-up, a PE outside the job, the other memory kind, a bad
- * sig_op, the on-stream form) must return without moving data or ending the job. The scratch
+ * into its own memory; refused calls (before start-up, a PE outside the job, the other memory kind,
+ * a bad sig_op, the on-stream form) must return without moving data or ending the job. The scratch
  * area of AscendC kernels (aclshmemx_set_mte_config) is taken or refused by its bounds. Prints
  * "PE x of n: CANN data plane checked" at the end. */
 #include <aclshmem.h>

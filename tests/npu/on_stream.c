@@ -22,14 +22,14 @@
 
 static int me, npes;
 
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "PE %d: %s:%d: check failed: %s: ", me, __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-            shmem_global_exit(1);                                                          \
-        }                                                                                  \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "PE %d: %s:%d: check failed: %s: ", me, __FILE__, __LINE__, #cond);    \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            shmem_global_exit(1);                                                                  \
+        }                                                                                          \
     } while (0)
 
 static atomic_int gate;
@@ -117,8 +117,7 @@ int main(void) {
     shmem_int32_atomic_set(&sig[1], 1, right);
     CHECK(aclrtSynchronizeStream(stream) == 0, "aclrtSynchronizeStream");
     shmem_barrier_all();
-    CHECK(holds_pattern(dst2, N, me, left), "PE %d's put behind its signal wait is not here",
-          left);
+    CHECK(holds_pattern(dst2, N, me, left), "PE %d's put behind its signal wait is not here", left);
 
     /* 4. Put, barrier on the stream, then get on the stream: the get sees the left PE's put. */
     aclshmemx_putmem_on_stream(dst3, src, N, right, stream);

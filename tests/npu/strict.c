@@ -13,14 +13,14 @@
 
 static int me, npes;
 
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "PE %d: %s:%d: check failed: %s: ", me, __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-            shmem_global_exit(1);                                                          \
-        }                                                                                  \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "PE %d: %s:%d: check failed: %s: ", me, __FILE__, __LINE__, #cond);    \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            shmem_global_exit(1);                                                                  \
+        }                                                                                          \
     } while (0)
 
 static long get_long(const long *sym, int pe) { return shmem_long_g(sym, pe); }
@@ -63,7 +63,8 @@ int main(void) {
     long old = shmem_long_atomic_compare_swap(ctr, 15L * npes, -1, 0);
     shmem_barrier_all();
     CHECK(old == 15L * npes || old == -1, "cswap found %ld", old);
-    CHECK(shmem_long_atomic_fetch(ctr, 0) == -1, "after cswap %ld", shmem_long_atomic_fetch(ctr, 0));
+    CHECK(shmem_long_atomic_fetch(ctr, 0) == -1, "after cswap %ld",
+          shmem_long_atomic_fetch(ctr, 0));
 
     /* Put with signal, and a signal wait on this PE's device heap. */
     uint64_t *sig = shmem_calloc(1, sizeof(uint64_t));

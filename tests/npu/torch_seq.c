@@ -22,14 +22,14 @@
 
 static int rank = -1;
 
-#define CHECK(cond, ...)                                                                    \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            fprintf(stderr, "PE %d: %s:%d: check failed: %s: ", rank, __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                                   \
-            fprintf(stderr, "\n");                                                          \
-            exit(1);                                                                        \
-        }                                                                                   \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "PE %d: %s:%d: check failed: %s: ", rank, __FILE__, __LINE__, #cond);  \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static void *lib;
@@ -43,16 +43,35 @@ static void *sym(const char *name) {
 
 /* Every name torch_npu resolves, and the on-stream forms. */
 static const char *const kNames[] = {
-    "aclshmem_finalize", "aclshmem_free", "aclshmem_malloc", "aclshmem_ptr",
-    "aclshmemx_get_uniqueid", "aclshmemx_getmem_on_stream", "aclshmemx_init_attr",
-    "aclshmemx_putmem_on_stream", "aclshmemx_set_attr_uniqueid_args",
-    "aclshmemx_set_conf_store_tls", "shmem_finalize", "shmem_free", "shmem_get_uniqueid",
-    "shmem_malloc", "shmem_ptr", "shmem_set_attr", "shmem_set_attr_uniqueid_args",
-    "shmem_set_conf_store_tls", "shmem_init_attr", "shmem_putmem_on_stream",
-    "shmem_getmem_on_stream", "shmemx_putmem_on_stream", "shmemx_getmem_on_stream",
-    "aclshmemx_quiet_on_stream", "aclshmemx_signal_op_on_stream",
-    "aclshmemx_signal_wait_until_on_stream", "aclshmemx_barrier_on_stream",
-    "aclshmemx_barrier_all_on_stream", "aclshmemx_set_attr",
+    "aclshmem_finalize",
+    "aclshmem_free",
+    "aclshmem_malloc",
+    "aclshmem_ptr",
+    "aclshmemx_get_uniqueid",
+    "aclshmemx_getmem_on_stream",
+    "aclshmemx_init_attr",
+    "aclshmemx_putmem_on_stream",
+    "aclshmemx_set_attr_uniqueid_args",
+    "aclshmemx_set_conf_store_tls",
+    "shmem_finalize",
+    "shmem_free",
+    "shmem_get_uniqueid",
+    "shmem_malloc",
+    "shmem_ptr",
+    "shmem_set_attr",
+    "shmem_set_attr_uniqueid_args",
+    "shmem_set_conf_store_tls",
+    "shmem_init_attr",
+    "shmem_putmem_on_stream",
+    "shmem_getmem_on_stream",
+    "shmemx_putmem_on_stream",
+    "shmemx_getmem_on_stream",
+    "aclshmemx_quiet_on_stream",
+    "aclshmemx_signal_op_on_stream",
+    "aclshmemx_signal_wait_until_on_stream",
+    "aclshmemx_barrier_on_stream",
+    "aclshmemx_barrier_all_on_stream",
+    "aclshmemx_set_attr",
 };
 
 /* PE 0 writes the id through a temporary name; the others wait for the file (30 s at most). */

@@ -387,7 +387,6 @@ fn npu_stream_call(call: &str, stream: usize, func: usize, arg: usize) -> i32 {
     }
 }
 
-
 fn device_job_state() -> usize {
     let call = "shmemx_job_state_device";
     logged(call, runtime::device_job_state(call)).map_or(0, |at| at.unwrap_or(0))

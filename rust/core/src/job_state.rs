@@ -466,7 +466,10 @@ pub fn device_image(at: usize) -> Option<Vec<u8>> {
     };
     // SAFETY: JobState is plain #[repr(C)] data; its bytes are copied as they are.
     let head = unsafe {
-        std::slice::from_raw_parts((&state as *const JobState).cast::<u8>(), size_of::<JobState>())
+        std::slice::from_raw_parts(
+            (&state as *const JobState).cast::<u8>(),
+            size_of::<JobState>(),
+        )
     };
     image[..head.len()].copy_from_slice(head);
     Some(image)

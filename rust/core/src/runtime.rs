@@ -517,7 +517,10 @@ pub fn finalize() -> Result<()> {
         rt.bootstrap.barrier(rt.timeouts.control)?;
     }
     rt.bootstrap.goodbye(rt.timeouts.control)?;
-    if let (Some(npu), Some((at, _))) = (&rt.npu, *rt.device_state.lock().unwrap_or_else(|p| p.into_inner())) {
+    if let (Some(npu), Some((at, _))) = (
+        &rt.npu,
+        *rt.device_state.lock().unwrap_or_else(|p| p.into_inner()),
+    ) {
         if let Err(e) = npu.free_plain(at) {
             tracing::warn!("freeing the device copy of the job state: {e}");
         }

@@ -361,18 +361,20 @@ impl Npu {
     /// gone). A stream the program destroyed since, or one that does not drain in time, is
     /// logged and left.
     pub fn drain(&self, timeout: Duration) {
-        let streams = std::mem::take(&mut *self.inner.streams.lock().unwrap_or_else(|p| p.into_inner()));
+        let streams =
+            std::mem::take(&mut *self.inner.streams.lock().unwrap_or_else(|p| p.into_inner()));
         let Ok(acl) = self.acl() else {
             return;
         };
         let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
         for stream in streams {
             // SAFETY: ACL checks the stream; a destroyed one is answered with a code.
-            let rc = unsafe {
-                (acl.aclrtSynchronizeStreamWithTimeout)(stream as acl::aclrtStream, ms)
-            };
+            let rc =
+                unsafe { (acl.aclrtSynchronizeStreamWithTimeout)(stream as acl::aclrtStream, ms) };
             if let Err(e) = check(acl, "aclrtSynchronizeStreamWithTimeout", rc) {
-                tracing::warn!("finalize: the library's work on stream {stream:#x} did not drain: {e}");
+                tracing::warn!(
+                    "finalize: the library's work on stream {stream:#x} did not drain: {e}"
+                );
             }
         }
     }
