@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "share_id.h"
 
 #define WORDS 1024
 
@@ -51,33 +52,6 @@ static int from_env(const char *a, const char *b) {
         exit(2);
     }
     return atoi(v);
-}
-
-/* The maker writes the id's bytes to `path` (through a temporary name, so readers never see
- * half of it); the others wait for the file, at most 30 s. */
-static void share(const char *path, int is_maker, void *id, size_t len) {
-    if (is_maker) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        FILE *f = fopen(tmp, "wb");
-        if (f == NULL || fwrite(id, 1, len, f) != len || fclose(f) != 0 || rename(tmp, path) != 0) {
-            fprintf(stderr, "cann_data: cannot write %s: %s\n", path, strerror(errno));
-            exit(2);
-        }
-        return;
-    }
-    for (int tries = 0; tries < 3000; tries++) {
-        FILE *f = fopen(path, "rb");
-        if (f != NULL) {
-            size_t got = fread(id, 1, len, f);
-            fclose(f);
-            if (got == len) return;
-        }
-        struct timespec nap = {0, 10 * 1000 * 1000};
-        nanosleep(&nap, NULL);
-    }
-    fprintf(stderr, "cann_data: no unique id in %s after 30 s\n", path);
-    exit(2);
 }
 
 int main(int argc, char **argv) {
@@ -130,7 +104,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "cann_data: aclshmemx_get_uniqueid returned %d\n", rc);
             return 3;
         }
-        share(uid_path, rank == maker, &uid, sizeof uid);
+        share_id("cann_data", uid_path, rank == maker, &uid, sizeof uid);
         aclshmemx_init_attr_t *attr = NULL;
         /* Timeouts and engine from a library-filled struct; the id fills in the rest. */
         rc = aclshmemx_set_attr(rank, n, size, NULL, &attr);
@@ -143,7 +117,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "cann_data: shmem_get_uniqueid returned %d\n", rc);
             return 3;
         }
-        share(uid_path, rank == 0, &uid, sizeof uid);
+        share_id("cann_data", uid_path, rank == 0, &uid, sizeof uid);
         shmem_init_attr_t *attr = NULL;
         rc = shmem_set_attr(rank, n, size, NULL, &attr);
         if (rc == 0) rc = shmem_set_timeout(attr, timeout);

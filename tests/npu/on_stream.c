@@ -5,9 +5,12 @@
  *   2. signal operations on a stream add up on the right neighbour;
  *   3. a put enqueued after signal_wait_until_on_stream waits for the signal;
  *   4. barrier_all_on_stream orders every PE's stream put before every PE's stream get;
- *   5. quiet_on_stream, barrier_on_stream(team) and the argument checks. */
+ *   5. quiet_on_stream, barrier_on_stream(team) and the argument checks;
+ *   6. the kernels' copy of the job state in device memory (shmemx_job_state_device). */
 #include <aclshmem.h>
 #include <shmem.h>
+#include <shmem/job_state.h>
+#include <shmem/launch.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,20 +20,11 @@
 #include <unistd.h>
 
 #include "acl_standin.h"
+#include "npu_check.h"
 
 #define N 4096
 
 static int me, npes;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "PE %d: %s:%d: check failed: %s: ", me, __FILE__, __LINE__, #cond);    \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            shmem_global_exit(1);                                                                  \
-        }                                                                                          \
-    } while (0)
 
 static atomic_int gate;
 
@@ -67,7 +61,7 @@ static int all_zero(const void *sym, size_t n, int pe) {
 
 int main(void) {
     shmem_init();
-    me = shmem_my_pe();
+    me = check_pe = shmem_my_pe();
     npes = shmem_n_pes();
     int right = (me + 1) % npes, left = (me + npes - 1) % npes;
 
@@ -138,6 +132,34 @@ int main(void) {
     v = 0;
     shmem_getmem(&v, &sig[0], sizeof v, right);
     CHECK(v == 12, "a refused signal op changed PE %d's signal to %d", right, v);
+
+    /* 6. The job state as this PE's kernels read it: a device copy whose arrays are device
+     * memory too, with every PE's heap at the address aclshmem_ptr gives. */
+    CHECK(aclshmemx_set_mte_config(64 * 1024, 8192, 3) == 0, "aclshmemx_set_mte_config");
+    const void *dev = shmemx_job_state_device();
+    CHECK(dev != NULL, "shmemx_job_state_device is NULL on the npu device");
+    shmem_job_state st;
+    CHECK(aclrtMemcpy(&st, sizeof st, dev, sizeof st, ACL_MEMCPY_DEVICE_TO_HOST) == 0,
+          "reading the device copy of the job state");
+    CHECK(st.size == sizeof st && st.version == SHMEM_JOB_STATE_VERSION, "size %u version %u",
+          st.size, st.version);
+    CHECK(st.my_pe == me && st.n_pes == npes && st.heap_on_device == 1 && st.transport == NULL,
+          "my_pe %d n_pes %d heap_on_device %d", st.my_pe, st.n_pes, st.heap_on_device);
+    CHECK(st.mte_ub_offset == 64 * 1024 && st.mte_ub_size == 8192 && st.mte_event_id == 3,
+          "scratch area %lu/%u/%u", (unsigned long)st.mte_ub_offset, st.mte_ub_size,
+          st.mte_event_id);
+    uintptr_t *bases = malloc(2 * sizeof(uintptr_t) * (size_t)npes);
+    CHECK(aclrtMemcpy(bases, 2 * sizeof(uintptr_t) * npes, st.bases, 2 * sizeof(uintptr_t) * npes,
+                      ACL_MEMCPY_DEVICE_TO_HOST) == 0,
+          "reading the device copy's bases");
+    char *heap = aclshmemx_get_heap_base(DEVICE_SIDE);
+    CHECK(heap != NULL && st.heap_base == (uintptr_t)heap, "heap base");
+    for (int pe = 0; pe < npes; pe++) {
+        CHECK(bases[2 * pe] == (uintptr_t)aclshmem_ptr(heap, pe), "PE %d's heap base %#lx", pe,
+              (unsigned long)bases[2 * pe]);
+        CHECK(bases[2 * pe + 1] == 0, "PE %d's static data in the device copy", pe);
+    }
+    free(bases);
 
     CHECK(aclrtDestroyStream(stream) == 0, "aclrtDestroyStream");
     shmem_barrier_all();

@@ -11,23 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int me, npes;
+#include "npu_check.h"
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "PE %d: %s:%d: check failed: %s: ", me, __FILE__, __LINE__, #cond);    \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            shmem_global_exit(1);                                                                  \
-        }                                                                                          \
-    } while (0)
+static int me, npes;
 
 static long get_long(const long *sym, int pe) { return shmem_long_g(sym, pe); }
 
 int main(void) {
     shmem_init();
-    me = shmem_my_pe();
+    me = check_pe = shmem_my_pe();
     npes = shmem_n_pes();
     int right = (me + 1) % npes, left = (me + npes - 1) % npes;
     enum { K = 64 };

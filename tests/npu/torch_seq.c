@@ -16,21 +16,14 @@
 #include <time.h>
 
 #include "acl_standin.h"
+#define NPU_CHECK_NO_SHMEM
+#include "npu_check.h"
+#include "share_id.h"
 
 #define N 8192
 #define HEAP (64u << 20)
 
 static int rank = -1;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "PE %d: %s:%d: check failed: %s: ", rank, __FILE__, __LINE__, #cond);  \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static void *lib;
 
@@ -74,29 +67,6 @@ static const char *const kNames[] = {
     "aclshmemx_set_attr",
 };
 
-/* PE 0 writes the id through a temporary name; the others wait for the file (30 s at most). */
-static void share(const char *path, void *id, size_t len) {
-    if (rank == 0) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        FILE *f = fopen(tmp, "wb");
-        CHECK(f != NULL && fwrite(id, 1, len, f) == len && fclose(f) == 0 && rename(tmp, path) == 0,
-              "cannot write %s: %s", path, strerror(errno));
-        return;
-    }
-    for (int tries = 0; tries < 3000; tries++) {
-        FILE *f = fopen(path, "rb");
-        if (f != NULL) {
-            size_t got = fread(id, 1, len, f);
-            fclose(f);
-            if (got == len) return;
-        }
-        struct timespec nap = {0, 10 * 1000 * 1000};
-        nanosleep(&nap, NULL);
-    }
-    CHECK(0, "no unique id in %s after 30 s", path);
-}
-
 static int env_int(const char *name) {
     const char *v = getenv(name);
     CHECK(v != NULL, "%s is not set (run under shmemrun)", name);
@@ -111,7 +81,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     int old = strcmp(argv[1], "shmem") == 0;
-    rank = env_int("SHMEM_RUN_RANK");
+    rank = check_pe = env_int("SHMEM_RUN_RANK");
     int n = env_int("SHMEM_RUN_SIZE");
     lib = dlopen("libshmem.so", RTLD_NOW | RTLD_LOCAL);
     CHECK(lib != NULL, "dlopen(libshmem.so): %s", dlerror());
@@ -131,7 +101,7 @@ int main(int argc, char **argv) {
         int (*init_attr)(shmem_init_attr_t *) = sym("shmem_init_attr");
         shmemx_uniqueid_t uid = SHMEM_UNIQUEID_INITIALIZER;
         if (rank == 0) CHECK(get_uid(&uid) == 0, "shmem_get_uniqueid");
-        share(argv[2], &uid, sizeof uid);
+        share_id("torch_seq", argv[2], rank == 0, &uid, sizeof uid);
         shmem_init_attr_t *attr = NULL;
         CHECK(set_attr(rank, n, HEAP, NULL, &attr) == 0 && attr != NULL, "shmem_set_attr");
         CHECK(set_uid(rank, n, &uid, attr) == 0, "shmem_set_attr_uniqueid_args");
@@ -144,7 +114,7 @@ int main(int argc, char **argv) {
             sym("aclshmemx_init_attr");
         aclshmemx_uniqueid_t uid = ACLSHMEM_UNIQUEID_INITIALIZER;
         if (rank == 0) CHECK(get_uid(&uid) == 0, "aclshmemx_get_uniqueid");
-        share(argv[2], &uid, sizeof uid);
+        share_id("torch_seq", argv[2], rank == 0, &uid, sizeof uid);
         int (*set_attr)(int, int, uint64_t, const char *, aclshmemx_init_attr_t **) =
             sym("aclshmemx_set_attr");
         aclshmemx_init_attr_t *attr = NULL;

@@ -894,6 +894,8 @@ mod tests {
             PMIX_LIB,
             INSTANCE_PORT_RANGE,
             TLS_DISABLE,
+            DEVICE,
+            ACL_LIBRARY,
             TEST_LOOPBACK,
             TEST_UCX,
             RUN_FD,
