@@ -13,8 +13,9 @@
 # with SHMEM_TEST_LOOPBACK=odd, so the odd PEs are reached through the transport table and every
 # AMO takes the transport path; and its device twin npu.<name>.np<m> (label npu) at the same
 # count with SHMEM_DEVICE=npu over the ACL stand-in (tests/acl), so the heap lives in "NPU
-# memory" and every heap access of the host goes through the device's copies. A test that sets
-# SHMEM_TEST_LOOPBACK, SHMEM_TEST_UCX or SHMEM_DEVICE itself gets no twin.
+# memory" and every heap access of the host goes through the device's copies; and its cuda twin
+# cuda.<name>.np<m> (label cuda), the same over the CUDA driver's stand-in (tests/cuda). A test
+# that sets SHMEM_TEST_LOOPBACK, SHMEM_TEST_UCX or SHMEM_DEVICE itself gets no twin.
 # A hang is a failure: shmemrun kills the job at its timeout, ctest at TIMEOUT. PROCESSORS is
 # capped at 2 (the CI machine's cores) so ctest -j2 schedules big jobs alone; 8 PEs on 2 cores
 # must work anyway (docs/architecture.md §5, Waiting).
@@ -88,6 +89,18 @@ function(shmem_add_mp_test name target)
             TIMEOUT ${arg_TIMEOUT}
             LABELS "${arg_LABELS};loopback"
             ENVIRONMENT "${arg_ENVIRONMENT};SHMEM_TEST_LOOPBACK=odd")
+        if(TARGET cuda_standin)
+            set(twin cuda.${name}.np${twin_npes})
+            add_test(NAME ${twin}
+                COMMAND $<TARGET_FILE:shmem::shmemrun> -n ${twin_npes}
+                    --timeout ${arg_LAUNCHER_TIMEOUT} $<TARGET_FILE:${target}> ${arg_ARGS})
+            shmem_test_processors(${twin} ${twin_npes})
+            list(REMOVE_ITEM arg_LABELS loopback)
+            set_tests_properties(${twin} PROPERTIES
+                TIMEOUT ${arg_TIMEOUT}
+                LABELS "${arg_LABELS};cuda"
+                ENVIRONMENT "${arg_ENVIRONMENT};SHMEM_DEVICE=cuda;SHMEM_CUDA_LIBRARY=$<TARGET_FILE:cuda_standin>")
+        endif()
         if(TARGET acl_standin)
             set(twin npu.${name}.np${twin_npes})
             add_test(NAME ${twin}

@@ -1,15 +1,22 @@
-// cann_stream.cpp: CANN SHMEM's on-stream host calls, ordered on an ACL stream (aclrtStream;
-// NULL is the current device's default stream) when the symmetric heap is on an NPU (the npu
-// device). Each call enqueues its work and returns; the work runs when the stream reaches it,
-// after everything enqueued on that stream before, and before everything enqueued after:
+// cann_stream.cpp: CANN SHMEM's on-stream host calls, ordered on a stream of the accelerator that
+// holds the symmetric heap: an ACL stream on an NPU (the npu device), a CUDA stream on a GPU (the
+// cuda device); NULL is the current device's default stream. Each call enqueues its work and
+// returns; the work runs when the stream reaches it, after everything enqueued on that stream
+// before, and before everything enqueued after:
 // - putmem/getmem: one device-to-device copy between this PE's buffer and the peer's heap as
-//   imported into this process (the NPU's copy engine, as CANN's MTE path moves it);
+//   imported into this process (the device's copy engine);
 // - quiet: the host's own operations are complete when their calls return, and the stream's
 //   copies complete in stream order, so nothing is enqueued (the host side is quieted first);
-// - signal_op, signal_wait_until, barrier, barrier_all: a host function on the stream
-//   (aclrtLaunchHostFunc) that runs the host routine of the same name when the stream reaches
-//   it, holding the stream until it returns.
-// Without the npu device there is no stream: every call logs ACLSHMEM_NOT_SUPPORTED and does
+// - barrier, barrier_all: a host function on the stream (aclrtLaunchHostFunc,
+//   cuLaunchHostFunc) that runs the host routine when the stream reaches it, holding the stream
+//   until it returns (it touches only the host control segment: no device call, as CUDA
+//   requires of host functions);
+// - signal_op, signal_wait_until: on an NPU, a host function running the host routine; on a
+//   GPU, the stream's own memory operations (cuStreamWriteValue32 for SET, cuStreamWaitValue32
+//   for EQ and GE), since a CUDA host function may not touch device memory; ADD and the other
+//   comparisons would need a kernel of the library's own on the stream and are not supported
+//   there yet (logged, ACLSHMEM_NOT_SUPPORTED).
+// Without an accelerator there is no stream: every call logs ACLSHMEM_NOT_SUPPORTED and does
 // nothing. Bad arguments are logged naming the call, the argument and its value, as CANN's are.
 #include <aclshmem.h>
 
@@ -27,8 +34,11 @@ namespace core = shmem::core;
 
 namespace {
 
-// Whether the library is running with its heap on an NPU; logs the refusal otherwise.
-bool on_npu(const char *call, aclrtStream stream) {
+// The job state's heap_on_device for a GPU (the cuda device); 1 is an NPU.
+constexpr int32_t kOnGpu = 2;
+
+// Whether the library is running with its heap on an accelerator; logs the refusal otherwise.
+bool on_device(const char *call, aclrtStream stream) {
     if (SHMEM_UNLIKELY(lib_phase.load(std::memory_order_acquire) != kRunning)) {
         log_call_error(call, "the library is not initialised (code %d, ACLSHMEM_NOT_INITED)",
                        ACLSHMEM_NOT_INITED);
@@ -37,8 +47,8 @@ bool on_npu(const char *call, aclrtStream stream) {
     if (SHMEM_UNLIKELY(g.heap_on_device == 0)) {
         log_call_error(call,
                        "stream=%p: not supported (code %d, ACLSHMEM_NOT_SUPPORTED): the symmetric "
-                       "heap is in host memory; on-stream calls need the npu device "
-                       "(SHMEM_DEVICE=npu)",
+                       "heap is in host memory; on-stream calls need the npu or cuda device "
+                       "(SHMEM_DEVICE)",
                        stream, ACLSHMEM_NOT_SUPPORTED);
         return false;
     }
@@ -83,7 +93,7 @@ uintptr_t stream_of(aclrtStream stream) { return reinterpret_cast<uintptr_t>(str
 // The copy of an on-stream put or get; `remote` is the symmetric side.
 void copy_on_stream(const char *call, bool put, void *dst, void *src, size_t n, int32_t pe,
                     aclrtStream stream) {
-    if (!on_npu(call, stream) || !pe_in_job(call, pe) || n == 0) return;
+    if (!on_device(call, stream) || !pe_in_job(call, pe) || n == 0) return;
     void *remote = put ? dst : src;
     void *local = put ? src : dst;
     if (local == nullptr) {
@@ -94,7 +104,7 @@ void copy_on_stream(const char *call, bool put, void *dst, void *src, size_t n, 
     uintptr_t at = peer_heap(call, put ? "dst" : "src", remote, n, pe);
     if (at == 0) return;
     uintptr_t l = reinterpret_cast<uintptr_t>(local);
-    core::npu_stream_copy(call, put ? at : l, put ? l : at, n, stream_of(stream));
+    core::stream_copy(call, put ? at : l, put ? l : at, n, stream_of(stream));
 }
 
 // What a host function on a stream does, with its arguments; freed by the function.
@@ -127,7 +137,7 @@ extern "C" void run_stream_work(void *arg) {
 
 void enqueue(const char *call, aclrtStream stream, StreamWork w) {
     auto *work = new StreamWork(w);
-    if (core::npu_stream_call(call, stream_of(stream),
+    if (core::stream_call(call, stream_of(stream),
                               reinterpret_cast<uintptr_t>(&run_stream_work),
                               reinterpret_cast<uintptr_t>(work)) != 0) {
         delete work;  // never enqueued (logged)
@@ -147,13 +157,13 @@ SHMEM_EXPORT void aclshmemx_getmem_on_stream(void *dst, void *src, size_t elem_s
 }
 
 SHMEM_EXPORT void aclshmemx_quiet_on_stream(aclrtStream stream) {
-    if (on_npu("aclshmemx_quiet_on_stream", stream)) pshmem_quiet();
+    if (on_device("aclshmemx_quiet_on_stream", stream)) pshmem_quiet();
 }
 
 SHMEM_EXPORT void aclshmemx_signal_op_on_stream(int32_t *sig_addr, int32_t signal, int sig_op,
                                                 int32_t pe, aclrtStream stream) {
     const char *call = "aclshmemx_signal_op_on_stream";
-    if (!on_npu(call, stream) || !pe_in_job(call, pe)) return;
+    if (!on_device(call, stream) || !pe_in_job(call, pe)) return;
     if (sig_op != ACLSHMEM_SIGNAL_SET && sig_op != ACLSHMEM_SIGNAL_ADD) {
         log_call_error(call,
                        "invalid argument sig_op=%d: not ACLSHMEM_SIGNAL_SET (0) or "
@@ -161,14 +171,27 @@ SHMEM_EXPORT void aclshmemx_signal_op_on_stream(int32_t *sig_addr, int32_t signa
                        sig_op, ACLSHMEM_INVALID_PARAM);
         return;
     }
-    if (peer_heap(call, "sig_addr", sig_addr, sizeof(int32_t), pe) == 0) return;
+    uintptr_t at = peer_heap(call, "sig_addr", sig_addr, sizeof(int32_t), pe);
+    if (at == 0) return;
+    if (g.heap_on_device == kOnGpu) {
+        if (sig_op != ACLSHMEM_SIGNAL_SET) {
+            log_call_error(call,
+                           "sig_op=ACLSHMEM_SIGNAL_ADD on a CUDA stream: not supported (code %d, "
+                           "ACLSHMEM_NOT_SUPPORTED): an add needs a kernel on the stream; use "
+                           "ACLSHMEM_SIGNAL_SET, or signal from a kernel",
+                           ACLSHMEM_NOT_SUPPORTED);
+            return;
+        }
+        core::stream_write32(call, stream_of(stream), at, static_cast<uint32_t>(signal));
+        return;
+    }
     enqueue(call, stream, {StreamWork::kSignal, sig_addr, signal, sig_op, pe, 0});
 }
 
 SHMEM_EXPORT void aclshmemx_signal_wait_until_on_stream(int32_t *sig_addr, int cmp, int32_t cmp_val,
                                                         aclrtStream stream) {
     const char *call = "aclshmemx_signal_wait_until_on_stream";
-    if (!on_npu(call, stream)) return;
+    if (!on_device(call, stream)) return;
     if (cmp < ACLSHMEM_CMP_EQ || cmp > ACLSHMEM_CMP_LE) {
         log_call_error(call,
                        "invalid argument cmp=%d: not ACLSHMEM_CMP_EQ..ACLSHMEM_CMP_LE (0..5) "
@@ -176,13 +199,26 @@ SHMEM_EXPORT void aclshmemx_signal_wait_until_on_stream(int32_t *sig_addr, int c
                        cmp, ACLSHMEM_INVALID_PARAM);
         return;
     }
-    if (peer_heap(call, "sig_addr", sig_addr, sizeof(int32_t), g.my_pe) == 0) return;
+    uintptr_t at = peer_heap(call, "sig_addr", sig_addr, sizeof(int32_t), g.my_pe);
+    if (at == 0) return;
+    if (g.heap_on_device == kOnGpu) {
+        if (cmp != ACLSHMEM_CMP_EQ && cmp != ACLSHMEM_CMP_GE) {
+            log_call_error(call,
+                           "cmp=%d on a CUDA stream: not supported (code %d, "
+                           "ACLSHMEM_NOT_SUPPORTED): the stream waits for EQ or GE only",
+                           cmp, ACLSHMEM_NOT_SUPPORTED);
+            return;
+        }
+        core::stream_wait32(call, stream_of(stream), at, static_cast<uint32_t>(cmp_val),
+                            cmp == ACLSHMEM_CMP_GE);
+        return;
+    }
     enqueue(call, stream, {StreamWork::kWait, sig_addr, cmp_val, cmp, g.my_pe, 0});
 }
 
 SHMEM_EXPORT void aclshmemx_barrier_on_stream(aclshmem_team_t team, aclrtStream stream) {
     const char *call = "aclshmemx_barrier_on_stream";
-    if (!on_npu(call, stream)) return;
+    if (!on_device(call, stream)) return;
     if (team < 0 || team >= g.team_slots || g.teams[team].size == 0) {
         log_call_error(call,
                        "invalid argument team=%d: not a team of this PE (code %d, "
@@ -195,7 +231,7 @@ SHMEM_EXPORT void aclshmemx_barrier_on_stream(aclshmem_team_t team, aclrtStream 
 
 SHMEM_EXPORT void aclshmemx_barrier_all_on_stream(aclrtStream stream) {
     const char *call = "aclshmemx_barrier_all_on_stream";
-    if (on_npu(call, stream)) enqueue(call, stream, {StreamWork::kBarrierAll, nullptr, 0, 0, 0, 0});
+    if (on_device(call, stream)) enqueue(call, stream, {StreamWork::kBarrierAll, nullptr, 0, 0, 0, 0});
 }
 
 // The names CANN's users also resolve (`shmemx_*` are its macros' targets, `shmem_*` what
@@ -209,7 +245,7 @@ SHMEM_EXPORT void shmemx_getmem_on_stream(void *dst, void *src, size_t elem_size
     copy_on_stream("shmemx_getmem_on_stream", false, dst, src, elem_size, pe, stream);
 }
 SHMEM_EXPORT void shmemx_quiet_on_stream(aclrtStream stream) {
-    if (on_npu("shmemx_quiet_on_stream", stream)) pshmem_quiet();
+    if (on_device("shmemx_quiet_on_stream", stream)) pshmem_quiet();
 }
 SHMEM_EXPORT void pshmem_putmem_on_stream(void *dst, void *src, size_t elem_size, int32_t pe,
                                           aclrtStream stream) {

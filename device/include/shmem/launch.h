@@ -34,12 +34,12 @@ int shmemx_cpu_launch(shmemx_cpu_kernel_t kernel, void *args, int blocks);
  * with a void pointer so this header needs no host header: pass a shmem_team_t. */
 int shmemx_team_kernel_id(const void *team);
 
-/* The job state a kernel on this PE's NPU reads (the npu device): the device address of a copy
- * of the host's, refreshed by this call (teams made since, aclshmemx_set_mte_config's scratch
- * area), with peers' heaps at their device addresses and no host memory in it. Pass it to the
- * kernel as an argument; the AscendC entry hands it to shmemx_ascendc_set_job. NULL when the
- * heap is not on an NPU (CPU kernels read the host's state directly), before start-up, or when
- * the copy fails (logged). */
+/* The job state a kernel on this PE's NPU or GPU reads (the npu and cuda devices): the device
+ * address of a copy of the host's, refreshed by this call (teams made since,
+ * aclshmemx_set_mte_config's scratch area), with peers' heaps at their device addresses and no
+ * host memory in it. Pass it to the kernel as an argument; the AscendC entry hands it to
+ * shmemx_ascendc_set_job. NULL when the heap is not on an accelerator (CPU kernels read the
+ * host's state directly), before start-up, or when the copy fails (logged). */
 const void *shmemx_job_state_device(void);
 
 /* Most blocks of one launch. */

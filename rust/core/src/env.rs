@@ -80,6 +80,8 @@ pub const TLS_DISABLE: &str = "SHMEM_TLS_DISABLE";
 pub const DEVICE: &str = "SHMEM_DEVICE";
 /// `SHMEM_ACL_LIBRARY`: see its row of [`VARS`].
 pub const ACL_LIBRARY: &str = "SHMEM_ACL_LIBRARY";
+/// `SHMEM_CUDA_LIBRARY`: see its row of [`VARS`].
+pub const CUDA_LIBRARY: &str = "SHMEM_CUDA_LIBRARY";
 /// `SHMEM_TEST_LOOPBACK`: see its row of [`VARS`].
 pub const TEST_LOOPBACK: &str = "SHMEM_TEST_LOOPBACK";
 /// `SHMEM_TEST_UCX`: see its row of [`VARS`].
@@ -100,7 +102,7 @@ pub const RUN_TLS_FD: &str = "SHMEM_RUN_TLS_FD";
 const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace"];
 const SYMMETRIC_DATA_WORDS: &[&str] = &["auto", "0", "1"];
 const BARRIERS: &[&str] = &["auto", "dissemination", "central"];
-const DEVICES: &[&str] = &["auto", "host", "npu"];
+const DEVICES: &[&str] = &["auto", "host", "npu", "cuda"];
 const BOOTSTRAP_KVS_WORDS: &[&str] = &["auto", "pmix", "pmi1", "off"];
 
 /// Every variable the library reads, in the order `SHMEM_INFO` prints them.
@@ -243,9 +245,10 @@ pub static VARS: &[Var] = &[
         kind: Kind::Word(DEVICES),
         default: "auto",
         help: "Where the symmetric heap lives: host (shared host memory), npu (an Ascend NPU's \
-               memory through ACL; start-up fails when ACL or a device is missing) or auto (npu \
-               when libascendcl.so loads and reports a device, else host). Set it for every PE \
-               alike",
+               memory through ACL), cuda (an NVIDIA GPU's memory through the CUDA driver) or \
+               auto (npu when libascendcl.so loads and reports a device, else cuda when \
+               libcuda.so.1 does, else host); npu and cuda stop start-up when their library or a \
+               device is missing. Set it for every PE alike",
     },
     Var {
         name: ACL_LIBRARY,
@@ -254,6 +257,14 @@ pub static VARS: &[Var] = &[
         default: "libascendcl.so",
         help: "The ACL runtime library the npu device loads (a name the dynamic loader finds \
                through LD_LIBRARY_PATH, as CANN's set_env.sh sets it, or a path)",
+    },
+    Var {
+        name: CUDA_LIBRARY,
+        alias: None,
+        kind: Kind::Text,
+        default: "libcuda.so.1",
+        help: "The CUDA driver library the cuda device loads (a name the dynamic loader finds, \
+               as NVIDIA's driver installs it, or a path)",
     },
     Var {
         name: TEST_LOOPBACK,
@@ -351,7 +362,7 @@ pub struct Config {
     pub port_range: Option<(u16, u16)>,
     /// `SHMEM_TLS_DISABLE`.
     pub tls_disable: bool,
-    /// `SHMEM_DEVICE`: `auto`, `host` or `npu`.
+    /// `SHMEM_DEVICE`: `auto`, `host`, `npu` or `cuda`.
     pub device: &'static str,
 }
 
@@ -896,6 +907,7 @@ mod tests {
             TLS_DISABLE,
             DEVICE,
             ACL_LIBRARY,
+            CUDA_LIBRARY,
             TEST_LOOPBACK,
             TEST_UCX,
             RUN_FD,

@@ -85,6 +85,14 @@ pub enum Error {
         /// What that tells about the PEs (starts with ": " or ", "), or "".
         why: String,
     },
+    /// The device cannot do what was asked (CANN's and the C API's "not supported").
+    #[error("the {device} device cannot do this: {what}")]
+    Unsupported {
+        /// What was asked.
+        what: &'static str,
+        /// The device.
+        device: &'static str,
+    },
     /// A device's call failed with the device's own code.
     #[error("{device} device: {call} failed with code {code}{detail}")]
     Device {
@@ -451,6 +459,7 @@ impl Error {
             | Error::NoSuchBlock { .. }
             | Error::AddressSpace { .. }
             | Error::NotCpuAccessible { .. } => MALLOC_FAILED,
+            Error::Unsupported { .. } => NOT_SUPPORTED,
             Error::State { .. } | Error::Device { .. } | Error::Os { .. } | Error::Transport(_) => {
                 INNER_ERROR
             }

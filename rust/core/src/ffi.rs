@@ -80,13 +80,20 @@ mod bridge {
         /// Waits a little, by the library's one waiting policy, before the facade checks its
         /// condition again.
         fn wait_snooze(state: &mut WaitState);
-        /// Enqueues a device-to-device copy of `len` bytes on the ACL stream `stream` (0: the
-        /// default stream) for `call`; 0, or CANN's code (logged): ACLSHMEM_NOT_SUPPORTED
-        /// when the heap is not on an NPU.
-        fn npu_stream_copy(call: &str, dst: usize, src: usize, len: usize, stream: usize) -> i32;
+        /// Enqueues a device-to-device copy of `len` bytes on the stream `stream` of the
+        /// accelerator holding the heap (an ACL or CUDA stream; 0: the default stream) for
+        /// `call`; 0, or CANN's code (logged): ACLSHMEM_NOT_SUPPORTED when the heap is not on
+        /// an accelerator.
+        fn stream_copy(call: &str, dst: usize, src: usize, len: usize, stream: usize) -> i32;
         /// Enqueues the host function `func(arg)` (a `void (*)(void *)`) on `stream` for
-        /// `call`; 0 or CANN's code (logged), as `npu_stream_copy`.
-        fn npu_stream_call(call: &str, stream: usize, func: usize, arg: usize) -> i32;
+        /// `call`; 0 or CANN's code (logged), as `stream_copy`.
+        fn stream_call(call: &str, stream: usize, func: usize, arg: usize) -> i32;
+        /// Enqueues a write of the 32-bit `value` at the device address `at` on `stream`; 0 or
+        /// CANN's code (logged), ACLSHMEM_NOT_SUPPORTED where the device cannot.
+        fn stream_write32(call: &str, stream: usize, at: usize, value: u32) -> i32;
+        /// Enqueues a wait until the 32-bit word at `at` equals `value` (`ge` false) or, less
+        /// `value`, is not negative (`ge` true); as `stream_write32`.
+        fn stream_wait32(call: &str, stream: usize, at: usize, value: u32, ge: bool) -> i32;
         /// The device address of the kernels' copy of the job state, refreshed now; 0 when the
         /// heap is not on an NPU, or on failure (logged).
         fn device_job_state() -> usize;
@@ -355,34 +362,50 @@ fn wait_snooze(state: &mut WaitState) {
     };
 }
 
-/// The NPU of the running job, or the logged not-supported answer naming `call`.
-fn npu_for(call: &str) -> Result<crate::device::npu::Npu, i32> {
-    runtime::npu().ok_or_else(|| {
+/// The accelerator of the running job, or the logged not-supported answer naming `call`.
+fn accel_for(call: &str) -> Result<std::sync::Arc<dyn crate::device::Accelerator>, i32> {
+    runtime::accelerator().ok_or_else(|| {
         tracing::error!(
             "{call}: not supported (code {}, ACLSHMEM_NOT_SUPPORTED): the symmetric heap is in \
-             host memory; on-stream calls need the npu device (SHMEM_DEVICE=npu)",
+             host memory; on-stream calls need the npu or cuda device (SHMEM_DEVICE)",
             crate::error::NOT_SUPPORTED
         );
         crate::error::NOT_SUPPORTED
     })
 }
 
-fn npu_stream_copy(call: &str, dst: usize, src: usize, len: usize, stream: usize) -> i32 {
-    match npu_for(call) {
-        Ok(npu) => code(call, npu.copy_on_stream(dst, src, len, stream)),
+fn stream_copy(call: &str, dst: usize, src: usize, len: usize, stream: usize) -> i32 {
+    match accel_for(call) {
+        Ok(a) => code(call, a.copy_on_stream(dst, src, len, stream)),
         Err(code) => code,
     }
 }
 
-fn npu_stream_call(call: &str, stream: usize, func: usize, arg: usize) -> i32 {
-    match npu_for(call) {
-        Ok(npu) => {
+fn stream_call(call: &str, stream: usize, func: usize, arg: usize) -> i32 {
+    match accel_for(call) {
+        Ok(a) => {
             // SAFETY: the facade passes the address of one of its `void (*)(void *)` functions.
             let f = unsafe {
                 std::mem::transmute::<usize, unsafe extern "C" fn(*mut std::ffi::c_void)>(func)
             };
-            code(call, npu.call_on_stream(stream, f, arg))
+            code(call, a.call_on_stream(stream, f, arg))
         }
+        Err(code) => code,
+    }
+}
+
+fn stream_write32(call: &str, stream: usize, at: usize, value: u32) -> i32 {
+    match accel_for(call) {
+        Ok(a) => code(call, a.write_value32(stream, at, value)),
+        Err(code) => code,
+    }
+}
+
+fn stream_wait32(call: &str, stream: usize, at: usize, value: u32, ge: bool) -> i32 {
+    use crate::device::WaitValue;
+    let how = if ge { WaitValue::Ge } else { WaitValue::Eq };
+    match accel_for(call) {
+        Ok(a) => code(call, a.wait_value32(stream, at, value, how)),
         Err(code) => code,
     }
 }

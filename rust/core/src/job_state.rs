@@ -226,10 +226,10 @@ pub struct Job<'a> {
     pub reach: &'a [u8],
     /// The transport's table (null when no PE is reached through one); must outlive the state.
     pub transport: *const TransportOps,
-    /// The device holding the heap when the CPU must not touch it (its id), else `None`: then
-    /// no heap base is published for loads and stores, this PE's included, and `heap_bases`
-    /// are device addresses.
-    pub heap_device: Option<i32>,
+    /// The device holding the heap when the CPU must not touch it (its kind, the value of
+    /// `heap_on_device`, and its id), else `None`: then no heap base is published for loads and
+    /// stores, this PE's included, and `heap_bases` are device addresses.
+    pub heap_device: Option<(i32, i32)>,
 }
 
 /// Fills the state for a started job; the returned backing must outlive it (until [`clear`]).
@@ -329,8 +329,8 @@ pub fn publish(job: &Job<'_>) -> Backing {
         control_state: control::STATE as u64,
         control_barrier: control::BARRIER as u64,
         control_teams: control::TEAM_AREAS as u64,
-        heap_on_device: i32::from(job.heap_device.is_some()),
-        device_id: job.heap_device.unwrap_or(-1),
+        heap_on_device: job.heap_device.map_or(0, |(kind, _)| kind),
+        device_id: job.heap_device.map_or(-1, |(_, id)| id),
         heap_device_bases: backing.heap_device_bases.as_ptr(),
         mte_ub_offset: 0,
         mte_ub_size: 0,

@@ -4,8 +4,9 @@
 
 use crate::bootstrap::{self, Bootstrap, BootstrapError, JobAttrs, Joining};
 use crate::device::host::Host;
+use crate::device::cuda::{self, Cuda};
 use crate::device::npu::{self, Npu};
-use crate::device::Device;
+use crate::device::{Accelerator, Device, DeviceMemory};
 use crate::env::{self, Config};
 use crate::error::{Error, Result};
 use crate::heap::{self, Heap};
@@ -90,8 +91,8 @@ pub struct Runtime {
     /// The transport reaching the PEs that are not mapped here, when any is (its table is in
     /// the job state).
     transport: Option<transport::Started>,
-    /// The NPU holding the heap, when the npu device was chosen.
-    npu: Option<Npu>,
+    /// The accelerator holding the heap (npu or cuda device), when one was chosen.
+    accel: Option<Arc<dyn Accelerator>>,
     /// Where the kernels' copy of the job state lives on the NPU, once asked for.
     device_state: std::sync::Mutex<Option<(usize, usize)>>,
 }
@@ -174,13 +175,13 @@ fn start(
     let (my_pe, n_pes) = (bootstrap.rank(), bootstrap.size());
     wait::configure(bootstrap.nodes().local_pes().len());
     let heap_size = heap_size.unwrap_or(config.symmetric_size);
-    let npu = open_npu(&config, &bootstrap, timeouts)?;
-    let device: Box<dyn Device> = match &npu {
-        Some(npu) => Box::new(npu.clone()),
+    let accel = open_accelerator(&config, &bootstrap, timeouts)?;
+    let device: Box<dyn Device> = match &accel {
+        Some(a) => a.as_device(),
         None => Box::new(Host),
     };
     let heap = Heap::create(device, heap_size, &bootstrap, timeouts.create)?;
-    if npu.is_none() {
+    if accel.is_none() {
         heap.check_host_data_path()?;
     }
     let control = Control::create(&bootstrap, timeouts.create)?;
@@ -191,7 +192,7 @@ fn start(
         &heap,
         &static_data,
         &control,
-        npu.as_ref(),
+        accel.as_deref(),
         timeouts,
     )
     .and_then(|t| reaches_other_nodes(&bootstrap, t))
@@ -265,7 +266,7 @@ fn start(
         central_barrier,
         reach: &reach,
         transport: transport.as_ref().map_or(std::ptr::null(), |t| t.ops()),
-        heap_device: npu.as_ref().map(Npu::device_id),
+        heap_device: accel.as_ref().map(|a| (a.kind() as i32, a.device_id())),
     });
     let rt = Arc::new(Runtime {
         timeouts,
@@ -278,7 +279,7 @@ fn start(
         barrier: Barrier::new(central_barrier).on_nodes(node_numbers.clone()),
         job_state,
         transport,
-        npu,
+        accel,
         device_state: std::sync::Mutex::new(None),
     });
     wait::publish_naps(Some(barrier::nap_stamp(&rt.control, my_pe)));
@@ -288,20 +289,26 @@ fn start(
     Ok(rt)
 }
 
-/// The NPU device when `SHMEM_DEVICE` chooses it: `npu`, or `auto` where the ACL library loads
-/// and reports a device (collective: every PE of the job must choose alike, which the heap's
-/// exchange checks).
-fn open_npu(config: &Config, bootstrap: &Bootstrap, timeouts: Timeouts) -> Result<Option<Npu>> {
-    let library = env::text(env::ACL_LIBRARY).unwrap_or_else(|| ascend_sys::LIBRARY.into());
-    let wanted = match config.device {
-        "npu" => true,
-        "auto" => npu::present(&library),
-        _ => false,
+/// The accelerator `SHMEM_DEVICE` chooses: `npu`, `cuda`, or for `auto` the first whose library
+/// loads and reports a device (npu, then cuda); `None` for host memory. Collective: every PE of
+/// the job must choose alike, which the heap's exchange checks.
+fn open_accelerator(
+    config: &Config,
+    bootstrap: &Bootstrap,
+    timeouts: Timeouts,
+) -> Result<Option<Arc<dyn Accelerator>>> {
+    let acl = env::text(env::ACL_LIBRARY).unwrap_or_else(|| ascend_sys::LIBRARY.into());
+    let driver = env::text(env::CUDA_LIBRARY).unwrap_or_else(|| "libcuda.so.1".into());
+    let choice = match config.device {
+        "auto" if npu::present(&acl) => "npu",
+        "auto" if cuda::present(&driver) => "cuda",
+        other => other,
     };
-    if !wanted {
-        return Ok(None);
-    }
-    Npu::open(bootstrap, &library, timeouts.create).map(Some)
+    Ok(match choice {
+        "npu" => Some(Arc::new(Npu::open(bootstrap, &acl, timeouts.create)?)),
+        "cuda" => Some(Arc::new(Cuda::open(bootstrap, &driver)?)),
+        _ => None,
+    })
 }
 
 /// The transport chosen for this job, connected and with the heap, the static data and the
@@ -313,7 +320,7 @@ fn start_transport(
     heap: &Heap,
     static_data: &StaticData,
     control: &Control,
-    npu: Option<&Npu>,
+    accel: Option<&dyn Accelerator>,
     timeouts: Timeouts,
 ) -> Result<Option<transport::Started>> {
     let (my_pe, n_pes) = (bootstrap.rank(), bootstrap.size());
@@ -331,26 +338,27 @@ fn start_transport(
         )?))
     };
     let chosen: Box<dyn transport::Transport> = match test {
-        _ if npu.is_some() && other_node.contains(&true) => {
+        _ if accel.is_some() && other_node.contains(&true) => {
             return Err(Error::State {
                 call: "shmem_init",
-                reason: "the npu device reaches the PEs of one node only: a job across \
-                             nodes needs a network transport for NPU memory, which this \
-                             library does not have yet (set SHMEM_DEVICE=host for host memory)",
+                reason: "the npu and cuda devices reach the PEs of one node only: a job \
+                         across nodes needs a network transport for device memory, which this \
+                         library does not have yet (set SHMEM_DEVICE=host for host memory)",
             })
         }
-        (None, None) if npu.is_some() => Box::new(DeviceCopy::new(
-            Box::new(npu.cloned().expect("npu is some")),
+        (None, None) if accel.is_some() => Box::new(DeviceCopy::new(
+            accel.map(|a| a.as_memory()).expect("accel is some"),
             &heap_bases,
             &static_data.bases,
             &control.bases(),
             timeouts.control,
         )),
-        _ if npu.is_some() => {
+        _ if accel.is_some() => {
             return Err(Error::State {
                 call: "shmem_init",
-                reason: "SHMEM_TEST_UCX and SHMEM_TEST_LOOPBACK do not apply to the npu \
-                             device, whose heaps every PE reaches through the device's copies",
+                reason: "SHMEM_TEST_UCX and SHMEM_TEST_LOOPBACK do not apply to the npu and \
+                         cuda devices, whose heaps every PE reaches through the device's \
+                         copies",
             })
         }
         _ if other_node.contains(&true) => ucx(other_node)?,
@@ -445,7 +453,7 @@ fn stop_across_nodes(bootstrap: &Bootstrap, e: Error) -> Error {
 /// host's now (teams made since, the scratch settings); `None` when the heap is not on an NPU.
 pub fn device_job_state(call: &'static str) -> Result<Option<usize>> {
     let rt = get(call)?;
-    let Some(npu) = &rt.npu else {
+    let Some(npu) = &rt.accel else {
         return Ok(None);
     };
     let mut held = rt.device_state.lock().unwrap_or_else(|p| p.into_inner());
@@ -468,10 +476,10 @@ pub fn device_job_state(call: &'static str) -> Result<Option<usize>> {
     Ok(Some(at))
 }
 
-/// The NPU holding the heap of the running job, or `None` (host memory, or not running).
-pub fn npu() -> Option<Npu> {
+/// The accelerator holding the heap of the running job, or `None` (host memory, or not running).
+pub fn accelerator() -> Option<Arc<dyn Accelerator>> {
     match &*STATE.read().unwrap_or_else(|p| p.into_inner()) {
-        Phase::Running(rt) => rt.npu.clone(),
+        Phase::Running(rt) => rt.accel.clone(),
         _ => None,
     }
 }
@@ -506,8 +514,8 @@ pub fn get(call: &'static str) -> Result<Arc<Runtime>> {
 pub fn finalize() -> Result<()> {
     let rt = get("shmem_finalize")?;
     rt.enter(Call::new("shmem_finalize", Step::Finalize));
-    if let Some(npu) = &rt.npu {
-        npu.drain(rt.timeouts.control);
+    if let Some(accel) = &rt.accel {
+        accel.drain(rt.timeouts.control);
     }
     wait::publish_naps(None);
     if let Some(t) = &rt.transport {
@@ -518,7 +526,7 @@ pub fn finalize() -> Result<()> {
     }
     rt.bootstrap.goodbye(rt.timeouts.control)?;
     if let (Some(npu), Some((at, _))) = (
-        &rt.npu,
+        &rt.accel,
         *rt.device_state.lock().unwrap_or_else(|p| p.into_inner()),
     ) {
         if let Err(e) = npu.free_plain(at) {

@@ -10,8 +10,10 @@
 //! trait. Nothing here talks to the store
 //! beyond [`exchange`], which moves exports between the PEs of a node.
 
+pub mod cuda;
 pub mod host;
 pub mod npu;
+mod vmm;
 
 use crate::bootstrap::Bootstrap;
 use crate::error::{Error, Result};
@@ -145,6 +147,89 @@ pub trait Device: fmt::Debug + Send + Sync {
     /// Copies `len` bytes from offset `src` to offset `dst` inside `segment` (the ranges may
     /// overlap).
     fn copy(&self, segment: &Segment, src: usize, dst: usize, len: usize) -> Result<()>;
+}
+
+/// Copies between host memory and device memory mapped in this process (an accelerator's).
+pub trait DeviceMemory: Send + Sync + fmt::Debug {
+    /// Copies `len` bytes from `src` (host or device memory) to the device address `to`;
+    /// complete on return.
+    ///
+    /// # Safety
+    /// `src` must be readable for `len` bytes; `to..to+len` must be device memory mapped here.
+    unsafe fn write(&self, to: usize, src: *const u8, len: usize) -> Result<()>;
+    /// Copies `len` bytes from the device address `from` to `dest` (host or device memory);
+    /// complete on return.
+    ///
+    /// # Safety
+    /// `dest` must be writable for `len` bytes; `from..from+len` must be device memory mapped
+    /// here.
+    unsafe fn read(&self, dest: *mut u8, from: usize, len: usize) -> Result<()>;
+    /// The device's name, for messages.
+    fn memory_name(&self) -> &'static str;
+}
+
+/// Which accelerator holds the heap: the job state's `heap_on_device` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcceleratorKind {
+    /// An Ascend NPU, through ACL.
+    Npu = 1,
+    /// An NVIDIA GPU, through the CUDA driver.
+    Cuda = 2,
+}
+
+/// How a stream waits for a 32-bit word (`Accelerator::wait_value32`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitValue {
+    /// Until the word equals the value.
+    Eq,
+    /// Until the word, less the value, is not negative as a signed 32-bit number.
+    Ge,
+}
+
+/// A device whose memory the CPU cannot load or store (an NPU, a GPU): besides `Device` and
+/// the host's copies, what the runtime and the on-stream calls need of it. Streams are the
+/// device API's own handles as a number (0: the current context's default stream).
+pub trait Accelerator: Device + DeviceMemory {
+    /// Which accelerator this is.
+    fn kind(&self) -> AcceleratorKind;
+    /// The device id this PE uses.
+    fn device_id(&self) -> i32;
+    /// The same device, as the heap holds it.
+    fn as_device(&self) -> Box<dyn Device>;
+    /// The same device, as the host data path holds it.
+    fn as_memory(&self) -> Box<dyn DeviceMemory>;
+    /// `len` bytes of plain device memory (not symmetric), for what kernels read.
+    fn malloc(&self, len: usize) -> Result<usize>;
+    /// Frees what `malloc` gave.
+    fn free_plain(&self, at: usize) -> Result<()>;
+    /// Enqueues a copy of `len` bytes between two device addresses on `stream`.
+    fn copy_on_stream(&self, dst: usize, src: usize, len: usize, stream: usize) -> Result<()>;
+    /// Enqueues `f(arg)` on `stream`: it runs on the device API's thread when the stream
+    /// reaches it, and later work waits for it to return.
+    fn call_on_stream(
+        &self,
+        stream: usize,
+        f: unsafe extern "C" fn(*mut std::ffi::c_void),
+        arg: usize,
+    ) -> Result<()>;
+    /// Enqueues a write of the 32-bit `value` at the device address `at` on `stream`, where the
+    /// device can (an `Unsupported` error where it cannot).
+    fn write_value32(&self, _stream: usize, _at: usize, _value: u32) -> Result<()> {
+        Err(Error::Unsupported {
+            what: "writing a value on a stream",
+            device: self.name(),
+        })
+    }
+    /// Enqueues a wait until the 32-bit word at `at` satisfies `how` against `value`.
+    fn wait_value32(&self, _stream: usize, _at: usize, _value: u32, _how: WaitValue) -> Result<()> {
+        Err(Error::Unsupported {
+            what: "waiting for a value on a stream",
+            device: self.name(),
+        })
+    }
+    /// Waits, at most `timeout` per stream, until every stream the library enqueued work on
+    /// has run it (at finalize).
+    fn drain(&self, timeout: Duration);
 }
 
 /// Checks that `offset..offset+len` lies inside `segment`, naming `what` otherwise.

@@ -14,7 +14,10 @@
 //! call here first binds the PE's context to the calling thread, so any thread may use the
 //! library.
 
-use super::{check_range, Device, Export, Placement, Segment};
+use super::vmm::{self, Layout};
+use super::{
+    check_range, Accelerator, AcceleratorKind, Device, DeviceMemory, Export, Placement, Segment,
+};
 use crate::bootstrap::Bootstrap;
 use crate::error::{Error, Result};
 use ascend_sys as acl;
@@ -23,9 +26,9 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-/// Bytes of an export: shareable handle, physical length, offset of the segment in the
-/// mapping, segment length (u64 each), device id (i32) and its pad.
-const EXPORT_BYTES: usize = 40;
+/// Words of an export: physical length, offset of the segment in the mapping, segment length,
+/// shareable handle, device id.
+const EXPORT_WORDS: usize = 5;
 
 /// The ACL library of this process, loaded once (a failure is remembered).
 static ACL: OnceLock<std::result::Result<acl::Acl, String>> = OnceLock::new();
@@ -107,10 +110,6 @@ struct Local {
 struct Imported {
     handle: usize,
     range: usize,
-}
-
-fn round_up(n: usize, to: usize) -> Option<usize> {
-    n.checked_add(to - 1).map(|n| n / to * to)
 }
 
 impl Npu {
@@ -245,137 +244,10 @@ impl Npu {
         Ok(acl)
     }
 
-    /// The device id this PE uses.
-    pub fn device_id(&self) -> i32 {
-        self.inner.device
-    }
-
-    /// Copies `len` bytes from `src` (host memory or this device's) to the device address `to`;
-    /// complete on return.
-    ///
-    /// # Safety
-    /// `src` must be readable for `len` bytes; `to..to+len` must be device memory mapped here.
-    pub unsafe fn write(&self, to: usize, src: *const u8, len: usize) -> Result<()> {
-        if len == 0 {
-            return Ok(());
-        }
-        let acl = self.acl()?;
-        // SAFETY: the caller's contract; ACL tells host from device memory (DEFAULT).
-        check(acl, "aclrtMemcpy", unsafe {
-            (acl.aclrtMemcpy)(
-                to as *mut c_void,
-                len,
-                src.cast(),
-                len,
-                acl::ACL_MEMCPY_DEFAULT,
-            )
-        })
-    }
-
-    /// Copies `len` bytes from the device address `from` to `dest` (host memory or this
-    /// device's); complete on return.
-    ///
-    /// # Safety
-    /// `dest` must be writable for `len` bytes; `from..from+len` must be device memory mapped
-    /// here.
-    pub unsafe fn read(&self, dest: *mut u8, from: usize, len: usize) -> Result<()> {
-        if len == 0 {
-            return Ok(());
-        }
-        let acl = self.acl()?;
-        // SAFETY: the caller's contract.
-        check(acl, "aclrtMemcpy", unsafe {
-            (acl.aclrtMemcpy)(
-                dest.cast(),
-                len,
-                from as *const c_void,
-                len,
-                acl::ACL_MEMCPY_DEFAULT,
-            )
-        })
-    }
-
-    /// Allocates `len` bytes of plain device memory (not symmetric), for what kernels read.
-    pub fn malloc(&self, len: usize) -> Result<usize> {
-        let acl = self.acl()?;
-        let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: ACL's allocation with a valid out-pointer.
-        check(acl, "aclrtMalloc", unsafe {
-            (acl.aclrtMalloc)(&mut p, len, acl::ACL_MEM_MALLOC_HUGE_FIRST)
-        })?;
-        Ok(p as usize)
-    }
-
-    /// Frees what [`Npu::malloc`] gave.
-    pub fn free_plain(&self, addr: usize) -> Result<()> {
-        let acl = self.acl()?;
-        // SAFETY: `addr` came from aclrtMalloc and is freed once.
-        check(acl, "aclrtFree", unsafe {
-            (acl.aclrtFree)(addr as *mut c_void)
-        })
-    }
-
-    /// Enqueues a copy of `len` bytes from `src` to `dst` (both device memory) on `stream`
-    /// (0: the default stream).
-    pub fn copy_on_stream(&self, dst: usize, src: usize, len: usize, stream: usize) -> Result<()> {
-        let acl = self.acl()?;
-        self.used(stream);
-        // SAFETY: ACL checks the addresses and the stream and answers with a code.
-        check(acl, "aclrtMemcpyAsync", unsafe {
-            (acl.aclrtMemcpyAsync)(
-                dst as *mut c_void,
-                len,
-                src as *const c_void,
-                len,
-                acl::ACL_MEMCPY_DEVICE_TO_DEVICE,
-                stream as acl::aclrtStream,
-            )
-        })
-    }
-
-    /// Enqueues `f(arg)` on `stream` (0: the default stream): it runs on ACL's thread once the
-    /// stream reaches it, and later work on the stream waits for it to return.
-    pub fn call_on_stream(
-        &self,
-        stream: usize,
-        f: unsafe extern "C" fn(*mut c_void),
-        arg: usize,
-    ) -> Result<()> {
-        let acl = self.acl()?;
-        self.used(stream);
-        // SAFETY: `f` is a function of the library that takes `arg`; ACL runs it once.
-        check(acl, "aclrtLaunchHostFunc", unsafe {
-            (acl.aclrtLaunchHostFunc)(stream as acl::aclrtStream, f, arg as *mut c_void)
-        })
-    }
-
     fn used(&self, stream: usize) {
         let mut streams = self.inner.streams.lock().unwrap_or_else(|p| p.into_inner());
         if !streams.contains(&stream) {
             streams.push(stream);
-        }
-    }
-
-    /// Waits, at most `timeout` per stream, until every stream the library enqueued work on has
-    /// run it (at finalize: nothing of the library's may run on a stream after the heap is
-    /// gone). A stream the program destroyed since, or one that does not drain in time, is
-    /// logged and left.
-    pub fn drain(&self, timeout: Duration) {
-        let streams =
-            std::mem::take(&mut *self.inner.streams.lock().unwrap_or_else(|p| p.into_inner()));
-        let Ok(acl) = self.acl() else {
-            return;
-        };
-        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
-        for stream in streams {
-            // SAFETY: ACL checks the stream; a destroyed one is answered with a code.
-            let rc =
-                unsafe { (acl.aclrtSynchronizeStreamWithTimeout)(stream as acl::aclrtStream, ms) };
-            if let Err(e) = check(acl, "aclrtSynchronizeStreamWithTimeout", rc) {
-                tracing::warn!(
-                    "finalize: the library's work on stream {stream:#x} did not drain: {e}"
-                );
-            }
         }
     }
 
@@ -424,6 +296,153 @@ impl Npu {
                 "aclrtFreePhysical",
                 (acl.aclrtFreePhysical)(handle as acl::aclrtDrvMemHandle),
             )
+        }
+    }
+}
+
+impl DeviceMemory for Npu {
+    /// Copies `len` bytes from `src` (host memory or this device's) to the device address `to`;
+    /// complete on return.
+    ///
+    /// # Safety
+    /// `src` must be readable for `len` bytes; `to..to+len` must be device memory mapped here.
+    unsafe fn write(&self, to: usize, src: *const u8, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let acl = self.acl()?;
+        // SAFETY: the caller's contract; ACL tells host from device memory (DEFAULT).
+        check(acl, "aclrtMemcpy", unsafe {
+            (acl.aclrtMemcpy)(
+                to as *mut c_void,
+                len,
+                src.cast(),
+                len,
+                acl::ACL_MEMCPY_DEFAULT,
+            )
+        })
+    }
+
+    /// Copies `len` bytes from the device address `from` to `dest` (host memory or this
+    /// device's); complete on return.
+    ///
+    /// # Safety
+    /// `dest` must be writable for `len` bytes; `from..from+len` must be device memory mapped
+    /// here.
+    unsafe fn read(&self, dest: *mut u8, from: usize, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let acl = self.acl()?;
+        // SAFETY: the caller's contract.
+        check(acl, "aclrtMemcpy", unsafe {
+            (acl.aclrtMemcpy)(
+                dest.cast(),
+                len,
+                from as *const c_void,
+                len,
+                acl::ACL_MEMCPY_DEFAULT,
+            )
+        })
+    }
+
+    fn memory_name(&self) -> &'static str {
+        "npu"
+    }
+}
+
+impl Accelerator for Npu {
+    fn kind(&self) -> AcceleratorKind {
+        AcceleratorKind::Npu
+    }
+
+    /// The device id this PE uses.
+    fn device_id(&self) -> i32 {
+        self.inner.device
+    }
+
+    fn as_device(&self) -> Box<dyn Device> {
+        Box::new(self.clone())
+    }
+
+    fn as_memory(&self) -> Box<dyn DeviceMemory> {
+        Box::new(self.clone())
+    }
+
+    /// Allocates `len` bytes of plain device memory (not symmetric), for what kernels read.
+    fn malloc(&self, len: usize) -> Result<usize> {
+        let acl = self.acl()?;
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: ACL's allocation with a valid out-pointer.
+        check(acl, "aclrtMalloc", unsafe {
+            (acl.aclrtMalloc)(&mut p, len, acl::ACL_MEM_MALLOC_HUGE_FIRST)
+        })?;
+        Ok(p as usize)
+    }
+
+    /// Frees what [`Npu::malloc`] gave.
+    fn free_plain(&self, addr: usize) -> Result<()> {
+        let acl = self.acl()?;
+        // SAFETY: `addr` came from aclrtMalloc and is freed once.
+        check(acl, "aclrtFree", unsafe {
+            (acl.aclrtFree)(addr as *mut c_void)
+        })
+    }
+
+    /// Enqueues a copy of `len` bytes from `src` to `dst` (both device memory) on `stream`
+    /// (0: the default stream).
+    fn copy_on_stream(&self, dst: usize, src: usize, len: usize, stream: usize) -> Result<()> {
+        let acl = self.acl()?;
+        self.used(stream);
+        // SAFETY: ACL checks the addresses and the stream and answers with a code.
+        check(acl, "aclrtMemcpyAsync", unsafe {
+            (acl.aclrtMemcpyAsync)(
+                dst as *mut c_void,
+                len,
+                src as *const c_void,
+                len,
+                acl::ACL_MEMCPY_DEVICE_TO_DEVICE,
+                stream as acl::aclrtStream,
+            )
+        })
+    }
+
+    /// Enqueues `f(arg)` on `stream` (0: the default stream): it runs on ACL's thread once the
+    /// stream reaches it, and later work on the stream waits for it to return.
+    fn call_on_stream(
+        &self,
+        stream: usize,
+        f: unsafe extern "C" fn(*mut c_void),
+        arg: usize,
+    ) -> Result<()> {
+        let acl = self.acl()?;
+        self.used(stream);
+        // SAFETY: `f` is a function of the library that takes `arg`; ACL runs it once.
+        check(acl, "aclrtLaunchHostFunc", unsafe {
+            (acl.aclrtLaunchHostFunc)(stream as acl::aclrtStream, f, arg as *mut c_void)
+        })
+    }
+
+    /// Waits, at most `timeout` per stream, until every stream the library enqueued work on has
+    /// run it (at finalize: nothing of the library's may run on a stream after the heap is
+    /// gone). A stream the program destroyed since, or one that does not drain in time, is
+    /// logged and left.
+    fn drain(&self, timeout: Duration) {
+        let streams =
+            std::mem::take(&mut *self.inner.streams.lock().unwrap_or_else(|p| p.into_inner()));
+        let Ok(acl) = self.acl() else {
+            return;
+        };
+        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+        for stream in streams {
+            // SAFETY: ACL checks the stream; a destroyed one is answered with a code.
+            let rc =
+                unsafe { (acl.aclrtSynchronizeStreamWithTimeout)(stream as acl::aclrtStream, ms) };
+            if let Err(e) = check(acl, "aclrtSynchronizeStreamWithTimeout", rc) {
+                tracing::warn!(
+                    "finalize: the library's work on stream {stream:#x} did not drain: {e}"
+                );
+            }
         }
     }
 }
@@ -507,28 +526,24 @@ impl Device for Npu {
     }
 
     fn allocate(&self, name: &str, len: usize, placement: Placement) -> Result<Segment> {
-        let gran = self.inner.granularity;
         let too_large = || Error::Device {
             device: "npu",
             call: "aclrtMallocPhysical",
             code: 0,
             detail: format!(": {name} of {len} bytes is too large"),
         };
-        // The mapping starts on a granule; the segment starts `pad` bytes in, so that the
-        // segment's `skew` byte lands on a multiple of `align`.
-        let (align, skew) = match placement {
-            Placement::Anywhere => (gran, 0),
-            Placement::Aligned { align, skew } => (align.max(gran), skew),
-        };
-        let pad = (gran - skew % gran) % gran;
-        let phys_len = round_up(pad + len, gran).ok_or_else(too_large)?;
-        // Reserve one alignment more than needed and map where the skewed point aligns.
-        let reserve_len = phys_len.checked_add(align).ok_or_else(too_large)?;
+        let layout = Layout::new(self.inner.granularity, len, placement).ok_or_else(too_large)?;
+        let Layout {
+            pad,
+            phys_len,
+            reserve_len,
+            align,
+        } = layout;
         let acl = self.acl()?;
         let range = self.reserve(reserve_len, align)?;
-        let at = {
-            let first = round_up(range + pad + skew, align).ok_or_else(too_large)?;
-            first - skew - pad
+        let Some(at) = layout.mapped_at(range) else {
+            self.release(range);
+            return Err(too_large());
         };
         let mut prop = physical_prop(self.inner.device);
         let mut handle: acl::aclrtDrvMemHandle = std::ptr::null_mut();
@@ -605,15 +620,14 @@ impl Device for Npu {
                 h
             }
         };
-        let mut bytes = Vec::with_capacity(EXPORT_BYTES);
-        bytes.extend_from_slice(&handle.to_le_bytes());
-        bytes.extend_from_slice(&(local.phys_len as u64).to_le_bytes());
-        bytes.extend_from_slice(&(local.pad as u64).to_le_bytes());
-        bytes.extend_from_slice(&(segment.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(&self.inner.device.to_le_bytes());
-        bytes.extend_from_slice(&[0; 4]);
         Ok(Export {
-            bytes,
+            bytes: vmm::encode(&[
+                local.phys_len as u64,
+                local.pad as u64,
+                segment.len() as u64,
+                handle,
+                self.inner.device as u64,
+            ]),
             fds: Vec::new(),
         })
     }
@@ -707,22 +721,7 @@ impl Device for Npu {
                 )
             });
         }
-        // Overlapping ranges (a block moved by less than its length): through host memory,
-        // in the order that reads every byte before it is overwritten.
-        const CHUNK: usize = 1 << 20;
-        let mut buf = vec![0u8; CHUNK.min(len)];
-        let mut done = 0;
-        while done < len {
-            let n = buf.len().min(len - done);
-            let at = if dst < src { done } else { len - done - n };
-            // SAFETY: `buf` holds `n` bytes; both ranges lie in the segment.
-            unsafe {
-                self.read(buf.as_mut_ptr(), base + src + at, n)?;
-                self.write(base + dst + at, buf.as_ptr(), n)?;
-            }
-            done += n;
-        }
-        Ok(())
+        vmm::copy_overlapping(self, base, src, dst, len)
     }
 }
 
@@ -735,38 +734,25 @@ struct Parsed {
 }
 
 fn parse(export: &Export) -> Result<Parsed> {
-    let b = &export.bytes;
-    let bad = || {
-        Error::os(
-            format!(
-                "an npu segment's export has {} bytes, not {EXPORT_BYTES} (is SHMEM_DEVICE=npu \
-                 set for every PE?)",
-                b.len()
-            ),
-            std::io::ErrorKind::InvalidData,
-        )
-    };
-    if b.len() != EXPORT_BYTES || !export.fds.is_empty() {
-        return Err(bad());
-    }
-    let word = |i: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&b[8 * i..8 * i + 8]);
-        u64::from_le_bytes(w)
-    };
-    let size = |v: u64| usize::try_from(v).map_err(|_| bad());
-    let parsed = Parsed {
-        shareable: word(0),
-        phys_len: size(word(1))?,
-        pad: size(word(2))?,
-        len: size(word(3))?,
-    };
-    if parsed
-        .pad
-        .checked_add(parsed.len)
-        .map_or(true, |end| end > parsed.phys_len)
-    {
-        return Err(bad());
-    }
-    Ok(parsed)
+    let words = vmm::decode(&export.bytes, EXPORT_WORDS)
+        .filter(|_| export.fds.is_empty())
+        .ok_or_else(|| {
+            Error::os(
+                format!(
+                    "an npu segment's export has {} bytes and {} descriptors, not {} and none \
+                     (is SHMEM_DEVICE=npu set for every PE?)",
+                    export.bytes.len(),
+                    export.fds.len(),
+                    8 * EXPORT_WORDS
+                ),
+                std::io::ErrorKind::InvalidData,
+            )
+        })?;
+    let (phys_len, pad, len) = vmm::shape(&words, "npu")?;
+    Ok(Parsed {
+        shareable: words[3],
+        phys_len,
+        pad,
+        len,
+    })
 }

@@ -1,5 +1,5 @@
-//! The host data path to symmetric heaps in device memory the CPU cannot load or store (the NPU
-//! device): a transport that reaches every PE of the node, this one included, through the
+//! The host data path to symmetric heaps in device memory the CPU cannot load or store (the npu
+//! and cuda devices): a transport that reaches every PE of the node, this one included, through the
 //! table. Heap bytes move with the device's copies ([`DeviceMemory`]) to and from the peers'
 //! segments as imported into this process; static data and control words, which stay in host
 //! memory, through their mappings (as the loopback transport does). Puts and gets complete on
@@ -11,45 +11,14 @@
 //! atomic with them (as CPU and network atomics are not), so a word is updated by one side at a
 //! time.
 
+pub use crate::device::DeviceMemory;
+
 use super::loopback::Loopback;
 use super::{bump, AmoOp, Counts, Ctx, Segment, Transport, TransportError};
 use crate::sync::control;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
-
-/// Copies between host memory and device memory mapped in this process.
-pub trait DeviceMemory: Send + Sync + std::fmt::Debug {
-    /// Copies `len` bytes from `src` (host or device memory) to the device address `to`;
-    /// complete on return.
-    ///
-    /// # Safety
-    /// `src` must be readable for `len` bytes; `to..to+len` must be device memory mapped here.
-    unsafe fn write(&self, to: usize, src: *const u8, len: usize) -> crate::error::Result<()>;
-    /// Copies `len` bytes from the device address `from` to `dest` (host or device memory);
-    /// complete on return.
-    ///
-    /// # Safety
-    /// `dest` must be writable for `len` bytes; `from..from+len` must be device memory mapped
-    /// here.
-    unsafe fn read(&self, dest: *mut u8, from: usize, len: usize) -> crate::error::Result<()>;
-    /// The device's name, for messages.
-    fn name(&self) -> &'static str;
-}
-
-impl DeviceMemory for crate::device::npu::Npu {
-    unsafe fn write(&self, to: usize, src: *const u8, len: usize) -> crate::error::Result<()> {
-        // SAFETY: the caller's contract is this one's.
-        unsafe { crate::device::npu::Npu::write(self, to, src, len) }
-    }
-    unsafe fn read(&self, dest: *mut u8, from: usize, len: usize) -> crate::error::Result<()> {
-        // SAFETY: the caller's contract is this one's.
-        unsafe { crate::device::npu::Npu::read(self, dest, from, len) }
-    }
-    fn name(&self) -> &'static str {
-        "npu"
-    }
-}
 
 /// Lock stripes per PE in its control segment.
 const STRIPES: usize = control::DEVICE_LOCK_STRIPES;
@@ -99,7 +68,7 @@ impl DeviceCopy {
         let base = self.heap_bases.get(pe).copied().unwrap_or(0);
         if base == 0 {
             return Err(TransportError::Unreachable {
-                transport: self.device.name(),
+                transport: self.device.memory_name(),
                 pe,
             });
         }
@@ -118,7 +87,7 @@ impl DeviceCopy {
 
     fn failed(&self, what: &str, pe: usize, e: crate::error::Error) -> TransportError {
         TransportError::Library {
-            call: format!("{} {what} on PE {pe}'s heap", self.device.name()),
+            call: format!("{} {what} on PE {pe}'s heap", self.device.memory_name()),
             why: e.to_string(),
         }
     }
@@ -133,7 +102,7 @@ impl DeviceCopy {
         let base = self.control_bases.get(pe).copied().unwrap_or(0);
         if base == 0 {
             return Err(TransportError::Unreachable {
-                transport: self.device.name(),
+                transport: self.device.memory_name(),
                 pe,
             });
         }
@@ -190,11 +159,15 @@ fn apply(op: AmoOp, old: u64, value: u64, compare: u64, size: usize) -> Option<u
 
 impl Transport for DeviceCopy {
     fn name(&self) -> &'static str {
-        self.device.name()
+        self.device.memory_name()
     }
 
     fn c_name(&self) -> &'static CStr {
-        c"npu"
+        match self.device.memory_name() {
+            "cuda" => c"cuda",
+            "npu" => c"npu",
+            _ => c"device",
+        }
     }
 
     fn can_reach(&self, pe: usize) -> bool {
@@ -360,7 +333,7 @@ impl Transport for DeviceCopy {
 
     fn finalize(&self) -> Result<(), TransportError> {
         let reach: Vec<bool> = self.heap_bases.iter().map(|&b| b != 0).collect();
-        self.counts.log(self.device.name(), &reach);
+        self.counts.log(self.device.memory_name(), &reach);
         Ok(())
     }
 
@@ -388,7 +361,7 @@ mod tests {
             unsafe { std::ptr::copy(from as *const u8, dest, len) };
             Ok(())
         }
-        fn name(&self) -> &'static str {
+        fn memory_name(&self) -> &'static str {
             "plain"
         }
     }

@@ -1,5 +1,6 @@
 /* on_stream.c: CANN's on-stream calls over the npu device (run with SHMEM_DEVICE=npu over the ACL
- * stand-in). Every PE checks, through the host's gets, what its left neighbour's streams wrote
+ * stand-in) or, built with SHMEM_TEST_CUDA, over the cuda device (SHMEM_DEVICE=cuda over the
+ * CUDA driver's stand-in), where a signal on a stream is a SET only (ADD is refused). Every PE checks, through the host's gets, what its left neighbour's streams wrote
  * into its heap, and that nothing enqueued on a stream happens before the stream reaches it:
  *   1. a put on a stream held by a host function (a gate) is not visible until the gate opens;
  *   2. signal operations on a stream add up on the right neighbour;
@@ -19,8 +20,36 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "acl_standin.h"
 #include "npu_check.h"
+
+/* The device API's streams and copies, for the test's own use. */
+#ifdef SHMEM_TEST_CUDA
+#include "cuda_standin.h"
+#define ON_GPU 1
+typedef CUstream test_stream;
+static int stream_create(test_stream *s) { return (int)cuStreamCreate(s, 0); }
+static int stream_sync(test_stream s) { return (int)cuStreamSynchronize(s); }
+static int stream_destroy(test_stream s) { return (int)cuStreamDestroy(s); }
+static int host_func(test_stream s, void (*f)(void *), void *arg) {
+    return (int)cuLaunchHostFunc(s, f, arg);
+}
+static int to_host(void *dst, const void *src, size_t n) {
+    return (int)cuMemcpy((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n);
+}
+#else
+#include "acl_standin.h"
+#define ON_GPU 0
+typedef aclrtStream test_stream;
+static int stream_create(test_stream *s) { return aclrtCreateStream(s); }
+static int stream_sync(test_stream s) { return aclrtSynchronizeStream(s); }
+static int stream_destroy(test_stream s) { return aclrtDestroyStream(s); }
+static int host_func(test_stream s, void (*f)(void *), void *arg) {
+    return aclrtLaunchHostFunc(s, f, arg);
+}
+static int to_host(void *dst, const void *src, size_t n) {
+    return aclrtMemcpy(dst, n, src, n, ACL_MEMCPY_DEVICE_TO_HOST);
+}
+#endif
 
 #define N 4096
 
@@ -77,30 +106,36 @@ int main(void) {
     for (size_t i = 0; i < N; i++) mine[i] = pattern(me, i);
     shmem_putmem(src, mine, N, me);
 
-    aclrtStream stream = NULL;
-    CHECK(aclrtCreateStream(&stream) == 0, "aclrtCreateStream");
+    test_stream stream = NULL;
+    CHECK(stream_create(&stream) == 0, "creating a stream");
     shmem_barrier_all();
 
     /* 1. Held stream: the put is not there before the gate opens. */
     atomic_store(&gate, 0);
-    CHECK(aclrtLaunchHostFunc(stream, hold, NULL) == 0, "aclrtLaunchHostFunc");
+    CHECK(host_func(stream, hold, NULL) == 0, "launching a host function");
     aclshmemx_putmem_on_stream(dst, src, N, right, stream);
     usleep(50000);
     CHECK(all_zero(dst, N, right), "a put on a held stream landed before the stream reached it");
     atomic_store(&gate, 1);
-    CHECK(aclrtSynchronizeStream(stream) == 0, "aclrtSynchronizeStream");
+    CHECK(stream_sync(stream) == 0, "synchronizing the stream");
     CHECK(holds_pattern(dst, N, right, me), "the stream's put did not land on PE %d", right);
     shmem_barrier_all();
     CHECK(holds_pattern(dst, N, me, left), "PE %d's put on its stream is not here", left);
 
-    /* 2. Signal operations on a stream. */
-    aclshmemx_signal_op_on_stream(&sig[0], 5, ACLSHMEM_SIGNAL_ADD, right, stream);
-    aclshmemx_signal_op_on_stream(&sig[0], 7, ACLSHMEM_SIGNAL_ADD, right, stream);
-    CHECK(aclrtSynchronizeStream(stream) == 0, "aclrtSynchronizeStream");
+    /* 2. Signal operations on a stream (on a GPU: SET; an ADD is refused and changes nothing). */
+    if (ON_GPU) {
+        aclshmemx_signal_op_on_stream(&sig[0], 5, ACLSHMEM_SIGNAL_SET, right, stream);
+        aclshmemx_signal_op_on_stream(&sig[0], 12, ACLSHMEM_SIGNAL_SET, right, stream);
+        aclshmemx_signal_op_on_stream(&sig[0], 99, ACLSHMEM_SIGNAL_ADD, right, stream);
+    } else {
+        aclshmemx_signal_op_on_stream(&sig[0], 5, ACLSHMEM_SIGNAL_ADD, right, stream);
+        aclshmemx_signal_op_on_stream(&sig[0], 7, ACLSHMEM_SIGNAL_ADD, right, stream);
+    }
+    CHECK(stream_sync(stream) == 0, "synchronizing the stream");
     shmem_barrier_all();
     int32_t v = 0;
     shmem_getmem(&v, &sig[0], sizeof v, me);
-    CHECK(v == 12, "signal is %d, expected 12 (5 + 7 from PE %d's stream)", v, left);
+    CHECK(v == 12, "signal is %d, expected 12 from PE %d's stream", v, left);
 
     /* 3. A put behind a signal wait on the stream waits for the signal (set by the left PE). */
     aclshmemx_signal_wait_until_on_stream(&sig[1], ACLSHMEM_CMP_EQ, 1, stream);
@@ -109,7 +144,7 @@ int main(void) {
     CHECK(all_zero(dst2, N, right), "a put behind an unmet signal wait landed");
     shmem_barrier_all(); /* every PE has checked before any signal is set */
     shmem_int32_atomic_set(&sig[1], 1, right);
-    CHECK(aclrtSynchronizeStream(stream) == 0, "aclrtSynchronizeStream");
+    CHECK(stream_sync(stream) == 0, "synchronizing the stream");
     shmem_barrier_all();
     CHECK(holds_pattern(dst2, N, me, left), "PE %d's put behind its signal wait is not here", left);
 
@@ -118,7 +153,7 @@ int main(void) {
     aclshmemx_barrier_all_on_stream(stream);
     aclshmemx_getmem_on_stream(tmp, dst3, N, me, stream);
     aclshmemx_quiet_on_stream(stream);
-    CHECK(aclrtSynchronizeStream(stream) == 0, "aclrtSynchronizeStream");
+    CHECK(stream_sync(stream) == 0, "synchronizing the stream");
     CHECK(holds_pattern(tmp, N, me, left), "the get after barrier_all_on_stream missed PE %d's put",
           left);
 
@@ -128,7 +163,7 @@ int main(void) {
     aclshmemx_putmem_on_stream(mine, src, N, right, stream); /* dst not symmetric */
     aclshmemx_putmem_on_stream(dst, src, N, npes, stream);   /* pe outside the job */
     aclshmemx_signal_op_on_stream(&sig[0], 1, 9, right, stream);
-    CHECK(aclrtSynchronizeStream(stream) == 0, "aclrtSynchronizeStream");
+    CHECK(stream_sync(stream) == 0, "synchronizing the stream");
     v = 0;
     shmem_getmem(&v, &sig[0], sizeof v, right);
     CHECK(v == 12, "a refused signal op changed PE %d's signal to %d", right, v);
@@ -137,20 +172,19 @@ int main(void) {
      * memory too, with every PE's heap at the address aclshmem_ptr gives. */
     CHECK(aclshmemx_set_mte_config(64 * 1024, 8192, 3) == 0, "aclshmemx_set_mte_config");
     const void *dev = shmemx_job_state_device();
-    CHECK(dev != NULL, "shmemx_job_state_device is NULL on the npu device");
+    CHECK(dev != NULL, "shmemx_job_state_device is NULL on an accelerator");
     shmem_job_state st;
-    CHECK(aclrtMemcpy(&st, sizeof st, dev, sizeof st, ACL_MEMCPY_DEVICE_TO_HOST) == 0,
-          "reading the device copy of the job state");
+    CHECK(to_host(&st, dev, sizeof st) == 0, "reading the device copy of the job state");
     CHECK(st.size == sizeof st && st.version == SHMEM_JOB_STATE_VERSION, "size %u version %u",
           st.size, st.version);
-    CHECK(st.my_pe == me && st.n_pes == npes && st.heap_on_device == 1 && st.transport == NULL,
+    CHECK(st.my_pe == me && st.n_pes == npes && st.heap_on_device == (ON_GPU ? 2 : 1) &&
+              st.transport == NULL,
           "my_pe %d n_pes %d heap_on_device %d", st.my_pe, st.n_pes, st.heap_on_device);
     CHECK(st.mte_ub_offset == 64 * 1024 && st.mte_ub_size == 8192 && st.mte_event_id == 3,
           "scratch area %lu/%u/%u", (unsigned long)st.mte_ub_offset, st.mte_ub_size,
           st.mte_event_id);
     uintptr_t *bases = malloc(2 * sizeof(uintptr_t) * (size_t)npes);
-    CHECK(aclrtMemcpy(bases, 2 * sizeof(uintptr_t) * npes, st.bases, 2 * sizeof(uintptr_t) * npes,
-                      ACL_MEMCPY_DEVICE_TO_HOST) == 0,
+    CHECK(to_host(bases, st.bases, 2 * sizeof(uintptr_t) * (size_t)npes) == 0,
           "reading the device copy's bases");
     char *heap = aclshmemx_get_heap_base(DEVICE_SIDE);
     CHECK(heap != NULL && st.heap_base == (uintptr_t)heap, "heap base");
@@ -161,7 +195,7 @@ int main(void) {
     }
     free(bases);
 
-    CHECK(aclrtDestroyStream(stream) == 0, "aclrtDestroyStream");
+    CHECK(stream_destroy(stream) == 0, "destroying the stream");
     shmem_barrier_all();
     aclshmem_free(sig);
     aclshmem_free(tmp);

@@ -1,5 +1,6 @@
 /* strict.c: the host API over a heap the CPU must not touch. Run with SHMEM_DEVICE=npu over the
- * ACL stand-in in strict mode (ACL_STANDIN_STRICT=1), where a CPU load or store of device memory
+ * ACL stand-in in strict mode (ACL_STANDIN_STRICT=1), or SHMEM_DEVICE=cuda over the CUDA driver's
+ * (CUDA_STANDIN_STRICT=1), where a CPU load or store of device memory
  * is a SIGSEGV: neither the library nor this program touches the heap, every byte moves through
  * the library's calls (the device's copies), and every PE checks what its peers wrote by getting
  * it into host memory. Families: put/get/p/g (blocking, nbi, strided), AMOs, put-with-signal and
