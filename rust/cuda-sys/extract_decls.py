@@ -186,7 +186,10 @@ class Macros:
 
 
 def preprocess(text):
-    """The lines the conditionals keep (directives blanked, line numbers kept), and the macros."""
+    """The lines the conditionals keep (directives blanked, line numbers kept), and the macros.
+
+    #include is not followed: cuda.h includes only the C library's headers, whose types
+    (LIBC_TYPES) are where typedef chains stop."""
     text = strip_comments(text).replace("\\\n", " \n")
     macros = Macros()
     out = []
@@ -316,12 +319,17 @@ def find_enums(text):
         if enum_name in out:
             fail(f"enum {enum_name} defined twice")
         values = {}
+
+        def earlier(word):
+            if word not in values:
+                fail(f"enum {enum_name}: '{word}' is not an earlier enumerator")
+            return values[word]
+
         nxt = 0
         for item in filter(None, (i.strip() for i in body.split(","))):
             name, _, expr = (s.strip() for s in item.partition("="))
             if expr:
-                nxt = evaluate(expr, lambda w: values[w] if w in values else fail(
-                    f"{name}: unknown name {w}"), name)
+                nxt = evaluate(expr, earlier, name)
             if name in values:
                 fail(f"enumerator {name} defined twice")
             values[name] = nxt

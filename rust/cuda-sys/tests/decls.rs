@@ -3,6 +3,8 @@
 //! that are those C types, structs laid out as C lays out the header's, and the same constant
 //! values. A binding that drifts from the header (a parameter added, a `size_t` bound as `u32`,
 //! a field moved, `cuMemAlloc` resolved without its `_v2`) fails here rather than on a GPU.
+//! The extractor itself is checked too: on a cuda.h written from the data it gives the data
+//! back, and where a CUDA toolkit is installed it finds the same facts in its cuda.h.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -474,6 +476,145 @@ fn installed_cuda_include() -> Option<std::path::PathBuf> {
     Some(include)
 }
 
+/// The data lines of a `cuda_decls.txt` (comments dropped).
+fn facts(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(String::from)
+        .collect()
+}
+
+/// Runs `extract_decls.py` on the cuda.h in `include` and returns what it wrote, or why it
+/// failed; `None` (after saying so) where there is no `python3` to run it.
+fn extract(include: &std::path::Path) -> Option<Result<String, String>> {
+    let manifest = env!("CARGO_MANIFEST_DIR");
+    let out = std::env::temp_dir().join(format!("cuda-sys-decls.{}.txt", std::process::id()));
+    let status = match std::process::Command::new("python3")
+        .arg(format!("{manifest}/extract_decls.py"))
+        .arg(include)
+        .arg("-o")
+        .arg(&out)
+        .status()
+    {
+        Ok(status) => status,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("skipped: no python3 to run extract_decls.py");
+            return None;
+        }
+        Err(e) => return Some(Err(format!("python3 extract_decls.py: {e}"))),
+    };
+    let fresh = std::fs::read_to_string(&out);
+    let _ = std::fs::remove_file(&out);
+    if !status.success() {
+        return Some(Err(format!(
+            "extract_decls.py {}: {status}",
+            include.display()
+        )));
+    }
+    Some(fresh.map_err(|e| format!("extract_decls.py wrote no output: {e}")))
+}
+
+/// Asserts that two data files state the same facts, naming the lines that differ.
+fn assert_same_facts(committed: &str, fresh: &str, header: &str) {
+    let (committed, fresh) = (facts(committed), facts(fresh));
+    let only_in = |a: &[String], b: &[String]| -> Vec<String> {
+        a.iter().filter(|l| !b.contains(l)).cloned().collect()
+    };
+    assert!(
+        committed == fresh,
+        "cuda_decls.txt differs from {header}: regenerate it (see its header) and rebind.\n\
+         only in cuda_decls.txt: {:#?}\nonly in the header: {:#?}",
+        only_in(&committed, &fresh),
+        only_in(&fresh, &committed)
+    );
+}
+
+/// A cuda.h written from the data, shaped as CUDA's: typedef chains, `typedef enum`s, structs
+/// behind `_v1` typedefs with an anonymous struct inside, `CUDAAPI`, calls renamed by
+/// `#define` through a per-thread-stream macro, and decoys the conditionals must drop.
+fn header_from(data: &Data) -> String {
+    let mut h = String::from(
+        "#ifndef __cuda_cuda_h__\n#define __cuda_cuda_h__\n#include <stdint.h>\n\
+         #define CUDA_VERSION 12090\n\
+         #ifdef _WIN32\n#define CUDAAPI __stdcall\n#else\n#define CUDAAPI\n#endif\n\
+         #if defined(__CUDA_API_VERSION_INTERNAL) || defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)\n\
+         #define __CUDA_API_PTSZ(api) api ## _ptsz\n#else\n#define __CUDA_API_PTSZ(api) api\n\
+         #endif\n",
+    );
+    for (name, def) in &data.typedefs {
+        if def == "enum" {
+            h += &format!("typedef enum {name}_enum {{\n");
+            for (c, (ty, value)) in &data.constants {
+                if ty == name {
+                    h += &format!("    {c} = {value:#x},\n");
+                }
+            }
+            h += &format!("    {name}_MAX = 0x7FFFFFFF\n}} {name};\n");
+        } else if let Some((ret, params)) = def.split_once(" (*)(") {
+            h += &format!(
+                "typedef {ret} (CUDAAPI *{name})({}arg);\n",
+                &params[..params.len() - 1]
+            );
+        } else {
+            h += &format!("typedef {def} {name}_v1;\ntypedef {name}_v1 {name};\n");
+        }
+    }
+    let field = |(ty, name): &(String, String)| match ty.split_once('[') {
+        Some((element, count)) => format!("    {element} {name}[{count};\n"),
+        None => format!("    {ty} {name};\n"),
+    };
+    for (name, fields) in data.structs.iter().filter(|(n, _)| !n.contains('.')) {
+        h += &format!("typedef struct {name}_st {{\n");
+        for f in fields {
+            match data.structs.get(&f.0).filter(|_| f.0.contains('.')) {
+                Some(inner) => {
+                    h += "    struct {\n";
+                    h.extend(inner.iter().map(field));
+                    h += &format!("    }} {};\n", f.1);
+                }
+                None => h += &field(f),
+            }
+        }
+        h += &format!("}} {name}_v1;\ntypedef {name}_v1 {name};\n");
+    }
+    for (name, f) in &data.functions {
+        if f.symbol != *name {
+            h += &format!("#define {name} __CUDA_API_PTSZ({})\n", f.symbol);
+        }
+        let params: Vec<String> = f
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{p} p{i}"))
+            .collect();
+        h += &format!("{} CUDAAPI {name}({});\n", f.ret, params.join(", "));
+    }
+    // The driver's own build sees older prototypes; a compiler of programs never does.
+    h += "#if defined(__CUDA_API_VERSION_INTERNAL)\n#undef cuMemAlloc\n\
+          CUresult CUDAAPI cuMemAlloc(unsigned int *dptr, unsigned int bytesize);\n#endif\n#endif\n";
+    h
+}
+
+/// extract_decls.py, on a cuda.h written from `cuda_decls.txt`, gives back `cuda_decls.txt`'s
+/// facts: the extractor reads typedef chains, enums, nested structs, arrays, conditionals and
+/// renaming `#define`s as the data says, on every machine, CUDA or not.
+#[test]
+fn extraction_round_trips() {
+    let data = parse();
+    let dir = std::env::temp_dir().join(format!("cuda-sys-header.{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch folder");
+    std::fs::write(dir.join("cuda.h"), header_from(&data)).expect("cuda.h written");
+    let fresh = extract(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let Some(fresh) = fresh else {
+        return;
+    };
+    let fresh = fresh.unwrap_or_else(|e| panic!("{e}"));
+    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/cuda_decls.txt"))
+        .expect("data");
+    assert_same_facts(&committed, &fresh, "a cuda.h written from it");
+}
+
 /// On a machine with a CUDA toolkit (`CUDA_HOME` or `CUDA_PATH`), the data extracted again
 /// from its cuda.h equals `cuda_decls.txt` but for the comment lines: the bindings are current
 /// for that CUDA release. Without one there is no header to compare with.
@@ -482,40 +623,15 @@ fn data_is_current_for_installed_cuda() {
     let Some(include) = installed_cuda_include() else {
         return;
     };
-    let manifest = env!("CARGO_MANIFEST_DIR");
-    let out = std::env::temp_dir().join(format!("cuda-sys-decls.{}.txt", std::process::id()));
-    let status = std::process::Command::new("python3")
-        .arg(format!("{manifest}/extract_decls.py"))
-        .arg(&include)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .expect("python3 runs extract_decls.py");
-    let fresh = std::fs::read_to_string(&out);
-    let _ = std::fs::remove_file(&out);
-    assert!(
-        status.success(),
-        "extract_decls.py {}: {status}",
-        include.display()
-    );
-    let fresh = fresh.expect("extract_decls.py wrote its output");
-    let committed = std::fs::read_to_string(format!("{manifest}/cuda_decls.txt")).expect("data");
-    let facts = |text: &str| -> Vec<String> {
-        text.lines()
-            .filter(|l| !l.starts_with('#'))
-            .map(String::from)
-            .collect()
+    let Some(fresh) = extract(&include) else {
+        return;
     };
-    let (committed, fresh) = (facts(&committed), facts(&fresh));
-    let only_in = |a: &[String], b: &[String]| -> Vec<String> {
-        a.iter().filter(|l| !b.contains(l)).cloned().collect()
-    };
-    assert!(
-        committed == fresh,
-        "cuda_decls.txt differs from {}'s cuda.h: regenerate it (see its header) and rebind.\n\
-         only in cuda_decls.txt: {:#?}\nonly in the header: {:#?}",
-        include.display(),
-        only_in(&committed, &fresh),
-        only_in(&fresh, &committed)
+    let fresh = fresh.unwrap_or_else(|e| panic!("{e}"));
+    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/cuda_decls.txt"))
+        .expect("data");
+    assert_same_facts(
+        &committed,
+        &fresh,
+        &format!("{}'s cuda.h", include.display()),
     );
 }
