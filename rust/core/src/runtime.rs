@@ -6,7 +6,7 @@ use crate::bootstrap::{self, Bootstrap, BootstrapError, JobAttrs, Joining};
 use crate::device::host::Host;
 use crate::device::cuda::{self, Cuda};
 use crate::device::npu::{self, Npu};
-use crate::device::{Accelerator, Device, DeviceMemory};
+use crate::device::{Accelerator, Device};
 use crate::env::{self, Config};
 use crate::error::{Error, Result};
 use crate::heap::{self, Heap};

@@ -563,7 +563,7 @@ impl Accelerator for Cuda {
         // SAFETY: `f` is a function of the library that takes `arg` and makes no CUDA call (the
         // driver forbids them there); the driver runs it once.
         check(cuda, "cuLaunchHostFunc", unsafe {
-            (cuda.cuLaunchHostFunc)(stream as cu::CUstream, Some(f), arg as *mut c_void)
+            (cuda.cuLaunchHostFunc)(stream as cu::CUstream, f, arg as *mut c_void)
         })
     }
 

@@ -538,6 +538,7 @@ impl Device for Npu {
             phys_len,
             reserve_len,
             align,
+            ..
         } = layout;
         let acl = self.acl()?;
         let range = self.reserve(reserve_len, align)?;
