@@ -304,8 +304,9 @@ cuda! {
         prop: *const CUmemAllocationProp => "const CUmemAllocationProp *",
         option: CUmemAllocationGranularity_flags => "CUmemAllocationGranularity_flags",
     ) -> CUresult => "CUresult";
-    /// Reserves `size` bytes of virtual addresses, aligned to `alignment` (0: the
-    /// granularity), and writes the start; `addr` is a hint (0: none), `flags` must be 0.
+    /// Reserves `size` bytes of virtual addresses (a multiple of the granularity), aligned to
+    /// `alignment` (0: CUDA's default), and writes the start; `addr` is a wished-for start (0:
+    /// none), `flags` must be 0.
     fn cuMemAddressReserve(
         ptr: *mut CUdeviceptr => "CUdeviceptr *",
         size: usize => "size_t",
@@ -378,8 +379,8 @@ cuda! {
     fn cuMemFree as cuMemFree_v2(dptr: CUdeviceptr => "CUdeviceptr") -> CUresult => "CUresult";
     /// Copies `ByteCount` bytes from `src` to `dst`, either of which may be host or device
     /// memory (unified addressing tells them apart), on the legacy default stream. It returns
-    /// once a copy that involves host memory is done; a device-to-device copy may still be
-    /// running.
+    /// once `src` may be reused and a copy to host memory is there; a copy to device memory
+    /// may still be in flight (later work on the legacy default stream is ordered after it).
     fn cuMemcpy(
         dst: CUdeviceptr => "CUdeviceptr",
         src: CUdeviceptr => "CUdeviceptr",
