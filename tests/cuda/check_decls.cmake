@@ -1,16 +1,21 @@
-# check_decls.cmake: checks that cuda_standin.h declares every driver call of DECLS (the
-# prototypes the library binds, extracted from cuda.h: rust/cuda-sys/cuda_decls.txt) with the same
-# return and parameter types, and gives each constant its value, in C and in C++. Writes one C
-# and one C++ file of static assertions under OUT and compiles each with -fsyntax-only; fails
-# naming every call whose type differs or that is missing. With LIB (and NM), also fails naming
-# every call of DECLS the stand-in does not export under its ABI symbol (the header's macro
-# renames the versioned calls, as cuda.h does: cuMemAlloc is the symbol cuMemAlloc_v2), and
-# every driver symbol it exports that DECLS does not list.
-# DECLS is in sections ([typedefs], [structs], [functions], [constants]; a file without sections
-# is read as functions): a function is `return type | name | parameter types, comma-separated`
-# (names dropped, `void` or nothing for none; the name may be the API name, the ABI symbol, or
-# `api (abi)`), a constant `NAME | type | value` (or `= | NAME | value` outside sections), `#`
-# starts a comment. Typedefs and structs are checked by the crate's own test.
+# check_decls.cmake: checks cuda_standin.h against DECLS (the declarations the library binds,
+# extracted from cuda.h: rust/cuda-sys/cuda_decls.txt): every call with the same return and
+# parameter types, every constant with its value (in C and in C++), every typedef with its
+# definition and every struct with its fields' types in order (in C++). Writes the static
+# assertions under OUT and compiles them with -fsyntax-only; fails naming each difference. With
+# LIB (and NM), also fails naming every call of DECLS the stand-in does not export under its ABI
+# symbol, and every driver symbol it exports that DECLS does not list. The header renames the
+# versioned calls with macros, as cuda.h does (cuMemAlloc is the symbol cuMemAlloc_v2): the
+# symbol a name resolves to is read through the preprocessor, and must be the ABI symbol DECLS
+# gives.
+# DECLS is in sections (a file without them is read as functions):
+#   [typedefs]   name | C definition (`enum` for an enum type)
+#   [structs]    name | C type field, ... (`T[N] name` for an array; `S.f` names the type of
+#                field f of struct S)
+#   [functions]  return type | API name | parameter types, comma-separated [| ABI symbol]
+#                (names dropped, `void` or nothing for none)
+#   [constants]  name | C type | value
+# and `#` starts a comment.
 #   cmake -DDECLS=... -DINCLUDE=<dir of cuda_standin.h> -DOUT=... -DCC=... -DCXX=...
 #         [-DLIB=... -DNM=...] -P check_decls.cmake
 foreach(var DECLS INCLUDE OUT CC CXX)
@@ -24,7 +29,9 @@ set(c_body "")
 set(cxx_body "")
 set(count 0)
 set(routines "")
+set(abi_symbols "")
 set(section functions)
+set(serial 0)
 foreach(line IN LISTS lines)
     string(STRIP "${line}" line)
     if(line STREQUAL "" OR line MATCHES "^#")
@@ -34,44 +41,89 @@ foreach(line IN LISTS lines)
         set(section ${CMAKE_MATCH_1})
         continue()
     endif()
-    if(NOT section STREQUAL "functions" AND NOT section STREQUAL "constants")
+    string(REPLACE "|" ";" fields "${line}")
+    list(TRANSFORM fields STRIP)
+    list(LENGTH fields nfields)
+    if(section STREQUAL "typedefs" OR section STREQUAL "structs")
+        if(NOT nfields EQUAL 2)
+            message(FATAL_ERROR "check_decls.cmake: ${DECLS}: cannot read line: ${line}")
+        endif()
+        list(GET fields 0 name)
+        list(GET fields 1 def)
+        if(section STREQUAL "typedefs")
+            if(def STREQUAL "enum")
+                string(APPEND cxx_body
+                    "static_assert(std::is_enum<${name}>::value, \"${name}: not an enum\");\n")
+            else()
+                string(APPEND cxx_body
+                    "static_assert(std::is_same<${name}, ${def}>::value, \"${name}: not ${def}\");\n")
+            endif()
+        else()
+            # `S.f` is the type of field f of S.
+            string(REGEX REPLACE "([A-Za-z_][A-Za-z0-9_]*)\\.([A-Za-z_][A-Za-z0-9_]*)"
+                "decltype(\\1::\\2)" type "${name}")
+            math(EXPR serial "${serial} + 1")
+            set(alias decls_struct_${serial})
+            string(APPEND cxx_body "using ${alias} = ${type};\n")
+            string(REPLACE "," ";" members "${def}")
+            set(previous "")
+            foreach(member IN LISTS members)
+                string(STRIP "${member}" member)
+                if(NOT member MATCHES "^(.*[^A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)$")
+                    message(FATAL_ERROR "check_decls.cmake: ${DECLS}: cannot read field `${member}` of ${name}")
+                endif()
+                string(STRIP "${CMAKE_MATCH_1}" mtype)
+                set(mname ${CMAKE_MATCH_2})
+                string(REGEX REPLACE "([A-Za-z_][A-Za-z0-9_]*)\\.([A-Za-z_][A-Za-z0-9_]*)"
+                    "decltype(\\1::\\2)" mtype "${mtype}")
+                string(APPEND cxx_body
+                    "static_assert(std::is_same<decltype(${alias}::${mname}), ${mtype}>::value, \"${name}.${mname}: not ${mtype}\");\n")
+                if(previous)
+                    string(APPEND cxx_body
+                        "static_assert(offsetof(${alias}, ${previous}) < offsetof(${alias}, ${mname}), \"${name}: ${mname} is not after ${previous}\");\n")
+                endif()
+                set(previous ${mname})
+            endforeach()
+        endif()
+        math(EXPR count "${count} + 1")
         continue()
     endif()
-    if(NOT line MATCHES "^([^|]+)\\|([^|]+)\\|(.*)$")
+    if(nfields LESS 3 OR nfields GREATER 4)
         message(FATAL_ERROR "check_decls.cmake: ${DECLS}: cannot read line: ${line}")
     endif()
-    string(STRIP "${CMAKE_MATCH_1}" ret)
-    string(STRIP "${CMAKE_MATCH_2}" name)
-    string(STRIP "${CMAKE_MATCH_3}" params)
-    if(section STREQUAL "constants")
-        set(name "${ret}")
-        set(ret "=")
-    endif()
-    if(ret STREQUAL "=")
+    list(GET fields 0 ret)
+    list(GET fields 1 name)
+    list(GET fields 2 params)
+    if(section STREQUAL "constants" OR ret STREQUAL "=")
+        if(section STREQUAL "constants")
+            set(name "${ret}")
+        endif()
         string(APPEND c_body "_Static_assert(${name} == ${params}, \"${name} is not ${params}\");\n")
         string(APPEND cxx_body "static_assert(${name} == ${params}, \"${name} is not ${params}\");\n")
         math(EXPR count "${count} + 1")
         continue()
     endif()
-    if(NOT name MATCHES "^([A-Za-z_][A-Za-z0-9_]*)")
-        message(FATAL_ERROR "check_decls.cmake: ${DECLS}: no call name in line: ${line}")
+    set(abi "-")  # not given: the symbol the header's macros give is taken as it is
+    if(nfields EQUAL 4)
+        list(GET fields 3 abi)
     endif()
-    set(name ${CMAKE_MATCH_1})
     if(params STREQUAL "")
         set(params void)
     endif()
+    string(REPLACE ";" "," params "${params}")
     string(APPEND c_body
         "_Static_assert(__builtin_types_compatible_p(__typeof__(&${name}), ${ret} (*)(${params})), \"${name}: not ${ret} (${params})\");\n")
     string(APPEND cxx_body
         "static_assert(std::is_same<decltype(&${name}), ${ret} (*)(${params})>::value, \"${name}: not ${ret} (${params})\");\n")
     math(EXPR count "${count} + 1")
     list(APPEND routines ${name})
+    list(APPEND abi_symbols ${abi})
 endforeach()
 
 file(MAKE_DIRECTORY ${OUT})
 file(WRITE ${OUT}/cuda_decls_check.c "#include \"cuda_standin.h\"\n${c_body}")
 file(WRITE ${OUT}/cuda_decls_check.cc
-    "#include \"cuda_standin.h\"\n#include <type_traits>\n${cxx_body}")
+    "#include \"cuda_standin.h\"\n#include <cstddef>\n#include <type_traits>\n${cxx_body}")
 
 set(failed 0)
 foreach(lang c cc)
@@ -107,6 +159,17 @@ if(DEFINED LIB)
     endif()
     string(REGEX MATCHALL "@@symbol [A-Za-z0-9_]+" symbols "${expanded}")
     list(TRANSFORM symbols REPLACE "@@symbol " "")
+    set(renamed "")
+    foreach(n s a IN ZIP_LISTS routines symbols abi_symbols)
+        if(NOT a STREQUAL "-" AND NOT s STREQUAL a)
+            list(APPEND renamed "${n} is the symbol ${s}, not ${a}")
+        endif()
+    endforeach()
+    if(renamed)
+        list(JOIN renamed "; " renamed)
+        message("FAIL: cuda_standin.h: ${renamed}")
+        set(failed 1)
+    endif()
     execute_process(COMMAND ${NM} -D --defined-only ${LIB}
         RESULT_VARIABLE rc OUTPUT_VARIABLE listing ERROR_VARIABLE err)
     if(NOT rc EQUAL 0)

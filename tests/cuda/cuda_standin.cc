@@ -27,7 +27,7 @@
 // entry that is not a device), CUDA_STANDIN_HBM_BYTES (80 GiB per device, per process),
 // CUDA_STANDIN_STRICT (0; 1 keeps device memory PROT_NONE to the program: a CPU access is a
 // SIGSEGV, copies go through the stand-in's own view), CUDA_STANDIN_WAIT_TIMEOUT (60 s: a
-// cuStreamWaitValue still unsatisfied after it fails its stream with CUDA_ERROR_LAUNCH_TIMEOUT),
+// cuStreamWaitValue still unsatisfied after it fails its stream with CUDA_ERROR_TIMEOUT),
 // CUDA_STANDIN_FAIL=<call>[:<nth>][,...] (that call, the nth time (1: the first), fails with its
 // natural code: CUDA_ERROR_OUT_OF_MEMORY for cuMemCreate and cuMemAlloc, CUDA_ERROR_INVALID_VALUE
 // otherwise).
@@ -84,16 +84,29 @@ const CodeText kCodes[] = {
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
     {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
     {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+    {CUDA_ERROR_STUB_LIBRARY, "CUDA_ERROR_STUB_LIBRARY", "the driver is a stub library"},
+    {CUDA_ERROR_DEVICE_UNAVAILABLE, "CUDA_ERROR_DEVICE_UNAVAILABLE",
+     "the device is not available now"},
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
     {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_ALREADY_MAPPED, "CUDA_ERROR_ALREADY_MAPPED", "the resource is already mapped"},
+    {CUDA_ERROR_NOT_MAPPED, "CUDA_ERROR_NOT_MAPPED", "the resource is not mapped"},
     {CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "the resource is in an illegal state"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
     {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
      "an illegal memory access was encountered"},
-    {CUDA_ERROR_LAUNCH_TIMEOUT, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out"},
+    {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+     "the current context was destroyed"},
+    {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+     "the display driver and the CUDA driver do not match"},
+    {CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT", "the wait operation timed out"},
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -312,8 +325,10 @@ CUresult read_config(Config *cfg) {
 
 struct Stream;
 
-// A device's primary context. A context object is never freed: a thread may still hold a
-// pointer to one whose last reference was released, and that must read as "no context".
+// A device's primary context: one object per device, for the process's life, as in CUDA (the
+// handle a retain returns is the same after a full release and a new retain). Between its last
+// release and the next retain it is inactive: calls made with it current return
+// CUDA_ERROR_CONTEXT_IS_DESTROYED.
 struct Context {
     int device = 0;
     std::atomic<bool> active{true};
@@ -368,7 +383,7 @@ struct Runtime {
     std::mutex mu;  // initialisation, contexts, streams
     std::atomic<bool> initialized{false};
     Config cfg;
-    Context *primary[kMaxDevices] = {};
+    Context *primary[kMaxDevices] = {};  // made at the first retain, never freed
     int refs[kMaxDevices] = {};
     std::set<Context *> contexts;
     std::unordered_map<void *, std::shared_ptr<Stream>> streams;
@@ -466,6 +481,11 @@ CUresult enter(const char *call, bool before_init = false) {
 CUresult enter_ctx(const char *call, Context **ctx) {
     if (CUresult rc = enter(call)) return rc;
     Context *c = current();
+    if (!c && t_ctx)
+        return fail(call, CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                    "this thread's current context (device %d) was released by its last "
+                    "cuDevicePrimaryCtxRelease",
+                    t_ctx->device);
     if (!c)
         return fail(call, CUDA_ERROR_INVALID_CONTEXT,
                     "this thread has no current context (cuDevicePrimaryCtxRetain and "
@@ -646,7 +666,6 @@ std::vector<std::shared_ptr<Stream>> retire_context(Runtime &r, int dev) {
     r.refs[dev] = 0;
     if (!c) return stopping;
     c->active = false;
-    r.primary[dev] = nullptr;
     if (c->legacy) stopping.push_back(std::move(c->legacy));
     for (auto it = r.streams.begin(); it != r.streams.end();) {
         if (it->second->ctx == c) {
@@ -1005,7 +1024,7 @@ CUresult wait_value(const char *call, CUstream stream, CUdeviceptr addr, uint64_
             }
             if (compare(word, value, op, width == 8)) return CUDA_SUCCESS;
             if (std::chrono::steady_clock::now() > deadline)
-                return fail_async(msg, call, CUDA_ERROR_LAUNCH_TIMEOUT,
+                return fail_async(msg, call, CUDA_ERROR_TIMEOUT,
                                   "addr=0x%llx: the word is %llu, still not %s %llu after "
                                   "CUDA_STANDIN_WAIT_TIMEOUT=%llu s",
                                   ull(addr), ull(word), op_name(op), ull(value), ull(timeout_s));
@@ -1118,6 +1137,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
         r.primary[dev] = c;
         r.contexts.insert(c);
     }
+    c->active = true;
     ++r.refs[dev];
     *pctx = reinterpret_cast<CUcontext>(c);
     return CUDA_SUCCESS;
@@ -1163,8 +1183,8 @@ CUresult cuCtxSetCurrent(CUcontext ctx) {
         return fail(call, CUDA_ERROR_INVALID_CONTEXT, "ctx=%p is not a context",
                     static_cast<void *>(ctx));
     if (!c->active.load())
-        return fail(call, CUDA_ERROR_INVALID_CONTEXT,
-                    "ctx=%p (device %d) was destroyed by its last cuDevicePrimaryCtxRelease",
+        return fail(call, CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                    "ctx=%p (device %d) is released (cuDevicePrimaryCtxRetain it again first)",
                     static_cast<void *>(ctx), c->device);
     t_ctx = c;
     return CUDA_SUCCESS;
