@@ -283,8 +283,7 @@ CUresult read_config(Config *cfg) {
         c.strict = strcmp(v, "1") == 0;
     }
     if (const char *v = getenv("CUDA_STANDIN_WAIT_TIMEOUT")) {
-        if (!parse_count(v, &c.wait_timeout_s) || c.wait_timeout_s == 0 ||
-            c.wait_timeout_s > 86400)
+        if (!parse_count(v, &c.wait_timeout_s) || c.wait_timeout_s == 0 || c.wait_timeout_s > 86400)
             return fail(call, CUDA_ERROR_INVALID_VALUE,
                         "CUDA_STANDIN_WAIT_TIMEOUT=\"%s\": expected seconds from 1 to 86400", v);
     }
@@ -499,8 +498,7 @@ int device_count() { return static_cast<int>(rt().cfg.visible.size()); }
 CUresult check_device(const char *call, const char *what, int id) {
     int n = device_count();
     if (id < 0 || id >= n)
-        return fail(call, CUDA_ERROR_INVALID_DEVICE, "%s=%d: devices are 0 to %d", what, id,
-                    n - 1);
+        return fail(call, CUDA_ERROR_INVALID_DEVICE, "%s=%d: devices are 0 to %d", what, id, n - 1);
     return CUDA_SUCCESS;
 }
 
@@ -614,11 +612,10 @@ uint64_t enqueue(const std::shared_ptr<Stream> &s, Task task) {
             if (o->done < o->enqueued) marks.push_back({o, o->enqueued});
         }
     }
-    Task run = marks.empty() ? std::move(task)
-                             : Task([marks, task](std::string *msg) {
-                                   wait_marks(marks);
-                                   return task(msg);
-                               });
+    Task run = marks.empty() ? std::move(task) : Task([marks, task](std::string *msg) {
+        wait_marks(marks);
+        return task(msg);
+    });
     uint64_t n;
     {
         std::lock_guard<std::mutex> lk(s->mu);
@@ -726,8 +723,7 @@ CUresult resolve(Runtime &r, const char *call, const char *what, CUdeviceptr add
                  Use use, bool device_only, std::vector<Piece> *out, std::string *keep,
                  bool *is_device = nullptr) {
     auto bad = [&](CUresult code, const char *fmt, auto... args) {
-        if (keep)
-            return fail_async(keep, call, CUDA_ERROR_ILLEGAL_ADDRESS, fmt, args...);
+        if (keep) return fail_async(keep, call, CUDA_ERROR_ILLEGAL_ADDRESS, fmt, args...);
         return fail(call, code, fmt, args...);
     };
     uintptr_t p = static_cast<uintptr_t>(addr);
@@ -799,8 +795,7 @@ void copy_pieces(const std::vector<Piece> &dst, const std::vector<Piece> &src) {
 }
 
 // A copy, checked and done (r.mem taken here).
-CUresult do_copy(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t n,
-                 std::string *keep) {
+CUresult do_copy(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t n, std::string *keep) {
     if (n == 0) return CUDA_SUCCESS;
     Runtime &r = rt();
     std::shared_lock<std::shared_mutex> lk(r.mem);
@@ -943,8 +938,8 @@ const char *op_name(unsigned op) {
 
 // Checks the word at `addr` (4 or 8 bytes, aligned, device memory with the access `use` needs)
 // and returns where the stand-in reads it (r.mem held).
-CUresult word_at(Runtime &r, const char *call, CUdeviceptr addr, size_t width, Use use,
-                 char **view, std::string *keep) {
+CUresult word_at(Runtime &r, const char *call, CUdeviceptr addr, size_t width, Use use, char **view,
+                 std::string *keep) {
     if (addr % width) {
         if (keep)
             return fail_async(keep, call, CUDA_ERROR_ILLEGAL_ADDRESS,
@@ -1017,10 +1012,9 @@ CUresult wait_value(const char *call, CUstream stream, CUdeviceptr addr, uint64_
                 std::shared_lock<std::shared_mutex> lk(rr.mem);
                 char *view = nullptr;
                 if (CUresult rc = word_at(rr, call, addr, width, Use::read, &view, msg)) return rc;
-                word = width == 4 ? __atomic_load_n(reinterpret_cast<uint32_t *>(view),
-                                                    __ATOMIC_ACQUIRE)
-                                  : __atomic_load_n(reinterpret_cast<uint64_t *>(view),
-                                                    __ATOMIC_ACQUIRE);
+                word = width == 4
+                           ? __atomic_load_n(reinterpret_cast<uint32_t *>(view), __ATOMIC_ACQUIRE)
+                           : __atomic_load_n(reinterpret_cast<uint64_t *>(view), __ATOMIC_ACQUIRE);
             }
             if (compare(word, value, op, width == 8)) return CUDA_SUCCESS;
             if (std::chrono::steady_clock::now() > deadline)
@@ -1117,8 +1111,10 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) 
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: *pi = 1; break;
     default:
-        return fail(call, CUDA_ERROR_INVALID_VALUE, "attrib=%d is not an attribute the stand-in "
-                    "models", static_cast<int>(attrib));
+        return fail(call, CUDA_ERROR_INVALID_VALUE,
+                    "attrib=%d is not an attribute the stand-in "
+                    "models",
+                    static_cast<int>(attrib));
     }
     return CUDA_SUCCESS;
 }
@@ -1447,8 +1443,7 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
         if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && f != CU_MEM_ACCESS_FLAGS_PROT_READ &&
             f != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
             return fail(call, CUDA_ERROR_INVALID_VALUE,
-                        "desc[%zu].flags=0x%x is not PROT_NONE, PROT_READ or PROT_READWRITE", i,
-                        f);
+                        "desc[%zu].flags=0x%x is not PROT_NONE, PROT_READ or PROT_READWRITE", i, f);
         access |= f;  // copies run on no particular device: the widest grant applies
     }
     Runtime &r = rt();
@@ -1461,8 +1456,8 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
     for (Range *rg : spans) {
         if (!r.cfg.strict &&
             mprotect(reinterpret_cast<void *>(rg->va), rg->map_size, prot_of(access)) != 0)
-            return fail(call, CUDA_ERROR_OPERATING_SYSTEM, "ptr=0x%llx: mprotect: %s",
-                        ull(rg->va), strerror(errno));
+            return fail(call, CUDA_ERROR_OPERATING_SYSTEM, "ptr=0x%llx: mprotect: %s", ull(rg->va),
+                        strerror(errno));
         rg->access = access;
     }
     return CUDA_SUCCESS;
@@ -1529,8 +1524,8 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
     struct stat st {};
     if (n <= 0 || strncmp(target, prefix.c_str(), prefix.size()) != 0 || fstat(fd, &st) != 0)
         return fail(call, CUDA_ERROR_INVALID_VALUE,
-                    "osHandle=fd %d is not a descriptor cuMemExportToShareableHandle made (%s)",
-                    fd, n > 0 ? target : "not an open descriptor");
+                    "osHandle=fd %d is not a descriptor cuMemExportToShareableHandle made (%s)", fd,
+                    n > 0 ? target : "not an open descriptor");
     int phys = atoi(target + prefix.size());
     int dev = -1;
     for (int d = 0; d < device_count(); ++d) {
@@ -1538,8 +1533,7 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
     }
     int mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (mine < 0)
-        return fail(call, CUDA_ERROR_OUT_OF_MEMORY, "osHandle=fd %d: dup: %s", fd,
-                    strerror(errno));
+        return fail(call, CUDA_ERROR_OUT_OF_MEMORY, "osHandle=fd %d: dup: %s", fd, strerror(errno));
     Runtime &r = rt();
     std::unique_lock<std::shared_mutex> lk(r.mem);
     auto *a = new Alloc;
@@ -1573,8 +1567,8 @@ CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
     void *view = MAP_FAILED;
     if (fd >= 0) {
         if (r.cfg.strict) {
-            va = mmap(nullptr, map_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                      -1, 0);
+            va = mmap(nullptr, map_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                      0);
             view = mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         } else {
             va = view = mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -1626,11 +1620,11 @@ CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
         std::shared_lock<std::shared_mutex> lk(r.mem);
         std::vector<Piece> d, s;
         if (ByteCount) {
-            if (CUresult rc = resolve(r, call, "dst", dst, ByteCount, Use::write, false, &d,
-                                      nullptr))
+            if (CUresult rc =
+                    resolve(r, call, "dst", dst, ByteCount, Use::write, false, &d, nullptr))
                 return rc;
-            if (CUresult rc = resolve(r, call, "src", src, ByteCount, Use::read, false, &s,
-                                      nullptr))
+            if (CUresult rc =
+                    resolve(r, call, "src", src, ByteCount, Use::read, false, &s, nullptr))
                 return rc;
         }
     }
@@ -1670,8 +1664,8 @@ CUresult cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
         Runtime &r = rt();
         std::shared_lock<std::shared_mutex> lk(r.mem);
         std::vector<Piece> d;
-        if (CUresult rc = resolve(r, call, "dstDevice", dstDevice, N, Use::write, true, &d,
-                                  nullptr))
+        if (CUresult rc =
+                resolve(r, call, "dstDevice", dstDevice, N, Use::write, true, &d, nullptr))
             return rc;
     }
     return run_legacy(call, c, [call, dstDevice, uc, N](std::string *) {
@@ -1687,8 +1681,8 @@ CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUst
         Runtime &r = rt();
         std::shared_lock<std::shared_mutex> lk(r.mem);
         std::vector<Piece> d;
-        if (CUresult rc = resolve(r, call, "dstDevice", dstDevice, N, Use::write, true, &d,
-                                  nullptr))
+        if (CUresult rc =
+                resolve(r, call, "dstDevice", dstDevice, N, Use::write, true, &d, nullptr))
             return rc;
     }
     std::shared_ptr<Stream> st;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -19,6 +20,15 @@
 namespace {
 
 constexpr size_t kGran = size_t{2} << 20;
+
+// cuda.h's layouts on 64-bit Linux, which the library's bindings repeat.
+static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation is 8 bytes");
+static_assert(sizeof(CUmemAllocationProp) == 32, "CUmemAllocationProp is 32 bytes");
+static_assert(offsetof(CUmemAllocationProp, location) == 8, "location at 8");
+static_assert(offsetof(CUmemAllocationProp, win32HandleMetaData) == 16, "win32 at 16");
+static_assert(offsetof(CUmemAllocationProp, allocFlags) == 24, "allocFlags at 24");
+static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc is 12 bytes");
+static_assert(sizeof(CUresult) == 4, "CUresult is 4 bytes");
 
 #define CU_OK(expr) ASSERT_EQ(CUDA_SUCCESS, (expr)) << #expr
 
@@ -224,7 +234,7 @@ TEST_F(Cu, ContextsArePerThreadAndCounted) {
     EXPECT_EQ(CUDA_ERROR_INVALID_CONTEXT, cuDevicePrimaryCtxRelease(0));
     EXPECT_EQ(CUDA_ERROR_INVALID_CONTEXT,
               cuCtxSetCurrent(reinterpret_cast<CUcontext>(&again)));  // not a context
-    CU_OK(cuDevicePrimaryCtxRetain(&again, 0));  // for the fixture's release
+    CU_OK(cuDevicePrimaryCtxRetain(&again, 0));                       // for the fixture's release
     EXPECT_EQ(ctx_, again);  // the same primary context, active again
     CU_OK(cuCtxSetCurrent(ctx_));
     CU_OK(cuMemAlloc(&p, 64));
@@ -351,9 +361,9 @@ TEST_F(Cu, CopiesOfEveryKind) {
     CU_OK(cuMemAlloc(&blk, 1000));
     std::vector<char> src(1000), dst(1000, 0);
     for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<char>(i * 7);
-    CU_OK(cuMemcpy(m.va + 5, dp(src.data()), src.size()));     // host to device
-    CU_OK(cuMemcpy(blk, m.va + 5, src.size()));                // device to device
-    CU_OK(cuMemcpy(dp(dst.data()), blk, dst.size()));          // device to host
+    CU_OK(cuMemcpy(m.va + 5, dp(src.data()), src.size()));  // host to device
+    CU_OK(cuMemcpy(blk, m.va + 5, src.size()));             // device to device
+    CU_OK(cuMemcpy(dp(dst.data()), blk, dst.size()));       // device to host
     EXPECT_EQ(src, dst);
     std::vector<char> other(1000, 1);
     CU_OK(cuMemcpy(dp(other.data()), dp(src.data()), 1000));  // host to host
@@ -367,7 +377,7 @@ TEST_F(Cu, CopiesOfEveryKind) {
     EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemcpy(blk, dp(src.data()), 1001));  // past the block
     EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemcpy(m.va + kGran - 8, dp(src.data()), 16));
     EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemcpy(0, dp(src.data()), 16));
-    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemsetD8(dp(dst.data()), 0, 16));  // host memory
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemsetD8(dp(dst.data()), 0, 16));       // host memory
     EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemcpy(dp(dst.data()), m.va - 8, 16));  // host into dev
     EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemFree(blk + 8));
     CU_OK(cuMemFree(blk));
@@ -616,7 +626,8 @@ TEST_F(Cu, ShareWithAForkedChildThroughAFileDescriptor) {
         if (got < 0) _exit(10);
         CUmemGenericAllocationHandle h = 0;
         CUdeviceptr va = 0;
-        if (cuMemImportFromShareableHandle(&h, reinterpret_cast<void *>(static_cast<uintptr_t>(got)),
+        if (cuMemImportFromShareableHandle(&h,
+                                           reinterpret_cast<void *>(static_cast<uintptr_t>(got)),
                                            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
             _exit(11);
         close(got);
@@ -649,16 +660,16 @@ TEST_F(Cu, ExportAndImportRefuseMisuse) {
     Mapped plain;
     CU_OK(plain.make(kGran, false));
     int fd = -1;
-    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
-              cuMemExportToShareableHandle(&fd, plain.h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-                                           0));
+    EXPECT_EQ(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemExportToShareableHandle(&fd, plain.h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
     Mapped m;
     CU_OK(m.make(kGran));
     EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
               cuMemExportToShareableHandle(&fd, m.h, CU_MEM_HANDLE_TYPE_NONE, 0));
-    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
-              cuMemExportToShareableHandle(&fd, m.h + 999, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-                                           0));
+    EXPECT_EQ(
+        CUDA_ERROR_INVALID_VALUE,
+        cuMemExportToShareableHandle(&fd, m.h + 999, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
     int pipefd[2];
     ASSERT_EQ(0, pipe(pipefd));
     CUmemGenericAllocationHandle h = 0;
