@@ -776,6 +776,15 @@ CUresult resolve(Runtime &r, const char *call, const char *what, CUdeviceptr add
                    "%s=0x%llx: [0x%llx, +%zu) starts in host memory and runs into device memory "
                    "at 0x%llx",
                    what, ull(addr), ull(addr), n, ull(dev));
+    // Host memory must at least be mapped (msync fails with ENOMEM on a hole): an address whose
+    // device memory was freed is refused rather than faulting in the stand-in.
+    if (n) {
+        uintptr_t first = p & ~(uintptr_t{kPage} - 1);
+        if (msync(reinterpret_cast<void *>(first), p + n - first, MS_ASYNC) != 0 && errno == ENOMEM)
+            return bad(CUDA_ERROR_INVALID_VALUE,
+                       "%s=0x%llx: [0x%llx, +%zu) is neither device memory nor mapped host memory",
+                       what, ull(addr), ull(addr), n);
+    }
     out->push_back({reinterpret_cast<char *>(p), n});
     if (is_device) *is_device = false;
     return CUDA_SUCCESS;

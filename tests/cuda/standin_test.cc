@@ -379,6 +379,10 @@ TEST_F(Cu, CopiesOfEveryKind) {
     EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemcpy(0, dp(src.data()), 16));
     EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemsetD8(dp(dst.data()), 0, 16));       // host memory
     EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemcpy(dp(dst.data()), m.va - 8, 16));  // host into dev
+    CUdeviceptr gone = 0;  // freed device addresses are no host memory either
+    CU_OK(cuMemAddressReserve(&gone, kGran, 0, 0, 0));
+    CU_OK(cuMemAddressFree(gone, kGran));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemcpy(dp(dst.data()), gone, 16));
     EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemFree(blk + 8));
     CU_OK(cuMemFree(blk));
     EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemFree(blk));
