@@ -69,6 +69,9 @@ struct Inner {
     device: i32,
     context: usize,
     granularity: usize,
+    /// The library's own stream for the host's copies: non-blocking, so a host call never waits
+    /// for the program's work on blocking streams, as the legacy default stream would.
+    copies: usize,
     /// The streams the library enqueued work on (0: the default stream), drained at finalize.
     streams: Mutex<Vec<usize>>,
 }
@@ -218,6 +221,11 @@ impl Cuda {
                     detail: format!(": granularity {granularity} is not a power of two"),
                 });
             }
+            let mut copies: cu::CUstream = std::ptr::null_mut();
+            call(
+                "cuStreamCreate",
+                (cuda.cuStreamCreate)(&mut copies, cu::CU_STREAM_NON_BLOCKING),
+            )?;
             tracing::debug!("cuda device {device} (granularity {granularity} bytes)");
             Ok(Cuda {
                 inner: Arc::new(Inner {
@@ -225,6 +233,7 @@ impl Cuda {
                     device,
                     context: context as usize,
                     granularity,
+                    copies: copies as usize,
                     streams: Mutex::new(Vec::new()),
                 }),
             })
@@ -243,6 +252,32 @@ impl Cuda {
             CURRENT.with(|c| c.set(ctx));
         }
         Ok(cuda)
+    }
+
+    /// Copies `len` bytes from `src` to `dst` (host or device addresses) on the library's own
+    /// stream, complete on return.
+    fn copy_now(&self, dst: u64, src: u64, len: usize) -> Result<()> {
+        let cuda = self.driver()?;
+        let stream = self.inner.copies as cu::CUstream;
+        // SAFETY: the callers' contracts make both ranges valid for `len` bytes; the stream is
+        // the library's and lives until the process ends.
+        unsafe {
+            check(cuda, "cuMemcpyAsync", (cuda.cuMemcpyAsync)(dst, src, len, stream))?;
+            check(cuda, "cuStreamSynchronize", (cuda.cuStreamSynchronize)(stream))
+        }
+    }
+
+    /// Sets `len` bytes at the device address `at` to `byte` on the library's own stream,
+    /// complete on return.
+    fn set_now(&self, at: u64, byte: u8, len: usize) -> Result<()> {
+        let cuda = self.driver()?;
+        let stream = self.inner.copies as cu::CUstream;
+        // SAFETY: the callers' ranges are device memory of this device; the stream is the
+        // library's.
+        unsafe {
+            check(cuda, "cuMemsetD8Async", (cuda.cuMemsetD8Async)(at, byte, len, stream))?;
+            check(cuda, "cuStreamSynchronize", (cuda.cuStreamSynchronize)(stream))
+        }
     }
 
     fn used(&self, stream: usize) {
@@ -359,9 +394,7 @@ impl Device for Cuda {
             undo(&backing, true);
             return Err(e);
         }
-        // SAFETY: `at..at+phys_len` is device memory of ours, mapped and accessible.
-        let rc = unsafe { (cuda.cuMemsetD8)(at as u64, 0, layout.phys_len) };
-        if let Err(e) = check(cuda, "cuMemsetD8", rc) {
+        if let Err(e) = self.set_now(at as u64, 0, layout.phys_len) {
             let _ = self.release(&backing, true);
             return Err(e);
         }
@@ -459,11 +492,7 @@ impl Device for Cuda {
         if len == 0 {
             return Ok(());
         }
-        let cuda = self.driver()?;
-        // SAFETY: the range lies in the segment, device memory mapped here.
-        check(cuda, "cuMemsetD8", unsafe {
-            (cuda.cuMemsetD8)((segment.addr() + offset) as u64, byte, len)
-        })
+        self.set_now((segment.addr() + offset) as u64, byte, len)
     }
 
     fn copy(&self, segment: &Segment, src: usize, dst: usize, len: usize) -> Result<()> {
@@ -474,11 +503,7 @@ impl Device for Cuda {
         }
         let base = segment.addr();
         if src.abs_diff(dst) >= len {
-            let cuda = self.driver()?;
-            // SAFETY: two disjoint ranges of the segment.
-            return check(cuda, "cuMemcpy", unsafe {
-                (cuda.cuMemcpy)((base + dst) as u64, (base + src) as u64, len)
-            });
+            return self.copy_now((base + dst) as u64, (base + src) as u64, len);
         }
         vmm::copy_overlapping(self, base, src, dst, len)
     }
@@ -489,22 +514,15 @@ impl DeviceMemory for Cuda {
         if len == 0 {
             return Ok(());
         }
-        let cuda = self.driver()?;
-        // SAFETY: the caller's contract; unified addressing tells host from device memory.
-        check(cuda, "cuMemcpy", unsafe {
-            (cuda.cuMemcpy)(to as u64, src as u64, len)
-        })
+        // Unified addressing tells host from device memory.
+        self.copy_now(to as u64, src as u64, len)
     }
 
     unsafe fn read(&self, dest: *mut u8, from: usize, len: usize) -> Result<()> {
         if len == 0 {
             return Ok(());
         }
-        let cuda = self.driver()?;
-        // SAFETY: the caller's contract.
-        check(cuda, "cuMemcpy", unsafe {
-            (cuda.cuMemcpy)(dest as u64, from as u64, len)
-        })
+        self.copy_now(dest as u64, from as u64, len)
     }
 
     fn memory_name(&self) -> &'static str {
