@@ -9,9 +9,11 @@
  *
  *   shmem_allgather_cuda<<<blocks, threads, 0, stream>>>(shmemx_job_state_device(), args);
  *
- * with `args` holding symmetric addresses. No barrier across PEs is called, so the
- * cooperative-launch rule does not bind it: any block count works, as long as every PE
- * launches the same. ctest cuda.compile compiles it with nvcc for sm_90.
+ * with `args` holding symmetric addresses, every PE launching the same block count. Its blocks
+ * wait for every PE's blocks to have put, so the cooperative-launch rule binds it as it binds a
+ * barrier: every block of every PE must be resident at once (at most as many blocks as fit,
+ * or cudaLaunchCooperativeKernel). ctest cuda.compile compiles it with nvcc for sm_90; it has
+ * not run on a GPU.
  */
 #include <shmem/device.h>
 
