@@ -268,7 +268,10 @@ SHMEM_ARCH_INLINE void shmem_cuda_copy_(void *dst, const void *src, size_t bytes
     char *d = (char *)dst;
     const char *s = (const char *)src;
     const uintptr_t skew = (uintptr_t)d ^ (uintptr_t)s;
-    const size_t unit = (skew & 15u) == 0 ? 16u : (skew & 7u) == 0 ? 8u : (skew & 3u) == 0 ? 4u : 1u;
+    const size_t unit = (skew & 15u) == 0  ? 16u
+                        : (skew & 7u) == 0 ? 8u
+                        : (skew & 3u) == 0 ? 4u
+                                           : 1u;
     size_t head = (unit - ((uintptr_t)d & (unit - 1u))) & (unit - 1u);
     if (head > bytes) head = bytes;
     for (size_t i = rank; i < head; i += size) d[i] = s[i];
@@ -386,7 +389,7 @@ SHMEM_CUDA_ATOMICS_(u64, uint64_t, shmem_cuda_ull_)
 
 /* One wait's progress; start each wait from SHMEM_ARCH_WAIT_INIT. */
 typedef struct shmem_arch_wait {
-    uint32_t spins; /* checks so far */
+    uint32_t spins;  /* checks so far */
     uint32_t nap_ns; /* the last __nanosleep (0: none yet) */
 } shmem_arch_wait;
 #define SHMEM_ARCH_WAIT_INIT                                                                       \
