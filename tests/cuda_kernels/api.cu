@@ -109,6 +109,9 @@ __global__ void shmem_cuda_api_sync(const void *job, api_args a) {
         (void)aclshmemx_signal_fetch_u64(a.sig64);
         aclshmem_int64_wait_until(a.count, ACLSHMEM_CMP_GE, 1);
         aclshmem_int16_wait_until(a.flag16, ACLSHMEM_CMP_NE, 0);
+        aclshmem_int8_wait_until((int8_t *)a.flag16, ACLSHMEM_CMP_GT, 0);
+        aclshmem_uint8_p((uint8_t *)a.flag16 + 1, aclshmem_uint8_g((uint8_t *)a.flag16, next),
+                         next);
         if (aclshmem_uint32_test(a.word, ACLSHMEM_CMP_NE, 7u)) aclshmem_uint32_wait(a.word, 7u);
         (void)aclshmem_team_translate_pe(ACLSHMEM_TEAM_WORLD, me, ACLSHMEM_TEAM_WORLD);
         (void)aclshmem_team_my_pe(ACLSHMEM_TEAM_WORLD);
