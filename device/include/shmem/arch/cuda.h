@@ -431,8 +431,12 @@ SHMEM_ARCH_INLINE void shmem_arch_block_barrier(void) {
     if (blocks > 1 && shmem_arch_leader_block()) {
         shmem_cuda_grid_ *g = &shmem_cuda_grid_g;
         const uint32_t gen = shmem_cuda_ld_acquire_32_(&g->generation);
+        /* Fences on both sides of the arrival: this block's stores leave before it counts,
+         * and the last to arrive, which releases the others, has seen every block's. */
         __threadfence();
-        if (atomicAdd(&g->arrived, 1u) == blocks - 1u) {
+        const uint32_t before = atomicAdd(&g->arrived, 1u);
+        __threadfence();
+        if (before == blocks - 1u) {
             atomicExch(&g->arrived, 0u);
             shmem_cuda_st_release_32_(&g->generation, gen + 1u);
         } else {
