@@ -6,17 +6,21 @@
  * shmem_arch_spin, the block index and count, shmem_arch_block_barrier, shmem_arch_job (the
  * job state a kernel reads), shmem_arch_fail / shmem_arch_fail_addr (end the job with one line)
  * and the qualifiers SHMEM_ARCH_INLINE / SHMEM_ARCH_COLD / SHMEM_ARCH_GM (the memory a kernel
- * reaches). The CPU one (arch/cpu.h) runs everywhere; the AscendC one (arch/ascendc.h) is
- * chosen by CANN's compile modes: bisheng -xcce (__CCE__ in its host and device passes alike,
- * so a kernel's file sees one architecture; __CCE_AICORE__ in the device pass), and the
- * CPU-debug build of AscendC kernels (__CCE_KT_TEST__, ASCENDC_CPU_DEBUG). */
+ * reaches), and the groups of the scoped forms (shmem_arch_copy_warp / _block,
+ * shmem_arch_sync_warp / _block, shmem_arch_leader_warp / _block: a group is one thread where
+ * a block is). The CPU one (arch/cpu.h) runs everywhere; the CUDA one (arch/cuda.h) is chosen
+ * by nvcc (__CUDACC__ in its host and device passes alike, __CUDA_ARCH__ in the device pass);
+ * the AscendC one (arch/ascendc.h) by CANN's compile modes: bisheng -xcce (__CCE__ in its
+ * host and device passes alike, so a kernel's file sees one architecture; __CCE_AICORE__ in
+ * the device pass), and the CPU-debug build of AscendC kernels (__CCE_KT_TEST__,
+ * ASCENDC_CPU_DEBUG). */
 #ifndef SHMEM_ARCH_H
 #define SHMEM_ARCH_H
 
 #if defined(__CUDACC__) || defined(__CUDA_ARCH__)
-/* arch/cuda.h: blocks are CUDA blocks, the copy is a warp's or a block's, the job state a
- * device copy of the host's. */
-#error "shmem/device.h: the CUDA architecture is not provided yet; build kernels for the CPU"
+/* Blocks are CUDA thread blocks; the plain routines are a thread's, the _warp and _block forms
+ * a warp's or a block's; the job state is a device copy of the host's. */
+#include "arch/cuda.h"
 #elif defined(__CCE__) || defined(__CCE_AICORE__) || defined(__CCE_KT_TEST__) ||                   \
     defined(ASCENDC_CPU_DEBUG)
 /* Blocks are AI cores (GetBlockIdx/GetBlockNum), the copy a core's MTE staged through UB. */

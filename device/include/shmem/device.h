@@ -27,7 +27,16 @@
  * On the AscendC architecture the same holds, by other means: puts and gets are the core's MTE
  * copies staged through the unified buffer, complete when they return; AMOs are AscendC's
  * atomics on global memory, and the blocks of a PE meet with SyncAll; a misuse prints its line
- * and traps the core. */
+ * and traps the core.
+ * On the CUDA architecture (shmem/arch/cuda.h) the routines are called by threads, as
+ * NVSHMEM's: the plain forms are the calling thread's, the _warp and _block forms (below) are
+ * called by every thread of a full warp or of the block with the same arguments and the group
+ * shares the copy. Signals are released and acquired at system scope, AMOs are CUDA's system
+ * atomics between full fences, quiet and fence are __threadfence_system. The barriers are
+ * called by every thread of every block, and every block of the launch must be resident at
+ * once: launch with cudaLaunchCooperativeKernel, or with no more blocks than fit on the GPU
+ * together (NVSHMEM's rule for kernels that synchronise across PEs). A misuse prints its line
+ * with the device printf and traps. */
 #ifndef SHMEM_DEVICE_H
 #define SHMEM_DEVICE_H
 
@@ -568,6 +577,104 @@ SHMEM_ARCH_INLINE uint64_t aclshmemx_signal_wait_until_u64(SHMEM_ARCH_GM uint64_
     return shmem_device_wait_u64_("aclshmemx_signal_wait_until_u64", sig_addr, cmp, cmp_val);
 }
 
+/* ---- Scoped forms: a warp's, a block's ---------------------------------------------------
+ * NVSHMEM's _warp and _block forms of put and get: every thread of the calling group (a full
+ * warp, or every thread of the block) calls with the same arguments, and returns when the copy
+ * is complete for all of them. On CUDA the group's threads share the bytes; where a block is
+ * one thread (the CPU, an AscendC core) the group is the calling thread and a scoped form is
+ * the plain one. The _nbi forms complete at the next quiet, as the thread's do. The signal
+ * forms update the signal once, from the group's leader, after the whole group's data. */
+#define SHMEM_DEVICE_SCOPED_(SCOPE)                                                                \
+    SHMEM_ARCH_INLINE void shmem_device_put_##SCOPE##_(const char *call, SHMEM_ARCH_GM void *dst,  \
+                                                       SHMEM_ARCH_GM const void *src, size_t n,    \
+                                                       int pe) {                                   \
+        shmem_arch_copy_##SCOPE(shmem_device_remote_(call, "dst", dst, n, pe), src, n);            \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void shmem_device_get_##SCOPE##_(const char *call, SHMEM_ARCH_GM void *dst,  \
+                                                       SHMEM_ARCH_GM const void *src, size_t n,    \
+                                                       int pe) {                                   \
+        shmem_arch_copy_##SCOPE(dst, shmem_device_remote_(call, "src", src, n, pe), n);            \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void aclshmemx_putmem_##SCOPE(                                               \
+        SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes, int pe) {            \
+        shmem_device_put_##SCOPE##_("aclshmemx_putmem_" #SCOPE, dst, src, bytes, pe);              \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void aclshmemx_getmem_##SCOPE(                                               \
+        SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes, int pe) {            \
+        shmem_device_get_##SCOPE##_("aclshmemx_getmem_" #SCOPE, dst, src, bytes, pe);              \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void aclshmemx_putmem_nbi_##SCOPE(                                           \
+        SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes, int pe) {            \
+        shmem_device_put_##SCOPE##_("aclshmemx_putmem_nbi_" #SCOPE, dst, src, bytes, pe);          \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void aclshmemx_getmem_nbi_##SCOPE(                                           \
+        SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes, int pe) {            \
+        shmem_device_get_##SCOPE##_("aclshmemx_getmem_nbi_" #SCOPE, dst, src, bytes, pe);          \
+    }                                                                                              \
+    /* The group's data is delivered (each member's stores fenced at system scope, the group       \
+     * met) before its leader updates `sig_addr` on `pe`. */                                       \
+    SHMEM_ARCH_INLINE void aclshmemx_putmem_signal_##SCOPE(                                        \
+        SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes,                      \
+        SHMEM_ARCH_GM int32_t *sig_addr, int32_t signal, int sig_op, int pe) {                     \
+        const char *call = "aclshmemx_putmem_signal_" #SCOPE;                                      \
+        shmem_device_put_##SCOPE##_(call, dst, src, bytes, pe);                                    \
+        shmem_arch_fence_system();                                                                 \
+        shmem_arch_sync_##SCOPE();                                                                 \
+        if (shmem_arch_leader_##SCOPE())                                                           \
+            shmem_device_signal_u32_(call, sig_addr, signal, sig_op, pe);                          \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void aclshmemx_putmem_signal_nbi_##SCOPE(                                    \
+        SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes,                      \
+        SHMEM_ARCH_GM int32_t *sig_addr, int32_t signal, int sig_op, int pe) {                     \
+        const char *call = "aclshmemx_putmem_signal_nbi_" #SCOPE;                                  \
+        shmem_device_put_##SCOPE##_(call, dst, src, bytes, pe);                                    \
+        shmem_arch_fence_system();                                                                 \
+        shmem_arch_sync_##SCOPE();                                                                 \
+        if (shmem_arch_leader_##SCOPE())                                                           \
+            shmem_device_signal_u32_(call, sig_addr, signal, sig_op, pe);                          \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void aclshmemx_putmem_signal_u64_##SCOPE(                                    \
+        SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes,                      \
+        SHMEM_ARCH_GM uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) {                   \
+        const char *call = "aclshmemx_putmem_signal_u64_" #SCOPE;                                  \
+        shmem_device_put_##SCOPE##_(call, dst, src, bytes, pe);                                    \
+        shmem_arch_fence_system();                                                                 \
+        shmem_arch_sync_##SCOPE();                                                                 \
+        if (shmem_arch_leader_##SCOPE())                                                           \
+            shmem_device_signal_u64_(call, sig_addr, signal, sig_op, pe);                          \
+    }
+
+SHMEM_DEVICE_SCOPED_(warp)
+SHMEM_DEVICE_SCOPED_(block)
+
+/* Typed scoped forms: `nelems` elements, as aclshmem_put_<type>_mem & co. */
+#define SHMEM_DEVICE_RMA_SCOPED_(NAME, T, SCOPE)                                                   \
+    SHMEM_ARCH_INLINE void aclshmemx_put_##NAME##_mem_##SCOPE(                                     \
+        SHMEM_ARCH_GM T *dst, SHMEM_ARCH_GM const T *src, size_t nelems, int pe) {                 \
+        shmem_device_put_##SCOPE##_("aclshmemx_put_" #NAME "_mem_" #SCOPE, dst, src,               \
+                                    nelems * sizeof(T), pe);                                       \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void aclshmemx_get_##NAME##_mem_##SCOPE(                                     \
+        SHMEM_ARCH_GM T *dst, SHMEM_ARCH_GM const T *src, size_t nelems, int pe) {                 \
+        shmem_device_get_##SCOPE##_("aclshmemx_get_" #NAME "_mem_" #SCOPE, dst, src,               \
+                                    nelems * sizeof(T), pe);                                       \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void aclshmemx_put_##NAME##_mem_nbi_##SCOPE(                                 \
+        SHMEM_ARCH_GM T *dst, SHMEM_ARCH_GM const T *src, size_t nelems, int pe) {                 \
+        shmem_device_put_##SCOPE##_("aclshmemx_put_" #NAME "_mem_nbi_" #SCOPE, dst, src,           \
+                                    nelems * sizeof(T), pe);                                       \
+    }                                                                                              \
+    SHMEM_ARCH_INLINE void aclshmemx_get_##NAME##_mem_nbi_##SCOPE(                                 \
+        SHMEM_ARCH_GM T *dst, SHMEM_ARCH_GM const T *src, size_t nelems, int pe) {                 \
+        shmem_device_get_##SCOPE##_("aclshmemx_get_" #NAME "_mem_nbi_" #SCOPE, dst, src,           \
+                                    nelems * sizeof(T), pe);                                       \
+    }
+#define SHMEM_DEVICE_RMA_WARP_(NAME, T) SHMEM_DEVICE_RMA_SCOPED_(NAME, T, warp)
+#define SHMEM_DEVICE_RMA_BLOCK_(NAME, T) SHMEM_DEVICE_RMA_SCOPED_(NAME, T, block)
+
+SHMEM_DEVICE_RMA_TYPES(SHMEM_DEVICE_RMA_WARP_)
+SHMEM_DEVICE_RMA_TYPES(SHMEM_DEVICE_RMA_BLOCK_)
+
 /* ---- 2-D non-contiguous copies (C++: overloads of the typed forms, as CANN declares them) ---
  * `repeat` rows of `length` elements; row r starts at src + r * src_ld and dst + r * dst_ld
  * (leading dimensions in elements). */
@@ -703,19 +810,22 @@ SHMEM_ARCH_INLINE void shmem_device_team_barrier_(const char *call,
 }
 
 /* Every block of every member of `team` meets (`team`: a slot of the team table, as
- * shmemx_team_kernel_id gives it; ACLSHMEM_TEAM_WORLD for all PEs). sync orders memory;
+ * shmemx_team_kernel_id gives it; ACLSHMEM_TEAM_WORLD for all PEs); on CUDA every thread of
+ * every block calls it, under the cooperative-launch rule above. sync orders memory;
  * barrier also completes the calling block's operations first (the same on the CPU). */
 SHMEM_ARCH_INLINE void aclshmem_sync(aclshmem_team_t team) {
     SHMEM_ARCH_GM const shmem_job_state *job = shmem_arch_job("aclshmem_sync");
     shmem_arch_block_barrier();
-    if (shmem_arch_block_idx() == 0) shmem_device_team_barrier_("aclshmem_sync", job, team);
+    if (shmem_arch_block_idx() == 0 && shmem_arch_leader_block())
+        shmem_device_team_barrier_("aclshmem_sync", job, team);
     shmem_arch_block_barrier();
 }
 SHMEM_ARCH_INLINE void aclshmem_barrier(aclshmem_team_t team) {
     SHMEM_ARCH_GM const shmem_job_state *job = shmem_arch_job("aclshmem_barrier");
     shmem_arch_fence_system();
     shmem_arch_block_barrier();
-    if (shmem_arch_block_idx() == 0) shmem_device_team_barrier_("aclshmem_barrier", job, team);
+    if (shmem_arch_block_idx() == 0 && shmem_arch_leader_block())
+        shmem_device_team_barrier_("aclshmem_barrier", job, team);
     shmem_arch_block_barrier();
 }
 /* CANN's vector-core barriers: on the CPU every block takes part, as in aclshmem_barrier. */
@@ -727,14 +837,16 @@ SHMEM_ARCH_INLINE void aclshmemx_barrier_vec(aclshmem_team_t team) { aclshmem_ba
 SHMEM_ARCH_INLINE void aclshmem_sync_all(void) {
     SHMEM_ARCH_GM const shmem_job_state *job = shmem_arch_job("aclshmem_sync_all");
     shmem_arch_block_barrier();
-    if (shmem_arch_block_idx() == 0) shmem_device_pe_barrier_("aclshmem_sync_all", job);
+    if (shmem_arch_block_idx() == 0 && shmem_arch_leader_block())
+        shmem_device_pe_barrier_("aclshmem_sync_all", job);
     shmem_arch_block_barrier();
 }
 SHMEM_ARCH_INLINE void aclshmem_barrier_all(void) {
     SHMEM_ARCH_GM const shmem_job_state *job = shmem_arch_job("aclshmem_barrier_all");
     shmem_arch_fence_system();
     shmem_arch_block_barrier();
-    if (shmem_arch_block_idx() == 0) shmem_device_pe_barrier_("aclshmem_barrier_all", job);
+    if (shmem_arch_block_idx() == 0 && shmem_arch_leader_block())
+        shmem_device_pe_barrier_("aclshmem_barrier_all", job);
     shmem_arch_block_barrier();
 }
 

@@ -225,6 +225,22 @@ SHMEM_ARCH_INLINE void shmem_arch_copy(__gm__ void *dst, __gm__ const void *src,
     AscendC::PipeBarrier<PIPE_ALL>();
 }
 
+/* The groups of the scoped forms (_warp, _block): a block is one AI core, whose scalar unit is
+ * the one caller, so a group is the calling core; it is its own leader, meets nobody, and its
+ * group copy is its own MTE copy. */
+SHMEM_ARCH_INLINE int shmem_arch_leader_warp(void) { return 1; }
+SHMEM_ARCH_INLINE int shmem_arch_leader_block(void) { return 1; }
+SHMEM_ARCH_INLINE void shmem_arch_sync_warp(void) {}
+SHMEM_ARCH_INLINE void shmem_arch_sync_block(void) {}
+SHMEM_ARCH_INLINE void shmem_arch_copy_warp(__gm__ void *dst, __gm__ const void *src,
+                                            size_t bytes) {
+    shmem_arch_copy(dst, src, bytes);
+}
+SHMEM_ARCH_INLINE void shmem_arch_copy_block(__gm__ void *dst, __gm__ const void *src,
+                                             size_t bytes) {
+    shmem_arch_copy(dst, src, bytes);
+}
+
 /* ---- Fences and atomics ------------------------------------------------------------------- */
 
 /* acquire and release order the core's pipes (a copy before a release is complete before any

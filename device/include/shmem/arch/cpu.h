@@ -87,6 +87,19 @@ SHMEM_ARCH_INLINE void shmem_arch_copy(void *dst, const void *src, size_t bytes)
     if (bytes != 0) memcpy(dst, src, bytes);
 }
 
+/* The groups of the scoped forms (_warp, _block): a block is one thread here, so a group is the
+ * calling thread; it is its own leader, meets nobody, and its group copy is its own. */
+SHMEM_ARCH_INLINE int shmem_arch_leader_warp(void) { return 1; }
+SHMEM_ARCH_INLINE int shmem_arch_leader_block(void) { return 1; }
+SHMEM_ARCH_INLINE void shmem_arch_sync_warp(void) {}
+SHMEM_ARCH_INLINE void shmem_arch_sync_block(void) {}
+SHMEM_ARCH_INLINE void shmem_arch_copy_warp(void *dst, const void *src, size_t bytes) {
+    shmem_arch_copy(dst, src, bytes);
+}
+SHMEM_ARCH_INLINE void shmem_arch_copy_block(void *dst, const void *src, size_t bytes) {
+    shmem_arch_copy(dst, src, bytes);
+}
+
 /* Fences: acquire, release, and the system scope (every earlier load and store of this thread
  * is visible to every PE before any later one). */
 SHMEM_ARCH_INLINE void shmem_arch_fence_acquire(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
