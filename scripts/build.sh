@@ -5,7 +5,9 @@
 #   (no mode)          check dependencies, configure, build everything (tests too), install
 #   -uttests           ... then format checks (cargo fmt, clang-format), cargo clippy, and every
 #                      test: ctest --output-on-failure -j2 (gtest multi-PE, cargo test, ABI,
-#                      install/consumer checks, examples), then cargo's own result lines
+#                      install/consumer checks, examples), then cargo's own result lines;
+#                      nvcc comes from PyPI into <build>/venv first when a network is there
+#                      (ctest cuda.compile compiles the CUDA kernels with it)
 #   -examples          build only what the main demo needs (the library, shmemrun, the demo),
 #                      install, then run the demo (examples/allgather.c) on 4 PEs with the
 #                      freshly built shmemrun. A new build dir is configured without tests
@@ -278,6 +280,18 @@ if ((do_torch)); then
     torch_options=(-DSHMEM_BUILD_TORCH=ON -DSHMEM_TORCH_PYTHON="$torch_python")
 elif ((no_torch)); then
     torch_options=(-DSHMEM_BUILD_TORCH=OFF)
+fi
+# nvcc from PyPI (NVIDIA's wheels: nvcc with cicc and ptxas, the CUDA runtime's and CCCL's
+# headers; CUDA 13, the 12.x wheels carry no nvcc) into the build's virtual environment, where
+# CMake finds it for ctest cuda.compile: the CUDA kernels compile with no GPU and no CUDA
+# install. Only when a network is there: without one, cuda.compile reports SKIPPED.
+CUDA_WHEELS=("nvidia-cuda-nvcc>=13,<14" "nvidia-cuda-runtime>=13,<14" "nvidia-cuda-cccl>=13,<14")
+if ((do_tests)); then
+    log "nvcc from PyPI (into $build_dir/venv, for ctest cuda.compile)"
+    if ! PIP_TIMEOUT=15 PIP_RETRIES=1 SHMEM_VENV= "$ROOT/scripts/python-env.sh" \
+        --venv "$build_dir/venv" "${CUDA_WHEELS[@]}" >/dev/null; then
+        echo "nvcc not installed (no network, or pip failed above): ctest cuda.compile will report SKIPPED"
+    fi
 fi
 # -cann makes CANN required (CMake stops without it); otherwise it is used when found.
 cann_option=(-DSHMEM_BUILD_CANN=OFF)

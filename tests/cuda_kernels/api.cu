@@ -6,11 +6,11 @@
 
 /* The buffers the host passes (symmetric, in GPU memory). */
 struct api_args {
-    int64_t *data;       /* n_pes * 64 */
-    int64_t *back;       /* n_pes * 64 */
-    __half *halves;      /* 64 */
-    __nv_bfloat16 *bf;   /* 64 */
-    float *floats;       /* 64 */
+    int64_t *data;     /* n_pes * 64 */
+    int64_t *back;     /* n_pes * 64 */
+    __half *halves;    /* 64 */
+    __nv_bfloat16 *bf; /* 64 */
+    float *floats;     /* 64 */
     int32_t *sig32;
     uint64_t *sig64;
     uint32_t *word;
@@ -97,8 +97,7 @@ __global__ void shmem_cuda_api_sync(const void *job, api_args a) {
         (void)aclshmem_uint64_atomic_fetch_and(a.sig64, 3u, next);
         aclshmem_uint32_atomic_xor(a.word, 2u, next);
         aclshmem_int32_atomic_and(a.sig32, 7, next);
-        (void)aclshmem_uint32_atomic_swap(a.word, aclshmem_uint32_atomic_fetch(a.word, next),
-                                          next);
+        (void)aclshmem_uint32_atomic_swap(a.word, aclshmem_uint32_atomic_fetch(a.word, next), next);
         aclshmem_uint32_atomic_set(a.word, 0u, next);
         aclshmem_putmem_signal(a.data, a.data, 64, a.sig32, 1, ACLSHMEM_SIGNAL_ADD, next);
         aclshmem_putmem_signal_nbi(a.data, a.data, 64, a.sig32, 1, ACLSHMEM_SIGNAL_ADD, next);
@@ -110,6 +109,9 @@ __global__ void shmem_cuda_api_sync(const void *job, api_args a) {
         (void)aclshmemx_signal_fetch_u64(a.sig64);
         aclshmem_int64_wait_until(a.count, ACLSHMEM_CMP_GE, 1);
         aclshmem_int16_wait_until(a.flag16, ACLSHMEM_CMP_NE, 0);
+        aclshmem_int8_wait_until((int8_t *)a.flag16, ACLSHMEM_CMP_GT, 0);
+        aclshmem_uint8_p((uint8_t *)a.flag16 + 1, aclshmem_uint8_g((uint8_t *)a.flag16, next),
+                         next);
         if (aclshmem_uint32_test(a.word, ACLSHMEM_CMP_NE, 7u)) aclshmem_uint32_wait(a.word, 7u);
         (void)aclshmem_team_translate_pe(ACLSHMEM_TEAM_WORLD, me, ACLSHMEM_TEAM_WORLD);
         (void)aclshmem_team_my_pe(ACLSHMEM_TEAM_WORLD);

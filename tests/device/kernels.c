@@ -196,6 +196,77 @@ static void signals(void *p) {
     CHECK(aclshmemx_signal_fetch_u64(a->sig64 + b) == ROUNDS, "signal_fetch");
 }
 
+/* NVSHMEM's _warp and _block forms: on the CPU a group is the calling block, so each is the
+ * thread form, and the same data must arrive. Runs after `signals` (sig32 at ROUNDS * nb,
+ * sig64[b] at ROUNDS on every PE). */
+static void scoped(void *p) {
+    args *a = (args *)p;
+    int me = aclshmem_my_pe(), n = aclshmem_n_pes();
+    int b = aclshmemx_block_idx(), nb = aclshmemx_block_num();
+    int next = (me + 1) % n, prev = (me + n - 1) % n;
+    int64_t src[K];
+    for (int i = 0; i < K; i++) src[i] = value(me, b, i, 2);
+    int64_t *chunk = a->data + ((size_t)me * nb + b) * K;
+    switch (b % 4) {
+    case 0: aclshmemx_putmem_block(chunk, src, sizeof src, next); break;
+    case 1: aclshmemx_put_int64_mem_warp(chunk, src, K, next); break;
+    case 2: aclshmemx_putmem_nbi_warp(chunk, src, sizeof src, next); break;
+    default: aclshmemx_put_int64_mem_nbi_block(chunk, src, K, next); break;
+    }
+    aclshmem_quiet();
+    aclshmem_barrier_all();
+    const int64_t *got = a->data + ((size_t)prev * nb + b) * K;
+    for (int i = 0; i < K; i++) {
+        CHECK(got[i] == value(prev, b, i, 2), "scoped put: data[%d] = %lld from PE %d", i,
+              (long long)got[i], prev);
+    }
+    int64_t *back = a->back + ((size_t)me * nb + b) * K;
+    switch (b % 4) {
+    case 0: aclshmemx_getmem_block(back, chunk, sizeof src, next); break;
+    case 1: aclshmemx_get_int64_mem_warp(back, chunk, K, next); break;
+    case 2: aclshmemx_getmem_nbi_warp(back, chunk, sizeof src, next); break;
+    default: aclshmemx_get_int64_mem_nbi_block(back, chunk, K, next); break;
+    }
+    aclshmem_quiet();
+    for (int i = 0; i < K; i++) {
+        CHECK(back[i] == value(me, b, i, 2), "scoped get: back[%d] = %lld", i, (long long)back[i]);
+    }
+
+    /* Signalled puts: an int32 ADD by every block, then a uint64 SET on the block's own word. */
+    int64_t *dst = a->msg + (size_t)b * K;
+    int r = ROUNDS + 1;
+    for (int i = 0; i < K; i++) src[i] = value(me, b, i, r);
+    if (b % 2 == 0) {
+        aclshmemx_putmem_signal_block(dst, src, sizeof src, a->sig32, 1, ACLSHMEM_SIGNAL_ADD, next);
+    } else {
+        aclshmemx_putmem_signal_nbi_warp(dst, src, sizeof src, a->sig32, 1, ACLSHMEM_SIGNAL_ADD,
+                                         next);
+    }
+    int32_t s = aclshmem_signal_wait_until(a->sig32, ACLSHMEM_CMP_GE, r * nb);
+    CHECK(s >= r * nb, "scoped sig32 %d", s);
+    for (int i = 0; i < K; i++) {
+        CHECK(dst[i] == value(prev, b, i, r), "scoped signal: msg[%d] = %lld", i,
+              (long long)dst[i]);
+    }
+    aclshmem_sync_all();
+    r = ROUNDS + 2;
+    for (int i = 0; i < K; i++) src[i] = value(me, b, i, r);
+    if (b % 2 == 0) {
+        aclshmemx_putmem_signal_u64_warp(dst, src, sizeof src, a->sig64 + b, (uint64_t)r,
+                                         ACLSHMEM_SIGNAL_SET, next);
+    } else {
+        aclshmemx_putmem_signal_u64_block(dst, src, sizeof src, a->sig64 + b, (uint64_t)r,
+                                          ACLSHMEM_SIGNAL_SET, next);
+    }
+    uint64_t s64 = aclshmemx_signal_wait_until_u64(a->sig64 + b, ACLSHMEM_CMP_EQ, (uint64_t)r);
+    CHECK(s64 == (uint64_t)r, "scoped sig64 %llu", (unsigned long long)s64);
+    for (int i = 0; i < K; i++) {
+        CHECK(dst[i] == value(prev, b, i, r), "scoped signal u64: msg[%d] = %lld", i,
+              (long long)dst[i]);
+    }
+    aclshmem_sync_all();
+}
+
 /* Barriers: each round every block adds to PE 0's counter; after barrier_all every block must
  * see all of the round's additions, and none of the next round's before the second barrier. */
 static void barriers(void *p) {
@@ -344,6 +415,7 @@ int main(int argc, char **argv) {
     *a.wins = 0;
     shmem_barrier_all();
     launch("signals", signals, &a, blocks);
+    launch("scoped", scoped, &a, blocks);
     launch("barriers", barriers, &a, blocks);
     for (int i = 0; i < n * blocks; i++) a.small[i] = 0;
     shmem_barrier_all();

@@ -595,28 +595,24 @@ SHMEM_ARCH_INLINE uint64_t aclshmemx_signal_wait_until_u64(SHMEM_ARCH_GM uint64_
                                                        int pe) {                                   \
         shmem_arch_copy_##SCOPE(dst, shmem_device_remote_(call, "src", src, n, pe), n);            \
     }                                                                                              \
-    SHMEM_ARCH_INLINE void aclshmemx_putmem_##SCOPE(SHMEM_ARCH_GM void *dst,                       \
-                                                    SHMEM_ARCH_GM const void *src, size_t bytes,   \
-                                                    int pe) {                                      \
+    SHMEM_ARCH_INLINE void aclshmemx_putmem_##SCOPE(                                               \
+        SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes, int pe) {            \
         shmem_device_put_##SCOPE##_("aclshmemx_putmem_" #SCOPE, dst, src, bytes, pe);              \
     }                                                                                              \
-    SHMEM_ARCH_INLINE void aclshmemx_getmem_##SCOPE(SHMEM_ARCH_GM void *dst,                       \
-                                                    SHMEM_ARCH_GM const void *src, size_t bytes,   \
-                                                    int pe) {                                      \
+    SHMEM_ARCH_INLINE void aclshmemx_getmem_##SCOPE(                                               \
+        SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes, int pe) {            \
         shmem_device_get_##SCOPE##_("aclshmemx_getmem_" #SCOPE, dst, src, bytes, pe);              \
     }                                                                                              \
-    SHMEM_ARCH_INLINE void aclshmemx_putmem_nbi_##SCOPE(SHMEM_ARCH_GM void *dst,                   \
-                                                        SHMEM_ARCH_GM const void *src,             \
-                                                        size_t bytes, int pe) {                    \
+    SHMEM_ARCH_INLINE void aclshmemx_putmem_nbi_##SCOPE(                                           \
+        SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes, int pe) {            \
         shmem_device_put_##SCOPE##_("aclshmemx_putmem_nbi_" #SCOPE, dst, src, bytes, pe);          \
     }                                                                                              \
-    SHMEM_ARCH_INLINE void aclshmemx_getmem_nbi_##SCOPE(SHMEM_ARCH_GM void *dst,                   \
-                                                        SHMEM_ARCH_GM const void *src,             \
-                                                        size_t bytes, int pe) {                    \
+    SHMEM_ARCH_INLINE void aclshmemx_getmem_nbi_##SCOPE(                                           \
+        SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes, int pe) {            \
         shmem_device_get_##SCOPE##_("aclshmemx_getmem_nbi_" #SCOPE, dst, src, bytes, pe);          \
     }                                                                                              \
-    /* The group's data is delivered (each member's stores fenced at system scope, the group      \
-     * met) before its leader updates `sig_addr` on `pe`. */                                      \
+    /* The group's data is delivered (each member's stores fenced at system scope, the group       \
+     * met) before its leader updates `sig_addr` on `pe`. */                                       \
     SHMEM_ARCH_INLINE void aclshmemx_putmem_signal_##SCOPE(                                        \
         SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes,                      \
         SHMEM_ARCH_GM int32_t *sig_addr, int32_t signal, int sig_op, int pe) {                     \
@@ -624,7 +620,8 @@ SHMEM_ARCH_INLINE uint64_t aclshmemx_signal_wait_until_u64(SHMEM_ARCH_GM uint64_
         shmem_device_put_##SCOPE##_(call, dst, src, bytes, pe);                                    \
         shmem_arch_fence_system();                                                                 \
         shmem_arch_sync_##SCOPE();                                                                 \
-        if (shmem_arch_leader_##SCOPE()) shmem_device_signal_u32_(call, sig_addr, signal, sig_op, pe); \
+        if (shmem_arch_leader_##SCOPE())                                                           \
+            shmem_device_signal_u32_(call, sig_addr, signal, sig_op, pe);                          \
     }                                                                                              \
     SHMEM_ARCH_INLINE void aclshmemx_putmem_signal_nbi_##SCOPE(                                    \
         SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes,                      \
@@ -633,7 +630,8 @@ SHMEM_ARCH_INLINE uint64_t aclshmemx_signal_wait_until_u64(SHMEM_ARCH_GM uint64_
         shmem_device_put_##SCOPE##_(call, dst, src, bytes, pe);                                    \
         shmem_arch_fence_system();                                                                 \
         shmem_arch_sync_##SCOPE();                                                                 \
-        if (shmem_arch_leader_##SCOPE()) shmem_device_signal_u32_(call, sig_addr, signal, sig_op, pe); \
+        if (shmem_arch_leader_##SCOPE())                                                           \
+            shmem_device_signal_u32_(call, sig_addr, signal, sig_op, pe);                          \
     }                                                                                              \
     SHMEM_ARCH_INLINE void aclshmemx_putmem_signal_u64_##SCOPE(                                    \
         SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes,                      \
@@ -642,7 +640,8 @@ SHMEM_ARCH_INLINE uint64_t aclshmemx_signal_wait_until_u64(SHMEM_ARCH_GM uint64_
         shmem_device_put_##SCOPE##_(call, dst, src, bytes, pe);                                    \
         shmem_arch_fence_system();                                                                 \
         shmem_arch_sync_##SCOPE();                                                                 \
-        if (shmem_arch_leader_##SCOPE()) shmem_device_signal_u64_(call, sig_addr, signal, sig_op, pe); \
+        if (shmem_arch_leader_##SCOPE())                                                           \
+            shmem_device_signal_u64_(call, sig_addr, signal, sig_op, pe);                          \
     }
 
 SHMEM_DEVICE_SCOPED_(warp)
@@ -817,14 +816,16 @@ SHMEM_ARCH_INLINE void shmem_device_team_barrier_(const char *call,
 SHMEM_ARCH_INLINE void aclshmem_sync(aclshmem_team_t team) {
     SHMEM_ARCH_GM const shmem_job_state *job = shmem_arch_job("aclshmem_sync");
     shmem_arch_block_barrier();
-    if (shmem_arch_block_idx() == 0 && shmem_arch_leader_block()) shmem_device_team_barrier_("aclshmem_sync", job, team);
+    if (shmem_arch_block_idx() == 0 && shmem_arch_leader_block())
+        shmem_device_team_barrier_("aclshmem_sync", job, team);
     shmem_arch_block_barrier();
 }
 SHMEM_ARCH_INLINE void aclshmem_barrier(aclshmem_team_t team) {
     SHMEM_ARCH_GM const shmem_job_state *job = shmem_arch_job("aclshmem_barrier");
     shmem_arch_fence_system();
     shmem_arch_block_barrier();
-    if (shmem_arch_block_idx() == 0 && shmem_arch_leader_block()) shmem_device_team_barrier_("aclshmem_barrier", job, team);
+    if (shmem_arch_block_idx() == 0 && shmem_arch_leader_block())
+        shmem_device_team_barrier_("aclshmem_barrier", job, team);
     shmem_arch_block_barrier();
 }
 /* CANN's vector-core barriers: on the CPU every block takes part, as in aclshmem_barrier. */
@@ -836,14 +837,16 @@ SHMEM_ARCH_INLINE void aclshmemx_barrier_vec(aclshmem_team_t team) { aclshmem_ba
 SHMEM_ARCH_INLINE void aclshmem_sync_all(void) {
     SHMEM_ARCH_GM const shmem_job_state *job = shmem_arch_job("aclshmem_sync_all");
     shmem_arch_block_barrier();
-    if (shmem_arch_block_idx() == 0 && shmem_arch_leader_block()) shmem_device_pe_barrier_("aclshmem_sync_all", job);
+    if (shmem_arch_block_idx() == 0 && shmem_arch_leader_block())
+        shmem_device_pe_barrier_("aclshmem_sync_all", job);
     shmem_arch_block_barrier();
 }
 SHMEM_ARCH_INLINE void aclshmem_barrier_all(void) {
     SHMEM_ARCH_GM const shmem_job_state *job = shmem_arch_job("aclshmem_barrier_all");
     shmem_arch_fence_system();
     shmem_arch_block_barrier();
-    if (shmem_arch_block_idx() == 0 && shmem_arch_leader_block()) shmem_device_pe_barrier_("aclshmem_barrier_all", job);
+    if (shmem_arch_block_idx() == 0 && shmem_arch_leader_block())
+        shmem_device_pe_barrier_("aclshmem_barrier_all", job);
     shmem_arch_block_barrier();
 }
 

@@ -268,7 +268,10 @@ SHMEM_ARCH_INLINE void shmem_cuda_copy_(void *dst, const void *src, size_t bytes
     char *d = (char *)dst;
     const char *s = (const char *)src;
     const uintptr_t skew = (uintptr_t)d ^ (uintptr_t)s;
-    const size_t unit = (skew & 15u) == 0 ? 16u : (skew & 7u) == 0 ? 8u : (skew & 3u) == 0 ? 4u : 1u;
+    const size_t unit = (skew & 15u) == 0  ? 16u
+                        : (skew & 7u) == 0 ? 8u
+                        : (skew & 3u) == 0 ? 4u
+                                           : 1u;
     size_t head = (unit - ((uintptr_t)d & (unit - 1u))) & (unit - 1u);
     if (head > bytes) head = bytes;
     for (size_t i = rank; i < head; i += size) d[i] = s[i];
@@ -386,7 +389,7 @@ SHMEM_CUDA_ATOMICS_(u64, uint64_t, shmem_cuda_ull_)
 
 /* One wait's progress; start each wait from SHMEM_ARCH_WAIT_INIT. */
 typedef struct shmem_arch_wait {
-    uint32_t spins; /* checks so far */
+    uint32_t spins;  /* checks so far */
     uint32_t nap_ns; /* the last __nanosleep (0: none yet) */
 } shmem_arch_wait;
 #define SHMEM_ARCH_WAIT_INIT                                                                       \
@@ -428,8 +431,12 @@ SHMEM_ARCH_INLINE void shmem_arch_block_barrier(void) {
     if (blocks > 1 && shmem_arch_leader_block()) {
         shmem_cuda_grid_ *g = &shmem_cuda_grid_g;
         const uint32_t gen = shmem_cuda_ld_acquire_32_(&g->generation);
+        /* Fences on both sides of the arrival: this block's stores leave before it counts,
+         * and the last to arrive, which releases the others, has seen every block's. */
         __threadfence();
-        if (atomicAdd(&g->arrived, 1u) == blocks - 1u) {
+        const uint32_t before = atomicAdd(&g->arrived, 1u);
+        __threadfence();
+        if (before == blocks - 1u) {
             atomicExch(&g->arrived, 0u);
             shmem_cuda_st_release_32_(&g->generation, gen + 1u);
         } else {

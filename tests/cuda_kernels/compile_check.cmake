@@ -1,0 +1,73 @@
+# ctest cuda.compile: the kernel-side API's CUDA architecture (shmem/arch/cuda.h) and the CUDA
+# kernels compile with nvcc to objects for sm_90, with every warning an error (nvcc's
+# `-Werror all-warnings`, the host compiler's -Wall -Wextra -Werror for the host pass). No GPU
+# and no CUDA install are needed: nvcc from PyPI (scripts/build.sh -uttests puts it into
+# <build>/venv) or a system CUDA (tests/cuda_kernels/CMakeLists.txt finds either).
+#
+#   cmake -DNVCC=<nvcc> -DSRC=<source tree> -DWORK=<scratch dir> -P compile_check.cmake
+#
+# Checked, each on its own:
+# - tests/cuda_kernels/*.cu: shmem/device.h alone, and every API family at every scope (the
+#   thread's forms, _warp, _block) from `__global__` kernels;
+# - examples/cuda/*.cu: the CUDA ports of the examples' kernels (allgather, kv_shuffle);
+# - tests/device/with_host_header.c, compiled as CUDA, must fail with the header's message that
+#   says to split the kernel-side and host headers.
+# The C kernels of examples/ (allgather.c & co.) are not compiled here: they are plain host
+# functions run by shmemx_cpu_launch, which nvcc rightly refuses to let call __device__
+# routines; examples/cuda/ holds the CUDA form of those that only move data and signal (the
+# matmul operators and moe_dispatch_combine compute with the host's CBLAS).
+# Every file is compiled even after a failure; the check fails when any did.
+cmake_minimum_required(VERSION 3.25)
+
+if(NOT NVCC OR NOT SRC OR NOT WORK)
+    message(FATAL_ERROR
+        "compile_check.cmake: pass -DNVCC=<nvcc> -DSRC=<source tree> -DWORK=<scratch dir>")
+endif()
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+
+set(common -std=c++17 -arch=sm_90 -c -I${SRC}/device/include)
+set(strict -Werror all-warnings -Xcompiler=-Wall,-Wextra,-Werror)
+file(GLOB cuda_sources ${SRC}/tests/cuda_kernels/*.cu ${SRC}/examples/cuda/*.cu)
+
+set(failed)
+set(checked 0)
+function(compile_one src expect_ok)
+    cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "FLAGS")
+    file(RELATIVE_PATH rel ${SRC} ${src})
+    string(MAKE_C_IDENTIFIER ${rel} obj)
+    execute_process(COMMAND ${NVCC} ${common} ${arg_FLAGS} ${src} -o ${WORK}/${obj}.o
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
+    if(expect_ok AND rc EQUAL 0 AND EXISTS ${WORK}/${obj}.o)
+        message(STATUS "ok      ${rel}")
+    elseif(NOT expect_ok AND NOT rc EQUAL 0 AND "${out}${err}" MATCHES "declare the same CANN names")
+        message(STATUS "ok      ${rel} (refused, as it must be)")
+    else()
+        message(STATUS "FAILED  ${rel} (exit ${rc})\n${out}${err}")
+        set(failed ${failed} ${rel} PARENT_SCOPE)
+    endif()
+    math(EXPR n "${checked} + 1")
+    set(checked ${n} PARENT_SCOPE)
+endfunction()
+
+execute_process(COMMAND ${NVCC} --version OUTPUT_VARIABLE version RESULT_VARIABLE rc TIMEOUT 60)
+if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "cuda.compile: ${NVCC} --version failed (exit ${rc})")
+endif()
+string(REGEX MATCH "release [0-9.]+" release "${version}")
+message(STATUS "cuda.compile: ${NVCC} (${release}), sm_90")
+
+foreach(src IN LISTS cuda_sources)
+    compile_one(${src} TRUE FLAGS ${strict})
+endforeach()
+compile_one(${SRC}/tests/device/with_host_header.c FALSE FLAGS -x cu -I${SRC}/cpp/include)
+
+list(LENGTH cuda_sources n_cuda)
+if(n_cuda LESS 4)
+    message(FATAL_ERROR "cuda.compile: found ${n_cuda} CUDA sources under ${SRC}: fewer than "
+        "the tree holds, the globs are wrong")
+endif()
+if(failed)
+    message(FATAL_ERROR "cuda.compile: ${checked} files checked, these failed: ${failed}")
+endif()
+message(STATUS "cuda.compile: ${checked} files checked for the CUDA architecture")
