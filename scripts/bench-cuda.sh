@@ -27,8 +27,11 @@
 #
 # Found on the way (each missing one is named, and the script exits 1 before running anything):
 #   nvcc       $NVCC, else `nvcc` on PATH, else $CUDA_HOME/bin, /usr/local/cuda/bin, else the
-#              nvidia-cuda-nvcc wheel (python3 -m pip install nvidia-cuda-nvcc-cu12) in
-#              python3's site-packages or in build/venv
+#              nvidia-cuda-nvcc wheel in python3's site-packages or in build/venv (where
+#              scripts/build.sh -uttests puts it). The wheel is CUDA 13, whose programs need a
+#              driver of the 580 series or later: with an older driver the probe below says
+#              "driver version is insufficient", and a CUDA 12 toolkit's nvcc (NVCC=...) is
+#              the way
 #   NVSHMEM    $NVSHMEM_HOME (include/, lib/), else the Python package nvidia.nvshmem (the
 #              nvidia-nvshmem-cu12 wheel, a dependency of torch's CUDA builds)
 #   the GPU    bench/cuda/floor.cu --probe: without a usable GPU the script says why and exits 1
@@ -75,7 +78,10 @@ programs=(put_bw onstream pingpong barrier)
 
 # ---- What the build needs ------------------------------------------------------------------
 find_nvcc() {
-    if [ -n "${NVCC:-}" ]; then echo "$NVCC"; return; fi
+    if [ -n "${NVCC:-}" ]; then
+        if [ -x "$NVCC" ]; then echo "$NVCC"; fi
+        return
+    fi
     if command -v nvcc >/dev/null 2>&1; then command -v nvcc; return; fi
     local c
     for c in "${CUDA_HOME:-/nonexistent}/bin/nvcc" /usr/local/cuda/bin/nvcc; do
@@ -99,7 +105,8 @@ find_nvshmem() {
 if [ -z "$bin_dir" ] || [ "$build_only" = 1 ]; then
     bin_dir=${bin_dir:-$root/build/bench-cuda}
     nvcc=$(find_nvcc)
-    [ -n "$nvcc" ] || missing+=("nvcc (set NVCC, put CUDA's bin on PATH, or python3 -m pip install nvidia-cuda-nvcc-cu12)")
+    [ -n "$nvcc" ] ||
+        missing+=("nvcc${NVCC:+ (NVCC=$NVCC is not executable)} (set NVCC, put CUDA's bin on PATH, or python3 -m pip install nvidia-cuda-nvcc)")
     if [ "$nvshmem" = 1 ]; then
         nv_home=$(find_nvshmem)
         nv_lib=""
@@ -199,8 +206,8 @@ export BENCH_MPS=$mps_on
 
 # ---- Running -------------------------------------------------------------------------------
 if [ "$quick" = 1 ]; then
-    floor_args=(--sizes 1M:1G --blocks 1,16,132,264 --trials 3)
-    put_args=(--sizes 1M:1G --blocks 1,16,132,264 --trials 3)
+    floor_args=(--sizes 1M:1G --blocks "1,16,132,264" --trials 3)
+    put_args=(--sizes 1M:1G --blocks "1,16,132,264" --trials 3)
     onstream_args=(--sizes 8:1G --trials 3 --iters 20)
     pingpong_args=(--sizes 8:4K --trials 3 --iters 200)
     barrier_args=(--trials 3 --iters 200)
@@ -222,8 +229,8 @@ run_nvshmem() { # program args...
     local uid=$scratch/uid.$p pids=() rc=0 pe
     rm -f "$uid"
     for ((pe = 0; pe < np; pe++)); do
-        env BENCH_PE=$pe BENCH_NPES=$np BENCH_UID_FILE="$uid" NVSHMEM_SYMMETRIC_SIZE=$heap \
-            NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=${NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME:-lo} \
+        env BENCH_PE=$pe BENCH_NPES="$np" BENCH_UID_FILE="$uid" NVSHMEM_SYMMETRIC_SIZE=$heap \
+            NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME="${NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME:-lo}" \
             NVSHMEM_DISABLE_NCCL=1 NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 \
             timeout -k 10 "$timeout_s" "$bin_dir/$p.nvshmem" "$@" >>"$raw" 2>>"$log" &
         pids+=($!)
