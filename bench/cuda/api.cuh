@@ -16,18 +16,16 @@
  *   BENCH_QUIET, BENCH_FENCE       completion and ordering of the calling thread's operations
  *   BENCH_BARRIER_ALL_BLOCK        barrier of every PE, called by every thread of the one block of
  *                                  a one-block launch (ours: aclshmem_barrier_all, called by
- *                                  every thread of every block; NVSHMEM: nvshmemx_barrier_all_block)
- *   BENCH_DEV_MY_PE, BENCH_DEV_N_PES
- * Host side:
- *   bench_lib_init / bench_lib_finalize, bench_lib_my_pe / bench_lib_n_pes,
- *   bench_lib_malloc / bench_lib_free (symmetric, in GPU memory), bench_lib_barrier_all,
- *   bench_lib_job (what kernels get as `job`), bench_lib_putmem_on_stream,
- *   bench_lib_quiet_on_stream.
- * Our host calls live in host_shmem.cpp (shmem/device.h and <aclshmem.h> declare the same CANN
- * names, so a kernel's file includes only the former); NVSHMEM's are inline below. NVSHMEM is
- * started without MPI or a launcher of its own: PE `BENCH_PE` of `BENCH_NPES` (the environment,
- * set by scripts/bench-cuda.sh), with the unique id handed over through the file
- * `BENCH_UID_FILE` (PE 0 writes it, the others wait for it, bounded). */
+ *                                  every thread of every block; NVSHMEM:
+ * nvshmemx_barrier_all_block) BENCH_DEV_MY_PE, BENCH_DEV_N_PES Host side: bench_lib_init /
+ * bench_lib_finalize, bench_lib_my_pe / bench_lib_n_pes, bench_lib_malloc / bench_lib_free
+ * (symmetric, in GPU memory), bench_lib_barrier_all, bench_lib_job (what kernels get as `job`),
+ * bench_lib_putmem_on_stream, bench_lib_quiet_on_stream. Our host calls live in host_shmem.cpp
+ * (shmem/device.h and <aclshmem.h> declare the same CANN names, so a kernel's file includes only
+ * the former); NVSHMEM's are inline below. NVSHMEM is started without MPI or a launcher of its own:
+ * PE `BENCH_PE` of `BENCH_NPES` (the environment, set by scripts/bench-cuda.sh), with the unique id
+ * handed over through the file `BENCH_UID_FILE` (PE 0 writes it, the others wait for it, bounded).
+ */
 #ifndef BENCH_CUDA_API_CUH
 #define BENCH_CUDA_API_CUH
 
@@ -142,7 +140,7 @@ static inline void bench_lib_free(void *p) { nvshmem_free(p); }
 static inline void bench_lib_barrier_all(void) { nvshmem_barrier_all(); }
 static inline const void *bench_lib_job(void) { return NULL; }
 static inline void bench_lib_putmem_on_stream(void *dst, const void *src, size_t n, int pe,
-                                       cudaStream_t s) {
+                                              cudaStream_t s) {
     nvshmemx_putmem_on_stream(dst, src, n, pe, s);
 }
 static inline void bench_lib_quiet_on_stream(cudaStream_t s) { nvshmemx_quiet_on_stream(s); }
@@ -192,10 +190,12 @@ static inline void bench_lib_free(void *p) { bench_shmem_free(p); }
 static inline void bench_lib_barrier_all(void) { bench_shmem_barrier_all(); }
 static inline const void *bench_lib_job(void) { return bench_shmem_job(); }
 static inline void bench_lib_putmem_on_stream(void *dst, const void *src, size_t n, int pe,
-                                       cudaStream_t s) {
+                                              cudaStream_t s) {
     bench_shmem_putmem_on_stream(dst, src, n, pe, (void *)s);
 }
-static inline void bench_lib_quiet_on_stream(cudaStream_t s) { bench_shmem_quiet_on_stream((void *)s); }
+static inline void bench_lib_quiet_on_stream(cudaStream_t s) {
+    bench_shmem_quiet_on_stream((void *)s);
+}
 
 #endif
 

@@ -33,8 +33,9 @@ int main(int argc, char **argv) {
     const int me = bench_lib_my_pe(), npes = bench_lib_n_pes();
     bench_gpu_describe(npes);
     if (me == 0 && bench_shared_gpu && !bench_mps) {
-        fprintf(stderr, "bench: barrier: %d PEs share a GPU without CUDA MPS: their kernels are "
-                        "time-sliced, the figures measure the slicing\n",
+        fprintf(stderr,
+                "bench: barrier: %d PEs share a GPU without CUDA MPS: their kernels are "
+                "time-sliced, the figures measure the slicing\n",
                 npes);
     }
     unsigned long long *out_ns;
@@ -56,8 +57,8 @@ int main(int argc, char **argv) {
             us.push_back((double)ns / 1e3 / (double)o.iters);
         }
         if (me == 0) {
-            bench_fig f = {"barrier", "barrier_all", BENCH_LIB_NAME, npes, 0, scope.c_str(), 1,
-                           threads, "latency", "us", o.trials, o.iters};
+            bench_fig f = {"barrier", "barrier_all", BENCH_LIB_NAME, npes, 0,        scope.c_str(),
+                           1,         threads,       "latency",      "us", o.trials, o.iters};
             bench_emit(f, bench_stats(us));
         }
     }

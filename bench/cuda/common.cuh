@@ -15,11 +15,11 @@
 #ifndef BENCH_CUDA_COMMON_CUH
 #define BENCH_CUDA_COMMON_CUH
 
-#include <algorithm>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -63,9 +63,21 @@ static inline size_t bench_parse_size(const char *opt, const char *s) {
     char *end = nullptr;
     unsigned long long v = strtoull(s, &end, 10);
     switch (*end) {
-    case 'K': case 'k': v <<= 10; ++end; break;
-    case 'M': case 'm': v <<= 20; ++end; break;
-    case 'G': case 'g': v <<= 30; ++end; break;
+    case 'K':
+    case 'k':
+        v <<= 10;
+        ++end;
+        break;
+    case 'M':
+    case 'm':
+        v <<= 20;
+        ++end;
+        break;
+    case 'G':
+    case 'g':
+        v <<= 30;
+        ++end;
+        break;
     default: break;
     }
     if (end == s || *end != '\0' || v == 0) bench_fail("%s %s: not a byte count", opt, s);
@@ -99,7 +111,7 @@ static inline std::vector<std::string> bench_split(const char *s) {
 /* Parses argv over the defaults in `o`; `modes_allowed`/`scopes_allowed` (comma lists) bound
  * the --modes and --scopes values. */
 static inline void bench_parse(int argc, char **argv, bench_opts &o, const char *modes_allowed,
-                        const char *scopes_allowed) {
+                               const char *scopes_allowed) {
     for (int i = 1; i < argc; i++) {
         const char *opt = argv[i];
         if (i + 1 >= argc) bench_fail("%s: needs a value", opt);
@@ -107,7 +119,8 @@ static inline void bench_parse(int argc, char **argv, bench_opts &o, const char 
         if (!strcmp(opt, "--sizes")) {
             std::string s(v);
             size_t colon = s.find(':');
-            std::string lo = s.substr(0, colon), hi = colon == std::string::npos ? lo : s.substr(colon + 1);
+            std::string lo = s.substr(0, colon),
+                        hi = colon == std::string::npos ? lo : s.substr(colon + 1);
             o.size_lo = bench_parse_size(opt, lo.c_str());
             o.size_hi = bench_parse_size(opt, hi.c_str());
             if (o.size_hi < o.size_lo) bench_fail("--sizes %s: HI is below LO", v);
@@ -162,12 +175,12 @@ static inline bench_stat bench_stats(std::vector<double> v) {
 
 /* One figure. */
 struct bench_fig {
-    const char *bench;  /* program: put_bw, pingpong, barrier, onstream, floor */
-    const char *name;   /* the figure: putmem_block, p+quiet, memcpy_d2d, ... */
-    const char *lib;    /* shmem | nvshmem | cuda (the floor) */
+    const char *bench; /* program: put_bw, pingpong, barrier, onstream, floor */
+    const char *name;  /* the figure: putmem_block, p+quiet, memcpy_d2d, ... */
+    const char *lib;   /* shmem | nvshmem | cuda (the floor) */
     int npes;
-    size_t size;        /* bytes per operation (per launch for put_bw) */
-    const char *scope;  /* thread | warp | block | host | stream */
+    size_t size;       /* bytes per operation (per launch for put_bw) */
+    const char *scope; /* thread | warp | block | host | stream */
     int blocks, threads;
     const char *metric; /* latency | rw_bandwidth */
     const char *unit;   /* us | GB/s */
@@ -199,13 +212,14 @@ static inline void bench_gpu_describe(int npes) {
 }
 
 static inline void bench_emit(const bench_fig &f, bench_stat s) {
-    printf("{\"bench\":\"%s\",\"name\":\"%s\",\"lib\":\"%s\",\"npes\":%d,\"size\":%zu,"
-           "\"scope\":\"%s\",\"blocks\":%d,\"threads\":%d,\"metric\":\"%s\",\"unit\":\"%s\","
-           "\"median\":%.6g,\"min\":%.6g,\"max\":%.6g,\"trials\":%d,\"iters\":%ld,"
-           "\"gpu\":\"%s\",\"shared_gpu\":%s,\"mps\":%s}\n",
-           f.bench, f.name, f.lib, f.npes, f.size, f.scope, f.blocks, f.threads, f.metric, f.unit,
-           s.median, s.min, s.max, f.trials, f.iters, bench_gpu_name,
-           bench_shared_gpu ? "true" : "false", bench_mps ? "true" : "false");
+    printf(
+        "{\"bench\":\"%s\",\"name\":\"%s\",\"lib\":\"%s\",\"npes\":%d,\"size\":%zu,"
+        "\"scope\":\"%s\",\"blocks\":%d,\"threads\":%d,\"metric\":\"%s\",\"unit\":\"%s\","
+        "\"median\":%.6g,\"min\":%.6g,\"max\":%.6g,\"trials\":%d,\"iters\":%ld,"
+        "\"gpu\":\"%s\",\"shared_gpu\":%s,\"mps\":%s}\n",
+        f.bench, f.name, f.lib, f.npes, f.size, f.scope, f.blocks, f.threads, f.metric, f.unit,
+        s.median, s.min, s.max, f.trials, f.iters, bench_gpu_name,
+        bench_shared_gpu ? "true" : "false", bench_mps ? "true" : "false");
     fflush(stdout);
 }
 

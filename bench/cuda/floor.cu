@@ -66,8 +66,8 @@ int main(int argc, char **argv) {
                 auto copy = [&] {
                     if (memcpy_mode) {
                         for (long i = 0; i < iters; i++) {
-                            BENCH_CUDA(cudaMemcpyAsync(dst, src, size, cudaMemcpyDeviceToDevice,
-                                                       stream));
+                            BENCH_CUDA(
+                                cudaMemcpyAsync(dst, src, size, cudaMemcpyDeviceToDevice, stream));
                         }
                     } else {
                         floor_copy_kernel<<<blocks, o.threads, 0, stream>>>(
@@ -79,10 +79,12 @@ int main(int argc, char **argv) {
                 for (int t = 0; t < o.trials; t++) {
                     gbps.push_back(bench_rw_gbps(size, iters, bench_time_ms(stream, copy)));
                 }
-                bench_fig f = {"floor", memcpy_mode ? "memcpy_d2d" : "copy_kernel", "cuda", 1,
-                               size, memcpy_mode ? "stream" : "block", blocks,
-                               memcpy_mode ? 0 : o.threads, "rw_bandwidth", "GB/s", o.trials,
-                               iters};
+                bench_fig f = {"floor",        memcpy_mode ? "memcpy_d2d" : "copy_kernel",
+                               "cuda",         1,
+                               size,           memcpy_mode ? "stream" : "block",
+                               blocks,         memcpy_mode ? 0 : o.threads,
+                               "rw_bandwidth", "GB/s",
+                               o.trials,       iters};
                 bench_emit(f, bench_stats(gbps));
             }
         }

@@ -14,8 +14,9 @@ extern "C" {
 void bench_shmem_init(void) {
     shmem_init();
     if (shmemx_job_state_device() == nullptr) {
-        fprintf(stderr, "bench: PE %d: the symmetric heap is not in GPU memory: run under "
-                        "shmemrun with SHMEM_DEVICE=cuda\n",
+        fprintf(stderr,
+                "bench: PE %d: the symmetric heap is not in GPU memory: run under "
+                "shmemrun with SHMEM_DEVICE=cuda\n",
                 shmem_my_pe());
         exit(2);
     }

@@ -39,7 +39,8 @@ int main(int argc, char **argv) {
         bench_lib_barrier_all();
         if (me == 0) {
             auto puts = [&] {
-                for (long i = 0; i < iters; i++) bench_lib_putmem_on_stream(dst, src, size, 1, stream);
+                for (long i = 0; i < iters; i++)
+                    bench_lib_putmem_on_stream(dst, src, size, 1, stream);
                 bench_lib_quiet_on_stream(stream);
             };
             for (int w = 0; w < o.warmup; w++) bench_time_ms(stream, puts);
@@ -49,8 +50,9 @@ int main(int argc, char **argv) {
                 us.push_back(ms * 1e3 / (double)iters);
                 gbps.push_back(bench_rw_gbps(size, iters, ms));
             }
-            bench_fig f = {"onstream", "putmem_on_stream", BENCH_LIB_NAME, npes, size, "stream", 0,
-                           0, "latency", "us", o.trials, iters};
+            bench_fig f = {
+                "onstream", "putmem_on_stream", BENCH_LIB_NAME, npes,     size, "stream", 0,
+                0,          "latency",          "us",           o.trials, iters};
             bench_emit(f, bench_stats(us));
             f.metric = "rw_bandwidth";
             f.unit = "GB/s";
@@ -65,9 +67,10 @@ int main(int argc, char **argv) {
         BENCH_CUDA(cudaMemcpy(&head, dst, 1, cudaMemcpyDeviceToHost));
         BENCH_CUDA(cudaMemcpy(&tail, dst + o.size_hi - 1, 1, cudaMemcpyDeviceToHost));
         if (head != 0x30 || tail != 0x30) {
-            bench_fail("onstream: PE 1 holds 0x%02x...0x%02x, not PE 0's 0x30: the puts did not "
-                       "land",
-                       head, tail);
+            bench_fail(
+                "onstream: PE 1 holds 0x%02x...0x%02x, not PE 0's 0x30: the puts did not "
+                "land",
+                head, tail);
         }
     }
     bench_lib_barrier_all();

@@ -57,8 +57,9 @@ int main(int argc, char **argv) {
     if (npes != 2) bench_fail("pingpong runs on 2 PEs, not %d", npes);
     bench_gpu_describe(npes);
     if (me == 0 && bench_shared_gpu && !bench_mps) {
-        fprintf(stderr, "bench: pingpong: the 2 PEs share one GPU without CUDA MPS: their kernels "
-                        "are time-sliced, the figures measure the slicing\n");
+        fprintf(stderr,
+                "bench: pingpong: the 2 PEs share one GPU without CUDA MPS: their kernels "
+                "are time-sliced, the figures measure the slicing\n");
     }
     uint64_t *flag = (uint64_t *)bench_lib_malloc(sizeof(uint64_t));
     char *data = (char *)bench_lib_malloc(o.size_hi);
@@ -92,8 +93,8 @@ int main(int argc, char **argv) {
             }
             if (me == 0) {
                 const char *name = mode == MODE_P ? "p+quiet" : "putmem_signal";
-                bench_fig f = {"pingpong", name, BENCH_LIB_NAME, npes, size, "thread", 1, 1,
-                               "latency", "us", o.trials, o.iters};
+                bench_fig f = {"pingpong", name, BENCH_LIB_NAME, npes, size,     "thread",
+                               1,          1,    "latency",      "us", o.trials, o.iters};
                 bench_emit(f, bench_stats(us));
             }
         }

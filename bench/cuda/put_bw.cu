@@ -58,7 +58,8 @@ int main(int argc, char **argv) {
     o.warmup = 2;
     o.iters = 0;
     bench_parse(argc, argv, o, "", "thread,warp,block");
-    if (o.threads % 32 != 0) bench_fail("--threads %d: not a multiple of 32 (warp scope)", o.threads);
+    if (o.threads % 32 != 0)
+        bench_fail("--threads %d: not a multiple of 32 (warp scope)", o.threads);
 
     bench_lib_init();
     const int me = bench_lib_my_pe(), npes = bench_lib_n_pes();
@@ -100,9 +101,10 @@ int main(int argc, char **argv) {
                         gbps.push_back(bench_rw_gbps(size, iters, bench_time_ms(stream, launch)));
                     }
                     std::string name = "putmem_" + scope_name;
-                    bench_fig f = {"put_bw", name.c_str(), BENCH_LIB_NAME, npes, size,
-                                   scope_name.c_str(), blocks, o.threads, "rw_bandwidth", "GB/s",
-                                   o.trials, iters};
+                    bench_fig f = {"put_bw", name.c_str(), BENCH_LIB_NAME,
+                                   npes,     size,         scope_name.c_str(),
+                                   blocks,   o.threads,    "rw_bandwidth",
+                                   "GB/s",   o.trials,     iters};
                     bench_emit(f, bench_stats(gbps));
                 }
                 bench_lib_barrier_all();
