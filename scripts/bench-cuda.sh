@@ -156,8 +156,14 @@ if [ -z "$bin_dir" ] || [ "$build_only" = 1 ]; then
     fi
 else
     [ -x "$bin_dir/floor" ] || { note "--bin-dir $bin_dir: no floor program there (build it with --build-only)"; exit 1; }
-    [ -f "$bin_dir/prefix" ] && [ "$prefix" = "$root/install" ] && prefix=$(cat "$bin_dir/prefix")
+    # The install tree the programs were built with, where it is on this machine too.
+    if [ -f "$bin_dir/prefix" ] && [ "$prefix" = "$root/install" ] &&
+        [ -x "$(cat "$bin_dir/prefix")/bin/shmemrun" ]; then
+        prefix=$(cat "$bin_dir/prefix")
+    fi
     [ -x "$prefix/bin/shmemrun" ] || { note "no shmemrun under $prefix (--prefix DIR)"; exit 1; }
+    nv_home=$(find_nvshmem)
+    nv_lib=${nv_home:+$nv_home/lib}
     nvshmem_found=0
     for p in "${programs[@]}"; do [ -x "$bin_dir/$p.nvshmem" ] && nvshmem_found=1; done
     [ "$nvshmem_found" = 1 ] || nvshmem=0
@@ -219,7 +225,7 @@ failures=()
 
 run_shmem() { # program args...
     local p=$1; shift
-    env SHMEM_DEVICE=cuda SHMEM_SYMMETRIC_SIZE=$heap \
+    env SHMEM_DEVICE=cuda SHMEM_SYMMETRIC_SIZE=$heap LD_LIBRARY_PATH="$prefix/lib:${LD_LIBRARY_PATH:-}" \
         timeout -k 10 "$((timeout_s + 30))" "$prefix/bin/shmemrun" --timeout "$timeout_s" \
         -n "$np" "$bin_dir/$p.shmem" "$@" >>"$raw" 2>>"$log"
 }
@@ -232,6 +238,7 @@ run_nvshmem() { # program args...
         env BENCH_PE=$pe BENCH_NPES="$np" BENCH_UID_FILE="$uid" NVSHMEM_SYMMETRIC_SIZE=$heap \
             NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME="${NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME:-lo}" \
             NVSHMEM_DISABLE_NCCL=1 NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 \
+            LD_LIBRARY_PATH="${nv_lib:+$nv_lib:}${LD_LIBRARY_PATH:-}" \
             timeout -k 10 "$timeout_s" "$bin_dir/$p.nvshmem" "$@" >>"$raw" 2>>"$log" &
         pids+=($!)
     done

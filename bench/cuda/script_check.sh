@@ -46,7 +46,53 @@ else
     fail "no GPU: exit $rc, said: $out"
 fi
 
+# A whole run on stand-in programs (shell scripts that print one figure each): the script
+# runs the floor, ours under (a stand-in) shmemrun and NVSHMEM's as BENCH_PE/BENCH_NPES
+# processes with a unique-id file, and writes the raw lines, the table and the device note.
 if command -v python3 >/dev/null 2>&1; then
+    run=$work/run/bin
+    mkdir -p "$run"
+    line() { # bench name lib size scope blocks metric median
+        printf '{"bench":"%s","name":"%s","lib":"%s","npes":2,"size":%s,"scope":"%s","blocks":%s,"threads":512,"metric":"%s","unit":"GB/s","median":%s,"min":%s,"max":%s,"trials":3,"iters":1,"gpu":"Stand-in","shared_gpu":true,"mps":false}' \
+            "$@" "$8" "$8"
+    }
+    cat >"$run/floor" <<EOS
+#!/bin/sh
+if [ "\$1" = --probe ]; then echo "1 GPU(s); GPU 0: NVIDIA H100 80GB HBM3 (stand-in)"; exit 0; fi
+echo '$(line floor memcpy_d2d cuda 268435456 stream 0 rw_bandwidth 3000)'
+EOS
+    for lib in shmem nvshmem; do
+        cat >"$run/put_bw.$lib" <<EOS
+#!/bin/sh
+if [ $lib = nvshmem ]; then
+    [ -n "\$BENCH_UID_FILE" ] && [ "\$BENCH_NPES" = 2 ] || { echo "no uid file or PE count" >&2; exit 2; }
+    [ "\$BENCH_PE" = 0 ] || exit 0
+fi
+echo '$(line put_bw putmem_block $lib 268435456 block 132 rw_bandwidth 2800)'
+EOS
+        for p in onstream pingpong barrier; do printf '#!/bin/sh
+exit 0
+' >"$run/$p.$lib"; done
+    done
+    printf '#!/bin/sh
+[ "$1" = --timeout ] && [ "$3" = -n ] && [ "$SHMEM_DEVICE" = cuda ] || exit 9
+shift 4
+exec "$@"
+' \
+        >"$work/prefix/bin/shmemrun"
+    chmod +x "$run"/* "$work/prefix/bin/shmemrun"
+    out=$(timeout 120 bash "$script" --no-mps --bin-dir "$run" --prefix "$work/prefix" \
+        --out "$work/run/results" 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && [ "$(grep -c '"lib":"shmem"' "$work/run/results/raw.jsonl")" = 1 ] &&
+        [ "$(grep -c '"lib":"nvshmem"' "$work/run/results/raw.jsonl")" = 1 ] &&
+        grep -q '0.93x the floor' <<<"$out" && [ -s "$work/run/results/table.md" ] &&
+        grep -q 'H100' "$work/run/results/device.txt"; then
+        ok "a run on stand-ins: floor, both libraries, table and targets"
+    else
+        fail "a run on stand-ins: exit $rc, said: $out"
+    fi
+
     raw=$work/raw.jsonl
     {
         echo '{"bench":"floor","name":"memcpy_d2d","lib":"cuda","npes":1,"size":268435456,"scope":"stream","blocks":0,"threads":0,"metric":"rw_bandwidth","unit":"GB/s","median":3000,"min":2990,"max":3010,"trials":3,"iters":1,"gpu":"GPU","shared_gpu":false,"mps":false}'
