@@ -179,8 +179,10 @@ note "$probe"
 gpu_tag=$(printf '%s' "$probe" | grep -o 'H100\|H200\|A100\|B200\|GB200\|L40S\|L4\b' | head -n 1 |
     tr 'A-Z' 'a-z')
 gpu_tag=${gpu_tag:-gpu}
-out=${out:-$root/bench/results/$(date -u +%Y-%m-%d)-$gpu_tag}
-[ "$quick" = 1 ] && [[ "$out" != *-quick ]] && out=$out-quick
+if [ -z "$out" ]; then
+    out=$root/bench/results/$(date -u +%Y-%m-%d)-$gpu_tag
+    if [ "$quick" = 1 ]; then out=$out-quick; fi
+fi
 mkdir -p "$out"
 raw=$out/raw.jsonl log=$out/run.log
 : >"$raw"
