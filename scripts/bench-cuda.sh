@@ -17,6 +17,10 @@
 #   --bin-dir DIR      take the programs already built in DIR (by --build-only) instead of
 #                      building: for a machine with a GPU but no nvcc
 #   --build-only       build into --bin-dir (default build/bench-cuda) and stop: no GPU needed
+#   --pack FILE        with --build-only: also copy shmemrun and libshmem (stripped) into
+#                      <bin-dir>/install and write <bin-dir> as the gzipped tar FILE, about
+#                      50 MB, to carry to a GPU machine that has no nvcc; there,
+#                      `tar xzf FILE -C build && scripts/bench-cuda.sh --bin-dir build/bench-cuda`
 #   --npes N           PEs of the 2-PE-or-more programs' jobs (default 2; put_bw, pingpong and
 #                      onstream need exactly 2, barrier takes any)
 #   --no-nvshmem       our library and the floor only
@@ -50,7 +54,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 command_line="scripts/bench-cuda.sh $*"
 
-quick=0 out="" prefix="$root/install" bin_dir="" build_only=0 npes=2 nvshmem=1 mps=1
+quick=0 out="" prefix="$root/install" bin_dir="" build_only=0 npes=2 nvshmem=1 mps=1 pack=""
 timeout_s=900
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -59,6 +63,7 @@ while [ $# -gt 0 ]; do
     --prefix) prefix=$2; shift ;;
     --bin-dir) bin_dir=$2; shift ;;
     --build-only) build_only=1 ;;
+    --pack) pack=$2; shift ;;
     --npes) npes=$2; shift ;;
     --no-nvshmem) nvshmem=0 ;;
     --no-mps) mps=0 ;;
@@ -150,14 +155,25 @@ if [ -z "$bin_dir" ] || [ "$build_only" = 1 ]; then
         fi
     done
     printf '%s\n' "$prefix" >"$bin_dir/prefix"
+    if [ -n "$pack" ]; then
+        rm -rf "$bin_dir/install"
+        mkdir -p "$bin_dir/install/bin" "$bin_dir/install/lib"
+        strip -o "$bin_dir/install/bin/shmemrun" "$prefix/bin/shmemrun"
+        strip -o "$bin_dir/install/lib/libshmem.so.0" "$(readlink -f "$prefix/lib/libshmem.so.0")"
+        tar czf "$pack" -C "$(dirname "$bin_dir")" "$(basename "$bin_dir")"
+        note "packed $bin_dir into $pack ($(du -h "$pack" | cut -f1))"
+    fi
     if [ "$build_only" = 1 ]; then
         note "built into $bin_dir; run with --bin-dir $bin_dir where the GPU is"
         exit 0
     fi
 else
     [ -x "$bin_dir/floor" ] || { note "--bin-dir $bin_dir: no floor program there (build it with --build-only)"; exit 1; }
-    # The install tree the programs were built with, where it is on this machine too.
-    if [ -f "$bin_dir/prefix" ] && [ "$prefix" = "$root/install" ] &&
+    # The install tree packed beside the programs (--pack), else the one they were built with
+    # where it is on this machine too.
+    if [ "$prefix" = "$root/install" ] && [ -x "$bin_dir/install/bin/shmemrun" ]; then
+        prefix=$bin_dir/install
+    elif [ -f "$bin_dir/prefix" ] && [ "$prefix" = "$root/install" ] &&
         [ -x "$(cat "$bin_dir/prefix")/bin/shmemrun" ]; then
         prefix=$(cat "$bin_dir/prefix")
     fi
