@@ -137,9 +137,8 @@ extern "C" void run_stream_work(void *arg) {
 
 void enqueue(const char *call, aclrtStream stream, StreamWork w) {
     auto *work = new StreamWork(w);
-    if (core::stream_call(call, stream_of(stream),
-                              reinterpret_cast<uintptr_t>(&run_stream_work),
-                              reinterpret_cast<uintptr_t>(work)) != 0) {
+    if (core::stream_call(call, stream_of(stream), reinterpret_cast<uintptr_t>(&run_stream_work),
+                          reinterpret_cast<uintptr_t>(work)) != 0) {
         delete work;  // never enqueued (logged)
     }
 }
@@ -231,7 +230,8 @@ SHMEM_EXPORT void aclshmemx_barrier_on_stream(aclshmem_team_t team, aclrtStream 
 
 SHMEM_EXPORT void aclshmemx_barrier_all_on_stream(aclrtStream stream) {
     const char *call = "aclshmemx_barrier_all_on_stream";
-    if (on_device(call, stream)) enqueue(call, stream, {StreamWork::kBarrierAll, nullptr, 0, 0, 0, 0});
+    if (on_device(call, stream))
+        enqueue(call, stream, {StreamWork::kBarrierAll, nullptr, 0, 0, 0, 0});
 }
 
 // The names CANN's users also resolve (`shmemx_*` are its macros' targets, `shmem_*` what

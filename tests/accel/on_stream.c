@@ -1,7 +1,8 @@
 /* on_stream.c: CANN's on-stream calls over the npu device (run with SHMEM_DEVICE=npu over the ACL
  * stand-in) or, built with SHMEM_TEST_CUDA, over the cuda device (SHMEM_DEVICE=cuda over the
- * CUDA driver's stand-in), where a signal on a stream is a SET only (ADD is refused). Every PE checks, through the host's gets, what its left neighbour's streams wrote
- * into its heap, and that nothing enqueued on a stream happens before the stream reaches it:
+ * CUDA driver's stand-in), where a signal on a stream is a SET only (ADD is refused). Every PE
+ * checks, through the host's gets, what its left neighbour's streams wrote into its heap, and that
+ * nothing enqueued on a stream happens before the stream reaches it:
  *   1. a put on a stream held by a host function (a gate) is not visible until the gate opens;
  *   2. signal operations on a stream add up on the right neighbour;
  *   3. a put enqueued after signal_wait_until_on_stream waits for the signal;

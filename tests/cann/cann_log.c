@@ -121,7 +121,7 @@ int main(void) {
     before = n_lines;
     begin_capture();
     /* The memory kind the heap is not (DEVICE_SIDE unless the npu device holds it). */
-    int npu = on_npu();
+    int npu = on_accelerator();
     void *p = aclshmemx_malloc(64, npu ? HOST_SIDE : DEVICE_SIDE);
     end_capture(err, sizeof err);
     CHECK(p == NULL);

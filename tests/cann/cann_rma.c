@@ -120,7 +120,7 @@ static void check_bytes(void) {
     CHECK(aclshmem_int32_g((int32_t *)buf, npes) == 0);
     CHECK(aclshmem_double_g((double *)buf, -1) == 0.0);
     memset(got, 0x11, N);
-    if (!on_npu()) { /* refused without the npu device (tests/accel covers it on streams) */
+    if (!on_accelerator()) { /* refused without the npu device (tests/accel covers it on streams) */
         aclshmemx_getmem_on_stream(got, buf, N, next, NULL);
         for (int i = 0; i < N; i++) CHECK(got[i] == 0x11);
     }
@@ -134,7 +134,7 @@ static void check_bytes(void) {
 
 /* The heap's memory kind in this job (DEVICE_SIDE when the npu device holds it) and the other
  * one, which every allocation by kind refuses. */
-static aclshmem_mem_type_t heap_kind(void) { return on_npu() ? DEVICE_SIDE : HOST_SIDE; }
+static aclshmem_mem_type_t heap_kind(void) { return on_accelerator() ? DEVICE_SIDE : HOST_SIDE; }
 
 static void check_memory(void) {
     const aclshmem_mem_type_t HEAP = heap_kind();

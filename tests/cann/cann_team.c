@@ -98,7 +98,7 @@ int main(void) {
     aclshmem_barrier(77); /* refused: returns */
     aclshmem_sync(-5);
     /* Without the npu device, refused: return (tests/accel covers them on streams). */
-    if (!on_npu()) {
+    if (!on_accelerator()) {
         aclshmemx_barrier_on_stream(ACLSHMEM_TEAM_WORLD, NULL);
         aclshmemx_barrier_all_on_stream(NULL);
     }

@@ -101,7 +101,7 @@ int main(void) {
     CHECK(*data == 1000 + (me + npes - 1) % npes);
     aclshmem_signal_wait_until(sig, 17, 3); /* refused: returns */
     /* Without the npu device, refused: returns (tests/accel covers it on streams). */
-    if (!on_npu()) aclshmemx_signal_wait_until_on_stream(sig, ACLSHMEM_CMP_EQ, 99, NULL);
+    if (!on_accelerator()) aclshmemx_signal_wait_until_on_stream(sig, ACLSHMEM_CMP_EQ, 99, NULL);
     shmem_barrier_all();
     aclshmem_free(data);
     aclshmem_free(sig);

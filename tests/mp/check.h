@@ -16,11 +16,13 @@
         }                                                                                          \
     } while (0)
 
-/* Whether this run puts the heap on an NPU (SHMEM_DEVICE=npu, the tests' npu twins): calls that
- * behave differently there (memory kinds, on-stream calls) check for it. */
-static inline int on_npu(void) {
+/* Whether this run puts the heap on an accelerator (SHMEM_DEVICE=npu or cuda, the tests' npu and
+ * cuda twins): calls that behave differently there (memory kinds, on-stream calls) check for it. */
+static inline int on_accelerator(void) {
     const char *d = getenv("SHMEM_DEVICE");
-    return d != NULL && d[0] == 'n' && d[1] == 'p' && d[2] == 'u' && d[3] == 0;
+    if (d == NULL) return 0;
+    return (d[0] == 'n' && d[1] == 'p' && d[2] == 'u' && d[3] == 0) ||
+           (d[0] == 'c' && d[1] == 'u' && d[2] == 'd' && d[3] == 'a' && d[4] == 0);
 }
 
 #endif /* SHMEM_TEST_MP_CHECK_H */

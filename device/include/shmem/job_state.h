@@ -137,9 +137,10 @@ typedef struct shmem_job_state {
     uint64_t control_teams;   /* offset of team slot 0's area */
 
     /* Version 4. Nonzero when the heap is device memory the CPU must not load or store: 1 on an
-     * Ascend NPU (the npu device), 2 on an NVIDIA GPU (the cuda device); then `bases` and `mapped_bases` hold 0 for every PE's heap, this PE's too,
-     * every heap access of the host goes through `transport` (the device's copies), and
-     * heap_device_bases says where kernels and shmem_ptr find the heaps. */
+     * Ascend NPU (the npu device), 2 on an NVIDIA GPU (the cuda device); then `bases` and
+     * `mapped_bases` hold 0 for every PE's heap, this PE's too, every heap access of the host goes
+     * through `transport` (the device's copies), and heap_device_bases says where kernels and
+     * shmem_ptr find the heaps. */
     int32_t heap_on_device;
     int32_t device_id; /* the device holding this PE's heap (-1: host memory) */
     /* Version 4. Per PE, n_pes entries: its user heap's base in this process's device address

@@ -38,8 +38,9 @@ int shmemx_team_kernel_id(const void *team);
  * address of a copy of the host's, refreshed by this call (teams made since,
  * aclshmemx_set_mte_config's scratch area), with peers' heaps at their device addresses and no
  * host memory in it. Pass it to the kernel as an argument; the AscendC entry hands it to
- * shmemx_ascendc_set_job. NULL when the heap is not on an accelerator (CPU kernels read the
- * host's state directly), before start-up, or when the copy fails (logged). */
+ * shmemx_ascendc_set_job, a CUDA kernel's threads to shmemx_cuda_set_job. NULL when the heap is not
+ * on an accelerator (CPU kernels read the host's state directly), before start-up, or when the copy
+ * fails (logged). */
 const void *shmemx_job_state_device(void);
 
 /* Most blocks of one launch. */

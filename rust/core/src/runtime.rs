@@ -3,8 +3,8 @@
 //! the addresses it needs and then runs the data path by itself.
 
 use crate::bootstrap::{self, Bootstrap, BootstrapError, JobAttrs, Joining};
-use crate::device::host::Host;
 use crate::device::cuda::{self, Cuda};
+use crate::device::host::Host;
 use crate::device::npu::{self, Npu};
 use crate::device::{Accelerator, Device};
 use crate::env::{self, Config};

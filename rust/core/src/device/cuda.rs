@@ -50,7 +50,11 @@ pub fn present(library: &str) -> bool {
     };
     let mut count = 0i32;
     // SAFETY: the driver's documented calls with a valid out-pointer.
-    unsafe { (cuda.cuInit)(0) == cu::CUDA_SUCCESS && (cuda.cuDeviceGetCount)(&mut count) == cu::CUDA_SUCCESS && count > 0 }
+    unsafe {
+        (cuda.cuInit)(0) == cu::CUDA_SUCCESS
+            && (cuda.cuDeviceGetCount)(&mut count) == cu::CUDA_SUCCESS
+            && count > 0
+    }
 }
 
 thread_local! {
@@ -110,7 +114,9 @@ fn check(cuda: &cu::Cuda, call: &'static str, rc: cu::CUresult) -> Result<()> {
         String::new()
     } else {
         // SAFETY: a static NUL-terminated string of the driver's.
-        unsafe { std::ffi::CStr::from_ptr(text) }.to_string_lossy().into_owned()
+        unsafe { std::ffi::CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned()
     };
     Err(Error::Device {
         device: "cuda",
@@ -183,16 +189,24 @@ impl Cuda {
                     cu::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
                     "POSIX file-descriptor handles",
                 ),
-                (cu::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, "unified addressing"),
+                (
+                    cu::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
+                    "unified addressing",
+                ),
             ] {
                 let mut v = 0i32;
-                call("cuDeviceGetAttribute", (cuda.cuDeviceGetAttribute)(&mut v, attr, device))?;
+                call(
+                    "cuDeviceGetAttribute",
+                    (cuda.cuDeviceGetAttribute)(&mut v, attr, device),
+                )?;
                 if v == 0 {
                     return Err(Error::Device {
                         device: "cuda",
                         call: "cuDeviceGetAttribute",
                         code: 0,
-                        detail: format!(": device {device} lacks {what}, which the cuda device needs"),
+                        detail: format!(
+                            ": device {device} lacks {what}, which the cuda device needs"
+                        ),
                     });
                 }
             }
@@ -262,8 +276,16 @@ impl Cuda {
         // SAFETY: the callers' contracts make both ranges valid for `len` bytes; the stream is
         // the library's and lives until the process ends.
         unsafe {
-            check(cuda, "cuMemcpyAsync", (cuda.cuMemcpyAsync)(dst, src, len, stream))?;
-            check(cuda, "cuStreamSynchronize", (cuda.cuStreamSynchronize)(stream))
+            check(
+                cuda,
+                "cuMemcpyAsync",
+                (cuda.cuMemcpyAsync)(dst, src, len, stream),
+            )?;
+            check(
+                cuda,
+                "cuStreamSynchronize",
+                (cuda.cuStreamSynchronize)(stream),
+            )
         }
     }
 
@@ -275,8 +297,16 @@ impl Cuda {
         // SAFETY: the callers' ranges are device memory of this device; the stream is the
         // library's.
         unsafe {
-            check(cuda, "cuMemsetD8Async", (cuda.cuMemsetD8Async)(at, byte, len, stream))?;
-            check(cuda, "cuStreamSynchronize", (cuda.cuStreamSynchronize)(stream))
+            check(
+                cuda,
+                "cuMemsetD8Async",
+                (cuda.cuMemsetD8Async)(at, byte, len, stream),
+            )?;
+            check(
+                cuda,
+                "cuStreamSynchronize",
+                (cuda.cuStreamSynchronize)(stream),
+            )
         }
     }
 
@@ -309,7 +339,11 @@ impl Cuda {
         };
         // SAFETY: `at..at+len` lies in a reservation of ours; `handle` holds `len` bytes.
         unsafe {
-            check(cuda, "cuMemMap", (cuda.cuMemMap)(at as u64, len, 0, handle, 0))?;
+            check(
+                cuda,
+                "cuMemMap",
+                (cuda.cuMemMap)(at as u64, len, 0, handle, 0),
+            )?;
             let rc = (cuda.cuMemSetAccess)(at as u64, len, &access, 1);
             if let Err(e) = check(cuda, "cuMemSetAccess", rc) {
                 (cuda.cuMemUnmap)(at as u64, len);
@@ -398,12 +432,20 @@ impl Device for Cuda {
             let _ = self.release(&backing, true);
             return Err(e);
         }
-        tracing::debug!("cuda: {name}: {len} bytes at {:#x} on device {}", at + layout.pad, self.inner.device);
+        tracing::debug!(
+            "cuda: {name}: {len} bytes at {:#x} on device {}",
+            at + layout.pad,
+            self.inner.device
+        );
         Ok(Segment::unmapped(at + layout.pad, len, Box::new(backing)))
     }
 
     fn export(&self, segment: &Segment) -> Result<Export> {
-        let Some(b) = segment.backing().downcast_ref::<Backing>().filter(|b| b.local) else {
+        let Some(b) = segment
+            .backing()
+            .downcast_ref::<Backing>()
+            .filter(|b| b.local)
+        else {
             return Err(Error::os(
                 "exporting a segment the cuda device did not allocate",
                 std::io::ErrorKind::InvalidInput,
@@ -551,7 +593,9 @@ impl Accelerator for Cuda {
         let cuda = self.driver()?;
         let mut at: cu::CUdeviceptr = 0;
         // SAFETY: the driver's allocation with a valid out-pointer.
-        check(cuda, "cuMemAlloc", unsafe { (cuda.cuMemAlloc)(&mut at, len) })?;
+        check(cuda, "cuMemAlloc", unsafe {
+            (cuda.cuMemAlloc)(&mut at, len)
+        })?;
         Ok(at as usize)
     }
 

@@ -70,7 +70,9 @@ pub(crate) fn decode(bytes: &[u8], n: usize) -> Option<Vec<u64>> {
 pub(crate) fn shape(words: &[u64], what: &str) -> Result<(usize, usize, usize)> {
     let bad = || {
         Error::os(
-            format!("a {what} segment's export is malformed (is SHMEM_DEVICE the same on every PE?)"),
+            format!(
+                "a {what} segment's export is malformed (is SHMEM_DEVICE the same on every PE?)"
+            ),
             std::io::ErrorKind::InvalidData,
         )
     };
