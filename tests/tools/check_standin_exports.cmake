@@ -1,0 +1,43 @@
+# check_standin_exports.cmake: fails naming every dynamic symbol LIB (a stand-in of a device
+# library, tests/acl or tests/cuda) defines that is not one of that library's names (those
+# starting with PREFIX), so that the stand-in cannot lend C++ runtime symbols to the program that
+# loads it. TEST names the test and WHAT the library's names in the messages.
+#   cmake -DLIB=... -DPREFIX=acl -DTEST=acl.standin.exports -DWHAT="ACL's names" [-DNM=...] -P ...
+foreach(var LIB PREFIX TEST WHAT)
+    if(NOT DEFINED ${var})
+        message(FATAL_ERROR "check_standin_exports.cmake: -D${var}= is required")
+    endif()
+endforeach()
+if(NOT DEFINED NM OR NM STREQUAL "")
+    set(NM nm)
+endif()
+execute_process(COMMAND ${NM} -D --defined-only ${LIB}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE listing ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${TEST}: ${NM} -D ${LIB} failed: ${err}")
+endif()
+string(REPLACE "\n" ";" lines "${listing}")
+set(count 0)
+set(foreign "")
+foreach(line IN LISTS lines)
+    if(NOT line MATCHES "^[0-9a-fA-F]* *([A-Za-z]) ([^@ ]+)")
+        continue()
+    endif()
+    set(name ${CMAKE_MATCH_2})
+    if(CMAKE_MATCH_1 STREQUAL "A")
+        continue()  # version nodes
+    endif()
+    if(name MATCHES "^${PREFIX}")
+        math(EXPR count "${count} + 1")
+    else()
+        list(APPEND foreign ${name})
+    endif()
+endforeach()
+if(foreign)
+    list(JOIN foreign " " foreign)
+    message(FATAL_ERROR "${TEST}: ${LIB} also exports: ${foreign}")
+endif()
+if(count EQUAL 0)
+    message(FATAL_ERROR "${TEST}: ${LIB} exports none of ${WHAT}")
+endif()
+message("${TEST}: ${LIB} exports ${WHAT} only (${count})")
