@@ -246,9 +246,9 @@ pub static VARS: &[Var] = &[
         default: "auto",
         help: "Where the symmetric heap lives: host (shared host memory), npu (an Ascend NPU's \
                memory through ACL), cuda (an NVIDIA GPU's memory through the CUDA driver) or \
-               auto (npu when libascendcl.so loads and reports a device, else cuda when \
-               libcuda.so.1 does, else host); npu and cuda stop start-up when their library or a \
-               device is missing. Set it for every PE alike",
+               auto (npu when libascendcl.so loads and reports a device, else host: a GPU heap \
+               is asked for by name); npu and cuda stop start-up when their library or a device \
+               is missing. Set it for every PE alike",
     },
     Var {
         name: ACL_LIBRARY,

@@ -3,7 +3,7 @@
 //! the addresses it needs and then runs the data path by itself.
 
 use crate::bootstrap::{self, Bootstrap, BootstrapError, JobAttrs, Joining};
-use crate::device::cuda::{self, Cuda};
+use crate::device::cuda::Cuda;
 use crate::device::host::Host;
 use crate::device::npu::{self, Npu};
 use crate::device::{Accelerator, Device};
@@ -289,9 +289,11 @@ fn start(
     Ok(rt)
 }
 
-/// The accelerator `SHMEM_DEVICE` chooses: `npu`, `cuda`, or for `auto` the first whose library
-/// loads and reports a device (npu, then cuda); `None` for host memory. Collective: every PE of
-/// the job must choose alike, which the heap's exchange checks.
+/// The accelerator `SHMEM_DEVICE` chooses: `npu`, `cuda`, or for `auto` the npu where ACL loads and
+/// reports a device; `None` for host memory. `auto` never picks the GPU: GPU machines are
+/// common, and an OpenSHMEM program that loads and stores its heap from the CPU would break on a
+/// heap in GPU memory, so that is asked for by name. Collective: every PE of the job must choose
+/// alike, which the heap's exchange checks.
 fn open_accelerator(
     config: &Config,
     bootstrap: &Bootstrap,
@@ -301,7 +303,6 @@ fn open_accelerator(
     let driver = env::text(env::CUDA_LIBRARY).unwrap_or_else(|| "libcuda.so.1".into());
     let choice = match config.device {
         "auto" if npu::present(&acl) => "npu",
-        "auto" if cuda::present(&driver) => "cuda",
         other => other,
     };
     Ok(match choice {

@@ -43,20 +43,6 @@ fn load(library: &str) -> std::result::Result<&'static cu::Cuda, String> {
         .map_err(Clone::clone)
 }
 
-/// Whether `library` loads and reports at least one device (`SHMEM_DEVICE=auto`).
-pub fn present(library: &str) -> bool {
-    let Ok(cuda) = load(library) else {
-        return false;
-    };
-    let mut count = 0i32;
-    // SAFETY: the driver's documented calls with a valid out-pointer.
-    unsafe {
-        (cuda.cuInit)(0) == cu::CUDA_SUCCESS
-            && (cuda.cuDeviceGetCount)(&mut count) == cu::CUDA_SUCCESS
-            && count > 0
-    }
-}
-
 thread_local! {
     /// The context the library made current on this thread (0: none yet).
     static CURRENT: Cell<usize> = const { Cell::new(0) };
