@@ -5,8 +5,9 @@
 // from its peers' `source` into its own `dest` (a reduction also pushes its share of the result
 // into its peers' `dest`). Members synchronise on flags: a team's on its area (epochs that only
 // grow, see team.h), an active set on its pSync array (words that return to SHMEM_SYNC_VALUE).
-// Waits check their flag inline first, then by the library's waiting policy, so 8 PEs on 2 cores
-// make progress. Nothing here allocates, locks or logs once the arguments have been checked.
+// Waits check their flag inline first, then by the library's waiting policy (watch.h's wait_for),
+// so 8 PEs on 2 cores make progress. Nothing here allocates, locks or logs once the arguments have
+// been checked.
 #pragma once
 
 #include <cstdint>
@@ -16,29 +17,9 @@
 #include "rust/cxx.h"
 #include "shmem-core/src/ffi.rs.h"
 #include "team.h"
+#include "watch.h"
 
 namespace shmem::detail {
-
-template <typename T>
-inline T load_acquire(const T *p) {
-    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-
-template <typename T>
-inline void store_release(T *p, T v) {
-    __atomic_store_n(p, v, __ATOMIC_RELEASE);
-}
-
-// Waits until `done()` holds: a few checks in a row (a peer on another core answers within
-// them), then the runtime's policy between checks (spin, yield, bounded naps).
-template <typename F>
-inline void wait_for(F done) {
-    for (int i = 0; i < 32; i++) {
-        if (done()) return;
-    }
-    core::WaitState state{};
-    while (!done()) core::wait_snooze(state);
-}
 
 // The symmetric range [addr, addr + n) argument `arg` of `call`, as a location on every member
 // (peer.h); ends the job naming both when it is neither in the heap nor in symmetric static
