@@ -26,7 +26,7 @@ use cuda_sys as cu;
 use rustix::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Words of an export beside its descriptor: physical length, offset of the segment in the
@@ -63,7 +63,7 @@ struct Inner {
     /// for the program's work on blocking streams, as the legacy default stream would.
     copies: usize,
     /// The streams the library enqueued work on (0: the default stream), drained at finalize.
-    streams: Mutex<Vec<usize>>,
+    streams: vmm::Streams,
 }
 
 impl std::fmt::Debug for Cuda {
@@ -234,7 +234,7 @@ impl Cuda {
                     context: context as usize,
                     granularity,
                     copies: copies as usize,
-                    streams: Mutex::new(Vec::new()),
+                    streams: vmm::Streams::default(),
                 }),
             })
         }
@@ -297,10 +297,7 @@ impl Cuda {
     }
 
     fn used(&self, stream: usize) {
-        let mut streams = self.inner.streams.lock().unwrap_or_else(|p| p.into_inner());
-        if !streams.contains(&stream) {
-            streams.push(stream);
-        }
+        self.inner.streams.record(stream);
     }
 
     fn reserve(&self, len: usize, align: usize) -> Result<usize> {
@@ -643,8 +640,7 @@ impl Accelerator for Cuda {
     }
 
     fn drain(&self, timeout: Duration) {
-        let streams =
-            std::mem::take(&mut *self.inner.streams.lock().unwrap_or_else(|p| p.into_inner()));
+        let streams = self.inner.streams.take();
         if streams.is_empty() {
             return;
         }

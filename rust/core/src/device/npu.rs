@@ -81,7 +81,7 @@ struct Inner {
     /// The library loaded, for messages.
     library: String,
     /// The streams the library enqueued work on (0: the default stream), drained at finalize.
-    streams: Mutex<Vec<usize>>,
+    streams: vmm::Streams,
 }
 
 impl std::fmt::Debug for Npu {
@@ -223,7 +223,7 @@ impl Npu {
                     granularity,
                     peer_pids,
                     library: library.to_string(),
-                    streams: Mutex::new(Vec::new()),
+                    streams: vmm::Streams::default(),
                 }),
             })
         }
@@ -245,10 +245,7 @@ impl Npu {
     }
 
     fn used(&self, stream: usize) {
-        let mut streams = self.inner.streams.lock().unwrap_or_else(|p| p.into_inner());
-        if !streams.contains(&stream) {
-            streams.push(stream);
-        }
+        self.inner.streams.record(stream);
     }
 
     fn reserve(&self, len: usize, align: usize) -> Result<usize> {
@@ -428,8 +425,7 @@ impl Accelerator for Npu {
     /// gone). A stream the program destroyed since, or one that does not drain in time, is
     /// logged and left.
     fn drain(&self, timeout: Duration) {
-        let streams =
-            std::mem::take(&mut *self.inner.streams.lock().unwrap_or_else(|p| p.into_inner()));
+        let streams = self.inner.streams.take();
         let Ok(acl) = self.acl() else {
             return;
         };

@@ -4,6 +4,28 @@
 
 use super::{DeviceMemory, Placement};
 use crate::error::{Error, Result};
+use std::sync::Mutex;
+
+/// The streams an accelerator enqueued the library's work on (0: the default stream), which
+/// finalize drains: nothing of the library's may run on a stream after the heap is gone.
+#[derive(Debug, Default)]
+pub(crate) struct Streams(Mutex<Vec<usize>>);
+
+impl Streams {
+    /// Notes that work was enqueued on `stream` (an uncontended lock; the enqueue itself is a
+    /// device call of microseconds).
+    pub fn record(&self, stream: usize) {
+        let mut streams = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if !streams.contains(&stream) {
+            streams.push(stream);
+        }
+    }
+
+    /// The streams noted since the last call, forgotten here.
+    pub fn take(&self) -> Vec<usize> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
 
 /// Where a segment of `len` bytes goes: physical memory of `phys_len` bytes (a multiple of the
 /// device's granularity) mapped at the start of a granule, the segment starting `pad` bytes in,
