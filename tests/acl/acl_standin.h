@@ -2,7 +2,7 @@
  * CANN's acl/acl_rt.h and acl/acl_base_rt.h, and the types and constants they need. It is the
  * interface of the test stand-in libascendcl.so (tests/acl/acl_standin.cc) and of its tests;
  * it is never installed and never included by the library, which binds ACL at run time.
- * Valid C11 and C++17; tests/acl/check_decls.cmake checks it against the prototypes the
+ * Valid C11 and C++17; tests/tools/check_standin_decls.cmake checks it against the prototypes the
  * library binds (rust/ascend-sys/acl_decls.txt). */
 #ifndef SHMEM_TESTS_ACL_STANDIN_H
 #define SHMEM_TESTS_ACL_STANDIN_H

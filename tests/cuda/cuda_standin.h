@@ -4,7 +4,7 @@
  * installed and never included by the library, which binds the driver at run time.
  * As in cuda.h, a call whose ABI symbol carries a version suffix is declared under its API name
  * and renamed by a macro (cuMemAlloc is the symbol cuMemAlloc_v2).
- * Valid C11 and C++17; tests/cuda/check_decls.cmake checks it against the prototypes the
+ * Valid C11 and C++17; tests/tools/check_standin_decls.cmake checks it against the prototypes the
  * library binds (rust/cuda-sys/cuda_decls.txt). */
 #ifndef SHMEM_TESTS_CUDA_STANDIN_H
 #define SHMEM_TESTS_CUDA_STANDIN_H

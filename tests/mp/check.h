@@ -6,6 +6,7 @@
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
@@ -20,9 +21,7 @@
  * cuda twins): calls that behave differently there (memory kinds, on-stream calls) check for it. */
 static inline int on_accelerator(void) {
     const char *d = getenv("SHMEM_DEVICE");
-    if (d == NULL) return 0;
-    return (d[0] == 'n' && d[1] == 'p' && d[2] == 'u' && d[3] == 0) ||
-           (d[0] == 'c' && d[1] == 'u' && d[2] == 'd' && d[3] == 'a' && d[4] == 0);
+    return d != NULL && (strcmp(d, "npu") == 0 || strcmp(d, "cuda") == 0);
 }
 
 #endif /* SHMEM_TEST_MP_CHECK_H */

@@ -1,13 +1,14 @@
-# check_decls.cmake: checks cuda_standin.h against DECLS (the declarations the library binds,
-# extracted from cuda.h: rust/cuda-sys/cuda_decls.txt): every call with the same return and
-# parameter types, every constant with its value (in C and in C++), every typedef with its
-# definition and every struct with its fields' types in order (in C++). Writes the static
-# assertions under OUT and compiles them with -fsyntax-only; fails naming each difference. With
-# LIB (and NM), also fails naming every call of DECLS the stand-in does not export under its ABI
-# symbol, and every driver symbol it exports that DECLS does not list. The header renames the
-# versioned calls with macros, as cuda.h does (cuMemAlloc is the symbol cuMemAlloc_v2): the
-# symbol a name resolves to is read through the preprocessor, and must be the ABI symbol DECLS
-# gives.
+# check_standin_decls.cmake: checks a device library's stand-in header (HEADER in INCLUDE:
+# tests/acl/acl_standin.h, tests/cuda/cuda_standin.h) against DECLS (the declarations the
+# library binds, extracted from the vendor's headers: rust/ascend-sys/acl_decls.txt,
+# rust/cuda-sys/cuda_decls.txt): every call with the same return and parameter types, every
+# constant with its value (in C and in C++), every typedef with its definition and every struct
+# with its fields' types in order (in C++). Writes the static assertions under OUT and compiles
+# them with -fsyntax-only; fails naming each difference. With LIB (and NM), also fails naming
+# every call of DECLS the stand-in does not export under its ABI symbol, and every symbol
+# starting with PREFIX it exports that DECLS does not list. Where the header renames versioned
+# calls with macros, as cuda.h does (cuMemAlloc is the symbol cuMemAlloc_v2), the symbol a name
+# resolves to is read through the preprocessor and must be the ABI symbol DECLS gives.
 # DECLS is in sections (a file without them is read as functions):
 #   [typedefs]   name | C definition (`enum` for an enum type)
 #   [structs]    name | C type field, ... (`T[N] name` for an array; `S.f` names the type of
@@ -15,12 +16,14 @@
 #   [functions]  return type | API name | parameter types, comma-separated [| ABI symbol]
 #                (names dropped, `void` or nothing for none)
 #   [constants]  name | C type | value
-# and `#` starts a comment.
-#   cmake -DDECLS=... -DINCLUDE=<dir of cuda_standin.h> -DOUT=... -DCC=... -DCXX=...
-#         [-DLIB=... -DNM=...] -P check_decls.cmake
-foreach(var DECLS INCLUDE OUT CC CXX)
+# and `#` starts a comment. TEST names the test in its messages.
+#   cmake -DDECLS=... -DINCLUDE=... -DHEADER=... -DPREFIX=... -DTEST=... -DOUT=... -DCC=...
+#         -DCXX=... [-DLIB=... -DNM=...] -P check_standin_decls.cmake
+# Empty fields (a call without parameters) count as fields.
+cmake_policy(SET CMP0007 NEW)
+foreach(var DECLS INCLUDE HEADER PREFIX TEST OUT CC CXX)
     if(NOT DEFINED ${var})
-        message(FATAL_ERROR "check_decls.cmake: -D${var}= is required")
+        message(FATAL_ERROR "check_standin_decls.cmake: -D${var}= is required")
     endif()
 endforeach()
 
@@ -46,7 +49,7 @@ foreach(line IN LISTS lines)
     list(LENGTH fields nfields)
     if(section STREQUAL "typedefs" OR section STREQUAL "structs")
         if(NOT nfields EQUAL 2)
-            message(FATAL_ERROR "check_decls.cmake: ${DECLS}: cannot read line: ${line}")
+            message(FATAL_ERROR "${TEST}: ${DECLS}: cannot read line: ${line}")
         endif()
         list(GET fields 0 name)
         list(GET fields 1 def)
@@ -70,7 +73,7 @@ foreach(line IN LISTS lines)
             foreach(member IN LISTS members)
                 string(STRIP "${member}" member)
                 if(NOT member MATCHES "^(.*[^A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)$")
-                    message(FATAL_ERROR "check_decls.cmake: ${DECLS}: cannot read field `${member}` of ${name}")
+                    message(FATAL_ERROR "${TEST}: ${DECLS}: cannot read field `${member}` of ${name}")
                 endif()
                 string(STRIP "${CMAKE_MATCH_1}" mtype)
                 set(mname ${CMAKE_MATCH_2})
@@ -89,7 +92,7 @@ foreach(line IN LISTS lines)
         continue()
     endif()
     if(nfields LESS 3 OR nfields GREATER 4)
-        message(FATAL_ERROR "check_decls.cmake: ${DECLS}: cannot read line: ${line}")
+        message(FATAL_ERROR "${TEST}: ${DECLS}: cannot read line: ${line}")
     endif()
     list(GET fields 0 ret)
     list(GET fields 1 name)
@@ -121,9 +124,9 @@ foreach(line IN LISTS lines)
 endforeach()
 
 file(MAKE_DIRECTORY ${OUT})
-file(WRITE ${OUT}/cuda_decls_check.c "#include \"cuda_standin.h\"\n${c_body}")
-file(WRITE ${OUT}/cuda_decls_check.cc
-    "#include \"cuda_standin.h\"\n#include <cstddef>\n#include <type_traits>\n${cxx_body}")
+file(WRITE ${OUT}/standin_decls_check.c "#include \"${HEADER}\"\n${c_body}")
+file(WRITE ${OUT}/standin_decls_check.cc
+    "#include \"${HEADER}\"\n#include <cstddef>\n#include <type_traits>\n${cxx_body}")
 
 set(failed 0)
 foreach(lang c cc)
@@ -135,10 +138,10 @@ foreach(lang c cc)
         set(std -std=c++17)
     endif()
     execute_process(
-        COMMAND ${compiler} ${std} -fsyntax-only -I${INCLUDE} ${OUT}/cuda_decls_check.${lang}
+        COMMAND ${compiler} ${std} -fsyntax-only -I${INCLUDE} ${OUT}/standin_decls_check.${lang}
         RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
     if(NOT rc EQUAL 0)
-        message("FAIL (${lang}): cuda_standin.h differs from the declarations in ${DECLS}:\n${out}${err}")
+        message("FAIL (${lang}): ${HEADER} differs from the declarations in ${DECLS}:\n${out}${err}")
         set(failed 1)
     endif()
 endforeach()
@@ -147,15 +150,15 @@ if(DEFINED LIB)
         set(NM nm)
     endif()
     # The ABI symbol of each call: its name after the header's macros.
-    set(probe "#include \"cuda_standin.h\"\n")
+    set(probe "#include \"${HEADER}\"\n")
     foreach(n IN LISTS routines)
         string(APPEND probe "@@symbol ${n}\n")
     endforeach()
-    file(WRITE ${OUT}/cuda_decls_symbols.c "${probe}")
-    execute_process(COMMAND ${CC} -E -P -I${INCLUDE} ${OUT}/cuda_decls_symbols.c
+    file(WRITE ${OUT}/standin_decls_symbols.c "${probe}")
+    execute_process(COMMAND ${CC} -E -P -I${INCLUDE} ${OUT}/standin_decls_symbols.c
         RESULT_VARIABLE rc OUTPUT_VARIABLE expanded ERROR_VARIABLE err)
     if(NOT rc EQUAL 0)
-        message(FATAL_ERROR "cuda.standin.decls: ${CC} -E failed: ${err}")
+        message(FATAL_ERROR "${TEST}: ${CC} -E failed: ${err}")
     endif()
     string(REGEX MATCHALL "@@symbol [A-Za-z0-9_]+" symbols "${expanded}")
     list(TRANSFORM symbols REPLACE "@@symbol " "")
@@ -167,13 +170,13 @@ if(DEFINED LIB)
     endforeach()
     if(renamed)
         list(JOIN renamed "; " renamed)
-        message("FAIL: cuda_standin.h: ${renamed}")
+        message("FAIL: ${HEADER}: ${renamed}")
         set(failed 1)
     endif()
     execute_process(COMMAND ${NM} -D --defined-only ${LIB}
         RESULT_VARIABLE rc OUTPUT_VARIABLE listing ERROR_VARIABLE err)
     if(NOT rc EQUAL 0)
-        message(FATAL_ERROR "cuda.standin.decls: ${NM} -D ${LIB} failed: ${err}")
+        message(FATAL_ERROR "${TEST}: ${NM} -D ${LIB} failed: ${err}")
     endif()
     string(REGEX REPLACE "@[^\n]*" "" listing "${listing}")
     set(missing "")
@@ -187,7 +190,7 @@ if(DEFINED LIB)
         message("FAIL: ${LIB} does not export: ${missing}")
         set(failed 1)
     endif()
-    string(REGEX MATCHALL "T cu[A-Za-z0-9_]*" exported "${listing}")
+    string(REGEX MATCHALL "T ${PREFIX}[A-Za-z0-9_]*" exported "${listing}")
     set(extra "")
     foreach(e IN LISTS exported)
         string(REPLACE "T " "" e "${e}")
@@ -203,6 +206,6 @@ if(DEFINED LIB)
     endif()
 endif()
 if(failed)
-    message(FATAL_ERROR "cuda.standin.decls: see above")
+    message(FATAL_ERROR "${TEST}: see above")
 endif()
-message("cuda.standin.decls: ${count} declarations match ${DECLS}, in C and C++")
+message("${TEST}: ${count} declarations match ${DECLS}, in C and C++")
