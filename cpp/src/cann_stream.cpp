@@ -12,10 +12,10 @@
 //   until it returns (it touches only the host control segment: no device call, as CUDA
 //   requires of host functions);
 // - signal_op, signal_wait_until: on an NPU, a host function running the host routine; on a
-//   GPU, the stream's own memory operations (cuStreamWriteValue32 for SET, cuStreamWaitValue32
-//   for EQ and GE), since a CUDA host function may not touch device memory; ADD and the other
-//   comparisons would need a kernel of the library's own on the stream and are not supported
-//   there yet (logged, ACLSHMEM_NOT_SUPPORTED).
+//   GPU, since a CUDA host function may not touch device memory, the stream's own memory
+//   operations where CUDA has them (cuStreamWriteValue32 for SET, cuStreamWaitValue32 for EQ
+//   and GE) and otherwise a one-thread kernel of the library's own (ADD, NE, GT, LT, LE:
+//   rust/core/src/device/cuda_stream.ptx).
 // Without an accelerator there is no stream: every call logs ACLSHMEM_NOT_SUPPORTED and does
 // nothing. Bad arguments are logged naming the call, the argument and its value, as CANN's are.
 #include <aclshmem.h>
@@ -173,15 +173,8 @@ SHMEM_EXPORT void aclshmemx_signal_op_on_stream(int32_t *sig_addr, int32_t signa
     uintptr_t at = peer_heap(call, "sig_addr", sig_addr, sizeof(int32_t), pe);
     if (at == 0) return;
     if (g.heap_on_device == kOnGpu) {
-        if (sig_op != ACLSHMEM_SIGNAL_SET) {
-            log_call_error(call,
-                           "sig_op=ACLSHMEM_SIGNAL_ADD on a CUDA stream: not supported (code %d, "
-                           "ACLSHMEM_NOT_SUPPORTED): an add needs a kernel on the stream; use "
-                           "ACLSHMEM_SIGNAL_SET, or signal from a kernel",
-                           ACLSHMEM_NOT_SUPPORTED);
-            return;
-        }
-        core::stream_write32(call, stream_of(stream), at, static_cast<uint32_t>(signal));
+        core::stream_signal32(call, stream_of(stream), at, static_cast<uint32_t>(signal),
+                              sig_op == ACLSHMEM_SIGNAL_ADD);
         return;
     }
     enqueue(call, stream, {StreamWork::kSignal, sig_addr, signal, sig_op, pe, 0});
@@ -201,15 +194,7 @@ SHMEM_EXPORT void aclshmemx_signal_wait_until_on_stream(int32_t *sig_addr, int c
     uintptr_t at = peer_heap(call, "sig_addr", sig_addr, sizeof(int32_t), g.my_pe);
     if (at == 0) return;
     if (g.heap_on_device == kOnGpu) {
-        if (cmp != ACLSHMEM_CMP_EQ && cmp != ACLSHMEM_CMP_GE) {
-            log_call_error(call,
-                           "cmp=%d on a CUDA stream: not supported (code %d, "
-                           "ACLSHMEM_NOT_SUPPORTED): the stream waits for EQ or GE only",
-                           cmp, ACLSHMEM_NOT_SUPPORTED);
-            return;
-        }
-        core::stream_wait32(call, stream_of(stream), at, static_cast<uint32_t>(cmp_val),
-                            cmp == ACLSHMEM_CMP_GE);
+        core::stream_wait32(call, stream_of(stream), at, static_cast<uint32_t>(cmp_val), cmp);
         return;
     }
     enqueue(call, stream, {StreamWork::kWait, sig_addr, cmp_val, cmp, g.my_pe, 0});

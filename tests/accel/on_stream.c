@@ -1,11 +1,13 @@
 /* on_stream.c: CANN's on-stream calls over the npu device (run with SHMEM_DEVICE=npu over the ACL
  * stand-in) or, built with SHMEM_TEST_CUDA, over the cuda device (SHMEM_DEVICE=cuda over the
- * CUDA driver's stand-in), where a signal on a stream is a SET only (ADD is refused). Every PE
- * checks, through the host's gets, what its left neighbour's streams wrote into its heap, and that
- * nothing enqueued on a stream happens before the stream reaches it:
+ * CUDA driver's stand-in: there the signal ADD and the waits other than EQ and GE are the
+ * library's stream kernels, which the stand-in runs as host models). Every PE checks, through the
+ * host's gets, what its left neighbour's streams wrote into its heap, and that nothing enqueued on
+ * a stream happens before the stream reaches it:
  *   1. a put on a stream held by a host function (a gate) is not visible until the gate opens;
- *   2. signal operations on a stream add up on the right neighbour;
- *   3. a put enqueued after signal_wait_until_on_stream waits for the signal;
+ *   2. signal operations on a stream (SET, then ADD) on the right neighbour;
+ *   3. a put enqueued after signal_wait_until_on_stream waits for the signal: EQ, then the other
+ *      comparisons (NE, LT, LE, GT, GE) on a signal that goes negative, then above the value;
  *   4. barrier_all_on_stream orders every PE's stream put before every PE's stream get;
  *   5. quiet_on_stream, barrier_on_stream(team) and the argument checks;
  *   6. the kernels' copy of the job state in device memory (shmemx_job_state_device). */
@@ -100,8 +102,10 @@ int main(void) {
     unsigned char *dst2 = aclshmem_calloc(1, N);
     unsigned char *dst3 = aclshmem_calloc(1, N);
     unsigned char *tmp = aclshmem_calloc(1, N);
-    int32_t *sig = aclshmem_calloc(2, sizeof(int32_t));
-    CHECK(src && dst && dst2 && dst3 && tmp && sig, "allocation failed");
+    unsigned char *dst4 = aclshmem_calloc(1, N);
+    unsigned char *dst5 = aclshmem_calloc(1, N);
+    int32_t *sig = aclshmem_calloc(3, sizeof(int32_t));
+    CHECK(src && dst && dst2 && dst3 && dst4 && dst5 && tmp && sig, "allocation failed");
     CHECK(aclshmem_ptr(dst, right) != NULL, "aclshmem_ptr gives the neighbour's device address");
     unsigned char mine[N];
     for (size_t i = 0; i < N; i++) mine[i] = pattern(me, i);
@@ -123,15 +127,11 @@ int main(void) {
     shmem_barrier_all();
     CHECK(holds_pattern(dst, N, me, left), "PE %d's put on its stream is not here", left);
 
-    /* 2. Signal operations on a stream (on a GPU: SET; an ADD is refused and changes nothing). */
-    if (ON_GPU) {
-        aclshmemx_signal_op_on_stream(&sig[0], 5, ACLSHMEM_SIGNAL_SET, right, stream);
-        aclshmemx_signal_op_on_stream(&sig[0], 12, ACLSHMEM_SIGNAL_SET, right, stream);
-        aclshmemx_signal_op_on_stream(&sig[0], 99, ACLSHMEM_SIGNAL_ADD, right, stream);
-    } else {
-        aclshmemx_signal_op_on_stream(&sig[0], 5, ACLSHMEM_SIGNAL_ADD, right, stream);
-        aclshmemx_signal_op_on_stream(&sig[0], 7, ACLSHMEM_SIGNAL_ADD, right, stream);
-    }
+    /* 2. Signal operations on a stream: a SET, then ADDs, one of them negative. */
+    aclshmemx_signal_op_on_stream(&sig[0], 99, ACLSHMEM_SIGNAL_SET, right, stream);
+    aclshmemx_signal_op_on_stream(&sig[0], 5, ACLSHMEM_SIGNAL_SET, right, stream);
+    aclshmemx_signal_op_on_stream(&sig[0], 9, ACLSHMEM_SIGNAL_ADD, right, stream);
+    aclshmemx_signal_op_on_stream(&sig[0], -2, ACLSHMEM_SIGNAL_ADD, right, stream);
     CHECK(stream_sync(stream) == 0, "synchronizing the stream");
     shmem_barrier_all();
     int32_t v = 0;
@@ -148,6 +148,33 @@ int main(void) {
     CHECK(stream_sync(stream) == 0, "synchronizing the stream");
     shmem_barrier_all();
     CHECK(holds_pattern(dst2, N, me, left), "PE %d's put behind its signal wait is not here", left);
+
+    /* The other comparisons on sig[2] (0 at first): NE 0 holds the stream until the left PE sets
+     * -3, after which LT 0, LE -3 and GT -4 hold at once; then GT 5 holds it again until 6, where
+     * GE 6 holds at once. */
+    aclshmemx_signal_wait_until_on_stream(&sig[2], ACLSHMEM_CMP_NE, 0, stream);
+    aclshmemx_signal_wait_until_on_stream(&sig[2], ACLSHMEM_CMP_LT, 0, stream);
+    aclshmemx_signal_wait_until_on_stream(&sig[2], ACLSHMEM_CMP_LE, -3, stream);
+    aclshmemx_signal_wait_until_on_stream(&sig[2], ACLSHMEM_CMP_GT, -4, stream);
+    aclshmemx_putmem_on_stream(dst4, src, N, right, stream);
+    aclshmemx_signal_wait_until_on_stream(&sig[2], ACLSHMEM_CMP_GT, 5, stream);
+    aclshmemx_signal_wait_until_on_stream(&sig[2], ACLSHMEM_CMP_GE, 6, stream);
+    aclshmemx_putmem_on_stream(dst5, src, N, right, stream);
+    usleep(50000);
+    CHECK(all_zero(dst4, N, right), "a put behind an unmet NE wait landed");
+    shmem_barrier_all();
+    shmem_int32_atomic_set(&sig[2], -3, right);
+    for (int i = 0; i < 30000 && !holds_pattern(dst4, N, right, me); i++) usleep(1000);
+    CHECK(holds_pattern(dst4, N, right, me),
+          "the put behind NE, LT, LE, GT waits on a -3 did not land");
+    usleep(50000);
+    CHECK(all_zero(dst5, N, right), "a put behind an unmet GT wait landed");
+    shmem_barrier_all(); /* every PE has checked before any signal moves on */
+    shmem_int32_atomic_set(&sig[2], 6, right);
+    CHECK(stream_sync(stream) == 0, "synchronizing the stream");
+    shmem_barrier_all();
+    CHECK(holds_pattern(dst5, N, me, left), "PE %d's put behind its GT, GE waits is not here",
+          left);
 
     /* 4. Put, barrier on the stream, then get on the stream: the get sees the left PE's put. */
     aclshmemx_putmem_on_stream(dst3, src, N, right, stream);
@@ -200,6 +227,8 @@ int main(void) {
     shmem_barrier_all();
     aclshmem_free(sig);
     aclshmem_free(tmp);
+    aclshmem_free(dst5);
+    aclshmem_free(dst4);
     aclshmem_free(dst3);
     aclshmem_free(dst2);
     aclshmem_free(dst);

@@ -3,10 +3,12 @@
 // their device addresses inside reserved ranges, or cuMemAlloc blocks), sharing of that memory
 // through POSIX file descriptors (a dup of the memfd, which the program passes on itself),
 // streams (one in-order worker thread each, with the legacy default stream's implicit ordering),
-// host functions, stream memory operations (write and wait on a 32- or 64-bit word), and fault
-// injection. It models what cuda.h documents, refuses misuse loudly (the code and one
-// `cuda stand-in:` line on stderr naming the call and the argument), and must never be installed
-// or linked by the library: the library finds it at run time like the real driver.
+// host functions, stream memory operations (write and wait on a 32- or 64-bit word), modules
+// of PTX text with host models of the library's own stream kernels (no GPU code runs here: a
+// launch of any other kernel is CUDA_ERROR_NOT_SUPPORTED), and fault injection. It models what
+// cuda.h documents, refuses misuse loudly (the code and one `cuda stand-in:` line on stderr naming
+// the call and the argument), and must never be installed or linked by the library: the library
+// finds it at run time like the real driver.
 //
 // Rules it holds the library to, beyond the happy path:
 // - cuDriverGetVersion, cuGetErrorName and cuGetErrorString answer before cuInit (as the
@@ -33,6 +35,7 @@
 // otherwise).
 #include "cuda_standin.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -89,9 +92,11 @@ const CodeText kCodes[] = {
      "the device is not available now"},
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
     {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {CUDA_ERROR_ALREADY_MAPPED, "CUDA_ERROR_ALREADY_MAPPED", "the resource is already mapped"},
     {CUDA_ERROR_NOT_MAPPED, "CUDA_ERROR_NOT_MAPPED", "the resource is not mapped"},
+    {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
     {CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "the resource is in an illegal state"},
@@ -99,8 +104,12 @@ const CodeText kCodes[] = {
     {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
     {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
      "an illegal memory access was encountered"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+     "too many resources requested for launch"},
     {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED",
      "the current context was destroyed"},
+    {CUDA_ERROR_ILLEGAL_INSTRUCTION, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+     "an illegal instruction was encountered"},
     {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
@@ -193,6 +202,9 @@ const char *const kCalls[] = {
     "cuStreamWaitValue32",
     "cuStreamWriteValue64",
     "cuStreamWaitValue64",
+    "cuModuleLoadData",
+    "cuModuleGetFunction",
+    "cuLaunchKernel",
 };
 
 struct Fault {
@@ -378,6 +390,19 @@ struct Range {
     unsigned access = CU_MEM_ACCESS_FLAGS_PROT_NONE;
 };
 
+// A kernel of a loaded module: its `.entry` name and its parameters' sizes in bytes, read from
+// the PTX text.
+struct Kernel {
+    std::string name;
+    std::vector<size_t> params;
+};
+
+// A module (cuModuleLoadData): the kernels its PTX declares.
+struct Module {
+    Context *ctx = nullptr;
+    std::vector<std::unique_ptr<Kernel>> kernels;
+};
+
 struct Runtime {
     std::mutex mu;  // initialisation, contexts, streams
     std::atomic<bool> initialized{false};
@@ -386,6 +411,8 @@ struct Runtime {
     int refs[kMaxDevices] = {};
     std::set<Context *> contexts;
     std::unordered_map<void *, std::shared_ptr<Stream>> streams;
+    std::set<Module *> modules;  // never freed: the library keeps its module for the process
+    std::set<const Kernel *> kernels;
 
     std::mutex fault_mu;
     std::atomic<bool> any_fault{false};
@@ -1036,6 +1063,162 @@ CUresult wait_value(const char *call, CUstream stream, CUdeviceptr addr, uint64_
         }
     });
     return CUDA_SUCCESS;
+}
+
+// ---- modules and kernels ------------------------------------------------------------------------
+
+// The size of a PTX parameter type (`.u64`, `.b32`, ...), 0 for one the stand-in does not read.
+size_t ptx_type_size(const std::string &type) {
+    if (type.size() < 3 || type[0] != '.') return 0;
+    const std::string bits = type.substr(2);
+    const char kind = type[1];
+    if (kind != 'u' && kind != 's' && kind != 'b' && kind != 'f') return 0;
+    if (bits == "8") return 1;
+    if (bits == "16") return 2;
+    if (bits == "32") return 4;
+    if (bits == "64") return 8;
+    return 0;
+}
+
+// Reads the `.entry` declarations of PTX text: each kernel's name and parameter sizes. False,
+// with `why`, for text that is not PTX the stand-in can read.
+bool read_entries(const std::string &ptx, std::vector<std::unique_ptr<Kernel>> *out,
+                  std::string *why) {
+    if (ptx.find(".version") == std::string::npos || ptx.find(".target") == std::string::npos) {
+        *why = "no .version or .target directive: not PTX text";
+        return false;
+    }
+    auto is_name = [](char c) {
+        return isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$';
+    };
+    for (size_t at = ptx.find(".entry"); at != std::string::npos; at = ptx.find(".entry", at + 1)) {
+        size_t p = at + 6;
+        while (p < ptx.size() && isspace(static_cast<unsigned char>(ptx[p]))) p++;
+        size_t name_end = p;
+        while (name_end < ptx.size() && is_name(ptx[name_end])) name_end++;
+        size_t open = ptx.find('(', name_end), close = ptx.find(')', name_end);
+        if (name_end == p || open == std::string::npos || close == std::string::npos ||
+            close < open) {
+            *why = "an .entry without a name and a parameter list";
+            return false;
+        }
+        auto k = std::make_unique<Kernel>();
+        k->name = ptx.substr(p, name_end - p);
+        // ".param .u64 name, .param .u32 name"
+        for (size_t q = ptx.find(".param", open); q != std::string::npos && q < close;
+             q = ptx.find(".param", q + 6)) {
+            size_t t = q + 6;
+            while (t < close && isspace(static_cast<unsigned char>(ptx[t]))) t++;
+            size_t t_end = t;
+            while (t_end < close && !isspace(static_cast<unsigned char>(ptx[t_end]))) t_end++;
+            size_t size = ptx_type_size(ptx.substr(t, t_end - t));
+            if (size == 0) {
+                *why = "kernel " + k->name + ": parameter type " + ptx.substr(t, t_end - t) +
+                       " is not one the stand-in reads";
+                return false;
+            }
+            k->params.push_back(size);
+        }
+        out->push_back(std::move(k));
+    }
+    if (out->empty()) {
+        *why = "no .entry: the module holds no kernel";
+        return false;
+    }
+    return true;
+}
+
+// The host models of the kernels the stand-in can launch: the library's stream kernels. Each
+// reads its arguments from `args` (the parameters' bytes, in order) and runs as the stream's
+// task; `check` says at launch whether the arguments are ones the kernel handles.
+struct KernelModel {
+    const char *name;
+    std::vector<size_t> params;
+    // Empty, or why the launch is refused.
+    std::string (*check)(const std::vector<char> &args);
+    CUresult (*run)(const char *call, const std::vector<char> &args, uint64_t timeout_s,
+                    std::string *msg);
+};
+
+template <typename T>
+T arg_at(const std::vector<char> &args, size_t offset) {
+    T v;
+    memcpy(&v, args.data() + offset, sizeof v);
+    return v;
+}
+
+std::string no_check(const std::vector<char> &) { return std::string(); }
+
+// shmem_stream_signal_add(u64 addr, u32 value): an atomic add at system scope, release.
+CUresult run_signal_add(const char *call, const std::vector<char> &args, uint64_t,
+                        std::string *msg) {
+    CUdeviceptr addr = arg_at<uint64_t>(args, 0);
+    uint32_t value = arg_at<uint32_t>(args, 8);
+    Runtime &r = rt();
+    std::shared_lock<std::shared_mutex> lk(r.mem);
+    char *view = nullptr;
+    if (CUresult rc = word_at(r, call, addr, 4, Use::write, &view, msg)) return rc;
+    __atomic_fetch_add(reinterpret_cast<uint32_t *>(view), value, __ATOMIC_RELEASE);
+    return CUDA_SUCCESS;
+}
+
+// shmem_stream_wait(u64 addr, u32 cmp, u32 value): until the signed word compares with value
+// as cmp says (0 EQ, 1 NE, 2 GT, 3 GE, 4 LT, 5 LE); another cmp would never return.
+std::string check_wait(const std::vector<char> &args) {
+    uint32_t cmp = arg_at<uint32_t>(args, 8);
+    if (cmp <= 5) return std::string();
+    return "cmp=" + std::to_string(cmp) + ": not 0..5 (EQ..LE); the kernel would never return";
+}
+
+bool holds(int32_t word, int32_t value, uint32_t cmp) {
+    switch (cmp) {
+    case 0: return word == value;
+    case 1: return word != value;
+    case 2: return word > value;
+    case 3: return word >= value;
+    case 4: return word < value;
+    default: return word <= value;
+    }
+}
+
+CUresult run_wait(const char *call, const std::vector<char> &args, uint64_t timeout_s,
+                  std::string *msg) {
+    static const char *const kCmp[] = {"EQ", "NE", "GT", "GE", "LT", "LE"};
+    CUdeviceptr addr = arg_at<uint64_t>(args, 0);
+    uint32_t cmp = arg_at<uint32_t>(args, 8);
+    int32_t value = arg_at<int32_t>(args, 12);
+    Runtime &r = rt();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    auto nap = std::chrono::microseconds(1);
+    for (;;) {
+        int32_t word;
+        {
+            std::shared_lock<std::shared_mutex> lk(r.mem);
+            char *view = nullptr;
+            if (CUresult rc = word_at(r, call, addr, 4, Use::read, &view, msg)) return rc;
+            word = __atomic_load_n(reinterpret_cast<int32_t *>(view), __ATOMIC_ACQUIRE);
+        }
+        if (holds(word, value, cmp)) return CUDA_SUCCESS;
+        if (std::chrono::steady_clock::now() > deadline)
+            return fail_async(msg, call, CUDA_ERROR_TIMEOUT,
+                              "kernel shmem_stream_wait: addr=0x%llx: the word is %d, still not "
+                              "%s %d after CUDA_STANDIN_WAIT_TIMEOUT=%llu s",
+                              ull(addr), word, kCmp[cmp], value, ull(timeout_s));
+        std::this_thread::sleep_for(nap);
+        if (nap < std::chrono::microseconds(500)) nap *= 2;
+    }
+}
+
+const KernelModel kModels[] = {
+    {"shmem_stream_signal_add", {8, 4}, no_check, run_signal_add},
+    {"shmem_stream_wait", {8, 4, 4}, check_wait, run_wait},
+};
+
+const KernelModel *model_of(const Kernel &k) {
+    for (const KernelModel &m : kModels) {
+        if (k.name == m.name && k.params == m.params) return &m;
+    }
+    return nullptr;
 }
 
 }  // namespace
@@ -1787,6 +1970,121 @@ CUresult cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, cuuint64_t valu
 CUresult cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
                              unsigned int flags) {
     return wait_value("cuStreamWaitValue64", stream, addr, value, flags, 8);
+}
+
+// ---- modules and kernels ------------------------------------------------------------------------
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+    const char *call = "cuModuleLoadData";
+    Context *c = nullptr;
+    if (CUresult rc = enter_ctx(call, &c)) return rc;
+    if (!module) return fail(call, CUDA_ERROR_INVALID_VALUE, "module=NULL");
+    if (!image) return fail(call, CUDA_ERROR_INVALID_VALUE, "image=NULL");
+    const unsigned char *bytes = static_cast<const unsigned char *>(image);
+    if (bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F')
+        return fail(call, CUDA_ERROR_NOT_SUPPORTED,
+                    "image is a cubin (ELF): the stand-in loads PTX text only");
+    auto m = std::make_unique<Module>();
+    m->ctx = c;
+    std::string why;
+    if (!read_entries(static_cast<const char *>(image), &m->kernels, &why))
+        return fail(call, CUDA_ERROR_INVALID_PTX, "image: %s", why.c_str());
+    Runtime &r = rt();
+    std::lock_guard<std::mutex> lk(r.mu);
+    for (const auto &k : m->kernels) r.kernels.insert(k.get());
+    *module = reinterpret_cast<CUmodule>(m.get());
+    r.modules.insert(m.release());
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name) {
+    const char *call = "cuModuleGetFunction";
+    Context *c = nullptr;
+    if (CUresult rc = enter_ctx(call, &c)) return rc;
+    if (!hfunc) return fail(call, CUDA_ERROR_INVALID_VALUE, "hfunc=NULL");
+    if (!name) return fail(call, CUDA_ERROR_INVALID_VALUE, "name=NULL");
+    Runtime &r = rt();
+    std::lock_guard<std::mutex> lk(r.mu);
+    Module *m = reinterpret_cast<Module *>(hmod);
+    if (!r.modules.count(m))
+        return fail(call, CUDA_ERROR_INVALID_HANDLE, "hmod=%p is not a loaded module",
+                    static_cast<void *>(hmod));
+    if (m->ctx != c)
+        return fail(call, CUDA_ERROR_INVALID_CONTEXT, "hmod=%p was loaded into another context",
+                    static_cast<void *>(hmod));
+    for (const auto &k : m->kernels) {
+        if (k->name == name) {
+            *hfunc = reinterpret_cast<CUfunction>(k.get());
+            return CUDA_SUCCESS;
+        }
+    }
+    return fail(call, CUDA_ERROR_NOT_FOUND, "name=\"%s\": no .entry of that name in the module",
+                name);
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                        void **kernelParams, void **extra) {
+    const char *call = "cuLaunchKernel";
+    Context *c = nullptr;
+    if (CUresult rc = enter_ctx(call, &c)) return rc;
+    const Kernel *k = reinterpret_cast<const Kernel *>(f);
+    Runtime &r = rt();
+    {
+        std::lock_guard<std::mutex> lk(r.mu);
+        if (!r.kernels.count(k))
+            return fail(call, CUDA_ERROR_INVALID_HANDLE, "f=%p is not a kernel of a loaded module",
+                        static_cast<void *>(f));
+    }
+    if (!gridDimX || !gridDimY || !gridDimZ || !blockDimX || !blockDimY || !blockDimZ)
+        return fail(call, CUDA_ERROR_INVALID_VALUE,
+                    "a zero grid or block dimension (%u,%u,%u)x(%u,%u,%u)", gridDimX, gridDimY,
+                    gridDimZ, blockDimX, blockDimY, blockDimZ);
+    if (uint64_t{blockDimX} * blockDimY * blockDimZ > 1024)
+        return fail(call, CUDA_ERROR_INVALID_VALUE, "block (%u,%u,%u): more than 1024 threads",
+                    blockDimX, blockDimY, blockDimZ);
+    if (extra)
+        return fail(call, CUDA_ERROR_INVALID_VALUE,
+                    "extra=%p: the stand-in takes kernelParams only", static_cast<void *>(extra));
+    if (!kernelParams && !k->params.empty())
+        return fail(call, CUDA_ERROR_INVALID_VALUE,
+                    "kernelParams=NULL for kernel %s of %zu parameters", k->name.c_str(),
+                    k->params.size());
+    const KernelModel *m = model_of(*k);
+    if (!m)
+        return fail(call, CUDA_ERROR_NOT_SUPPORTED,
+                    "kernel %s: the stand-in runs no GPU code, only its models of the library's "
+                    "stream kernels",
+                    k->name.c_str());
+    if (gridDimX * gridDimY * gridDimZ != 1 || blockDimX * blockDimY * blockDimZ != 1 ||
+        sharedMemBytes)
+        return fail(call, CUDA_ERROR_NOT_SUPPORTED,
+                    "kernel %s: the stand-in's model runs one thread of one block with no shared "
+                    "memory, not (%u,%u,%u)x(%u,%u,%u) with %u bytes",
+                    k->name.c_str(), gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                    sharedMemBytes);
+    // The driver reads the parameters before returning: so does the stand-in.
+    std::vector<char> args;
+    for (size_t i = 0; i < k->params.size(); i++) {
+        size_t at = args.size();
+        args.resize(at + k->params[i]);
+        if (!kernelParams[i])
+            return fail(call, CUDA_ERROR_INVALID_VALUE, "kernelParams[%zu]=NULL", i);
+        memcpy(args.data() + at, kernelParams[i], k->params[i]);
+    }
+    std::string refused = m->check(args);
+    if (!refused.empty())
+        return fail(call, CUDA_ERROR_INVALID_VALUE, "kernel %s: %s", k->name.c_str(),
+                    refused.c_str());
+    std::shared_ptr<Stream> s;
+    if (CUresult rc = get_stream(call, hStream, c, &s, true)) return rc;
+    uint64_t timeout_s = r.cfg.wait_timeout_s;
+    auto run = m->run;
+    enqueue(s, [call, args, timeout_s, run](std::string *msg) {
+        return run(call, args, timeout_s, msg);
+    });
+    return CUDA_SUCCESS;
 }
 
 }  // extern "C"

@@ -43,6 +43,8 @@ typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUmemGenericAllocationHandle_v1;
 typedef CUmemGenericAllocationHandle_v1 CUmemGenericAllocationHandle;
 typedef void (*CUhostFn)(void *userData);
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
 
 /* Return codes: the ones the stand-in returns, and those the library names. */
 typedef enum cudaError_enum {
@@ -55,16 +57,20 @@ typedef enum cudaError_enum {
     CUDA_ERROR_DEVICE_UNAVAILABLE = 46,
     CUDA_ERROR_NO_DEVICE = 100,
     CUDA_ERROR_INVALID_DEVICE = 101,
+    CUDA_ERROR_INVALID_IMAGE = 200,
     CUDA_ERROR_INVALID_CONTEXT = 201,
     CUDA_ERROR_ALREADY_MAPPED = 208,
     CUDA_ERROR_NOT_MAPPED = 211,
+    CUDA_ERROR_INVALID_PTX = 218,
     CUDA_ERROR_OPERATING_SYSTEM = 304,
     CUDA_ERROR_INVALID_HANDLE = 400,
     CUDA_ERROR_ILLEGAL_STATE = 401,
     CUDA_ERROR_NOT_FOUND = 500,
     CUDA_ERROR_NOT_READY = 600,
     CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
     CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
+    CUDA_ERROR_ILLEGAL_INSTRUCTION = 715,
     CUDA_ERROR_LAUNCH_FAILED = 719,
     CUDA_ERROR_NOT_PERMITTED = 800,
     CUDA_ERROR_NOT_SUPPORTED = 801,
@@ -224,6 +230,17 @@ CUDA_STANDIN_API CUresult cuStreamWriteValue64(CUstream stream, CUdeviceptr addr
                                                unsigned int flags);
 CUDA_STANDIN_API CUresult cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
                                               unsigned int flags);
+
+/* Modules and kernels. The stand-in runs no GPU code: it loads PTX text, reads its `.entry`
+ * declarations, and launches only the kernels it has a host model of (the library's stream
+ * kernels, rust/core/src/device/cuda_stream.ptx); any other launch is CUDA_ERROR_NOT_SUPPORTED. */
+CUDA_STANDIN_API CUresult cuModuleLoadData(CUmodule *module, const void *image);
+CUDA_STANDIN_API CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
+CUDA_STANDIN_API CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                         unsigned int gridDimZ, unsigned int blockDimX,
+                                         unsigned int blockDimY, unsigned int blockDimZ,
+                                         unsigned int sharedMemBytes, CUstream hStream,
+                                         void **kernelParams, void **extra);
 
 #ifdef __cplusplus
 }

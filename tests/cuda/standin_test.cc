@@ -609,6 +609,111 @@ TEST_F(Cu, WaitValueComparisons) {
     CU_OK(cuStreamDestroy(s));
 }
 
+// ---- modules and kernels ----------------------------------------------------------------------
+
+std::string read_file(const char *path) {
+    std::string text;
+    FILE *f = fopen(path, "r");
+    if (!f) return text;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    fclose(f);
+    return text;
+}
+
+// The library's own PTX (STREAM_PTX, the path CMake gives) loads, and its two kernels run as the
+// stand-in's host models, in stream order; everything else about modules is refused loudly.
+TEST_F(Cu, ModulesRunTheLibrarysStreamKernels) {
+    std::string ptx = read_file(STREAM_PTX);
+    ASSERT_FALSE(ptx.empty()) << "cannot read " << STREAM_PTX;
+    CUmodule mod = nullptr;
+    CU_OK(cuModuleLoadData(&mod, ptx.c_str()));
+    CUfunction add = nullptr, wait = nullptr, none = nullptr;
+    CU_OK(cuModuleGetFunction(&add, mod, "shmem_stream_signal_add"));
+    CU_OK(cuModuleGetFunction(&wait, mod, "shmem_stream_wait"));
+    EXPECT_EQ(CUDA_ERROR_NOT_FOUND, cuModuleGetFunction(&none, mod, "shmem_stream_nothing"));
+
+    Mapped m;
+    CU_OK(m.make(kGran));
+    CU_OK(cuMemsetD8(m.va, 0, 8192));
+    CUdeviceptr word = m.va, data = m.va + 4096;
+    CUstream s = nullptr;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    uint64_t addr = word;
+    uint32_t cmp = 2, value = 4;  // GT 4
+    void *wait_args[] = {&addr, &cmp, &value};
+    CU_OK(cuLaunchKernel(wait, 1, 1, 1, 1, 1, 1, 0, s, wait_args, nullptr));
+    char got[16] = {};
+    CU_OK(cuMemcpyAsync(dp(got), data, sizeof got, s));
+    // Held: the word is 0; adds of 3, then 2, on another stream make it 5.
+    const char payload[16] = "after the wait";
+    CU_OK(cuMemcpy(data, dp(payload), sizeof payload));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ('\0', got[0]);
+    CUstream t = nullptr;
+    CU_OK(cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
+    uint32_t three = 3, two = 2;
+    void *add3[] = {&addr, &three};
+    void *add2[] = {&addr, &two};
+    CU_OK(cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, t, add3, nullptr));
+    CU_OK(cuStreamSynchronize(t));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ('\0', got[0]);  // 3 is not > 4
+    CU_OK(cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, t, add2, nullptr));
+    CU_OK(cuStreamSynchronize(s));
+    EXPECT_STREQ(payload, got);
+    int32_t now = 0;
+    CU_OK(cuMemcpy(dp(&now), word, 4));
+    EXPECT_EQ(5, now);
+    // Signed comparisons: with the word at 5, LT -1 would hold the stream; LE 5, NE 0, EQ 5 hold
+    // at once.
+    for (uint32_t c : {5u, 1u, 0u}) {
+        cmp = c;
+        value = c == 1 ? 0 : 5;
+        CU_OK(cuLaunchKernel(wait, 1, 1, 1, 1, 1, 1, 0, s, wait_args, nullptr));
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    CU_OK(cuStreamSynchronize(s));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+
+    // Refused: a cmp the kernel does not know, shapes the models do not run, extra, a cubin,
+    // text that is not PTX, a kernel with no model.
+    cmp = 6;
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              cuLaunchKernel(wait, 1, 1, 1, 1, 1, 1, 0, s, wait_args, nullptr));
+    cmp = 0;
+    EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED,
+              cuLaunchKernel(wait, 2, 1, 1, 1, 1, 1, 0, s, wait_args, nullptr));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              cuLaunchKernel(wait, 1, 1, 1, 0, 1, 1, 0, s, wait_args, nullptr));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              cuLaunchKernel(wait, 1, 1, 1, 1, 1, 1, 0, s, nullptr, nullptr));
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+              cuLaunchKernel(wait, 1, 1, 1, 1, 1, 1, 0, s, wait_args, wait_args));
+    EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, cuLaunchKernel(reinterpret_cast<CUfunction>(&addr), 1, 1,
+                                                        1, 1, 1, 1, 0, s, wait_args, nullptr));
+    CUmodule other = nullptr;
+    const char elf[] =
+        "\x7f"
+        "ELF and the rest of a cubin";
+    EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, cuModuleLoadData(&other, elf));
+    EXPECT_EQ(CUDA_ERROR_INVALID_PTX, cuModuleLoadData(&other, "int main(void) { return 0; }"));
+    const char user_ptx[] =
+        ".version 7.0\n.target sm_70\n.address_size 64\n"
+        ".visible .entry user_kernel(.param .u64 p)\n{\n    ret;\n}\n";
+    CU_OK(cuModuleLoadData(&other, user_ptx));
+    CUfunction user = nullptr;
+    CU_OK(cuModuleGetFunction(&user, other, "user_kernel"));
+    void *user_args[] = {&addr};
+    EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED,
+              cuLaunchKernel(user, 1, 1, 1, 1, 1, 1, 0, s, user_args, nullptr));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuStreamSynchronize(t));
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuStreamDestroy(t));
+}
+
 // ---- sharing --------------------------------------------------------------------------------
 
 TEST_F(Cu, ShareWithAForkedChildThroughAFileDescriptor) {

@@ -11,7 +11,8 @@
 #   thread's forms, _warp, _block) from `__global__` kernels;
 # - examples/cuda/*.cu: the CUDA ports of the examples' kernels (allgather, kv_shuffle);
 # - tests/device/with_host_header.c, compiled as CUDA, must fail with the header's message that
-#   says to split the kernel-side and host headers.
+#   says to split the kernel-side and host headers;
+# - rust/core/src/device/cuda_stream.ptx, the cuda device's stream kernels: ptxas assembles them.
 # The C kernels of examples/ (allgather.c & co.) are not compiled here: they are plain host
 # functions run by shmemx_cpu_launch, which nvcc rightly refuses to let call __device__
 # routines; examples/cuda/ holds the CUDA form of those that only move data and signal (the
@@ -61,6 +62,25 @@ foreach(src IN LISTS cuda_sources)
     compile_one(${src} TRUE FLAGS ${strict})
 endforeach()
 compile_one(${SRC}/tests/device/with_host_header.c FALSE FLAGS -x cu -I${SRC}/cpp/include)
+
+# The library's own stream kernels (PTX text the cuda device loads at run time): ptxas, beside
+# nvcc, assembles them for sm_90 and for the oldest architecture CUDA 13 builds for (sm_75).
+get_filename_component(nvcc_dir ${NVCC} DIRECTORY)
+find_program(PTXAS ptxas HINTS ${nvcc_dir} NO_DEFAULT_PATH)
+set(ptx ${SRC}/rust/core/src/device/cuda_stream.ptx)
+foreach(arch sm_90 sm_75)
+    execute_process(COMMAND ${PTXAS} --warning-as-error -arch=${arch} ${ptx}
+            -o ${WORK}/cuda_stream.${arch}.cubin
+        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+    if(PTXAS AND rc EQUAL 0)
+        message(STATUS "ok      rust/core/src/device/cuda_stream.ptx (ptxas, ${arch})")
+    else()
+        message(STATUS "FAILED  rust/core/src/device/cuda_stream.ptx (ptxas ${PTXAS}, ${arch}, "
+            "exit ${rc})\n${out}${err}")
+        list(APPEND failed "cuda_stream.ptx(${arch})")
+    endif()
+    math(EXPR checked "${checked} + 1")
+endforeach()
 
 list(LENGTH cuda_sources n_cuda)
 if(n_cuda LESS 4)

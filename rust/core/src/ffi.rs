@@ -88,12 +88,13 @@ mod bridge {
         /// Enqueues the host function `func(arg)` (a `void (*)(void *)`) on `stream` for
         /// `call`; 0 or CANN's code (logged), as `stream_copy`.
         fn stream_call(call: &str, stream: usize, func: usize, arg: usize) -> i32;
-        /// Enqueues a write of the 32-bit `value` at the device address `at` on `stream`; 0 or
-        /// CANN's code (logged), ACLSHMEM_NOT_SUPPORTED where the device cannot.
-        fn stream_write32(call: &str, stream: usize, at: usize, value: u32) -> i32;
-        /// Enqueues a wait until the 32-bit word at `at` equals `value` (`ge` false) or, less
-        /// `value`, is not negative (`ge` true); as `stream_write32`.
-        fn stream_wait32(call: &str, stream: usize, at: usize, value: u32, ge: bool) -> i32;
+        /// Enqueues a signal on `stream`: the 32-bit word at the device address `at` set to
+        /// `value` (`add` false) or increased by it (`add` true); 0 or CANN's code (logged),
+        /// ACLSHMEM_NOT_SUPPORTED where the device cannot do it on a stream.
+        fn stream_signal32(call: &str, stream: usize, at: usize, value: u32, add: bool) -> i32;
+        /// Enqueues a wait on `stream` until the 32-bit word at `at` compares with `value` as
+        /// CANN's `cmp` (ACLSHMEM_CMP_EQ..LE) says; as `stream_signal32`.
+        fn stream_wait32(call: &str, stream: usize, at: usize, value: u32, cmp: i32) -> i32;
         /// The device address of the kernels' copy of the job state, refreshed now; 0 when the
         /// heap is not on an NPU, or on failure (logged).
         fn device_job_state() -> usize;
@@ -394,18 +395,32 @@ fn stream_call(call: &str, stream: usize, func: usize, arg: usize) -> i32 {
     }
 }
 
-fn stream_write32(call: &str, stream: usize, at: usize, value: u32) -> i32 {
+fn stream_signal32(call: &str, stream: usize, at: usize, value: u32, add: bool) -> i32 {
+    use crate::device::StreamSignal;
+    let op = if add {
+        StreamSignal::Add
+    } else {
+        StreamSignal::Set
+    };
     match accel_for(call) {
-        Ok(a) => code(call, a.write_value32(stream, at, value)),
+        Ok(a) => code(call, a.signal_on_stream(stream, at, value, op)),
         Err(code) => code,
     }
 }
 
-fn stream_wait32(call: &str, stream: usize, at: usize, value: u32, ge: bool) -> i32 {
-    use crate::device::WaitValue;
-    let how = if ge { WaitValue::Ge } else { WaitValue::Eq };
+fn stream_wait32(call: &str, stream: usize, at: usize, value: u32, cmp: i32) -> i32 {
+    let Some(cmp) = crate::device::StreamCmp::from_cann(cmp) else {
+        // The facade checks `cmp` first; this is the only caller.
+        let e = Error::InvalidArgument {
+            call: "aclshmemx_signal_wait_until_on_stream",
+            arg: "cmp",
+            value: cmp.to_string(),
+            reason: "not ACLSHMEM_CMP_EQ..ACLSHMEM_CMP_LE (0..5)",
+        };
+        return code(call, Err(e));
+    };
     match accel_for(call) {
-        Ok(a) => code(call, a.wait_value32(stream, at, value, how)),
+        Ok(a) => code(call, a.wait_on_stream(stream, at, value, cmp)),
         Err(code) => code,
     }
 }

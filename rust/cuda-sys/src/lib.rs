@@ -74,6 +74,11 @@ typedefs! {
     /// A host function run by a stream when it reaches it (`cuLaunchHostFunc`), given its
     /// `userData`; it must not call CUDA.
     CUhostFn: "void (*)(void *)" = unsafe extern "C" fn(*mut c_void);
+    /// A module: code loaded into a context (`cuModuleLoadData`, PTX compiled for the device by
+    /// the driver), holding kernels.
+    CUmodule: "struct CUmod_st *" = *mut c_void;
+    /// A kernel of a module (`cuModuleGetFunction`), launched with `cuLaunchKernel`.
+    CUfunction: "struct CUfunc_st *" = *mut c_void;
     /// cuda.h's 32-bit unsigned integer (the stream memory operations' value).
     cuuint32_t: "uint32_t" = u32;
     /// cuda.h's 64-bit unsigned integer (the stream memory operations' value).
@@ -459,6 +464,33 @@ cuda! {
         value: cuuint64_t => "cuuint64_t",
         flags: u32 => "unsigned int",
     ) -> CUresult => "CUresult";
+
+    /// Loads a module into the current context from `image` (here NUL-terminated PTX text,
+    /// which the driver compiles for the context's device) and writes it.
+    fn cuModuleLoadData(module: *mut CUmodule => "CUmodule *", image: *const c_void => "const void *")
+        -> CUresult => "CUresult";
+    /// Writes the kernel `name` (its `.entry` name) of `hmod`.
+    fn cuModuleGetFunction(
+        hfunc: *mut CUfunction => "CUfunction *",
+        hmod: CUmodule => "CUmodule",
+        name: *const c_char => "const char *",
+    ) -> CUresult => "CUresult";
+    /// Queues a launch of `f` on `hStream` with the given grid and block shape; `kernelParams`
+    /// points at one pointer per kernel parameter, each at the parameter's value, read before
+    /// the call returns; `extra` is null here.
+    fn cuLaunchKernel(
+        f: CUfunction => "CUfunction",
+        gridDimX: u32 => "unsigned int",
+        gridDimY: u32 => "unsigned int",
+        gridDimZ: u32 => "unsigned int",
+        blockDimX: u32 => "unsigned int",
+        blockDimY: u32 => "unsigned int",
+        blockDimZ: u32 => "unsigned int",
+        sharedMemBytes: u32 => "unsigned int",
+        hStream: CUstream => "CUstream",
+        kernelParams: *mut *mut c_void => "void **",
+        extra: *mut *mut c_void => "void **",
+    ) -> CUresult => "CUresult";
 }
 
 impl fmt::Debug for Cuda {
@@ -540,12 +572,16 @@ constants! {
     CUDA_ERROR_NO_DEVICE: CUresult = 100;
     /// The device ordinal is invalid.
     CUDA_ERROR_INVALID_DEVICE: CUresult = 101;
+    /// The module image is not one the driver can load.
+    CUDA_ERROR_INVALID_IMAGE: CUresult = 200;
     /// No context is current on the thread, or the context is invalid.
     CUDA_ERROR_INVALID_CONTEXT: CUresult = 201;
     /// The range is already mapped.
     CUDA_ERROR_ALREADY_MAPPED: CUresult = 208;
     /// The range is not mapped.
     CUDA_ERROR_NOT_MAPPED: CUresult = 211;
+    /// The driver could not compile PTX for the device.
+    CUDA_ERROR_INVALID_PTX: CUresult = 218;
     /// A call into the operating system failed (a file descriptor, an mmap).
     CUDA_ERROR_OPERATING_SYSTEM: CUresult = 304;
     /// The handle (stream, memory handle) is invalid.
@@ -558,8 +594,12 @@ constants! {
     CUDA_ERROR_NOT_READY: CUresult = 600;
     /// A kernel or copy accessed an invalid address; the context cannot be used any more.
     CUDA_ERROR_ILLEGAL_ADDRESS: CUresult = 700;
+    /// A launch asked for more resources (threads, registers, shared memory) than the device has.
+    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: CUresult = 701;
     /// The context was destroyed.
     CUDA_ERROR_CONTEXT_IS_DESTROYED: CUresult = 709;
+    /// A kernel executed an illegal instruction (a `trap`); the context cannot be used any more.
+    CUDA_ERROR_ILLEGAL_INSTRUCTION: CUresult = 715;
     /// A kernel failed; the context cannot be used any more.
     CUDA_ERROR_LAUNCH_FAILED: CUresult = 719;
     /// The call is not permitted here (e.g. a CUDA call inside a host function).

@@ -18,7 +18,7 @@
 use super::vmm::{self, Layout};
 use super::{
     check_range, Accelerator, AcceleratorKind, Device, DeviceMemory, Export, Placement, Segment,
-    WaitValue,
+    StreamCmp, StreamSignal,
 };
 use crate::bootstrap::Bootstrap;
 use crate::error::{Error, Result};
@@ -26,12 +26,17 @@ use cuda_sys as cu;
 use rustix::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// Words of an export beside its descriptor: physical length, offset of the segment in the
 /// mapping, segment length.
 const EXPORT_WORDS: usize = 3;
+
+/// The library's kernels for the on-stream signal ADD and the waits other than EQ and GE, as
+/// PTX text (NUL-terminated for `cuModuleLoadData`): `shmem_stream_signal_add(addr, value)`,
+/// `shmem_stream_wait(addr, cmp, value)`.
+const STREAM_PTX: &str = concat!(include_str!("cuda_stream.ptx"), "\0");
 
 /// The driver of this process, loaded once (a failure is remembered).
 static DRIVER: OnceLock<std::result::Result<cu::Cuda, String>> = OnceLock::new();
@@ -64,6 +69,16 @@ struct Inner {
     copies: usize,
     /// The streams the library enqueued work on (0: the default stream), drained at finalize.
     streams: vmm::Streams,
+    /// The kernels of `STREAM_PTX`, loaded into the context at their first use (a failure is
+    /// reported to that call and tried again at the next).
+    kernels: Mutex<Option<StreamKernels>>,
+}
+
+/// The functions of the loaded `STREAM_PTX` module (`CUfunction`s as numbers).
+#[derive(Clone, Copy)]
+struct StreamKernels {
+    signal_add: usize,
+    wait: usize,
 }
 
 impl std::fmt::Debug for Cuda {
@@ -235,6 +250,7 @@ impl Cuda {
                     granularity,
                     copies: copies as usize,
                     streams: vmm::Streams::default(),
+                    kernels: Mutex::new(None),
                 }),
             })
         }
@@ -294,6 +310,65 @@ impl Cuda {
                 (cuda.cuStreamSynchronize)(stream),
             )
         }
+    }
+
+    /// The library's stream kernels, loaded into this PE's context the first time.
+    fn kernels(&self) -> Result<StreamKernels> {
+        let cuda = self.driver()?;
+        let mut loaded = self
+            .inner
+            .kernels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(k) = *loaded {
+            return Ok(k);
+        }
+        let mut module: cu::CUmodule = std::ptr::null_mut();
+        // SAFETY: STREAM_PTX is NUL-terminated text that lives for the program; the driver
+        // compiles it and writes the module.
+        check(cuda, "cuModuleLoadData", unsafe {
+            (cuda.cuModuleLoadData)(&mut module, STREAM_PTX.as_ptr().cast())
+        })?;
+        let function = |name: &[u8]| -> Result<usize> {
+            let mut f: cu::CUfunction = std::ptr::null_mut();
+            // SAFETY: `module` was loaded above; `name` is NUL-terminated.
+            check(cuda, "cuModuleGetFunction", unsafe {
+                (cuda.cuModuleGetFunction)(&mut f, module, name.as_ptr().cast())
+            })?;
+            Ok(f as usize)
+        };
+        // The module stays loaded for the process: its kernels may be queued on any stream
+        // until finalize drains them.
+        let k = StreamKernels {
+            signal_add: function(b"shmem_stream_signal_add\0")?,
+            wait: function(b"shmem_stream_wait\0")?,
+        };
+        *loaded = Some(k);
+        Ok(k)
+    }
+
+    /// Launches `f` (one of the stream kernels) as one thread of one block on `stream`, with
+    /// `params` pointing at its arguments' values in order.
+    fn launch(&self, f: usize, stream: usize, params: &mut [*mut c_void]) -> Result<()> {
+        let cuda = self.driver()?;
+        self.used(stream);
+        // SAFETY: `params` points at values of the types the kernel's PTX declares, in order;
+        // the driver copies them before returning.
+        check(cuda, "cuLaunchKernel", unsafe {
+            (cuda.cuLaunchKernel)(
+                f as cu::CUfunction,
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+                0,
+                stream as cu::CUstream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        })
     }
 
     fn used(&self, stream: usize) {
@@ -612,7 +687,25 @@ impl Accelerator for Cuda {
         })
     }
 
-    fn write_value32(&self, stream: usize, at: usize, value: u32) -> Result<()> {
+    fn signal_on_stream(
+        &self,
+        stream: usize,
+        at: usize,
+        value: u32,
+        op: StreamSignal,
+    ) -> Result<()> {
+        if op == StreamSignal::Add {
+            let k = self.kernels()?;
+            let (mut addr, mut value) = (at as u64, value);
+            return self.launch(
+                k.signal_add,
+                stream,
+                &mut [
+                    std::ptr::addr_of_mut!(addr).cast(),
+                    std::ptr::addr_of_mut!(value).cast(),
+                ],
+            );
+        }
         let cuda = self.driver()?;
         self.used(stream);
         // SAFETY: the driver checks the address and the stream.
@@ -626,13 +719,29 @@ impl Accelerator for Cuda {
         })
     }
 
-    fn wait_value32(&self, stream: usize, at: usize, value: u32, how: WaitValue) -> Result<()> {
+    /// EQ and GE are the stream's own memory operation (`cuStreamWaitValue32`: no kernel, no
+    /// SM held; its GE holds when `(int32_t)(word - value) >= 0`, a signed `>=` unless the two
+    /// lie 2^31 or more apart); the others are the library's wait kernel.
+    fn wait_on_stream(&self, stream: usize, at: usize, value: u32, cmp: StreamCmp) -> Result<()> {
+        let flags = match cmp {
+            StreamCmp::Eq => cu::CU_STREAM_WAIT_VALUE_EQ,
+            StreamCmp::Ge => cu::CU_STREAM_WAIT_VALUE_GEQ,
+            _ => {
+                let k = self.kernels()?;
+                let (mut addr, mut cmp, mut value) = (at as u64, cmp as u32, value);
+                return self.launch(
+                    k.wait,
+                    stream,
+                    &mut [
+                        std::ptr::addr_of_mut!(addr).cast(),
+                        std::ptr::addr_of_mut!(cmp).cast(),
+                        std::ptr::addr_of_mut!(value).cast(),
+                    ],
+                );
+            }
+        };
         let cuda = self.driver()?;
         self.used(stream);
-        let flags = match how {
-            WaitValue::Eq => cu::CU_STREAM_WAIT_VALUE_EQ,
-            WaitValue::Ge => cu::CU_STREAM_WAIT_VALUE_GEQ,
-        };
         // SAFETY: the driver checks the address and the stream.
         check(cuda, "cuStreamWaitValue32", unsafe {
             (cuda.cuStreamWaitValue32)(stream as cu::CUstream, at as u64, value, flags)

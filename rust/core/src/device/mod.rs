@@ -177,13 +177,47 @@ pub enum AcceleratorKind {
     Cuda = 2,
 }
 
-/// How a stream waits for a 32-bit word (`Accelerator::wait_value32`).
+/// How an on-stream signal changes its 32-bit word (`Accelerator::signal_on_stream`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaitValue {
-    /// Until the word equals the value.
-    Eq,
-    /// Until the word, less the value, is not negative as a signed 32-bit number.
-    Ge,
+pub enum StreamSignal {
+    /// The word becomes the value.
+    Set,
+    /// The value is added to the word (wrapping), atomically.
+    Add,
+}
+
+/// How an on-stream wait compares its 32-bit word with the value
+/// (`Accelerator::wait_on_stream`): as signed 32-bit numbers, in the order and with the numbers
+/// of CANN's `ACLSHMEM_CMP_*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamCmp {
+    /// word == value
+    Eq = 0,
+    /// word != value
+    Ne = 1,
+    /// word > value
+    Gt = 2,
+    /// word >= value
+    Ge = 3,
+    /// word < value
+    Lt = 4,
+    /// word <= value
+    Le = 5,
+}
+
+impl StreamCmp {
+    /// The comparison CANN numbers `cmp`, if it is one.
+    pub fn from_cann(cmp: i32) -> Option<StreamCmp> {
+        Some(match cmp {
+            0 => StreamCmp::Eq,
+            1 => StreamCmp::Ne,
+            2 => StreamCmp::Gt,
+            3 => StreamCmp::Ge,
+            4 => StreamCmp::Lt,
+            5 => StreamCmp::Le,
+            _ => return None,
+        })
+    }
 }
 
 /// A device whose memory the CPU cannot load or store (an NPU, a GPU): besides `Device` and
@@ -212,18 +246,33 @@ pub trait Accelerator: Device + DeviceMemory {
         f: unsafe extern "C" fn(*mut std::ffi::c_void),
         arg: usize,
     ) -> Result<()>;
-    /// Enqueues a write of the 32-bit `value` at the device address `at` on `stream`, where the
-    /// device can (an `Unsupported` error where it cannot).
-    fn write_value32(&self, _stream: usize, _at: usize, _value: u32) -> Result<()> {
+    /// Enqueues a signal on `stream`: the 32-bit word at the device address `at` is set to, or
+    /// increased by, `value` once the stream's earlier work is done and visible, where the
+    /// device can do it on the stream itself (an `Unsupported` error where it cannot).
+    fn signal_on_stream(
+        &self,
+        _stream: usize,
+        _at: usize,
+        _value: u32,
+        _op: StreamSignal,
+    ) -> Result<()> {
         Err(Error::Unsupported {
-            what: "writing a value on a stream",
+            what: "a signal on a stream",
             device: self.name(),
         })
     }
-    /// Enqueues a wait until the 32-bit word at `at` satisfies `how` against `value`.
-    fn wait_value32(&self, _stream: usize, _at: usize, _value: u32, _how: WaitValue) -> Result<()> {
+    /// Enqueues a wait on `stream` until the 32-bit word at the device address `at` compares
+    /// with `value` as `cmp` says; the stream's later work runs after it and sees what the
+    /// signaller wrote before the word. As `signal_on_stream`, where the device can.
+    fn wait_on_stream(
+        &self,
+        _stream: usize,
+        _at: usize,
+        _value: u32,
+        _cmp: StreamCmp,
+    ) -> Result<()> {
         Err(Error::Unsupported {
-            what: "waiting for a value on a stream",
+            what: "a wait on a stream",
             device: self.name(),
         })
     }
