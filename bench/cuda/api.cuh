@@ -14,13 +14,15 @@
  *   BENCH_SIGNAL_WAIT_GE           wait until the local signal word is >= a value
  *   BENCH_UINT64_WAIT_GE           the same on a word written by p
  *   BENCH_QUIET, BENCH_FENCE       completion and ordering of the calling thread's operations
- *   BENCH_BARRIER_ALL_BLOCK        barrier of every PE, called by every thread of the one block of
- *                                  a one-block launch (ours: aclshmem_barrier_all, called by
- *                                  every thread of every block; NVSHMEM:
- * nvshmemx_barrier_all_block) BENCH_DEV_MY_PE, BENCH_DEV_N_PES Host side: bench_lib_init /
- * bench_lib_finalize, bench_lib_my_pe / bench_lib_n_pes, bench_lib_malloc / bench_lib_free
- * (symmetric, in GPU memory), bench_lib_barrier_all, bench_lib_job (what kernels get as `job`),
- * bench_lib_putmem_on_stream, bench_lib_quiet_on_stream. Our host calls live in host_shmem.cpp
+ *   BENCH_BARRIER_ALL_BLOCK        barrier of every PE, called by every thread of the one block
+ *                                  of a one-block launch (ours: aclshmem_barrier_all by every
+ *                                  thread of every block; NVSHMEM: nvshmemx_barrier_all_block)
+ *   BENCH_DEV_MY_PE, BENCH_DEV_N_PES
+ *
+ * Host side: bench_lib_init / bench_lib_finalize, bench_lib_my_pe / bench_lib_n_pes,
+ * bench_lib_malloc / bench_lib_free (symmetric, in GPU memory), bench_lib_barrier_all,
+ * bench_lib_job (what kernels get as `job`), bench_lib_putmem_on_stream,
+ * bench_lib_quiet_on_stream. Our host calls live in host_shmem.cpp
  * (shmem/device.h and <aclshmem.h> declare the same CANN names, so a kernel's file includes only
  * the former); NVSHMEM's are inline below. NVSHMEM is started without MPI or a launcher of its own:
  * PE `BENCH_PE` of `BENCH_NPES` (the environment, set by scripts/bench-cuda.sh), with the unique id
