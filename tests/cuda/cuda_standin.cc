@@ -992,6 +992,39 @@ CUresult word_at(Runtime &r, const char *call, CUdeviceptr addr, size_t width, U
     return CUDA_SUCCESS;
 }
 
+// Work a stream reached that waits for the word at `addr` (4 or 8 bytes, read with acquire):
+// polls it, napping between reads, until `holds(word)`; still not after `timeout_s` seconds, it
+// fails the stream with CUDA_ERROR_TIMEOUT, saying "<what> <word>, still not <wanted>".
+template <typename Holds>
+CUresult poll_word(const char *call, const char *what, CUdeviceptr addr, size_t width,
+                   const std::string &wanted, uint64_t timeout_s, std::string *msg, Holds holds) {
+    Runtime &r = rt();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    auto nap = std::chrono::microseconds(1);
+    for (;;) {
+        uint64_t word;
+        {
+            std::shared_lock<std::shared_mutex> lk(r.mem);
+            char *view = nullptr;
+            if (CUresult rc = word_at(r, call, addr, width, Use::read, &view, msg)) return rc;
+            word = width == 4
+                       ? __atomic_load_n(reinterpret_cast<uint32_t *>(view), __ATOMIC_ACQUIRE)
+                       : __atomic_load_n(reinterpret_cast<uint64_t *>(view), __ATOMIC_ACQUIRE);
+        }
+        if (holds(word)) return CUDA_SUCCESS;
+        if (std::chrono::steady_clock::now() > deadline)
+            return fail_async(msg, call, CUDA_ERROR_TIMEOUT,
+                              "%saddr=0x%llx: the word is %lld, still not %s after "
+                              "CUDA_STANDIN_WAIT_TIMEOUT=%llu s",
+                              what, ull(addr),
+                              width == 4 ? static_cast<long long>(static_cast<int32_t>(word))
+                                         : static_cast<long long>(word),
+                              wanted.c_str(), ull(timeout_s));
+        std::this_thread::sleep_for(nap);
+        if (nap < std::chrono::microseconds(500)) nap *= 2;
+    }
+}
+
 CUresult write_value(const char *call, CUstream stream, CUdeviceptr addr, uint64_t value,
                      unsigned flags, size_t width) {
     Context *c = nullptr;
@@ -1038,29 +1071,10 @@ CUresult wait_value(const char *call, CUstream stream, CUdeviceptr addr, uint64_
     std::shared_ptr<Stream> s;
     if (CUresult rc = get_stream(call, stream, c, &s, true)) return rc;
     uint64_t timeout_s = r.cfg.wait_timeout_s;
-    enqueue(s, [call, addr, value, width, op, timeout_s](std::string *msg) {
-        Runtime &rr = rt();
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-        auto nap = std::chrono::microseconds(1);
-        for (;;) {
-            uint64_t word;
-            {
-                std::shared_lock<std::shared_mutex> lk(rr.mem);
-                char *view = nullptr;
-                if (CUresult rc = word_at(rr, call, addr, width, Use::read, &view, msg)) return rc;
-                word = width == 4
-                           ? __atomic_load_n(reinterpret_cast<uint32_t *>(view), __ATOMIC_ACQUIRE)
-                           : __atomic_load_n(reinterpret_cast<uint64_t *>(view), __ATOMIC_ACQUIRE);
-            }
-            if (compare(word, value, op, width == 8)) return CUDA_SUCCESS;
-            if (std::chrono::steady_clock::now() > deadline)
-                return fail_async(msg, call, CUDA_ERROR_TIMEOUT,
-                                  "addr=0x%llx: the word is %llu, still not %s %llu after "
-                                  "CUDA_STANDIN_WAIT_TIMEOUT=%llu s",
-                                  ull(addr), ull(word), op_name(op), ull(value), ull(timeout_s));
-            std::this_thread::sleep_for(nap);
-            if (nap < std::chrono::microseconds(500)) nap *= 2;
-        }
+    std::string wanted = std::string(op_name(op)) + " " + std::to_string(value);
+    enqueue(s, [call, addr, value, width, op, timeout_s, wanted](std::string *msg) {
+        return poll_word(call, "", addr, width, wanted, timeout_s, msg,
+                         [=](uint64_t word) { return compare(word, value, op, width == 8); });
     });
     return CUDA_SUCCESS;
 }
@@ -1187,26 +1201,9 @@ CUresult run_wait(const char *call, const std::vector<char> &args, uint64_t time
     CUdeviceptr addr = arg_at<uint64_t>(args, 0);
     uint32_t cmp = arg_at<uint32_t>(args, 8);
     int32_t value = arg_at<int32_t>(args, 12);
-    Runtime &r = rt();
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-    auto nap = std::chrono::microseconds(1);
-    for (;;) {
-        int32_t word;
-        {
-            std::shared_lock<std::shared_mutex> lk(r.mem);
-            char *view = nullptr;
-            if (CUresult rc = word_at(r, call, addr, 4, Use::read, &view, msg)) return rc;
-            word = __atomic_load_n(reinterpret_cast<int32_t *>(view), __ATOMIC_ACQUIRE);
-        }
-        if (holds(word, value, cmp)) return CUDA_SUCCESS;
-        if (std::chrono::steady_clock::now() > deadline)
-            return fail_async(msg, call, CUDA_ERROR_TIMEOUT,
-                              "kernel shmem_stream_wait: addr=0x%llx: the word is %d, still not "
-                              "%s %d after CUDA_STANDIN_WAIT_TIMEOUT=%llu s",
-                              ull(addr), word, kCmp[cmp], value, ull(timeout_s));
-        std::this_thread::sleep_for(nap);
-        if (nap < std::chrono::microseconds(500)) nap *= 2;
-    }
+    return poll_word(call, "kernel shmem_stream_wait: ", addr, 4,
+                     std::string(kCmp[cmp]) + " " + std::to_string(value), timeout_s, msg,
+                     [=](uint64_t word) { return holds(static_cast<int32_t>(word), value, cmp); });
 }
 
 const KernelModel kModels[] = {
