@@ -60,6 +60,18 @@ macro_rules! typedefs {
 /// assert_eq!(Location::default(), Location { id: 0, type_: 0 });
 /// assert_eq!((STRUCTS[0].size, (STRUCTS[0].fields[1].offset)()), (8, 4));
 /// ```
+///
+/// A field that may not be zero, such as a function pointer, does not compile:
+///
+/// ```compile_fail,E0277
+/// sys_decl::structs! {
+///     /// A callback is never null.
+///     struct WithCallback {
+///         /// The callback.
+///         f: extern "C" fn() -> i32 => "f",
+///     }
+/// }
+/// ```
 #[macro_export]
 macro_rules! structs {
     ($($(#[$m:meta])* struct $name:ident $(as $c_name:literal)? {
