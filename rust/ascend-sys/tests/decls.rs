@@ -30,37 +30,17 @@ const SPEC: Spec = Spec {
     constants: CONSTANTS,
 };
 
-#[test]
-fn typedefs_match_the_headers() {
-    SPEC.load().typedefs_match();
-}
+sys_decl::decls_tests!(SPEC);
 
+/// The layout CANN documents for the call that allocates the heap: u32, u32, u32, {u32, u32},
+/// u64.
 #[test]
-fn structs_are_laid_out_as_the_headers() {
-    SPEC.load().structs_match();
-    // The layout CANN documents for the call that allocates the heap: u32, u32, u32,
-    // {u32, u32}, u64.
+fn structs_are_laid_out_as_cann_documents() {
     assert_eq!(
         SPEC.rust_layout("aclrtPhysicalMemProp"),
         (32, vec![0, 4, 8, 12, 24])
     );
     assert_eq!(SPEC.rust_layout("aclrtMemLocation"), (8, vec![0, 4]));
-}
-
-#[test]
-fn functions_match_the_headers() {
-    SPEC.load().functions_match();
-}
-
-#[test]
-fn constants_match_the_headers() {
-    SPEC.load().constants_match();
-}
-
-/// No two bindings share a name.
-#[test]
-fn names_are_unique() {
-    SPEC.assert_unique_names();
 }
 
 /// The data's parser and type mapping, on CANN's types and a line written here.

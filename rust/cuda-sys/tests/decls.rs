@@ -35,15 +35,11 @@ const SPEC: Spec = Spec {
     constants: CONSTANTS,
 };
 
-#[test]
-fn typedefs_match_the_header() {
-    SPEC.load().typedefs_match();
-}
+sys_decl::decls_tests!(SPEC);
 
+/// The layouts gcc gives cuda.h's structs on x86-64 and aarch64 Linux.
 #[test]
-fn structs_are_laid_out_as_the_header() {
-    SPEC.load().structs_match();
-    // The layouts gcc gives cuda.h's structs on x86-64 and aarch64 Linux.
+fn structs_are_laid_out_as_gcc_lays_out_cuda_h() {
     assert_eq!(SPEC.rust_layout("CUmemLocation"), (8, vec![0, 4]));
     assert_eq!(
         SPEC.rust_layout("CUmemAllocationProp.allocFlags"),
@@ -54,22 +50,6 @@ fn structs_are_laid_out_as_the_header() {
         (32, vec![0, 4, 8, 16, 24])
     );
     assert_eq!(SPEC.rust_layout("CUmemAccessDesc"), (12, vec![0, 8]));
-}
-
-#[test]
-fn functions_match_the_header() {
-    SPEC.load().functions_match();
-}
-
-#[test]
-fn constants_match_the_header() {
-    SPEC.load().constants_match();
-}
-
-/// No two bindings share a name, nor a binding and a `_v2` symbol.
-#[test]
-fn names_are_unique() {
-    SPEC.assert_unique_names();
 }
 
 /// The data's parser and type mapping, on cuda.h's types and a line written here.

@@ -27,6 +27,41 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::{Constant, Decl, StructDecl, Typedef};
 
+/// The `#[test]`s every bindings crate runs against its data file, given its [`Spec`] (a
+/// `const` or `static` path): `typedefs_match_the_data`, `structs_match_the_data`,
+/// `functions_match_the_data`, `constants_match_the_data` ([`Check`]'s comparisons) and
+/// `names_are_unique` ([`Spec::assert_unique_names`]). Written once in the crate's
+/// `tests/decls.rs`, beside its own checks.
+#[macro_export]
+macro_rules! decls_tests {
+    ($spec:path) => {
+        #[test]
+        fn typedefs_match_the_data() {
+            $spec.load().typedefs_match();
+        }
+
+        #[test]
+        fn structs_match_the_data() {
+            $spec.load().structs_match();
+        }
+
+        #[test]
+        fn functions_match_the_data() {
+            $spec.load().functions_match();
+        }
+
+        #[test]
+        fn constants_match_the_data() {
+            $spec.load().constants_match();
+        }
+
+        #[test]
+        fn names_are_unique() {
+            $spec.assert_unique_names();
+        }
+    };
+}
+
 /// What a bindings crate checks: its data file, how to read it and map its C types, and its
 /// tables (the `TYPEDEFS`, `STRUCTS`, `DECLS` and `CONSTANTS` its macros defined).
 #[derive(Clone, Copy, Debug)]

@@ -7,7 +7,7 @@ use std::ffi::CStr;
 use std::path::PathBuf;
 
 use sys_decl::check::{Check, Spec};
-use sys_decl::Constant;
+use sys_decl::{Constant, Decl, Field, StructDecl, Typedef};
 
 /// The bindings, at a module's root as a bindings crate has them.
 #[allow(non_camel_case_types)]
@@ -93,60 +93,6 @@ mod missing {
 
         /// Not in the C library.
         fn sys_decl_no_such_function() -> i32 => "int";
-    }
-}
-
-/// The bindings above, each kind with one drift from what they state in C.
-#[allow(non_camel_case_types, dead_code)]
-mod drifted {
-    use std::ffi::{c_char, c_void};
-
-    sys_decl::typedefs! {
-        /// An opaque handle.
-        handle_t: "struct handle_st *" = *mut c_void;
-        /// A callback.
-        callback_t: "void (*)(void *)" = unsafe extern "C" fn(*mut c_void);
-        /// An enum.
-        status_t: "enum" = u32;
-        /// An `int` bound as unsigned.
-        err_t: "int" = u32;
-        /// An integer through a typedef chain.
-        count_t: "unsigned long long" = u64;
-    }
-
-    sys_decl::structs! {
-        /// An `int` field bound as unsigned.
-        struct inner_t {
-            /// A byte.
-            tag: u8 => "tag",
-            /// Unsigned.
-            value: u32 => "value",
-        }
-    }
-
-    sys_decl::functions! {
-        /// A `const char *` bound as `*mut`.
-        pub struct Libc;
-
-        /// The length of a C string.
-        fn strlen(s: *mut c_char => "const char *") -> usize => "size_t";
-        /// The absolute value of an `int`.
-        fn abs(j: i32 => "int") -> i32 => "int";
-        /// `labs`, under another API name.
-        fn labs_of as labs(j: i64 => "long") -> i64 => "long";
-        /// Takes nothing.
-        fn getpid() -> i32 => "int";
-    }
-
-    sys_decl::constants! {
-        /// Success.
-        STATUS_OK: u32 = 0;
-        /// A failure.
-        STATUS_FAIL: super::status_t = 7;
-        /// An `int` bound as unsigned.
-        ERR_BIG: u32 = 100000;
-        /// Another type with a value `STATUS_FAIL` has.
-        SEVEN: super::count_t = 7;
     }
 }
 
@@ -317,7 +263,7 @@ fn the_loader_fails_naming_what_is_missing() {
 #[test]
 fn the_checks_pass_on_the_bindings_facts() {
     assert_eq!(SPEC.file(), "test_decls.txt");
-    let check = check_of(&SPEC);
+    let check = check_of(SPEC);
     all_checks(&check);
     SPEC.assert_unique_names();
     assert_eq!(
@@ -392,73 +338,92 @@ fn a_data_file_must_list_every_kind() {
 }
 
 /// The checks of `DATA` against the bindings with `spec`'s tables.
-fn check_of(spec: &'static Spec) -> Check<'static> {
+fn check_of(spec: Spec) -> Check<'static> {
     Check {
-        spec,
+        spec: Box::leak(Box::new(spec)),
         data: SPEC.parse(DATA),
     }
+}
+
+/// `table` with its item `index` replaced by `with`: a binding drifted from what it states.
+fn replaced<T: Copy>(table: &[T], index: usize, with: T) -> &'static [T] {
+    let mut table = table.to_vec();
+    table[index] = with;
+    Box::leak(table.into_boxed_slice())
 }
 
 #[test]
 #[should_panic(expected = "typedef err_t: Rust type")]
 fn a_typedef_bound_as_another_type_fails() {
-    static DRIFTED: Spec = Spec {
-        typedefs: drifted::TYPEDEFS,
-        ..SPEC
+    let err_t = Typedef {
+        rust_def: "u32",
+        ..TYPEDEFS[3]
     };
-    check_of(&DRIFTED).typedefs_match();
+    check_of(Spec {
+        typedefs: replaced(TYPEDEFS, 3, err_t),
+        ..SPEC
+    })
+    .typedefs_match();
 }
 
 #[test]
 #[should_panic(expected = "struct inner_t: field value's type")]
 fn a_field_bound_as_another_type_fails() {
-    static DRIFTED: Spec = Spec {
-        structs: drifted::STRUCTS,
-        ..SPEC
+    let value = Field {
+        rust_type: "u32",
+        ..STRUCTS[0].fields[1]
     };
-    // The data's structs but outer_t and its anonymous struct, which drifted does not bind.
-    let data = SPEC.parse(&DATA[..DATA.find("outer_t.anon |").expect("in the data")]);
-    Check {
-        spec: &DRIFTED,
-        data,
-    }
+    let inner = StructDecl {
+        fields: replaced(STRUCTS[0].fields, 1, value),
+        ..STRUCTS[0]
+    };
+    check_of(Spec {
+        structs: replaced(STRUCTS, 0, inner),
+        ..SPEC
+    })
     .structs_match();
 }
 
 #[test]
 #[should_panic(expected = "strlen: parameter 0")]
 fn a_parameter_bound_as_another_type_fails() {
-    static DRIFTED: Spec = Spec {
-        functions: drifted::DECLS,
-        ..SPEC
+    let strlen = Decl {
+        rust_params: &["*mut c_char"],
+        ..DECLS[0]
     };
-    check_of(&DRIFTED).functions_match();
+    check_of(Spec {
+        functions: replaced(DECLS, 0, strlen),
+        ..SPEC
+    })
+    .functions_match();
 }
 
 #[test]
 #[should_panic(expected = "STATUS_OK: bound with its typedef")]
 fn an_enumerator_bound_without_its_typedef_fails() {
-    static DRIFTED: Spec = Spec {
-        constants: drifted::CONSTANTS,
-        ..SPEC
+    let ok = Constant {
+        rust_type: "u32",
+        ..CONSTANTS[0]
     };
-    check_of(&DRIFTED).constants_match();
+    check_of(Spec {
+        constants: replaced(CONSTANTS, 0, ok),
+        ..SPEC
+    })
+    .constants_match();
 }
 
 #[test]
 #[should_panic(expected = "ERR_BIG: type")]
 fn a_constant_bound_as_another_type_fails() {
-    const CONSTANTS_DRIFTED: &[Constant] = &[
-        CONSTANTS[0],
-        CONSTANTS[1],
-        drifted::CONSTANTS[2],
-        CONSTANTS[3],
-    ];
-    static DRIFTED: Spec = Spec {
-        constants: CONSTANTS_DRIFTED,
-        ..SPEC
+    let big = Constant {
+        rust_type: "u32",
+        ..CONSTANTS[2]
     };
-    check_of(&DRIFTED).constants_match();
+    check_of(Spec {
+        constants: replaced(CONSTANTS, 2, big),
+        ..SPEC
+    })
+    .constants_match();
 }
 
 #[test]
@@ -538,26 +503,16 @@ fn an_enumerator_bound_with_another_typedef_fails() {
 #[test]
 #[should_panic(expected = "STATUS_FAIL: an enum past int")]
 fn an_enum_past_int_fails() {
-    const CONSTANTS_PAST_INT: &[Constant] = &[
-        CONSTANTS[0],
-        Constant {
-            name: "STATUS_FAIL",
-            rust_type: "status_t",
-            value: 1 << 31,
-        },
-        CONSTANTS[2],
-        CONSTANTS[3],
-    ];
-    static SPEC_PAST_INT: Spec = Spec {
-        constants: CONSTANTS_PAST_INT,
-        ..SPEC
+    let past_int = Constant {
+        value: 1 << 31,
+        ..CONSTANTS[1]
     };
     let check = Check {
-        spec: &SPEC_PAST_INT,
-        data: SPEC.parse(&DATA.replace(
-            "STATUS_FAIL | status_t | 7",
-            "STATUS_FAIL | status_t | 2147483648",
-        )),
+        data: SPEC.parse(&DATA.replace("| status_t | 7", "| status_t | 2147483648")),
+        ..check_of(Spec {
+            constants: replaced(CONSTANTS, 1, past_int),
+            ..SPEC
+        })
     };
     check.constants_match();
 }
@@ -565,15 +520,15 @@ fn an_enum_past_int_fails() {
 #[test]
 #[should_panic(expected = "names bound twice: [\"abs\"]")]
 fn a_name_bound_twice_fails() {
-    static TWICE: Spec = Spec {
-        constants: &[Constant {
-            name: "abs",
-            rust_type: "i32",
-            value: 0,
-        }],
-        ..SPEC
+    let abs = Constant {
+        name: "abs",
+        ..CONSTANTS[0]
     };
-    TWICE.assert_unique_names();
+    Spec {
+        constants: replaced(CONSTANTS, 0, abs),
+        ..SPEC
+    }
+    .assert_unique_names();
 }
 
 #[test]
@@ -581,7 +536,7 @@ fn a_name_bound_twice_fails() {
     expected = "C type 'const float *': 'float' is neither a known scalar nor in test_decls.txt"
 )]
 fn an_unknown_c_type_fails() {
-    check_of(&SPEC).c_to_rust("const float *");
+    check_of(SPEC).c_to_rust("const float *");
 }
 
 /// A scratch folder removed when dropped.
