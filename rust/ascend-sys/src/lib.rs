@@ -352,4 +352,19 @@ mod tests {
         // An enumerator of the same value is not an error code.
         assert_eq!(error_name(4), "unknown ACL error");
     }
+
+    #[test]
+    fn default_structs_are_zero() {
+        let prop = aclrtPhysicalMemProp::default();
+        assert_eq!(
+            (
+                prop.handleType,
+                prop.allocationType,
+                prop.memAttr,
+                prop.reserve
+            ),
+            (0, 0, 0, 0)
+        );
+        assert_eq!(prop.location, aclrtMemLocation { id: 0, type_: 0 });
+    }
 }
