@@ -10,38 +10,23 @@
 //!
 //! Each list below (types, structs, functions, constants) is written once, in a macro that
 //! defines the bindings and also describes them as data ([`TYPEDEFS`], [`STRUCTS`], [`DECLS`],
-//! [`CONSTANTS`]). `acl_decls.txt` beside this crate holds the same facts extracted from CANN's
+//! [`CONSTANTS`]); the macros and the declaration types are `sys_decl`'s, shared with
+//! `cuda-sys`. `acl_decls.txt` beside this crate holds the same facts extracted from CANN's
 //! headers by `extract_decls.py`; `tests/decls.rs` checks that the two agree.
 
 // The names are ACL's own spelling (aclError, aclrtMalloc, handleType): a reader greps CANN's
 // documentation for them, so they are kept rather than converted to Rust's cases.
 #![allow(non_camel_case_types, non_snake_case)]
 
-mod decl;
-
-pub use decl::{Constant, Decl, Field, StructDecl, Typedef};
+pub use sys_decl::{Constant, Decl, Field, StructDecl, Typedef};
 
 use std::ffi::{c_char, c_void};
-use std::fmt;
-
-use libloading::Library;
 
 /// The file [`Acl::load`] is given unless `SHMEM_ACL_LIBRARY` names another (CANN's runtime
 /// library, found through `LD_LIBRARY_PATH` after CANN's `set_env.sh`).
 pub const LIBRARY: &str = "libascendcl.so";
 
-macro_rules! typedefs {
-    ($($(#[$m:meta])* $name:ident: $c:literal = $rust:ty;)*) => {
-        $($(#[$m])* pub type $name = $rust;)*
-
-        /// The typedefs above as data: name, C definition, Rust definition.
-        pub const TYPEDEFS: &[Typedef] = &[
-            $(Typedef { name: stringify!($name), c_def: $c, rust_def: stringify!($rust) },)*
-        ];
-    };
-}
-
-typedefs! {
+sys_decl::typedefs! {
     /// ACL's status: [`ACL_SUCCESS`] or an error code (`ACL_ERROR_*`; [`error_name`] names the
     /// ones the library handles).
     aclError: "int" = i32;
@@ -74,43 +59,7 @@ typedefs! {
     aclrtMemGranularityOptions: "enum" = u32;
 }
 
-macro_rules! structs {
-    ($($(#[$m:meta])* struct $name:ident {
-        $($(#[$fm:meta])* $field:ident: $ft:ty => $fc:literal,)*
-    })*) => {
-        $(
-            $(#[$m])*
-            #[repr(C)]
-            #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-            pub struct $name {
-                $($(#[$fm])* pub $field: $ft,)*
-            }
-        )*
-
-        /// The structs above as data: sizes, and each field's C name, Rust type and offset.
-        pub const STRUCTS: &[StructDecl] = &[$(
-            StructDecl {
-                name: stringify!($name),
-                size: std::mem::size_of::<$name>(),
-                align: std::mem::align_of::<$name>(),
-                fields: &[$(Field {
-                    c_name: $fc,
-                    rust_type: stringify!($ft),
-                    offset: || {
-                        let value = std::mem::MaybeUninit::<$name>::uninit();
-                        let base = value.as_ptr();
-                        // SAFETY: addr_of! takes the field's address inside `value` without
-                        // reading it or making a reference, so its being uninitialised is fine.
-                        let field = unsafe { std::ptr::addr_of!((*base).$field) };
-                        field as usize - base as usize
-                    },
-                },)*],
-            },
-        )*];
-    };
-}
-
-structs! {
+sys_decl::structs! {
     /// `aclrtMemLocation`: where physical memory lives.
     struct aclrtMemLocation {
         /// The device id (for [`ACL_MEM_LOCATION_TYPE_DEVICE`]).
@@ -135,56 +84,14 @@ structs! {
     }
 }
 
-macro_rules! acl {
-    ($($(#[$m:meta])* fn $name:ident($($arg:ident: $t:ty => $c:literal),* $(,)?)
-        -> $ret:ty => $cret:literal;)*) => {
-        /// ACL's runtime calls the library makes, resolved from one loaded `libascendcl.so`
-        /// (or a stand-in with the same symbols). Each field is the C function of its name;
-        /// calling one is `unsafe`: ACL's rules for its arguments (valid pointers, live
-        /// handles, the device current on the thread) are the caller's to keep. The library
-        /// stays loaded as long as this value lives, so the pointers must not outlive it.
-        pub struct Acl {
-            $($(#[$m])* pub $name: unsafe extern "C" fn($($arg: $t),*) -> $ret,)*
-            _library: Library,
-        }
+sys_decl::functions! {
+    /// ACL's runtime calls the library makes, resolved from one loaded `libascendcl.so` (or a
+    /// stand-in with the same symbols). Each field is the C function of its name; calling one
+    /// is `unsafe`: ACL's rules for its arguments (valid pointers, live handles, the device
+    /// current on the thread) are the caller's to keep. The library stays loaded as long as
+    /// this value lives, so the pointers must not outlive it.
+    pub struct Acl;
 
-        impl Acl {
-            /// Loads `name` (a file name searched like `dlopen` does, or a path) and resolves
-            /// every function. Fails, without calling anything in the library, if it cannot be
-            /// loaded or lacks any one of the symbols (the error names it).
-            pub fn load(name: &str) -> Result<Acl, libloading::Error> {
-                // SAFETY: loading runs the library's initialisers. libascendcl.so (and the
-                // test stand-in) is a C library whose initialisers only set up its own state;
-                // loading it has no other precondition.
-                let library = unsafe { Library::new(name)? };
-                $(
-                    // SAFETY: the symbol is ACL's function of this name, and the type is its
-                    // prototype in CANN's acl_rt.h (checked against acl_decls.txt by
-                    // tests/decls.rs). The pointer is kept beside the library it points into.
-                    let $name = unsafe {
-                        *library.get::<unsafe extern "C" fn($($t),*) -> $ret>(
-                            concat!(stringify!($name), "\0").as_bytes(),
-                        )?
-                    };
-                )*
-                Ok(Acl { $($name,)* _library: library })
-            }
-        }
-
-        /// The functions of [`Acl`] as data, in the order they are declared.
-        pub const DECLS: &[Decl] = &[$(
-            Decl {
-                name: stringify!($name),
-                c_ret: $cret,
-                c_params: &[$($c),*],
-                rust_ret: stringify!($ret),
-                rust_params: &[$(stringify!($t)),*],
-            },
-        )*];
-    };
-}
-
-acl! {
     /// Initialises ACL for the process; `configPath` names a JSON configuration or is null.
     /// Returns [`ACL_ERROR_REPEAT_INITIALIZE`] if the process did so already (torch_npu does).
     fn aclInit(configPath: *const c_char => "const char *") -> aclError => "aclError";
@@ -368,28 +275,7 @@ acl! {
     ) -> aclError => "aclError";
 }
 
-impl fmt::Debug for Acl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Acl").finish_non_exhaustive()
-    }
-}
-
-macro_rules! constants {
-    ($($(#[$m:meta])* $name:ident: $t:ty = $value:expr;)*) => {
-        $($(#[$m])* pub const $name: $t = $value;)*
-
-        /// The constants above as data: name, Rust type, value.
-        pub const CONSTANTS: &[Constant] = &[
-            $(Constant {
-                name: stringify!($name),
-                rust_type: stringify!($t),
-                value: $name as i64,
-            },)*
-        ];
-    };
-}
-
-constants! {
+sys_decl::constants! {
     /// Copy between host buffers.
     ACL_MEMCPY_HOST_TO_HOST: aclrtMemcpyKind = 0;
     /// Copy from host to device memory.
@@ -450,10 +336,7 @@ constants! {
 /// The name of an `aclError` the library handles (`"ACL_ERROR_RT_NO_DEVICE"`), or
 /// `"unknown ACL error"` for any other code: log lines print the number beside it.
 pub fn error_name(code: aclError) -> &'static str {
-    CONSTANTS
-        .iter()
-        .find(|c| c.rust_type == "aclError" && c.value == i64::from(code))
-        .map_or("unknown ACL error", |c| c.name)
+    Constant::name_of(CONSTANTS, "aclError", code.into()).unwrap_or("unknown ACL error")
 }
 
 #[cfg(test)]
@@ -471,14 +354,17 @@ mod tests {
     }
 
     #[test]
-    fn names_are_unique() {
-        let mut names: Vec<&str> = DECLS.iter().map(|d| d.name).collect();
-        names.extend(CONSTANTS.iter().map(|c| c.name));
-        names.extend(TYPEDEFS.iter().map(|t| t.name));
-        names.extend(STRUCTS.iter().map(|s| s.name));
-        let count = names.len();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), count);
+    fn default_structs_are_zero() {
+        let prop = aclrtPhysicalMemProp::default();
+        assert_eq!(
+            (
+                prop.handleType,
+                prop.allocationType,
+                prop.memAttr,
+                prop.reserve
+            ),
+            (0, 0, 0, 0)
+        );
+        assert_eq!(prop.location, aclrtMemLocation { id: 0, type_: 0 });
     }
 }

@@ -2,358 +2,51 @@
 //! CANN's headers: the same functions with the same C types, Rust types that are those C types,
 //! structs laid out as C lays out the header's, and the same constant values. A binding that
 //! drifts from the header (a parameter added, a `size_t` bound as `u32`, a field moved) fails
-//! here rather than on an NPU.
-
-use std::collections::{BTreeMap, BTreeSet};
+//! here rather than on an NPU. The comparisons are `sys_decl::check`'s; this file gives the
+//! scalar types of CANN's headers, the layout CANN documents, and the check of the data against
+//! an installed CANN.
 
 use ascend_sys::{CONSTANTS, DECLS, STRUCTS, TYPEDEFS};
+use sys_decl::check::Spec;
 
-/// `acl_decls.txt`, parsed.
-struct Data {
-    typedefs: BTreeMap<String, String>,
-    /// Struct name -> (C type, field name), in declaration order.
-    structs: BTreeMap<String, Vec<(String, String)>>,
-    /// Function name -> (C return type, C parameter types).
-    functions: BTreeMap<String, (String, Vec<String>)>,
-    /// Constant name -> (C type, value).
-    constants: BTreeMap<String, (String, i64)>,
-}
+/// `acl_decls.txt`, whose functions are resolved by their names (no symbol column), the C
+/// scalar types CANN's declarations use with the Rust types they bind as, and the crate's
+/// tables.
+const SPEC: Spec = Spec {
+    path: concat!(env!("CARGO_MANIFEST_DIR"), "/acl_decls.txt"),
+    symbol_column: false,
+    scalars: &[
+        ("void", "c_void"),
+        ("char", "c_char"),
+        ("int", "i32"),
+        ("int32_t", "i32"),
+        ("uint32_t", "u32"),
+        ("uint64_t", "u64"),
+        ("size_t", "usize"),
+    ],
+    typedefs: TYPEDEFS,
+    structs: STRUCTS,
+    functions: DECLS,
+    constants: CONSTANTS,
+};
 
-fn parse() -> Data {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/acl_decls.txt");
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let mut data = Data {
-        typedefs: BTreeMap::new(),
-        structs: BTreeMap::new(),
-        functions: BTreeMap::new(),
-        constants: BTreeMap::new(),
-    };
-    let mut section = String::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if line.starts_with('[') {
-            section = line.to_string();
-            continue;
-        }
-        let parts: Vec<&str> = line.split('|').map(str::trim).collect();
-        let bad = || {
-            format!(
-                "acl_decls.txt:{}: unexpected line in {section}: {line}",
-                n + 1
-            )
-        };
-        let fresh = match (section.as_str(), parts.as_slice()) {
-            ("[typedefs]", [name, def]) => data
-                .typedefs
-                .insert(name.to_string(), def.to_string())
-                .is_none(),
-            ("[structs]", [name, fields]) => {
-                let fields = fields
-                    .split(',')
-                    .map(|f| {
-                        let (ty, name) = f
-                            .trim()
-                            .rsplit_once(' ')
-                            .unwrap_or_else(|| panic!("{}", bad()));
-                        (ty.to_string(), name.to_string())
-                    })
-                    .collect();
-                data.structs.insert(name.to_string(), fields).is_none()
-            }
-            ("[functions]", [ret, name, params]) => {
-                let params = params
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|p| !p.is_empty())
-                    .map(String::from)
-                    .collect();
-                data.functions
-                    .insert(name.to_string(), (ret.to_string(), params))
-                    .is_none()
-            }
-            ("[constants]", [name, ty, value]) => {
-                let value = value.parse().unwrap_or_else(|_| panic!("{}", bad()));
-                data.constants
-                    .insert(name.to_string(), (ty.to_string(), value))
-                    .is_none()
-            }
-            _ => panic!("{}", bad()),
-        };
-        assert!(fresh, "acl_decls.txt:{}: listed twice: {line}", n + 1);
-    }
-    for (what, len) in [
-        ("typedefs", data.typedefs.len()),
-        ("structs", data.structs.len()),
-        ("functions", data.functions.len()),
-        ("constants", data.constants.len()),
-    ] {
-        assert!(len > 0, "acl_decls.txt: no {what}");
-    }
-    data
-}
+sys_decl::decls_tests!(SPEC);
 
-/// The Rust type a C type of the data binds as, spelled like `stringify!` spells a type, with
-/// aliases resolved the way [`rust_canon`] resolves them: handles and statuses to what they
-/// alias, enums to `u32`, structs and callback typedefs by name.
-fn c_to_rust(data: &Data, c: &str) -> String {
-    if c == "enum" {
-        return "u32".into();
-    }
-    if let Some((ret, params)) = c.split_once(" (*)(") {
-        let params = params
-            .strip_suffix(')')
-            .expect("a function pointer's parameters");
-        let params: Vec<String> = params
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .map(|p| c_to_rust(data, p))
-            .collect();
-        let ret = match ret {
-            "void" => String::new(),
-            r => format!(" -> {}", c_to_rust(data, r)),
-        };
-        return format!("unsafe extern \"C\" fn({}){ret}", params.join(", "));
-    }
-    let words: Vec<&str> = c.split_whitespace().collect();
-    let stars: usize = words
-        .iter()
-        .filter(|w| w.chars().all(|ch| ch == '*'))
-        .map(|w| w.len())
-        .sum();
-    let is_const = words.contains(&"const");
-    let base: Vec<&str> = words
-        .iter()
-        .copied()
-        .filter(|w| *w != "const" && !w.starts_with('*'))
-        .collect();
-    let [base] = base.as_slice() else {
-        panic!("C type '{c}': one base type expected")
-    };
-    let mut rust = match *base {
-        "void" => "c_void".to_string(),
-        "char" => "c_char".into(),
-        "int" | "int32_t" => "i32".into(),
-        "uint32_t" => "u32".into(),
-        "uint64_t" => "u64".into(),
-        "size_t" => "usize".into(),
-        name => match data.typedefs.get(name) {
-            Some(def) if def.contains("(*)") => name.to_string(),
-            Some(def) => c_to_rust(data, def),
-            None if data.structs.contains_key(name) => name.to_string(),
-            None => panic!("C type '{c}': '{name}' is neither a known scalar nor in the data"),
-        },
-    };
-    for level in 0..stars {
-        let pointer = if level == 0 && is_const {
-            "*const"
-        } else {
-            "*mut"
-        };
-        rust = format!("{pointer} {rust}");
-    }
-    rust
-}
-
-/// A Rust type as `stringify!` gave it, with the crate's aliases of handles, statuses and
-/// enums resolved (callback aliases are kept: their definitions are checked on their own).
-fn rust_canon(rust: &str) -> String {
-    let rust = rust.replace("* mut", "*mut").replace("* const", "*const");
-    if rust.starts_with("unsafe") {
-        return rust.split_whitespace().collect::<Vec<_>>().join(" ");
-    }
-    let mut tokens: Vec<&str> = rust.split_whitespace().collect();
-    let base = tokens.pop().expect("a type");
-    let resolved = match TYPEDEFS.iter().find(|t| t.name == base) {
-        Some(t) if !t.rust_def.starts_with("unsafe") => rust_canon(t.rust_def),
-        _ => base.to_string(),
-    };
-    tokens
-        .iter()
-        .rev()
-        .fold(resolved, |inner, p| format!("{p} {inner}"))
-}
-
+/// The layout CANN documents for the call that allocates the heap: u32, u32, u32, {u32, u32},
+/// u64.
 #[test]
-fn typedefs_match_the_headers() {
-    let data = parse();
-    let ours: BTreeSet<&str> = TYPEDEFS.iter().map(|t| t.name).collect();
-    let theirs: BTreeSet<&str> = data.typedefs.keys().map(String::as_str).collect();
-    assert_eq!(ours, theirs, "typedefs bound vs typedefs in acl_decls.txt");
-    for t in TYPEDEFS {
-        let c = &data.typedefs[t.name];
-        assert_eq!(t.c_def, c, "typedef {}: C definition", t.name);
-        assert_eq!(
-            rust_canon(t.rust_def),
-            c_to_rust(&data, c),
-            "typedef {}: Rust type",
-            t.name
-        );
-    }
-}
-
-/// Size and alignment of a C type of the data on this target (an enum whose values fit an
-/// `int` is an `int`; the constants test checks they do).
-fn c_size_align(data: &Data, c: &str) -> (usize, usize) {
-    let ptr = (std::mem::size_of::<usize>(), std::mem::align_of::<usize>());
-    if c.ends_with('*') {
-        return ptr;
-    }
-    match c {
-        "int" | "int32_t" | "uint32_t" => (4, 4),
-        "uint64_t" => (8, std::mem::align_of::<u64>()),
-        "size_t" => ptr,
-        name => match data.typedefs.get(name).map(String::as_str) {
-            Some("enum") => (4, 4),
-            Some(def) => c_size_align(data, def),
-            None => {
-                let layout = c_layout(data, name);
-                (layout.0, layout.1)
-            }
-        },
-    }
-}
-
-/// The C layout of a struct of the data: size, alignment, field offsets.
-fn c_layout(data: &Data, name: &str) -> (usize, usize, Vec<usize>) {
-    let fields = data
-        .structs
-        .get(name)
-        .unwrap_or_else(|| panic!("struct {name} not in the data"));
-    let (mut offset, mut align, mut offsets) = (0usize, 1usize, Vec::new());
-    for (ty, _) in fields {
-        let (size, a) = c_size_align(data, ty);
-        offset = offset.next_multiple_of(a);
-        offsets.push(offset);
-        offset += size;
-        align = align.max(a);
-    }
-    (offset.next_multiple_of(align), align, offsets)
-}
-
-#[test]
-fn structs_are_laid_out_as_the_headers() {
-    let data = parse();
-    let ours: BTreeSet<&str> = STRUCTS.iter().map(|s| s.name).collect();
-    let theirs: BTreeSet<&str> = data.structs.keys().map(String::as_str).collect();
-    assert_eq!(ours, theirs, "structs bound vs structs in acl_decls.txt");
-    for s in STRUCTS {
-        let fields = &data.structs[s.name];
-        let names: Vec<&str> = s.fields.iter().map(|f| f.c_name).collect();
-        let c_names: Vec<&str> = fields.iter().map(|(_, n)| n.as_str()).collect();
-        assert_eq!(names, c_names, "struct {}: fields", s.name);
-        let (size, align, offsets) = c_layout(&data, s.name);
-        assert_eq!(
-            (s.size, s.align),
-            (size, align),
-            "struct {}: size and alignment",
-            s.name
-        );
-        for ((f, (c_type, _)), c_offset) in s.fields.iter().zip(fields).zip(offsets) {
-            assert_eq!(
-                rust_canon(f.rust_type),
-                c_to_rust(&data, c_type),
-                "struct {}: field {}'s type",
-                s.name,
-                f.c_name
-            );
-            assert_eq!(
-                (f.offset)(),
-                c_offset,
-                "struct {}: field {}'s offset",
-                s.name,
-                f.c_name
-            );
-        }
-    }
-    // The layout CANN documents for the call that allocates the heap: u32, u32, u32,
-    // {u32, u32}, u64.
-    let prop = STRUCTS
-        .iter()
-        .find(|s| s.name == "aclrtPhysicalMemProp")
-        .expect("bound");
-    let offsets: Vec<usize> = prop.fields.iter().map(|f| (f.offset)()).collect();
-    assert_eq!((prop.size, offsets), (32, vec![0, 4, 8, 12, 24]));
-}
-
-#[test]
-fn functions_match_the_headers() {
-    let data = parse();
-    let mut ours: Vec<&str> = DECLS.iter().map(|d| d.name).collect();
-    ours.sort_unstable();
-    let theirs: Vec<&str> = data.functions.keys().map(String::as_str).collect();
+fn structs_are_laid_out_as_cann_documents() {
     assert_eq!(
-        ours, theirs,
-        "functions bound vs functions in acl_decls.txt"
+        SPEC.rust_layout("aclrtPhysicalMemProp"),
+        (32, vec![0, 4, 8, 12, 24])
     );
-    for d in DECLS {
-        let (ret, params) = &data.functions[d.name];
-        assert_eq!(d.c_ret, ret, "{}: C return type", d.name);
-        assert_eq!(
-            d.c_params,
-            params.as_slice(),
-            "{}: C parameter types",
-            d.name
-        );
-        assert_eq!(
-            rust_canon(d.rust_ret),
-            c_to_rust(&data, ret),
-            "{}: Rust return type",
-            d.name
-        );
-        assert_eq!(
-            d.rust_params.len(),
-            params.len(),
-            "{}: parameter count",
-            d.name
-        );
-        for (i, (rust, c)) in d.rust_params.iter().zip(params).enumerate() {
-            assert_eq!(
-                rust_canon(rust),
-                c_to_rust(&data, c),
-                "{}: parameter {i}",
-                d.name
-            );
-        }
-    }
+    assert_eq!(SPEC.rust_layout("aclrtMemLocation"), (8, vec![0, 4]));
 }
 
-#[test]
-fn constants_match_the_headers() {
-    let data = parse();
-    let mut ours: Vec<&str> = CONSTANTS.iter().map(|c| c.name).collect();
-    ours.sort_unstable();
-    let theirs: Vec<&str> = data.constants.keys().map(String::as_str).collect();
-    assert_eq!(
-        ours, theirs,
-        "constants bound vs constants in acl_decls.txt"
-    );
-    for c in CONSTANTS {
-        let (c_type, value) = &data.constants[c.name];
-        assert_eq!(c.value, *value, "{}: value", c.name);
-        assert_eq!(
-            rust_canon(c.rust_type),
-            c_to_rust(&data, c_type),
-            "{}: type",
-            c.name
-        );
-        if data.typedefs.get(c_type).map(String::as_str) == Some("enum") {
-            assert!(
-                (0..=i64::from(i32::MAX)).contains(value),
-                "{}: an enum past int",
-                c.name
-            );
-        }
-    }
-}
-
-/// The data's own parser and type mapping, on a few lines written here.
+/// The data's parser and type mapping, on CANN's types and a line written here.
 #[test]
 fn type_mapping() {
-    let data = parse();
+    let check = SPEC.load();
     let cases = [
         ("const char *", "*const c_char"),
         ("void **", "*mut *mut c_void"),
@@ -368,10 +61,28 @@ fn type_mapping() {
         ("void (*)(void *)", "unsafe extern \"C\" fn(*mut c_void)"),
     ];
     for (c, rust) in cases {
-        assert_eq!(c_to_rust(&data, c), rust, "{c}");
+        assert_eq!(check.c_to_rust(c), rust, "{c}");
     }
-    assert_eq!(rust_canon("*mut aclrtContext"), "*mut *mut c_void");
-    assert_eq!(rust_canon("aclrtHostFunc"), "aclrtHostFunc");
+    assert_eq!(check.rust_canon("*mut aclrtContext"), "*mut *mut c_void");
+    assert_eq!(check.rust_canon("aclrtHostFunc"), "aclrtHostFunc");
+
+    // ACL renames nothing: a function is resolved by its name.
+    let f = &SPEC
+        .parse("[functions]\naclError | aclrtFree | void *\n")
+        .functions["aclrtFree"];
+    assert_eq!(
+        (f.ret.as_str(), f.symbol.as_str()),
+        ("aclError", "aclrtFree")
+    );
+    assert_eq!(f.params, ["void *"]);
+    assert!(DECLS.iter().all(|d| d.symbol == d.name));
+}
+
+/// A function line with a symbol column is not acl_decls.txt's format.
+#[test]
+#[should_panic(expected = "unexpected line in [functions]")]
+fn a_function_line_has_no_symbol() {
+    SPEC.parse("[functions]\naclError | aclrtFree | void * | aclrtFree_v2\n");
 }
 
 /// On a machine with CANN (`ASCEND_HOME_PATH`, set by CANN's `set_env.sh`), the data extracted
@@ -389,34 +100,9 @@ fn data_is_current_for_installed_cann() {
         "{}: no acl_rt.h",
         include.display()
     );
-    let manifest = env!("CARGO_MANIFEST_DIR");
-    let out = std::env::temp_dir().join(format!("ascend-sys-decls.{}.txt", std::process::id()));
-    let status = std::process::Command::new("python3")
-        .arg(format!("{manifest}/extract_decls.py"))
-        .arg(&include)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .expect("python3 runs extract_decls.py");
-    let fresh = std::fs::read_to_string(&out);
-    let _ = std::fs::remove_file(&out);
-    assert!(
-        status.success(),
-        "extract_decls.py {}: {status}",
-        include.display()
-    );
-    let fresh = fresh.expect("extract_decls.py wrote its output");
-    let committed = std::fs::read_to_string(format!("{manifest}/acl_decls.txt")).expect("data");
-    let facts = |text: &str| -> Vec<String> {
-        text.lines()
-            .filter(|l| !l.starts_with('#'))
-            .map(String::from)
-            .collect()
-    };
-    assert_eq!(
-        facts(&committed),
-        facts(&fresh),
-        "acl_decls.txt differs from {}'s headers: regenerate it (see its header) and rebind",
-        include.display()
-    );
+    let fresh = SPEC
+        .extract(&include)
+        .expect("python3 runs extract_decls.py")
+        .unwrap_or_else(|e| panic!("{e}"));
+    SPEC.assert_same_facts(&fresh, &format!("{}'s headers", include.display()));
 }

@@ -14,49 +14,23 @@
 //!
 //! Each list below (types, structs, functions, constants) is written once, in a macro that
 //! defines the bindings and also describes them as data ([`TYPEDEFS`], [`STRUCTS`], [`DECLS`],
-//! [`CONSTANTS`]). `cuda_decls.txt` beside this crate holds the same facts extracted from
+//! [`CONSTANTS`]); the macros and the declaration types are `sys_decl`'s, shared with
+//! `ascend-sys`. `cuda_decls.txt` beside this crate holds the same facts extracted from
 //! cuda.h by `extract_decls.py`; `tests/decls.rs` checks that the two agree.
 
 // The names are CUDA's own spelling (CUresult, cuMemAlloc, requestedHandleTypes): a reader
 // greps CUDA's documentation for them, so they are kept rather than converted to Rust's cases.
 #![allow(non_camel_case_types, non_snake_case)]
 
-mod decl;
-
-pub use decl::{Constant, Decl, Field, StructDecl, Typedef};
+pub use sys_decl::{Constant, Decl, Field, StructDecl, Typedef};
 
 use std::ffi::{c_char, c_void};
-use std::fmt;
-
-use libloading::Library;
 
 /// The file [`Cuda::load`] is given unless `SHMEM_CUDA_LIBRARY` names another: the driver's
 /// library, which NVIDIA's driver installs where the dynamic loader finds it.
 pub const LIBRARY: &str = "libcuda.so.1";
 
-/// The first of two expressions given, or the default when only it is given: an optional
-/// part of a macro list (`as ...`) with its default.
-macro_rules! given_or {
-    ($default:expr) => {
-        $default
-    };
-    ($default:expr, $given:expr) => {
-        $given
-    };
-}
-
-macro_rules! typedefs {
-    ($($(#[$m:meta])* $name:ident: $c:literal = $rust:ty;)*) => {
-        $($(#[$m])* pub type $name = $rust;)*
-
-        /// The typedefs above as data: name, C definition, Rust definition.
-        pub const TYPEDEFS: &[Typedef] = &[
-            $(Typedef { name: stringify!($name), c_def: $c, rust_def: stringify!($rust) },)*
-        ];
-    };
-}
-
-typedefs! {
+sys_decl::typedefs! {
     /// A device ordinal, `0 .. cuDeviceGetCount` (the visible devices, renumbered).
     CUdevice: "int" = i32;
     /// A device address: 64-bit, in the address space unified with the host's (a host and a
@@ -108,54 +82,7 @@ typedefs! {
     CUstreamWriteValue_flags: "enum" = u32;
 }
 
-macro_rules! structs {
-    ($($(#[$m:meta])* struct $name:ident $(as $c_name:literal)? {
-        $($(#[$fm:meta])* $field:ident: $ft:ty => $fc:literal,)*
-    })*) => {
-        $(
-            $(#[$m])*
-            #[repr(C)]
-            #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-            pub struct $name {
-                $($(#[$fm])* pub $field: $ft,)*
-            }
-
-            /// All fields zero (null pointers): what CUDA asks of the fields a call does not use.
-            impl Default for $name {
-                fn default() -> Self {
-                    // SAFETY: every field of the structs in this list is an integer, an array
-                    // of integers, a raw pointer or another struct of the list, for all of which
-                    // all-zero bytes are a valid value (0, or a null pointer).
-                    unsafe { std::mem::zeroed() }
-                }
-            }
-        )*
-
-        /// The structs above as data: sizes, and each field's C name, Rust type and offset.
-        pub const STRUCTS: &[StructDecl] = &[$(
-            StructDecl {
-                name: stringify!($name),
-                c_name: given_or!(stringify!($name) $(, $c_name)?),
-                size: std::mem::size_of::<$name>(),
-                align: std::mem::align_of::<$name>(),
-                fields: &[$(Field {
-                    c_name: $fc,
-                    rust_type: stringify!($ft),
-                    offset: || {
-                        let value = std::mem::MaybeUninit::<$name>::uninit();
-                        let base = value.as_ptr();
-                        // SAFETY: addr_of! takes the field's address inside `value` without
-                        // reading it or making a reference, so its being uninitialised is fine.
-                        let field = unsafe { std::ptr::addr_of!((*base).$field) };
-                        field as usize - base as usize
-                    },
-                },)*],
-            },
-        )*];
-    };
-}
-
-structs! {
+sys_decl::structs! {
     /// `CUmemLocation`: where physical memory lives, or which device an access descriptor is
     /// for (8 bytes).
     struct CUmemLocation {
@@ -202,60 +129,15 @@ structs! {
     }
 }
 
-macro_rules! cuda {
-    ($($(#[$m:meta])* fn $name:ident $(as $symbol:ident)?
-        ($($arg:ident: $t:ty => $c:literal),* $(,)?) -> $ret:ty => $cret:literal;)*) => {
-        /// The CUDA driver calls the library makes, resolved from one loaded `libcuda.so.1` (or
-        /// a stand-in with the same symbols). Each field is the C function of its API name,
-        /// resolved from the ABI symbol cuda.h maps that name to ([`DECLS`] lists both);
-        /// calling one is `unsafe`: the driver's rules for its arguments (valid pointers, live
-        /// handles, a current context) are the caller's to keep. The library stays loaded as
-        /// long as this value lives, so the pointers must not outlive it.
-        pub struct Cuda {
-            $($(#[$m])* pub $name: unsafe extern "C" fn($($arg: $t),*) -> $ret,)*
-            _library: Library,
-        }
+sys_decl::functions! {
+    /// The CUDA driver calls the library makes, resolved from one loaded `libcuda.so.1` (or a
+    /// stand-in with the same symbols). Each field is the C function of its API name, resolved
+    /// from the ABI symbol cuda.h maps that name to ([`DECLS`] lists both); calling one is
+    /// `unsafe`: the driver's rules for its arguments (valid pointers, live handles, a current
+    /// context) are the caller's to keep. The library stays loaded as long as this value lives,
+    /// so the pointers must not outlive it.
+    pub struct Cuda;
 
-        impl Cuda {
-            /// Loads `name` (a file name searched like `dlopen` does, or a path) and resolves
-            /// every function. Fails, without calling anything in the library, if it cannot be
-            /// loaded or lacks any one of the symbols (the error names it).
-            pub fn load(name: &str) -> Result<Cuda, libloading::Error> {
-                // SAFETY: loading runs the library's initialisers. libcuda.so.1 (and the test
-                // stand-in) is a C library whose initialisers only set up its own state;
-                // loading it has no other precondition.
-                let library = unsafe { Library::new(name)? };
-                $(
-                    // SAFETY: the symbol is the driver's function that cuda.h declares under
-                    // this API name, and the type is its prototype there (both checked against
-                    // cuda_decls.txt by tests/decls.rs). The pointer is kept beside the library
-                    // it points into.
-                    let $name = unsafe {
-                        *library.get::<unsafe extern "C" fn($($t),*) -> $ret>(
-                            concat!(given_or!(stringify!($name) $(, stringify!($symbol))?), "\0")
-                                .as_bytes(),
-                        )?
-                    };
-                )*
-                Ok(Cuda { $($name,)* _library: library })
-            }
-        }
-
-        /// The functions of [`Cuda`] as data, in the order they are declared.
-        pub const DECLS: &[Decl] = &[$(
-            Decl {
-                name: stringify!($name),
-                symbol: given_or!(stringify!($name) $(, stringify!($symbol))?),
-                c_ret: $cret,
-                c_params: &[$($c),*],
-                rust_ret: stringify!($ret),
-                rust_params: &[$(stringify!($t)),*],
-            },
-        )*];
-    };
-}
-
-cuda! {
     /// Initialises the driver for the process; `Flags` must be 0. Every call but
     /// `cuDriverGetVersion` and `cuGetError*` fails with [`CUDA_ERROR_NOT_INITIALIZED`] before
     /// it; calling it again is harmless. [`CUDA_ERROR_NO_DEVICE`] without a usable GPU,
@@ -493,28 +375,7 @@ cuda! {
     ) -> CUresult => "CUresult";
 }
 
-impl fmt::Debug for Cuda {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Cuda").finish_non_exhaustive()
-    }
-}
-
-macro_rules! constants {
-    ($($(#[$m:meta])* $name:ident: $t:ty = $value:expr;)*) => {
-        $($(#[$m])* pub const $name: $t = $value;)*
-
-        /// The constants above as data: name, Rust type, value.
-        pub const CONSTANTS: &[Constant] = &[
-            $(Constant {
-                name: stringify!($name),
-                rust_type: stringify!($t),
-                value: $name as i64,
-            },)*
-        ];
-    };
-}
-
-constants! {
+sys_decl::constants! {
     /// 1 if the device shares one address space with the host (every 64-bit Linux GPU).
     CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: CUdevice_attribute = 41;
     /// 1 if the device supports the virtual memory calls (`cuMemAddressReserve`, `cuMemCreate`,
@@ -618,10 +479,7 @@ constants! {
 /// `"unknown CUDA error"` for any other code: log lines print the number beside it, and the
 /// driver's `cuGetErrorName` names every code.
 pub fn error_name(code: CUresult) -> &'static str {
-    CONSTANTS
-        .iter()
-        .find(|c| c.rust_type == "CUresult" && c.value == i64::from(code))
-        .map_or("unknown CUDA error", |c| c.name)
+    Constant::name_of(CONSTANTS, "CUresult", code.into()).unwrap_or("unknown CUDA error")
 }
 
 #[cfg(test)]
@@ -636,24 +494,6 @@ mod tests {
         assert_eq!(error_name(u32::MAX), "unknown CUDA error");
         // An enumerator of the same value is not an error code: 41 is an attribute.
         assert_eq!(error_name(41), "unknown CUDA error");
-    }
-
-    #[test]
-    fn names_are_unique() {
-        let mut names: Vec<&str> = DECLS.iter().map(|d| d.name).collect();
-        names.extend(
-            DECLS
-                .iter()
-                .map(|d| d.symbol)
-                .filter(|s| s.ends_with("_v2")),
-        );
-        names.extend(CONSTANTS.iter().map(|c| c.name));
-        names.extend(TYPEDEFS.iter().map(|t| t.name));
-        names.extend(STRUCTS.iter().map(|s| s.name));
-        let count = names.len();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), count);
     }
 
     #[test]
