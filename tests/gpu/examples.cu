@@ -56,15 +56,16 @@ static void run_allgather(const void *job, cudaStream_t s) {
         allgather_cuda_args a = {input, output, arrived, count, r};
         launch(shmem_allgather_cuda, job, a, s);
         GPU_SYNC(s, "shmem_allgather_cuda");
-        CUDA_OK(cudaMemcpy(got.data(), output, got.size() * sizeof(float),
-                           cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(got.data(), output, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
         size_t bad = 0, first = 0;
         for (size_t k = 0; k < got.size(); k++) {
             if (got[k] != ag_value((int)(k / count), k % count, r) && bad++ == 0) first = k;
         }
-        CHECK(bad == 0, "allgather round %d: %zu of %zu floats wrong, first output[%zu] (PE %zu's "
-              "element %zu) = %g, want %g", r, bad, got.size(), first, first / count,
-              first % count, got[first], ag_value((int)(first / count), first % count, r));
+        CHECK(bad == 0,
+              "allgather round %d: %zu of %zu floats wrong, first output[%zu] (PE %zu's "
+              "element %zu) = %g, want %g",
+              r, bad, got.size(), first, first / count, first % count, got[first],
+              ag_value((int)(first / count), first % count, r));
         shmem_barrier_all(); /* every PE has checked before the next round overwrites */
     }
     shmem_free(arrived);
@@ -117,31 +118,30 @@ static void run_kv_shuffle(const void *job, cudaStream_t s) {
     CUDA_OK(cudaMalloc((void **)&d_owner, (n_held + 1) * sizeof(int)));
     CUDA_OK(cudaMalloc((void **)&d_slot, (n_held + 1) * sizeof(size_t)));
     if (n_held > 0) {
-        CUDA_OK(cudaMemcpy(d_owner, send_owner.data(), n_held * sizeof(int),
-                           cudaMemcpyHostToDevice));
-        CUDA_OK(cudaMemcpy(d_slot, send_slot.data(), n_held * sizeof(size_t),
-                           cudaMemcpyHostToDevice));
+        CUDA_OK(
+            cudaMemcpy(d_owner, send_owner.data(), n_held * sizeof(int), cudaMemcpyHostToDevice));
+        CUDA_OK(
+            cudaMemcpy(d_slot, send_slot.data(), n_held * sizeof(size_t), cudaMemcpyHostToDevice));
     }
     std::vector<float> host(max_held * bsize), got(max_owned * bsize);
     for (int r = 1; r <= ROUNDS; r++) {
         for (size_t k = 0; k < n_held; k++) {
             for (size_t i = 0; i < bsize; i++) host[k * bsize + i] = kv_value(held_ids[k], i, r);
         }
-        CUDA_OK(cudaMemcpy(held, host.data(), host.size() * sizeof(float),
-                           cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(held, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
         shmem_barrier_all(); /* every PE's held blocks are this round's before any PE sends */
         kv_cuda_args a = {held, owned, arrived, d_owner, d_slot, n_held, n_owned, bsize, r};
         launch(shmem_kv_shuffle_cuda, job, a, s);
         GPU_SYNC(s, "shmem_kv_shuffle_cuda");
-        CUDA_OK(cudaMemcpy(got.data(), owned, got.size() * sizeof(float),
-                           cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(got.data(), owned, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
         size_t bad = 0, first = 0;
         for (size_t k = 0; k < n_owned * bsize; k++) {
             if (got[k] != kv_value(owned_ids[k / bsize], k % bsize, r) && bad++ == 0) first = k;
         }
-        CHECK(bad == 0, "kv_shuffle round %d: %zu of %zu floats wrong, first owned[%zu] (KV "
-              "block %zu, element %zu) = %g, want %g", r, bad, n_owned * bsize, first,
-              owned_ids[first / bsize], first % bsize, got[first],
+        CHECK(bad == 0,
+              "kv_shuffle round %d: %zu of %zu floats wrong, first owned[%zu] (KV "
+              "block %zu, element %zu) = %g, want %g",
+              r, bad, n_owned * bsize, first, owned_ids[first / bsize], first % bsize, got[first],
               kv_value(owned_ids[first / bsize], first % bsize, r));
         shmem_barrier_all(); /* every PE has checked before the next round overwrites */
     }

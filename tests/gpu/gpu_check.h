@@ -115,8 +115,8 @@ static inline gpu_failures *gpu_failures_new(void) {
 }
 
 /* Waits for kernel `name` on `stream`, then ends the job if it recorded a failed check. */
-static inline void gpu_finish(cudaStream_t stream, const char *name, gpu_failures *f, const char *file,
-                       int line) {
+static inline void gpu_finish(cudaStream_t stream, const char *name, gpu_failures *f,
+                              const char *file, int line) {
     gpu_sync(stream, name, file, line);
     gpu_failures got;
     CUDA_OK(cudaMemcpy(&got, f, sizeof got, cudaMemcpyDeviceToHost));

@@ -54,8 +54,7 @@ static int probe(void) {
     if (lib == NULL) return skip("cannot load libcuda.so.1, NVIDIA's driver", dlerror());
     /* Every CUDA runtime since 12.0 finds the driver's entry points through it. */
     if (dlsym(lib, "cuGetProcAddress_v2") == NULL) {
-        return skip("the libcuda.so.1 found is not NVIDIA's driver (no cuGetProcAddress_v2)",
-                    NULL);
+        return skip("the libcuda.so.1 found is not NVIDIA's driver (no cuGetProcAddress_v2)", NULL);
     }
     init_fn init = (init_fn)dlsym(lib, "cuInit");
     version_fn version = (version_fn)dlsym(lib, "cuDriverGetVersion");
@@ -64,9 +63,10 @@ static int probe(void) {
     name_fn name = (name_fn)dlsym(lib, "cuDeviceGetName");
     total_fn total = (total_fn)dlsym(lib, "cuDeviceTotalMem_v2");
     if (!init || !version || !count || !get || !name || !total) {
-        return skip("libcuda.so.1 lacks cuInit, cuDriverGetVersion, cuDeviceGetCount, "
-                    "cuDeviceGet, cuDeviceGetName or cuDeviceTotalMem_v2",
-                    NULL);
+        return skip(
+            "libcuda.so.1 lacks cuInit, cuDriverGetVersion, cuDeviceGetCount, "
+            "cuDeviceGet, cuDeviceGetName or cuDeviceTotalMem_v2",
+            NULL);
     }
     probe_result rc = init(0);
     if (rc != 0) {

@@ -346,15 +346,15 @@ static void run_signals(const void *job, sig_args a, gpu_failures *f, cudaStream
 /* ---- amos --------------------------------------------------------------------------------- */
 
 struct amo_args {
-    int64_t *counter;  /* symmetric: [0] fetch_add target (PE 0) */
-    int32_t *seen;     /* symmetric: n_pes * T_ALL, on PE 0: how often each value was fetched */
-    uint32_t *incs;    /* symmetric: inc target (PE 0) */
-    int32_t *lock;     /* symmetric: compare_swap target (PE 0) */
-    int32_t *olds;     /* symmetric: n_pes, on PE 0: what each PE's compare_swap found */
-    int64_t *swapped;  /* symmetric: swap target (PE 0) */
-    int64_t *swaps;    /* symmetric: n_pes, on PE 0: what each PE's swap found */
-    uint64_t *bits;    /* symmetric: [0] fetch_or, [1] fetch_xor, [2] fetch_and (PE 0) */
-    int64_t *box;      /* symmetric: n_pes, set by the left neighbour */
+    int64_t *counter; /* symmetric: [0] fetch_add target (PE 0) */
+    int32_t *seen;    /* symmetric: n_pes * T_ALL, on PE 0: how often each value was fetched */
+    uint32_t *incs;   /* symmetric: inc target (PE 0) */
+    int32_t *lock;    /* symmetric: compare_swap target (PE 0) */
+    int32_t *olds;    /* symmetric: n_pes, on PE 0: what each PE's compare_swap found */
+    int64_t *swapped; /* symmetric: swap target (PE 0) */
+    int64_t *swaps;   /* symmetric: n_pes, on PE 0: what each PE's swap found */
+    uint64_t *bits;   /* symmetric: [0] fetch_or, [1] fetch_xor, [2] fetch_and (PE 0) */
+    int64_t *box;     /* symmetric: n_pes, set by the left neighbour */
 };
 
 __global__ void k_amos(const void *job, amo_args a, gpu_failures *f) {
@@ -601,8 +601,8 @@ static void run_team(const char *name, int start, int stride, int size, int64_t 
     int me = shmem_my_pe(), n = shmem_n_pes();
     shmem_team_t team = SHMEM_TEAM_INVALID;
     int rc = shmem_team_split_strided(SHMEM_TEAM_WORLD, start, stride, size, NULL, 0, &team);
-    CHECK(rc == 0, "teams.%s: shmem_team_split_strided(%d, %d, %d) = %d", name, start, stride,
-          size, rc);
+    CHECK(rc == 0, "teams.%s: shmem_team_split_strided(%d, %d, %d) = %d", name, start, stride, size,
+          rc);
     CUDA_OK(cudaMemset(f, 0, sizeof *f));
     CUDA_OK(cudaMemset(slots, 0, 2 * T_ALL * sizeof(int64_t)));
     shmem_barrier_all();
@@ -625,8 +625,8 @@ static void run_team(const char *name, int start, int stride, int size, int64_t 
         CHECK(got[0] == host_rank && got[1] == host_size,
               "teams.%s: the kernel says rank %d of %d, the host %d of %d", name, got[0], got[1],
               host_rank, host_size);
-        CHECK(got[2] == me && got[3] == n, "teams.%s: the kernel's world is %d of %d", name,
-              got[2], got[3]);
+        CHECK(got[2] == me && got[3] == n, "teams.%s: the kernel's world is %d of %d", name, got[2],
+              got[3]);
         CHECK(got[4] == -1, "teams.%s: an invalid team has %d PEs in the kernel", name, got[4]);
         CHECK(got[5] == me, "teams.%s: the kernel translates rank %d to PE %d", name, got[0],
               got[5]);
