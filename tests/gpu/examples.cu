@@ -53,6 +53,7 @@ static void run_allgather(const void *job, cudaStream_t s) {
     for (int r = 1; r <= ROUNDS; r++) {
         for (size_t i = 0; i < count; i++) host[i] = ag_value(me, i, r);
         CUDA_OK(cudaMemcpy(input, host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+        GPU_SETTLE();
         allgather_cuda_args a = {input, output, arrived, count, r};
         launch(shmem_allgather_cuda, job, a, s);
         GPU_SYNC(s, "shmem_allgather_cuda");
@@ -129,6 +130,7 @@ static void run_kv_shuffle(const void *job, cudaStream_t s) {
             for (size_t i = 0; i < bsize; i++) host[k * bsize + i] = kv_value(held_ids[k], i, r);
         }
         CUDA_OK(cudaMemcpy(held, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+        GPU_SETTLE();
         shmem_barrier_all(); /* every PE's held blocks are this round's before any PE sends */
         kv_cuda_args a = {held, owned, arrived, d_owner, d_slot, n_held, n_owned, bsize, r};
         launch(shmem_kv_shuffle_cuda, job, a, s);

@@ -71,6 +71,11 @@ static __device__ __noinline__ void gpu_fail_(gpu_failures *f, int line, long lo
     } while (0)
 #endif
 
+/* cudaMemset, and cudaMemcpy from pageable host memory, may return before the GPU memory holds
+ * the bytes: the tests settle the device before a barrier or a launch on another stream relies
+ * on what they wrote. */
+#define GPU_SETTLE() CUDA_OK(cudaDeviceSynchronize())
+
 /* Seconds a kernel or a stream may take before the test calls it hung. Several PEs share the
  * one GPU and, without MPS, take turns on it (time slices of a few milliseconds), so a kernel
  * that waits for a peer's kernel waits at least a slice: far below this. */
@@ -111,6 +116,7 @@ static inline gpu_failures *gpu_failures_new(void) {
     gpu_failures *f = NULL;
     CUDA_OK(cudaMalloc((void **)&f, sizeof *f));
     CUDA_OK(cudaMemset(f, 0, sizeof *f));
+    GPU_SETTLE();
     return f;
 }
 

@@ -206,6 +206,7 @@ static void run_rma(const void *job, rma_args a, gpu_failures *f, cudaStream_t s
     CUDA_OK(cudaMemset(a.floats, 0, T_ALL * sizeof(float)));
     CUDA_OK(cudaMemset(a.shorts, 0, T_ALL * sizeof(uint16_t)));
     CUDA_OK(cudaMemset(f, 0, sizeof *f));
+    GPU_SETTLE();
     shmem_barrier_all(); /* every PE's buffers are clear before any PE puts */
     launch(k_rma_put<S>, BLOCKS, THREADS, s, job, a, f);
     GPU_FINISH(s, scope_names[S], f);
@@ -332,6 +333,7 @@ __global__ void k_signals(const void *job, sig_args a, gpu_failures *f) {
 
 static void run_signals(const void *job, sig_args a, gpu_failures *f, cudaStream_t s) {
     CUDA_OK(cudaMemset(f, 0, sizeof *f));
+    GPU_SETTLE();
     shmem_barrier_all();
     launch(k_signals, BLOCKS, THREADS, s, job, a, f);
     GPU_FINISH(s, "signals", f);
@@ -434,6 +436,7 @@ static void run_amos(const void *job, amo_args a, gpu_failures *f, cudaStream_t 
         uint64_t ones = ~0ull;
         CUDA_OK(cudaMemcpy(&a.bits[2], &ones, sizeof ones, cudaMemcpyHostToDevice));
     }
+    GPU_SETTLE();
     shmem_barrier_all();
     launch(k_amos, BLOCKS, THREADS, s, job, a, f);
     GPU_FINISH(s, "amos", f);
@@ -497,6 +500,7 @@ __global__ void k_order(const void *job, order_args a, gpu_failures *f) {
 
 static void run_order(const void *job, order_args a, gpu_failures *f, cudaStream_t s) {
     CUDA_OK(cudaMemset(f, 0, sizeof *f));
+    GPU_SETTLE();
     shmem_barrier_all();
     launch(k_order, 1, 64, s, job, a, f);
     GPU_FINISH(s, "order", f);
@@ -541,6 +545,7 @@ __global__ void k_barrier_all(const void *job, barrier_args a, gpu_failures *f) 
 
 static void run_barrier_all(const void *job, barrier_args a, gpu_failures *f, cudaStream_t s) {
     CUDA_OK(cudaMemset(f, 0, sizeof *f));
+    GPU_SETTLE();
     shmem_barrier_all();
     launch(k_barrier_all, BLOCKS, THREADS, s, job, a, f);
     GPU_FINISH(s, "barrier_all", f);
@@ -605,6 +610,7 @@ static void run_team(const char *name, int start, int stride, int size, int64_t 
           rc);
     CUDA_OK(cudaMemset(f, 0, sizeof *f));
     CUDA_OK(cudaMemset(slots, 0, 2 * T_ALL * sizeof(int64_t)));
+    GPU_SETTLE();
     shmem_barrier_all();
     if (team != SHMEM_TEAM_INVALID) {
         /* The device copy of the job state is refreshed by this call: it holds the new team. */
@@ -616,6 +622,7 @@ static void run_team(const char *name, int start, int stride, int size, int64_t 
         a.slots = slots;
         CUDA_OK(cudaMalloc((void **)&a.answers, (6 + MAX_PES) * sizeof(int)));
         CUDA_OK(cudaMemset(a.answers, 0xff, (6 + MAX_PES) * sizeof(int)));
+        GPU_SETTLE();
         launch(k_team, BLOCKS, THREADS, s, job, a, f);
         GPU_FINISH(s, name, f);
         int got[6 + MAX_PES];
@@ -666,6 +673,7 @@ int main(void) {
     std::vector<unsigned char> host(RMA_BYTES);
     for (size_t i = 0; i < host.size(); i++) host[i] = pat(me, i);
     CUDA_OK(cudaMemcpy(src, host.data(), RMA_BYTES, cudaMemcpyHostToDevice));
+    GPU_SETTLE();
 
     rma_args ra;
     ra.src = src;

@@ -79,6 +79,7 @@ int main(void) {
     std::vector<unsigned char> mine(N);
     for (size_t i = 0; i < N; i++) mine[i] = pattern(me, i);
     CUDA_OK(cudaMemcpy(src, mine.data(), N, cudaMemcpyHostToDevice));
+    GPU_SETTLE();
 
     cudaStream_t stream, waiting;
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -122,6 +123,7 @@ int main(void) {
         int32_t *word = &sig[1 + w];
         CUDA_OK(cudaMemcpy(word, &row.init, sizeof row.init, cudaMemcpyHostToDevice));
         CUDA_OK(cudaMemset(dst, 0, N));
+        GPU_SETTLE();
         shmem_barrier_all(); /* every PE's word and box are reset before any PE signals */
         aclshmemx_signal_wait_until_on_stream(word, row.cmp, row.target, waiting);
         aclshmemx_putmem_on_stream(dst, src, N, right, waiting);
