@@ -173,8 +173,10 @@ say() { echo "$*" | tee -a "$summary"; }
 probe_line=""
 if [ "$build_only" = 0 ]; then
     probe=$out/gpu_probe
-    cc -O2 -DGPU_PROBE_CUDA_MAJOR="${release%%.*}" "$root/tests/gpu/gpu_probe.c" -o "$probe" -ldl ||
-        die "cannot compile tests/gpu/gpu_probe.c with cc"
+    c_compiler=${CC:-cc}
+    command -v "$c_compiler" >/dev/null 2>&1 || c_compiler=gcc
+    "$c_compiler" -O2 -DGPU_PROBE_CUDA_MAJOR="${release%%.*}" "$root/tests/gpu/gpu_probe.c" \
+        -o "$probe" -ldl || die "cannot compile tests/gpu/gpu_probe.c with $c_compiler"
     if ! probe_line=$("$probe"); then
         die "no usable GPU: ${probe_line:-the probe failed}"
     fi
