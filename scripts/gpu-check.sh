@@ -24,6 +24,9 @@
 #     --no-bench      the tests only
 #     --no-tests      the benchmarks only (with --quick: their short sweeps)
 #     --quick         the benchmarks' short sweeps (scripts/bench-cuda.sh --quick)
+#     --mps           run the tests under a private CUDA MPS daemon, so that the PEs' kernels
+#                     share the GPU at once; without it they take turns (time slices), the
+#                     shape a GPU without MPS gives (the benchmarks start their own daemon)
 #     --build-only    configure and build the tests, then stop: no GPU needed (this is how CI's
 #                     machine checks the half of --run it can)
 #     -j N            build jobs (default: every core)
@@ -49,7 +52,7 @@ die() {
 }
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 
-mode="" dir="" bench=1 tests=1 quick=0 build_only=0 jobs=$(nproc 2>/dev/null || echo 2)
+mode="" dir="" bench=1 tests=1 quick=0 build_only=0 mps=0 jobs=$(nproc 2>/dev/null || echo 2)
 while [ $# -gt 0 ]; do
     case "$1" in
     --pack | --run)
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
     --no-bench) bench=0 ;;
     --no-tests) tests=0 ;;
     --quick) quick=1 ;;
+    --mps) mps=1 ;;
     --build-only) build_only=1 ;;
     -j)
         [ $# -gt 1 ] || die "-j needs a number"
@@ -209,14 +213,35 @@ fi
 
 status=0
 # ---- tests ---------------------------------------------------------------------------------------
+mps_dir=""
+stop_mps() {
+    if [ -n "$mps_dir" ]; then
+        echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true
+        rm -rf "$mps_dir"
+        mps_dir=""
+    fi
+}
+trap stop_mps EXIT
 if [ "$tests" = 1 ]; then
-    note "ctest -L gpu (log: $out/ctest.log)"
+    how="without MPS (the PEs' kernels take turns on the GPU)"
+    if [ "$mps" = 1 ]; then
+        command -v nvidia-cuda-mps-control >/dev/null 2>&1 ||
+            die "--mps: nvidia-cuda-mps-control not found"
+        mps_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-mps.XXXXXX")
+        mkdir -p "$mps_dir/pipe" "$mps_dir/log"
+        export CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log
+        nvidia-cuda-mps-control -d || die "--mps: nvidia-cuda-mps-control -d failed"
+        how="under CUDA MPS"
+    fi
+    note "ctest -L gpu $how (log: $out/ctest.log)"
     rc=0
     ctest --test-dir "$build" -L gpu --output-on-failure --no-tests=error \
         --output-log "$out/ctest.log" --output-junit "$out/ctest.xml" -j 2 || rc=$?
+    stop_mps
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
     skipped=$(grep -c '\*\*\*Skipped' "$out/ctest.log" || true)
     line=$(grep -E 'tests passed, [0-9]+ tests failed out of' "$out/ctest.log" | tail -n 1)
-    say "tests: ${line:-no summary from ctest (exit $rc)}; $skipped skipped"
+    say "tests ($how): ${line:-no summary from ctest (exit $rc)}; $skipped skipped"
     if [ "$rc" != 0 ] || [ "$skipped" != 0 ]; then
         status=1
         grep -E '^ *[0-9]+ - gpu\.' "$out/ctest.log" | sed 's/^ */  /' | tee -a "$summary" || true
