@@ -30,6 +30,7 @@
 #     --build-only    configure and build the tests, then stop: no GPU needed (this is how CI's
 #                     machine checks the half of --run it can)
 #     -j N            build jobs (default: every core)
+#     -- ARG...       the rest goes to scripts/bench-cuda.sh (e.g. -- --no-nvshmem --npes 4)
 #   -h, --help        this text
 #
 # It stops at once, saying what is missing, when the pack is not there or not loadable on this
@@ -52,7 +53,7 @@ die() {
 }
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 
-mode="" dir="" bench=1 tests=1 quick=0 build_only=0 mps=0 jobs=$(nproc 2>/dev/null || echo 2)
+mode="" dir="" bench=1 tests=1 quick=0 build_only=0 mps=0 bench_extra=() jobs=$(nproc 2>/dev/null || echo 2)
 while [ $# -gt 0 ]; do
     case "$1" in
     --pack | --run)
@@ -71,6 +72,11 @@ while [ $# -gt 0 ]; do
         shift
         ;;
     -h | --help) usage; exit 0 ;;
+    --)
+        shift
+        bench_extra=("$@")
+        break
+        ;;
     *) die "unknown argument $1 (see --help)" ;;
     esac
     shift
@@ -252,6 +258,7 @@ fi
 if [ "$bench" = 1 ]; then
     bench_args=(--prefix "$prefix" --out "$out/bench")
     [ "$quick" = 1 ] && bench_args+=(--quick)
+    bench_args+=(${bench_extra[@]+"${bench_extra[@]}"})
     note "scripts/bench-cuda.sh ${bench_args[*]}"
     if NVCC=$nvcc "$root/scripts/bench-cuda.sh" "${bench_args[@]}"; then
         say "bench: $out/bench (table.md, raw.jsonl, run.log)"
