@@ -19,8 +19,8 @@
  *                 quiet on odd rounds) in a kernel of several blocks
  *   teams         a split team's queries in the kernel equal the host's; its barrier and sync
  *                 inside a kernel, for a team of every PE and one of the even PEs
- * Kernels that wait for another PE's kernel (signals, order, barriers) are launched with
- * cudaLaunchCooperativeKernel, the rule of shmem/arch/cuda.h: every block resident at once.
+ * Kernels are launched with cudaLaunchCooperativeKernel where the GPU can: every block resident
+ * at once, the rule of shmem/arch/cuda.h for kernels that wait for another block or PE.
  * Several PEs share the one GPU; without MPS their kernels take turns (time slices), so a wait
  * for a peer lasts at least a slice: the kernels here wait a few hundred times in all. */
 #include <shmem.h>
@@ -50,11 +50,12 @@ static __device__ int64_t wval(int pe, int t) { return (int64_t)pe * 1000003 + t
 
 static bool coop = false;
 
-/* Launches `kernel` on `s` as `blocks` x `threads`, cooperatively where the GPU can. */
+/* The type itself, in a context where a template argument is not deduced. */
 template <typename T>
 struct same_ {
     typedef T type;
 };
+/* Launches `kernel` on `s` as `blocks` x `threads`, cooperatively where the GPU can. */
 template <typename... A>
 static void launch(void (*kernel)(A...), int blocks, int threads, cudaStream_t s,
                    typename same_<A>::type... args) {
