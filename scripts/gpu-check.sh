@@ -182,7 +182,7 @@ say() { echo "$*" | tee -a "$summary"; }
 # The GPU, asked before anything slow: the probe compiled with cc, as its test builds it.
 probe_line=""
 if [ "$build_only" = 0 ]; then
-    probe=$out/gpu_probe
+    probe=$dir/gpu_probe
     c_compiler=${CC:-cc}
     command -v "$c_compiler" >/dev/null 2>&1 || c_compiler=gcc
     "$c_compiler" -O2 -DGPU_PROBE_CUDA_MAJOR="${release%%.*}" "$root/tests/gpu/gpu_probe.c" \
