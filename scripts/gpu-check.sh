@@ -106,6 +106,9 @@ if [ "$mode" = pack ]; then
         note "no $build_dir: scripts/build.sh -examples (the library, shmemrun, the demo)"
         "$root/scripts/build.sh" -examples || die "scripts/build.sh -examples failed"
     fi
+    build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
+    [ "$build_type" = Release ] ||
+        note "$build_dir is a ${build_type:-default} build: the benchmarks want Release (scripts/build.sh)"
     rm -rf "$dir"
     mkdir -p "$dir"
     cmake --install "$build_dir" --prefix "$dir/install" >/dev/null ||
@@ -124,7 +127,7 @@ if [ "$mode" = pack ]; then
     total_mib=$(((pack_bytes + src_bytes + 1048575) / 1048576))
     {
         echo "commit: $(git -C "$root" describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)"
-        echo "packed: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n)"
+        echo "packed: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n), ${build_type:-default} build"
         echo "needs: ${glibc:-?} and ${glibcxx:-?} (libc6, libstdc++6)"
         echo "size: pack $((pack_bytes / 1024)) KiB, source $((src_bytes / 1024)) KiB"
     } >"$dir/pack.txt"
