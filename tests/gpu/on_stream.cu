@@ -6,8 +6,8 @@
  *      the gate opens, and is after;
  *   2. signal SETs on a stream land in order on the right neighbour;
  *   3. a put behind signal_wait_until_on_stream waits for the signal, for each row of `waits`
- *      (a value that does not satisfy the comparison first, then one that does, both SET by the
- *      left neighbour's stream);
+ *      (an update by the left neighbour's stream that does not satisfy the comparison first,
+ *      then one that does);
  *   4. put, barrier_all_on_stream, then get on the stream: the get sees the left neighbour's
  *      put; a get from the right neighbour into memory from cudaMalloc;
  *   5. barrier_on_stream(team) and quiet_on_stream complete on the stream. */
@@ -48,17 +48,19 @@ __global__ void k_gate(volatile int *gate, gpu_failures *f) {
     GPU_CHECK(f, *gate != 0, 0, 1);
 }
 
-/* A wait on a stream: the signal starts at `init`, the left neighbour SETs `before` (which must
- * not satisfy `cmp target`), then `after` (which must). One row per comparison the library runs
- * on a CUDA stream. */
+/* A wait on a stream: the signal starts at `init`; the left neighbour's stream updates it with
+ * `op` and `before` (after which `cmp target` must not hold), then with `op` and `after` (after
+ * which it must). One row per comparison and update the library runs on a CUDA stream. */
 struct wait_row {
     const char *name;
     int cmp;
-    int32_t target, init, before, after;
+    int32_t target, init;
+    int op;
+    int32_t before, after;
 };
 static const wait_row waits[] = {
-    {"EQ", ACLSHMEM_CMP_EQ, 7, 0, 6, 7},
-    {"GE", ACLSHMEM_CMP_GE, 3, 0, 2, 5},
+    {"EQ", ACLSHMEM_CMP_EQ, 7, 0, ACLSHMEM_SIGNAL_SET, 6, 7},
+    {"GE", ACLSHMEM_CMP_GE, 3, 0, ACLSHMEM_SIGNAL_SET, 2, 5},
 };
 #define WAITS (sizeof waits / sizeof waits[0])
 
@@ -127,22 +129,26 @@ int main(void) {
         shmem_barrier_all(); /* every PE's word and box are reset before any PE signals */
         aclshmemx_signal_wait_until_on_stream(word, row.cmp, row.target, waiting);
         aclshmemx_putmem_on_stream(dst, src, N, right, waiting);
-        aclshmemx_signal_op_on_stream(word, row.before, ACLSHMEM_SIGNAL_SET, right, stream);
-        GPU_SYNC(stream, "signal SET on a stream");
+        aclshmemx_signal_op_on_stream(word, row.before, row.op, right, stream);
+        GPU_SYNC(stream, "a signal update on a stream");
         usleep(20000);
         shmem_barrier_all(); /* every PE's `before` is there */
-        CHECK(holds(dst, N, -1), "wait %s: PE %d's put behind its wait for %d landed at %d",
+        CHECK(holds(dst, N, -1), "wait %s: PE %d's put behind its wait for %d landed after %d",
               row.name, left, row.target, row.before);
         CHECK(cudaStreamQuery(waiting) == cudaErrorNotReady,
-              "wait %s: the stream went past a wait for %d with the signal at %d", row.name,
-              row.target, row.before);
+              "wait %s: the stream went past a wait for %d after %d", row.name, row.target,
+              row.before);
         shmem_barrier_all(); /* every PE has checked before any `after` */
-        aclshmemx_signal_op_on_stream(word, row.after, ACLSHMEM_SIGNAL_SET, right, stream);
-        GPU_SYNC(stream, "signal SET on a stream");
+        aclshmemx_signal_op_on_stream(word, row.after, row.op, right, stream);
+        GPU_SYNC(stream, "a signal update on a stream");
         GPU_SYNC(waiting, row.name);
         shmem_barrier_all();
         CHECK(holds(dst, N, left), "wait %s: PE %d's put behind its wait is not here", row.name,
               left);
+        int32_t want =
+            row.op == ACLSHMEM_SIGNAL_SET ? row.after : row.init + row.before + row.after;
+        CUDA_OK(cudaMemcpy(&v, word, sizeof v, cudaMemcpyDeviceToHost));
+        CHECK(v == want, "wait %s: the signal is %d, want %d", row.name, v, want);
         if (me == 0) printf("on_stream: put behind signal wait %s ok\n", row.name);
     }
 
