@@ -232,7 +232,7 @@ stop_mps() {
 }
 trap stop_mps EXIT
 if [ "$tests" = 1 ]; then
-    how="without MPS (the PEs' kernels take turns on the GPU)"
+    how="without MPS: the PEs' kernels take turns on the GPU"
     if [ "$mps" = 1 ]; then
         command -v nvidia-cuda-mps-control >/dev/null 2>&1 ||
             die "--mps: nvidia-cuda-mps-control not found"
@@ -240,9 +240,9 @@ if [ "$tests" = 1 ]; then
         mkdir -p "$mps_dir/pipe" "$mps_dir/log"
         export CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log
         nvidia-cuda-mps-control -d || die "--mps: nvidia-cuda-mps-control -d failed"
-        how="under CUDA MPS"
+        how="under CUDA MPS: the PEs' kernels share the GPU"
     fi
-    note "ctest -L gpu $how (log: $out/ctest.log)"
+    note "ctest -L gpu, $how (log: $out/ctest.log)"
     rc=0
     ctest --test-dir "$build" -L gpu --output-on-failure --no-tests=error \
         --output-log "$out/ctest.log" --output-junit "$out/ctest.xml" -j 2 || rc=$?
@@ -250,10 +250,11 @@ if [ "$tests" = 1 ]; then
     unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
     skipped=$(grep -c '\*\*\*Skipped' "$out/ctest.log" || true)
     line=$(grep -E 'tests passed, [0-9]+ tests failed out of' "$out/ctest.log" | tail -n 1)
-    say "tests ($how): ${line:-no summary from ctest (exit $rc)}; $skipped skipped"
+    say "tests: ${line:-no summary from ctest (exit $rc)}; $skipped skipped ($how)"
     if [ "$rc" != 0 ] || [ "$skipped" != 0 ]; then
         status=1
-        grep -E '^ *[0-9]+ - gpu\.' "$out/ctest.log" | sed 's/^ */  /' | tee -a "$summary" || true
+        grep -E '^[[:space:]]*[0-9]+ - gpu\.' "$out/ctest.log" | sed 's/^[[:space:]]*/  /' |
+            tee -a "$summary" || true
     fi
 fi
 
