@@ -198,23 +198,27 @@ fi
 
 # ---- build tests/gpu against the pack ------------------------------------------------------------
 build=$dir/build
-if [ -f "$build/CMakeCache.txt" ] &&
-    ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$root/tests/gpu" "$build/CMakeCache.txt"; then
-    note "$build was configured for another tree: configuring afresh"
-    rm -rf "$build"
-fi
-generator=()
-command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-note "configuring tests/gpu against $prefix in $build"
-cmake -S "$root/tests/gpu" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CUDA_COMPILER="$nvcc" \
-    -DCMAKE_CUDA_ARCHITECTURES="${GPU_CHECK_CUDA_ARCH:-90}" >"$out/configure.log" 2>&1 ||
-    { tail -n 30 "$out/configure.log" >&2; die "configuring tests/gpu failed (log: $out/configure.log)"; }
-note "building with $jobs jobs"
-cmake --build "$build" -j "$jobs" >"$out/build.log" 2>&1 ||
-    { tail -n 40 "$out/build.log" >&2; die "building tests/gpu failed (log: $out/build.log)"; }
-n_tests=$(ctest --test-dir "$build" -N -L gpu | sed -n 's/^Total Tests: //p')
-say "built: $n_tests gpu tests in $build (CUDA $release, sm_${GPU_CHECK_CUDA_ARCH:-90})"
+build_tests() {
+    if [ -f "$build/CMakeCache.txt" ] &&
+        ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$root/tests/gpu" "$build/CMakeCache.txt"; then
+        note "$build was configured for another tree: configuring afresh"
+        rm -rf "$build"
+    fi
+    generator=()
+    command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+    note "configuring tests/gpu against $prefix in $build"
+    cmake -S "$root/tests/gpu" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CUDA_COMPILER="$nvcc" \
+        -DCMAKE_CUDA_ARCHITECTURES="${GPU_CHECK_CUDA_ARCH:-90}" >"$out/configure.log" 2>&1 ||
+        { tail -n 30 "$out/configure.log" >&2; die "configuring tests/gpu failed (log: $out/configure.log)"; }
+    note "building with $jobs jobs"
+    cmake --build "$build" -j "$jobs" >"$out/build.log" 2>&1 ||
+        { tail -n 40 "$out/build.log" >&2; die "building tests/gpu failed (log: $out/build.log)"; }
+    n_tests=$(ctest --test-dir "$build" -N -L gpu | sed -n 's/^Total Tests: //p')
+    say "built: $n_tests gpu tests in $build (CUDA $release, sm_${GPU_CHECK_CUDA_ARCH:-90})"
+}
+# The benchmarks build their own programs: the tests are built only to be run (or checked).
+if [ "$tests" = 1 ] || [ "$build_only" = 1 ]; then build_tests; fi
 if [ "$build_only" = 1 ]; then
     note "built; run the tests where the GPU is: scripts/gpu-check.sh --run ${dir#"$root"/}"
     exit 0
@@ -269,7 +273,7 @@ if [ "$bench" = 1 ]; then
         [ -f "$out/bench/table.md" ] && cat "$out/bench/table.md" | tee -a "$summary"
     else
         status=1
-        say "bench: failed (see $out/bench/run.log)"
+        say "bench: failed (scripts/bench-cuda.sh's lines above; $out/bench)"
     fi
 fi
 
