@@ -10,7 +10,7 @@
 #                                       DIR (default .gpu, git-ignored) what must travel: the
 #                                       install tree, stripped, and DIR/pack.txt (commit, sizes).
 #                                       Checks that DIR and the source tree together stay under
-#                                       64 MiB.
+#                                       $GPU_CHECK_MAX_MIB MiB (default 64), one small copy.
 #   scripts/gpu-check.sh --run [DIR] [options]
 #                                       there (GPU, nvcc, cmake; no cargo): configure tests/gpu as
 #                                       a project of its own against DIR/install, build it with
@@ -44,7 +44,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-MAX_CARRY_MIB=64
+max_mib=${GPU_CHECK_MAX_MIB:-64}
 
 note() { echo "gpu-check: $*" >&2; }
 die() {
@@ -85,7 +85,7 @@ done
 case "$jobs" in '' | *[!0-9]*) die "-j $jobs: not a number" ;; esac
 dir=$(realpath -m -- "${dir:-$root/.gpu}")
 
-# Bytes of the files git tracks or would add (what the device tool carries besides DIR).
+# Bytes of the files git tracks or would add: the source tree that goes with DIR.
 source_bytes() {
     (cd "$root" && git ls-files -z --cached --others --exclude-standard |
         xargs -0 -r stat -c %s -- 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
@@ -95,7 +95,7 @@ source_bytes() {
 if [ "$mode" = pack ]; then
     case "$dir" in
     "$root"/*) ;;
-    *) note "DIR $dir is outside the repository: the device tool carries only paths inside it" ;;
+    *) note "DIR $dir is outside the repository: copy it with the source tree to the GPU machine" ;;
     esac
     build_dir=$root/build
     if [ -f "$build_dir/CMakeCache.txt" ]; then
@@ -131,19 +131,19 @@ if [ "$mode" = pack ]; then
         echo "needs: ${glibc:-?} and ${glibcxx:-?} (libc6, libstdc++6)"
         echo "size: pack $((pack_bytes / 1024)) KiB, source $((src_bytes / 1024)) KiB"
     } >"$dir/pack.txt"
-    [ "$total_mib" -le "$MAX_CARRY_MIB" ] ||
-        die "$dir ($((pack_bytes / 1048576)) MiB) and the source tree ($((src_bytes / 1048576)) MiB) exceed the ${MAX_CARRY_MIB} MiB the device tool carries"
+    [ "$total_mib" -le "$max_mib" ] ||
+        die "$dir ($((pack_bytes / 1048576)) MiB) and the source tree ($((src_bytes / 1048576)) MiB) exceed ${max_mib} MiB (GPU_CHECK_MAX_MIB)"
     rel=${dir#"$root"/}
     note "packed $dir: $(sed -n 's/^size: //p' "$dir/pack.txt"), ${total_mib} MiB with the source"
     note "on the GPU machine, from the repository root: scripts/gpu-check.sh --run $rel"
-    note "(device tool: carry [\"$rel\"]; one call runs at most 10 minutes: tests with --no-bench, then --no-tests --quick)"
+    note "(the tests alone: --run $rel --no-bench; the benchmarks' short sweeps alone: --run $rel --no-tests --quick)"
     exit 0
 fi
 
 # ---- --run: on the GPU machine ------------------------------------------------------------------
 prefix=$dir/install
 [ -x "$prefix/bin/shmemrun" ] ||
-    die "no pack at $dir (no $prefix/bin/shmemrun): run scripts/gpu-check.sh --pack $dir where Rust is, and carry $dir here"
+    die "no pack at $dir (no $prefix/bin/shmemrun): run scripts/gpu-check.sh --pack $dir where Rust is, and copy $dir here with the source tree"
 [ -f "$dir/pack.txt" ] && note "pack: $(sed -n 's/^commit: //p' "$dir/pack.txt" | cut -c1-12), $(sed -n 's/^needs: //p' "$dir/pack.txt")"
 if ! loaded=$("$prefix/bin/shmemrun" --version 2>&1); then
     die "the packed shmemrun does not run here: $loaded"
