@@ -37,7 +37,7 @@ mkdir -p "$work/pack"
 ln -s "$stage" "$work/pack/install"
 out=$(env NVCC="$nvcc" timeout 600 bash "$script" --run "$work/pack" --build-only -j 2 2>&1)
 rc=$?
-if [ $rc -eq 0 ] && grep -q '^built: 9 gpu tests' <<<"$out" &&
+if [ $rc -eq 0 ] && grep -q '^built: 10 gpu tests' <<<"$out" &&
     [ -x "$work/pack/build/gpu_kernels" ] && [ -x "$work/pack/build/gpu_examples" ] &&
     [ -x "$work/pack/build/gpu_on_stream" ] && [ -x "$work/pack/build/gpu_strict" ]; then
     ok "--run --build-only: tests/gpu built alone against the pack"

@@ -95,6 +95,9 @@ static inline void gpu_sync(cudaStream_t stream, const char *what, const char *f
         cudaError_t rc = cudaStreamQuery(stream);
         if (rc == cudaSuccess) return;
         if (rc != cudaErrorNotReady) {
+            /* A synchronisation prints what the kernels' printf left (a misuse's line). */
+            (void)cudaDeviceSynchronize();
+            fflush(stdout);
             fprintf(stderr, "PE %d: %s:%d: %s failed on the GPU: %s: %s\n", gpu_pe, file, line,
                     what, cudaGetErrorName(rc), cudaGetErrorString(rc));
             shmem_global_exit(1);

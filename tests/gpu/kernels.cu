@@ -19,6 +19,8 @@
  *                 quiet on odd rounds) in a kernel of several blocks
  *   teams         a split team's queries in the kernel equal the host's; its barrier and sync
  *                 inside a kernel, for a team of every PE and one of the even PEs
+ * With the argument `misuse`, instead: a kernel names a PE outside the job, which must end it
+ * with the kernel-side API's one line (device printf, then a trap) and the launch failing.
  * Kernels are launched with cudaLaunchCooperativeKernel where the GPU can: every block resident
  * at once, the rule of shmem/arch/cuda.h for kernels that wait for another block or PE.
  * Several PEs share the one GPU; without MPS their kernels take turns (time slices), so a wait
@@ -649,9 +651,25 @@ static void run_team(const char *name, int start, int stride, int size, int64_t 
     if (me == 0) printf("kernels: teams.%s ok\n", name);
 }
 
+/* ---- misuse ------------------------------------------------------------------------------- */
+
+__global__ void k_misuse(const void *job, int32_t *word) {
+    shmemx_cuda_set_job(job);
+    aclshmem_int32_p(word, 1, aclshmem_n_pes()); /* ends the kernel: no such PE */
+}
+
+/* The launch must fail (gpu_sync ends the job with the line, after the device's own). */
+static void run_misuse(const void *job, cudaStream_t s) {
+    int32_t *word = (int32_t *)shmem_calloc(1, sizeof(int32_t));
+    CHECK(word != NULL, "shmem_calloc (misuse)");
+    launch(k_misuse, 1, 1, s, job, word);
+    GPU_SYNC(s, "misuse");
+    CHECK(false, "misuse: a put to PE %d did not end the kernel", shmem_n_pes());
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
-int main(void) {
+int main(int argc, char **argv) {
     shmem_init();
     int me = gpu_pe = shmem_my_pe(), n = shmem_n_pes();
     CHECK(n <= MAX_PES, "at most %d PEs", MAX_PES);
@@ -667,6 +685,7 @@ int main(void) {
     }
     cudaStream_t s;
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (argc > 1 && strcmp(argv[1], "misuse") == 0) run_misuse(job, s);
     gpu_failures *f = gpu_failures_new();
 
     unsigned char *src = (unsigned char *)shmem_malloc(RMA_BYTES);
