@@ -168,8 +168,6 @@ int main(void) {
     aclshmemx_quiet_on_stream(stream);
     GPU_SYNC(stream, "barrier_on_stream and quiet_on_stream");
 
-    CUDA_OK(cudaStreamDestroy(waiting));
-    CUDA_OK(cudaStreamDestroy(stream));
     CUDA_OK(cudaFreeHost(gate));
     CUDA_OK(cudaFree(f));
     CUDA_OK(cudaFree(local));
@@ -180,6 +178,9 @@ int main(void) {
     aclshmem_free(dst);
     aclshmem_free(src);
     if (me == 0) printf("on_stream: %d PEs checked\n", npes);
+    /* shmem_finalize drains the streams the library enqueued work on: they outlive it. */
     shmem_finalize();
+    CUDA_OK(cudaStreamDestroy(waiting));
+    CUDA_OK(cudaStreamDestroy(stream));
     return 0;
 }
