@@ -5,7 +5,9 @@
 #   (no mode)          check dependencies, configure, build everything (tests too), install
 #   -uttests           ... then format checks (cargo fmt, clang-format), cargo clippy, and every
 #                      test: ctest --output-on-failure -j2 (gtest multi-PE, cargo test, ABI,
-#                      install/consumer checks, examples), then cargo's own result lines;
+#                      install/consumer checks, examples), then cargo's own result lines
+#                      and one line on the GPU tests (label gpu: Skipped without a GPU;
+#                      scripts/gpu-check.sh runs them on one);
 #                      nvcc comes from PyPI into <build>/venv first when a network is there
 #                      (ctest cuda.compile compiles the CUDA kernels with it)
 #   -examples          build only what the main demo needs (the library, shmemrun, the demo),
@@ -328,6 +330,21 @@ source "$build_dir/cargo-env.sh"
 
 # --- checks and tests --------------------------------------------------------------------------
 
+# The GPU tests (ctest label gpu, tests/gpu) run only where NVIDIA's driver finds a GPU; each
+# reports Skipped elsewhere. One line says how many ran or were skipped, and how to run them.
+gpu_tests_line() {
+    local probe=$build_dir/tests/gpu/gpu_probe n why
+    n=$(ctest --test-dir "$build_dir" -N -L gpu 2>/dev/null | sed -n 's/^Total Tests: //p')
+    if [[ ! -x $probe ]]; then
+        echo "gpu: the GPU tests are not built (no nvcc: ctest gpu.build says SKIPPED)"
+    elif why=$("$probe"); then
+        echo "gpu: ${n:-0} GPU tests ran on this machine's GPU (${why#GPU: })"
+    else
+        echo "gpu: ${n:-0} GPU tests skipped (${why#SKIPPED: }); to run them on a machine with an" \
+            "NVIDIA GPU: scripts/gpu-check.sh --pack .gpu here, scripts/gpu-check.sh --run .gpu there"
+    fi
+}
+
 if ((do_tests)); then
     log "format"
     "$ROOT/scripts/format-check.sh"
@@ -346,6 +363,7 @@ if ((do_tests)); then
         status=$?
     log "cargo test (ctest rust.cargo_test), per test binary"
     "$ROOT/tests/tools/cargo_results.sh" "$cargo_log" || true
+    gpu_tests_line
     ((status == 0)) || die "ctest failed (exit $status): see the failed tests above"
 fi
 
