@@ -47,9 +47,9 @@ struct ag_chunk {
 
 /* The kernel's arguments, passed by value. */
 struct ag_args {
-    float *a;                     /* symmetric M x K: this PE's rows are its input, the rest arrive */
-    const float *b;               /* GPU memory: K x N */
-    float *c;                     /* GPU memory: M x N */
+    float *a;       /* symmetric M x K: this PE's rows are its input, the rest arrive */
+    const float *b; /* GPU memory: K x N */
+    float *c;       /* GPU memory: M x N */
     const struct ag_chunk *chunk; /* GPU memory: every chunk, in this PE's compute order */
     int32_t *arrived;             /* symmetric: per chunk (by its sig), the round it landed in */
     int k, n, tn, tiles_n, chunks;
@@ -79,8 +79,7 @@ static __device__ int ag_chunk_here(const ag_args &a, int t, int me) {
     int here = 0;
     if (threadIdx.x == 0) {
         const ag_chunk ch = a.chunk[t / a.tiles_n];
-        here = ch.src == me ||
-               aclshmem_int32_test(&a.arrived[ch.sig], ACLSHMEM_CMP_GE, a.round);
+        here = ch.src == me || aclshmem_int32_test(&a.arrived[ch.sig], ACLSHMEM_CMP_GE, a.round);
     }
     return op_block_broadcast(here);
 }
@@ -133,14 +132,10 @@ static int make_chunks(ag_chunk *out, int m, int tm, int npes, int me) {
 int main(int argc, char **argv) {
     int m = 64, k = 32, n = 128, tm = 32, tn = 32, blocks = 0, iters = 1, timeout_s = 60;
     const struct op_option options[] = {
-        OP_INT("--m", 1 << 16, &m),
-        OP_INT("--k", 1 << 16, &k),
-        OP_INT("--n", 1 << 16, &n),
-        OP_INT("--tile-m", 4096, &tm),
-        OP_INT("--tile-n", 4096, &tn),
-        OP_INT("--blocks", 1 << 20, &blocks),
-        OP_INT("--iters", 1 << 20, &iters),
-        OP_INT("--timeout", 86400, &timeout_s),
+        OP_INT("--m", 1 << 16, &m),         OP_INT("--k", 1 << 16, &k),
+        OP_INT("--n", 1 << 16, &n),         OP_INT("--tile-m", 4096, &tm),
+        OP_INT("--tile-n", 4096, &tn),      OP_INT("--blocks", 1 << 20, &blocks),
+        OP_INT("--iters", 1 << 20, &iters), OP_INT("--timeout", 86400, &timeout_s),
     };
     if (op_parse_options(PROG, argc, argv, options, sizeof options / sizeof options[0]) != 0)
         return 2;
@@ -154,8 +149,9 @@ int main(int argc, char **argv) {
     if ((long long)chunks * tiles_n > max_tiles) {
         if (me == 0) {
             fprintf(stderr,
-                    PROG ": invalid arguments --tile-m=%d --tile-n=%d: %lld tiles, more than "
-                         "%lld\n",
+                    PROG
+                    ": invalid arguments --tile-m=%d --tile-n=%d: %lld tiles, more than "
+                    "%lld\n",
                     tm, tn, (long long)chunks * tiles_n, max_tiles);
         }
         shmem_global_exit(2);
@@ -238,14 +234,16 @@ int main(int argc, char **argv) {
     double tol = 1e-5 * (double)k + 1e-6;
     int status = op_check_close(PROG, me, out, want, mn, tol, (size_t)n, 0);
     if (status == 0) {
-        printf(PROG ": PE %d: M=%d K=%d N=%d on %d PEs (rows %d..%d here), %d blocks: matches "
-                    "the host reference within %g\n",
+        printf(PROG
+               ": PE %d: M=%d K=%d N=%d on %d PEs (rows %d..%d here), %d blocks: matches "
+               "the host reference within %g\n",
                me, m, k, n, npes, row_lo, row_lo + my_rows, nb, tol);
     }
     shmem_barrier_all();
     if (me == 0) {
-        printf(PROG ": kernel %.3f ms (best of %d), %d chunks of %d rows, tiles %d wide, %d "
-                    "blocks, %d PE(s) on GPU %d\n",
+        printf(PROG
+               ": kernel %.3f ms (best of %d), %d chunks of %d rows, tiles %d wide, %d "
+               "blocks, %d PE(s) on GPU %d\n",
                best, iters, chunks, tm, tn, nb, g.sharing, g.device);
     }
     OP_CUDA(cudaFree(chunk_gpu));

@@ -48,8 +48,8 @@ static const char *op_prog = "op";
 
 /* Ends the job with one line naming the CUDA call and its error. */
 static inline void op_cuda_fail(const char *call, cudaError_t err, int line) {
-    fprintf(stderr, "%s: PE %d: %s (line %d) failed: %s (%s)\n", op_prog, shmem_my_pe(), call,
-            line, cudaGetErrorName(err), cudaGetErrorString(err));
+    fprintf(stderr, "%s: PE %d: %s (line %d) failed: %s (%s)\n", op_prog, shmem_my_pe(), call, line,
+            cudaGetErrorName(err), cudaGetErrorString(err));
     shmem_global_exit(1);
 }
 #define OP_CUDA(call)                                                                              \
@@ -89,25 +89,28 @@ static inline void op_cuda_start(op_gpu *g, const char *prog, int timeout_s) {
         shmem_global_exit(2);
     }
     /* The library chose the GPU (the context current at shmem_init, else the local rank modulo
-     * the GPUs); the heap's pointer says which, and the runtime's calls below go there. */
+     * the GPUs); the heap's pointer says which, and the runtime's calls below go there. Should
+     * the query not answer for this memory, the library's rule (the rank among the node's PEs
+     * modulo the GPUs) names the same GPU. */
+    int gpus = 0;
+    OP_CUDA(cudaGetDeviceCount(&gpus));
     void *probe = shmem_malloc(64);
     if (probe == NULL) {
         fprintf(stderr, "%s: PE %d: shmem_malloc(64) failed\n", prog, g->me);
         shmem_global_exit(1);
     }
     cudaPointerAttributes attr;
-    OP_CUDA(cudaPointerGetAttributes(&attr, probe));
-    if (attr.type != cudaMemoryTypeDevice) {
-        fprintf(stderr, "%s: PE %d: the symmetric heap at %p is not GPU memory (type %d)\n", prog,
-                g->me, probe, (int)attr.type);
-        shmem_global_exit(2);
+    if (cudaPointerGetAttributes(&attr, probe) == cudaSuccess &&
+        attr.type == cudaMemoryTypeDevice) {
+        g->device = attr.device;
+    } else {
+        (void)cudaGetLastError(); /* the query's error is not the program's */
+        int local = shmem_team_my_pe(SHMEM_TEAM_SHARED);
+        g->device = (local < 0 ? 0 : local) % (gpus > 0 ? gpus : 1);
     }
-    g->device = attr.device;
     shmem_free(probe);
     OP_CUDA(cudaSetDevice(g->device));
     OP_CUDA(cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, g->device));
-    int gpus = 0;
-    OP_CUDA(cudaGetDeviceCount(&gpus));
     int node_pes = shmem_team_n_pes(SHMEM_TEAM_SHARED);
     if (node_pes < 1) node_pes = 1;
     g->sharing = gpus > 0 ? (node_pes + gpus - 1) / gpus : node_pes;
@@ -216,7 +219,9 @@ static inline void *op_sym_alloc(size_t bytes) {
 /* Timing one launch: op_launch_begin before the kernel's <<<>>> on g->stream, op_launch_end
  * after it; the latter waits for the kernel (at most the timeout) and returns its time in ms
  * (CUDA events). */
-static inline void op_launch_begin(const op_gpu *g) { OP_CUDA(cudaEventRecord(g->start, g->stream)); }
+static inline void op_launch_begin(const op_gpu *g) {
+    OP_CUDA(cudaEventRecord(g->start, g->stream));
+}
 static inline double op_launch_end(const op_gpu *g) {
     OP_CUDA(cudaGetLastError()); /* the launch itself (its configuration) */
     OP_CUDA(cudaEventRecord(g->stop, g->stream));
@@ -228,8 +233,8 @@ static inline double op_launch_end(const op_gpu *g) {
 
 /* c (m x n, ldc) += a (m x k, lda) x b (k x n, ldb) in double: the host reference. Plain loops,
  * row by row, in an order the compiler vectorises. */
-static inline void op_host_matmul_add(double *c, size_t ldc, const float *a, size_t lda, const float *b,
-                               size_t ldb, int m, int k, int n) {
+static inline void op_host_matmul_add(double *c, size_t ldc, const float *a, size_t lda,
+                                      const float *b, size_t ldb, int m, int k, int n) {
     for (int i = 0; i < m; i++) {
         double *ci = c + (size_t)i * ldc;
         for (int q = 0; q < k; q++) {
@@ -256,7 +261,8 @@ static_assert(OP_THREADS == 256, "the tile GEMM is written for 256 threads (16 x
  * memory mapped here (aclshmem_ptr). Returns after a __syncthreads: c is complete for the whole
  * block. */
 static inline __device__ void op_block_gemm(int rows, int cols, int k, const float *a, size_t lda,
-                                     const float *b, size_t ldb, float *c, size_t ldc, float beta) {
+                                            const float *b, size_t ldb, float *c, size_t ldc,
+                                            float beta) {
     /* A's tile is kept transposed (k-major) so that a step reads one row of each; the pad keeps
      * the threads' stores of a column on different banks. */
     __shared__ float as[OP_GEMM_BK][OP_GEMM_BM + 4];
@@ -346,8 +352,9 @@ static inline __device__ void op_block_signal(int32_t *sig, int32_t value, int s
 /* Copies rows x cols floats (leading dimensions ldd, lds) to symmetric `dst` on `pe`: with the
  * block's plain stores where `pe`'s memory is mapped here (aclshmem_ptr), else, or with
  * `puts_only`, with block-wide puts (one per row, one for a contiguous span). */
-static inline __device__ void op_block_put_rows(float *dst, size_t ldd, const float *src, size_t lds,
-                                         int rows, int cols, int pe, int puts_only) {
+static inline __device__ void op_block_put_rows(float *dst, size_t ldd, const float *src,
+                                                size_t lds, int rows, int cols, int pe,
+                                                int puts_only) {
     float *direct = puts_only ? NULL : (float *)aclshmem_ptr(dst, pe);
     if (direct != NULL) {
         const size_t total = (size_t)rows * (size_t)cols;

@@ -212,8 +212,7 @@ int main(int argc, char **argv) {
     }
     a.tiles = (int)tiles;
     a.puts_only = puts_only;
-    const int nb =
-        op_cuda_blocks(&g, blocks, op_cuda_fit(&g, matmul_allreduce_cuda, 0), a.tiles);
+    const int nb = op_cuda_blocks(&g, blocks, op_cuda_fit(&g, matmul_allreduce_cuda, 0), a.tiles);
     const size_t te = mm_tile_elems(a), mk = (size_t)m * k, kn = (size_t)k * n, mn = (size_t)m * n;
     /* Owned tiles per PE: ceil(ceil(tiles / blocks) / npes) groups of `blocks` tiles. */
     size_t groups = ((size_t)(a.tiles + nb - 1) / (size_t)nb + (size_t)npes - 1) / (size_t)npes;
@@ -269,14 +268,16 @@ int main(int argc, char **argv) {
     double tol = 1e-5 * (double)k * (double)npes + 1e-6;
     int status = op_check_close(PROG, me, out, want, mn, tol, (size_t)n, 0);
     if (status == 0) {
-        printf(PROG ": PE %d: M=%d K=%d N=%d on %d PEs, %d blocks: matches the host reference "
-                    "within %g\n",
+        printf(PROG
+               ": PE %d: M=%d K=%d N=%d on %d PEs, %d blocks: matches the host reference "
+               "within %g\n",
                me, m, k, n, npes, nb, tol);
     }
     shmem_barrier_all();
     if (me == 0) {
-        printf(PROG ": kernel %.3f ms (best of %d), tile %dx%d, %d tiles, %d blocks, %d PE(s) on "
-                    "GPU %d\n",
+        printf(PROG
+               ": kernel %.3f ms (best of %d), tile %dx%d, %d tiles, %d blocks, %d PE(s) on "
+               "GPU %d\n",
                best, iters, a.tm, a.tn, a.tiles, nb, g.sharing, g.device);
     }
     shmem_free(a.reduced);

@@ -51,10 +51,10 @@ struct rs_tile {
 struct rs_args {
     const float *a, *b;         /* GPU memory: M x K and K x N */
     const struct rs_tile *tile; /* GPU memory: the tiles, the same on every PE */
-    float *stage;     /* symmetric: the owner's slots, one per (owned tile, source PE) */
-    float *out;       /* GPU memory: this PE's rows of C */
-    float *scratch;   /* GPU memory: one tile per block */
-    int32_t *arrived; /* symmetric: per tile, contributions received by its owner */
+    float *stage;               /* symmetric: the owner's slots, one per (owned tile, source PE) */
+    float *out;                 /* GPU memory: this PE's rows of C */
+    float *scratch;             /* GPU memory: one tile per block */
+    int32_t *arrived;           /* symmetric: per tile, contributions received by its owner */
     int k, n, tm, tn, tiles, row_lo;
     int32_t round; /* 1 for the first launch, then 2, ...: the signals never need a reset */
 };
@@ -117,8 +117,8 @@ __global__ void __launch_bounds__(OP_THREADS)
         }
         /* Sum the owned tiles, computed here already, whose contributions are all in. */
         while (next <= t &&
-               op_block_broadcast(threadIdx.x == 0 && aclshmem_int32_test(&a.arrived[next],
-                                                                          ACLSHMEM_CMP_GE, want))) {
+               op_block_broadcast(threadIdx.x == 0 &&
+                                  aclshmem_int32_test(&a.arrived[next], ACLSHMEM_CMP_GE, want))) {
             rs_reduce_tile(a, next, me, npes);
             next = rs_next_owned(a, next + nb, nb, me);
         }
@@ -149,7 +149,8 @@ static int make_tiles(rs_tile *out, int m, int n, int tm, int tn, int npes, int 
             for (int j = 0; j < tiles_n; j++) {
                 int c0 = j * tn;
                 if (out != NULL) {
-                    out[t] = rs_tile{r0, hi - r0 < tm ? hi - r0 : tm, c0, n - c0 < tn ? n - c0 : tn,
+                    out[t] = rs_tile{r0, hi - r0 < tm ? hi - r0 : tm,
+                                     c0, n - c0 < tn ? n - c0 : tn,
                                      p,  owned[p]};
                 }
                 owned[p]++;
@@ -166,14 +167,10 @@ static int make_tiles(rs_tile *out, int m, int n, int tm, int tn, int npes, int 
 int main(int argc, char **argv) {
     int m = 64, k = 32, n = 128, tm = 32, tn = 32, blocks = 0, iters = 1, timeout_s = 60;
     const struct op_option options[] = {
-        OP_INT("--m", 1 << 16, &m),
-        OP_INT("--k", 1 << 16, &k),
-        OP_INT("--n", 1 << 16, &n),
-        OP_INT("--tile-m", 4096, &tm),
-        OP_INT("--tile-n", 4096, &tn),
-        OP_INT("--blocks", 1 << 20, &blocks),
-        OP_INT("--iters", 1 << 20, &iters),
-        OP_INT("--timeout", 86400, &timeout_s),
+        OP_INT("--m", 1 << 16, &m),         OP_INT("--k", 1 << 16, &k),
+        OP_INT("--n", 1 << 16, &n),         OP_INT("--tile-m", 4096, &tm),
+        OP_INT("--tile-n", 4096, &tn),      OP_INT("--blocks", 1 << 20, &blocks),
+        OP_INT("--iters", 1 << 20, &iters), OP_INT("--timeout", 86400, &timeout_s),
     };
     if (op_parse_options(PROG, argc, argv, options, sizeof options / sizeof options[0]) != 0)
         return 2;
@@ -192,8 +189,8 @@ int main(int argc, char **argv) {
     }
     int tiles = make_tiles(NULL, m, n, tm, tn, npes, &max_owned);
     int row_lo = slice_lo(m, npes, me), my_rows = slice_lo(m, npes, me + 1) - row_lo;
-    size_t te = (size_t)tm * (size_t)tn, mk = (size_t)m * k, kn = (size_t)k * n,
-           mn = (size_t)m * n, my_elems = (size_t)my_rows * (size_t)n;
+    size_t te = (size_t)tm * (size_t)tn, mk = (size_t)m * k, kn = (size_t)k * n, mn = (size_t)m * n,
+           my_elems = (size_t)my_rows * (size_t)n;
     rs_tile *tile = tiles > 0 ? (rs_tile *)malloc((size_t)tiles * sizeof(rs_tile)) : NULL;
     float *a_host = (float *)malloc(mk * sizeof(float));
     float *b_host = (float *)malloc(kn * sizeof(float));
@@ -213,8 +210,8 @@ int main(int argc, char **argv) {
     float *out_gpu = (float *)op_gpu_alloc((my_elems + 1) * sizeof(float));
     float *scratch = (float *)op_gpu_alloc((size_t)nb * te * sizeof(float));
     rs_tile *tile_gpu = (rs_tile *)op_gpu_alloc((size_t)tiles * sizeof(rs_tile));
-    float *stage = (float *)op_sym_alloc(((size_t)max_owned * (size_t)npes + 1) * te *
-                                         sizeof(float));
+    float *stage =
+        (float *)op_sym_alloc(((size_t)max_owned * (size_t)npes + 1) * te * sizeof(float));
     int32_t *arrived = (int32_t *)op_sym_alloc((size_t)tiles * sizeof(int32_t));
     op_fill_gpu(&g, arrived, 0, (size_t)tiles * sizeof(int32_t));
     op_to_gpu(&g, tile_gpu, tile, (size_t)tiles * sizeof(rs_tile));
@@ -263,14 +260,16 @@ int main(int argc, char **argv) {
     double tol = 1e-5 * (double)k * (double)npes + 1e-6;
     int status = op_check_close(PROG, me, out, want, my_elems, tol, (size_t)n, (size_t)row_lo);
     if (status == 0) {
-        printf(PROG ": PE %d: M=%d K=%d N=%d on %d PEs, %d blocks, rows %d..%d: matches the "
-                    "host reference within %g\n",
+        printf(PROG
+               ": PE %d: M=%d K=%d N=%d on %d PEs, %d blocks, rows %d..%d: matches the "
+               "host reference within %g\n",
                me, m, k, n, npes, nb, row_lo, row_lo + my_rows, tol);
     }
     shmem_barrier_all();
     if (me == 0) {
-        printf(PROG ": kernel %.3f ms (best of %d), tile %dx%d, %d tiles, %d blocks, %d PE(s) on "
-                    "GPU %d\n",
+        printf(PROG
+               ": kernel %.3f ms (best of %d), tile %dx%d, %d tiles, %d blocks, %d PE(s) on "
+               "GPU %d\n",
                best, iters, tm, tn, tiles, nb, g.sharing, g.device);
     }
     shmem_free(arrived);

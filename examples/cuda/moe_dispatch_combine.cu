@@ -84,8 +84,8 @@ struct moe_args {
 };
 
 /* Rows of expert e that come before source PE `src`'s, and before expert e on its owner. */
-static __device__ size_t moe_rows_before(const int32_t *cnt, int npes, int n_exp, int per_pe,
-                                         int e, int src) {
+static __device__ size_t moe_rows_before(const int32_t *cnt, int npes, int n_exp, int per_pe, int e,
+                                         int src) {
     size_t r = 0;
     for (int f = e / per_pe * per_pe; f < e; f++) {
         for (int s = 0; s < npes; s++) r += (size_t)cnt[(size_t)s * n_exp + f];
@@ -94,8 +94,8 @@ static __device__ size_t moe_rows_before(const int32_t *cnt, int npes, int n_exp
     return r;
 }
 
-__global__ void __launch_bounds__(OP_THREADS) moe_dispatch_combine_cuda(const void *job,
-                                                                         moe_args a) {
+__global__ void __launch_bounds__(OP_THREADS)
+    moe_dispatch_combine_cuda(const void *job, moe_args a) {
     shmemx_cuda_set_job(job);
     /* tot[E], pre[E], cur[E]: this PE's copies per expert, those before this block's tokens,
      * and a running row per expert. */
@@ -163,8 +163,8 @@ __global__ void __launch_bounds__(OP_THREADS) moe_dispatch_combine_cuda(const vo
         const size_t first = moe_rows_before(cnt, npes, n_exp, per_pe, e, 0);
         const size_t rows = moe_rows_before(cnt, npes, n_exp, per_pe, e, npes) - first;
         if (rows > 0) {
-            op_block_gemm((int)rows, (int)h, (int)h, a.recv + first * h, h, a.w + (size_t)local * h * h,
-                          h, a.y + first * h, h, 0.0f);
+            op_block_gemm((int)rows, (int)h, (int)h, a.recv + first * h, h,
+                          a.w + (size_t)local * h * h, h, a.y + first * h, h, 0.0f);
         }
         for (int i = 1; i <= npes; i++) {
             const int s = (me + i) % npes; /* the other PEs first, this one last */
@@ -257,14 +257,10 @@ int main(int argc, char **argv) {
     int tokens = 64, hidden = 128, n_exp = 8, k = 2, blocks = 0, iters = 1, seed = 1;
     int no_host_barrier = 0, timeout_s = 60;
     const struct op_option options[] = {
-        OP_INT("--tokens", 1 << 20, &tokens),
-        OP_INT("--hidden", 8192, &hidden),
-        OP_INT("--experts", 1024, &n_exp),
-        OP_INT("--topk", 1024, &k),
-        OP_INT("--blocks", 1 << 20, &blocks),
-        OP_INT("--iters", 1 << 16, &iters),
-        OP_INT("--seed", INT_MAX, &seed),
-        OP_FLAG("--no-host-barrier", &no_host_barrier),
+        OP_INT("--tokens", 1 << 20, &tokens),   OP_INT("--hidden", 8192, &hidden),
+        OP_INT("--experts", 1024, &n_exp),      OP_INT("--topk", 1024, &k),
+        OP_INT("--blocks", 1 << 20, &blocks),   OP_INT("--iters", 1 << 16, &iters),
+        OP_INT("--seed", INT_MAX, &seed),       OP_FLAG("--no-host-barrier", &no_host_barrier),
         OP_INT("--timeout", 86400, &timeout_s),
     };
     if (op_parse_options(PROG, argc, argv, options, sizeof options / sizeof options[0]) != 0)
@@ -285,13 +281,14 @@ int main(int argc, char **argv) {
         shmem_global_exit(2);
     }
     const size_t smem = 3 * (size_t)n_exp * sizeof(unsigned int);
-    const int nb = op_cuda_blocks(&g, blocks, op_cuda_fit(&g, moe_dispatch_combine_cuda, smem),
-                                  tokens);
+    const int nb =
+        op_cuda_blocks(&g, blocks, op_cuda_fit(&g, moe_dispatch_combine_cuda, smem), tokens);
     if ((long long)iters * npes * nb > INT32_MAX) {
         if (me == 0) {
             fprintf(stderr,
-                    PROG ": invalid argument --iters=%d: iters x PEs x blocks (%d) passes "
-                         "INT32_MAX, the signals' range\n",
+                    PROG
+                    ": invalid argument --iters=%d: iters x PEs x blocks (%d) passes "
+                    "INT32_MAX, the signals' range\n",
                     iters, nb);
         }
         shmem_global_exit(2);
@@ -302,8 +299,9 @@ int main(int argc, char **argv) {
     if (cap > INT_MAX) {
         if (me == 0) {
             fprintf(stderr,
-                    PROG ": invalid argument --tokens=%d: an expert could receive %zu rows, more "
-                         "than an int\n",
+                    PROG
+                    ": invalid argument --tokens=%d: an expert could receive %zu rows, more "
+                    "than an int\n",
                     tokens, cap);
         }
         shmem_global_exit(2);
@@ -429,16 +427,18 @@ int main(int argc, char **argv) {
     }
     int status = 0;
     if (bad != 0) {
-        printf(PROG ": PE %d: FAILED, %zu of %zu values (%d launches) differ from the host "
-                    "reference by more than %g, first in launch %d at token %zu column %zu: %g, "
-                    "expected %g\n",
+        printf(PROG
+               ": PE %d: FAILED, %zu of %zu values (%d launches) differ from the host "
+               "reference by more than %g, first in launch %d at token %zu column %zu: %g, "
+               "expected %g\n",
                me, bad, th * (size_t)iters, iters, tol, bad_launch + 1, first / h, first % h,
                (double)got, (double)want);
         status = 1;
     } else {
-        printf(PROG ": PE %d: T=%d H=%d E=%d k=%d on %d PEs, %d blocks, %d launches, rows "
-                    "received from each PE [%s] in the last: matches the host reference within "
-                    "%g\n",
+        printf(PROG
+               ": PE %d: T=%d H=%d E=%d k=%d on %d PEs, %d blocks, %d launches, rows "
+               "received from each PE [%s] in the last: matches the host reference within "
+               "%g\n",
                me, tokens, hidden, n_exp, k, npes, nb, iters, from, tol);
     }
     shmem_barrier_all();
