@@ -351,7 +351,9 @@ static inline __device__ void op_block_signal(int32_t *sig, int32_t value, int s
 
 /* Copies rows x cols floats (leading dimensions ldd, lds) to symmetric `dst` on `pe`: with the
  * block's plain stores where `pe`'s memory is mapped here (aclshmem_ptr), else, or with
- * `puts_only`, with block-wide puts (one per row, one for a contiguous span). */
+ * `puts_only`, with block-wide puts (one per row, one for a contiguous span). `src` must be
+ * complete for the whole block already (as after op_block_gemm, which ends with a meeting);
+ * follow with op_block_signal, whose fences and meeting complete the stores. */
 static inline __device__ void op_block_put_rows(float *dst, size_t ldd, const float *src,
                                                 size_t lds, int rows, int cols, int pe,
                                                 int puts_only) {
