@@ -2,6 +2,8 @@
  * allgather_matmul.cu: C = allgather(A) x B, fused in one CUDA kernel: the operator of
  * examples/allgather_matmul as a program for NVIDIA GPUs, the symmetric heap in GPU memory.
  *
+ * Built by examples/cuda/CMakeLists.txt (nvcc, against an installed shmem); run as
+ *
  *   SHMEM_DEVICE=cuda shmemrun -n 2 ./allgather_matmul_cuda [--m M] [--k K] [--n N]
  *       [--tile-m TM] [--tile-n TN] [--blocks B] [--iters I] [--timeout S]
  *

@@ -3,6 +3,8 @@
  * operator of examples/matmul_allreduce (its kernel, matmul_allreduce_kernel.h) as a program
  * for NVIDIA GPUs, the symmetric heap in GPU memory.
  *
+ * Built by examples/cuda/CMakeLists.txt (nvcc, against an installed shmem); run as
+ *
  *   SHMEM_DEVICE=cuda shmemrun -n 2 ./matmul_allreduce_cuda [--m M] [--k K] [--n N]
  *       [--tile-m TM] [--tile-n TN] [--blocks B] [--iters I] [--puts-only] [--timeout S]
  *

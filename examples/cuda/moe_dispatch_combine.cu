@@ -3,6 +3,8 @@
  * in one CUDA kernel: the operator of examples/moe_dispatch_combine as a program for NVIDIA
  * GPUs, the symmetric heap in GPU memory.
  *
+ * Built by examples/cuda/CMakeLists.txt (nvcc, against an installed shmem); run as
+ *
  *   SHMEM_DEVICE=cuda shmemrun -n 2 ./moe_dispatch_combine_cuda [--tokens T] [--hidden H]
  *       [--experts E] [--topk K] [--blocks B] [--iters I] [--seed S] [--no-host-barrier]
  *       [--timeout S]
