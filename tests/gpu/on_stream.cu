@@ -7,7 +7,8 @@
  *   2. signal SETs on a stream land in order on the right neighbour;
  *   3. a put behind signal_wait_until_on_stream waits for the signal, for each row of `waits`
  *      (an update by the left neighbour's stream that does not satisfy the comparison first,
- *      then one that does);
+ *      then one that does): EQ and GE (CUDA's stream memory operations), NE, GT, LT, LE and the
+ *      signal ADD (the library's stream kernels);
  *   4. put, barrier_all_on_stream, then get on the stream: the get sees the left neighbour's
  *      put; a get from the right neighbour into memory from cudaMalloc;
  *   5. barrier_on_stream(team) and quiet_on_stream complete on the stream. */
@@ -61,6 +62,13 @@ struct wait_row {
 static const wait_row waits[] = {
     {"EQ", ACLSHMEM_CMP_EQ, 7, 0, ACLSHMEM_SIGNAL_SET, 6, 7},
     {"GE", ACLSHMEM_CMP_GE, 3, 0, ACLSHMEM_SIGNAL_SET, 2, 5},
+    /* The library's stream kernels: the other comparisons, and the signal ADD. */
+    {"NE", ACLSHMEM_CMP_NE, 0, 0, ACLSHMEM_SIGNAL_SET, 0, 9},
+    {"GT", ACLSHMEM_CMP_GT, 3, 0, ACLSHMEM_SIGNAL_SET, 3, 4},
+    {"LT", ACLSHMEM_CMP_LT, 3, 9, ACLSHMEM_SIGNAL_SET, 5, 2},
+    {"LE", ACLSHMEM_CMP_LE, 3, 9, ACLSHMEM_SIGNAL_SET, 4, 3},
+    {"GE+ADD", ACLSHMEM_CMP_GE, 6, 0, ACLSHMEM_SIGNAL_ADD, 2, 4},
+    {"LT+ADD", ACLSHMEM_CMP_LT, 0, 0, ACLSHMEM_SIGNAL_ADD, 0, -1},
 };
 #define WAITS (sizeof waits / sizeof waits[0])
 
