@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include <pshmem.h>
+#include <shmemx.h>
 
 #include "internal.h"
 #include "rust/cxx.h"
@@ -249,6 +250,12 @@ SHMEM_EXPORT const void *shmemx_job_state_device(void) {
         return nullptr;
     }
     return reinterpret_cast<const void *>(core::device_job_state());
+}
+
+SHMEM_EXPORT int shmemx_heap_device(int *device_id) {
+    if (lib_phase.load(std::memory_order_acquire) != kRunning) return -1;
+    if (device_id != nullptr) *device_id = g.heap_on_device != 0 ? g.device_id : -1;
+    return g.heap_on_device;
 }
 
 SHMEM_WEAK_ALIAS(shmem_putmem_on_stream)
