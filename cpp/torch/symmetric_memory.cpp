@@ -105,6 +105,15 @@ void check_dense(const char *call, const char *name, const at::Tensor &t, const 
     TORCH_CHECK(t.is_contiguous(), call, ": ", name, " must be contiguous");
 }
 
+// The address of `t`'s first element, also when it has none (data_ptr() is null then): a
+// tensor of no elements from malloc still has its heap address, which free() returns.
+char *first_byte(const at::Tensor &t) {
+    const void *base = t.storage().data();
+    if (base == nullptr) return nullptr;
+    return const_cast<char *>(static_cast<const char *>(base)) +
+           t.storage_offset() * static_cast<int64_t>(t.element_size());
+}
+
 bool symmetric(const void *p, size_t bytes) {
     void *first = const_cast<void *>(p);
     void *last = static_cast<char *>(first) + (bytes == 0 ? 0 : bytes - 1);
@@ -122,7 +131,8 @@ char *span(const char *call, const char *name, const at::Tensor &t, int64_t offs
                 " is outside its ", numel, " elements");
     TORCH_CHECK(count >= 0 && count <= numel - offset, call, ": ", name, " offset ", offset,
                 " + size ", count, " exceeds its ", numel, " elements");
-    char *p = static_cast<char *>(t.data_ptr()) + offset * static_cast<int64_t>(t.element_size());
+    char *base = first_byte(t);  // null only for a tensor of no elements and no storage
+    char *p = base == nullptr ? nullptr : base + offset * static_cast<int64_t>(t.element_size());
     if (need_symmetric) {
         TORCH_CHECK(symmetric(p, static_cast<size_t>(count) * t.element_size()), call, ": ", name,
                     " (", static_cast<const void *>(p),
@@ -236,8 +246,8 @@ void check_symmetric_tensor(const char *call, const char *name, const at::Tensor
 // tensor on the symmetric heap (on its device `dev`), outside `dest`.
 bool in_place_source(const at::Tensor &src, const at::Tensor &dest, const c10::Device &dev) {
     if (!src.defined() || src.device() != dev || !src.is_contiguous()) return false;
-    const auto *s = static_cast<const char *>(src.data_ptr());
-    const auto *d = static_cast<const char *>(dest.data_ptr());
+    const char *s = first_byte(src);
+    const char *d = first_byte(dest);
     const size_t s_len = src.nbytes(), d_len = dest.nbytes();
     if (s_len > 0 && d_len > 0 && s < d + d_len && d < s + s_len) return false;
     return symmetric(s, s_len);
@@ -323,7 +333,7 @@ public:
         check_dense(kCall, "tensor", tensor, dev);
         TORCH_CHECK(tensor.storage_offset() == 0, kCall, ": tensor is a view at element ",
                     tensor.storage_offset(), "; free the tensor malloc returned");
-        void *p = tensor.data_ptr();
+        void *p = first_byte(tensor);
         TORCH_CHECK(p != nullptr && symmetric(p, 1), kCall, ": tensor (", p,
                     ") is not on the symmetric heap");
         settle(dev);  // no kernel queued before still reads or writes it
@@ -341,7 +351,7 @@ public:
                 ? c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index))
                 : c10::Device(c10::DeviceType::CPU);
         if (!tensor.defined() || tensor.device() != dev || !tensor.is_contiguous()) return false;
-        return symmetric(tensor.data_ptr(), tensor.nbytes());
+        return symmetric(first_byte(tensor), tensor.nbytes());
     }
 
     // The same elements of `tensor` as PE `pe` holds them, as a tensor this process may read and
