@@ -91,7 +91,7 @@ def _shape(call: str, shape: Any) -> Tuple[int, ...]:
 
 def _device(call: str) -> "torch.device":
     """The device of the heap's tensors: the CPU, or ``cuda:<index>`` for a GPU's memory."""
-    where = _c.heap_device()
+    where = _c.osh_heap_device()
     if where is None:
         raise _core.NotInitializedError(f"{call}: the library is not running "
                                         "(call shmem.core.init first)")
@@ -119,7 +119,7 @@ def _over(addr: int, nbytes: int, dtype: "torch.dtype", device: "torch.device") 
     if not torch.backends.cuda.is_built():
         raise _core.ShmemError("shmem.torch: the symmetric heap is GPU memory but this torch "
                                f"{torch.__version__} has no CUDA: install a CUDA build of torch")
-    flat = torch.utils.dlpack.from_dlpack(_c.dlpack_capsule(addr, nbytes, _DLPACK_CUDA,
+    flat = torch.utils.dlpack.from_dlpack(_c.osh_dlpack_capsule(addr, nbytes, _DLPACK_CUDA,
                                                             device.index))
     return flat.view(dtype)
 

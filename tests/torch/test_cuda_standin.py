@@ -76,7 +76,7 @@ def foreign(index, nbytes=64):
     memory is host memory nobody reads; the classes must refuse it before touching it."""
     shmem_c = pytest.importorskip("shmem._shmem")
     keep = ctypes.create_string_buffer(nbytes)
-    capsule = shmem_c.dlpack_capsule(ctypes.addressof(keep), nbytes, 2, index)
+    capsule = shmem_c.osh_dlpack_capsule(ctypes.addressof(keep), nbytes, 2, index)
     t = torch.utils.dlpack.from_dlpack(capsule).view(torch.int32)
     t._keep = keep
     return t
@@ -247,7 +247,7 @@ def test_shmem_torch_makes_cuda_tensors_over_the_heap(device, rank, world):
     import shmem.core as sc
     import shmem.torch as st
 
-    assert shmem_c.heap_device() == (2, device.index)
+    assert shmem_c.osh_heap_device() == (2, device.index)
     for shape, dtype in [((2, 3), torch.float32), ((), torch.int64), ((0,), torch.bfloat16),
                          ((4, 0, 2), torch.bool), ((5,), torch.complex64)]:
         t = st.empty(shape, dtype)

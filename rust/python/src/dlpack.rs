@@ -1,4 +1,4 @@
-//! `dlpack_capsule`: a range of symmetric memory handed to a framework (torch) as a DLPack
+//! `osh_dlpack_capsule`: a range of symmetric memory handed to a framework (torch) as a DLPack
 //! capsule, the way a Python framework takes a pointer into a GPU's memory without copying it
 //! (the buffer protocol only describes host memory). `shmem.torch` makes its CUDA tensors
 //! with it when the heap is on a GPU.
@@ -90,14 +90,14 @@ unsafe extern "C" fn destroy_capsule(capsule: *mut ffi::PyObject) {
 /// device `device_type` (DLPack's numbering: 1 the CPU, 2 a CUDA GPU) number `device_id`. The
 /// memory is not owned: it must outlive every tensor made from the capsule.
 #[pyfunction]
-pub fn dlpack_capsule(
+pub fn osh_dlpack_capsule(
     py: Python<'_>,
     addr: usize,
     nbytes: usize,
     device_type: i32,
     device_id: i32,
 ) -> PyResult<PyObject> {
-    const CALL: &str = "dlpack_capsule";
+    const CALL: &str = "osh_dlpack_capsule";
     if device_type != DEVICE_CPU && device_type != DEVICE_CUDA {
         return Err(bad(
             CALL,

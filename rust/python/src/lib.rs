@@ -934,7 +934,7 @@ fn shmem_ptr(ptr: i64, peer: i64) -> PyResult<Option<usize>> {
 /// NPU, 2 an NVIDIA GPU (`shmemx_heap_device`), device the accelerator's index (-1 for host
 /// memory); `None` when the library is not running.
 #[pyfunction]
-fn heap_device() -> Option<(i32, i32)> {
+fn osh_heap_device() -> Option<(i32, i32)> {
     let mut device: c_int = -1;
     // SAFETY: `device` is a valid int the call writes at most once.
     let kind = unsafe { sys::shmemx_heap_device(&mut device) };
@@ -1297,8 +1297,8 @@ fn _shmem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shmem_align, m)?)?;
     m.add_function(wrap_pyfunction!(shmem_free, m)?)?;
     m.add_function(wrap_pyfunction!(shmem_ptr, m)?)?;
-    m.add_function(wrap_pyfunction!(heap_device, m)?)?;
-    m.add_function(wrap_pyfunction!(dlpack::dlpack_capsule, m)?)?;
+    m.add_function(wrap_pyfunction!(osh_heap_device, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::osh_dlpack_capsule, m)?)?;
     m.add_function(wrap_pyfunction!(get_my_pe, m)?)?;
     m.add_function(wrap_pyfunction!(get_pe_count, m)?)?;
     m.add("my_pe", m.getattr("get_my_pe")?)?;
