@@ -108,6 +108,7 @@ void check_dense(const char *call, const char *name, const at::Tensor &t, const 
 // The address of `t`'s first element, also when it has none (data_ptr() is null then): a
 // tensor of no elements from malloc still has its heap address, which free() returns.
 char *first_byte(const at::Tensor &t) {
+    if (!t.has_storage()) return nullptr;
     const void *base = t.storage().data();
     if (base == nullptr) return nullptr;
     return const_cast<char *>(static_cast<const char *>(base)) +
