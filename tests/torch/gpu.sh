@@ -10,7 +10,8 @@
 #                                        machine whose Python has no pytest; carry DIR there)
 #   tests/torch/gpu.sh PREFIX [PYDEPS]   on the GPU machine: PREFIX is the installed library
 #                                        (e.g. scripts/gpu-check.sh's pack, .gpu/install);
-#                                        PYDEPS, a --pydeps folder, is used when this Python
+#                                        PYDEPS, a --pydeps folder (default: pydeps beside
+#                                        PREFIX, e.g. .gpu/pydeps), is used when this Python
 #                                        cannot import pytest. Runs the suites with the heap on
 #                                        the GPU (SHMEM_DEVICE=cuda) under shmemrun at 1, 2 and
 #                                        4 PEs and torchrun at 2, each bounded (RUN_TIMEOUT, 240 s).
@@ -42,7 +43,7 @@ fi
     exit 2
 }
 prefix=$(realpath -- "$1")
-pydeps=${2:+$(realpath -- "$2")}
+pydeps=$(realpath -m -- "${2:-$prefix/../pydeps}")
 [[ -x $prefix/bin/shmemrun && -e $prefix/lib/libshmem.so.0 ]] ||
     die "$prefix is not an installed library (no bin/shmemrun, lib/libshmem.so.0)"
 
@@ -50,14 +51,14 @@ why=$("$py" -c 'import torch
 if not torch.backends.cuda.is_built():
     print(f"torch {torch.__version__} is built without CUDA")
 elif not torch.cuda.is_available():
-    print("torch.cuda.is_available() is False")' 2>&1) || why="$py cannot import torch: $why"
+    print("torch.cuda.is_available() is False")' 2>&1) || why="$py cannot import torch: $(tail -n 1 <<<"$why")"
 if [[ -n $why ]]; then
     echo "SKIPPED: no GPU ($why)"
     exit 77
 fi
 extra_path=
 if ! "$py" -c 'import pytest' 2>/dev/null; then
-    [[ -n $pydeps ]] || die "$py has no pytest: run tests/torch/gpu.sh --pydeps DIR where pip works, carry DIR, and pass it"
+    [[ -d $pydeps ]] || die "$py has no pytest and there is no $pydeps: run tests/torch/gpu.sh --pydeps DIR where pip works, carry DIR, and pass it"
     extra_path=$pydeps:
 fi
 
