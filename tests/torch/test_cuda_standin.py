@@ -35,7 +35,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:CUDA initialization")
 # nothing here runs a torch op on the device).
 torch.cuda._lazy_init = lambda: None
 
-# libshmem.so, already loaded by libshmem_torch.so (found by its name).
+# libshmem.so as libshmem_torch.so loaded it (its run path): then found by its name.
+_library.load()
 _lib = ctypes.CDLL("libshmem.so.0")
 _lib.shmem_putmem.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 _lib.shmem_getmem.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
@@ -71,10 +72,20 @@ def read(t, pe=None):
     return a
 
 
+def extension():
+    """shmem._shmem, the shmem wheel's extension; the test skips where the wheel is not on the
+    path (a build without SHMEM_BUILD_PYTHON)."""
+    try:
+        import shmem._shmem as ext
+    except ImportError as e:
+        pytest.skip(f"the shmem wheel is not on the path ({e})")
+    return ext
+
+
 def foreign(index, nbytes=64):
     """A cuda:<index> tensor off the heap (made through DLPack: nothing asks the device). Its
     memory is host memory nobody reads; the classes must refuse it before touching it."""
-    shmem_c = pytest.importorskip("shmem._shmem")
+    shmem_c = extension()
     keep = ctypes.create_string_buffer(nbytes)
     capsule = shmem_c.osh_dlpack_capsule(ctypes.addressof(keep), nbytes, 2, index)
     t = torch.utils.dlpack.from_dlpack(capsule).view(torch.int32)
@@ -128,8 +139,13 @@ def test_host_tensors_are_refused_naming_call_argument_and_devices(manager, ops,
     with pytest.raises(RuntimeError, match=f"Manager.peer_tensor: tensor is on cpu, {heap}"):
         manager.peer_tensor(local, 0)
     assert not manager.on_heap(local)
-    # A tensor of another GPU: named with its index.
-    other = foreign(device.index + 5)
+    manager.free(target)
+
+
+def test_a_tensor_of_another_gpu_is_refused(manager, ops, device):
+    other = foreign(device.index + 5)  # first: it may skip, and malloc is collective
+    target = manager.malloc([8], torch.int32)
+    heap = f"not on {device} where the symmetric heap is"
     with pytest.raises(RuntimeError, match=rf"src is on cuda:{device.index + 5}, {heap}"):
         ops.put_mem(target, one(0), other, one(0), one(4), 0)
     assert not manager.on_heap(other)
@@ -243,7 +259,7 @@ def test_the_handler_makes_and_moves_gpu_tensors(device, rank, world):
 
 
 def test_shmem_torch_makes_cuda_tensors_over_the_heap(device, rank, world):
-    shmem_c = pytest.importorskip("shmem._shmem")
+    shmem_c = extension()
     import shmem.core as sc
     import shmem.torch as st
 
