@@ -99,6 +99,9 @@ def _device(call: str) -> "torch.device":
     if kind == _HEAP_HOST:
         return torch.device("cpu")
     if kind == _HEAP_CUDA:
+        if not torch.backends.cuda.is_built():
+            raise _core.ShmemError(f"{call}: the symmetric heap is GPU memory but this torch "
+                                   f"{torch.__version__} has no CUDA: install a CUDA build")
         return torch.device("cuda", index)
     raise _core.ShmemError(f"{call}: the symmetric heap is on Ascend NPU {index} "
                            "(SHMEM_DEVICE=npu); shmem.torch makes CPU and CUDA tensors only")
@@ -116,9 +119,6 @@ def _over(addr: int, nbytes: int, dtype: "torch.dtype", device: "torch.device") 
     """A one-dimensional tensor of ``dtype`` over the ``nbytes`` bytes of GPU memory at
     ``addr`` (whole elements), through DLPack: torch takes the device as named. The memory is
     not owned; shapes are given with ``as_strided``, which asks nothing of the device."""
-    if not torch.backends.cuda.is_built():
-        raise _core.ShmemError("shmem.torch: the symmetric heap is GPU memory but this torch "
-                               f"{torch.__version__} has no CUDA: install a CUDA build of torch")
     flat = torch.utils.dlpack.from_dlpack(_c.osh_dlpack_capsule(addr, nbytes, _DLPACK_CUDA,
                                                             device.index))
     return flat.view(dtype)
