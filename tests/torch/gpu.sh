@@ -34,8 +34,10 @@ die() {
 
 if [[ ${1:-} == --pydeps ]]; then
     dir=${2:?gpu.sh --pydeps DIR}
-    "$py" -m pip install --quiet --no-compile --target "$dir" pytest || die "pip could not install pytest into $dir"
-    echo "gpu.sh: pytest in $dir ($(du -sh "$dir" | cut -f1)); on the GPU machine: tests/torch/gpu.sh PREFIX $dir"
+    "$py" -m pip install --quiet --no-compile --target "$dir" pytest ||
+        die "pip could not install pytest into $dir"
+    echo "gpu.sh: pytest in $dir ($(du -sh "$dir" | cut -f1));" \
+        "on the GPU machine: tests/torch/gpu.sh PREFIX $dir"
     exit 0
 fi
 [[ $# -ge 1 && $# -le 2 && ${1:0:1} != - ]] || {
@@ -51,14 +53,16 @@ why=$("$py" -c 'import torch
 if not torch.backends.cuda.is_built():
     print(f"torch {torch.__version__} is built without CUDA")
 elif not torch.cuda.is_available():
-    print("torch.cuda.is_available() is False")' 2>&1) || why="$py cannot import torch: $(tail -n 1 <<<"$why")"
+    print("torch.cuda.is_available() is False")' 2>&1) ||
+    why="$py cannot import torch: $(tail -n 1 <<<"$why")"
 if [[ -n $why ]]; then
     echo "SKIPPED: no GPU ($why)"
     exit 77
 fi
 extra_path=
 if ! "$py" -c 'import pytest' 2>/dev/null; then
-    [[ -d $pydeps ]] || die "$py has no pytest and there is no $pydeps: run tests/torch/gpu.sh --pydeps DIR where pip works, carry DIR, and pass it"
+    [[ -d $pydeps ]] || die "$py has no pytest and there is no $pydeps: run" \
+        "tests/torch/gpu.sh --pydeps DIR where pip works, carry DIR, and pass it"
     extra_path=$pydeps:
 fi
 
@@ -68,7 +72,8 @@ mkdir -p "$results"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "gpu.sh: building libshmem_torch.so against $("$py" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)') and $prefix"
+torch_version=$("$py" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)')
+echo "gpu.sh: building libshmem_torch.so against torch $torch_version and $prefix"
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 if ! { cmake -S "$root/cpp/torch" -B "$work/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
@@ -96,7 +101,8 @@ for run in "shmemrun 1" "shmemrun 2" "shmemrun 4" "torchrun 2"; do
         status="FAILED ($?)"
         failed=1
     fi
-    line="$name: $status in $(($(date +%s) - start)) s, $(grep -aEo '[0-9]+ passed[^=]*' "$results/$name.log" | tail -n 1)"
+    counts=$(grep -aEo '[0-9]+ passed[^=]*' "$results/$name.log" | tail -n 1 || true)
+    line="$name: $status in $(($(date +%s) - start)) s, $counts"
     echo "$line" | tee -a "$results/summary.txt"
     [[ $status == passed ]] || tail -n 40 "$results/$name.log" >&2
 done

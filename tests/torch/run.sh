@@ -23,7 +23,8 @@ if [[ ${SHMEM_TORCH_TEST_GPU:-0} == 1 ]]; then
 if not torch.backends.cuda.is_built():
     print(f"torch {torch.__version__} is built without CUDA")
 elif not torch.cuda.is_available():
-    print("torch.cuda.is_available() is False")' 2>&1) || why="torch does not import: $(tail -n 1 <<<"$why")"
+    print("torch.cuda.is_available() is False")' 2>&1) ||
+        why="torch does not import: $(tail -n 1 <<<"$why")"
     if [[ -n $why ]]; then
         echo "SKIPPED: no GPU ($why)"
         exit 77
