@@ -9,7 +9,7 @@
 #                                        and its pure-Python dependencies into DIR (for a GPU
 #                                        machine whose Python has no pytest; carry DIR there)
 #   tests/torch/gpu.sh PREFIX [PYDEPS]   on the GPU machine: PREFIX is the installed library
-#                                        (e.g. scripts/gpu-check.sh's pack, .gpu/install);
+#                                        (e.g. .gpu/install, below);
 #                                        PYDEPS, a --pydeps folder (default: pydeps beside
 #                                        PREFIX, e.g. .gpu/pydeps), is used when this Python
 #                                        cannot import pytest. Runs the suites with the heap on
@@ -17,6 +17,10 @@
 #                                        4 PEs and torchrun at 2, each bounded (RUN_TIMEOUT, 240 s).
 # Environment: PYTHON, the Python whose torch is used (default python3); OUT, a folder where
 # each run's log and summary.txt go (under torch-gpu/; default a folder of mktemp).
+#
+# For example, with the folder .gpu carried to the GPU machine (about 25 MiB with the sources):
+#   here:  cmake --install build --prefix .gpu/install --strip && tests/torch/gpu.sh --pydeps .gpu/pydeps
+#   there: tests/torch/gpu.sh .gpu/install
 #
 # Exit status: 0 when every run passed; 1 when one failed or the build did; 77, after
 # "SKIPPED: no GPU (...)", when torch sees no GPU; 2 on a usage error. shmem.torch's test needs
