@@ -18,7 +18,7 @@
 # Environment: PYTHON, the Python whose torch is used (default python3); OUT, a folder where
 # each run's log and summary.txt go (under torch-gpu/; default a folder of mktemp).
 #
-# For example, with the folder .gpu carried to the GPU machine (about 25 MiB with the sources):
+# For example, with the folder .gpu carried to the GPU machine (about 50 MiB with the sources):
 #   here:  cmake --install build --prefix .gpu/install --strip && tests/torch/gpu.sh --pydeps .gpu/pydeps
 #   there: tests/torch/gpu.sh .gpu/install
 #
