@@ -307,8 +307,13 @@ public:
     int64_t init_status() const { return aclshmemx_init_status(); }
     int64_t my_pe() const { return shmem_my_pe(); }
     int64_t n_pes() const { return shmem_n_pes(); }
+    // Leaves the job (collective); on a GPU heap after torch's current stream, so no kernel
+    // queued before still reaches the heap when it is unmapped.
     int64_t finalize() {
-        if (aclshmemx_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED) shmem_finalize();
+        if (aclshmemx_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED) {
+            settle(heap_device("SymmetricMemory.Manager.finalize"));
+            shmem_finalize();
+        }
         return 0;
     }
 
