@@ -9,6 +9,9 @@
  * names, signatures and return codes: 0 on success, -1 (ACLSHMEM_INVALID_PARAM) on a bad
  * argument, -4 (ACLSHMEM_INNER_ERROR) when called after shmem_init. Every input is copied; the
  * caller may free it on return. See SECURITY.md.
+ *
+ * Where the symmetric heap lives (shmemx_heap_device), for bindings that wrap heap memory in
+ * their own objects (a torch tensor on the right device).
  */
 #ifndef SHMEMX_H
 #define SHMEMX_H
@@ -66,6 +69,22 @@ int32_t shmem_set_config_store_tls_key(const char *tls_pk, const uint32_t tls_pk
 int32_t aclshmemx_set_config_store_tls_key(const char *tls_pk, const uint32_t tls_pk_len,
                                            const char *tls_pk_pw, const uint32_t tls_pk_pw_len,
                                            const aclshmem_decrypt_handler decrypt_handler);
+
+/* What holds the symmetric heap (the device SHMEM_DEVICE chose at shmem_init). */
+#define SHMEMX_HEAP_HOST 0 /* host memory: the CPU loads and stores it */
+#define SHMEMX_HEAP_NPU 1  /* an Ascend NPU's memory (the npu device) */
+#define SHMEMX_HEAP_CUDA 2 /* an NVIDIA GPU's memory (the cuda device) */
+
+/*
+ * Where this PE's symmetric heap lives: SHMEMX_HEAP_HOST, SHMEMX_HEAP_NPU or SHMEMX_HEAP_CUDA.
+ * On an accelerator, shmem_malloc's and shmem_ptr's addresses are that device's addresses,
+ * which only its kernels and the library's calls may touch (the CPU must not load or store
+ * them). When device_id is not NULL, the device's index is written there: the ordinal the
+ * driver gives it in this process (CUDA's and ACL's, after CUDA_VISIBLE_DEVICES or
+ * ASCEND_RT_VISIBLE_DEVICES), the index torch names it by; -1 for host memory. Returns -1 and
+ * writes nothing when the library is not running. Never blocks.
+ */
+int shmemx_heap_device(int *device_id);
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include <pshmem.h>
+#include <shmemx.h>
 
 #include "internal.h"
 #include "rust/cxx.h"
@@ -241,7 +242,7 @@ SHMEM_EXPORT void pshmem_getmem_on_stream(void *dst, void *src, size_t elem_size
     copy_on_stream("shmem_getmem_on_stream", false, dst, src, elem_size, pe, stream);
 }
 
-// ---- The kernels' job state -----------------------------------------------------------------
+// ---- The kernels' job state, and where the heap is -------------------------------------------
 
 SHMEM_EXPORT const void *shmemx_job_state_device(void) {
     if (SHMEM_UNLIKELY(lib_phase.load(std::memory_order_acquire) != kRunning)) {
@@ -249,6 +250,13 @@ SHMEM_EXPORT const void *shmemx_job_state_device(void) {
         return nullptr;
     }
     return reinterpret_cast<const void *>(core::device_job_state());
+}
+
+// Read from the job state without logging: bindings ask it before every tensor they make.
+SHMEM_EXPORT int shmemx_heap_device(int *device_id) {
+    if (lib_phase.load(std::memory_order_acquire) != kRunning) return -1;
+    if (device_id != nullptr) *device_id = g.heap_on_device != 0 ? g.device_id : -1;
+    return g.heap_on_device;
 }
 
 SHMEM_WEAK_ALIAS(shmem_putmem_on_stream)

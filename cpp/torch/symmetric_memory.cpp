@@ -5,10 +5,26 @@
 //
 // It owns only the translation from tensors to symmetric addresses and the argument checks;
 // it never keeps state of its own about the job (libshmem is the one runtime in the process).
-// Tensors live on the symmetric heap of the host device (CPU tensors); offsets, sizes and
-// signal values are one-element tensors, counted in elements of the data tensor.
+// Offsets, sizes and signal values are one-element tensors (any device), counted in elements of
+// the data tensor.
+//
+// Tensors are on the device that holds the symmetric heap (shmemx_heap_device): CPU tensors on
+// the host device, `cuda:<index>` tensors when the heap is an NVIDIA GPU's memory (the cuda
+// device, SHMEM_DEVICE=cuda), made over the heap's device addresses with the device named, so
+// making one needs no CUDA call. Every tensor argument must be on that device. The data
+// movement is the library's host calls, blocking as on the host device: on a GPU heap they go
+// through the device's copies (complete when the call returns). Their order against torch's
+// kernels: each call that moves, signals, waits, synchronizes or frees first waits for torch's
+// current stream of the heap's GPU (through c10's device-generic stream interface, so this
+// library needs no CUDA headers and builds against a CPU-only torch), so what kernels queued
+// there wrote is complete before the host reads it, and what they read before it is
+// overwritten; after the call the data is in place for any stream. Work queued on other
+// streams is the program's to order (as with torch.distributed's collectives).
 #include <aclshmem.h>
+#include <c10/core/Stream.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <shmem.h>
+#include <shmemx.h>
 #include <torch/custom_class.h>
 #include <torch/types.h>
 
@@ -37,6 +53,42 @@ int64_t scalar_arg(const char *call, const char *name, const at::Tensor &t) {
     return t.item<int64_t>();
 }
 
+// The device of the tensors over the symmetric heap: the CPU for host memory, cuda:<index> for
+// a GPU's. Fails before start-up and on an NPU heap, which needs torch_npu's tensors.
+c10::Device heap_device(const char *call) {
+    int index = -1;
+    const int kind = shmemx_heap_device(&index);
+    TORCH_CHECK(kind >= 0, call, ": shmem is not initialized (call attr_init first)");
+    if (kind == SHMEMX_HEAP_CUDA) {
+        return c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index));
+    }
+    TORCH_CHECK(kind == SHMEMX_HEAP_HOST, call, ": the symmetric heap is on Ascend NPU ", index,
+                " (SHMEM_DEVICE=npu); these classes make CPU and CUDA tensors only");
+    return c10::Device(c10::DeviceType::CPU);
+}
+
+// Where the heap's memory is, for error messages.
+const char *heap_place(const c10::Device &dev) {
+    return dev.is_cpu() ? "host memory (the host device)" : "GPU memory (SHMEM_DEVICE=cuda)";
+}
+
+// Waits for the work torch queued on its current stream of `dev` when that is a GPU (see the
+// header comment). Nothing to wait for when torch has no CUDA or sees no GPU of that index:
+// then torch ran no kernel there.
+void settle(const c10::Device &dev) {
+    if (!dev.is_cuda() || !c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA)) return;
+    const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
+    if (dev.index() >= cuda.deviceCount()) return;
+    cuda.getStream(dev).synchronize();
+}
+
+// A tensor of `sizes` and `options` over `data` on `dev`, not owning it: the device is named, so
+// torch asks no driver where the pointer lives.
+at::Tensor over(void *data, at::IntArrayRef sizes, const at::TensorOptions &options,
+                const c10::Device &dev) {
+    return at::for_blob(data, sizes).options(options.device(dev)).target_device(dev).make_tensor();
+}
+
 int check_pe(const char *call, int64_t pe, const char *name = "target_pe") {
     const int n_pes = shmem_n_pes();
     TORCH_CHECK(n_pes > 0, call, ": shmem is not initialized (call attr_init first)");
@@ -45,12 +97,22 @@ int check_pe(const char *call, int64_t pe, const char *name = "target_pe") {
     return static_cast<int>(pe);
 }
 
-// A CPU tensor's dense storage: its first byte and its element count.
-void check_dense(const char *call, const char *name, const at::Tensor &t) {
+// A contiguous tensor on the heap's device `dev`.
+void check_dense(const char *call, const char *name, const at::Tensor &t, const c10::Device &dev) {
     TORCH_CHECK(t.defined(), call, ": ", name, " is an undefined tensor");
-    TORCH_CHECK(t.device().is_cpu(), call, ": ", name, " is on ", t.device(),
-                "; this build has the host device only (CPU tensors)");
+    TORCH_CHECK(t.device() == dev, call, ": ", name, " is on ", t.device(), ", not on ", dev,
+                " where the symmetric heap is (", heap_place(dev), ")");
     TORCH_CHECK(t.is_contiguous(), call, ": ", name, " must be contiguous");
+}
+
+// The address of `t`'s first element, also when it has none (data_ptr() is null then): a
+// tensor of no elements from malloc still has its heap address, which free() returns.
+char *first_byte(const at::Tensor &t) {
+    if (!t.has_storage()) return nullptr;
+    const void *base = t.storage().data();
+    if (base == nullptr) return nullptr;
+    return const_cast<char *>(static_cast<const char *>(base)) +
+           t.storage_offset() * static_cast<int64_t>(t.element_size());
 }
 
 bool symmetric(const void *p, size_t bytes) {
@@ -63,14 +125,15 @@ bool symmetric(const void *p, size_t bytes) {
 // The address of elements [offset, offset + count) of `t`, checked against its size and,
 // with `need_symmetric`, against the symmetric heap.
 char *span(const char *call, const char *name, const at::Tensor &t, int64_t offset, int64_t count,
-           bool need_symmetric) {
-    check_dense(call, name, t);
+           bool need_symmetric, const c10::Device &dev) {
+    check_dense(call, name, t, dev);
     const int64_t numel = t.numel();
     TORCH_CHECK(offset >= 0 && offset <= numel, call, ": ", name, " offset ", offset,
                 " is outside its ", numel, " elements");
     TORCH_CHECK(count >= 0 && count <= numel - offset, call, ": ", name, " offset ", offset,
                 " + size ", count, " exceeds its ", numel, " elements");
-    char *p = static_cast<char *>(t.data_ptr()) + offset * static_cast<int64_t>(t.element_size());
+    char *base = first_byte(t);  // null only for a tensor of no elements and no storage
+    char *p = base == nullptr ? nullptr : base + offset * static_cast<int64_t>(t.element_size());
     if (need_symmetric) {
         TORCH_CHECK(symmetric(p, static_cast<size_t>(count) * t.element_size()), call, ": ", name,
                     " (", static_cast<const void *>(p),
@@ -79,12 +142,13 @@ char *span(const char *call, const char *name, const at::Tensor &t, int64_t offs
     return p;
 }
 
-int32_t *signal_slot(const char *call, const at::Tensor &signal, const at::Tensor &offset) {
+int32_t *signal_slot(const char *call, const at::Tensor &signal, const at::Tensor &offset,
+                     const c10::Device &dev) {
     TORCH_CHECK(signal.defined() && signal.scalar_type() == at::kInt, call,
                 ": signal must be an int32 tensor, got ",
                 signal.defined() ? c10::toString(signal.scalar_type()) : "undefined");
     const int64_t off = scalar_arg(call, "signal_offset", offset);
-    return reinterpret_cast<int32_t *>(span(call, "signal", signal, off, 1, true));
+    return reinterpret_cast<int32_t *>(span(call, "signal", signal, off, 1, true, dev));
 }
 
 int32_t signal_value_arg(const char *call, const char *name, const at::Tensor &t) {
@@ -174,16 +238,17 @@ void reduce(const char *call, Reduce op, const at::Tensor &dest, const at::Tenso
     TORCH_CHECK(rc == 0, call, ": the reduction failed (", rc, ")");
 }
 
-void check_symmetric_tensor(const char *call, const char *name, const at::Tensor &t) {
-    span(call, name, t, 0, t.numel(), true);
+void check_symmetric_tensor(const char *call, const char *name, const at::Tensor &t,
+                            const c10::Device &dev) {
+    span(call, name, t, 0, t.numel(), true, dev);
 }
 
 // Whether the peers can read `src` where it is during a collective into `dest`: a contiguous
-// CPU tensor on the symmetric heap, outside `dest`.
-bool in_place_source(const at::Tensor &src, const at::Tensor &dest) {
-    if (!src.defined() || !src.device().is_cpu() || !src.is_contiguous()) return false;
-    const auto *s = static_cast<const char *>(src.data_ptr());
-    const auto *d = static_cast<const char *>(dest.data_ptr());
+// tensor on the symmetric heap (on its device `dev`), outside `dest`.
+bool in_place_source(const at::Tensor &src, const at::Tensor &dest, const c10::Device &dev) {
+    if (!src.defined() || src.device() != dev || !src.is_contiguous()) return false;
+    const char *s = first_byte(src);
+    const char *d = first_byte(dest);
     const size_t s_len = src.nbytes(), d_len = dest.nbytes();
     if (s_len > 0 && d_len > 0 && s < d + d_len && d < s + s_len) return false;
     return symmetric(s, s_len);
@@ -242,13 +307,19 @@ public:
     int64_t init_status() const { return aclshmemx_init_status(); }
     int64_t my_pe() const { return shmem_my_pe(); }
     int64_t n_pes() const { return shmem_n_pes(); }
+    // Leaves the job (collective); on a GPU heap after torch's current stream, so no kernel
+    // queued before still reaches the heap when it is unmapped.
     int64_t finalize() {
-        if (aclshmemx_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED) shmem_finalize();
+        if (aclshmemx_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED) {
+            settle(heap_device("SymmetricMemory.Manager.finalize"));
+            shmem_finalize();
+        }
         return 0;
     }
 
-    // A CPU tensor of `shape` and `dtype` on the symmetric heap (collective, as shmem_malloc).
-    // Its storage is not freed with the tensor: free() it, on every PE, as CANN's binding says.
+    // A tensor of `shape` and `dtype` on the symmetric heap (collective, as shmem_malloc): a CPU
+    // tensor, or a cuda:<index> one when the heap is on a GPU. Its storage is not freed with the
+    // tensor: free() it, on every PE, as CANN's binding says.
     at::Tensor malloc(const std::vector<int64_t> &shape, at::ScalarType dtype) {
         return allocate("SymmetricMemory.Manager.malloc", shape, dtype, 0);
     }
@@ -264,39 +335,50 @@ public:
     // Collective: returns the storage of a tensor from malloc to the heap.
     void free(const at::Tensor &tensor) {
         static constexpr const char *kCall = "SymmetricMemory.Manager.free";
-        check_dense(kCall, "tensor", tensor);
+        const c10::Device dev = heap_device(kCall);
+        check_dense(kCall, "tensor", tensor, dev);
         TORCH_CHECK(tensor.storage_offset() == 0, kCall, ": tensor is a view at element ",
                     tensor.storage_offset(), "; free the tensor malloc returned");
-        void *p = tensor.data_ptr();
+        void *p = first_byte(tensor);
         TORCH_CHECK(p != nullptr && symmetric(p, 1), kCall, ": tensor (", p,
                     ") is not on the symmetric heap");
+        settle(dev);  // no kernel queued before still reads or writes it
         shmem_free(p);
     }
 
-    // Whether every element of the CPU tensor `tensor` is on the symmetric heap.
+    // Whether every element of `tensor` is on the symmetric heap (a contiguous tensor on the
+    // heap's device); false before start-up.
     bool on_heap(const at::Tensor &tensor) const {
-        if (!tensor.defined() || !tensor.device().is_cpu() || !tensor.is_contiguous()) {
-            return false;
-        }
-        return shmem_n_pes() > 0 && symmetric(tensor.data_ptr(), tensor.nbytes());
+        int index = -1;
+        const int kind = shmemx_heap_device(&index);
+        if (kind != SHMEMX_HEAP_HOST && kind != SHMEMX_HEAP_CUDA) return false;
+        const c10::Device dev =
+            kind == SHMEMX_HEAP_CUDA
+                ? c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index))
+                : c10::Device(c10::DeviceType::CPU);
+        if (!tensor.defined() || tensor.device() != dev || !tensor.is_contiguous()) return false;
+        return symmetric(first_byte(tensor), tensor.nbytes());
     }
 
     // The same elements of `tensor` as PE `pe` holds them, as a tensor this process may read and
-    // write directly (peers on this node); fails when `pe` is not reachable by load and store.
+    // write directly (peers on this node): by the CPU on the host device, by kernels on this
+    // PE's GPU on the cuda device (the peer's memory as mapped for it); fails when `pe` is not
+    // reachable by load and store.
     at::Tensor peer_tensor(const at::Tensor &tensor, int64_t pe) {
         static constexpr const char *kCall = "SymmetricMemory.Manager.peer_tensor";
         const int target = check_pe(kCall, pe, "pe");
-        char *p = span(kCall, "tensor", tensor, 0, tensor.numel(), true);
+        const c10::Device dev = heap_device(kCall);
+        char *p = span(kCall, "tensor", tensor, 0, tensor.numel(), true, dev);
         void *peer = shmem_ptr(p, target);
         TORCH_CHECK(peer != nullptr, kCall, ": PE ", pe,
                     " is not mapped in this process (another node)");
-        return torch::from_blob(peer, tensor.sizes(), tensor.options());
+        return over(peer, tensor.sizes(), tensor.options(), dev);
     }
 
 private:
     at::Tensor allocate(const char *call, const std::vector<int64_t> &shape, at::ScalarType dtype,
                         int64_t alignment) {
-        TORCH_CHECK(shmem_n_pes() > 0, call, ": shmem is not initialized (call attr_init first)");
+        const c10::Device dev = heap_device(call);
         int64_t count = 1;
         for (int64_t d : shape) {
             TORCH_CHECK(d >= 0, call, ": shape has a negative dimension ", d);
@@ -313,7 +395,7 @@ private:
                                 : shmem_malloc(bytes);
         TORCH_CHECK(p != nullptr, call, ": ", bytes,
                     " bytes do not fit the symmetric heap (raise mem_size or free tensors)");
-        return torch::from_blob(p, shape, at::TensorOptions().dtype(dtype));
+        return over(p, shape, at::TensorOptions().dtype(dtype), dev);
     }
 };
 
@@ -327,11 +409,14 @@ public:
                  const at::Tensor &src_offset, const at::Tensor &size, int64_t target_pe) {
         static constexpr const char *kCall = "SymmetricMemory.Ops.put_mem";
         const int pe = check_pe(kCall, target_pe);
+        const c10::Device dev = heap_device(kCall);
         check_same_width(kCall, target, src);
         const int64_t n = scalar_arg(kCall, "size", size);
         char *dst = span(kCall, "target", target, scalar_arg(kCall, "target_offset", target_offset),
-                         n, true);
-        char *from = span(kCall, "src", src, scalar_arg(kCall, "src_offset", src_offset), n, false);
+                         n, true, dev);
+        char *from =
+            span(kCall, "src", src, scalar_arg(kCall, "src_offset", src_offset), n, false, dev);
+        settle(dev);
         shmem_putmem(dst, from, static_cast<size_t>(n) * target.element_size(), pe);
     }
 
@@ -341,11 +426,14 @@ public:
                  const at::Tensor &src_offset, const at::Tensor &size, int64_t target_pe) {
         static constexpr const char *kCall = "SymmetricMemory.Ops.get_mem";
         const int pe = check_pe(kCall, target_pe);
+        const c10::Device dev = heap_device(kCall);
         check_same_width(kCall, target, src);
         const int64_t n = scalar_arg(kCall, "size", size);
         char *dst = span(kCall, "target", target, scalar_arg(kCall, "target_offset", target_offset),
-                         n, false);
-        char *from = span(kCall, "src", src, scalar_arg(kCall, "src_offset", src_offset), n, true);
+                         n, false, dev);
+        char *from =
+            span(kCall, "src", src, scalar_arg(kCall, "src_offset", src_offset), n, true, dev);
+        settle(dev);
         shmem_getmem(dst, from, static_cast<size_t>(n) * target.element_size(), pe);
     }
 
@@ -357,14 +445,17 @@ public:
                         const at::Tensor &signal_value, int64_t signal_op, int64_t target_pe) {
         static constexpr const char *kCall = "SymmetricMemory.Ops.put_mem_signal";
         const int pe = check_pe(kCall, target_pe);
+        const c10::Device dev = heap_device(kCall);
         const int op = signal_op_arg(kCall, signal_op);
         check_same_width(kCall, target, src);
         const int64_t n = scalar_arg(kCall, "size", size);
         char *dst = span(kCall, "target", target, scalar_arg(kCall, "target_offset", target_offset),
-                         n, true);
-        char *from = span(kCall, "src", src, scalar_arg(kCall, "src_offset", src_offset), n, false);
-        int32_t *sig = signal_slot(kCall, signal, signal_offset);
+                         n, true, dev);
+        char *from =
+            span(kCall, "src", src, scalar_arg(kCall, "src_offset", src_offset), n, false, dev);
+        int32_t *sig = signal_slot(kCall, signal, signal_offset, dev);
         const int32_t value = signal_value_arg(kCall, "signal_value", signal_value);
+        settle(dev);
         aclshmemx_putmem_signal(dst, from, static_cast<size_t>(n) * target.element_size(), sig,
                                 value, op, pe);
     }
@@ -376,8 +467,10 @@ public:
         static constexpr const char *kCall = "SymmetricMemory.Ops.signal_op";
         const int pe = check_pe(kCall, target_pe);
         const int op = signal_op_arg(kCall, signal_op);
-        int32_t *sig = signal_slot(kCall, signal, signal_offset);
+        const c10::Device dev = heap_device(kCall);
+        int32_t *sig = signal_slot(kCall, signal, signal_offset, dev);
         const int32_t value = signal_value_arg(kCall, "signal_value", signal_value);
+        settle(dev);
         shmem_fence();
         if (op == ACLSHMEM_SIGNAL_SET) {
             shmem_int32_atomic_set(sig, value, pe);
@@ -388,8 +481,9 @@ public:
 
     // Waits until this PE's int32 `signal` at `signal_offset` compares (0 EQ, 1 NE, 2 GT, 3 GE,
     // 4 LT, 5 LE) true against `compare_value`; then the data put with it is visible.
-    // `depend_target` orders the wait on a device stream; on the host device it is only checked.
-    // Fails after the wait timeout (600 s unless set_wait_timeout changed it).
+    // `depend_target` orders the wait on a device stream in CANN's binding; here the wait is on
+    // the host, after torch's current stream of a GPU heap (header comment), and `depend_target`
+    // is only checked. Fails after the wait timeout (600 s unless set_wait_timeout changed it).
     void signal_wait_until(const at::Tensor &depend_target, const at::Tensor &signal,
                            const at::Tensor &signal_offset, const at::Tensor &compare_value,
                            int64_t compare_op) {
@@ -397,9 +491,11 @@ public:
         TORCH_CHECK(depend_target.defined(), kCall, ": depend_target is an undefined tensor");
         TORCH_CHECK(compare_op >= ACLSHMEM_CMP_EQ && compare_op <= ACLSHMEM_CMP_LE, kCall,
                     ": compare_op ", compare_op, " is not 0..5 (EQ, NE, GT, GE, LT, LE)");
-        int32_t *sig = signal_slot(kCall, signal, signal_offset);
+        const c10::Device dev = heap_device(kCall);
+        int32_t *sig = signal_slot(kCall, signal, signal_offset, dev);
         const int32_t value = signal_value_arg(kCall, "compare_value", compare_value);
         const int cmp = static_cast<int>(compare_op);
+        settle(dev);
         const auto start = std::chrono::steady_clock::now();
         const auto limit = std::chrono::duration<double>(wait_timeout_s_);
         for (uint64_t round = 0;; round++) {
@@ -408,8 +504,9 @@ public:
             if (ok == 1) return;
             if (round < 1024) continue;
             const auto waited = std::chrono::steady_clock::now() - start;
+            // Read with the library's call: on a GPU heap the CPU must not load it.
             TORCH_CHECK(waited < limit, kCall, ": signal[", signal_offset.item<int64_t>(), "] is ",
-                        __atomic_load_n(sig, __ATOMIC_ACQUIRE), " after ", wait_timeout_s_,
+                        shmem_int32_atomic_fetch(sig, shmem_my_pe()), " after ", wait_timeout_s_,
                         " s, still not ", kCmpNames[cmp], " ", value);
             if (waited < std::chrono::milliseconds(1)) {
                 std::this_thread::yield();
@@ -427,23 +524,33 @@ public:
     }
     double get_wait_timeout() const { return wait_timeout_s_; }
 
-    // shmem_barrier_all: completes this PE's puts, then waits for every PE.
-    void barrier() { shmem_barrier_all(); }
-    // shmem_quiet: completes this PE's puts and signals.
-    void quiet() { shmem_quiet(); }
+    // shmem_barrier_all: completes this PE's puts (and torch's current stream of a GPU heap),
+    // then waits for every PE.
+    void barrier() {
+        settle(heap_device("SymmetricMemory.Ops.barrier"));
+        shmem_barrier_all();
+    }
+    // shmem_quiet: completes this PE's puts and signals (and torch's current stream of a GPU
+    // heap).
+    void quiet() {
+        settle(heap_device("SymmetricMemory.Ops.quiet"));
+        shmem_quiet();
+    }
 
     // Collective: `dest` (symmetric) gets `src` (symmetric, may be `dest`) of every PE combined
     // elementwise by `op` (sum, max, min, prod).
     void all_reduce(const at::Tensor &dest, const at::Tensor &src, const std::string &op) {
         static constexpr const char *kCall = "SymmetricMemory.Ops.all_reduce";
         const Reduce r = reduce_arg(kCall, op);
-        check_symmetric_tensor(kCall, "dest", dest);
-        check_symmetric_tensor(kCall, "src", src);
+        const c10::Device dev = heap_device(kCall);
+        check_symmetric_tensor(kCall, "dest", dest, dev);
+        check_symmetric_tensor(kCall, "src", src, dev);
         TORCH_CHECK(dest.scalar_type() == src.scalar_type(), kCall, ": dest is ",
                     dest.scalar_type(), " but src is ", src.scalar_type());
         TORCH_CHECK(dest.numel() == src.numel(), kCall, ": dest has ", dest.numel(),
                     " elements but src has ", src.numel());
         if (dest.numel() == 0) return;
+        settle(dev);
         reduce(kCall, r, dest, src, static_cast<size_t>(dest.numel()));
     }
 
@@ -453,11 +560,13 @@ public:
     // another way. Every PE must pass alike tensors, so that all take the same branch.
     bool all_gather(const at::Tensor &dest, const at::Tensor &src) {
         static constexpr const char *kCall = "SymmetricMemory.Ops.all_gather";
-        check_symmetric_tensor(kCall, "dest", dest);
-        if (!in_place_source(src, dest)) return false;
+        const c10::Device dev = heap_device(kCall);
+        check_symmetric_tensor(kCall, "dest", dest, dev);
+        if (!in_place_source(src, dest, dev)) return false;
         check_same_width(kCall, dest, src);
         TORCH_CHECK(dest.numel() == src.numel() * shmem_n_pes(), kCall, ": dest has ", dest.numel(),
                     " elements, not world_size ", shmem_n_pes(), " x src's ", src.numel());
+        settle(dev);
         const int rc = shmem_fcollectmem(SHMEM_TEAM_WORLD, dest.data_ptr(), src.data_ptr(),
                                          src.numel() * src.element_size());
         TORCH_CHECK(rc == 0, kCall, ": fcollect failed (", rc, ")");
@@ -468,13 +577,15 @@ public:
     // `dest` on PE j, i being this PE. Returns false, doing nothing, as all_gather does.
     bool all_to_all(const at::Tensor &dest, const at::Tensor &src) {
         static constexpr const char *kCall = "SymmetricMemory.Ops.all_to_all";
-        check_symmetric_tensor(kCall, "dest", dest);
-        if (!in_place_source(src, dest)) return false;
+        const c10::Device dev = heap_device(kCall);
+        check_symmetric_tensor(kCall, "dest", dest, dev);
+        if (!in_place_source(src, dest, dev)) return false;
         check_same_width(kCall, dest, src);
         const int64_t n = shmem_n_pes();
         TORCH_CHECK(dest.numel() == src.numel() && src.numel() % n == 0, kCall, ": dest has ",
                     dest.numel(), " elements and src ", src.numel(),
                     "; both need the same count, a multiple of world_size ", n);
+        settle(dev);
         const int rc = shmem_alltoallmem(SHMEM_TEAM_WORLD, dest.data_ptr(), src.data_ptr(),
                                          (src.numel() / n) * src.element_size());
         TORCH_CHECK(rc == 0, kCall, ": alltoall failed (", rc, ")");

@@ -7,7 +7,12 @@ signal pad size) over the TorchScript classes torch.classes.SymmetricMemory.{Man
 libshmem_torch.so, plus all_reduce, all_gather_into_tensor, reduce_scatter_tensor and
 all_to_all_single on symmetric tensors. It is device-agnostic: it never names a device, and
 every data movement goes through the classes, so the same code serves each device the library
-serves (CPU tensors on the host device now).
+serves: CPU tensors on the host device, cuda:<index> tensors when the heap is on a GPU
+(SHMEM_DEVICE=cuda). There the torch work it does between the classes' calls (zeroing a signal,
+a matmul, a reduction of peers' tensors) runs on torch's current stream, and every call of the
+classes that moves data, signals, waits or synchronises first waits for that stream, so the
+order the code reads in is the order on the device. Offsets, sizes and signal values are CPU
+tensors (the classes read them on the host).
 
 It owns the handler's symmetric scratch (the signal pad and a small exchange area), allocated on
 first use; it must never keep state about the job itself (libshmem has it: rank, world size).
@@ -36,7 +41,7 @@ _DEFAULT_SIGNAL_PAD_BYTES = 4096
 
 
 def _one(value: int, dtype: torch.dtype = torch.int64) -> torch.Tensor:
-    return torch.tensor([value], dtype=dtype)
+    return torch.tensor([value], dtype=dtype, device="cpu")
 
 
 class SymmetricMemoryHandle:

@@ -7,13 +7,29 @@
 #   readme     the README's PyTorch example (the python block after
 #              <!-- readme-test: torch -->) under shmemrun
 # Environment (set by ctest): SHMEM_TORCH_PYTHON, SHMEM_SHMEMRUN, SHMEM_TORCH_LIBRARY,
-# PYTHONPATH. Each run is bounded by RUN_TIMEOUT seconds (default 300).
+# PYTHONPATH; SHMEM_TORCH_TESTS, the test files to run (default: the folder). With
+# SHMEM_TORCH_TEST_GPU=1 (the gpu tests) the suites need a GPU: without one torch can use, it
+# prints "SKIPPED: no GPU (...)" and exits 77. Each run is bounded by RUN_TIMEOUT seconds
+# (default 300).
 set -euo pipefail
 launcher=${1:?launcher}; npes=${2:?npes}
 py=${SHMEM_TORCH_PYTHON:?}
 limit=${RUN_TIMEOUT:-300}
 export SHMEM_TORCH_TEST_WAIT_TIMEOUT=${SHMEM_TORCH_TEST_WAIT_TIMEOUT:-60}
-pytest=(-m pytest -q -x -p no:cacheprovider .)
+read -r -a tests <<<"${SHMEM_TORCH_TESTS:-.}"
+pytest=(-m pytest -q -x -p no:cacheprovider "${tests[@]}")
+if [[ ${SHMEM_TORCH_TEST_GPU:-0} == 1 ]]; then
+    why=$("$py" -c 'import torch
+if not torch.backends.cuda.is_built():
+    print(f"torch {torch.__version__} is built without CUDA")
+elif not torch.cuda.is_available():
+    print("torch.cuda.is_available() is False")' 2>&1) ||
+        why="torch does not import: $(tail -n 1 <<<"$why")"
+    if [[ -n $why ]]; then
+        echo "SKIPPED: no GPU ($why)"
+        exit 77
+    fi
+fi
 # torchrun's workers get SIGTERM from it when the timeout stops it; -k ends stragglers.
 torchrun=(timeout -k 10 "$limit" "$py" -m torch.distributed.run --standalone
     --nproc-per-node "$npes")
@@ -28,7 +44,7 @@ case $launcher in
         fi
         exec timeout -k 10 "$limit" /usr/bin/mpirun --allow-run-as-root --oversubscribe \
             -n "$npes" -x PYTHONPATH -x SHMEM_TORCH_LIBRARY -x SHMEM_TORCH_TEST_WAIT_TIMEOUT \
-            -x PYTHONDONTWRITEBYTECODE "$py" "${pytest[@]}"
+            -x PYTHONDONTWRITEBYTECODE -x SHMEM_DEVICE -x SHMEM_TORCH_TEST_GPU "$py" "${pytest[@]}"
         ;;
     attr_init)
         port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

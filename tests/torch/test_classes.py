@@ -1,6 +1,7 @@
 """torch.classes.SymmetricMemory.{Manager,Ops} used the way code written for CANN's torch
 binding uses them: torch.ops.load_library, then the classes, offsets and sizes as one-element
-tensors, signal op 0 SET / 1 ADD, compare op 0 EQ."""
+tensors, signal op 0 SET / 1 ADD, compare op 0 EQ. On the heap's device: CPU tensors, or a GPU's
+(conftest makes it torch's default device there)."""
 
 import pytest
 import torch
@@ -30,9 +31,9 @@ def test_attr_init_on_a_running_job_is_a_no_op(manager, rank, world):
     assert manager.attr_init(rank, world, 1 << 20, "tcp://127.0.0.1:1") == 0
 
 
-def test_malloc_gives_a_symmetric_cpu_tensor(manager, ops, rank, world):
+def test_malloc_gives_a_symmetric_tensor_on_the_heaps_device(manager, ops, rank, world, device):
     t = manager.malloc([3, 5], torch.float32)
-    assert t.shape == (3, 5) and t.dtype == torch.float32 and t.device.type == "cpu"
+    assert t.shape == (3, 5) and t.dtype == torch.float32 and t.device == device
     t.fill_(rank)
     ops.barrier()
     for pe in range(world):

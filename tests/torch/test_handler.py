@@ -98,17 +98,18 @@ def test_alltoall_with_uneven_sizes_per_pair(rank, world):
     H.free(heap)
 
 
-def _full_inputs(world, m, k, n, dtype=torch.float64):
-    g = torch.Generator().manual_seed(1234)
-    a = torch.randn(world * m, k, generator=g, dtype=dtype)
-    b = torch.randn(k, n, generator=g, dtype=dtype)
-    return a, b
+def _full_inputs(world, m, k, n, device, dtype=torch.float64):
+    # Drawn on the CPU (the same numbers on every rank and device), then moved to `device`.
+    g = torch.Generator(device="cpu").manual_seed(1234)
+    a = torch.randn(world * m, k, generator=g, dtype=dtype, device="cpu")
+    b = torch.randn(k, n, generator=g, dtype=dtype, device="cpu")
+    return a.to(device), b.to(device)
 
 
 @pytest.mark.parametrize("m, block_size", [(4, None), (5, 2), (3, 7), (1, 1)])
-def test_fused_all_gather_matmul_matches_torch(rank, world, m, block_size):
+def test_fused_all_gather_matmul_matches_torch(rank, world, m, block_size, device):
     k, n = 6, 3
-    a_all, b = _full_inputs(world, m, k, n)
+    a_all, b = _full_inputs(world, m, k, n, device)
     a = a_all[rank * m:(rank + 1) * m].clone()
     gather_out = H.empty([world * m, k], torch.float64)
     blocks = (m + (block_size or max(1, m // min(world, 4))) - 1) // (
@@ -128,11 +129,12 @@ def test_fused_all_gather_matmul_matches_torch(rank, world, m, block_size):
 
 @pytest.mark.parametrize("reduce_op", ["sum", "avg"])
 @pytest.mark.parametrize("m_per_rank, extra", [(2, 0), (3, 1)])
-def test_fused_matmul_reduce_scatter_matches_torch(rank, world, reduce_op, m_per_rank, extra):
+def test_fused_matmul_reduce_scatter_matches_torch(rank, world, reduce_op, m_per_rank, extra,
+                                                  device):
     m, k, n = m_per_rank * world + extra, 5, 4
-    g = torch.Generator().manual_seed(99)
-    x1_all = torch.randn(world, m, k, generator=g, dtype=torch.float64)
-    x2 = torch.randn(k, n, generator=g, dtype=torch.float64)
+    g = torch.Generator(device="cpu").manual_seed(99)
+    x1_all = torch.randn(world, m, k, generator=g, dtype=torch.float64, device="cpu").to(device)
+    x2 = torch.randn(k, n, generator=g, dtype=torch.float64, device="cpu").to(device)
     rows = [m // world + (1 if i < m % world else 0) for i in range(world)]
     symm = H.empty([world * max(rows) * n], torch.float64)
     signal = H.empty([world], torch.int32)

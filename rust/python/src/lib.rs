@@ -24,6 +24,7 @@ use pyo3::types::PyBytes;
 use shmem_sys as sys;
 
 mod buffer;
+mod dlpack;
 mod lowlevel;
 mod rma;
 mod typed;
@@ -929,6 +930,17 @@ fn shmem_ptr(ptr: i64, peer: i64) -> PyResult<Option<usize>> {
     Ok(ptr_or_none(unsafe { sys::aclshmem_ptr(p, pe) }))
 }
 
+/// Where this PE's symmetric heap lives: `(kind, device)`, kind 0 host memory, 1 an Ascend
+/// NPU, 2 an NVIDIA GPU (`shmemx_heap_device`), device the accelerator's index (-1 for host
+/// memory); `None` when the library is not running.
+#[pyfunction]
+fn osh_heap_device() -> Option<(i32, i32)> {
+    let mut device: c_int = -1;
+    // SAFETY: `device` is a valid int the call writes at most once.
+    let kind = unsafe { sys::shmemx_heap_device(&mut device) };
+    (kind >= 0).then_some((kind, device))
+}
+
 // ---- Job and teams ---------------------------------------------------------------------------
 
 /// This PE's number.
@@ -1285,6 +1297,8 @@ fn _shmem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shmem_align, m)?)?;
     m.add_function(wrap_pyfunction!(shmem_free, m)?)?;
     m.add_function(wrap_pyfunction!(shmem_ptr, m)?)?;
+    m.add_function(wrap_pyfunction!(osh_heap_device, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::osh_dlpack_capsule, m)?)?;
     m.add_function(wrap_pyfunction!(get_my_pe, m)?)?;
     m.add_function(wrap_pyfunction!(get_pe_count, m)?)?;
     m.add("my_pe", m.getattr("get_my_pe")?)?;

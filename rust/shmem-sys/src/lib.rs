@@ -306,7 +306,19 @@ declare! {
     fn shmem_set_conf_store_tls(enable: bool, tls_info: *const c_char, tls_info_len: u32) -> i32;
     /// Gives the private key and its password in place of files (see `<shmemx.h>`).
     fn shmem_set_config_store_tls_key(tls_pk: *const c_char, tls_pk_len: u32, tls_pk_pw: *const c_char, tls_pk_pw_len: u32, decrypt_handler: aclshmem_decrypt_handler) -> i32;
+
+    /// Where this PE's symmetric heap lives ([`SHMEMX_HEAP_HOST`], [`SHMEMX_HEAP_NPU`],
+    /// [`SHMEMX_HEAP_CUDA`]), the device's index written to `device_id` when it is not null
+    /// (-1 for host memory); -1, writing nothing, when the library is not running.
+    fn shmemx_heap_device(device_id: *mut c_int) -> c_int;
 }
+
+/// `shmemx_heap_device`: the heap is host memory, which the CPU loads and stores.
+pub const SHMEMX_HEAP_HOST: c_int = 0;
+/// `shmemx_heap_device`: the heap is an Ascend NPU's memory (the npu device).
+pub const SHMEMX_HEAP_NPU: c_int = 1;
+/// `shmemx_heap_device`: the heap is an NVIDIA GPU's memory (the cuda device).
+pub const SHMEMX_HEAP_CUDA: c_int = 2;
 
 /// Decrypts a private key's password (`<shmemx.h>`): `plain_len` holds the buffer's size on
 /// entry and the password's length on return; 0 on success.
