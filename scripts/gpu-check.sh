@@ -15,7 +15,8 @@
 #                                       there (GPU, nvcc, cmake; no cargo): configure tests/gpu as
 #                                       a project of its own against DIR/install, build it with
 #                                       every core into DIR/build, run `ctest -L gpu` (each test
-#                                       at 2 and 4 PEs on the one GPU), then the benchmarks
+#                                       at 2 and 4 PEs on the one GPU), the torch suites
+#                                       (tests/torch/gpu.sh), then the benchmarks
 #                                       against NVSHMEM (scripts/bench-cuda.sh --prefix
 #                                       DIR/install), and print a summary. Everything it writes
 #                                       for a reader goes to $OUT/gpu-check/ when OUT is set
@@ -23,6 +24,9 @@
 #                                       summary), else to DIR/results/.
 #     --no-bench      the tests only
 #     --no-tests      the benchmarks only (with --quick: their short sweeps)
+#     --no-torch      no torch suites (tests/torch/gpu.sh, run after ctest: libshmem_torch.so
+#                     built there against that machine's torch, the torch suites with the heap
+#                     on the GPU at 1, 2 and 4 PEs)
 #     --quick         the benchmarks' short sweeps (scripts/bench-cuda.sh --quick)
 #     --mps           run the tests under a private CUDA MPS daemon, so that the PEs' kernels
 #                     share the GPU at once; without it they take turns (time slices), the
@@ -53,7 +57,7 @@ die() {
 }
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 
-mode="" dir="" bench=1 tests=1 quick=0 build_only=0 mps=0 bench_extra=() jobs=$(nproc 2>/dev/null || echo 2)
+mode="" dir="" bench=1 tests=1 torch=1 quick=0 build_only=0 mps=0 bench_extra=() jobs=$(nproc 2>/dev/null || echo 2)
 while [ $# -gt 0 ]; do
     case "$1" in
     --pack | --run)
@@ -63,6 +67,7 @@ while [ $# -gt 0 ]; do
         ;;
     --no-bench) bench=0 ;;
     --no-tests) tests=0 ;;
+    --no-torch) torch=0 ;;
     --quick) quick=1 ;;
     --mps) mps=1 ;;
     --build-only) build_only=1 ;;
@@ -260,6 +265,15 @@ if [ "$tests" = 1 ]; then
         grep -E '^[[:space:]]*[0-9]+ - gpu\.' "$out/ctest.log" | sed 's/^[[:space:]]*/  /' |
             tee -a "$summary" || true
     fi
+    if [ "$torch" = 1 ]; then
+        note "tests/torch/gpu.sh $prefix (the torch suites on the GPU)"
+        rc=0
+        OUT=$out "$root/tests/torch/gpu.sh" "$prefix" || rc=$?
+        case $rc in
+        0) say "torch: every suite passed ($out/torch-gpu)" ;;
+        *) status=1; say "torch: failed or skipped (exit $rc; $out/torch-gpu; --no-torch leaves it out)" ;;
+        esac
+    fi
 fi
 
 # ---- benchmarks ------------------------------------------------------------------------------------
@@ -270,7 +284,7 @@ if [ "$bench" = 1 ]; then
     note "scripts/bench-cuda.sh ${bench_args[*]}"
     if NVCC=$nvcc "$root/scripts/bench-cuda.sh" "${bench_args[@]}"; then
         say "bench: $out/bench (table.md, raw.jsonl, run.log)"
-        [ -f "$out/bench/table.md" ] && cat "$out/bench/table.md" | tee -a "$summary"
+        [ -f "$out/bench/table.md" ] && tee -a "$summary" <"$out/bench/table.md"
     else
         status=1
         say "bench: failed (scripts/bench-cuda.sh's lines above; $out/bench)"
