@@ -37,9 +37,11 @@ mkdir -p "$work/pack"
 ln -s "$stage" "$work/pack/install"
 out=$(env NVCC="$nvcc" timeout 600 bash "$script" --run "$work/pack" --build-only -j 2 2>&1)
 rc=$?
-if [ $rc -eq 0 ] && grep -q '^built: 10 gpu tests' <<<"$out" &&
-    [ -x "$work/pack/build/gpu_kernels" ] && [ -x "$work/pack/build/gpu_examples" ] &&
-    [ -x "$work/pack/build/gpu_on_stream" ] && [ -x "$work/pack/build/gpu_strict" ]; then
+programs="gpu_kernels gpu_examples gpu_on_stream gpu_strict matmul_allreduce_cuda"
+programs="$programs allgather_matmul_cuda matmul_reduce_scatter_cuda moe_dispatch_combine_cuda"
+built=1
+for p in $programs; do [ -x "$work/pack/build/$p" ] || built=0; done
+if [ $rc -eq 0 ] && grep -q '^built: 18 gpu tests' <<<"$out" && [ $built = 1 ]; then
     ok "--run --build-only: tests/gpu built alone against the pack"
 else
     fail "--run --build-only: exit $rc, said: $out"
