@@ -38,6 +38,7 @@ aclrtMemImportFromShareableHandle
 aclrtMalloc aclrtFree aclrtMallocHost aclrtFreeHost
 aclrtMemcpy aclrtMemcpyAsync aclrtMemset aclrtMemsetAsync
 aclrtCreateStream aclrtDestroyStream aclrtSynchronizeStream aclrtSynchronizeStreamWithTimeout
+aclrtSynchronizeDeviceWithTimeout
 aclrtCreateEvent aclrtDestroyEvent aclrtRecordEvent aclrtStreamWaitEvent aclrtSynchronizeEvent
 aclrtLaunchHostFunc
 """.split()

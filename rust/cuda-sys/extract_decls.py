@@ -40,7 +40,7 @@ FUNCTIONS = """
 cuInit cuDriverGetVersion cuGetErrorName cuGetErrorString
 cuDeviceGetCount cuDeviceGet cuDeviceGetAttribute
 cuDevicePrimaryCtxRetain cuDevicePrimaryCtxRelease
-cuCtxGetCurrent cuCtxSetCurrent cuCtxGetDevice
+cuCtxGetCurrent cuCtxSetCurrent cuCtxGetDevice cuCtxSynchronize
 cuMemGetAllocationGranularity cuMemAddressReserve cuMemAddressFree cuMemCreate cuMemRelease
 cuMemMap cuMemUnmap cuMemSetAccess cuMemExportToShareableHandle cuMemImportFromShareableHandle
 cuMemAlloc cuMemFree

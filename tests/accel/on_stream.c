@@ -10,7 +10,8 @@
  *      comparisons (NE, LT, LE, GT, GE) on a signal that goes negative, then above the value;
  *   4. barrier_all_on_stream orders every PE's stream put before every PE's stream get;
  *   5. quiet_on_stream, barrier_on_stream(team) and the argument checks;
- *   6. the kernels' copy of the job state in device memory (shmemx_job_state_device). */
+ *   6. the kernels' copy of the job state in device memory (shmemx_job_state_device);
+ *   7. work left on a stream destroyed before shmem_finalize has run when finalize returns. */
 #include <aclshmem.h>
 #include <shmem.h>
 #include <shmem/job_state.h>
@@ -59,6 +60,14 @@ static int to_host(void *dst, const void *src, size_t n) {
 static int me, npes;
 
 static atomic_int gate;
+static atomic_int late_done;
+
+/* Work a stream still holds when the program destroys it and finalizes. */
+static void late(void *arg) {
+    (void)arg;
+    usleep(200000);
+    atomic_store(&late_done, 1);
+}
 
 /* Holds its stream until `gate` opens (at most 30 s, then the job fails). */
 static void hold(void *arg) {
@@ -225,6 +234,16 @@ int main(void) {
 
     CHECK(stream_destroy(stream) == 0, "destroying the stream");
     shmem_barrier_all();
+
+    /* 7. Work left on a stream the program destroys before finalize (CUDA's destroy returns at
+     * once, the work still runs): finalize waits for it, without the destroyed handle. */
+    int32_t *late_sig = aclshmem_calloc(1, sizeof(int32_t));
+    test_stream last = NULL;
+    CHECK(late_sig != NULL && stream_create(&last) == 0, "a last stream");
+    CHECK(host_func(last, late, NULL) == 0, "launching a host function");
+    aclshmemx_signal_op_on_stream(late_sig, 1, ACLSHMEM_SIGNAL_ADD, me, last);
+    CHECK(stream_destroy(last) == 0, "destroying the last stream");
+
     aclshmem_free(sig);
     aclshmem_free(tmp);
     aclshmem_free(dst5);
@@ -233,7 +252,12 @@ int main(void) {
     aclshmem_free(dst2);
     aclshmem_free(dst);
     aclshmem_free(src);
-    if (me == 0) printf("on_stream: %d PEs checked\n", npes);
     shmem_finalize();
+    if (!atomic_load(&late_done)) {
+        fprintf(stderr, "PE %d: shmem_finalize returned before its destroyed stream's work ran\n",
+                me);
+        return 1;
+    }
+    if (me == 0) printf("on_stream: %d PEs checked\n", npes);
     return 0;
 }

@@ -144,6 +144,7 @@ const char *const kCalls[] = {
     "aclrtDestroyStream",
     "aclrtSynchronizeStream",
     "aclrtSynchronizeStreamWithTimeout",
+    "aclrtSynchronizeDeviceWithTimeout",
     "aclrtCreateEvent",
     "aclrtDestroyEvent",
     "aclrtRecordEvent",
@@ -1711,6 +1712,29 @@ aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) 
     std::shared_ptr<Stream> s;
     if (aclError rc = get_stream(call, stream, c, &s)) return rc;
     return sync_stream(call, s.get(), timeout);
+}
+
+aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout) {
+    const char *call = "aclrtSynchronizeDeviceWithTimeout";
+    Context *c = nullptr;
+    if (aclError rc = enter_ctx(call, &c)) return rc;
+    if (timeout < -1)
+        return fail(call, ACL_ERROR_INVALID_PARAM, "timeout=%d: expected -1 or a count of ms",
+                    timeout);
+    Runtime &r = rt();
+    std::vector<std::shared_ptr<Stream>> streams;
+    {
+        std::lock_guard<std::mutex> lk(r.mu);
+        for (auto &entry : r.streams) {
+            if (entry.second->ctx == c) streams.push_back(entry.second);
+        }
+        if (c->def) streams.push_back(c->def);
+    }
+    // Every stream of the device; each gets the whole timeout (a bound, not a budget).
+    for (auto &st : streams) {
+        if (aclError rc = sync_stream(call, st.get(), timeout)) return rc;
+    }
+    return ACL_SUCCESS;
 }
 
 aclError aclrtCreateEvent(aclrtEvent *event) {

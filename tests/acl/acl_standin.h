@@ -160,6 +160,7 @@ ACL_STANDIN_API aclError aclrtCreateStream(aclrtStream *stream);
 ACL_STANDIN_API aclError aclrtDestroyStream(aclrtStream stream);
 ACL_STANDIN_API aclError aclrtSynchronizeStream(aclrtStream stream);
 ACL_STANDIN_API aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout);
+ACL_STANDIN_API aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout);
 ACL_STANDIN_API aclError aclrtCreateEvent(aclrtEvent *event);
 ACL_STANDIN_API aclError aclrtDestroyEvent(aclrtEvent event);
 ACL_STANDIN_API aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream);

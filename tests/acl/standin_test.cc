@@ -464,6 +464,23 @@ TEST(Stream, SynchronizeReturnsTheFirstAsyncErrorOnce) {
     EXPECT_EQ(aclrtReleaseMemAddress(m.va), ACL_SUCCESS);
 }
 
+// The device's synchronize waits for every stream of the device, with a timeout.
+TEST(Stream, SynchronizeDeviceWaitsForEveryStream) {
+    ASSERT_NO_FATAL_FAILURE(init_device(0));
+    aclrtStream s1 = nullptr, s2 = nullptr;
+    ASSERT_EQ(aclrtCreateStream(&s1), ACL_SUCCESS);
+    ASSERT_EQ(aclrtCreateStream(&s2), ACL_SUCCESS);
+    Gate gate;
+    ASSERT_EQ(aclrtLaunchHostFunc(s2, hold_gate, &gate), ACL_SUCCESS);
+    EXPECT_EQ(aclrtSynchronizeDeviceWithTimeout(100), ACL_ERROR_RT_WAIT_TIMEOUT);
+    EXPECT_EQ(aclrtSynchronizeDeviceWithTimeout(-2), ACL_ERROR_INVALID_PARAM);
+    gate.open = true;
+    EXPECT_EQ(aclrtSynchronizeDeviceWithTimeout(-1), ACL_SUCCESS);
+    EXPECT_EQ(aclrtSynchronizeStreamWithTimeout(s2, 0), ACL_SUCCESS);
+    ASSERT_EQ(aclrtDestroyStream(s1), ACL_SUCCESS);
+    ASSERT_EQ(aclrtDestroyStream(s2), ACL_SUCCESS);
+}
+
 TEST(Stream, SynchronizeWithTimeout) {
     ASSERT_NO_FATAL_FAILURE(init_device(0));
     aclrtStream s = nullptr;

@@ -23,6 +23,9 @@
 // - Work a stream reaches after its memory went away fails with CUDA_ERROR_ILLEGAL_ADDRESS,
 //   reported (once) by the next cuStreamSynchronize of that stream.
 // - cuMemMap's offset must be 0 (cuda.h: "currently must be zero").
+// - cuStreamDestroy returns at once and the stream's queued work still runs (only
+//   cuCtxSynchronize waits for it), so a program that destroys a stream it queued the library's
+//   work on finds out whether finalize waits for that work.
 //
 // Variables (read at the first cuInit): CUDA_STANDIN_DEVICES (1, the shape of one H100 machine;
 // CUDA_VISIBLE_DEVICES selects and renumbers among them as with CUDA: the list ends at its first
@@ -178,6 +181,7 @@ const char *const kCalls[] = {
     "cuCtxGetCurrent",
     "cuCtxSetCurrent",
     "cuCtxGetDevice",
+    "cuCtxSynchronize",
     "cuMemGetAllocationGranularity",
     "cuMemAddressReserve",
     "cuMemAddressFree",
@@ -411,6 +415,9 @@ struct Runtime {
     int refs[kMaxDevices] = {};
     std::set<Context *> contexts;
     std::unordered_map<void *, std::shared_ptr<Stream>> streams;
+    // Destroyed streams whose queued work may still run (cuStreamDestroy returns at once, as
+    // CUDA's does); cuCtxSynchronize waits for them and lets them go.
+    std::vector<std::shared_ptr<Stream>> retired;
     std::set<Module *> modules;  // never freed: the library keeps its module for the process
     std::set<const Kernel *> kernels;
 
@@ -460,6 +467,8 @@ void fork_child() {
     // The objects stay allocated on purpose: destroying a joinable std::thread would abort.
     for (auto &s : r.streams) new std::shared_ptr<Stream>(s.second);
     r.streams.clear();
+    for (auto &s : r.retired) new std::shared_ptr<Stream>(s);
+    r.retired.clear();
     for (Context *c : r.contexts) {
         if (c->legacy) new std::shared_ptr<Stream>(c->legacy);
         c->legacy.reset();
@@ -1384,6 +1393,41 @@ CUresult cuCtxGetDevice(CUdevice *device) {
     return CUDA_SUCCESS;
 }
 
+CUresult cuCtxSynchronize(void) {
+    const char *call = "cuCtxSynchronize";
+    Context *c = nullptr;
+    if (CUresult rc = enter_ctx(call, &c)) return rc;
+    Runtime &r = rt();
+    std::vector<std::shared_ptr<Stream>> live, gone;
+    {
+        std::lock_guard<std::mutex> lk(r.mu);
+        for (auto &entry : r.streams) {
+            if (entry.second->ctx == c) live.push_back(entry.second);
+        }
+        if (c->legacy) live.push_back(c->legacy);
+        for (auto it = r.retired.begin(); it != r.retired.end();) {
+            if ((*it)->ctx == c) {
+                gone.push_back(*it);
+                it = r.retired.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    // Every stream of the context, destroyed ones too; the first failure is the answer.
+    CUresult first = CUDA_SUCCESS;
+    for (auto &st : live) {
+        CUresult rc = sync_stream(st.get());
+        if (first == CUDA_SUCCESS) first = rc;
+    }
+    for (auto &st : gone) {
+        CUresult rc = sync_stream(st.get());
+        if (first == CUDA_SUCCESS) first = rc;
+        if (st->worker.joinable()) st->worker.join();
+    }
+    return first;
+}
+
 // ---- virtual memory -------------------------------------------------------------------------
 
 CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
@@ -1920,7 +1964,15 @@ CUresult cuStreamDestroy(CUstream hStream) {
         s = it->second;
         r.streams.erase(it);
     }
-    stop_stream(s);  // its queued work runs first
+    // CUDA returns at once and the queued work still runs: the worker drains its queue, then
+    // ends; cuCtxSynchronize waits for it.
+    {
+        std::lock_guard<std::mutex> lk(s->mu);
+        s->stop = true;
+    }
+    s->cv.notify_all();
+    std::lock_guard<std::mutex> lk(r.mu);
+    r.retired.push_back(s);
     return CUDA_SUCCESS;
 }
 

@@ -181,6 +181,7 @@ CUDA_STANDIN_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev);
 CUDA_STANDIN_API CUresult cuCtxGetCurrent(CUcontext *pctx);
 CUDA_STANDIN_API CUresult cuCtxSetCurrent(CUcontext ctx);
 CUDA_STANDIN_API CUresult cuCtxGetDevice(CUdevice *device);
+CUDA_STANDIN_API CUresult cuCtxSynchronize(void);
 
 /* Virtual memory and sharing. */
 CUDA_STANDIN_API CUresult cuMemGetAllocationGranularity(size_t *granularity,

@@ -451,11 +451,13 @@ TEST_F(Cu, StreamsRunInOrder) {
     EXPECT_EQ('D', host[0]);
     EXPECT_EQ('D', host[63]);
 
-    // Destroy waits for what is queued.
+    // Destroy returns at once, as CUDA's does; what is queued still runs, and the context's
+    // synchronize waits for it.
     Sleeper last;
     last.ms = 100;
     CU_OK(cuLaunchHostFunc(s, sleep_then_mark, &last));
     CU_OK(cuStreamDestroy(s));
+    CU_OK(cuCtxSynchronize());
     EXPECT_EQ(1, last.ran.load());
     EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, cuStreamSynchronize(s));
     EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, cuStreamDestroy(s));
@@ -579,6 +581,26 @@ TEST_F(Cu, WriteAndWaitValueOrderTwoStreams) {
     CU_OK(cuStreamSynchronize(producer));
     CU_OK(cuStreamDestroy(consumer));
     CU_OK(cuStreamDestroy(producer));
+}
+
+// As CUDA's: destroying a stream returns at once and its queued work still runs; the context's
+// synchronize waits for it (and for every live stream), and a destroyed handle is refused.
+TEST_F(Cu, DestroyReturnsAtOnceAndContextSynchronizeWaits) {
+    CUstream s = nullptr;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    int ms = 300;
+    CU_OK(cuLaunchHostFunc(s, nap_ms, &ms));
+    std::atomic<int> flag{0};
+    CU_OK(cuLaunchHostFunc(
+        s, [](void *f) { static_cast<std::atomic<int> *>(f)->store(1); }, &flag));
+    auto t0 = std::chrono::steady_clock::now();
+    CU_OK(cuStreamDestroy(s));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(200));
+    EXPECT_EQ(0, flag.load());
+    EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, cuStreamSynchronize(s));
+    CU_OK(cuCtxSynchronize());
+    EXPECT_EQ(1, flag.load());
+    CU_OK(cuCtxSynchronize());  // nothing left
 }
 
 TEST_F(Cu, WaitValueComparisons) {

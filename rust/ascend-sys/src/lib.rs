@@ -252,6 +252,9 @@ sys_decl::functions! {
         stream: aclrtStream => "aclrtStream",
         timeout: i32 => "int32_t",
     ) -> aclError => "aclError";
+    /// Blocks until every task queued on the current device, on any stream (destroyed ones too),
+    /// is done, giving up after `timeout` ms ([`ACL_ERROR_RT_WAIT_TIMEOUT`]); -1 waits forever.
+    fn aclrtSynchronizeDeviceWithTimeout(timeout: i32 => "int32_t") -> aclError => "aclError";
     /// Creates an event and writes it.
     fn aclrtCreateEvent(event: *mut aclrtEvent => "aclrtEvent *") -> aclError => "aclError";
     /// Destroys an event.

@@ -183,6 +183,9 @@ sys_decl::functions! {
     /// Writes the device of the context current on the calling thread
     /// ([`CUDA_ERROR_INVALID_CONTEXT`] if none).
     fn cuCtxGetDevice(device: *mut CUdevice => "CUdevice *") -> CUresult => "CUresult";
+    /// Blocks until every piece of work queued in the current context, on any stream (destroyed
+    /// ones too), is done; returns the error of one that failed.
+    fn cuCtxSynchronize() -> CUresult => "CUresult";
 
     /// Writes the allocation granularity (minimum or recommended) of memory described by
     /// `prop`: the sizes, offsets and addresses of the calls below are multiples of it.

@@ -67,8 +67,8 @@ struct Inner {
     /// The library's own stream for the host's copies: non-blocking, so a host call never waits
     /// for the program's work on blocking streams, as the legacy default stream would.
     copies: usize,
-    /// The streams the library enqueued work on (0: the default stream), drained at finalize.
-    streams: vmm::Streams,
+    /// Whether the library enqueued work on a stream, which finalize drains.
+    enqueued: vmm::Enqueued,
     /// The kernels of `STREAM_PTX`, loaded into the context at their first use (a failure is
     /// reported to that call and tried again at the next).
     kernels: Mutex<Option<StreamKernels>>,
@@ -249,7 +249,7 @@ impl Cuda {
                     context: context as usize,
                     granularity,
                     copies: copies as usize,
-                    streams: vmm::Streams::default(),
+                    enqueued: vmm::Enqueued::default(),
                     kernels: Mutex::new(None),
                 }),
             })
@@ -351,7 +351,7 @@ impl Cuda {
     /// `params` pointing at its arguments' values in order.
     fn launch(&self, f: usize, stream: usize, params: &mut [*mut c_void]) -> Result<()> {
         let cuda = self.driver()?;
-        self.used(stream);
+        self.used();
         // SAFETY: `params` points at values of the types the kernel's PTX declares, in order;
         // the driver copies them before returning.
         check(cuda, "cuLaunchKernel", unsafe {
@@ -371,8 +371,8 @@ impl Cuda {
         })
     }
 
-    fn used(&self, stream: usize) {
-        self.inner.streams.record(stream);
+    fn used(&self) {
+        self.inner.enqueued.note();
     }
 
     fn reserve(&self, len: usize, align: usize) -> Result<usize> {
@@ -665,7 +665,7 @@ impl Accelerator for Cuda {
 
     fn copy_on_stream(&self, dst: usize, src: usize, len: usize, stream: usize) -> Result<()> {
         let cuda = self.driver()?;
-        self.used(stream);
+        self.used();
         // SAFETY: the driver checks the addresses and the stream and answers with a code.
         check(cuda, "cuMemcpyAsync", unsafe {
             (cuda.cuMemcpyAsync)(dst as u64, src as u64, len, stream as cu::CUstream)
@@ -679,7 +679,7 @@ impl Accelerator for Cuda {
         arg: usize,
     ) -> Result<()> {
         let cuda = self.driver()?;
-        self.used(stream);
+        self.used();
         // SAFETY: `f` is a function of the library that takes `arg` and makes no CUDA call (the
         // driver forbids them there); the driver runs it once.
         check(cuda, "cuLaunchHostFunc", unsafe {
@@ -707,7 +707,7 @@ impl Accelerator for Cuda {
             );
         }
         let cuda = self.driver()?;
-        self.used(stream);
+        self.used();
         // SAFETY: the driver checks the address and the stream.
         check(cuda, "cuStreamWriteValue32", unsafe {
             (cuda.cuStreamWriteValue32)(
@@ -741,43 +741,41 @@ impl Accelerator for Cuda {
             }
         };
         let cuda = self.driver()?;
-        self.used(stream);
+        self.used();
         // SAFETY: the driver checks the address and the stream.
         check(cuda, "cuStreamWaitValue32", unsafe {
             (cuda.cuStreamWaitValue32)(stream as cu::CUstream, at as u64, value, flags)
         })
     }
 
+    /// The whole context (`cuCtxSynchronize`: every stream, ones the program destroyed since
+    /// too, whose handles must not be passed to the driver again), on a thread of its own that
+    /// this call waits for at most `timeout`.
     fn drain(&self, timeout: Duration) {
-        let streams = self.inner.streams.take();
-        if streams.is_empty() {
+        if !self.inner.enqueued.take() {
             return;
         }
-        // The driver's synchronize has no bound: it runs on a thread of its own, which this
-        // call waits for at most `timeout` (then it is logged and left).
         let this = self.clone();
         let (tx, rx) = std::sync::mpsc::channel();
         let spawned = std::thread::Builder::new()
             .name("shmem-cuda-drain".into())
             .spawn(move || {
-                for stream in streams {
-                    let rc = this.driver().and_then(|cuda| {
-                        // SAFETY: the driver checks the stream; a destroyed one gets a code.
-                        check(cuda, "cuStreamSynchronize", unsafe {
-                            (cuda.cuStreamSynchronize)(stream as cu::CUstream)
-                        })
-                    });
-                    if let Err(e) = rc {
-                        tracing::warn!(
-                            "finalize: the library's work on stream {stream:#x} did not drain: {e}"
-                        );
-                    }
+                let rc = this.driver().and_then(|cuda| {
+                    // SAFETY: a plain driver call on the context `driver()` made current.
+                    check(cuda, "cuCtxSynchronize", unsafe {
+                        (cuda.cuCtxSynchronize)()
+                    })
+                });
+                if let Err(e) = rc {
+                    tracing::warn!(
+                        "finalize: the library's work on the GPU's streams did not drain: {e}"
+                    );
                 }
                 let _ = tx.send(());
             });
         if spawned.is_ok() && rx.recv_timeout(timeout).is_err() {
             tracing::warn!(
-                "finalize: the library's work on its streams did not drain within {} s",
+                "finalize: the library's work on the GPU's streams did not drain within {} s",
                 timeout.as_secs_f64()
             );
         }

@@ -276,8 +276,9 @@ pub trait Accelerator: Device + DeviceMemory {
             device: self.name(),
         })
     }
-    /// Waits, at most `timeout` per stream, until every stream the library enqueued work on
-    /// has run it (at finalize).
+    /// Waits, at most `timeout`, until the device has run everything the library enqueued on
+    /// its streams (at finalize), without touching a stream handle the program may have
+    /// destroyed since.
     fn drain(&self, timeout: Duration);
 }
 

@@ -80,8 +80,8 @@ struct Inner {
     peer_pids: Vec<i32>,
     /// The library loaded, for messages.
     library: String,
-    /// The streams the library enqueued work on (0: the default stream), drained at finalize.
-    streams: vmm::Streams,
+    /// Whether the library enqueued work on a stream, which finalize drains.
+    enqueued: vmm::Enqueued,
 }
 
 impl std::fmt::Debug for Npu {
@@ -223,7 +223,7 @@ impl Npu {
                     granularity,
                     peer_pids,
                     library: library.to_string(),
-                    streams: vmm::Streams::default(),
+                    enqueued: vmm::Enqueued::default(),
                 }),
             })
         }
@@ -244,8 +244,8 @@ impl Npu {
         Ok(acl)
     }
 
-    fn used(&self, stream: usize) {
-        self.inner.streams.record(stream);
+    fn used(&self) {
+        self.inner.enqueued.note();
     }
 
     fn reserve(&self, len: usize, align: usize) -> Result<usize> {
@@ -390,7 +390,7 @@ impl Accelerator for Npu {
     /// (0: the default stream).
     fn copy_on_stream(&self, dst: usize, src: usize, len: usize, stream: usize) -> Result<()> {
         let acl = self.acl()?;
-        self.used(stream);
+        self.used();
         // SAFETY: ACL checks the addresses and the stream and answers with a code.
         check(acl, "aclrtMemcpyAsync", unsafe {
             (acl.aclrtMemcpyAsync)(
@@ -413,32 +413,31 @@ impl Accelerator for Npu {
         arg: usize,
     ) -> Result<()> {
         let acl = self.acl()?;
-        self.used(stream);
+        self.used();
         // SAFETY: `f` is a function of the library that takes `arg`; ACL runs it once.
         check(acl, "aclrtLaunchHostFunc", unsafe {
             (acl.aclrtLaunchHostFunc)(stream as acl::aclrtStream, f, arg as *mut c_void)
         })
     }
 
-    /// Waits, at most `timeout` per stream, until every stream the library enqueued work on has
-    /// run it (at finalize: nothing of the library's may run on a stream after the heap is
-    /// gone). A stream the program destroyed since, or one that does not drain in time, is
-    /// logged and left.
+    /// Waits, at most `timeout`, until the device has run everything queued on it, where the
+    /// library enqueued work on a stream (at finalize: nothing of the library's may run after
+    /// the heap is gone). The whole device, not the streams one by one: the program may have
+    /// destroyed one since. Not done in time, or failed: logged and left.
     fn drain(&self, timeout: Duration) {
-        let streams = self.inner.streams.take();
+        if !self.inner.enqueued.take() {
+            return;
+        }
         let Ok(acl) = self.acl() else {
             return;
         };
         let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
-        for stream in streams {
-            // SAFETY: ACL checks the stream; a destroyed one is answered with a code.
-            let rc =
-                unsafe { (acl.aclrtSynchronizeStreamWithTimeout)(stream as acl::aclrtStream, ms) };
-            if let Err(e) = check(acl, "aclrtSynchronizeStreamWithTimeout", rc) {
-                tracing::warn!(
-                    "finalize: the library's work on stream {stream:#x} did not drain: {e}"
-                );
-            }
+        // SAFETY: a plain ACL call on the device bound to this thread by `acl()`.
+        let rc = unsafe { (acl.aclrtSynchronizeDeviceWithTimeout)(ms) };
+        if let Err(e) = check(acl, "aclrtSynchronizeDeviceWithTimeout", rc) {
+            tracing::warn!(
+                "finalize: the library's work on the device's streams did not drain: {e}"
+            );
         }
     }
 }

@@ -4,26 +4,25 @@
 
 use super::{DeviceMemory, Placement};
 use crate::error::{Error, Result};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The streams an accelerator enqueued the library's work on (0: the default stream), which
-/// finalize drains: nothing of the library's may run on a stream after the heap is gone.
+/// Whether an accelerator enqueued the library's work on a stream since finalize last drained
+/// it: finalize then waits for the whole device (every stream of this PE's context, the ones the
+/// program destroyed since too), so that nothing of the library's runs after the heap is gone.
+/// A stream's handle is not kept: the program may destroy the stream before finalize, and a
+/// destroyed handle must not be passed to the device API again.
 #[derive(Debug, Default)]
-pub(crate) struct Streams(Mutex<Vec<usize>>);
+pub(crate) struct Enqueued(AtomicBool);
 
-impl Streams {
-    /// Notes that work was enqueued on `stream` (an uncontended lock; the enqueue itself is a
-    /// device call of microseconds).
-    pub fn record(&self, stream: usize) {
-        let mut streams = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if !streams.contains(&stream) {
-            streams.push(stream);
-        }
+impl Enqueued {
+    /// Notes that work was enqueued (one relaxed store beside an enqueue of microseconds).
+    pub fn note(&self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 
-    /// The streams noted since the last call, forgotten here.
-    pub fn take(&self) -> Vec<usize> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    /// Whether work was noted since the last call.
+    pub fn take(&self) -> bool {
+        self.0.swap(false, Ordering::Relaxed)
     }
 }
 
