@@ -611,36 +611,35 @@ SHMEM_ARCH_INLINE uint64_t aclshmemx_signal_wait_until_u64(SHMEM_ARCH_GM uint64_
         SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes, int pe) {            \
         shmem_device_get_##SCOPE##_("aclshmemx_getmem_nbi_" #SCOPE, dst, src, bytes, pe);          \
     }                                                                                              \
-    /* The group's data is delivered (each member's stores fenced at system scope, the group       \
-     * met) before its leader updates `sig_addr` on `pe`. */                                       \
+    /* The group's put, delivered (each member's stores fenced at system scope, the group met):    \
+     * 1 in the group's leader, which then updates the signal on `pe`. */                          \
+    SHMEM_ARCH_INLINE int shmem_device_put_delivered_##SCOPE##_(                                   \
+        const char *call, SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes,    \
+        int pe) {                                                                                  \
+        shmem_device_put_##SCOPE##_(call, dst, src, bytes, pe);                                    \
+        shmem_arch_fence_system();                                                                 \
+        shmem_arch_sync_##SCOPE();                                                                 \
+        return shmem_arch_leader_##SCOPE();                                                        \
+    }                                                                                              \
     SHMEM_ARCH_INLINE void aclshmemx_putmem_signal_##SCOPE(                                        \
         SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes,                      \
         SHMEM_ARCH_GM int32_t *sig_addr, int32_t signal, int sig_op, int pe) {                     \
         const char *call = "aclshmemx_putmem_signal_" #SCOPE;                                      \
-        shmem_device_put_##SCOPE##_(call, dst, src, bytes, pe);                                    \
-        shmem_arch_fence_system();                                                                 \
-        shmem_arch_sync_##SCOPE();                                                                 \
-        if (shmem_arch_leader_##SCOPE())                                                           \
+        if (shmem_device_put_delivered_##SCOPE##_(call, dst, src, bytes, pe))                      \
             shmem_device_signal_u32_(call, sig_addr, signal, sig_op, pe);                          \
     }                                                                                              \
     SHMEM_ARCH_INLINE void aclshmemx_putmem_signal_nbi_##SCOPE(                                    \
         SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes,                      \
         SHMEM_ARCH_GM int32_t *sig_addr, int32_t signal, int sig_op, int pe) {                     \
         const char *call = "aclshmemx_putmem_signal_nbi_" #SCOPE;                                  \
-        shmem_device_put_##SCOPE##_(call, dst, src, bytes, pe);                                    \
-        shmem_arch_fence_system();                                                                 \
-        shmem_arch_sync_##SCOPE();                                                                 \
-        if (shmem_arch_leader_##SCOPE())                                                           \
+        if (shmem_device_put_delivered_##SCOPE##_(call, dst, src, bytes, pe))                      \
             shmem_device_signal_u32_(call, sig_addr, signal, sig_op, pe);                          \
     }                                                                                              \
     SHMEM_ARCH_INLINE void aclshmemx_putmem_signal_u64_##SCOPE(                                    \
         SHMEM_ARCH_GM void *dst, SHMEM_ARCH_GM const void *src, size_t bytes,                      \
         SHMEM_ARCH_GM uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) {                   \
         const char *call = "aclshmemx_putmem_signal_u64_" #SCOPE;                                  \
-        shmem_device_put_##SCOPE##_(call, dst, src, bytes, pe);                                    \
-        shmem_arch_fence_system();                                                                 \
-        shmem_arch_sync_##SCOPE();                                                                 \
-        if (shmem_arch_leader_##SCOPE())                                                           \
+        if (shmem_device_put_delivered_##SCOPE##_(call, dst, src, bytes, pe))                      \
             shmem_device_signal_u64_(call, sig_addr, signal, sig_op, pe);                          \
     }
 
