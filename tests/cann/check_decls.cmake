@@ -59,27 +59,10 @@ foreach(line IN LISTS lines)
     endforeach()
 endforeach()
 
-file(MAKE_DIRECTORY ${OUT})
-file(WRITE ${OUT}/cann_decls_check.c "#include <aclshmem.h>\n#include <stddef.h>\n${c_body}")
-file(WRITE ${OUT}/cann_decls_check.cc "#include <aclshmem.h>\n#include <cstddef>\n#include <type_traits>\n${cxx_body}")
-
-set(failed 0)
-foreach(lang c cc)
-    if(lang STREQUAL "c")
-        set(compiler ${CC})
-        set(std -std=c11)
-    else()
-        set(compiler ${CXX})
-        set(std -std=c++17)
-    endif()
-    execute_process(
-        COMMAND ${compiler} ${std} -fsyntax-only -I${INCLUDE} ${OUT}/cann_decls_check.${lang}
-        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-    if(NOT rc EQUAL 0)
-        message("FAIL (${lang}): <aclshmem.h> differs from CANN's declarations:\n${out}${err}")
-        set(failed 1)
-    endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../tools/compile_assertions.cmake)
+compile_assertions(cann_decls_check "#include <aclshmem.h>\n#include <stddef.h>"
+    "#include <aclshmem.h>\n#include <cstddef>\n#include <type_traits>" "${c_body}" "${cxx_body}"
+    "<aclshmem.h> differs from CANN's declarations" failed)
 if(DEFINED LIB)
     if(NOT DEFINED NM OR NM STREQUAL "")
         set(NM nm)

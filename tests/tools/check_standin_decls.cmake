@@ -123,28 +123,10 @@ foreach(line IN LISTS lines)
     list(APPEND abi_symbols ${abi})
 endforeach()
 
-file(MAKE_DIRECTORY ${OUT})
-file(WRITE ${OUT}/standin_decls_check.c "#include \"${HEADER}\"\n${c_body}")
-file(WRITE ${OUT}/standin_decls_check.cc
-    "#include \"${HEADER}\"\n#include <cstddef>\n#include <type_traits>\n${cxx_body}")
-
-set(failed 0)
-foreach(lang c cc)
-    if(lang STREQUAL "c")
-        set(compiler ${CC})
-        set(std -std=c11)
-    else()
-        set(compiler ${CXX})
-        set(std -std=c++17)
-    endif()
-    execute_process(
-        COMMAND ${compiler} ${std} -fsyntax-only -I${INCLUDE} ${OUT}/standin_decls_check.${lang}
-        RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-    if(NOT rc EQUAL 0)
-        message("FAIL (${lang}): ${HEADER} differs from the declarations in ${DECLS}:\n${out}${err}")
-        set(failed 1)
-    endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/compile_assertions.cmake)
+compile_assertions(standin_decls_check "#include \"${HEADER}\""
+    "#include \"${HEADER}\"\n#include <cstddef>\n#include <type_traits>" "${c_body}" "${cxx_body}"
+    "${HEADER} differs from the declarations in ${DECLS}" failed)
 if(DEFINED LIB)
     if(NOT DEFINED NM OR NM STREQUAL "")
         set(NM nm)
