@@ -30,6 +30,21 @@ function(shmem_test_processors test npes)
     set_tests_properties(${test} PROPERTIES PROCESSORS ${npes})
 endfunction()
 
+# One twin of shmem_add_mp_test's test: <prefix>.<name>.np<twin_npes>, the same program and
+# arguments with the label <label> added and the variables after it set (the caller's name,
+# target, twin_npes and arg_* are read from its scope).
+function(shmem_twin_ prefix label)
+    set(twin ${prefix}.${name}.np${twin_npes})
+    add_test(NAME ${twin}
+        COMMAND $<TARGET_FILE:shmem::shmemrun> -n ${twin_npes} --timeout ${arg_LAUNCHER_TIMEOUT}
+            $<TARGET_FILE:${target}> ${arg_ARGS})
+    shmem_test_processors(${twin} ${twin_npes})
+    set_tests_properties(${twin} PROPERTIES
+        TIMEOUT ${arg_TIMEOUT}
+        LABELS "${arg_LABELS};${label}"
+        ENVIRONMENT "${arg_ENVIRONMENT};${ARGN}")
+endfunction()
+
 function(shmem_add_mp_test name target)
     cmake_parse_arguments(PARSE_ARGV 2 arg "NO_LOOPBACK_TWIN" "LAUNCHER_TIMEOUT;TIMEOUT"
         "NPES;LABELS;ARGS;ENVIRONMENT")
@@ -79,39 +94,13 @@ function(shmem_add_mp_test name target)
         endif()
     endforeach()
     if(twin_npes)
-        set(twin loopback.odd.${name}.np${twin_npes})
-        add_test(NAME ${twin}
-            COMMAND $<TARGET_FILE:shmem::shmemrun> -n ${twin_npes} --timeout ${arg_LAUNCHER_TIMEOUT}
-                $<TARGET_FILE:${target}> ${arg_ARGS})
-        shmem_test_processors(${twin} ${twin_npes})
         list(REMOVE_ITEM arg_LABELS loopback)
-        set_tests_properties(${twin} PROPERTIES
-            TIMEOUT ${arg_TIMEOUT}
-            LABELS "${arg_LABELS};loopback"
-            ENVIRONMENT "${arg_ENVIRONMENT};SHMEM_TEST_LOOPBACK=odd")
+        shmem_twin_(loopback.odd loopback SHMEM_TEST_LOOPBACK=odd)
         if(TARGET cuda_standin)
-            set(twin cuda.${name}.np${twin_npes})
-            add_test(NAME ${twin}
-                COMMAND $<TARGET_FILE:shmem::shmemrun> -n ${twin_npes}
-                    --timeout ${arg_LAUNCHER_TIMEOUT} $<TARGET_FILE:${target}> ${arg_ARGS})
-            shmem_test_processors(${twin} ${twin_npes})
-            list(REMOVE_ITEM arg_LABELS loopback)
-            set_tests_properties(${twin} PROPERTIES
-                TIMEOUT ${arg_TIMEOUT}
-                LABELS "${arg_LABELS};cuda"
-                ENVIRONMENT "${arg_ENVIRONMENT};SHMEM_DEVICE=cuda;SHMEM_CUDA_LIBRARY=$<TARGET_FILE:cuda_standin>")
+            shmem_twin_(cuda cuda SHMEM_DEVICE=cuda SHMEM_CUDA_LIBRARY=$<TARGET_FILE:cuda_standin>)
         endif()
         if(TARGET acl_standin)
-            set(twin npu.${name}.np${twin_npes})
-            add_test(NAME ${twin}
-                COMMAND $<TARGET_FILE:shmem::shmemrun> -n ${twin_npes}
-                    --timeout ${arg_LAUNCHER_TIMEOUT} $<TARGET_FILE:${target}> ${arg_ARGS})
-            shmem_test_processors(${twin} ${twin_npes})
-            list(REMOVE_ITEM arg_LABELS loopback)
-            set_tests_properties(${twin} PROPERTIES
-                TIMEOUT ${arg_TIMEOUT}
-                LABELS "${arg_LABELS};npu"
-                ENVIRONMENT "${arg_ENVIRONMENT};SHMEM_DEVICE=npu;SHMEM_ACL_LIBRARY=$<TARGET_FILE:acl_standin>")
+            shmem_twin_(npu npu SHMEM_DEVICE=npu SHMEM_ACL_LIBRARY=$<TARGET_FILE:acl_standin>)
         endif()
     endif()
 endfunction()
