@@ -11,6 +11,7 @@
 // 1 keeps device memory PROT_NONE to the program, fixed by the first aclInit),
 // ACL_STANDIN_FAIL=<call>[:<nth>][,...].
 #include "acl_standin.h"
+#include "standin_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +44,13 @@
 #include <vector>
 
 namespace {
+
+using standin::first_start_in;
+using standin::make_memfd;
+using standin::parse_size;
+using standin::reserve_range;
+using standin::round_up;
+using standin::unmap_to_reserved;
 
 constexpr size_t kGranularity = size_t{2} << 20;  // HBM huge pages
 constexpr size_t kPage = 4096;
@@ -165,23 +173,6 @@ struct Config {
     bool strict = false;
     std::vector<Fault> faults;
 };
-
-// Parses an unsigned decimal number with an optional K/M/G suffix (powers of 1024).
-bool parse_size(const char *text, uint64_t *out) {
-    if (!text || !*text || *text == '-') return false;
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno || end == text) return false;
-    int shift = 0;
-    if (*end == 'K' || *end == 'k') shift = 10, ++end;
-    if (*end == 'M' || *end == 'm') shift = 20, ++end;
-    if (*end == 'G' || *end == 'g') shift = 30, ++end;
-    if (*end) return false;
-    if (shift && v > (~0ULL >> shift)) return false;
-    *out = static_cast<uint64_t>(v) << shift;
-    return true;
-}
 
 // Reads the variables; on a bad value fails aclInit naming the variable and its value.
 aclError read_config(Config *cfg) {
@@ -615,14 +606,6 @@ std::pair<uintptr_t, size_t> reservation_at(Runtime &r, uintptr_t p) {
     return {0, 0};
 }
 
-// The first device block or reservation starting inside [p, p + n), or 0.
-template <typename Map>
-uintptr_t first_start_in(const Map &m, uintptr_t p, size_t n) {
-    auto it = m.lower_bound(p);
-    if (it != m.end() && it->first - p < n) return it->first;
-    return 0;
-}
-
 enum class Side { host, device };
 
 // Classifies [p, p + n) for argument `what` of `call`: wholly inside one device block, or
@@ -708,27 +691,6 @@ aclError check_set(Runtime &r, const char *call, void *dst, size_t max_count, si
     return classify(r, call, "devPtr", dst, count, &side, dv);
 }
 
-size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
-
-// Reserves [base, base + size) as PROT_NONE, aligned to `align`; nullptr when out of space.
-void *reserve_range(size_t size, size_t align) {
-    size_t span = size + align;
-    void *raw = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (raw == MAP_FAILED) return nullptr;
-    uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-    uintptr_t base = round_up(start, align);
-    if (base > start) munmap(raw, base - start);
-    uintptr_t end = start + span;
-    if (end > base + size) munmap(reinterpret_cast<void *>(base + size), end - base - size);
-    return reinterpret_cast<void *>(base);
-}
-
-// Returns [va, va + size) to an inaccessible reservation.
-void unmap_to_reserved(uintptr_t va, size_t size) {
-    mmap(reinterpret_cast<void *>(va), size, PROT_NONE,
-         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-}
-
 aclError charge(Runtime &r, const char *call, int32_t dev, size_t size) {
     if (size > r.cfg.hbm_bytes || r.used[dev] > r.cfg.hbm_bytes - size)
         return fail(call, ACL_ERROR_RT_MEMORY_ALLOCATION,
@@ -737,16 +699,6 @@ aclError charge(Runtime &r, const char *call, int32_t dev, size_t size) {
                     static_cast<unsigned long long>(r.cfg.hbm_bytes));
     r.used[dev] += size;
     return ACL_SUCCESS;
-}
-
-int make_memfd(const char *name, size_t size) {
-    int fd = memfd_create(name, MFD_CLOEXEC);
-    if (fd < 0) return -1;
-    if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
 }
 
 // ---- sharing --------------------------------------------------------------------------------

@@ -37,6 +37,7 @@
 // natural code: CUDA_ERROR_OUT_OF_MEMORY for cuMemCreate and cuMemAlloc, CUDA_ERROR_INVALID_VALUE
 // otherwise).
 #include "cuda_standin.h"
+#include "standin_util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -70,6 +71,12 @@
 #include <vector>
 
 namespace {
+
+using standin::first_start_in;
+using standin::parse_size;
+using standin::reserve_range;
+using standin::round_up;
+using standin::unmap_to_reserved;
 
 constexpr size_t kGranularity = size_t{2} << 20;  // both the minimum and the recommended
 constexpr size_t kPage = 4096;
@@ -224,23 +231,6 @@ struct Config {
     uint64_t wait_timeout_s = 60;
     std::vector<Fault> faults;
 };
-
-// Parses an unsigned decimal number with an optional K/M/G suffix (powers of 1024).
-bool parse_size(const char *text, uint64_t *out) {
-    if (!text || !*text || *text < '0' || *text > '9') return false;
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno || end == text) return false;
-    int shift = 0;
-    if (*end == 'K' || *end == 'k') shift = 10, ++end;
-    if (*end == 'M' || *end == 'm') shift = 20, ++end;
-    if (*end == 'G' || *end == 'g') shift = 30, ++end;
-    if (*end) return false;
-    if (shift && v > (~0ULL >> shift)) return false;
-    *out = static_cast<uint64_t>(v) << shift;
-    return true;
-}
 
 bool parse_count(const std::string &text, uint64_t *out) {
     return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos &&
@@ -728,14 +718,6 @@ std::pair<uintptr_t, size_t> reservation_at(Runtime &r, uintptr_t p) {
     return {0, 0};
 }
 
-// The first device range or reservation starting inside [p, p + n), or 0.
-template <typename Map>
-uintptr_t first_start_in(const Map &m, uintptr_t p, size_t n) {
-    auto it = m.lower_bound(p);
-    if (it != m.end() && it->first - p < n) return it->first;
-    return 0;
-}
-
 const char *access_name(unsigned a) {
     switch (a) {
     case CU_MEM_ACCESS_FLAGS_PROT_NONE: return "none";
@@ -861,27 +843,6 @@ CUresult do_set(const char *call, CUdeviceptr dst, unsigned char v, size_t n, st
     return CUDA_SUCCESS;
 }
 
-size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
-
-// Reserves [base, base + size) as PROT_NONE, aligned to `align`; nullptr when out of space.
-void *reserve_range(size_t size, size_t align) {
-    size_t span = size + align;
-    void *raw = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (raw == MAP_FAILED) return nullptr;
-    uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-    uintptr_t base = round_up(start, align);
-    if (base > start) munmap(raw, base - start);
-    uintptr_t end = start + span;
-    if (end > base + size) munmap(reinterpret_cast<void *>(base + size), end - base - size);
-    return reinterpret_cast<void *>(base);
-}
-
-// Returns [va, va + size) to an inaccessible reservation.
-void unmap_to_reserved(uintptr_t va, size_t size) {
-    mmap(reinterpret_cast<void *>(va), size, PROT_NONE,
-         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-}
-
 CUresult charge(Runtime &r, const char *call, int dev, size_t size) {
     if (size > r.cfg.hbm_bytes || r.used[dev] > r.cfg.hbm_bytes - size)
         return fail(call, CUDA_ERROR_OUT_OF_MEMORY,
@@ -892,18 +853,10 @@ CUresult charge(Runtime &r, const char *call, int dev, size_t size) {
 }
 
 // A memfd named after the stand-in's device number, so that an importer can tell its device.
-int make_memfd(int ordinal, size_t size) {
+int device_memfd(int ordinal, size_t size) {
     char name[64];
     snprintf(name, sizeof name, "%s%d", kMemfdPrefix, rt().cfg.visible[ordinal]);
-    int fd = memfd_create(name, MFD_CLOEXEC);
-    if (fd < 0) return -1;
-    if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
-        int err = errno;
-        close(fd);
-        errno = err;
-        return -1;
-    }
-    return fd;
+    return standin::make_memfd(name, size);
 }
 
 // Frees an allocation once its handle is released and nothing maps it (r.mem held exclusively).
@@ -1537,7 +1490,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     Runtime &r = rt();
     std::unique_lock<std::shared_mutex> lk(r.mem);
     if (CUresult rc = charge(r, call, dev, size)) return rc;
-    int fd = make_memfd(dev, size);
+    int fd = device_memfd(dev, size);
     if (fd < 0) {
         r.used[dev] -= size;
         return fail(call, CUDA_ERROR_OUT_OF_MEMORY, "size=%zu: memfd: %s", size, strerror(errno));
@@ -1795,7 +1748,7 @@ CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
     Runtime &r = rt();
     std::unique_lock<std::shared_mutex> lk(r.mem);
     if (CUresult rc = charge(r, call, c->device, map_size)) return rc;
-    int fd = make_memfd(c->device, map_size);
+    int fd = device_memfd(c->device, map_size);
     void *va = MAP_FAILED;
     void *view = MAP_FAILED;
     if (fd >= 0) {
