@@ -57,7 +57,8 @@ BUILD_PACKAGES=(cmake ninja-build g++
     ca-certificates) # ca-certificates: cargo fetches crates over https
 TEST_BUILD_PACKAGES=(libgtest-dev # the gtest units (tests/unit)
     pkg-config                    # the pkg-config consumer test (install.pkgconfig)
-    libopenblas-dev)              # CBLAS for the fused operators (examples/matmul_allreduce)
+    libopenblas-dev               # CBLAS for the fused operators (examples/matmul_allreduce)
+    libopenmpi-dev)               # MPI's headers for the matmul benchmark (bench/matmul_mpi.c)
 TEST_RUN_PACKAGES=(clang-format # scripts/format-check.sh
     openmpi-bin                 # /usr/bin/mpirun for the tests in tests/launchers
     iproute2                    # ip netns, for the tests across nodes (launchers, multinode)
