@@ -60,6 +60,7 @@ TEST_BUILD_PACKAGES=(libgtest-dev # the gtest units (tests/unit)
     libopenblas-dev               # CBLAS for the fused operators (examples/matmul_allreduce)
     libopenmpi-dev)               # MPI's headers for the matmul benchmark (bench/matmul_mpi.c)
 TEST_RUN_PACKAGES=(clang-format # scripts/format-check.sh
+    git                         # scripts/format-check.sh checks the files git tracks
     openmpi-bin                 # /usr/bin/mpirun for the tests in tests/launchers
     iproute2                    # ip netns, for the tests across nodes (launchers, multinode)
     libucx0                     # UCX, the transport between nodes (tests ucx.*, multinode.*)

@@ -2,8 +2,9 @@
 # scripts/format-check.sh [--fix]
 # Formatting is by tools, never by hand: cargo fmt for Rust, clang-format (.clang-format at the
 # repo root; Debian 12's clang-format 14 is the reference) for C/C++ under cpp/, device/,
-# tests/, examples/ and bench/. Without --fix it only checks and fails on any difference;
-# with --fix it rewrites the files in place. CLANG_FORMAT may name another binary.
+# tests/, examples/ and bench/: the files git tracks there (outside a git checkout, all but
+# those under build folders). Without --fix it only checks and fails on any difference; with
+# --fix it rewrites the files in place. CLANG_FORMAT may name another binary.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -50,9 +51,18 @@ for d in cpp device tests examples bench; do
 done
 files=()
 if ((${#dirs[@]})); then
-    mapfile -d '' files < <(find "${dirs[@]}" -type f \
-        \( -name '*.c' -o -name '*.h' -o -name '*.cc' -o -name '*.cpp' -o -name '*.hpp' \
-        -o -name '*.cu' -o -name '*.cuh' \) -print0 | sort -z)
+    # Only the sources the project owns: in a git checkout the files git tracks (never generated
+    # files under a git-ignored build folder, such as CMake's CMakeCCompilerId.c in
+    # examples/<op>/build/); outside one (an unpacked tarball), every source file but those under
+    # a build folder or CMake's own.
+    if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        mapfile -d '' files < <(git ls-files -z -- "${dirs[@]}" |
+            grep -zE '\.(c|h|cc|cpp|hpp|cu|cuh)$' | sort -z)
+    else
+        mapfile -d '' files < <(find "${dirs[@]}" \( -name build -o -name 'build-*' \
+            -o -name CMakeFiles \) -prune -o -type f \( -name '*.c' -o -name '*.h' -o -name '*.cc' \
+            -o -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' -o -name '*.cuh' \) -print0 | sort -z)
+    fi
 fi
 if ((${#files[@]} == 0)); then
     echo "no C/C++ files"
