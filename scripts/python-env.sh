@@ -14,6 +14,28 @@ SHMEM_PYTHON_BASE_PACKAGES=("maturin>=1.5,<2" "numpy>=1.22" "pytest>=7")
 shmem_python_env() {
     local venv=$1
     shift
+    local py=$venv/bin/python lock_fd rc=0
+    # One run at a time per environment: two builds at once (two checkouts sharing the torch
+    # environment) must not make it or install into it together. The second waits, then finds
+    # what the first installed.
+    mkdir -p "$(dirname "$venv")" || return 1
+    exec {lock_fd}>"$venv.lock" || return 1
+    if ! flock -n "$lock_fd"; then
+        echo "python-env.sh: another run is installing into $venv; waiting for it (lock $venv.lock, up to ${SHMEM_VENV_LOCK_WAIT:-3600} s)" >&2
+        if ! flock -w "${SHMEM_VENV_LOCK_WAIT:-3600}" "$lock_fd"; then
+            echo "python-env.sh: $venv is still locked by another run (fuser $venv.lock names it)" >&2
+            exec {lock_fd}>&-
+            return 1
+        fi
+    fi
+    _shmem_python_env_locked "$venv" "$@" || rc=$?
+    exec {lock_fd}>&-
+    return $rc
+}
+
+_shmem_python_env_locked() {
+    local venv=$1
+    shift
     local py=$venv/bin/python
     if [[ ! -x $py ]]; then
         local base
@@ -49,7 +71,9 @@ PYEOF
     done
     if ((${#missing[@]})); then
         echo "python-env.sh: installing into $venv: ${missing[*]}" >&2
-        "$py" -m pip install --disable-pip-version-check -q "${missing[@]}" >&2
+        # pip's own lines (what it downloads, with sizes) show that a long download is moving.
+        "$py" -m pip install --disable-pip-version-check "${missing[@]}" >&2 ||
+            return 1
     fi
     SHMEM_VENV_PYTHON=$py
 }
