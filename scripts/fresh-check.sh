@@ -192,23 +192,55 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "fresh-check.sh: interrupted" >&2; exit 130' INT TERM HUP
 
+# site_trust ROOTFS: this site's own trust anchors (an HTTPS proxy's CA, say): the certificates
+# this machine's bundle holds beyond those of Debian's ca-certificates, put where
+# update-ca-certificates adds them to the fresh root's bundle when ca-certificates is installed
+# there (as on any machine of this site), and pip's site settings (/etc/pip.conf). Nothing else
+# of this machine's configuration goes in.
+site_trust() {
+    local bundle=/etc/ssl/certs/ca-certificates.crt dest=$1/usr/local/share/ca-certificates
+    [[ -r $bundle ]] || return 0
+    mkdir -p "$dest"
+    awk -v dest="$dest" '
+        /-----BEGIN CERTIFICATE-----/ { body = ""; pem = $0 "\n"; inside = 1; next }
+        /-----END CERTIFICATE-----/ {
+            inside = 0
+            pem = pem $0 "\n"
+            if (FILENAME == bundle) {
+                if (!(body in debian)) { n++; printf "%s", pem > (dest "/site-" n ".crt") }
+            } else {
+                debian[body] = 1
+            }
+            next
+        }
+        inside { body = body $0; pem = pem $0 "\n" }
+    ' bundle="$bundle" /usr/share/ca-certificates/*/*.crt "$bundle"
+    if [[ -x $1/usr/sbin/update-ca-certificates ]]; then
+        chroot "$1" /usr/sbin/update-ca-certificates >/dev/null
+    fi
+    # pip trusts its own certificate list unless told otherwise; this site's pip settings say.
+    if [[ -f /etc/pip.conf ]]; then
+        cp /etc/pip.conf "$1/etc/pip.conf"
+    fi
+}
+
 make_root() {
     local dir=$1
     mkdir -p "$dir"
     tar -C "$dir" -xf "$base"
     cp -L /etc/resolv.conf "$dir/etc/resolv.conf"
+    site_trust "$dir"
     git clone --quiet --no-local "$ROOT" "$dir/root/shmem"
     git -C "$dir/root/shmem" checkout --quiet --detach "$sha"
     # rustup's toolchain as rustup-init leaves it: the proxies in ~/.cargo/bin, ~/.cargo/env
-    # sourced by the login shell, the default toolchain in ~/.rustup (a copy, not a mount, so
-    # nothing of this machine can be changed from inside).
-    mkdir -p "$dir/root/.cargo/bin" "$dir/root/.rustup/toolchains" "$dir/root/.cargo/registry"
+    # sourced by the login shell, the default toolchain in ~/.rustup (mounted read-only when
+    # the command runs, so nothing of this machine can be changed from inside).
+    mkdir -p "$dir/root/.cargo/bin" "$dir/root/.rustup/toolchains/$toolchain" "$dir/root/.cargo/registry"
     cp -a "$cargo_bin/rustup" "$dir/root/.cargo/bin/"
     local proxy
     for proxy in cargo cargo-clippy cargo-fmt clippy-driver rustc rustdoc rustfmt rust-gdb rust-lldb; do
         ln -s rustup "$dir/root/.cargo/bin/$proxy"
     done
-    cp -a "$rustup_home/toolchains/$toolchain" "$dir/root/.rustup/toolchains/"
     printf 'version = "12"\ndefault_toolchain = "%s"\nprofile = "default"\nauto_self_update = "disable"\n' \
         "$toolchain" >"$dir/root/.rustup/settings.toml"
     cat >"$dir/root/.cargo/env" <<'EOF'
@@ -234,14 +266,18 @@ for i in 0 1; do
     echo "== $name: $cmd   (output also in $work/$name.log)"
     start=$SECONDS
     rc=0
-    # The download caches are the only things kept between runs.
+    # The download caches are the only things kept between runs; the toolchain is read-only.
     setpriv --pdeathsig KILL -- unshare --mount --pid --propagation private --fork --kill-child=KILL -- \
-        bash -c 'mkdir -p "$1/root/.cache/pip" &&
-            mount --bind "$2" "$1/root/.cache/pip" &&
-            mount --bind "$3" "$1/root/.cargo/registry" &&
-            exec bash "$4" --inside "$1" "$5"' \
-        _ "$current" "$cache/pip" "$cache/cargo-registry" "${BASH_SOURCE[0]}" "$cmd" \
-        > >(tee "$work/$name.log") 2>&1 &
+        bash -c 'set -e
+            mkdir -p "$1/root/.cache/pip"
+            mount --bind "$2" "$1/root/.cache/pip"
+            mount --bind "$3" "$1/root/.cargo/registry"
+            tc=$1/root/.rustup/toolchains/$5
+            mount --bind "$4" "$tc"
+            mount -o remount,bind,ro "$tc"
+            exec bash "$6" --inside "$1" "$7"' \
+        _ "$current" "$cache/pip" "$cache/cargo-registry" "$rustup_home/toolchains/$toolchain" \
+        "$toolchain" "${BASH_SOURCE[0]}" "$cmd" > >(tee "$work/$name.log") 2>&1 &
     child=$!
     wait "$child" || rc=$?
     child=""
