@@ -59,8 +59,10 @@ fn stray_pe() {
         "one" => (1, Duration::from_millis(500)),
         // Two summary periods and more, so that every summary is written before the job ends.
         "flood" => (500, Duration::from_secs(11)),
-        // Time for every refusal, but well within one summary period.
-        "flood_then_leave" => (500, Duration::from_secs(2)),
+        "flood_then_leave" => {
+            flood_then_leave(addr);
+            return;
+        }
         "plain_silent" => {
             for _ in 0..3 {
                 drop(TcpStream::connect(addr).unwrap());
@@ -78,6 +80,27 @@ fn stray_pe() {
     }
     std::thread::sleep(linger);
 }
+
+/// Strays that each wait for the store to close their connection (it has refused them by
+/// then), then the job ends at once: well within one summary period of the first.
+fn flood_then_leave(addr: &str) {
+    use std::io::Read;
+    let strays: Vec<TcpStream> = (0..FLOOD_THEN_LEAVE)
+        .map(|i| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            let junk: Vec<u8> = (0..1000u32).map(|b| (b * 7 + i) as u8 | 0x80).collect();
+            let _ = s.write_all(&junk);
+            s
+        })
+        .collect();
+    for mut s in strays {
+        s.set_read_timeout(Some(HANG)).unwrap();
+        let _ = s.read_to_end(&mut Vec::new());
+    }
+}
+
+/// Strays of [`flood_then_leave`].
+const FLOOD_THEN_LEAVE: u32 = 100;
 
 /// Takes its own place at the store with a bare HELLO, as a stray would, then joins as itself:
 /// refused, it must learn why at once.
@@ -197,7 +220,7 @@ fn a_flood_just_before_the_end_is_summarised() {
     );
     assert_eq!(
         refusals + summarised,
-        500,
+        FLOOD_THEN_LEAVE as usize,
         "every refusal is logged or counted in a summary:\n{err}"
     );
 }
