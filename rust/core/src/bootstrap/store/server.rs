@@ -2008,6 +2008,79 @@ mod tests {
         assert!(c.get("big", T).unwrap() == big);
     }
 
+    /// Bytes the store's entries are charged right now.
+    fn held(server: &Server) -> usize {
+        server.shared.lock().held
+    }
+
+    /// What the store keeps is charged to [`VALUE_BUDGET`] and given back by every way a key
+    /// goes (replaced, deleted, deleted by prefix): writes past the budget are refused, whatever
+    /// the request, and rounds of barriers and allgathers leave nothing charged behind.
+    #[test]
+    fn stored_values_stay_within_their_budget() {
+        let n = 2;
+        let (server, _events, ends) = job(n);
+        let pes: Vec<Client> = (ends.into_iter().enumerate())
+            .map(|(rank, fd)| Client::connect_inherited(fd, rank as u32, n, T).unwrap())
+            .collect();
+        let empty = held(&server);
+        let big = vec![0x5a; wire::MAX_VALUE_LEN];
+        let fit = VALUE_BUDGET / (wire::MAX_VALUE_LEN + ENTRY_OVERHEAD + 8);
+        for i in 0..fit {
+            pes[i % 2].set(&format!("big/{i}"), &big).unwrap();
+        }
+        // Replacing a value with one of the same size needs no more room.
+        pes[1].set("big/0", &big).unwrap();
+        let full = |e: BootstrapError| {
+            let text = e.to_string();
+            assert!(
+                text.contains("does not fit") && text.contains(&VALUE_BUDGET.to_string()),
+                "{text}"
+            );
+        };
+        full(pes[0].set("one/more", &big).unwrap_err());
+        full(pes[1].cas("one/more", None, &big).unwrap_err());
+        pes[0].set("half", &big[..wire::MAX_VALUE_LEN / 2]).unwrap();
+        full(
+            pes[1]
+                .append("half", &big[..wire::MAX_VALUE_LEN / 2])
+                .unwrap_err(),
+        );
+        // Each PE reads what the other wrote, whole.
+        assert_eq!(pes[0].get("big/1", T).unwrap(), big);
+        assert_eq!(
+            pes[1].get("half", T).unwrap(),
+            &big[..wire::MAX_VALUE_LEN / 2]
+        );
+        pes[1].delete("half").unwrap();
+        pes[0].delete("big/0").unwrap();
+        pes[1].set("one/more", &big).unwrap();
+        assert_eq!(pes[0].delete_prefix("big/").unwrap(), fit - 1);
+        pes[0].delete("one/more").unwrap();
+        assert_eq!(held(&server), empty);
+        let rounds: Vec<_> = pes
+            .into_iter()
+            .map(|c| {
+                thread::spawn(move || {
+                    for round in 0..50u8 {
+                        c.barrier(T).unwrap();
+                        let all = c.allgather(&[c.rank() as u8, round], T).unwrap();
+                        assert_eq!(all, vec![vec![0, round], vec![1, round]]);
+                    }
+                })
+            })
+            .collect();
+        for r in rounds {
+            r.join().unwrap();
+        }
+        // The last barrier round's keys, a few bytes: not 50 rounds' worth.
+        let left = held(&server) - empty;
+        assert!(
+            left < 8 * (ENTRY_OVERHEAD + 64),
+            "{left} bytes still charged"
+        );
+    }
+
     #[test]
     fn memfd_is_shared_through_the_store() {
         let (_server, _events, mut ends) = job(2);
