@@ -379,3 +379,62 @@ fn a_pe_refused_as_store_full_tries_again() {
         drop(idle);
     }
 }
+
+/// Over plain TCP a stray can say HELLO as a PE that has not joined yet. The PE that comes
+/// after is refused at once (on one port or a range of them), told which place was taken, by
+/// whom, and that the store runs without TLS (what let the stray in); the other PEs still
+/// join, and each reads what another wrote.
+#[test]
+fn a_pe_whose_place_a_stray_took_is_told_so_at_once() {
+    for n in [2u32, 4] {
+        let (_server, addr) = store(n, "", None);
+        let taken = n - 1;
+        let mut stray = TcpStream::connect((addr.ip, addr.ports.0)).unwrap();
+        stray.set_read_timeout(Some(T)).unwrap();
+        let hello = Request::Hello {
+            version: wire::PROTOCOL_VERSION,
+            rank: taken,
+            n_pes: n,
+            job: String::new(),
+        };
+        stray.write_all(&hello.encode().unwrap()).unwrap();
+        let ack = wire::Reply::from_frame(&wire::read_frame(&mut stray).unwrap()).unwrap();
+        assert!(matches!(ack, wire::Reply::HelloAck { .. }), "{ack:?}");
+        let stray_at = stray.local_addr().unwrap();
+
+        let mut d = dial(&addr, None, "");
+        if n > 2 {
+            // PEs given a range try its ports in order: this store is the job's, the search
+            // ends here.
+            d.addr.ports.1 = d.addr.ports.0 + 3;
+        }
+        let start = std::time::Instant::now();
+        let err = Client::connect_tcp(&d, taken, n, T)
+            .expect_err("its place is taken")
+            .to_string();
+        let waited = start.elapsed();
+        assert!(waited < Duration::from_secs(10), "refused after {waited:?}");
+        assert!(
+            err.contains(&format!("PE {taken}'s place in this job is taken"))
+                && err.contains(&format!(
+                    "a connection from {stray_at} said HELLO as PE {taken} first"
+                ))
+                && err.contains("this store runs without TLS (SHMEM_TLS_DISABLE=1)"),
+            "{err}"
+        );
+        let pes: Vec<_> = (0..taken)
+            .map(|rank| {
+                let d = d.clone();
+                thread::spawn(move || {
+                    let c = Client::connect_tcp(&d, rank, n, T).unwrap();
+                    c.set(&format!("v/{rank}"), &[rank as u8; 2]).unwrap();
+                    let peer = (rank + 1) % taken;
+                    assert_eq!(c.get(&format!("v/{peer}"), T).unwrap(), [peer as u8; 2]);
+                })
+            })
+            .collect();
+        for pe in pes {
+            pe.join().unwrap();
+        }
+    }
+}

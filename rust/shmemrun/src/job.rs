@@ -226,6 +226,7 @@ pub fn run(plan: Plan, signals: JobSignals) -> i32 {
             Err(_) => break,
         }
     }
+    server.close();
     job.status.unwrap_or(0)
 }
 

@@ -116,6 +116,8 @@ fn main() {
     // Before any thread exists, so that every thread inherits the blocked mask and only the
     // signal thread ever receives these signals.
     let signals = signals::block_job_signals();
+    // This process serves the job's store: memory its connections free goes back at once.
+    shmem_core::bootstrap::give_back_large_frees();
     // The PEs' logger: the store that `--store` serves logs the connections it refuses.
     shmem_core::log::install(shmem_core::env::early_log_level());
     let cli = match args::prepare(&Cli::command(), std::env::args_os()) {

@@ -42,8 +42,8 @@ pub use launcher::uniqueid;
 pub use launcher::NotLoaded;
 pub use store::{addr, tls, wire};
 pub use store::{
-    BootstrapError, Client, PeerStatus, Server, StoreEvent, TcpDial, EXTRA_TCP_CONNECTIONS,
-    FRAME_BUDGET,
+    give_back_large_frees, BootstrapError, Client, PeerStatus, Server, StoreEvent, TcpDial,
+    EXTRA_TCP_CONNECTIONS, FRAME_BUDGET, VALUE_BUDGET,
 };
 
 /// 128 bits from the system's random generator, for secrets and names no other job picks;

@@ -141,8 +141,12 @@ impl Client {
                     Ok(client) => return Ok(client),
                     Err(Attempt::Retry(why)) => last = why,
                     // On a range, a port may hold another job's store (another CA, another
-                    // job id): the reason is kept, the search goes on.
-                    Err(Attempt::Fatal(e)) if dial.addr.ports.0 < dial.addr.ports.1 => {
+                    // job id): the reason is kept, the search goes on. A store that says this
+                    // PE's place is taken is this job's: the search ends there.
+                    Err(Attempt::Fatal(e))
+                        if dial.addr.ports.0 < dial.addr.ports.1
+                            && !e.to_string().contains(wire::PLACE_TAKEN) =>
+                    {
                         last = format!("{target}: {e}")
                     }
                     Err(Attempt::Fatal(e)) => return Err(e),

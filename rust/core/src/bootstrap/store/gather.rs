@@ -9,7 +9,8 @@ use super::{BootstrapError, Client};
 use crate::error::Error;
 
 /// Store key under which the store records why it refused PE `rank`'s HELLO (another job
-/// size), for the PEs waiting for that PE at start-up.
+/// size, or its place taken by another connection), for the PEs waiting for that PE at
+/// start-up.
 pub(crate) fn refused_key(rank: u32) -> String {
     format!("shmem/refused/{rank}")
 }

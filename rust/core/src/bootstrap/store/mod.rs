@@ -20,4 +20,7 @@ pub mod wire;
 pub use client::{Client, TcpDial};
 pub use error::BootstrapError;
 pub(crate) use gather::{gather, refused_key};
-pub use server::{PeerStatus, Server, StoreEvent, EXTRA_TCP_CONNECTIONS, FRAME_BUDGET};
+pub use server::{
+    give_back_large_frees, PeerStatus, Server, StoreEvent, EXTRA_TCP_CONNECTIONS, FRAME_BUDGET,
+    VALUE_BUDGET,
+};

@@ -13,10 +13,10 @@
 //! larger than a HELLO before it has; connections that have not joined have a budget of their
 //! own, so that they never take the places of PEs (the oldest is evicted for a newer one, or
 //! the newer one is refused as "store full" and its PE tries again). The bytes of frames held
-//! across all connections are budgeted ([`FRAME_BUDGET`]). A TCP connection that is not part
-//! of the job (no valid certificate, plain TCP to a TLS store, bad frames, another job's
-//! HELLO) is refused and logged, a burst of them summarised, and never becomes a
-//! [`StoreEvent`].
+//! across all connections are budgeted ([`FRAME_BUDGET`]), and so are the values stored
+//! ([`VALUE_BUDGET`]). A TCP connection that is not part of the job (no valid certificate,
+//! plain TCP to a TLS store, bad frames, another job's HELLO) is refused and logged, a burst
+//! of them summarised, and never becomes a [`StoreEvent`].
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -65,6 +65,19 @@ const TCP_JOIN_LIMIT: Duration = IO_STALL_LIMIT;
 /// does not fit waits for room, up to [`IO_STALL_LIMIT`], then is refused. Replies are sent
 /// from where values are kept, a bounded chunk at a time, and are not charged.
 pub const FRAME_BUDGET: usize = 4 * MAX_FRAME_LEN;
+
+/// Bytes of values the store keeps at once, keys and [`ENTRY_OVERHEAD`] included: the job's
+/// own traffic (identities, addresses, layouts, rounds of barriers and allgathers, deleted
+/// once done) is a small fraction of it even for thousands of PEs. A write that would pass it
+/// is answered with an error, and nothing is stored.
+pub const VALUE_BUDGET: usize = 8 * MAX_VALUE_LEN;
+
+/// What one stored entry is charged beyond its key and value: its map slot and allocations.
+const ENTRY_OVERHEAD: usize = 64;
+
+/// Allocations from this size up are mapped on their own by a process that serves the store
+/// for a living ([`give_back_large_frees`]).
+const OWN_MAPPING_FROM: usize = 1 << 20;
 
 /// About how many bytes one send of a VALUES reply carries.
 const SEND_CHUNK: usize = 64 * 1024;
@@ -217,6 +230,21 @@ impl Drop for Reservation<'_> {
     }
 }
 
+/// For a process that serves the store for a living (`shmemrun`): has the C allocator map
+/// every allocation of [`OWN_MAPPING_FROM`] bytes or more on its own, and unmap it when freed.
+/// By default glibc raises that threshold after the first large free and then serves large
+/// blocks from per-thread arenas, whose free space it keeps; with one thread per connection,
+/// a burst of large frames (within [`FRAME_BUDGET`] at any one time) would stay resident in
+/// every arena it passed through. Not done for PE 0's store: the allocator is the
+/// application's. Process-wide; call it before the store starts.
+pub fn give_back_large_frees() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a tuning parameter of the allocator, under its own lock.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, OWN_MAPPING_FROM as libc::c_int);
+    }
+}
+
 /// Writes refusal lines: the first [`REFUSALS_LOGGED`] of a burst one by one, then a summary
 /// of how many more there were every [`REFUSAL_SUMMARY_PERIOD`], so that a flood of strays
 /// cannot flood the log.
@@ -273,6 +301,20 @@ impl RefusalLog {
         }
     }
 
+    /// Writes the summary of the refusals counted since the last one, now: the store is
+    /// closing, and its host would end before the summary's period does.
+    fn flush(&self) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let counted = std::mem::take(&mut st.counted);
+        drop(st);
+        if counted > 0 {
+            tracing::warn!(
+                "store: {counted} more connections refused before the store closed (the first \
+                 {REFUSALS_LOGGED} of a burst are logged one by one)"
+            );
+        }
+    }
+
     /// Writes a summary every period while refusals keep coming; ends after a quiet one.
     fn summarise(&self) {
         loop {
@@ -303,9 +345,15 @@ struct State {
     waiters: HashMap<String, KeyWaiters>,
     /// Times a waiting connection thread woke up, for any reason: what waiting costs.
     wakeups: usize,
+    /// Bytes `entries` is charged ([`State::charge`]), within [`VALUE_BUDGET`] for what PEs
+    /// write.
+    held: usize,
     /// Indexed by rank; `None` until [`Server::serve_unix`] is called for that rank, or a
     /// connection from [`Server::serve_accepted`] says HELLO as that rank.
     peers: Vec<Option<PeerStatus>>,
+    /// Who holds each rank's place (indexed by rank, as `peers`), to name it to a later HELLO
+    /// for the same rank: that PE then knows whom to look for.
+    holders: Vec<Option<String>>,
 }
 
 /// The connection threads waiting for one key, and the condition variable they wait on
@@ -316,12 +364,69 @@ struct KeyWaiters {
 }
 
 impl State {
+    /// What keeping `entry` under a key of `key_len` bytes is charged.
+    fn charge(key_len: usize, entry: &Entry) -> usize {
+        let value = match entry {
+            Entry::Bytes(v) => v.len(),
+            Entry::Fd(_) => 0,
+        };
+        ENTRY_OVERHEAD + key_len + value
+    }
+
     /// Stores `entry` under `key` and wakes the threads waiting for that key, and no other.
-    fn put(&mut self, key: String, entry: Entry) {
+    /// Returns the entry it replaced. Does not look at [`VALUE_BUDGET`]: PEs' writes are
+    /// checked by [`State::check_room`] first, the store's own notes are small.
+    fn put(&mut self, key: String, entry: Entry) -> Option<Entry> {
         if let Some(waiters) = self.waiters.get(&key) {
             waiters.written.notify_all();
         }
-        self.entries.insert(key, entry);
+        self.held += Self::charge(key.len(), &entry);
+        let key_len = key.len();
+        let old = self.entries.insert(key, entry);
+        if let Some(old) = &old {
+            self.held -= Self::charge(key_len, old);
+        }
+        old
+    }
+
+    /// Whether `value_len` bytes under `key` fit [`VALUE_BUDGET`], counting the room the
+    /// value it replaces gives back; else the error to answer with.
+    fn check_room(&self, op: &str, key: &str, value_len: usize) -> Result<(), String> {
+        let freed = self
+            .entries
+            .get(key)
+            .map_or(0, |old| Self::charge(key.len(), old));
+        let wanted = ENTRY_OVERHEAD + key.len() + value_len;
+        if self.held - freed + wanted <= VALUE_BUDGET {
+            return Ok(());
+        }
+        Err(format!(
+            "{op} of a {value_len}-byte value under '{key}' does not fit: the store holds \
+             {} bytes of keys and values, at most {VALUE_BUDGET} (delete keys no longer needed)",
+            self.held
+        ))
+    }
+
+    /// Removes `key`; returns its entry.
+    fn remove(&mut self, key: &str) -> Option<Entry> {
+        let old = self.entries.remove(key)?;
+        self.held -= Self::charge(key.len(), &old);
+        Some(old)
+    }
+
+    /// Removes every key starting with `prefix`; returns how many.
+    fn remove_prefix(&mut self, prefix: &str) -> usize {
+        let (mut count, mut bytes) = (0, 0);
+        self.entries.retain(|k, e| {
+            let keep = !k.starts_with(prefix);
+            if !keep {
+                count += 1;
+                bytes += Self::charge(k.len(), e);
+            }
+            keep
+        });
+        self.held -= bytes;
+        count
     }
 
     /// Registers one waiter for `key`; returns what to wait on. Pair with [`State::unwait`].
@@ -380,9 +485,11 @@ impl Server {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 entries: HashMap::new(),
+                held: 0,
                 waiters: HashMap::new(),
                 wakeups: 0,
                 peers: vec![None; n_pes as usize],
+                holders: vec![None; n_pes as usize],
             }),
             job: job.to_string(),
             secret,
@@ -738,6 +845,14 @@ impl Server {
     pub fn n_pes(&self) -> u32 {
         self.n_pes
     }
+
+    /// To be called by the store's host when it is about to end: writes what the store's log
+    /// holds back, the summary of the connections refused since the last one (written every
+    /// few seconds otherwise, which a host ending sooner would cut off). The store itself goes
+    /// on serving until the host ends.
+    pub fn close(&self) {
+        self.shared.refusals.flush();
+    }
 }
 
 /// Sends a plain ERROR frame and closes without resetting the connection: the peer's unread
@@ -805,7 +920,8 @@ impl Shared {
     }
 
     fn insert(&self, key: String, entry: Entry) {
-        self.lock().put(key, entry);
+        let old = self.lock().put(key, entry);
+        drop(old);
     }
 
     /// Waits until the keys `prefix0` .. `prefix{count-1}` all exist or `timeout` passes (an
@@ -1007,10 +1123,13 @@ impl Connection {
         if !self.claimed {
             // Never joined the job: nothing for the launcher to act on.
             let evicted = (self.ticket.as_ref()).is_some_and(|t| t.evicted.load(Ordering::SeqCst));
+            // A stranger that connects and closes without a word is refused like any other
+            // (over TLS its cut handshake is; over plain TCP it ends here), so that a scan of
+            // the port shows in the log.
             let why = match result {
                 Err(message) => message,
                 Ok(()) if evicted => "connection closed".into(),
-                Ok(()) => return,
+                Ok(()) => "it closed the connection without saying HELLO".into(),
             };
             let why = match &self.ticket {
                 Some(ticket) => self.shared.why_dropped(ticket, why.into()),
@@ -1311,7 +1430,16 @@ impl Connection {
                 )
             }
             Request::Set { key, value } => {
-                self.shared.insert(key, Entry::Bytes(value.into()));
+                // Copied into its shared form before the lock: no other connection waits on it.
+                let value: Arc<[u8]> = value.into();
+                let mut state = self.shared.lock();
+                if let Err(message) = state.check_room("SET", &key, value.len()) {
+                    return Next::Reply(Reply::Error(message), None);
+                }
+                let old = state.put(key, Entry::Bytes(value));
+                // A large value replaced is freed after the lock.
+                drop(state);
+                drop(old);
                 Next::Reply(Reply::Ok, None)
             }
             Request::Get { key, timeout_ms } => {
@@ -1351,11 +1479,13 @@ impl Connection {
                             Err("key holds a file descriptor, not a counter".into())
                         }
                     };
-                    old.map(|old| {
+                    let room = state.check_room("ADD", &key, 8);
+                    old.and_then(|old| {
+                        room?;
                         let new = old.wrapping_add(delta);
                         let bytes: Arc<[u8]> = new.to_le_bytes().into();
                         state.put(key, Entry::Bytes(bytes));
-                        new
+                        Ok(new)
                     })
                 };
                 match result {
@@ -1364,14 +1494,12 @@ impl Connection {
                 }
             }
             Request::Delete { key } => {
-                self.shared.lock().entries.remove(&key);
+                let old = self.shared.lock().remove(&key);
+                drop(old);
                 Next::Reply(Reply::Ok, None)
             }
             Request::DeletePrefix { prefix } => {
-                let mut state = self.shared.lock();
-                let before = state.entries.len();
-                state.entries.retain(|k, _| !k.starts_with(&prefix));
-                let removed = before - state.entries.len();
+                let removed = self.shared.lock().remove_prefix(&prefix);
                 Next::Reply(Reply::Counter(removed as i64), None)
             }
             Request::Cas {
@@ -1392,6 +1520,9 @@ impl Connection {
                         }
                     };
                     if current.as_deref() == expected.as_deref() {
+                        if let Err(message) = state.check_room("CAS", &key, desired.len()) {
+                            return Next::Reply(Reply::Error(message), None);
+                        }
                         let stored: Arc<[u8]> = desired.into();
                         state.put(key, Entry::Bytes(Arc::clone(&stored)));
                         (true, Some(stored))
@@ -1424,10 +1555,11 @@ impl Connection {
                                 "the value would grow to {len} bytes, limit {MAX_VALUE_LEN}"
                             ));
                         }
-                        let mut joined = Vec::with_capacity(len);
-                        joined.extend_from_slice(&old);
-                        joined.extend_from_slice(&value);
-                        state.put(key, Entry::Bytes(joined.into()));
+                        state.check_room("APPEND", &key, len)?;
+                        // Built in place: a Vec turned into an Arc would be one more copy
+                        // beyond what the frame's reservation covers.
+                        let joined: Arc<[u8]> = old.iter().chain(&value).copied().collect();
+                        state.put(key, Entry::Bytes(joined));
                         Ok(len)
                     })
                 };
@@ -1541,11 +1673,16 @@ impl Connection {
                 .into());
         }
         let mut state = self.shared.lock();
-        let slot = &mut state.peers[rank as usize];
-        if slot.is_some() {
-            return Err(format!("PE {rank} is already connected to this store").into());
+        if state.peers[rank as usize].is_some() {
+            let holder = state.holders[rank as usize].clone();
+            drop(state);
+            return Err(self.rank_taken(rank, holder));
         }
-        *slot = Some(PeerStatus::default());
+        state.peers[rank as usize] = Some(PeerStatus::default());
+        state.holders[rank as usize] = Some(format!(
+            "a connection from {} said HELLO as PE {rank} first",
+            self.peer
+        ));
         drop(state);
         self.rank = rank;
         self.claimed = true;
@@ -1553,6 +1690,28 @@ impl Connection {
             self.shared.leave(&ticket);
         }
         Ok(())
+    }
+}
+
+impl Connection {
+    /// Refuses a HELLO for `rank`, whose place is held already (`holder` says by whom). Over
+    /// plain TCP the store cannot tell a PE from an impostor, so the message says so: the PE
+    /// refused may be the real one, and its host must learn at once why it cannot join. Only
+    /// who may join the job gets this far (TLS, a unique id's secret, the uid check; anyone
+    /// over plain TCP), and they could end the job anyway.
+    fn rank_taken(&self, rank: u32, holder: Option<String>) -> Refusal {
+        let holder = holder.unwrap_or_else(|| format!("PE {rank} is served on its own socket"));
+        let mut message = format!("PE {rank}'s {}: {holder}", wire::PLACE_TAKEN);
+        if matches!(self.link, Link::Tcp(_)) {
+            message.push_str(
+                "; this store runs without TLS (SHMEM_TLS_DISABLE=1), so anyone who reaches \
+                 its port can take a PE's place: if that was not this job's PE, run the store \
+                 with TLS",
+            );
+        }
+        // The PEs waiting for this rank at start-up then fail naming the reason, instead of
+        // waiting for a PE whose place another holds.
+        self.record_refusal(rank, message).into()
     }
 }
 
@@ -1849,6 +2008,79 @@ mod tests {
         assert!(c.get("big", T).unwrap() == big);
     }
 
+    /// Bytes the store's entries are charged right now.
+    fn held(server: &Server) -> usize {
+        server.shared.lock().held
+    }
+
+    /// What the store keeps is charged to [`VALUE_BUDGET`] and given back by every way a key
+    /// goes (replaced, deleted, deleted by prefix): writes past the budget are refused, whatever
+    /// the request, and rounds of barriers and allgathers leave nothing charged behind.
+    #[test]
+    fn stored_values_stay_within_their_budget() {
+        let n = 2;
+        let (server, _events, ends) = job(n);
+        let pes: Vec<Client> = (ends.into_iter().enumerate())
+            .map(|(rank, fd)| Client::connect_inherited(fd, rank as u32, n, T).unwrap())
+            .collect();
+        let empty = held(&server);
+        let big = vec![0x5a; wire::MAX_VALUE_LEN];
+        let fit = VALUE_BUDGET / (wire::MAX_VALUE_LEN + ENTRY_OVERHEAD + 8);
+        for i in 0..fit {
+            pes[i % 2].set(&format!("big/{i}"), &big).unwrap();
+        }
+        // Replacing a value with one of the same size needs no more room.
+        pes[1].set("big/0", &big).unwrap();
+        let full = |e: BootstrapError| {
+            let text = e.to_string();
+            assert!(
+                text.contains("does not fit") && text.contains(&VALUE_BUDGET.to_string()),
+                "{text}"
+            );
+        };
+        full(pes[0].set("one/more", &big).unwrap_err());
+        full(pes[1].cas("one/more", None, &big).unwrap_err());
+        pes[0].set("half", &big[..wire::MAX_VALUE_LEN / 2]).unwrap();
+        full(
+            pes[1]
+                .append("half", &big[..wire::MAX_VALUE_LEN / 2])
+                .unwrap_err(),
+        );
+        // Each PE reads what the other wrote, whole.
+        assert_eq!(pes[0].get("big/1", T).unwrap(), big);
+        assert_eq!(
+            pes[1].get("half", T).unwrap(),
+            &big[..wire::MAX_VALUE_LEN / 2]
+        );
+        pes[1].delete("half").unwrap();
+        pes[0].delete("big/0").unwrap();
+        pes[1].set("one/more", &big).unwrap();
+        assert_eq!(pes[0].delete_prefix("big/").unwrap(), fit - 1);
+        pes[0].delete("one/more").unwrap();
+        assert_eq!(held(&server), empty);
+        let rounds: Vec<_> = pes
+            .into_iter()
+            .map(|c| {
+                thread::spawn(move || {
+                    for round in 0..50u8 {
+                        c.barrier(T).unwrap();
+                        let all = c.allgather(&[c.rank() as u8, round], T).unwrap();
+                        assert_eq!(all, vec![vec![0, round], vec![1, round]]);
+                    }
+                })
+            })
+            .collect();
+        for r in rounds {
+            r.join().unwrap();
+        }
+        // The last barrier round's keys, a few bytes: not 50 rounds' worth.
+        let left = held(&server) - empty;
+        assert!(
+            left < 8 * (ENTRY_OVERHEAD + 64),
+            "{left} bytes still charged"
+        );
+    }
+
     #[test]
     fn memfd_is_shared_through_the_store() {
         let (_server, _events, mut ends) = job(2);
@@ -2045,7 +2277,10 @@ mod tests {
         // A rank already taken, and a job of another size, are refused.
         let err = Client::connect_inherited(accept(&server), 2, 3, T).unwrap_err();
         assert!(
-            err.to_string().contains("PE 2 is already connected"),
+            err.to_string().contains(
+                "PE 2's place in this job is taken: a connection from a \
+                 node-local socket said HELLO as PE 2 first"
+            ),
             "{err}"
         );
         let err = Client::connect_inherited(accept(&server), 1, 4, T).unwrap_err();
@@ -2153,6 +2388,69 @@ mod tests {
                 next += every;
             }
             thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A stray that said HELLO as PE 1 of a plain-TCP store holds PE 1's place: the real PE 1
+    /// is refused, and the PEs waiting for PE 1 at start-up fail at once with the reason
+    /// instead of waiting out their timeout.
+    #[test]
+    fn a_stray_in_a_pes_place_ends_start_up_at_once_naming_it() {
+        for n in [2u32, 4] {
+            let (_server, _events, addr, _) = tcp_store(n, false);
+            let taken = n - 1;
+            let mut stray = TcpStream::connect(addr).unwrap();
+            stray.set_read_timeout(Some(T)).unwrap();
+            let hello = Request::Hello {
+                version: PROTOCOL_VERSION,
+                rank: taken,
+                n_pes: n,
+                job: String::new(),
+            };
+            stray.write_all(&hello.encode().unwrap()).unwrap();
+            let ack = Reply::from_frame(&wire::read_frame(&mut stray).unwrap()).unwrap();
+            assert!(matches!(ack, Reply::HelloAck { .. }), "{ack:?}");
+            let dial = crate::bootstrap::TcpDial {
+                addr: crate::bootstrap::addr::StoreAddr::parse(&format!("tcp://{addr}"), None)
+                    .unwrap(),
+                tls: None,
+                job: String::new(),
+            };
+            let err = Client::connect_tcp(&dial, taken, n, T).unwrap_err();
+            assert!(err.to_string().contains(wire::PLACE_TAKEN), "{err}");
+            let started = Instant::now();
+            let waiting: Vec<_> = (0..taken)
+                .map(|rank| {
+                    let dial = dial.clone();
+                    thread::spawn(move || {
+                        let c = Client::connect_tcp(&dial, rank, n, T).unwrap();
+                        let got = crate::bootstrap::store::gather(
+                            &c,
+                            "test/identity/",
+                            "its identity",
+                            &[rank as u8],
+                            Instant::now() + T,
+                        );
+                        // Every PE before the one missing was read, each another's value.
+                        for pe in (0..taken).filter(|&pe| pe != rank) {
+                            assert_eq!(got.values[pe as usize], Some(vec![pe as u8]));
+                        }
+                        got.error
+                            .expect("PE 1's place is held by a stray")
+                            .to_string()
+                    })
+                })
+                .collect();
+            for pe in waiting {
+                let err = pe.join().unwrap();
+                assert!(
+                    err.contains(&format!("PE {taken}'s {}", wire::PLACE_TAKEN))
+                        && err.contains("runs without TLS"),
+                    "{err}"
+                );
+            }
+            let took = started.elapsed();
+            assert!(took < T / 2, "start-up failed after {took:?}");
         }
     }
 

@@ -31,6 +31,9 @@ pub const MAX_HELLO_FRAME_LEN: usize = 1 + 4 + 12 + 2 + MAX_KEY_LEN;
 /// Words that start a store's refusal of a connection it has no room for: the PE tries
 /// again, where any other refusal is final.
 pub const STORE_FULL: &str = "store full";
+/// What the store's refusal of a HELLO for a PE whose place another connection holds says:
+/// the store is this job's, so a PE trying a range of ports stops there.
+pub const PLACE_TAKEN: &str = "place in this job is taken";
 
 /// Most keys one GATHER or GATHER_FD may name (the job sizes a store serves fit it).
 pub const MAX_GATHER_COUNT: u32 = 1 << 20;
