@@ -140,6 +140,11 @@ void fail_ctx(const char *call, shmem_ctx_t ctx, int pe) {
     fail(call, "invalid argument ctx=%p: not a context (never created)", addr);
 }
 
+void ctx_invalid_or_fail(const char *call, shmem_ctx_t ctx) {
+    require_running(call);
+    if (ctx != SHMEM_CTX_INVALID) fail_ctx(call, ctx, kNoPe);
+}
+
 void ctx_destroy_all_of_team(shmem_team_s *team) {
     Pool &p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);
@@ -226,18 +231,16 @@ SHMEM_EXPORT int pshmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team) {
 
 // On SHMEM_CTX_INVALID, what a failed creation leaves (a team this PE is not in, a full team),
 // fence and quiet do nothing, as OpenSHMEM specifies: the program need not test the handle.
+// Decided on the cold path: SHMEM_CTX_INVALID (NULL) is no context of the arena either, so a
+// live context pays no test for it.
 SHMEM_EXPORT void pshmem_ctx_fence(shmem_ctx_t ctx) {
-    const char *call = "shmem_ctx_fence";
-    if (SHMEM_UNLIKELY(ctx == SHMEM_CTX_INVALID)) return require_running(call);
-    ctx_require(call, ctx);
+    if (SHMEM_UNLIKELY(!ctx_usable(ctx))) return ctx_invalid_or_fail("shmem_ctx_fence", ctx);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (SHMEM_UNLIKELY(g.transport != nullptr)) transport_fence(ctx);
 }
 
 SHMEM_EXPORT void pshmem_ctx_quiet(shmem_ctx_t ctx) {
-    const char *call = "shmem_ctx_quiet";
-    if (SHMEM_UNLIKELY(ctx == SHMEM_CTX_INVALID)) return require_running(call);
-    ctx_require(call, ctx);
+    if (SHMEM_UNLIKELY(!ctx_usable(ctx))) return ctx_invalid_or_fail("shmem_ctx_quiet", ctx);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (SHMEM_UNLIKELY(g.transport != nullptr)) transport_quiet(ctx);
 }

@@ -74,12 +74,19 @@ inline int ctx_world_pe(const char *call, shmem_ctx_t ctx, int pe) {
     return ctx->start + pe * ctx->stride;
 }
 
+// Whether `ctx` is a live context.
+inline bool ctx_usable(shmem_ctx_t ctx) {
+    return ctx_is_ours(ctx) && ctx->size.load(std::memory_order_relaxed) != 0;
+}
+
 // Fails unless `ctx` is a live context (for the routines without a PE argument).
 inline void ctx_require(const char *call, shmem_ctx_t ctx) {
-    if (SHMEM_UNLIKELY(!ctx_is_ours(ctx) || ctx->size.load(std::memory_order_relaxed) == 0)) {
-        fail_ctx(call, ctx, kNoPe);
-    }
+    if (SHMEM_UNLIKELY(!ctx_usable(ctx))) fail_ctx(call, ctx, kNoPe);
 }
+
+// For shmem_ctx_fence and shmem_ctx_quiet when `ctx` is not usable: returns for
+// SHMEM_CTX_INVALID (they do nothing on it) while the library runs, else fails as fail_ctx.
+void ctx_invalid_or_fail(const char *call, shmem_ctx_t ctx) __attribute__((cold, noinline));
 
 // Destroys every context created from `team` (shmem_team_destroy calls it before the team
 // goes): each is completed, then refused with "its team was destroyed" if used again.
