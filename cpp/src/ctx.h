@@ -13,14 +13,15 @@
 #include "internal.h"
 #include "team.h"
 
-// 32 bytes and as aligned: a slot of the context arena (below) is found by a shift.
+// 32 bytes and as aligned: a slot of the context arena (below) is found by a shift. Every member
+// starts at zero, so the arena is .bss (no bytes in the file, no page until used).
 struct alignas(32) shmem_ctx_s {
     // The team's PEs as world PEs: team PE i is world PE start + i * stride, for i < size. size
     // is 0 while the context cannot be used (destroyed; the default context outside
     // init..finalize), so the data path checks one value; the reason is in `state`.
     std::atomic<int> size{0};
     int start = 0;
-    int stride = 1;
+    int stride = 0;
     int state = 0;  // shmem::detail::CtxState, written under ctx.cpp's lock
     long options = 0;
     shmem_team_s *team = nullptr;
