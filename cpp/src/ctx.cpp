@@ -1,16 +1,16 @@
 // ctx.cpp: communication contexts: the default context, creation and destruction, the team of
 // a context, and shmem_ctx_fence/quiet.
 //
-// Contexts live in a pool that never shrinks, so a destroyed handle still points at readable
-// memory and its use is reported as such rather than read from freed memory. A destroyed slot is
-// reused only once kQuarantine others wait behind it, so a stale handle is very likely caught.
-// Creation and destruction take a lock; the data path (ctx.h) never does.
+// Contexts are slots of one array owned by the library (ctx_slots, ctx.h), so any handle is
+// checked by its address before it is read, a destroyed handle still points at readable memory
+// and its use is reported as such. A destroyed slot is reused only once kQuarantine others wait
+// behind it (or every slot has been used), so a stale handle is very likely caught. Creation
+// and destruction take a lock; the data path (ctx.h) never does.
 #include "ctx.h"
 
 #include <atomic>
 #include <deque>
 #include <mutex>
-#include <unordered_set>
 
 #include "rust/cxx.h"
 #include "shmem-core/src/ffi.rs.h"
@@ -21,6 +21,13 @@ using namespace shmem::detail;
 // (C linkage from its declaration in <shmem/constants.h>.)
 __attribute__((visibility("default"))) shmem_ctx_s shmem_internal_ctx_default{};
 
+namespace shmem::detail {
+
+// Zero-initialised (unused, size 0): a slot past those handed out reads as "never created".
+shmem_ctx_s ctx_slots[kCtxSlots];
+
+}  // namespace shmem::detail
+
 namespace {
 
 constexpr long kKnownOptions = SHMEM_CTX_SERIALIZED | SHMEM_CTX_PRIVATE | SHMEM_CTX_NOSTORE;
@@ -28,8 +35,7 @@ constexpr size_t kQuarantine = 64;
 
 struct Pool {
     std::mutex mutex;
-    std::deque<shmem_ctx_s> slots;  // a deque never moves its elements
-    std::unordered_set<const shmem_ctx_s *> known;
+    size_t used = 0;                 // ctx_slots[0, used) have been handed out
     std::deque<shmem_ctx_s *> free;  // destroyed slots, oldest first
 };
 
@@ -71,12 +77,16 @@ int create(const char *call, shmem_team_s *t, long options, shmem_ctx_t *out) {
         return 1;
     }
     shmem_ctx_s *c;
-    if (p.free.size() > kQuarantine) {
+    if (p.free.size() > kQuarantine || (p.used == kCtxSlots && !p.free.empty())) {
         c = p.free.front();
         p.free.pop_front();
+    } else if (p.used < kCtxSlots) {
+        c = &ctx_slots[p.used++];
     } else {
-        c = &p.slots.emplace_back();
-        p.known.insert(c);
+        lock.unlock();
+        log_call_error(call, "no context left: %zu contexts exist at once, the library's limit",
+                       kCtxSlots);
+        return 1;
     }
     c->team = t;
     c->start = t->start;
@@ -105,7 +115,7 @@ void fail_ctx(const char *call, shmem_ctx_t ctx, int pe) {
     {
         Pool &p = pool();
         std::lock_guard<std::mutex> lock(p.mutex);
-        if (ctx == SHMEM_CTX_DEFAULT || p.known.count(ctx) != 0) {
+        if (ctx_is_ours(ctx)) {
             state = ctx->state;
             size = ctx->size.load(std::memory_order_relaxed);
         } else {
@@ -130,10 +140,16 @@ void fail_ctx(const char *call, shmem_ctx_t ctx, int pe) {
     fail(call, "invalid argument ctx=%p: not a context (never created)", addr);
 }
 
+void ctx_invalid_or_fail(const char *call, shmem_ctx_t ctx) {
+    require_running(call);
+    if (ctx != SHMEM_CTX_INVALID) fail_ctx(call, ctx, kNoPe);
+}
+
 void ctx_destroy_all_of_team(shmem_team_s *team) {
     Pool &p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);
-    for (shmem_ctx_s &c : p.slots) {
+    for (size_t i = 0; i < p.used; i++) {
+        shmem_ctx_s &c = ctx_slots[i];
         if (c.state == kCtxLive && c.team == team) retire(p, &c, kCtxTeamDestroyed);
     }
 }
@@ -151,7 +167,8 @@ void contexts_start() {
 void contexts_stop() {
     Pool &p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);
-    for (shmem_ctx_s &c : p.slots) {
+    for (size_t i = 0; i < p.used; i++) {
+        shmem_ctx_s &c = ctx_slots[i];
         if (c.state == kCtxLive) retire(p, &c, kCtxDestroyed);
     }
     shmem_internal_ctx_default.size.store(0, std::memory_order_relaxed);
@@ -191,7 +208,7 @@ SHMEM_EXPORT void pshmem_ctx_destroy(shmem_ctx_t ctx) {
     {
         Pool &p = pool();
         std::lock_guard<std::mutex> lock(p.mutex);
-        if (p.known.count(ctx) != 0 && ctx->state == kCtxLive) {
+        if (ctx_is_slot(ctx) && ctx->state == kCtxLive) {
             retire(p, ctx, kCtxDestroyed);
             return;
         }
@@ -212,14 +229,18 @@ SHMEM_EXPORT int pshmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team) {
     return 0;
 }
 
+// On SHMEM_CTX_INVALID, what a failed creation leaves (a team this PE is not in, a full team),
+// fence and quiet do nothing, as OpenSHMEM specifies: the program need not test the handle.
+// Decided on the cold path: SHMEM_CTX_INVALID (NULL) is no context of the arena either, so a
+// live context pays no test for it.
 SHMEM_EXPORT void pshmem_ctx_fence(shmem_ctx_t ctx) {
-    ctx_require("shmem_ctx_fence", ctx);
+    if (SHMEM_UNLIKELY(!ctx_usable(ctx))) return ctx_invalid_or_fail("shmem_ctx_fence", ctx);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (SHMEM_UNLIKELY(g.transport != nullptr)) transport_fence(ctx);
 }
 
 SHMEM_EXPORT void pshmem_ctx_quiet(shmem_ctx_t ctx) {
-    ctx_require("shmem_ctx_quiet", ctx);
+    if (SHMEM_UNLIKELY(!ctx_usable(ctx))) return ctx_invalid_or_fail("shmem_ctx_quiet", ctx);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (SHMEM_UNLIKELY(g.transport != nullptr)) transport_quiet(ctx);
 }

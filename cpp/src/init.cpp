@@ -157,10 +157,7 @@ void fail_addr(const char *call, const char *arg, const void *addr, size_t n) {
          reinterpret_cast<void *>(g.heap_base + g.heap_size));
 }
 
-char *remote_other(const char *call, const char *arg, const void *addr, size_t n, int pe) {
-    // Zero bytes touch nothing: any address will do (generic code passes NULL from a zero-size
-    // shmem_malloc).
-    if (n == 0) return const_cast<char *>(static_cast<const char *>(addr));
+void remote_other(const char *call, const char *arg, const void *addr, size_t n, int pe) {
     if (symmetric_range(addr, n)) {
         fail(call, "PE %d is not reachable from PE %d: neither mapped nor reached by a transport",
              pe, g.my_pe);
@@ -173,12 +170,12 @@ char *remote_other(const char *call, const char *arg, const void *addr, size_t n
          g.data_off_reason);
 }
 
-char *remote_miss(const char *call, const char *arg, const void *addr, size_t n, int pe, bool amo) {
+void remote_miss(const char *call, const char *arg, const void *addr, size_t n, int pe, bool amo) {
     if (symmetric_range(addr, n) &&
         (amo ? g.transport != nullptr : g.reach[pe] == SHMEM_JOB_REACH_TRANSPORT)) {
-        return nullptr;
+        return;
     }
-    return remote_other(call, arg, addr, n, pe);
+    remote_other(call, arg, addr, n, pe);
 }
 
 void adopt() {

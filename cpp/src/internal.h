@@ -73,9 +73,10 @@ void launch_stop();
 // Fails unless the library is running.
 void require_running(const char *call);
 
-// Reports a range that is neither in the heap nor in symmetric static data (or accepts it when
-// it has no bytes); returns the address to use.
-char *remote_other(const char *call, const char *arg, const void *addr, size_t n, int pe);
+// Reports why the range [addr, addr+n), n > 0, cannot be reached on `pe`: not symmetric, not
+// symmetric static data, or a PE neither mapped nor reached by a transport.
+[[noreturn]] void remote_other(const char *call, const char *arg, const void *addr, size_t n,
+                               int pe) __attribute__((cold));
 
 // Address of [addr, addr+n) on `pe` (a valid PE) in the view `bases` (laid out as the job
 // state's `bases`), or nullptr when the range is in neither symmetric segment (the heap, or the
@@ -128,11 +129,12 @@ inline void *load_store_ptr(const void *addr, int pe) {
     return translate(addr, 1, pe);
 }
 
-// What a miss of remote() or amo_remote() means, decided on the cold path: nullptr when the
-// range is symmetric and the call goes through the transport (`amo`: any AMO while a transport is
-// in use; else a PE marked SHMEM_JOB_REACH_TRANSPORT); `addr` itself for zero bytes (nothing to
-// touch); otherwise the call fails, naming `arg` and why.
-char *remote_miss(const char *call, const char *arg, const void *addr, size_t n, int pe, bool amo)
+// What a miss of remote() or amo_remote() for n > 0 bytes means, decided on the cold path: it
+// returns when the range is symmetric and the call goes through the transport (`amo`: any AMO
+// while a transport is in use; else a PE marked SHMEM_JOB_REACH_TRANSPORT); otherwise the call
+// fails, naming `arg` and why. A transfer of no bytes never comes here: it touches nothing,
+// whatever its addresses (NULL too, OpenSHMEM 1.5), so its callers return first.
+void remote_miss(const char *call, const char *arg, const void *addr, size_t n, int pe, bool amo)
     __attribute__((cold, noinline));
 
 // Address of [addr, addr+n) on `pe` as mapped here, or nullptr. A miss calls nothing here: the

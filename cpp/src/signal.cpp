@@ -36,7 +36,7 @@ inline void put_signal(const char *call, void *dest, const void *source, size_t 
     if (SHMEM_UNLIKELY(sig == nullptr)) remote_miss(call, "sig_addr", sig_addr, 8, pe, true);
     uintptr_t d = reinterpret_cast<uintptr_t>(dest);
     uintptr_t s = reinterpret_cast<uintptr_t>(sig_addr);
-    if (SHMEM_UNLIKELY(s + sizeof(uint64_t) > d && s < d + n)) {
+    if (SHMEM_UNLIKELY(n != 0 && s + sizeof(uint64_t) > d && s < d + n)) {
         fail(call, "invalid arguments dest=%p with %zu bytes and sig_addr=%p: they overlap", dest,
              n, static_cast<void *>(sig_addr));
     }

@@ -44,7 +44,10 @@ const shmem_transport_ops &ops(const char *call, int pe) {
 template <bool Nbi>
 void transport_put(const char *call, const void *ctx, void *addr, const void *source, size_t n,
                    int pe) {
-    if (remote_miss(call, "dest", addr, n, pe, false) != nullptr) return;  // zero bytes
+    // No bytes: nothing to reach, whatever the addresses (NULL included) and the PE's path
+    // (remote() has checked the PE). The transport is never asked to move nothing.
+    if (n == 0) return;
+    remote_miss(call, "dest", addr, n, pe, false);
     const shmem_transport_ops &t = ops(call, pe);
     int segment;
     uint64_t offset;
@@ -58,7 +61,8 @@ void transport_put(const char *call, const void *ctx, void *addr, const void *so
 template <bool Nbi>
 void transport_get(const char *call, const void *ctx, void *dest, const void *addr, size_t n,
                    int pe) {
-    if (remote_miss(call, "source", addr, n, pe, false) != nullptr) return;  // zero bytes
+    if (n == 0) return;  // as in transport_put
+    remote_miss(call, "source", addr, n, pe, false);
     const shmem_transport_ops &t = ops(call, pe);
     int segment;
     uint64_t offset;

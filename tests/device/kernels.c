@@ -29,6 +29,7 @@ typedef struct args {
     uint64_t *sig64;      /* one OpenSHMEM signal per block: SET */
     int64_t *msg;         /* n_pes * B chunks of K: signalled puts */
     int64_t *tcount;      /* team barrier counter (on the team's PE 0) */
+    int32_t *zsig;        /* n_pes: signals of zero-byte put-with-signal, one per sender */
     aclshmem_team_t team; /* a team made on the host, or -1 where this PE is not in it */
     int team_start, team_stride, team_size;
 } args;
@@ -121,6 +122,45 @@ static void rma(void *p) {
     /* Into this block's own chunk, checked above: no other block touches it. */
     aclshmem_double_p((double *)back, 0.5, me);
     CHECK(aclshmem_double_g((double *)back, me) == 0.5, "double p/g on this PE");
+}
+
+/* Transfers of no bytes, NULL addresses, to every PE: every contiguous form (plain, nbi,
+ * typed, the warp's and block's) moves nothing and ends nothing; each put-with-signal form still
+ * adds 1 to the receiver's zsig[sender], so every PE then sees blocks * kZeroSignals from each
+ * PE. */
+enum { kZeroSignals = 6 };
+static void zero_length(void *p) {
+    args *a = (args *)p;
+    int me = aclshmem_my_pe(), n = aclshmem_n_pes(), nb = aclshmemx_block_num();
+    for (int pe = 0; pe < n; pe++) {
+        aclshmem_putmem(NULL, NULL, 0, pe);
+        aclshmem_getmem(NULL, NULL, 0, pe);
+        aclshmem_putmem_nbi(NULL, NULL, 0, pe);
+        aclshmem_getmem_nbi(NULL, NULL, 0, pe);
+        aclshmem_put_int64_mem(NULL, NULL, 0, pe);
+        aclshmem_get_int64_mem(NULL, NULL, 0, pe);
+        aclshmem_put_float_mem_nbi(NULL, NULL, 0, pe);
+        aclshmem_get_float_mem_nbi(NULL, NULL, 0, pe);
+        aclshmem_int64_iput(NULL, NULL, 1, 1, 0, pe);
+        aclshmemx_putmem_warp(NULL, NULL, 0, pe);
+        aclshmemx_getmem_block(NULL, NULL, 0, pe);
+        aclshmemx_putmem_nbi_block(NULL, NULL, 0, pe);
+        int32_t *sig = a->zsig + me;
+        aclshmem_putmem_signal(NULL, NULL, 0, sig, 1, ACLSHMEM_SIGNAL_ADD, pe);
+        aclshmem_putmem_signal_nbi(NULL, NULL, 0, sig, 1, ACLSHMEM_SIGNAL_ADD, pe);
+        aclshmemx_putmem_signal_warp(NULL, NULL, 0, sig, 1, ACLSHMEM_SIGNAL_ADD, pe);
+        aclshmemx_putmem_signal_block(NULL, NULL, 0, sig, 1, ACLSHMEM_SIGNAL_ADD, pe);
+        aclshmemx_putmem_signal_nbi_warp(NULL, NULL, 0, sig, 1, ACLSHMEM_SIGNAL_ADD, pe);
+        aclshmemx_putmem_signal_nbi_block(NULL, NULL, 0, sig, 1, ACLSHMEM_SIGNAL_ADD, pe);
+    }
+    aclshmem_quiet();
+    for (int from = 0; from < n; from++) {
+        int32_t got =
+            aclshmem_signal_wait_until(a->zsig + from, ACLSHMEM_CMP_GE, nb * kZeroSignals);
+        CHECK(got == nb * kZeroSignals, "zero-byte put-with-signal from PE %d: %d of %d", from, got,
+              nb * kZeroSignals);
+    }
+    aclshmem_barrier_all();
 }
 
 /* Every AMO, from every block of every PE at once. */
@@ -397,6 +437,7 @@ int main(int argc, char **argv) {
         .sig64 = (uint64_t *)shmem_calloc((size_t)blocks, sizeof(uint64_t)),
         .msg = (int64_t *)shmem_calloc((size_t)blocks * K, sizeof(int64_t)),
         .tcount = (int64_t *)shmem_calloc(1, sizeof(int64_t)),
+        .zsig = (int32_t *)shmem_calloc((size_t)n, sizeof(int32_t)),
         .team = -1,
         .team_start = 0,
         .team_stride = 0,
@@ -411,6 +452,7 @@ int main(int argc, char **argv) {
 
     launch("queries", queries, &a, blocks);
     launch("rma", rma, &a, blocks);
+    launch("zero_length", zero_length, &a, blocks);
     launch("amo", amo, &a, blocks);
     *a.wins = 0;
     shmem_barrier_all();

@@ -6,6 +6,7 @@
  *                 through the transport (no base is published for it)
  *   not_symmetric a put to a stack address
  *   bad_pe        a put to PE n_pes
+ *   bad_pe_zero   a put of no bytes (NULL addresses) to PE n_pes: no bytes, still a bad PE
  *   bad_stride    an iput with a destination stride of 0
  *   bad_cmp       a typed wait with a comparison operator out of range
  *   outside       a kernel-side call outside a kernel
@@ -35,6 +36,7 @@ static void kernel(void *p) {
     if (strcmp(which, "amo_transport") == 0) aclshmem_int64_atomic_add(target, 1, 0);
     if (strcmp(which, "not_symmetric") == 0) aclshmem_putmem(&local, &v, sizeof v, 0);
     if (strcmp(which, "bad_pe") == 0) aclshmem_int64_p(target, v, aclshmem_n_pes());
+    if (strcmp(which, "bad_pe_zero") == 0) aclshmem_getmem_nbi(NULL, NULL, 0, aclshmem_n_pes());
     if (strcmp(which, "bad_stride") == 0) aclshmem_int64_iput(target, &v, 0, 1, 2, 0);
     if (strcmp(which, "bad_cmp") == 0) aclshmem_int64_wait_until(target, 42, 0);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static int is(const char *name, const char *want) { return strcmp(name, want) == 0; }
 
@@ -42,7 +43,35 @@ int main(int argc, char **argv) {
                       ctx);
     }
     if (is(c, "put_invalid_ctx")) shmem_ctx_putmem(SHMEM_CTX_INVALID, x, src, 8, peer);
-    if (is(c, "quiet_invalid_ctx")) shmem_ctx_quiet(SHMEM_CTX_INVALID);
+    if (is(c, "amo_invalid_ctx")) shmem_ctx_long_atomic_add(SHMEM_CTX_INVALID, x, 1, peer);
+    if (is(c, "get_invalid_ctx")) shmem_ctx_long_g(SHMEM_CTX_INVALID, x, peer);
+    /* Handles that are not contexts, whether or not they point at readable memory: a small
+     * integer, an unmapped page, a pointer into a live context, a static array. */
+    if (is(c, "wild_ctx_p")) shmem_ctx_long_p((shmem_ctx_t)0x1234, x, 1, peer);
+    if (is(c, "wild_ctx_quiet")) shmem_ctx_quiet((shmem_ctx_t)0x1234);
+    if (is(c, "wild_ctx_fence")) shmem_ctx_fence((shmem_ctx_t)0x1234);
+    if (is(c, "wild_ctx_get_team")) {
+        shmem_team_t team;
+        shmem_ctx_get_team((shmem_ctx_t)0x1234, &team);
+    }
+    if (is(c, "wild_ctx_destroy")) shmem_ctx_destroy((shmem_ctx_t)0x1234);
+    if (is(c, "wild_ctx_signal")) {
+        shmem_ctx_putmem_signal((shmem_ctx_t)0x1234, x, src, 8, sig, 1, SHMEM_SIGNAL_SET, peer);
+    }
+    if (is(c, "unmapped_ctx_amo")) {
+        void *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (page == MAP_FAILED) return 2;
+        fprintf(stderr, "bad_ctx: unmapped page at %p\n", page);
+        shmem_ctx_long_atomic_fetch_add((shmem_ctx_t)page, x, 1, peer);
+    }
+    if (is(c, "inside_ctx_put")) {
+        shmem_ctx_create(0, &ctx);
+        shmem_ctx_putmem((shmem_ctx_t)((char *)ctx + 8), x, src, 8, peer);
+    }
+    if (is(c, "static_ctx_get")) {
+        static long fake[8] = {2, 0, 1, 1, 0, 0, 0, 0}; /* reads as a live context of 2 PEs */
+        shmem_ctx_long_g((shmem_ctx_t)fake, x, peer);
+    }
     if (is(c, "amo_destroyed_ctx")) {
         shmem_ctx_create(0, &ctx);
         shmem_ctx_destroy(ctx);

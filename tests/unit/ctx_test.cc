@@ -545,6 +545,50 @@ TEST(CtxTest, ShmemCtxGetTeam_DefaultAndInvalid_Test) {
     EXPECT_EQ(team, SHMEM_TEAM_INVALID);
 }
 
+// SHMEM_CTX_INVALID is what a failed creation leaves: shmem_ctx_fence, shmem_ctx_quiet and
+// shmem_ctx_destroy on it do nothing, and shmem_ctx_get_team answers SHMEM_TEAM_INVALID, so one
+// code path serves PEs whose creation worked and those whose did not (a team they are not in).
+TEST(CtxTest, ShmemCtxFenceQuietDestroy_InvalidCtx_NoOps_Test) {
+    auto *sym = static_cast<long *>(shmem_calloc(2, sizeof(long)));
+    ASSERT_NE(sym, nullptr);
+    shmem_long_p(&sym[0], 300 + me(), next_pe());
+    shmem_ctx_fence(SHMEM_CTX_INVALID);
+    shmem_ctx_quiet(SHMEM_CTX_INVALID);
+    shmem_ctx_destroy(SHMEM_CTX_INVALID);
+    shmem_team_t got = SHMEM_TEAM_WORLD;
+    EXPECT_NE(shmem_ctx_get_team(SHMEM_CTX_INVALID, &got), 0);
+    EXPECT_EQ(got, SHMEM_TEAM_INVALID);
+    shmem_barrier_all();
+    EXPECT_EQ(sym[0], 300 + prev_pe());
+
+    // The even PEs form a team; the odd ones get SHMEM_TEAM_INVALID and, from it, no context.
+    const int size = (npes() + 1) / 2;
+    shmem_team_t team = SHMEM_TEAM_INVALID;
+    ASSERT_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 2, size, nullptr, 0, &team), 0);
+    const bool member = me() % 2 == 0;
+    ASSERT_EQ(team != SHMEM_TEAM_INVALID, member);
+    shmem_ctx_t ctx = SHMEM_CTX_DEFAULT;
+    int rc = shmem_team_create_ctx(team, 0, &ctx);
+    ASSERT_EQ(rc == 0, member);
+    ASSERT_EQ(ctx != SHMEM_CTX_INVALID, member);
+    if (member) shmem_ctx_long_p(ctx, &sym[1], 400 + me(), (me() / 2 + 1) % size);
+    shmem_ctx_fence(ctx);
+    shmem_ctx_quiet(ctx);
+    got = SHMEM_TEAM_WORLD;
+    EXPECT_EQ(shmem_ctx_get_team(ctx, &got) == 0, member);
+    EXPECT_EQ(got, member ? team : SHMEM_TEAM_INVALID);
+    shmem_ctx_destroy(ctx);
+    shmem_barrier_all();
+    if (member) {
+        EXPECT_EQ(sym[1], 400 + 2 * ((me() / 2 + size - 1) % size));
+        shmem_team_destroy(team);
+    } else {
+        EXPECT_EQ(sym[1], 0);
+    }
+    shmem_barrier_all();
+    shmem_free(sym);
+}
+
 TEST(CtxTest, ShmemCtxDestroy_ManyCreatedAndDestroyed_LiveHandlesDistinctAndWork_Test) {
     constexpr int kMany = 150;
     auto *sym = static_cast<long *>(shmem_calloc(kMany, sizeof(long)));
@@ -566,6 +610,35 @@ TEST(CtxTest, ShmemCtxDestroy_ManyCreatedAndDestroyed_LiveHandlesDistinctAndWork
         }
         shmem_barrier_all();
     }
+    shmem_free(sym);
+}
+
+// The library holds at most 65536 contexts at once: creation past that fails (non-zero,
+// SHMEM_CTX_INVALID) instead of handing out a slot twice, and works again once one is destroyed.
+TEST(CtxTest, ShmemCtxCreate_PastTheLimit_FailsThenRecovers_Test) {
+    constexpr size_t kLimit = size_t{1} << 16;
+    std::vector<shmem_ctx_t> ctxs;
+    ctxs.reserve(kLimit);
+    shmem_ctx_t c = SHMEM_CTX_INVALID;
+    while (ctxs.size() <= kLimit && shmem_ctx_create(SHMEM_CTX_PRIVATE, &c) == 0) {
+        ctxs.push_back(c);
+    }
+    EXPECT_EQ(ctxs.size(), kLimit);
+    EXPECT_EQ(c, SHMEM_CTX_INVALID);
+    ASSERT_FALSE(ctxs.empty());
+    EXPECT_EQ(std::set<shmem_ctx_t>(ctxs.begin(), ctxs.end()).size(), ctxs.size());
+    shmem_ctx_destroy(ctxs.back());
+    ctxs.pop_back();
+    ASSERT_EQ(shmem_ctx_create(0, &c), 0) << "one was destroyed";
+    ctxs.push_back(c);
+    auto *sym = static_cast<long *>(shmem_calloc(1, sizeof(long)));
+    ASSERT_NE(sym, nullptr);
+    shmem_ctx_long_atomic_add(c, sym, me() + 1, next_pe());
+    shmem_ctx_quiet(c);
+    shmem_barrier_all();
+    EXPECT_EQ(*sym, prev_pe() + 1);
+    for (shmem_ctx_t x : ctxs) shmem_ctx_destroy(x);
+    shmem_barrier_all();
     shmem_free(sym);
 }
 

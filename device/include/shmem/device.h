@@ -228,14 +228,26 @@ SHMEM_ARCH_INLINE int aclshmem_team_translate_pe(aclshmem_team_t src_team, int s
 
 /* ---- Pointers, put and get ---------------------------------------------------------------- */
 
+/* 1 when a put or get of `n` bytes has nothing to move: no bytes touch nothing, whatever the
+ * addresses (NULL too, as OpenSHMEM allows), but `pe` must still be a PE of the job. */
+SHMEM_ARCH_INLINE int shmem_device_no_bytes_(const char *call, size_t n, int pe) {
+    if (n != 0) return 0;
+    SHMEM_ARCH_GM const shmem_job_state *job = shmem_arch_job(call);
+    if ((unsigned)pe >= (unsigned)job->n_pes)
+        shmem_arch_fail(call, "pe", pe, "is not a PE of the job");
+    return 1;
+}
+
 /* The copy of every put and get form: `n` bytes to symmetric `dst` on `pe` / from symmetric
  * `src` on `pe`, named `call` in a failure. */
 SHMEM_ARCH_INLINE void shmem_device_put_(const char *call, SHMEM_ARCH_GM void *dst,
                                          SHMEM_ARCH_GM const void *src, size_t n, int pe) {
+    if (shmem_device_no_bytes_(call, n, pe)) return;
     shmem_arch_copy(shmem_device_remote_(call, "dst", dst, n, pe), src, n);
 }
 SHMEM_ARCH_INLINE void shmem_device_get_(const char *call, SHMEM_ARCH_GM void *dst,
                                          SHMEM_ARCH_GM const void *src, size_t n, int pe) {
+    if (shmem_device_no_bytes_(call, n, pe)) return;
     shmem_arch_copy(dst, shmem_device_remote_(call, "src", src, n, pe), n);
 }
 
@@ -588,11 +600,13 @@ SHMEM_ARCH_INLINE uint64_t aclshmemx_signal_wait_until_u64(SHMEM_ARCH_GM uint64_
     SHMEM_ARCH_INLINE void shmem_device_put_##SCOPE##_(const char *call, SHMEM_ARCH_GM void *dst,  \
                                                        SHMEM_ARCH_GM const void *src, size_t n,    \
                                                        int pe) {                                   \
+        if (shmem_device_no_bytes_(call, n, pe)) return;                                           \
         shmem_arch_copy_##SCOPE(shmem_device_remote_(call, "dst", dst, n, pe), src, n);            \
     }                                                                                              \
     SHMEM_ARCH_INLINE void shmem_device_get_##SCOPE##_(const char *call, SHMEM_ARCH_GM void *dst,  \
                                                        SHMEM_ARCH_GM const void *src, size_t n,    \
                                                        int pe) {                                   \
+        if (shmem_device_no_bytes_(call, n, pe)) return;                                           \
         shmem_arch_copy_##SCOPE(dst, shmem_device_remote_(call, "src", src, n, pe), n);            \
     }                                                                                              \
     SHMEM_ARCH_INLINE void aclshmemx_putmem_##SCOPE(                                               \
