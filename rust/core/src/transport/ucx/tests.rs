@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// A one-PE job whose heap is `mem`, or `None` when UCX cannot be loaded here.
 fn one_pe(mem: &mut [u64]) -> Option<Ucx> {
-    let mut t = match Ucx::open(0, vec![true], Duration::from_secs(20)) {
+    let mut t = match Ucx::open(0, vec![true], vec![false], Duration::from_secs(20)) {
         Ok(t) => t,
         Err(e @ TransportError::NotLoaded { .. }) => {
             eprintln!("skipped: {e}");
