@@ -544,7 +544,7 @@ impl Transport for Ucx {
                     ffi::EP_PARAM_FIELD_ERR_HANDLING_MODE | ffi::EP_PARAM_FIELD_ERR_HANDLER;
                 params.err_mode = ffi::ERR_HANDLING_MODE_PEER;
                 params.err_handler_cb = Some(endpoint_failed);
-                params.err_handler_arg = std::ptr::from_ref(&self.failed[pe]).cast_mut().cast();
+                params.err_handler_arg = (&self.failed[pe] as *const AtomicI32).cast_mut().cast();
             }
             let mut ep: Handle = std::ptr::null_mut();
             // SAFETY: the worker is live; `params` points at the peer's worker address, which
