@@ -42,6 +42,11 @@
 //! library still answers its peers' wire-up and, where UCX does RMA and atomics in software
 //! (TCP), their puts, gets and AMOs.
 //!
+//! A peer's death: endpoints to PEs of other nodes use UCP's error mode PEER with an error
+//! handler that records the failure per PE, so a dead peer fails the requests to it (and the
+//! flushes) with [`TransportError::PeerFailed`] naming it, where UCX would otherwise abort this
+//! process. UCX's own log lines go through the library's log ([`route_ucx_log`]).
+//!
 //! It counts the calls it serves and logs the counts at debug level when the job ends, so a test
 //! can prove the calls went through UCX.
 
