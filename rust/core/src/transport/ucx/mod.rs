@@ -122,7 +122,7 @@ pub struct Ucx {
     /// Per PE: 0 while its endpoint is healthy, else the status UCP's error handler got when
     /// the endpoint failed ([`endpoint_failed`] writes it; each endpoint's handler argument
     /// points at its PE's entry, so the slice never moves while the worker lives).
-    failed: Arc<[AtomicI32]>,
+    failed: Box<[AtomicI32]>,
     /// The progress thread's stop flag and handle, from connect to finalize.
     progress_thread: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
     counts: Counts,
@@ -951,7 +951,8 @@ impl Ucx {
 
 /// UCP's error handler of every endpoint (`arg`: its PE's entry of [`Ucx::failed`]): records the
 /// failure, which the requests to that PE then report as [`TransportError::PeerFailed`]. Called
-/// from the worker's progress, under the transport's lock: it only stores.
+/// by UCP while the worker is progressed (by us, under the transport's lock, or by UCX's own
+/// thread): it only stores, atomically.
 unsafe extern "C" fn endpoint_failed(arg: *mut c_void, _ep: Handle, status: ffi::Status) {
     // SAFETY: `arg` is the address of an entry of a live transport's `failed` (connect), which
     // outlives the worker that calls this.
