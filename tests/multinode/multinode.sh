@@ -31,7 +31,8 @@
 #              mount namespace of this run): every PE ends, and a message names libucx0
 # Needs root and iproute2 (`ip netns`); otherwise skipped: status 77, ctest's SKIP_RETURN_CODE.
 # Everything made here (namespaces, bridge, veths, processes) is removed on exit, whatever
-# happens; afterwards no process of the job may be left in any of the namespaces.
+# happens; afterwards no process of the job may be left in any of the namespaces, and a run that
+# passed checks that its namespaces and bridge are gone.
 set -u
 if [ "${1:-}" = --pe ]; then
     # Per-PE wrapper under a launcher: the launcher's rank variable picks the PE's node.
@@ -282,4 +283,16 @@ no-ucx)
     ;;
 esac
 cat "$out"
+# What this run made must be gone once it has removed it.
+cleanup
+trap - EXIT
+left=$(ip netns list | grep -E "^shmem-mn-$$-[0-9]+" || true)
+[ -z "$left" ] || {
+    echo "multinode.sh: FAILED: namespaces left behind: $left"
+    exit 1
+}
+! ip link show "$br" >/dev/null 2>&1 || {
+    echo "multinode.sh: FAILED: bridge $br left behind"
+    exit 1
+}
 echo "multinode.sh: $case ($start, $layout) passed"
