@@ -1,6 +1,7 @@
 /*
  * launch_fault.c CASE: a job started by a launcher other than shmemrun in which one PE fails in
- * a given way after shmem_init, while the others wait in a barrier. PE 0's store must end every
+ * a given way after shmem_init, while the others wait in a barrier (or, put_loop_kill_last,
+ * put to every PE in a loop). PE 0's store must end every
  * PE promptly, whatever the launcher does about failed processes (tests/launchers/CMakeLists.txt
  * holds the expected statuses and messages).
  */
@@ -8,8 +9,42 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static int is(const char *name, const char *want) { return strcmp(name, want) == 0; }
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Every PE puts to every other PE, round after round, each round completed by quiet; the last
+ * PE (in a job across nodes, one on another node than PE 0) dies after 100 rounds. The others
+ * are then mid put loop: the job must end them; one still putting after 60 s fails (status 3).
+ * First every PE checks the words the others wrote, so the loop runs on a working data path. */
+static int put_loop_kill_last(int me, int n) {
+    long *slot = shmem_calloc((size_t)n, sizeof(long));
+    for (int pe = 0; pe < n; pe++) shmem_long_p(&slot[me], me + 1, pe);
+    shmem_barrier_all();
+    for (int pe = 0; pe < n; pe++) {
+        if (slot[pe] != pe + 1) {
+            printf("launch_fault: PE %d: slot %d holds %ld, want %d\n", me, pe, slot[pe], pe + 1);
+            return 2;
+        }
+    }
+    shmem_barrier_all();
+    double start = now();
+    for (long round = 1;; round++) {
+        if (me == n - 1 && round == 100) raise(SIGKILL);
+        for (int pe = 0; pe < n; pe++) shmem_long_p(&slot[me], round, pe);
+        shmem_quiet();
+        if (now() - start > 60) {
+            printf("launch_fault: PE %d still putting after 60 s (round %ld)\n", me, round);
+            return 3;
+        }
+    }
+}
 
 int main(int argc, char **argv) {
     const char *c = argc > 1 ? argv[1] : "";
@@ -22,6 +57,7 @@ int main(int argc, char **argv) {
     /* The last PE: in a job across nodes, one on another node than PE 0. */
     if (is(c, "kill_last") && me == shmem_n_pes() - 1) raise(SIGKILL);
     if (is(c, "kill_pe0") && me == 0) raise(SIGKILL);
+    if (is(c, "put_loop_kill_last")) return put_loop_kill_last(me, shmem_n_pes());
     if (is(c, "exit_without_finalize") && me == 1) return 0; /* the others wait below */
     if (is(c, "global_exit") && me == 1) shmem_global_exit(7);
     if (is(c, "global_exit_0") && me == 1) shmem_global_exit(0);

@@ -22,11 +22,17 @@
 #              itself after init while the others wait in a barrier; every PE on every node
 #              must end, with a message naming that PE (the launcher's, PE 0's as the store's
 #              host, or that of a PE whose transfer to it failed first)
+#   kill-put   PROGRAM is tests/launchers/launch_fault: every PE puts to every PE in a loop
+#              and the last PE (on the last node) kills itself mid loop; $RUNS jobs (default 3).
+#              In each, every other PE must end with status 1 (shmemrun: the launcher's 137),
+#              one line must name the dead PE and no line another PE as the cause, and nothing
+#              may come from UCX itself (its ERROR lines, a fatal error, a backtrace, SIGABRT)
 #   no-ucx     UCX cannot be loaded (libucp.so.0 hidden by a bind mount of /dev/null in a
 #              mount namespace of this run): every PE ends, and a message names libucx0
 # Needs root and iproute2 (`ip netns`); otherwise skipped: status 77, ctest's SKIP_RETURN_CODE.
 # Everything made here (namespaces, bridge, veths, processes) is removed on exit, whatever
-# happens; afterwards no process of the job may be left in any of the namespaces.
+# happens; afterwards no process of the job may be left in any of the namespaces, and a run that
+# passed checks that its namespaces and bridge are gone.
 set -u
 if [ "${1:-}" = --pe ]; then
     # Per-PE wrapper under a launcher: the launcher's rank variable picks the PE's node.
@@ -192,7 +198,7 @@ all() {
 # names_lost PE: how a PE says that PE is gone: PE 0 (the store's host) saw its connection
 # close, or a PE whose transfer to it failed stopped the job first, naming it.
 names_lost() {
-    echo "PE $1 exited without shmem_finalize or died; ending the job|transport ucx: [a-z_ ]+ to PE $1: "
+    echo "PE $1 exited without shmem_finalize or died; ending the job|transport ucx: [a-z_ ]+: lost the connection to PE $1 "
 }
 
 case $case in
@@ -233,6 +239,36 @@ kill)
     esac
     left_behind
     ;;
+kill-put)
+    last=$((n - 1))
+    for ((run = 1; run <= ${RUNS:-3}; run++)); do
+        before=$(wc -l <"$out")
+        echo "multinode.sh: $start, $layout: run $run" >>"$out"
+        job "$1" put_loop_kill_last
+        this=$(tail -n +"$((before + 1))" "$out")
+        case $start in
+        shmemrun)
+            [ "${statuses[0]}" -eq 137 ] || fail "run $run: wanted shmemrun's 137, got ${statuses[0]}"
+            lost="shmemrun: PE $last \(pid [0-9]+\) was killed by signal 9"
+            ;;
+        *)
+            for ((i = 0; i < n; i++)); do
+                want=1
+                [ "$i" -ne "$last" ] || want=137
+                [ "${statuses[i]}" -eq "$want" ] ||
+                    fail "run $run: wanted PE $i to end with $want, got ${statuses[*]}"
+            done
+            lost="PE $last exited without shmem_finalize or died; ending the job"
+            ;;
+        esac
+        [ "$(grep -Ec "$lost" <<<"$this")" -eq 1 ] || fail "run $run: not one line naming PE $last"
+        ! grep -Eq "stopped the job|signal 6|status 134|transport ucx:" <<<"$this" ||
+            fail "run $run: a line blames another PE or a transfer, not PE $last's death"
+        ! grep -Eq "UCX +(ERROR|WARN)|Fatal|[Bb]acktrace|ucp_request|put to PE $last: put to PE" \
+            <<<"$this" || fail "run $run: UCX printed its own lines"
+        left_behind
+    done
+    ;;
 no-ucx)
     job "$1"
     for s in "${statuses[@]}"; do
@@ -247,4 +283,16 @@ no-ucx)
     ;;
 esac
 cat "$out"
+# What this run made must be gone once it has removed it.
+cleanup
+trap - EXIT
+left=$(ip netns list | grep -E "^shmem-mn-$$-[0-9]+" || true)
+[ -z "$left" ] || {
+    echo "multinode.sh: FAILED: namespaces left behind: $left"
+    exit 1
+}
+! ip link show "$br" >/dev/null 2>&1 || {
+    echo "multinode.sh: FAILED: bridge $br left behind"
+    exit 1
+}
 echo "multinode.sh: $case ($start, $layout) passed"

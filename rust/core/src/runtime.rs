@@ -335,6 +335,7 @@ fn start_transport(
         Ok(Box::new(transport::ucx::Ucx::open(
             my_pe,
             reach,
+            other_node.clone(),
             timeouts.control,
         )?))
     };
@@ -362,7 +363,7 @@ fn start_transport(
                          copies",
             })
         }
-        _ if other_node.contains(&true) => ucx(other_node)?,
+        _ if other_node.contains(&true) => ucx(other_node.clone())?,
         (Some(_), Some(_)) => {
             return Err(Error::State {
                 call: "shmem_init",

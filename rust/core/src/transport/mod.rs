@@ -174,6 +174,15 @@ pub enum TransportError {
         /// The library's words for the failure.
         why: String,
     },
+    /// The connection to a peer failed (its process died, or its node cannot be reached): the
+    /// transport's library reported the failure on that peer's endpoint.
+    #[error("lost the connection to PE {pe} ({why}): PE {pe} died or its node cannot be reached")]
+    PeerFailed {
+        /// The PE.
+        pe: usize,
+        /// The library's words for the failure.
+        why: String,
+    },
     /// An operation did not complete within the control timeout.
     #[error("{what} did not complete within {} s (SHMEM_INIT_TIMEOUT sets this bound)", after.as_secs_f64())]
     TimedOut {
@@ -465,6 +474,19 @@ pub fn get_word(pe: usize, segment: Segment, offset: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lost_peer_is_named_once_with_the_reason() {
+        let e = TransportError::PeerFailed {
+            pe: 3,
+            why: "Endpoint timeout".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "lost the connection to PE 3 (Endpoint timeout): PE 3 died or its node cannot be \
+             reached"
+        );
+    }
 
     #[test]
     fn reach_is_described_in_runs() {

@@ -120,18 +120,47 @@ unsafe fn transport<'a>(this: *mut c_void) -> &'a dyn Transport {
     unsafe { &**(this as *const Box<dyn Transport>) }
 }
 
-/// 0, or 1 after logging `e` for operation `op` to `pe`.
+/// How long a PE whose transfer failed because a peer is gone waits for the job's end before
+/// it reports the failure itself. The peer's death closes its store connection, and whoever
+/// hosts the store (shmemrun, or PE 0) then ends every PE with one line naming the dead PE;
+/// that takes milliseconds, so a report of our own is only needed where nobody saw a death (a
+/// network that broke between live nodes). Reporting at once instead raced that line: the job
+/// was then said to be stopped by the PE whose transfer failed, not lost with the dead one.
+const LOST_PEER_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// 0, or 1 after logging `e` for operation `op` to `pe` (after [`LOST_PEER_GRACE`] when `e`
+/// says a peer is gone, unless the job's end came first).
 fn status(t: &dyn Transport, op: &str, pe: c_int, r: Result<(), TransportError>) -> c_int {
     match r {
         Ok(()) => 0,
         Err(e) => {
-            if pe >= 0 {
-                tracing::error!("transport {}: {op} to PE {pe}: {e}", t.name());
-            } else {
-                tracing::error!("transport {}: {op}: {e}", t.name());
+            if let TransportError::PeerFailed { pe: lost, .. } = &e {
+                tracing::debug!(
+                    "transport {}: {op}: lost PE {lost}; waiting for the job's end",
+                    t.name()
+                );
+                std::thread::sleep(LOST_PEER_GRACE);
             }
+            tracing::error!("{}", error_line(t.name(), op, pe, &e));
             1
         }
+    }
+}
+
+/// The line logged for `e` from operation `op` to `pe` (negative: no PE) of transport `name`.
+/// An error that names the PE already is not prefixed with it again.
+fn error_line(name: &str, op: &str, pe: c_int, e: &TransportError) -> String {
+    let named = match e {
+        TransportError::PeerFailed { pe: p, .. }
+        | TransportError::Unreachable { pe: p, .. }
+        | TransportError::OutOfRange { pe: p, .. }
+        | TransportError::BadPeerData { pe: p, .. } => usize::try_from(pe) == Ok(*p),
+        _ => false,
+    };
+    if pe >= 0 && !named {
+        format!("transport {name}: {op} to PE {pe}: {e}")
+    } else {
+        format!("transport {name}: {op}: {e}")
     }
 }
 
@@ -310,4 +339,36 @@ unsafe extern "C" fn progress(this: *mut c_void) -> c_int {
     // SAFETY: the facade and the runtime call with the `self_` of the published table.
     let t = unsafe { transport(this) };
     status(t, "progress", -1, t.progress())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_line_names_the_operation_and_the_pe_once() {
+        let lost = TransportError::PeerFailed {
+            pe: 3,
+            why: "Endpoint timeout".into(),
+        };
+        assert_eq!(
+            error_line("ucx", "put", 3, &lost),
+            "transport ucx: put: lost the connection to PE 3 (Endpoint timeout): PE 3 died or \
+             its node cannot be reached"
+        );
+        let failed = TransportError::Library {
+            call: "ucp_put_nbx".into(),
+            why: "Input/output error".into(),
+        };
+        assert_eq!(
+            error_line("ucx", "put", 3, &failed),
+            "transport ucx: put to PE 3: ucp_put_nbx: Input/output error"
+        );
+        // A flush fails for the whole worker: the lost PE is named by the error alone.
+        assert_eq!(
+            error_line("ucx", "quiet", -1, &lost),
+            "transport ucx: quiet: lost the connection to PE 3 (Endpoint timeout): PE 3 died \
+             or its node cannot be reached"
+        );
+    }
 }

@@ -8,7 +8,7 @@
 //! This module only declares and loads; every call and its `// SAFETY:` reasoning is in the
 //! transport (`super`).
 
-use std::ffi::{c_char, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
 /// The file loaded: UCP's soname on Linux distributions.
@@ -22,6 +22,24 @@ pub const UCS_OK: Status = 0;
 pub const UCS_INPROGRESS: Status = 1;
 /// `UCS_ERR_LAST`: a status pointer at or above `(void *)UCS_ERR_LAST` is an error.
 const UCS_ERR_LAST: isize = -100;
+
+/// `UCS_ERR_UNREACHABLE`.
+const UCS_ERR_UNREACHABLE: Status = -6;
+/// `UCS_ERR_CONNECTION_RESET`.
+const UCS_ERR_CONNECTION_RESET: Status = -25;
+/// `UCS_ERR_FIRST_LINK_FAILURE`: from here to `UCS_ERR_LAST_ENDPOINT_FAILURE` (-89) are the
+/// link and endpoint failures (`UCS_ERR_ENDPOINT_TIMEOUT` is -80).
+const UCS_ERR_FIRST_LINK_FAILURE: Status = -40;
+/// `UCS_ERR_LAST_ENDPOINT_FAILURE`.
+const UCS_ERR_LAST_ENDPOINT_FAILURE: Status = -89;
+
+/// Whether a request's `status` says the peer is gone: the connection was reset, the peer
+/// became unreachable, or a link or endpoint failed (timed out).
+pub fn is_peer_failure(status: Status) -> bool {
+    status == UCS_ERR_UNREACHABLE
+        || status == UCS_ERR_CONNECTION_RESET
+        || (UCS_ERR_LAST_ENDPOINT_FAILURE..=UCS_ERR_FIRST_LINK_FAILURE).contains(&status)
+}
 
 /// `ucs_status_ptr_t`: null (done at once), an error status cast to a pointer, or a request.
 pub type StatusPtr = *mut c_void;
@@ -58,6 +76,14 @@ pub const THREAD_MODE_MULTI: u32 = 2;
 
 /// `UCP_EP_PARAM_FIELD_REMOTE_ADDRESS`.
 pub const EP_PARAM_FIELD_REMOTE_ADDRESS: u64 = 1 << 0;
+/// `UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE`.
+pub const EP_PARAM_FIELD_ERR_HANDLING_MODE: u64 = 1 << 1;
+/// `UCP_EP_PARAM_FIELD_ERR_HANDLER`.
+pub const EP_PARAM_FIELD_ERR_HANDLER: u64 = 1 << 2;
+/// `UCP_ERR_HANDLING_MODE_PEER`: a peer's failure fails that endpoint's requests and calls the
+/// endpoint's error handler; without it (`UCP_ERR_HANDLING_MODE_NONE`) UCX treats the failure
+/// as fatal and aborts the process.
+pub const ERR_HANDLING_MODE_PEER: u32 = 1;
 /// `UCP_EP_CLOSE_FLAG_FORCE`.
 pub const EP_CLOSE_FLAG_FORCE: u32 = 1 << 0;
 
@@ -105,14 +131,26 @@ pub struct WorkerParams {
     _rest: [u8; 188],
 }
 
-/// `ucp_ep_params_t` (104 bytes): only the mask and the peer's worker address are set.
+/// `ucp_err_handler_cb_t`: called by UCP, from the worker's progress, when an endpoint fails;
+/// `arg` is the handler's `arg`.
+pub type ErrHandlerCb = unsafe extern "C" fn(arg: *mut c_void, ep: Handle, status: Status);
+
+/// `ucp_ep_params_t` (104 bytes): the mask, the peer's worker address, the error handling mode
+/// and the error handler.
 #[repr(C)]
 pub struct EpParams {
     /// Which fields are valid.
     pub field_mask: u64,
     /// The peer's worker address (`const ucp_address_t *`).
     pub address: *const c_void,
-    _rest: [u8; 88],
+    /// `ucp_err_handling_mode_t`.
+    pub err_mode: u32,
+    _pad: u32,
+    /// `ucp_err_handler_t`'s callback.
+    pub err_handler_cb: Option<ErrHandlerCb>,
+    /// `ucp_err_handler_t`'s argument.
+    pub err_handler_arg: *mut c_void,
+    _rest: [u8; 64],
 }
 
 /// `ucp_mem_map_params_t` (40 bytes): the mask, the address and the length.
@@ -213,6 +251,37 @@ pub struct Api {
     pub request_check_status: unsafe extern "C" fn(*mut c_void) -> Status,
     pub request_free: unsafe extern "C" fn(*mut c_void),
     pub status_string: unsafe extern "C" fn(Status) -> *const c_char,
+    /// `ucs_log_push_handler`, where UCS has one (UCX 1.9 and later).
+    pub log_push_handler: Option<unsafe extern "C" fn(LogFunc)>,
+}
+
+/// `ucs_log_level_t`: `UCS_LOG_LEVEL_FATAL`.
+pub const LOG_LEVEL_FATAL: c_int = 0;
+/// `UCS_LOG_LEVEL_WARN` (`UCS_LOG_LEVEL_ERROR` is 1; levels above WARN are UCX's
+/// diagnostics, info, debug and trace).
+pub const LOG_LEVEL_WARN: c_int = 2;
+/// `UCS_LOG_FUNC_RC_STOP`: the line was handled, UCS's own handler does not print it.
+pub const LOG_FUNC_RC_STOP: c_int = 0;
+/// `UCS_LOG_FUNC_RC_CONTINUE`.
+pub const LOG_FUNC_RC_CONTINUE: c_int = 1;
+
+/// `ucs_log_func_t`: file, line, function, `ucs_log_level_t`, the component's configuration,
+/// the printf format and its `va_list`. On x86-64 and aarch64 Linux a `va_list` parameter is
+/// passed as a pointer (x86-64: the array decays; aarch64: the 32-byte struct is passed by
+/// reference), so it is declared as one and handed on to `vsnprintf` as it came.
+pub type LogFunc = unsafe extern "C" fn(
+    *const c_char,
+    c_uint,
+    *const c_char,
+    c_int,
+    *const c_void,
+    *const c_char,
+    *mut c_void,
+) -> c_int;
+
+extern "C" {
+    /// libc's `vsnprintf`, its `va_list` passed as [`LogFunc`] received it.
+    pub fn vsnprintf(buf: *mut c_char, n: usize, format: *const c_char, ap: *mut c_void) -> c_int;
 }
 
 impl Api {
@@ -295,6 +364,10 @@ pub fn load(name: &str) -> Result<Api, NotLoaded> {
         request_check_status: symbol!("ucp_request_check_status"),
         request_free: symbol!("ucp_request_free"),
         status_string: symbol!("ucs_status_string"),
+        // SAFETY: as `symbol!`: UCS's function of that name, `void (ucs_log_func_t)`.
+        log_push_handler: unsafe { lib.get(b"ucs_log_push_handler\0") }
+            .ok()
+            .map(|f| *f),
     })
 }
 
@@ -313,6 +386,9 @@ mod tests {
         assert_eq!(offset_of!(WorkerParams, thread_mode), 8);
         assert_eq!(size_of::<EpParams>(), 104);
         assert_eq!(offset_of!(EpParams, address), 8);
+        assert_eq!(offset_of!(EpParams, err_mode), 16);
+        assert_eq!(offset_of!(EpParams, err_handler_cb), 24);
+        assert_eq!(offset_of!(EpParams, err_handler_arg), 32);
         assert_eq!(size_of::<MemMapParams>(), 40);
         assert_eq!(offset_of!(MemMapParams, address), 8);
         assert_eq!(offset_of!(MemMapParams, length), 16);
@@ -321,6 +397,15 @@ mod tests {
         assert_eq!(offset_of!(RequestParam, datatype), 24);
         assert_eq!(offset_of!(RequestParam, reply_buffer), 40);
         assert_eq!(dt_contig(8), 64);
+    }
+
+    #[test]
+    fn peer_failures_are_recognised() {
+        // UCS_ERR_CONNECTION_RESET, UCS_ERR_ENDPOINT_TIMEOUT, UCS_ERR_UNREACHABLE.
+        assert!(is_peer_failure(-25) && is_peer_failure(-80) && is_peer_failure(-6));
+        // UCS_ERR_NO_MEMORY, UCS_ERR_INVALID_PARAM, UCS_ERR_TIMED_OUT, UCS_OK.
+        assert!(!is_peer_failure(-4) && !is_peer_failure(-5) && !is_peer_failure(-20));
+        assert!(!is_peer_failure(UCS_OK));
     }
 
     #[test]

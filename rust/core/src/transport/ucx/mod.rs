@@ -42,6 +42,11 @@
 //! library still answers its peers' wire-up and, where UCX does RMA and atomics in software
 //! (TCP), their puts, gets and AMOs.
 //!
+//! A peer's death: endpoints to PEs of other nodes use UCP's error mode PEER with an error
+//! handler that records the failure per PE, so a dead peer fails the requests to it (and the
+//! flushes) with [`TransportError::PeerFailed`] naming it, where UCX would otherwise abort this
+//! process. UCX's own log lines go through the library's log ([`route_ucx_log`]).
+//!
 //! It counts the calls it serves and logs the counts at debug level when the job ends, so a test
 //! can prove the calls went through UCX.
 
@@ -51,7 +56,7 @@ use super::{bump, AmoOp, Counts, Ctx, Segment, Transport, TransportError, SEGMEN
 use ffi::{Api, Handle, RequestParam, StatusPtr};
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::AtomicBool;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -98,6 +103,11 @@ pub struct Ucx {
     my_pe: usize,
     /// Per PE: whether this transport reaches it (the others are mapped).
     reach: Vec<bool>,
+    /// Per PE: whether it is on another node. Only those endpoints are made with error mode
+    /// PEER: UCX 1.13 then leaves out its shared-memory and self transports (they cannot tell
+    /// a peer's failure, and a peer of this node fails with it anyway), so on this node the
+    /// mode would move every AMO of the job onto TCP over loopback.
+    remote: Vec<bool>,
     /// Bound on every wait.
     timeout: Duration,
     /// This PE's worker address.
@@ -109,6 +119,10 @@ pub struct Ucx {
     pending: AtomicBool,
     /// When a call of this PE last progressed the worker ([`crate::sync::wait::node_clock_ns`]).
     last_progress: Arc<AtomicU64>,
+    /// Per PE: 0 while its endpoint is healthy, else the status UCP's error handler got when
+    /// the endpoint failed ([`endpoint_failed`] writes it; each endpoint's handler argument
+    /// points at its PE's entry, so the slice never moves while the worker lives).
+    failed: Box<[AtomicI32]>,
     /// The progress thread's stop flag and handle, from connect to finalize.
     progress_thread: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
     counts: Counts,
@@ -134,13 +148,20 @@ type Waited = Result<(), TransportError>;
 
 impl Ucx {
     /// Loads UCP and makes this PE's context and worker, for a job of `reach.len()` PEs in
-    /// which this transport reaches the PEs `reach` marks; every wait gives up after `timeout`.
-    pub fn open(my_pe: usize, reach: Vec<bool>, timeout: Duration) -> Result<Ucx, TransportError> {
+    /// which this transport reaches the PEs `reach` marks and `remote` marks the PEs of other
+    /// nodes; every wait gives up after `timeout`.
+    pub fn open(
+        my_pe: usize,
+        reach: Vec<bool>,
+        remote: Vec<bool>,
+        timeout: Duration,
+    ) -> Result<Ucx, TransportError> {
         let api = ffi::api().map_err(|e| TransportError::NotLoaded {
             library: e.library,
             why: e.why,
             package: PACKAGE,
         })?;
+        route_ucx_log(api);
         let fail = |call: &str, status: ffi::Status| TransportError::Library {
             call: call.to_string(),
             why: api.describe(status),
@@ -206,6 +227,7 @@ impl Ucx {
             api,
             my_pe,
             reach,
+            remote,
             timeout,
             address,
             state: Arc::new(Mutex::new(State {
@@ -217,6 +239,7 @@ impl Ucx {
                 closed: false,
             })),
             pending: AtomicBool::new(false),
+            failed: (0..n_pes).map(|_| AtomicI32::new(0)).collect(),
             last_progress: Arc::new(AtomicU64::new(0)),
             progress_thread: Mutex::new(None),
             counts: Counts::default(),
@@ -235,15 +258,45 @@ impl Ucx {
         }
     }
 
+    /// The error for a request to `pe` (`None`: to the whole worker) that ended with `status`:
+    /// [`TransportError::PeerFailed`] when that PE's endpoint (any endpoint, for the worker)
+    /// failed, so that the job's end can name the PE that is gone.
+    fn failure(&self, pe: Option<usize>, call: String, status: ffi::Status) -> TransportError {
+        let failed = |k: usize| {
+            let s = self.failed.get(k).map_or(0, |f| f.load(Ordering::Acquire));
+            (s != 0).then_some((k, s))
+        };
+        let lost = match pe {
+            // A request UCP failed for its peer's loss before the endpoint's handler ran.
+            Some(k) if ffi::is_peer_failure(status) => failed(k).or(Some((k, status))),
+            Some(k) => failed(k),
+            None => (0..self.failed.len()).find_map(failed),
+        };
+        match lost {
+            Some((pe, s)) => TransportError::PeerFailed {
+                pe,
+                why: self.api.describe(s),
+            },
+            None => self.fail(call, status),
+        }
+    }
+
     /// Waits for what a `*_nbx` call returned: done at once (null), failed, or a request to
     /// progress the worker for until it completes or the timeout passes. The request is freed
     /// either way (UCP releases one still in flight when it completes).
-    fn wait(&self, st: &State, p: StatusPtr, what: impl Fn() -> String) -> Waited {
+    /// `pe` is the PE the request is about (`None`: the whole worker), `what` the UCP call.
+    fn wait(
+        &self,
+        st: &State,
+        p: StatusPtr,
+        pe: Option<usize>,
+        what: impl Fn() -> String,
+    ) -> Waited {
         if p.is_null() {
             return Ok(());
         }
         if ffi::ptr_is_err(p) {
-            return Err(self.fail(what(), ffi::ptr_status(p)));
+            return Err(self.failure(pe, what(), ffi::ptr_status(p)));
         }
         let start = Instant::now();
         let mut idle = 0u32;
@@ -256,7 +309,7 @@ impl Ucx {
                 return if s == ffi::UCS_OK {
                     Ok(())
                 } else {
-                    Err(self.fail(what(), s))
+                    Err(self.failure(pe, what(), s))
                 };
             }
             // SAFETY: the worker is live while the state is open; the lock is held.
@@ -341,10 +394,18 @@ impl Ucx {
         for (pe, ep) in eps.into_iter().enumerate() {
             let mut param = RequestParam::zeroed();
             param.op_attr_mask = ffi::OP_ATTR_FIELD_FLAGS;
-            param.flags = if force { ffi::EP_CLOSE_FLAG_FORCE } else { 0 };
+            // A failed endpoint can only be closed by force (UCP's rule for error mode PEER).
+            let dead = self.failed[pe].load(Ordering::Acquire) != 0;
+            param.flags = if force || dead {
+                ffi::EP_CLOSE_FLAG_FORCE
+            } else {
+                0
+            };
             // SAFETY: a live endpoint of this worker, closed once (taken out of the state).
             let p = unsafe { (api.ep_close_nbx)(ep, &param) };
-            let r = self.wait(st, p, || format!("closing the endpoint to PE {pe}"));
+            let r = self.wait(st, p, Some(pe), || {
+                format!("closing the endpoint to PE {pe} (ucp_ep_close_nbx)")
+            });
             if first_error.is_ok() {
                 first_error = r;
             }
@@ -444,7 +505,7 @@ impl Ucx {
         let param = RequestParam::zeroed();
         // SAFETY: the worker is live (callers checked `closed`); `param` asks nothing.
         let p = unsafe { (self.api.worker_flush_nbx)(st.worker, &param) };
-        self.wait(st, p, || {
+        self.wait(st, p, None, || {
             format!("{what} (flushing PE {}'s worker)", self.my_pe)
         })
     }
@@ -481,9 +542,19 @@ impl Transport for Ucx {
             let mut params = ffi::EpParams::zeroed();
             params.field_mask = ffi::EP_PARAM_FIELD_REMOTE_ADDRESS;
             params.address = a.as_ptr().cast();
+            if self.remote.get(pe).copied().unwrap_or(false) {
+                // A peer's death must fail the requests to it, not abort this process inside
+                // UCX (its default for a failure on an endpoint without error handling).
+                params.field_mask |=
+                    ffi::EP_PARAM_FIELD_ERR_HANDLING_MODE | ffi::EP_PARAM_FIELD_ERR_HANDLER;
+                params.err_mode = ffi::ERR_HANDLING_MODE_PEER;
+                params.err_handler_cb = Some(endpoint_failed);
+                params.err_handler_arg = (&self.failed[pe] as *const AtomicI32).cast_mut().cast();
+            }
             let mut ep: Handle = std::ptr::null_mut();
             // SAFETY: the worker is live; `params` points at the peer's worker address, which
-            // UCP reads during the call only; `ep` is written on success.
+            // UCP reads during the call only, and at this PE's entry of `failed`, which lives
+            // as long as the transport, longer than the worker; `ep` is written on success.
             let s = unsafe { (api.ep_create)(st.worker, &params, &mut ep) };
             if s != ffi::UCS_OK {
                 return Err(TransportError::Library {
@@ -625,7 +696,7 @@ impl Transport for Ucx {
         if ctx != Ctx::RUNTIME {
             self.pending.store(true, Ordering::Release);
         }
-        self.wait(&st, p, || format!("put to PE {pe}"))
+        self.wait(&st, p, Some(pe), || "ucp_put_nbx".into())
     }
 
     fn get(
@@ -648,7 +719,7 @@ impl Transport for Ucx {
         let p = unsafe {
             (self.api.get_nbx)(ep, dest.as_mut_ptr().cast(), dest.len(), addr, rkey, &param)
         };
-        self.wait(&st, p, || format!("get from PE {pe}"))
+        self.wait(&st, p, Some(pe), || "ucp_get_nbx".into())
     }
 
     unsafe fn put_nbi(
@@ -671,7 +742,7 @@ impl Transport for Ucx {
         // SAFETY: `ep` and `rkey` are live and belong together; the caller keeps `source`
         // readable for `len` bytes until quiet, which flushes this worker.
         let p = unsafe { (self.api.put_nbx)(ep, source.cast(), len, addr, rkey, &param) };
-        self.release(p, || format!("put_nbi to PE {pe}"))
+        self.release(p, pe, || "ucp_put_nbx".into())
     }
 
     unsafe fn get_nbi(
@@ -694,7 +765,7 @@ impl Transport for Ucx {
         // SAFETY: `ep` and `rkey` are live and belong together; the caller keeps `dest`
         // writable for `len` bytes, unread, until quiet, which flushes this worker.
         let p = unsafe { (self.api.get_nbx)(ep, dest.cast(), len, addr, rkey, &param) };
-        self.release(p, || format!("get_nbi from PE {pe}"))
+        self.release(p, pe, || "ucp_get_nbx".into())
     }
 
     fn amo(
@@ -859,23 +930,91 @@ impl Ucx {
         let p = unsafe {
             (self.api.atomic_op_nbx)(ep, opcode, operand.as_ptr().cast(), 1, addr, rkey, &param)
         };
-        self.wait(st, p, || format!("atomic {op:?} on PE {pe}"))?;
+        self.wait(st, p, Some(pe), || format!("ucp_atomic_op_nbx ({op:?})"))?;
         Ok(u64::from_le_bytes(reply))
     }
 
     /// Lets a non-blocking operation run on its own: its request, if any, is released now and
     /// completed by the next flush.
-    fn release(&self, p: StatusPtr, what: impl Fn() -> String) -> Waited {
+    fn release(&self, p: StatusPtr, pe: usize, what: impl Fn() -> String) -> Waited {
         if p.is_null() {
             return Ok(());
         }
         if ffi::ptr_is_err(p) {
-            return Err(self.fail(what(), ffi::ptr_status(p)));
+            return Err(self.failure(Some(pe), what(), ffi::ptr_status(p)));
         }
         // SAFETY: a live request; UCP releases it when it completes.
         unsafe { (self.api.request_free)(p) };
         Ok(())
     }
+}
+
+/// UCP's error handler of every endpoint (`arg`: its PE's entry of [`Ucx::failed`]): records the
+/// failure, which the requests to that PE then report as [`TransportError::PeerFailed`]. Called
+/// by UCP while the worker is progressed (by us, under the transport's lock, or by UCX's own
+/// thread): it only stores, atomically.
+unsafe extern "C" fn endpoint_failed(arg: *mut c_void, _ep: Handle, status: ffi::Status) {
+    // SAFETY: `arg` is the address of an entry of a live transport's `failed` (connect), which
+    // outlives the worker that calls this.
+    let failed = unsafe { &*(arg as *const AtomicI32) };
+    // UCP never fails with UCS_OK; a nonzero status keeps "failed" distinct from "healthy".
+    failed.store(
+        if status == ffi::UCS_OK { -1 } else { status },
+        Ordering::Release,
+    );
+}
+
+/// Routes UCX's own log lines (UCS's log, whose default handler prints `[...] UCX ERROR ...`
+/// to stderr) through this library's log, once per process. UCX's errors and warnings are
+/// about failures the library reports itself, as the failed call or the lost peer they cause
+/// (a peer's death makes UCX log it on every endpoint that reached it), so they are detail:
+/// debug lines. A fatal error stays an error (UCX aborts right after it).
+fn route_ucx_log(api: &'static Api) {
+    static ROUTED: std::sync::Once = std::sync::Once::new();
+    if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        // `ffi::LogFunc`'s `va_list` is a pointer only on these.
+        return;
+    }
+    if let Some(push) = api.log_push_handler {
+        // SAFETY: UCS keeps the handler for the process's life; `ucx_log_line` lives as long.
+        ROUTED.call_once(|| unsafe { push(ucx_log_line) });
+    }
+}
+
+/// UCS's log handler of [`route_ucx_log`].
+unsafe extern "C" fn ucx_log_line(
+    file: *const std::ffi::c_char,
+    line: std::ffi::c_uint,
+    _function: *const std::ffi::c_char,
+    level: std::ffi::c_int,
+    _comp: *const c_void,
+    format: *const std::ffi::c_char,
+    ap: *mut c_void,
+) -> std::ffi::c_int {
+    if level > ffi::LOG_LEVEL_WARN || format.is_null() {
+        // UCX's diagnostics, info, debug and trace, shown only when UCX_LOG_LEVEL asks for
+        // them: that asker reads UCX's own format.
+        return ffi::LOG_FUNC_RC_CONTINUE;
+    }
+    let mut buf = [0u8; 512];
+    // SAFETY: `format` and `ap` are the printf pair UCS handed over, used once; vsnprintf
+    // writes at most `buf.len()` bytes, NUL included.
+    let n = unsafe { ffi::vsnprintf(buf.as_mut_ptr().cast(), buf.len(), format, ap) };
+    let len = usize::try_from(n).unwrap_or(0).min(buf.len() - 1);
+    let text = String::from_utf8_lossy(&buf[..len]);
+    let file = if file.is_null() {
+        std::borrow::Cow::Borrowed("?")
+    } else {
+        // SAFETY: UCS passes its `__FILE__`: static and NUL-terminated.
+        unsafe { CStr::from_ptr(file) }.to_string_lossy()
+    };
+    let file = file.rsplit('/').next().unwrap_or_default();
+    if level == ffi::LOG_LEVEL_FATAL {
+        tracing::error!("UCX: {file}:{line}: {text}");
+    } else {
+        tracing::debug!("UCX: {file}:{line}: {text}");
+    }
+    ffi::LOG_FUNC_RC_STOP
 }
 
 impl Drop for Ucx {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// A one-PE job whose heap is `mem`, or `None` when UCX cannot be loaded here.
 fn one_pe(mem: &mut [u64]) -> Option<Ucx> {
-    let mut t = match Ucx::open(0, vec![true], Duration::from_secs(20)) {
+    let mut t = match Ucx::open(0, vec![true], vec![false], Duration::from_secs(20)) {
         Ok(t) => t,
         Err(e @ TransportError::NotLoaded { .. }) => {
             eprintln!("skipped: {e}");
@@ -127,4 +127,82 @@ fn not_loaded_names_the_file_and_the_package() {
         "cannot load libucp.so.0 (libucp.so.0: cannot open shared object file: No such file or \
          directory): install libucx0 (apt-get install libucx0)"
     );
+}
+
+/// Two PEs in this process, each taking the other for a PE of another node, each with a heap
+/// of `mem`'s halves; `None` when UCX cannot be loaded here.
+fn two_nodes(mem: &mut [u64]) -> Option<(Ucx, Ucx)> {
+    let open = |me: usize| {
+        let remote = vec![me != 0, me != 1];
+        Ucx::open(me, vec![true, true], remote, Duration::from_secs(20))
+    };
+    let mut a = match open(0) {
+        Ok(t) => t,
+        Err(e @ TransportError::NotLoaded { .. }) => {
+            eprintln!("skipped: {e}");
+            return None;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let mut b = open(1).unwrap();
+    let addresses = [a.address(), b.address()];
+    a.connect(&addresses).unwrap();
+    b.connect(&addresses).unwrap();
+    let (ma, mb) = mem.split_at_mut(mem.len() / 2);
+    let ka = a
+        .register(
+            Segment::Heap,
+            ma.as_mut_ptr() as usize,
+            std::mem::size_of_val(ma),
+        )
+        .unwrap();
+    let kb = b
+        .register(
+            Segment::Heap,
+            mb.as_mut_ptr() as usize,
+            std::mem::size_of_val(mb),
+        )
+        .unwrap();
+    a.attach(Segment::Heap, &[ka.clone(), kb.clone()]).unwrap();
+    b.attach(Segment::Heap, &[ka, kb]).unwrap();
+    Some((a, b))
+}
+
+#[test]
+fn a_dead_peer_fails_the_requests_to_it_naming_it() {
+    let mut mem = vec![0u64; 64];
+    let Some((a, b)) = two_nodes(&mut mem) else {
+        return;
+    };
+    let c = Ctx(0);
+    a.put(c, 1, Segment::Heap, 8, &7u64.to_ne_bytes()).unwrap();
+    a.quiet(c).unwrap();
+    let mut out = [0u8; 8];
+    a.get(c, 1, Segment::Heap, 8, &mut out).unwrap();
+    assert_eq!(u64::from_ne_bytes(out), 7);
+    // PE 1 goes as a dead process's would: its connections close. Without error handling UCX
+    // aborted this process here; with it, the requests to PE 1 fail and say who is gone.
+    drop(b);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let e = loop {
+        let r = a
+            .put(c, 1, Segment::Heap, 8, &8u64.to_ne_bytes())
+            .and_then(|()| a.quiet(c));
+        if let Err(e) = r {
+            break e;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "puts to a dead PE still succeed after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(
+        matches!(e, TransportError::PeerFailed { pe: 1, .. }),
+        "wanted PE 1 lost, got: {e}"
+    );
+    // PE 0 itself is still reached.
+    a.put(c, 0, Segment::Heap, 0, &3u64.to_ne_bytes()).unwrap();
+    a.get(c, 0, Segment::Heap, 0, &mut out).unwrap();
+    assert_eq!(u64::from_ne_bytes(out), 3);
 }
