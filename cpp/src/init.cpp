@@ -71,6 +71,7 @@ void check_job_state_layout(const char *call) {
         {"SHMEM_TEAM_AREA_CENTRAL_COUNT", SHMEM_TEAM_AREA_CENTRAL_COUNT},
         {"SHMEM_TEAM_AREA_CENTRAL_RELEASE", SHMEM_TEAM_AREA_CENTRAL_RELEASE},
         {"SHMEM_TEAM_AREA_SYNC_EPOCH", SHMEM_TEAM_AREA_SYNC_EPOCH},
+        {"SHMEM_TEAM_AREA_CALL", SHMEM_TEAM_AREA_CALL},
         {"SHMEM_TEAM_AREA_ROUNDS", SHMEM_TEAM_AREA_ROUNDS},
         {"sizeof(shmem_transport_ops)", sizeof(shmem_transport_ops)},
         SHMEM_FIELD(shmem_transport_ops, size),

@@ -92,10 +92,17 @@ const char *team_name(const shmem_team_s *t) {
 
 namespace shmem::detail {
 
-void team_barrier(const shmem_team_s *t) {
+uint64_t team_enter(const shmem_team_s *t, const char *call, unsigned checks, uint64_t count,
+                    uint64_t extra) {
+    if (t->size <= 1) return 0;
+    return core::team_enter(t->start, t->stride, t->size, t->my_pe, t->slot, rust::Str(call),
+                            checks, count, extra);
+}
+
+void team_barrier(const shmem_team_s *t, uint64_t tag) {
     // A team of one PE has nothing to wait for (the barrier says the same): no bridge call.
     if (t->size <= 1) return;
-    core::team_sync(t->start, t->stride, t->size, t->my_pe, t->slot);
+    core::team_sync(t->start, t->stride, t->size, t->my_pe, t->slot, tag);
 }
 
 void teams_start() {
@@ -268,9 +275,10 @@ int split(const char *call, shmem_team_s *parent, const NewTeam *defs, int count
     // Each member writes only its own words; the others read them after the barrier.
     Sym value = team_word(parent->slot, SHMEM_TEAM_AREA_VALUE);
     Sym value2 = team_word(parent->slot, SHMEM_TEAM_AREA_VALUE2);
+    uint64_t tag = team_enter(parent, call);
     peer_store(call, value, g.my_pe, mine);
     peer_store(call, value2, g.my_pe, uint64_t{ok ? 0u : 1u});
-    team_barrier(parent);
+    team_barrier(parent, tag);
     uint64_t used = 0;
     bool all_ok = true;
     for (int i = 0; i < parent->size; i++) {
@@ -297,7 +305,7 @@ int split(const char *call, shmem_team_s *parent, const NewTeam *defs, int count
         }
     }
     // Nobody reads the published words after this, and every member's new area is zeroed.
-    team_barrier(parent);
+    team_barrier(parent, tag);
     for (int i = 0; i < count; i++) out[i] = SHMEM_TEAM_INVALID;
     if (!made) return -1;
     for (int i = 0; i < count; i++) {
@@ -445,7 +453,7 @@ SHMEM_EXPORT void pshmem_team_destroy(shmem_team_t team) {
     shmem_team_s *t = team_check(call, "team", team);
     ctx_destroy_all_of_team(t);
     // After this barrier no member touches the team's areas: the slot may be reused.
-    team_barrier(t);
+    team_barrier(t, team_enter(t, call));
     team_unregister(t);
     {
         std::lock_guard<std::mutex> lock(live_mutex);

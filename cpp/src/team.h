@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "internal.h"
+#include "rust/cxx.h"
+#include "shmem-core/src/ffi.rs.h"
 
 struct shmem_team_s {
     int start = 0;  // world PE of team PE 0
@@ -77,8 +79,33 @@ inline int team_pe_of(const shmem_team_s *t, int world_pe) {
     return i >= 0 && i < t->size ? i : -1;
 }
 
-// Barrier over the team's members on its area (no completion of puts): the runtime's barrier.
-void team_barrier(const shmem_team_s *t);
+// Arguments of a team collective that every member must pass alike (team_enter's `checks`).
+constexpr unsigned kTeamCheckCount = 1;  // `count`: nelems or nreduce
+constexpr unsigned kTeamCheckRoot = 2;   // `extra`: PE_root
+constexpr unsigned kTeamCheckSst = 4;    // `extra`: sst
+
+// Records that this PE enters team collective `call` on `t` (every team collective, before its
+// first wait) with the arguments every member must pass alike; returns the tag its barriers and
+// flags carry, so that members whose calls differ end the job naming both instead of waiting
+// for ever or mixing data. A team of one PE checks nothing (tag 0, no bridge call).
+uint64_t team_enter(const shmem_team_s *t, const char *call, unsigned checks = 0,
+                    uint64_t count = 0, uint64_t extra = 0);
+
+// Barrier over the team's members on its area (no completion of puts): the runtime's barrier,
+// for the team collective `tag` came from (team_enter); ends the job when their calls differ.
+void team_barrier(const shmem_team_s *t, uint64_t tag);
+
+// Once a wait on `t` naps: ends the job when a member is at this PE's team collective number
+// in another call (the runtime looks at most every 50 ms).
+inline void team_watch(const shmem_team_s *t) {
+    core::team_watch(t->start, t->stride, t->size, t->my_pe, t->slot);
+}
+
+// Ends the job: a flag of `t` carries a tag other than this PE's call's.
+[[noreturn]] inline void team_out_of_step(const shmem_team_s *t) {
+    core::team_out_of_step(t->start, t->stride, t->size, t->my_pe, t->slot);
+    __builtin_unreachable();
+}
 
 // Called by shmem_init once the job is known, and by shmem_finalize.
 void teams_start();

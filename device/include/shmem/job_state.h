@@ -56,6 +56,8 @@ enum shmem_job_team_area_line {
     SHMEM_TEAM_AREA_VALUE = 4,           /* a value a member publishes between two barriers */
     SHMEM_TEAM_AREA_VALUE2 = 5,
     SHMEM_TEAM_AREA_SYNC_EPOCH = 6, /* team barriers this member has entered (its own word) */
+    SHMEM_TEAM_AREA_CALL = 7,       /* the team collective this member last entered: its number
+                                       on the team, then the call (its own line) */
     SHMEM_TEAM_AREA_ROUNDS = 8,     /* dissemination barrier: one flag per round, 32 rounds */
     SHMEM_TEAM_AREA_LINES = 40      /* lines in use */
 };

@@ -38,6 +38,9 @@ pub const AREA_CENTRAL_COUNT: usize = 2;
 pub const AREA_CENTRAL_RELEASE: usize = 3;
 /// Line of the team barriers a member has entered (`SHMEM_TEAM_AREA_SYNC_EPOCH`).
 pub const AREA_SYNC_EPOCH: usize = 6;
+/// Line of the team collective a member last entered: its number on the team and the call
+/// (`SHMEM_TEAM_AREA_CALL`).
+pub const AREA_CALL: usize = 7;
 /// First line of the dissemination flags, one per round (`SHMEM_TEAM_AREA_ROUNDS`).
 pub const AREA_ROUNDS: usize = 8;
 /// Most dissemination rounds (enough for 2^32 PEs).
@@ -526,6 +529,7 @@ pub fn layout() -> Vec<usize> {
         AREA_CENTRAL_COUNT,
         AREA_CENTRAL_RELEASE,
         AREA_SYNC_EPOCH,
+        AREA_CALL,
         AREA_ROUNDS,
     ];
     l.extend(crate::transport::table::layout());
