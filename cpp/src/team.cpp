@@ -79,6 +79,8 @@ void start_predefined(shmem_team_s &t, int slot, int start, int stride, int size
     t.slot = slot;
     count_transport_members(&t);
     t.bcast_epoch = 0;
+    // A new job's control segment holds no call yet.
+    t.last_call = {};
     publish_team(&t, true);
 }
 
@@ -92,11 +94,49 @@ const char *team_name(const shmem_team_s *t) {
 
 namespace shmem::detail {
 
-uint64_t team_enter(const shmem_team_s *t, const char *call, unsigned checks, uint64_t count,
+uint64_t team_enter(shmem_team_s *t, const char *call, unsigned checks, uint64_t count,
                     uint64_t extra) {
     if (t->size <= 1) return 0;
-    return core::team_enter(t->start, t->stride, t->size, t->my_pe, t->slot, rust::Str(call),
-                            checks, count, extra);
+    // The line's layout is the runtime's TeamCall (sync/call.rs), which reads it back to name
+    // the calls: 1 | checks << 8, count, extra, then the name, NUL-padded.
+    if ((checks & kTeamCheckCount) == 0) count = 0;
+    if ((checks & (kTeamCheckRoot | kTeamCheckSst)) == 0) extra = 0;
+    auto *line = reinterpret_cast<uint64_t *>(
+        peer_mapped(team_word(t->slot, SHMEM_TEAM_AREA_CALL), g.my_pe));
+    // Peers read the line only to explain a wait that naps: plain stores, the number last.
+    uint64_t number = __atomic_load_n(&line[0], __ATOMIC_RELAXED) + 1;
+    shmem_team_s::LastCall &last = t->last_call;
+    // A routine's name is one string literal (its checks follow from it): the same pointer and
+    // arguments as the last call find the line's words already right, and the tag known.
+    if (last.name == call && last.count == count && last.extra == extra) {
+        __atomic_store_n(&line[0], number, __ATOMIC_RELEASE);
+        return last.tag;
+    }
+    uint64_t w[kTeamCallWords] = {1 | uint64_t{checks} << 8, count, extra};
+    std::memcpy(&w[3], call, strnlen(call, kTeamNameBytes));
+    // Marked busy while the words change, so that a reader never takes one call's words for
+    // another's.
+    __atomic_store_n(&line[0], number | kTeamCallBusy, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    for (size_t i = 0; i < kTeamCallWords; i++) {
+        __atomic_store_n(&line[1 + i], w[i], __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&line[0], number, __ATOMIC_RELEASE);
+    // The call in 31 bits, beside the barrier's epoch in its flags: equal calls have equal
+    // tags, different ones the same with probability 2^-28 (kind 6 in the top bits keeps them
+    // apart from the world barrier's call tags).
+    uint64_t h = 0x9e3779b97f4a7c15u;
+    for (uint64_t x : w) {
+        h = (h ^ x) * 0xbf58476d1ce4e5b9u;
+        h ^= h >> 29;
+    }
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
+    h ^= h >> 31;
+    uint64_t tag = uint64_t{6} << 28 | (h & ((uint64_t{1} << 28) - 1));
+    // Kept only when `extra` fits the cache's 32 bits (a root always does).
+    last = {extra <= UINT32_MAX ? call : nullptr, count, static_cast<uint32_t>(extra),
+            static_cast<uint32_t>(tag)};
+    return tag;
 }
 
 void team_barrier(const shmem_team_s *t, uint64_t tag) {

@@ -70,24 +70,10 @@ mod bridge {
         /// Barrier over all PEs for `shmem_barrier_all` (`barrier_all`) or `shmem_sync_all`
         /// (no completion of puts: the caller fences first if needed).
         fn sync_all(barrier_all: bool) -> Result<()>;
-        /// Records that this PE enters team collective `call` (its public name) on the team of
-        /// world PEs start, start + stride, ... (`size`; this PE is team PE `me`) whose area is
-        /// in `slot`, with the arguments every member must pass alike (`checks`: 1 `count`, 2 a
-        /// root in `extra`, 4 a source stride in `extra`); returns the call's tag for its
-        /// barriers and flags.
-        fn team_enter(
-            start: i32,
-            stride: i32,
-            size: i32,
-            me: i32,
-            slot: i32,
-            call: &str,
-            checks: u32,
-            count: u64,
-            extra: u64,
-        ) -> u64;
-        /// Barrier over the team (as `team_enter`) for the team collective tagged `tag`; ends
-        /// the job when the members' calls differ.
+        /// Barrier over the team of world PEs start, start + stride, ... (`size`; this PE is
+        /// team PE `me`) whose area is in `slot`, for the team collective tagged `tag` (the
+        /// facade's team_enter, which recorded the call in this PE's `CALL` line); ends the
+        /// job when the members' calls differ.
         fn team_sync(start: i32, stride: i32, size: i32, me: i32, slot: i32, tag: u64);
         /// For the facade's team waits once they nap: ends the job when a member of the team is
         /// at this PE's team collective number in a different call (a look every 50 ms at
@@ -276,26 +262,8 @@ fn team_of(start: i32, stride: i32, size: i32, me: i32, slot: i32) -> crate::syn
     )
 }
 
-/// The team functions read the published job state, not the runtime, so they take no lock;
-/// the facade passes only live teams of a running job.
-#[allow(clippy::too_many_arguments)]
-fn team_enter(
-    start: i32,
-    stride: i32,
-    size: i32,
-    me: i32,
-    slot: i32,
-    call: &str,
-    checks: u32,
-    count: u64,
-    extra: u64,
-) -> u64 {
-    use crate::sync::{barrier, call::TeamCall};
-    let call = TeamCall::new(call, checks, count, extra);
-    let team = team_of(start, stride, size, me, slot);
-    barrier::team_enter(&barrier::PublishedAreas(team), &call);
-    call.tag()
-}
+// The team functions read the published job state, not the runtime, so they take no lock;
+// the facade passes only live teams of a running job.
 
 fn team_sync(start: i32, stride: i32, size: i32, me: i32, slot: i32, tag: u64) {
     let team = team_of(start, stride, size, me, slot);

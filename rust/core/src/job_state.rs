@@ -479,8 +479,8 @@ pub fn device_image(at: usize) -> Option<Vec<u8>> {
 }
 
 /// The mirror's layout: its size and alignment, then each field's offset in declaration
-/// order, then the team entry's size and offsets, then the team area's line size and line
-/// count, then the transport table's size and offsets. The facade compares it with the C
+/// order, then the team entry's size and offsets, then the team area's lines (with the layout
+/// of its `CALL` line, which the facade writes), then the transport table's size and offsets. The facade compares it with the C
 /// headers' at start-up.
 pub fn layout() -> Vec<usize> {
     let mut l = vec![
@@ -530,6 +530,9 @@ pub fn layout() -> Vec<usize> {
         AREA_CENTRAL_RELEASE,
         AREA_SYNC_EPOCH,
         AREA_CALL,
+        crate::sync::call::TEAM_CALL_WORDS,
+        crate::sync::call::TEAM_NAME_BYTES,
+        crate::sync::barrier::CALL_BUSY as usize,
         AREA_ROUNDS,
     ];
     l.extend(crate::transport::table::layout());

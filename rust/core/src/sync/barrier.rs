@@ -26,10 +26,11 @@
 //! corrupt data or wait for ever; its epoch lives here ([`Barrier`]) and every PE also records
 //! in its state line the last epoch it entered and its whole call: after a barrier whose calls
 //! differ (which no PE leaves for the next one) they say who called what. A team barrier
-//! carries the tag of the team collective it belongs to ([`TeamCall::tag`]) and counts its epoch
+//! carries the tag of the team collective it belongs to (the facade's `team_enter` computes it from
+//! the call's `CALL` line) and counts its epoch
 //! in the member's own `SYNC_EPOCH` word of the team's area, which a split zeroes with the rest
 //! of the area; each member records in its own `CALL` line of that area how many team
-//! collectives it has entered on the team and the last one ([`team_enter`]). Members at the
+//! collectives it has entered on the team and the last one (the facade's `team_enter`). Members at the
 //! same number in different calls are out of step whatever the calls' shapes: a member whose
 //! wait has come to napping looks for one ([`team_differs`]), which finds the calls that never
 //! meet in one barrier (a broadcast's flags against another collective's barrier).
@@ -647,11 +648,13 @@ pub fn team_sync(areas: &impl Areas, central: bool, tag: u64) -> Result<(), Stop
 }
 
 /// Set in the call line's number word while its member rewrites the line.
-const CALL_BUSY: u64 = 1 << 63;
+pub(crate) const CALL_BUSY: u64 = 1 << 63;
 
 /// Records that this member enters team collective `call` on `areas`' team; returns its number
-/// on the team (1 for the first). Peers read the line only to explain a wait, so the words go
-/// out as plain stores, the number last, marked busy meanwhile.
+/// on the team (1 for the first). The facade's `team_enter` (`cpp/src/team.cpp`) writes the same
+/// line the same way on every team collective: the words as plain stores, the number last,
+/// marked busy meanwhile.
+#[cfg(test)]
 pub fn team_enter(areas: &impl Areas, call: &TeamCall) -> u64 {
     let number = areas.mine(AREA_CALL, 0);
     let n = (number.load(Ordering::Relaxed) & !CALL_BUSY) + 1;

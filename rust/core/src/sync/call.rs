@@ -223,7 +223,9 @@ pub struct TeamCall {
 
 impl TeamCall {
     /// `routine` (its public name) with `count` and `extra` where `checks` says they are
-    /// compared ([`TEAM_COUNT`], [`TEAM_ROOT`], [`TEAM_SST`]); unchecked ones are dropped.
+    /// compared ([`TEAM_COUNT`], [`TEAM_ROOT`], [`TEAM_SST`]); unchecked ones are dropped. The
+    /// facade's `team_enter` builds the same words.
+    #[cfg(test)]
     pub fn new(routine: &str, checks: u32, count: u64, extra: u64) -> TeamCall {
         let mut name = [0u8; TEAM_NAME_BYTES];
         let n = routine.len().min(TEAM_NAME_BYTES);
@@ -242,6 +244,7 @@ impl TeamCall {
     }
 
     /// The words a member's record holds; the first is never 0, which marks "nothing written".
+    #[cfg(test)]
     pub fn encode(&self) -> [u64; TEAM_CALL_WORDS] {
         let mut w = [0u64; TEAM_CALL_WORDS];
         w[0] = 1 | u64::from(self.checks) << 8;
@@ -270,8 +273,10 @@ impl TeamCall {
         })
     }
 
-    /// The call in [`TAG_BITS`] bits, as [`Call::tag`]: calls that agree have the same tag,
-    /// different ones the same with probability 2^-28, and no tag of a call over all PEs.
+    /// The call in [`TAG_BITS`] bits, as the facade's `team_enter` computes it for the team
+    /// barriers: calls that agree have the same tag, different ones the same with probability
+    /// 2^-28, and none the tag of a call over all PEs.
+    #[cfg(test)]
     pub fn tag(&self) -> u64 {
         let w = self.encode();
         let mut h = 0x9e37_79b9_7f4a_7c15u64;
