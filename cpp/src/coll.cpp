@@ -104,8 +104,8 @@ int team_broadcast(const char *call, shmem_team_t team, void *dest, const void *
     size_t bytes = bytes_of(call, "nelems", nelems, elem);
     Sym src = symmetric(call, "source", source, bytes);
     symmetric(call, "dest", dest, bytes);
-    uint64_t tag = team_enter(t, call, kTeamCheckCount | kTeamCheckRoot, nelems,
-                              static_cast<uint64_t>(root));
+    uint64_t tag =
+        team_enter(t, call, kTeamCheckCount | kTeamCheckRoot, nelems, static_cast<uint64_t>(root));
     uint64_t epoch = ++t->bcast_epoch;
     if (SHMEM_UNLIKELY(t->transport_members != 0)) {
         // Polling a peer's epoch would be a transport round trip per check: barriers instead.
@@ -335,9 +335,9 @@ int team_alltoalls(const char *call, shmem_team_t team, void *dest, const void *
     shmem_team_s *t = coll_team(call, team);
     Strided s = strided_args(call, dest, source, dst, sst, nelems, elem, t->size);
     // Each member reads its peers' sources with its own sst: theirs must be the same.
-    TeamSync sync(call, t,
-                  team_enter(t, call, kTeamCheckCount | kTeamCheckSst, nelems,
-                             static_cast<uint64_t>(sst)));
+    TeamSync sync(
+        call, t,
+        team_enter(t, call, kTeamCheckCount | kTeamCheckSst, nelems, static_cast<uint64_t>(sst)));
     alltoalls_pull(members_of(call, t), sync, static_cast<char *>(dest), s.src, dst, sst, s.nelems,
                    elem);
     return 0;

@@ -43,24 +43,29 @@ static void in_step(shmem_team_t team, int me, int t, int n) {
         shmem_team_sync(team);
         for (int root = 0; root < n; root++) {
             shmem_long_broadcast(team, dst, src, 8, root);
-            for (int i = 0; i < 8; i++) expect(dst[i], 1000L * round + 100L * root + i, "bcast", me, i);
+            for (int i = 0; i < 8; i++)
+                expect(dst[i], 1000L * round + 100L * root + i, "bcast", me, i);
             shmem_broadcastmem(team, dst, src, 3 * sizeof(long), root);
-            for (int i = 0; i < 3; i++) expect(dst[i], 1000L * round + 100L * root + i, "bcastmem", me, i);
+            for (int i = 0; i < 3; i++)
+                expect(dst[i], 1000L * round + 100L * root + i, "bcastmem", me, i);
         }
         /* Member k gives k + 1 elements: counts differ, the call is the same. */
         shmem_long_collect(team, dst, src, (size_t)t + 1);
         int at = 0;
         for (int k = 0; k < n; k++)
-            for (int i = 0; i <= k; i++) expect(dst[at++], 1000L * round + 100L * k + i, "collect", me, at);
+            for (int i = 0; i <= k; i++)
+                expect(dst[at++], 1000L * round + 100L * k + i, "collect", me, at);
         shmem_long_fcollect(team, dst, src, 2);
         for (int k = 0; k < n; k++)
-            for (int i = 0; i < 2; i++) expect(dst[2 * k + i], 1000L * round + 100L * k + i, "fcollect", me, i);
+            for (int i = 0; i < 2; i++)
+                expect(dst[2 * k + i], 1000L * round + 100L * k + i, "fcollect", me, i);
         shmem_long_alltoall(team, dst, src, 2);
         for (int k = 0; k < n; k++)
             for (int i = 0; i < 2; i++)
                 expect(dst[2 * k + i], 1000L * round + 100L * k + 2 * t + i, "alltoall", me, i);
         shmem_long_alltoalls(team, dst, src, 1, 2, 1);
-        for (int k = 0; k < n; k++) expect(dst[k], 1000L * round + 100L * k + 2 * t, "alltoalls", me, k);
+        for (int k = 0; k < n; k++)
+            expect(dst[k], 1000L * round + 100L * k + 2 * t, "alltoalls", me, k);
         shmem_long_sum_reduce(team, dst, src, 4);
         for (int i = 0; i < 4; i++)
             expect(dst[i], n * (1000L * round + i) + 100L * n * (n - 1) / 2, "sum_reduce", me, i);
@@ -104,7 +109,8 @@ int main(int argc, char **argv) {
 
     if (is(c, "in_step")) {
         in_step(team, me, t, n);
-        if (failures == 0 && me == 0) printf("team_out_of_step: in step on %d PEs (%s)\n", npes, which);
+        if (failures == 0 && me == 0)
+            printf("team_out_of_step: in step on %d PEs (%s)\n", npes, which);
         shmem_finalize();
         return failures != 0;
     }

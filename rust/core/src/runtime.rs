@@ -583,9 +583,8 @@ pub fn team_out_of_step(team: barrier::Team) -> ! {
         .find(|(_, call)| *call != first_call)
         .unwrap_or((team.me, mine));
     if other != team.me {
-        let patience = get("a team collective").map_or(Duration::from_secs(10), |rt| {
-            rt.timeouts.control
-        });
+        let patience =
+            get("a team collective").map_or(Duration::from_secs(10), |rt| rt.timeouts.control);
         std::thread::sleep(patience);
     }
     let pe = |m: usize| {

@@ -26,14 +26,14 @@
 //! corrupt data or wait for ever; its epoch lives here ([`Barrier`]) and every PE also records
 //! in its state line the last epoch it entered and its whole call: after a barrier whose calls
 //! differ (which no PE leaves for the next one) they say who called what. A team barrier
-//! carries the tag of the team collective it belongs to (the facade's `team_enter` computes it from
-//! the call's `CALL` line) and counts its epoch
-//! in the member's own `SYNC_EPOCH` word of the team's area, which a split zeroes with the rest
-//! of the area; each member records in its own `CALL` line of that area how many team
-//! collectives it has entered on the team and the last one (the facade's `team_enter`). Members at the
-//! same number in different calls are out of step whatever the calls' shapes: a member whose
-//! wait has come to napping looks for one ([`team_differs`]), which finds the calls that never
-//! meet in one barrier (a broadcast's flags against another collective's barrier).
+//! carries the tag of the team collective it belongs to (the facade's `team_enter` computes it
+//! from the call) and counts its epoch in the member's own `SYNC_EPOCH` word of the team's
+//! area, which a split zeroes with the rest of the area; each member records in its own `CALL`
+//! line of that area how many team collectives it has entered on the team and the last one
+//! (the facade's `team_enter` again). Members at the same number in different calls are out of
+//! step whatever the calls' shapes: a member whose wait has come to napping looks for one
+//! ([`team_differs`]), which finds the calls that never meet in one barrier (a broadcast's
+//! flags against another collective's barrier).
 //!
 //! Epochs only grow and each word's meaning is "reached epoch e", so nothing is ever reset (but
 //! the central tag word, by the last arrival, for the next epoch) and a member already in the
@@ -247,7 +247,10 @@ impl Team {
 
     /// The team in messages: a predefined team by its name, another by its members.
     pub fn describe(&self) -> String {
-        let slot = self.area.checked_sub(control::TEAM_AREAS).map(|o| o / control::TEAM_AREA_SIZE);
+        let slot = self
+            .area
+            .checked_sub(control::TEAM_AREAS)
+            .map(|o| o / control::TEAM_AREA_SIZE);
         match slot {
             _ if self.area == control::BARRIER => "all PEs".to_string(),
             Some(0) => "SHMEM_TEAM_WORLD".to_string(),

@@ -291,7 +291,11 @@ impl TeamCall {
 
     /// The routine's public name.
     pub fn routine(&self) -> &str {
-        let end = self.name.iter().position(|&b| b == 0).unwrap_or(TEAM_NAME_BYTES);
+        let end = self
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(TEAM_NAME_BYTES);
         std::str::from_utf8(&self.name[..end]).unwrap_or("a team collective")
     }
 }
@@ -447,9 +451,7 @@ mod tests {
     #[test]
     fn team_calls_round_trip_agree_and_describe_themselves() {
         let reduce = |n| TeamCall::new("shmem_float_sum_reduce", TEAM_COUNT, n, 0);
-        let bcast = |n, root| {
-            TeamCall::new("shmem_broadcastmem", TEAM_COUNT | TEAM_ROOT, n, root)
-        };
+        let bcast = |n, root| TeamCall::new("shmem_broadcastmem", TEAM_COUNT | TEAM_ROOT, n, root);
         let collect = |n| TeamCall::new("shmem_int_collect", 0, n, 0);
         let calls = [
             reduce(4),
@@ -479,7 +481,10 @@ mod tests {
             "shmem_broadcastmem(nelems=16, PE_root=1)"
         );
         assert_eq!(collect(3).to_string(), "shmem_int_collect()");
-        assert_eq!(calls[4].to_string(), "shmem_int64_alltoalls(nelems=2, sst=3)");
+        assert_eq!(
+            calls[4].to_string(),
+            "shmem_int64_alltoalls(nelems=2, sst=3)"
+        );
         assert_eq!(calls[3].routine(), "shmem_longdouble_prod_reduce");
     }
 }
