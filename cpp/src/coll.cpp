@@ -4,7 +4,8 @@
 // Shapes (data moves through peer.h: copies between mappings, or the transport's gets):
 // - team barrier: the runtime's barrier (sync/barrier.rs, the one implementation) on the team's
 //   areas, through the bridge (team_barrier, team.cpp);
-// - broadcast over a team whose members are all mapped here: the root raises its arrival epoch;
+// - broadcast over a team whose members are all mapped here: the root raises its arrival epoch
+//   (its low 32 bits, beside the call's tag, which every other member compares with its own);
 //   every other member copies from the root's source and raises its done epoch, which the root
 //   waits for before it returns (its source may then be reused). Over a team with a member
 //   reached through the transport, where watching a peer's epoch costs a round trip per check,
@@ -12,6 +13,9 @@
 // - the others: barrier (every source is ready), each member pulls into its own dest, barrier
 //   (nobody reads a source any more). Pulls start at the next member, so members do not all
 //   read the same one at once. A member waits only on its own words (the barrier's).
+// Every team form first records its call on the team (team_enter): barriers carry its tag, and
+// a wait that comes to napping looks for a member at the same call number in another call, so
+// members whose calls differ end the job naming both rather than wait for ever.
 #include "coll.h"
 
 #include <limits>
@@ -75,36 +79,62 @@ template <class Sync>
 void broadcast_pull(const Members &m, Sync &sync, void *dest, Sym src, size_t bytes, int root,
                     bool root_too);
 
-// Team broadcast of `bytes` bytes from team PE `root`: the root's dest is written too.
+// Waits for `done()` on team `t` by the library's waiting policy; once the wait naps, it also
+// ends the job if a member turns out to be in another call (team_watch).
+template <typename Done>
+void team_wait_for(const shmem_team_s *t, Done done) {
+    for (int i = 0; i < kInlineChecks; i++) {
+        if (done()) return;
+    }
+    shmem::core::WaitState state{};
+    while (!done()) {
+        if (state.nap_ns != 0) team_watch(t);
+        shmem::core::wait_snooze(state);
+    }
+}
+
+// Team broadcast of `nelems` elements of `elem` bytes from team PE `root`: the root's dest is
+// written too.
 int team_broadcast(const char *call, shmem_team_t team, void *dest, const void *source,
-                   size_t bytes, int root) {
+                   size_t nelems, size_t elem, int root) {
     shmem_team_s *t = coll_team(call, team);
     if (root < 0 || root >= t->size) {
         fail(call, "invalid argument PE_root=%d: not in [0, %d) (the team's size)", root, t->size);
     }
+    size_t bytes = bytes_of(call, "nelems", nelems, elem);
     Sym src = symmetric(call, "source", source, bytes);
     symmetric(call, "dest", dest, bytes);
+    uint64_t tag =
+        team_enter(t, call, kTeamCheckCount | kTeamCheckRoot, nelems, static_cast<uint64_t>(root));
     uint64_t epoch = ++t->bcast_epoch;
     if (SHMEM_UNLIKELY(t->transport_members != 0)) {
         // Polling a peer's epoch would be a transport round trip per check: barriers instead.
-        TeamSync sync(call, t);
+        TeamSync sync(call, t, tag);
         broadcast_pull(members_of(call, t), sync, dest, src, bytes, root, true);
         return 0;
     }
     int root_pe = team_world_pe(t, root);
     Sym arrive = team_word(t->slot, SHMEM_TEAM_AREA_BCAST_ARRIVE);
     Sym done = team_word(t->slot, SHMEM_TEAM_AREA_BCAST_DONE);
+    // The arrival word: the epoch's low 32 bits (the root is never a whole broadcast ahead of a
+    // member still waiting: it waits for every member's done) and the root's tag above.
+    uint64_t low = epoch & 0xffffffffu;
     if (t->my_pe == root) {
-        if (t->size > 1) peer_store(call, arrive, root_pe, epoch);
+        if (t->size > 1) peer_store(call, arrive, root_pe, low | tag << 32);
         if (dest != source && bytes != 0) copy(dest, source, bytes);
         for (int i = 0; i < t->size; i++) {
             if (i == root) continue;
             int pe = team_world_pe(t, i);
-            wait_for([&] { return peer_load<uint64_t>(call, done, pe) >= epoch; });
+            team_wait_for(t, [&] { return peer_load<uint64_t>(call, done, pe) >= epoch; });
         }
         return 0;
     }
-    wait_for([&] { return peer_load<uint64_t>(call, arrive, root_pe) >= epoch; });
+    uint64_t arrived = 0;
+    team_wait_for(t, [&] {
+        arrived = peer_load<uint64_t>(call, arrive, root_pe);
+        return (arrived & 0xffffffffu) == low;
+    });
+    if (SHMEM_UNLIKELY(arrived >> 32 != tag)) team_out_of_step(t);
     if (bytes != 0) peer_get(call, dest, src, root_pe, bytes);
     // A release store: the copy's reads come before the root may reuse its source.
     peer_store(call, done, g.my_pe, epoch);
@@ -259,7 +289,7 @@ int team_fcollect(const char *call, shmem_team_t team, void *dest, const void *s
                   size_t nelems, size_t elem) {
     shmem_team_s *t = coll_team(call, team);
     Plain p = blocks(call, dest, source, nelems, elem, t->size);
-    TeamSync sync(call, t);
+    TeamSync sync(call, t, team_enter(t, call, kTeamCheckCount, nelems));
     fcollect_pull(members_of(call, t), sync, static_cast<char *>(dest), p.src, p.bytes);
     return 0;
 }
@@ -268,7 +298,7 @@ int team_alltoall(const char *call, shmem_team_t team, void *dest, const void *s
                   size_t nelems, size_t elem) {
     shmem_team_s *t = coll_team(call, team);
     Plain p = blocks(call, dest, source, nelems, elem, t->size);
-    TeamSync sync(call, t);
+    TeamSync sync(call, t, team_enter(t, call, kTeamCheckCount, nelems));
     alltoall_pull(members_of(call, t), sync, static_cast<char *>(dest), p.src, p.bytes);
     return 0;
 }
@@ -278,7 +308,8 @@ int team_collect(const char *call, shmem_team_t team, void *dest, const void *so
     shmem_team_s *t = coll_team(call, team);
     size_t bytes = bytes_of(call, "nelems", nelems, elem);
     Sym src = symmetric(call, "source", source, bytes);
-    TeamSync sync(call, t);
+    // Members may give different counts: only the routine is compared.
+    TeamSync sync(call, t, team_enter(t, call));
     collect_pull(members_of(call, t), sync, static_cast<char *>(dest), src, bytes);
     return 0;
 }
@@ -303,7 +334,10 @@ int team_alltoalls(const char *call, shmem_team_t team, void *dest, const void *
                    ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t elem) {
     shmem_team_s *t = coll_team(call, team);
     Strided s = strided_args(call, dest, source, dst, sst, nelems, elem, t->size);
-    TeamSync sync(call, t);
+    // Each member reads its peers' sources with its own sst: theirs must be the same.
+    TeamSync sync(
+        call, t,
+        team_enter(t, call, kTeamCheckCount | kTeamCheckSst, nelems, static_cast<uint64_t>(sst)));
     alltoalls_pull(members_of(call, t), sync, static_cast<char *>(dest), s.src, dst, sst, s.nelems,
                    elem);
     return 0;
@@ -369,7 +403,9 @@ void as_alltoalls(const char *call, void *dest, const void *source, ptrdiff_t ds
 // ---- barriers -----------------------------------------------------------------------------------
 
 SHMEM_EXPORT int pshmem_team_sync(shmem_team_t team) {
-    team_barrier(coll_team("shmem_team_sync", team));
+    const char *call = "shmem_team_sync";
+    shmem_team_s *t = coll_team(call, team);
+    team_barrier(t, team_enter(t, call));
     return 0;
 }
 
@@ -392,7 +428,7 @@ SHMEM_WEAK_ALIAS(shmem_barrier)
 
 SHMEM_EXPORT int pshmem_broadcastmem(shmem_team_t team, void *dest, const void *source,
                                      size_t nelems, int PE_root) {
-    return team_broadcast("shmem_broadcastmem", team, dest, source, nelems, PE_root);
+    return team_broadcast("shmem_broadcastmem", team, dest, source, nelems, 1, PE_root);
 }
 
 SHMEM_EXPORT int pshmem_collectmem(shmem_team_t team, void *dest, const void *source,
@@ -424,9 +460,8 @@ SHMEM_WEAK_ALIAS(shmem_alltoallsmem)
 #define SHMEM_DEFINE_COLL(TYPE, NAME)                                                              \
     SHMEM_EXPORT int pshmem_##NAME##_broadcast(shmem_team_t team, TYPE *dest, const TYPE *source,  \
                                                size_t nelems, int PE_root) {                       \
-        return team_broadcast(                                                                     \
-            "shmem_" #NAME "_broadcast", team, dest, source,                                       \
-            bytes_of("shmem_" #NAME "_broadcast", "nelems", nelems, sizeof(TYPE)), PE_root);       \
+        return team_broadcast("shmem_" #NAME "_broadcast", team, dest, source, nelems,             \
+                              sizeof(TYPE), PE_root);                                              \
     }                                                                                              \
     SHMEM_EXPORT int pshmem_##NAME##_collect(shmem_team_t team, TYPE *dest, const TYPE *source,    \
                                              size_t nelems) {                                      \

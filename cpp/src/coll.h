@@ -62,11 +62,12 @@ struct Published {
 };
 
 // Synchronisation of a team's collective: its barrier, and the words each member publishes in
-// its own area (one writer each), which its peers read once the barrier has passed.
+// its own area (one writer each), which its peers read once the barrier has passed. Made once
+// per call with the call's tag (team_enter), which every barrier of the call carries.
 class TeamSync {
 public:
-    TeamSync(const char *call, shmem_team_s *t) : t_(t), call_(call) {}
-    void barrier() { team_barrier(t_); }
+    TeamSync(const char *call, shmem_team_s *t, uint64_t tag) : t_(t), call_(call), tag_(tag) {}
+    void barrier() { team_barrier(t_, tag_); }
     void publish(Published p) {
         int me = team_world_pe(t_, t_->my_pe);
         peer_store(call_, team_word(t_->slot, SHMEM_TEAM_AREA_VALUE), me, p.value);
@@ -82,6 +83,7 @@ public:
 private:
     shmem_team_s *t_;
     const char *call_;
+    uint64_t tag_;
 };
 
 // Words of an active set's pSync array that the collectives use (SHMEM_SYNC_SIZE is larger).

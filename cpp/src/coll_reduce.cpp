@@ -159,7 +159,7 @@ int team_reduce(const char *call, shmem_team_t team, T *dest, const T *source, s
     shmem_team_s *t = coll_team(call, team);
     Sym src, dst;
     reduce_args(call, dest, source, nreduce, &src, &dst);
-    TeamSync sync(call, t);
+    TeamSync sync(call, t, team_enter(t, call, kTeamCheckCount, nreduce));
     reduce<Op, T>(members_of(call, t), sync, src, dst, nreduce);
     return 0;
 }

@@ -79,6 +79,8 @@ void start_predefined(shmem_team_s &t, int slot, int start, int stride, int size
     t.slot = slot;
     count_transport_members(&t);
     t.bcast_epoch = 0;
+    // A new job's control segment holds no call yet.
+    t.last_call = {};
     publish_team(&t, true);
 }
 
@@ -92,10 +94,55 @@ const char *team_name(const shmem_team_s *t) {
 
 namespace shmem::detail {
 
-void team_barrier(const shmem_team_s *t) {
+uint64_t team_enter(shmem_team_s *t, const char *call, unsigned checks, uint64_t count,
+                    uint64_t extra) {
+    if (t->size <= 1) return 0;
+    // The line's layout is the runtime's TeamCall (sync/call.rs), which reads it back to name
+    // the calls: 1 | checks << 8, count, extra, then the name, NUL-padded.
+    if ((checks & kTeamCheckCount) == 0) count = 0;
+    if ((checks & (kTeamCheckRoot | kTeamCheckSst)) == 0) extra = 0;
+    auto *line = reinterpret_cast<uint64_t *>(
+        peer_mapped(team_word(t->slot, SHMEM_TEAM_AREA_CALL), g.my_pe));
+    // Peers read the line only to explain a wait that naps: plain stores, the number last.
+    uint64_t number = __atomic_load_n(&line[0], __ATOMIC_RELAXED) + 1;
+    shmem_team_s::LastCall &last = t->last_call;
+    // A routine's name is one string literal (its checks follow from it): the same pointer and
+    // arguments as the last call find the line's words already right, and the tag known.
+    if (last.name == call && last.count == count && last.extra == extra) {
+        __atomic_store_n(&line[0], number, __ATOMIC_RELEASE);
+        return last.tag;
+    }
+    uint64_t w[kTeamCallWords] = {1 | uint64_t{checks} << 8, count, extra};
+    std::memcpy(&w[3], call, strnlen(call, kTeamNameBytes));
+    // Marked busy while the words change, so that a reader never takes one call's words for
+    // another's.
+    __atomic_store_n(&line[0], number | kTeamCallBusy, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    for (size_t i = 0; i < kTeamCallWords; i++) {
+        __atomic_store_n(&line[1 + i], w[i], __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&line[0], number, __ATOMIC_RELEASE);
+    // The call in 31 bits, beside the barrier's epoch in its flags: equal calls have equal
+    // tags, different ones the same with probability 2^-28 (kind 6 in the top bits keeps them
+    // apart from the world barrier's call tags).
+    uint64_t h = 0x9e3779b97f4a7c15u;
+    for (uint64_t x : w) {
+        h = (h ^ x) * 0xbf58476d1ce4e5b9u;
+        h ^= h >> 29;
+    }
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
+    h ^= h >> 31;
+    uint64_t tag = uint64_t{6} << 28 | (h & ((uint64_t{1} << 28) - 1));
+    // Kept only when `extra` fits the cache's 32 bits (a root always does).
+    last = {extra <= UINT32_MAX ? call : nullptr, count, static_cast<uint32_t>(extra),
+            static_cast<uint32_t>(tag)};
+    return tag;
+}
+
+void team_barrier(const shmem_team_s *t, uint64_t tag) {
     // A team of one PE has nothing to wait for (the barrier says the same): no bridge call.
     if (t->size <= 1) return;
-    core::team_sync(t->start, t->stride, t->size, t->my_pe, t->slot);
+    core::team_sync(t->start, t->stride, t->size, t->my_pe, t->slot, tag);
 }
 
 void teams_start() {
@@ -268,9 +315,10 @@ int split(const char *call, shmem_team_s *parent, const NewTeam *defs, int count
     // Each member writes only its own words; the others read them after the barrier.
     Sym value = team_word(parent->slot, SHMEM_TEAM_AREA_VALUE);
     Sym value2 = team_word(parent->slot, SHMEM_TEAM_AREA_VALUE2);
+    uint64_t tag = team_enter(parent, call);
     peer_store(call, value, g.my_pe, mine);
     peer_store(call, value2, g.my_pe, uint64_t{ok ? 0u : 1u});
-    team_barrier(parent);
+    team_barrier(parent, tag);
     uint64_t used = 0;
     bool all_ok = true;
     for (int i = 0; i < parent->size; i++) {
@@ -297,7 +345,7 @@ int split(const char *call, shmem_team_s *parent, const NewTeam *defs, int count
         }
     }
     // Nobody reads the published words after this, and every member's new area is zeroed.
-    team_barrier(parent);
+    team_barrier(parent, tag);
     for (int i = 0; i < count; i++) out[i] = SHMEM_TEAM_INVALID;
     if (!made) return -1;
     for (int i = 0; i < count; i++) {
@@ -445,7 +493,7 @@ SHMEM_EXPORT void pshmem_team_destroy(shmem_team_t team) {
     shmem_team_s *t = team_check(call, "team", team);
     ctx_destroy_all_of_team(t);
     // After this barrier no member touches the team's areas: the slot may be reused.
-    team_barrier(t);
+    team_barrier(t, team_enter(t, call));
     team_unregister(t);
     {
         std::lock_guard<std::mutex> lock(live_mutex);

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "internal.h"
+#include "rust/cxx.h"
+#include "shmem-core/src/ffi.rs.h"
 
 struct shmem_team_s {
     int start = 0;  // world PE of team PE 0
@@ -31,11 +33,17 @@ struct shmem_team_s {
     int slot = -1;
     // Contexts created from the team and not yet destroyed.
     std::atomic<int> contexts{0};
-    // Unused: a member's area is reached as a location in its control segment (peer.h,
-    // team_word), mapped here or not. Kept, like the word below, because the predefined teams
-    // are exported objects a program may hold a copy of (a copy relocation): their size is part
-    // of the ABI.
-    std::vector<char *> unused_areas;
+    // The last team collective this PE entered on the team, as team_enter wrote it into its CALL
+    // line (name nullptr: none, or a call it did not keep): the same routine with the same
+    // arguments again only counts itself there. 24 bytes, the size of what was here before,
+    // since the predefined teams are exported objects a program may hold a copy of (a copy
+    // relocation): their size is part of the ABI.
+    struct LastCall {
+        const char *name = nullptr;
+        uint64_t count = 0;
+        uint32_t extra = 0;
+        uint32_t tag = 0;
+    } last_call;
     // Members marked reached through the transport (peer_via_transport): nonzero on every member
     // or on none, and then the team's collectives take the shapes in which a PE waits only on
     // its own words (coll.cpp), the same on every member.
@@ -77,8 +85,42 @@ inline int team_pe_of(const shmem_team_s *t, int world_pe) {
     return i >= 0 && i < t->size ? i : -1;
 }
 
-// Barrier over the team's members on its area (no completion of puts): the runtime's barrier.
-void team_barrier(const shmem_team_s *t);
+// Arguments of a team collective that every member must pass alike (team_enter's `checks`).
+constexpr unsigned kTeamCheckCount = 1;  // `count`: nelems or nreduce
+constexpr unsigned kTeamCheckRoot = 2;   // `extra`: PE_root
+constexpr unsigned kTeamCheckSst = 4;    // `extra`: sst
+
+// The CALL line of a member's team area (SHMEM_TEAM_AREA_CALL): the number of team
+// collectives it has entered on the team (kTeamCallBusy set while it rewrites the line), then
+// kTeamCallWords words of the last one, its name cut to kTeamNameBytes.
+constexpr size_t kTeamNameBytes = 32;
+constexpr size_t kTeamCallWords = 3 + kTeamNameBytes / 8;
+constexpr uint64_t kTeamCallBusy = uint64_t{1} << 63;
+
+// Records that this PE enters team collective `call` on `t` (every team collective, before its
+// first wait) with the arguments every member must pass alike; returns the tag its barriers and
+// flags carry, so that members whose calls differ end the job naming both instead of waiting
+// for ever or mixing data. A few stores into this PE's own line, no call into the runtime; one
+// store when the call repeats the last one on the team. A team of one PE checks nothing (tag
+// 0).
+uint64_t team_enter(shmem_team_s *t, const char *call, unsigned checks = 0, uint64_t count = 0,
+                    uint64_t extra = 0);
+
+// Barrier over the team's members on its area (no completion of puts): the runtime's barrier,
+// for the team collective `tag` came from (team_enter); ends the job when their calls differ.
+void team_barrier(const shmem_team_s *t, uint64_t tag);
+
+// Once a wait on `t` naps: ends the job when a member is at this PE's team collective number
+// in another call (the runtime looks at most every 50 ms).
+inline void team_watch(const shmem_team_s *t) {
+    core::team_watch(t->start, t->stride, t->size, t->my_pe, t->slot);
+}
+
+// Ends the job: a flag of `t` carries a tag other than this PE's call's.
+[[noreturn]] inline void team_out_of_step(const shmem_team_s *t) {
+    core::team_out_of_step(t->start, t->stride, t->size, t->my_pe, t->slot);
+    __builtin_unreachable();
+}
 
 // Called by shmem_init once the job is known, and by shmem_finalize.
 void teams_start();

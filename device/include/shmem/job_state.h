@@ -56,6 +56,10 @@ enum shmem_job_team_area_line {
     SHMEM_TEAM_AREA_VALUE = 4,           /* a value a member publishes between two barriers */
     SHMEM_TEAM_AREA_VALUE2 = 5,
     SHMEM_TEAM_AREA_SYNC_EPOCH = 6, /* team barriers this member has entered (its own word) */
+    SHMEM_TEAM_AREA_CALL = 7,       /* the team collective this member last entered (its own
+                                       line): its number on the team (bit 63 set while the line
+                                       changes), 1 | checks << 8, count, extra, the routine's
+                                       name (32 bytes, NUL-padded) */
     SHMEM_TEAM_AREA_ROUNDS = 8,     /* dissemination barrier: one flag per round, 32 rounds */
     SHMEM_TEAM_AREA_LINES = 40      /* lines in use */
 };

@@ -70,7 +70,17 @@ mod bridge {
         /// Barrier over all PEs for `shmem_barrier_all` (`barrier_all`) or `shmem_sync_all`
         /// (no completion of puts: the caller fences first if needed).
         fn sync_all(barrier_all: bool) -> Result<()>;
-        fn team_sync(start: i32, stride: i32, size: i32, me: i32, slot: i32);
+        /// Barrier over the team of world PEs start, start + stride, ... (`size`; this PE is
+        /// team PE `me`) whose area is in `slot`, for the team collective tagged `tag` (the
+        /// facade's team_enter, which recorded the call in this PE's `CALL` line); ends the
+        /// job when the members' calls differ.
+        fn team_sync(start: i32, stride: i32, size: i32, me: i32, slot: i32, tag: u64);
+        /// For the facade's team waits once they nap: ends the job when a member of the team is
+        /// at this PE's team collective number in a different call (a look every 50 ms at
+        /// most; between looks it returns at once).
+        fn team_watch(start: i32, stride: i32, size: i32, me: i32, slot: i32);
+        /// Ends the job: the facade found a team flag whose tag differs from its own call's.
+        fn team_out_of_step(start: i32, stride: i32, size: i32, me: i32, slot: i32);
         /// Collective symmetric allocation; returns the local address.
         fn heap_alloc(call: &str, len: usize, align: usize, zero: bool) -> Result<usize>;
         /// Collective free of a block from `heap_alloc`.
@@ -242,19 +252,46 @@ fn sync_all(barrier_all: bool) -> Result<(), Error> {
     logged(call, runtime::get(call).map(|rt| rt.sync_all(barrier_all)))
 }
 
-/// The barrier over a team's members (team PE i is world PE start + i * stride; this PE is
-/// team PE `me`) on the area of its `slot`, for the facade's team barriers. It reads the
-/// published job state, not the runtime, so it takes no lock; the facade passes only live
-/// teams of a running job.
-fn team_sync(start: i32, stride: i32, size: i32, me: i32, slot: i32) {
-    use crate::sync::barrier::{self, Team};
-    barrier::team_sync_published(Team::in_slot(
+fn team_of(start: i32, stride: i32, size: i32, me: i32, slot: i32) -> crate::sync::barrier::Team {
+    crate::sync::barrier::Team::in_slot(
         start as usize,
         stride as isize,
         size as usize,
         me as usize,
         slot as usize,
-    ));
+    )
+}
+
+// The team functions read the published job state, not the runtime, so they take no lock;
+// the facade passes only live teams of a running job.
+
+fn team_sync(start: i32, stride: i32, size: i32, me: i32, slot: i32, tag: u64) {
+    let team = team_of(start, stride, size, me, slot);
+    if crate::sync::barrier::team_sync_published(team, tag).is_err() {
+        runtime::team_out_of_step(team)
+    }
+}
+
+fn team_watch(start: i32, stride: i32, size: i32, me: i32, slot: i32) {
+    use crate::sync::barrier::{self, Hopeless, PublishedAreas};
+    use std::cell::Cell;
+    use std::time::Instant;
+    thread_local! {
+        static LOOKED: Cell<Option<Instant>> = const { Cell::new(None) };
+    }
+    let now = Instant::now();
+    if LOOKED.get().is_some_and(|t| now - t < Hopeless::LOOK_EVERY) {
+        return;
+    }
+    LOOKED.set(Some(now));
+    let team = team_of(start, stride, size, me, slot);
+    if barrier::team_differs(&PublishedAreas(team)).is_some() {
+        runtime::team_out_of_step(team)
+    }
+}
+
+fn team_out_of_step(start: i32, stride: i32, size: i32, me: i32, slot: i32) {
+    runtime::team_out_of_step(team_of(start, stride, size, me, slot))
 }
 
 // Calls whose PEs are out of step never return from these: the runtime ends the job.

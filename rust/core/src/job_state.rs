@@ -38,6 +38,9 @@ pub const AREA_CENTRAL_COUNT: usize = 2;
 pub const AREA_CENTRAL_RELEASE: usize = 3;
 /// Line of the team barriers a member has entered (`SHMEM_TEAM_AREA_SYNC_EPOCH`).
 pub const AREA_SYNC_EPOCH: usize = 6;
+/// Line of the team collective a member last entered: its number on the team and the call
+/// (`SHMEM_TEAM_AREA_CALL`).
+pub const AREA_CALL: usize = 7;
 /// First line of the dissemination flags, one per round (`SHMEM_TEAM_AREA_ROUNDS`).
 pub const AREA_ROUNDS: usize = 8;
 /// Most dissemination rounds (enough for 2^32 PEs).
@@ -476,8 +479,8 @@ pub fn device_image(at: usize) -> Option<Vec<u8>> {
 }
 
 /// The mirror's layout: its size and alignment, then each field's offset in declaration
-/// order, then the team entry's size and offsets, then the team area's line size and line
-/// count, then the transport table's size and offsets. The facade compares it with the C
+/// order, then the team entry's size and offsets, then the team area's lines (with the layout
+/// of its `CALL` line, which the facade writes), then the transport table's size and offsets. The facade compares it with the C
 /// headers' at start-up.
 pub fn layout() -> Vec<usize> {
     let mut l = vec![
@@ -526,6 +529,10 @@ pub fn layout() -> Vec<usize> {
         AREA_CENTRAL_COUNT,
         AREA_CENTRAL_RELEASE,
         AREA_SYNC_EPOCH,
+        AREA_CALL,
+        crate::sync::call::TEAM_CALL_WORDS,
+        crate::sync::call::TEAM_NAME_BYTES,
+        crate::sync::barrier::CALL_BUSY as usize,
         AREA_ROUNDS,
     ];
     l.extend(crate::transport::table::layout());

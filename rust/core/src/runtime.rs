@@ -563,6 +563,55 @@ fn end_job(status: i32, after_error: bool) -> ! {
     log::exit_process(status)
 }
 
+/// Ends the job after this member of `team` found its team collective calls out of step with
+/// another member's ([`barrier::team_sync`]'s stop, [`barrier::team_differs`], or a flag whose
+/// tag differs): names the first member at this member's team collective number whose call
+/// differs from the lowest such member's, both calls, and the team. That member says it at once;
+/// the others wait the control timeout for it first, as in [`Runtime::out_of_step`].
+pub fn team_out_of_step(team: barrier::Team) -> ! {
+    let areas = barrier::PublishedAreas(team);
+    let (number, mine) = barrier::team_entered(&areas, team.me);
+    let at: Vec<(usize, Option<crate::sync::call::TeamCall>)> = (0..team.size)
+        .filter_map(|m| {
+            let (k, call) = barrier::team_entered(&areas, m);
+            (k == number).then_some((m, call))
+        })
+        .collect();
+    let (first, first_call) = at.first().copied().unwrap_or((team.me, mine));
+    let (other, other_call) = at
+        .iter()
+        .copied()
+        .find(|(_, call)| *call != first_call)
+        .unwrap_or((team.me, mine));
+    if other != team.me {
+        let patience =
+            get("a team collective").map_or(Duration::from_secs(10), |rt| rt.timeouts.control);
+        std::thread::sleep(patience);
+    }
+    let pe = |m: usize| {
+        let world = team.world_pe(m);
+        if team.is_world() {
+            format!("PE {world}")
+        } else {
+            format!("PE {world} (team PE {m})")
+        }
+    };
+    let describe = |c: Option<crate::sync::call::TeamCall>| {
+        c.map_or("an unknown call".to_string(), |c| c.to_string())
+    };
+    tracing::error!(
+        "{}: team collective calls out of step on {}: {} called {} while {} called {} \
+         (call #{number} on this team); ending the job",
+        mine.as_ref().map_or("a team collective", |c| c.routine()),
+        team.describe(),
+        pe(first),
+        describe(first_call),
+        pe(other),
+        describe(other_call),
+    );
+    stop_after_error(1)
+}
+
 impl Runtime {
     /// Barrier over all PEs without the completion of outstanding puts, for
     /// `shmem_barrier_all` (`barrier_all`) or `shmem_sync_all`, which agree with each other.

@@ -26,8 +26,14 @@
 //! corrupt data or wait for ever; its epoch lives here ([`Barrier`]) and every PE also records
 //! in its state line the last epoch it entered and its whole call: after a barrier whose calls
 //! differ (which no PE leaves for the next one) they say who called what. A team barrier
-//! carries tag 0 (its calls are not checked) and counts its epoch in the member's own
-//! `SYNC_EPOCH` word of the team's area, which a split zeroes with the rest of the area.
+//! carries the tag of the team collective it belongs to (the facade's `team_enter` computes it
+//! from the call) and counts its epoch in the member's own `SYNC_EPOCH` word of the team's
+//! area, which a split zeroes with the rest of the area; each member records in its own `CALL`
+//! line of that area how many team collectives it has entered on the team and the last one
+//! (the facade's `team_enter` again). Members at the same number in different calls are out of
+//! step whatever the calls' shapes: a member whose wait has come to napping looks for one
+//! ([`team_differs`]), which finds the calls that never meet in one barrier (a broadcast's
+//! flags against another collective's barrier).
 //!
 //! Epochs only grow and each word's meaning is "reached epoch e", so nothing is ever reset (but
 //! the central tag word, by the last arrival, for the next epoch) and a member already in the
@@ -36,11 +42,11 @@
 //! job: it says what it found.
 
 use crate::job_state::{
-    self, AREA_CENTRAL_COUNT, AREA_CENTRAL_RELEASE, AREA_MAX_ROUNDS, AREA_ROUNDS, AREA_SYNC_EPOCH,
-    TEAM_AREA_LINE_BYTES,
+    self, AREA_CALL, AREA_CENTRAL_COUNT, AREA_CENTRAL_RELEASE, AREA_MAX_ROUNDS, AREA_ROUNDS,
+    AREA_SYNC_EPOCH, TEAM_AREA_LINE_BYTES,
 };
 use crate::mapping::Mapping;
-use crate::sync::call::{Call, TAG_BITS};
+use crate::sync::call::{Call, TeamCall, TAG_BITS, TEAM_CALL_WORDS};
 use crate::sync::control::{self, Control};
 use crate::sync::wait;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -229,8 +235,31 @@ impl Team {
         }
     }
 
-    fn world_pe(&self, member: usize) -> usize {
+    /// World PE of member `member`.
+    pub fn world_pe(&self, member: usize) -> usize {
         (self.start as isize + member as isize * self.stride) as usize
+    }
+
+    /// True when team PE numbers are world PE numbers (team PE i is world PE i).
+    pub fn is_world(&self) -> bool {
+        self.start == 0 && (self.stride == 1 || self.size == 1)
+    }
+
+    /// The team in messages: a predefined team by its name, another by its members.
+    pub fn describe(&self) -> String {
+        let slot = self
+            .area
+            .checked_sub(control::TEAM_AREAS)
+            .map(|o| o / control::TEAM_AREA_SIZE);
+        match slot {
+            _ if self.area == control::BARRIER => "all PEs".to_string(),
+            Some(0) => "SHMEM_TEAM_WORLD".to_string(),
+            Some(1) => "SHMEM_TEAM_SHARED".to_string(),
+            _ => format!(
+                "a team of {} PEs (world PE {} first, stride {})",
+                self.size, self.start, self.stride
+            ),
+        }
     }
 
     fn offset(&self, line: usize, index: usize) -> usize {
@@ -593,26 +622,96 @@ fn run_central(
     Ok(())
 }
 
-/// A team barrier (no completion of puts): waits until every member of `areas` has entered as
-/// many barriers on the team as this PE. Its epoch is this member's `SYNC_EPOCH` word; a team
-/// of one PE has nothing to wait for and counts nothing.
-pub fn team_sync(areas: &impl Areas, central: bool) {
+/// A team barrier (no completion of puts) of the team collective whose tag is `tag`: waits
+/// until every member of `areas` has entered as many barriers on the team as this PE. Its epoch
+/// is this member's `SYNC_EPOCH` word; a team of one PE has nothing to wait for and counts
+/// nothing. Returns [`Stop::OutOfStep`] when the members' tags differ (every member learns it
+/// at this barrier, and none goes on), and [`Stop::TimedOut`] when, while it waited, a member
+/// turned out to be at this member's team collective number in a different call
+/// ([`team_differs`]).
+pub fn team_sync(areas: &impl Areas, central: bool, tag: u64) -> Result<(), Stop> {
     if areas.size() <= 1 {
-        return;
+        return Ok(());
     }
     let mine = areas.mine(AREA_SYNC_EPOCH, 0);
     // Only this member writes its epoch word (a team's barriers are called by one thread of
     // each member at a time).
     let epoch = mine.load(Ordering::Relaxed) + 1;
     mine.store(epoch, Ordering::Relaxed);
-    // No call check and no give-up: a team barrier can only complete.
-    let _ = run(areas, epoch, None, central, None);
+    let mut looked: Option<Instant> = None;
+    let mut differs = |_| {
+        let now = Instant::now();
+        if looked.is_some_and(|t| now - t < Hopeless::LOOK_EVERY) {
+            return false;
+        }
+        looked = Some(now);
+        team_differs(areas).is_some()
+    };
+    run(areas, epoch, Some(tag), central, Some(&mut differs))
+}
+
+/// Set in the call line's number word while its member rewrites the line.
+pub(crate) const CALL_BUSY: u64 = 1 << 63;
+
+/// Records that this member enters team collective `call` on `areas`' team; returns its number
+/// on the team (1 for the first). The facade's `team_enter` (`cpp/src/team.cpp`) writes the same
+/// line the same way on every team collective: the words as plain stores, the number last,
+/// marked busy meanwhile.
+#[cfg(test)]
+pub fn team_enter(areas: &impl Areas, call: &TeamCall) -> u64 {
+    let number = areas.mine(AREA_CALL, 0);
+    let n = (number.load(Ordering::Relaxed) & !CALL_BUSY) + 1;
+    number.store(n | CALL_BUSY, Ordering::Relaxed);
+    std::sync::atomic::fence(Ordering::Release);
+    for (i, w) in call.encode().into_iter().enumerate() {
+        areas.mine(AREA_CALL, 1 + i).store(w, Ordering::Relaxed);
+    }
+    number.store(n, Ordering::Release);
+    n
+}
+
+/// Member `member`'s team collective number and call (0 and `None` before its first), as one
+/// consistent snapshot of its line: a read that overlaps the member's rewrite is made again.
+pub fn team_entered(areas: &impl Areas, member: usize) -> (u64, Option<TeamCall>) {
+    let word = |i: usize| areas.word(member, AREA_CALL, i);
+    // A rewrite takes a few stores: a line still busy after this many reads belongs to a
+    // member that stopped in the middle, whose call is then unknown.
+    for _ in 0..1000 {
+        let before = word(0).read();
+        if before & CALL_BUSY != 0 {
+            std::thread::yield_now();
+            continue;
+        }
+        let mut w = [0u64; TEAM_CALL_WORDS];
+        for (i, x) in w.iter_mut().enumerate() {
+            *x = word(1 + i).read();
+        }
+        std::sync::atomic::fence(Ordering::Acquire);
+        if word(0).read() == before {
+            return (before, TeamCall::decode(w));
+        }
+    }
+    (0, None)
+}
+
+/// A member at this member's team collective number whose call differs from this member's, if
+/// any: the team's collective calls are then out of step, since every member makes the same
+/// calls on a team in the same order.
+pub fn team_differs(areas: &impl Areas) -> Option<usize> {
+    let (n, mine) = team_entered(areas, areas.me());
+    (0..areas.size()).find(|&m| {
+        if m == areas.me() {
+            return false;
+        }
+        let (k, call) = team_entered(areas, m);
+        k == n && call != mine
+    })
 }
 
 /// The facade's team barrier: the team's members and slot as the facade holds them, its words
 /// through the published job state.
-pub fn team_sync_published(team: Team) {
-    team_sync(&PublishedAreas(team), job_state::central_barrier());
+pub fn team_sync_published(team: Team, tag: u64) -> Result<(), Stop> {
+    team_sync(&PublishedAreas(team), job_state::central_barrier(), tag)
 }
 
 impl Barrier {
@@ -978,12 +1077,12 @@ mod tests {
                         };
                         for k in 1..=ROUNDS {
                             value(team.me).store(k * 100 + team.me as u64, Ordering::Relaxed);
-                            team_sync(&areas, central);
+                            assert_eq!(team_sync(&areas, central, 0), Ok(()));
                             for m in 0..team.size {
                                 let got = value(m).load(Ordering::Relaxed);
                                 assert_eq!(got, k * 100 + m as u64, "PE {pe} member {m} round {k}");
                             }
-                            team_sync(&areas, central);
+                            assert_eq!(team_sync(&areas, central, 0), Ok(()));
                             if k % 50 == 0 {
                                 let call = Call::new("shmem_barrier_all", Step::Sync);
                                 assert_eq!(world.sync(control, pe, n, call, None), Ok(()));
@@ -1011,5 +1110,107 @@ mod tests {
         let last = Team::in_slot(0, 1, 4, 0, control::TEAM_SLOTS - 1);
         assert!(last.offset(crate::job_state::TEAM_AREA_LINES - 1, 7) + 8 <= control::SIZE);
         assert!(control::NAP_STAMP + 8 <= world.offset(0, 0));
+    }
+
+    /// Team barriers carry their collective's tag: members whose calls differ all return
+    /// `OutOfStep` from that barrier, in both shapes, over strided teams, and their call lines
+    /// say who called what.
+    #[test]
+    fn team_barriers_find_calls_that_differ() {
+        use crate::sync::call::{TEAM_COUNT, TEAM_ROOT};
+        let reduce = |n| TeamCall::new("shmem_float_sum_reduce", TEAM_COUNT, n, 0);
+        for central in [false, true] {
+            for n in 2..=5usize {
+                for pattern in 1..(1u32 << n) - 1 {
+                    let controls = Control::in_process(n);
+                    let outs: Vec<_> = std::thread::scope(|scope| {
+                        let hs: Vec<_> = (0..n)
+                            .map(|pe| {
+                                let control = &controls[pe];
+                                scope.spawn(move || {
+                                    // Listed downwards: team PE i is world PE n - 1 - i.
+                                    let team = Team::in_slot(n - 1, -1, n, n - 1 - pe, 4);
+                                    let areas = MappedAreas {
+                                        control,
+                                        team,
+                                        nodes: &[],
+                                    };
+                                    let first = reduce(8);
+                                    team_enter(&areas, &first);
+                                    let a = team_sync(&areas, central, first.tag());
+                                    let call = if pattern >> pe & 1 == 1 {
+                                        reduce(4)
+                                    } else {
+                                        TeamCall::new(
+                                            "shmem_broadcastmem",
+                                            TEAM_COUNT | TEAM_ROOT,
+                                            4,
+                                            0,
+                                        )
+                                    };
+                                    assert_eq!(team_enter(&areas, &call), 2);
+                                    let b = team_sync(&areas, central, call.tag());
+                                    (a, b, team_differs(&areas).is_some())
+                                })
+                            })
+                            .collect();
+                        hs.into_iter().map(|h| h.join().unwrap()).collect()
+                    });
+                    for (pe, o) in outs.iter().enumerate() {
+                        assert_eq!(
+                            (o.0, o.1),
+                            (Ok(()), Err(Stop::OutOfStep { epoch: 2 })),
+                            "n={n} central={central} pattern={pattern:b} PE {pe}"
+                        );
+                        assert!(o.2, "PE {pe} finds a member in another call");
+                    }
+                }
+            }
+        }
+    }
+
+    /// A member waiting at a team barrier gives up once another member is at the same team
+    /// collective number in a call that never reaches the barrier (a broadcast waiting on its
+    /// root's flag); a member that is only late, or already in its next call, is waited for.
+    #[test]
+    fn a_team_barrier_gives_up_on_a_member_in_another_call() {
+        use crate::sync::call::{TEAM_COUNT, TEAM_ROOT};
+        let controls = Control::in_process(2);
+        let areas = |pe: usize| MappedAreas {
+            control: &controls[pe],
+            team: Team::in_slot(0, 1, 2, pe, 3),
+            nodes: &[],
+        };
+        let reduce = TeamCall::new("shmem_float_sum_reduce", TEAM_COUNT, 4, 0);
+        let bcast = TeamCall::new("shmem_broadcastmem", TEAM_COUNT | TEAM_ROOT, 16, 0);
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| {
+                let a = areas(0);
+                team_enter(&a, &reduce);
+                team_sync(&a, false, reduce.tag())
+            });
+            let b = areas(1);
+            // PE 1 computes first, then is at the same number in another call.
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(!waiter.is_finished(), "a late member is waited for");
+            team_enter(&b, &bcast);
+            let r = waiter.join().unwrap();
+            assert_eq!(r, Err(Stop::TimedOut { epoch: 1 }));
+            assert_eq!(team_differs(&b), Some(0));
+            assert_eq!(team_entered(&b, 0), (1, Some(reduce)));
+            assert_eq!(team_entered(&areas(0), 1), (1, Some(bcast)));
+        });
+        // A member that already entered its next call does not count.
+        let controls = Control::in_process(2);
+        let areas = |pe: usize| MappedAreas {
+            control: &controls[pe],
+            team: Team::in_slot(0, 1, 2, pe, 3),
+            nodes: &[],
+        };
+        team_enter(&areas(0), &reduce);
+        team_enter(&areas(1), &reduce);
+        team_enter(&areas(1), &bcast);
+        assert_eq!(team_differs(&areas(0)), None);
+        assert_eq!(team_differs(&areas(1)), None);
     }
 }

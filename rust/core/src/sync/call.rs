@@ -10,6 +10,10 @@
 //! on the block's offset (and the new size); `shmem_finalize` agrees only with itself. Anything
 //! else means the PEs' collective calls are out of step: from there on the same address would
 //! name different blocks, or one PE would wait for ever.
+//!
+//! A team collective ([`TeamCall`]) is checked the same way on its team's barriers: members
+//! agree when they called the same routine with the same counts and root (a collect's count
+//! may differ between members and is not compared).
 
 use std::fmt;
 
@@ -193,6 +197,132 @@ impl fmt::Display for Call {
     }
 }
 
+/// Bytes of a team collective's routine name a record keeps (the longest public name has 28).
+pub const TEAM_NAME_BYTES: usize = 32;
+
+/// Arguments of a team collective that every member must pass alike (bits of
+/// [`TeamCall::new`]'s `checks`; the facade's `kTeamCheck*`).
+pub const TEAM_COUNT: u32 = 1;
+/// The root (`PE_root`), in `extra`.
+pub const TEAM_ROOT: u32 = 2;
+/// The source stride (`sst`), in `extra`.
+pub const TEAM_SST: u32 = 4;
+
+/// Words of a [`TeamCall`]'s record.
+pub const TEAM_CALL_WORDS: usize = 3 + TEAM_NAME_BYTES / 8;
+
+/// One member's team collective: the routine and the arguments every member must agree on.
+/// Two members agree when their calls are equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TeamCall {
+    name: [u8; TEAM_NAME_BYTES],
+    checks: u32,
+    count: u64,
+    extra: u64,
+}
+
+impl TeamCall {
+    /// `routine` (its public name) with `count` and `extra` where `checks` says they are
+    /// compared ([`TEAM_COUNT`], [`TEAM_ROOT`], [`TEAM_SST`]); unchecked ones are dropped. The
+    /// facade's `team_enter` builds the same words.
+    #[cfg(test)]
+    pub fn new(routine: &str, checks: u32, count: u64, extra: u64) -> TeamCall {
+        let mut name = [0u8; TEAM_NAME_BYTES];
+        let n = routine.len().min(TEAM_NAME_BYTES);
+        name[..n].copy_from_slice(&routine.as_bytes()[..n]);
+        let checks = checks & (TEAM_COUNT | TEAM_ROOT | TEAM_SST);
+        TeamCall {
+            name,
+            checks,
+            count: if checks & TEAM_COUNT != 0 { count } else { 0 },
+            extra: if checks & (TEAM_ROOT | TEAM_SST) != 0 {
+                extra
+            } else {
+                0
+            },
+        }
+    }
+
+    /// The words a member's record holds; the first is never 0, which marks "nothing written".
+    #[cfg(test)]
+    pub fn encode(&self) -> [u64; TEAM_CALL_WORDS] {
+        let mut w = [0u64; TEAM_CALL_WORDS];
+        w[0] = 1 | u64::from(self.checks) << 8;
+        w[1] = self.count;
+        w[2] = self.extra;
+        for (i, chunk) in self.name.chunks_exact(8).enumerate() {
+            w[3 + i] = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        }
+        w
+    }
+
+    /// The call [`TeamCall::encode`] wrote, or `None` for words that hold none.
+    pub fn decode(w: [u64; TEAM_CALL_WORDS]) -> Option<TeamCall> {
+        if w[0] & 0xff != 1 {
+            return None;
+        }
+        let mut name = [0u8; TEAM_NAME_BYTES];
+        for (i, chunk) in name.chunks_exact_mut(8).enumerate() {
+            chunk.copy_from_slice(&w[3 + i].to_le_bytes());
+        }
+        Some(TeamCall {
+            name,
+            checks: (w[0] >> 8) as u32,
+            count: w[1],
+            extra: w[2],
+        })
+    }
+
+    /// The call in [`TAG_BITS`] bits, as the facade's `team_enter` computes it for the team
+    /// barriers: calls that agree have the same tag, different ones the same with probability
+    /// 2^-28, and none the tag of a call over all PEs.
+    #[cfg(test)]
+    pub fn tag(&self) -> u64 {
+        let w = self.encode();
+        let mut h = 0x9e37_79b9_7f4a_7c15u64;
+        for x in w {
+            h = (h ^ x).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            h ^= h >> 29;
+        }
+        h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        h ^= h >> 31;
+        6 << 28 | (h & ((1 << 28) - 1))
+    }
+
+    /// The routine's public name.
+    pub fn routine(&self) -> &str {
+        let end = self
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(TEAM_NAME_BYTES);
+        std::str::from_utf8(&self.name[..end]).unwrap_or("a team collective")
+    }
+}
+
+impl fmt::Display for TeamCall {
+    /// `shmem_float_sum_reduce(nreduce=4)`, `shmem_broadcastmem(nelems=8, PE_root=0)`, ...
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.routine();
+        let mut args = Vec::new();
+        if self.checks & TEAM_COUNT != 0 {
+            let arg = if name.ends_with("_reduce") {
+                "nreduce"
+            } else {
+                "nelems"
+            };
+            args.push(format!("{arg}={}", self.count));
+        }
+        if self.checks & TEAM_ROOT != 0 {
+            args.push(format!("PE_root={}", self.extra));
+        }
+        if self.checks & TEAM_SST != 0 {
+            args.push(format!("sst={}", self.extra as i64));
+        }
+        write!(f, "{name}({})", args.join(", "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,5 +446,45 @@ mod tests {
             other.to_string(),
             "a symmetric allocation (size=8, align=8)"
         );
+    }
+
+    #[test]
+    fn team_calls_round_trip_agree_and_describe_themselves() {
+        let reduce = |n| TeamCall::new("shmem_float_sum_reduce", TEAM_COUNT, n, 0);
+        let bcast = |n, root| TeamCall::new("shmem_broadcastmem", TEAM_COUNT | TEAM_ROOT, n, root);
+        let collect = |n| TeamCall::new("shmem_int_collect", 0, n, 0);
+        let calls = [
+            reduce(4),
+            bcast(16, 1),
+            collect(3),
+            TeamCall::new("shmem_longdouble_prod_reduce", TEAM_COUNT, 1 << 40, 0),
+            TeamCall::new("shmem_int64_alltoalls", TEAM_COUNT | TEAM_SST, 2, 3),
+        ];
+        for c in calls {
+            assert_ne!(c.encode()[0], 0);
+            assert_eq!(TeamCall::decode(c.encode()), Some(c));
+            assert!(c.tag() < 1 << TAG_BITS);
+            assert_ne!(c.tag(), Call::BARRIER_ALL.tag());
+        }
+        assert_eq!(TeamCall::decode([0; TEAM_CALL_WORDS]), None);
+        assert_eq!(reduce(4), reduce(4));
+        assert_eq!(reduce(4).tag(), reduce(4).tag());
+        assert_ne!(reduce(4).tag(), reduce(8).tag());
+        assert_ne!(bcast(16, 0).tag(), bcast(16, 1).tag());
+        assert_ne!(bcast(4, 0).tag(), reduce(4).tag());
+        // A collect's count is its own: members with different counts agree.
+        assert_eq!(collect(3), collect(5));
+        assert_eq!(collect(3).tag(), collect(5).tag());
+        assert_eq!(reduce(4).to_string(), "shmem_float_sum_reduce(nreduce=4)");
+        assert_eq!(
+            bcast(16, 1).to_string(),
+            "shmem_broadcastmem(nelems=16, PE_root=1)"
+        );
+        assert_eq!(collect(3).to_string(), "shmem_int_collect()");
+        assert_eq!(
+            calls[4].to_string(),
+            "shmem_int64_alltoalls(nelems=2, sst=3)"
+        );
+        assert_eq!(calls[3].routine(), "shmem_longdouble_prod_reduce");
     }
 }
