@@ -16,8 +16,8 @@
 # For each command it unpacks the Debian 12 base (debootstrap from Debian's packages, with this
 # machine's apt sources and apt settings) into a root of its own, clones the commit into
 # /root/shmem there, brings in only what the README names (rustup's default toolchain, read-only,
-# with cargo's proxies and a writable cargo home), and runs the command exactly as the README
-# writes it, as root, from /root/shmem, with a clean environment (bash -l, HOME=/root, Debian's
+# with cargo's proxies and a writable cargo home) and this site's network trust anchors and pip
+# settings (see site_trust), and runs the command exactly as the README writes it, as root, from /root/shmem, with a clean environment (bash -l, HOME=/root, Debian's
 # PATH plus what rustup's ~/.cargo/env adds). The root gets /proc, /sys, /dev, /dev/pts and fresh
 # /dev/shm and /run. It prints each command's wall time and result and exits non-zero if one
 # failed; each command's whole output is also kept in <work>/<name>.log.
