@@ -189,10 +189,23 @@ _DEFAULT_HEAP = 512 << 20
 _allocations: dict = {}  # address -> Buffer, this PE's live allocations
 
 
-def _parse_size(text: str) -> int:
+def _heap_size_from_env() -> int:
+    """SHMEM_SYMMETRIC_SIZE (else its deprecated name SMA_SYMMETRIC_SIZE), as the library reads
+    it: a variable set but blank is refused, not taken for the default."""
+    name = "SHMEM_SYMMETRIC_SIZE" if "SHMEM_SYMMETRIC_SIZE" in os.environ else "SMA_SYMMETRIC_SIZE"
+    text = os.environ.get(name)
+    if text is None:
+        return _DEFAULT_HEAP
+    if not text.strip():
+        raise ValueError(f"init: {name}={text!r} is set but empty: unset it for the default "
+                         "(512M), or give bytes with optional K/M/G/T suffix")
+    return _parse_size(text, name)
+
+
+def _parse_size(text: str, name: str = "SHMEM_SYMMETRIC_SIZE") -> int:
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMgGtT]?)[bB]?\s*", text)
     if not m:
-        raise ValueError(f"init: SHMEM_SYMMETRIC_SIZE={text!r} is not a size")
+        raise ValueError(f"init: {name}={text!r} is not a size")
     scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2).lower()]
     return int(float(m.group(1)) * scale)
 
@@ -237,8 +250,7 @@ def init(mype: Optional[int] = None, npes: Optional[int] = None, mem_size: Optio
             mype = lr if mype is None else mype
             npes = ln if npes is None else npes
         if mem_size is None:
-            env = os.environ.get("SHMEM_SYMMETRIC_SIZE") or os.environ.get("SMA_SYMMETRIC_SIZE")
-            mem_size = _parse_size(env) if env else _DEFAULT_HEAP
+            mem_size = _heap_size_from_env()
         if uid is not None:
             rc = _c.shmem_init_using_unique_id(mype, npes, mem_size, uid)
         else:
