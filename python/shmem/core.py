@@ -189,10 +189,23 @@ _DEFAULT_HEAP = 512 << 20
 _allocations: dict = {}  # address -> Buffer, this PE's live allocations
 
 
-def _parse_size(text: str) -> int:
+def _heap_size_from_env() -> int:
+    """SHMEM_SYMMETRIC_SIZE (else its deprecated name SMA_SYMMETRIC_SIZE), as the library reads
+    it: a variable set but blank is refused, not taken for the default."""
+    name = "SHMEM_SYMMETRIC_SIZE" if "SHMEM_SYMMETRIC_SIZE" in os.environ else "SMA_SYMMETRIC_SIZE"
+    text = os.environ.get(name)
+    if text is None:
+        return _DEFAULT_HEAP
+    if not text.strip():
+        raise ValueError(f"init: {name}={text!r} is set but empty: unset it for the default "
+                         "(512M), or give bytes with optional K/M/G/T suffix")
+    return _parse_size(text, name)
+
+
+def _parse_size(text: str, name: str = "SHMEM_SYMMETRIC_SIZE") -> int:
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMgGtT]?)[bB]?\s*", text)
     if not m:
-        raise ValueError(f"init: SHMEM_SYMMETRIC_SIZE={text!r} is not a size")
+        raise ValueError(f"init: {name}={text!r} is not a size")
     scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2).lower()]
     return int(float(m.group(1)) * scale)
 
@@ -237,8 +250,7 @@ def init(mype: Optional[int] = None, npes: Optional[int] = None, mem_size: Optio
             mype = lr if mype is None else mype
             npes = ln if npes is None else npes
         if mem_size is None:
-            env = os.environ.get("SHMEM_SYMMETRIC_SIZE") or os.environ.get("SMA_SYMMETRIC_SIZE")
-            mem_size = _parse_size(env) if env else _DEFAULT_HEAP
+            mem_size = _heap_size_from_env()
         if uid is not None:
             rc = _c.shmem_init_using_unique_id(mype, npes, mem_size, uid)
         else:
@@ -428,6 +440,18 @@ def get_peer_array(a: np.ndarray, pe: int) -> np.ndarray:
 # ---- RMA and signals ------------------------------------------------------------------------
 
 
+def _same_type(call: str, dst: Any, src: Any) -> None:
+    """A copy moves bytes: two arrays of different dtypes are refused rather than
+    reinterpreted; raw bytes (a ``Buffer``, uint8) go with any dtype."""
+    if not (isinstance(dst, np.ndarray) and isinstance(src, np.ndarray)):
+        return
+    if dst.dtype == src.dtype or np.uint8 in (dst.dtype, src.dtype):
+        return
+    raise TypeError(f"{call}: dst holds {dst.dtype} and src {src.dtype}: {call} copies bytes, so "
+                    "both must hold the same type (view one as the other's dtype, or as uint8, "
+                    "to copy the bytes as they are)")
+
+
 def _copy_sizes(call: str, dst_bytes: int, src_bytes: int) -> int:
     if src_bytes > dst_bytes:
         raise ValueError(f"{call}: src has {src_bytes} bytes, more than dst's {dst_bytes}")
@@ -436,8 +460,9 @@ def _copy_sizes(call: str, dst_bytes: int, src_bytes: int) -> int:
 
 #: ``put(dst, src, pe, *, nbi=False)``: copies local ``src`` (any C-contiguous buffer: a NumPy
 #: array, a ``Buffer``) into the symmetric ``dst`` on PE ``pe`` (``src``'s bytes, at most
-#: ``dst``'s); complete on return, with ``nbi=True`` after ``quiet()``. Compiled: a call costs
-#: little more than the C call.
+#: ``dst``'s; both of one dtype unless one is raw bytes, else ``TypeError`` naming both);
+#: complete on return, with ``nbi=True`` after ``quiet()``. Compiled: a call costs little more
+#: than the C call.
 put = _c.core_put
 #: ``get(dst, src, pe, *, nbi=False)``: copies the symmetric ``src`` of PE ``pe`` into local
 #: ``dst`` (``dst``'s bytes, at most ``src``'s); complete on return, with ``nbi=True`` after
@@ -461,6 +486,7 @@ def put_signal(dst: Any, src: Any, signal_var: Any, signal_val: int,
     ``signal_val`` by ``signal_op``: a PE that sees the signal sees the data."""
     d, dn = _symmetric("put_signal", "dst", dst)
     s, sn = _local("put_signal", "src", src)
+    _same_type("put_signal", dst, src)
     n = _copy_sizes("put_signal", dn, sn)
     sig = _signal_var("put_signal", signal_var)
     _c.osh_putmem_signal(d, s, n, sig, int(signal_val), int(SignalOp(signal_op)),

@@ -20,10 +20,18 @@ first use; it must never keep state about the job itself (libshmem has it: rank,
 Collectives are called by every rank in the same order, as torch.distributed's are. Each one
 starts by synchronising the ranks (a barrier or an exchange that is one), so its signals and
 buffers may be reused by the next call at once; each wait fails after the Ops wait timeout.
+
+Errors: what the handler checks itself (ranks, shapes, dtypes, sizes, groups, reduce ops, the
+signal pad size, SYMMETRIC_MEMORY_HEAP_SIZE) raises ValueError for a bad value and TypeError for
+a wrong type, as Python code does; a failed start-up raises RuntimeError. What it hands to the
+classes as given (offsets, counts, signal values, tensors) the classes refuse with their
+RuntimeError, as CANN's binding does; their failures (a wait past its timeout, a full heap) are
+RuntimeError too.
 """
 
 from __future__ import annotations
 
+import operator
 import os
 import threading
 from typing import Any, Sequence
@@ -38,6 +46,18 @@ SIGNAL_ADD = 1
 CMP_EQ = 0
 
 _DEFAULT_SIGNAL_PAD_BYTES = 4096
+
+
+def _int(call: str, name: str, value: Any) -> int:
+    """`value` as an int (a Python or NumPy integer, or an integer scalar tensor); TypeError
+    naming the call, the argument and its value otherwise (bool and float included, which
+    would pass a range check and then be taken for another number)."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{call}: {name} {value!r} is not an int")
 
 
 def _one(value: int, dtype: torch.dtype = torch.int64) -> torch.Tensor:
@@ -59,7 +79,7 @@ class SymmetricMemoryHandle:
     ) -> torch.Tensor:
         """Rank `rank`'s copy of the tensor's storage as a tensor of `sizes` and `dtype`,
         starting `storage_offset` elements in, that this process reads and writes directly."""
-        TorchSymmetricMemoryHandler._check_rank("get_buffer", "rank", rank)
+        rank = TorchSymmetricMemoryHandler._check_rank("get_buffer", "rank", rank)
         width = torch.empty((), dtype=dtype).element_size()
         count = 1
         for dim in sizes:
@@ -77,7 +97,7 @@ class SymmetricMemoryHandle:
         self, rank: int, sizes: Sequence[int] | None = None, dtype: torch.dtype = torch.int32
     ) -> torch.Tensor:
         """Rank `rank`'s signal pad (the handler's, get_signal_pad_size() bytes)."""
-        TorchSymmetricMemoryHandler._check_rank("get_signal_pad", "rank", rank)
+        rank = TorchSymmetricMemoryHandler._check_rank("get_signal_pad", "rank", rank)
         pad = TorchSymmetricMemoryHandler._pad().view(torch.uint8)
         peer = _library.manager().peer_tensor(pad, rank).view(dtype)
         return peer if sizes is None else peer[: _count(sizes)].view(list(sizes))
@@ -187,10 +207,13 @@ class TorchSymmetricMemoryHandler:
         return cls._world
 
     @classmethod
-    def _check_rank(cls, call: str, name: str, rank: int) -> None:
+    def _check_rank(cls, call: str, name: str, rank: Any) -> int:
+        """`rank` as an int when it is a rank of the job; TypeError or ValueError otherwise."""
+        rank = _int(call, name, rank)
         world = cls.world_size()
         if not 0 <= rank < world:
             raise ValueError(f"{call}: {name} {rank} is outside [0, {world - 1}]")
+        return rank
 
     # ---- memory ------------------------------------------------------------------------------
 
@@ -233,6 +256,7 @@ class TorchSymmetricMemoryHandler:
     def set_signal_pad_size(cls, size: int) -> None:
         """Sets the signal pad's size in bytes (a positive multiple of 4). With a pad already
         allocated it is reallocated, so every rank calls it then."""
+        size = _int("set_signal_pad_size", "size", size)
         if size <= 0 or size % 4:
             raise ValueError(f"set_signal_pad_size: size {size} is not a positive multiple of 4")
         with cls._lock:
@@ -270,21 +294,21 @@ class TorchSymmetricMemoryHandler:
     def shmem_put(cls, target, target_offset, src, src_offset, size, target_rank: int) -> None:
         """Copies `size` elements of `src` from `src_offset` into symmetric `target` at
         `target_offset` on `target_rank` (offsets and size: one-element tensors)."""
-        cls._check_rank("shmem_put", "target_rank", target_rank)
+        target_rank = cls._check_rank("shmem_put", "target_rank", target_rank)
         _library.ops().put_mem(target, target_offset, src, src_offset, size, target_rank)
 
     @classmethod
     def shmem_get(cls, target, target_offset, src, src_offset, size, target_rank: int) -> None:
         """Copies `size` elements of symmetric `src` at `src_offset` on `target_rank` into local
         `target` at `target_offset`."""
-        cls._check_rank("shmem_get", "target_rank", target_rank)
+        target_rank = cls._check_rank("shmem_get", "target_rank", target_rank)
         _library.ops().get_mem(target, target_offset, src, src_offset, size, target_rank)
 
     @classmethod
     def shmem_signal_op(cls, signal, signal_offset, signal_value, signal_op: int,
                         target_rank: int) -> None:
         """Sets (0) or adds to (1) the int32 `signal` at `signal_offset` on `target_rank`."""
-        cls._check_rank("shmem_signal_op", "target_rank", target_rank)
+        target_rank = cls._check_rank("shmem_signal_op", "target_rank", target_rank)
         _library.ops().signal_op(signal, signal_offset, signal_value, signal_op, target_rank)
 
     @classmethod
@@ -300,7 +324,7 @@ class TorchSymmetricMemoryHandler:
                               signal_offset, signal_value, signal_op: int,
                               target_rank: int) -> None:
         """shmem_put, then the signal update on `target_rank`, ordered after the data."""
-        cls._check_rank("shmem_put_with_signal", "target_rank", target_rank)
+        target_rank = cls._check_rank("shmem_put_with_signal", "target_rank", target_rank)
         _library.ops().put_mem_signal(target, target_offset, src, src_offset, size, signal,
                                       signal_offset, signal_value, signal_op, target_rank)
 

@@ -143,6 +143,48 @@ def test_nothing_says_where_the_pes_are():
     assert "SHMEM_MASTER_ADDR" in r.stderr and "shmemrun -n 2" in r.stderr
 
 
+@pytest.mark.parametrize("variables", [
+    {"SHMEM_SYMMETRIC_SIZE": ""},
+    {"SHMEM_SYMMETRIC_SIZE": "  ", "SMA_SYMMETRIC_SIZE": "1M"},
+    {"SMA_SYMMETRIC_SIZE": ""},
+])
+def test_core_init_refuses_a_blank_heap_size(variables):
+    # shmem.core.init reads the heap size itself: a blank value is refused as the library
+    # refuses it, naming the variable, not taken for the default.
+    code = textwrap.dedent("""
+        import shmem.core as sc
+        try:
+            sc.init()
+        except ValueError as e:
+            print(e)
+        else:
+            print("started")
+            sc.finalize()
+    """)
+    env = {k: v for k, v in clean_env().items() if not k.endswith("_SYMMETRIC_SIZE")}
+    env.update(variables)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    name = next(iter(variables))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith(f"init: {name}={variables[name]!r} is set but empty: unset it "
+                               "for the default (512M)"), r.stdout + r.stderr
+
+
+def test_library_refuses_blank_variables():
+    # The library's own reading (shmem_init with a launcher's variables, as shmemrun's PEs
+    # start): a blank SHMEM_* variable that has no blank meaning stops start-up, naming it.
+    for name, value in [("SHMEM_INIT_TIMEOUT", ""), ("SHMEM_LOG_LEVEL", " "),
+                        ("SHMEM_TLS_DISABLE", ""), ("SHMEM_CUDA_LIBRARY", "")]:
+        code = "import shmem; print('rc', shmem.shmem_init(0, 1, 1 << 20))"
+        env = clean_env(**{name: value})
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        assert f"environment variable {name}=\"\": set but empty: unset it for the default" \
+            in r.stderr, f"{name}: {r.stdout}{r.stderr}"
+        assert "rc 0" not in r.stdout, f"{name}: started: {r.stdout}{r.stderr}"
+
+
 def test_one_pe_alone_needs_nothing():
     code = "import shmem; assert shmem.shmem_init(0, 1, 1 << 20) == 0; " \
            "assert shmem.shmem_finalize() == 0; print('alone')"

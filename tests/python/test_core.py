@@ -195,6 +195,41 @@ def test_teams():
         sc.TEAM_WORLD.destroy()
 
 
+def test_put_and_get_refuse_arrays_of_different_dtypes():
+    a = sc.array(4, np.int64)
+    sig = sc.array(1, np.uint64)
+    a[:] = -1
+    sig[:] = 0
+    sc.barrier()
+    floats = np.full(4, 1.5, np.float32)
+    for call, do in [
+        ("put", lambda: sc.put(a, floats, RIGHT)),
+        ("put", lambda: sc.put(a, floats, RIGHT, nbi=True)),
+        ("get", lambda: sc.get(np.zeros(4, np.float64), a, RIGHT)),
+        ("put_signal", lambda: sc.put_signal(a, floats, sig, 1, sc.SignalOp.SET, RIGHT)),
+    ]:
+        with pytest.raises(TypeError, match=rf"^{call}: dst holds (int64 and src float32|float64 "
+                                            rf"and src int64): {call} copies bytes"):
+            do()
+    with pytest.raises(TypeError, match="put: dst holds int64 and src bool"):
+        sc.put(a, np.zeros(4, np.bool_), RIGHT)
+    sc.barrier()
+    assert (a == -1).all() and sig[0] == 0, "a refused copy wrote nothing"
+    sc.barrier()  # every PE checked before the next puts land
+    # One dtype under two C names (long, long long), and raw bytes, still copy.
+    sc.put(a[:2], np.array([ME, ME + 10], np.longlong), RIGHT)
+    sc.put(a[2:], np.array([ME + 20], np.int64).view(np.uint8), RIGHT)
+    sc.put(a[3:], bytes(np.array([ME + 30], np.int64).view(np.uint8)), RIGHT)
+    sc.barrier()
+    assert a.tolist() == [LEFT, LEFT + 10, LEFT + 20, LEFT + 30], "PE LEFT's puts"
+    got = np.zeros(4, np.int64)
+    sc.get(got, a, RIGHT)
+    assert got.tolist() == [ME, ME + 10, ME + 20, ME + 30]
+    sc.barrier()
+    sc.free(sig)
+    sc.free(a)
+
+
 def test_errors():
     a = sc.array(4, np.int32)
     local = np.zeros(4, np.int32)

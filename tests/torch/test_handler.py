@@ -55,6 +55,33 @@ def test_target_rank_out_of_range_is_a_value_error(call, world):
     H.free(t)
 
 
+@pytest.mark.parametrize("bad", [1.0, True, "1", None])
+def test_a_rank_that_is_not_an_int_is_a_type_error_naming_it(bad, rank, world):
+    # Refused by the handler itself, before a float passes the range check or a bool is taken
+    # for rank 1, as any argument it checks: TypeError or ValueError, never the classes' error.
+    t = H.empty([2], torch.int32)
+    t.fill_(-1)
+    H.barrier()
+    right = (rank + 1) % world
+    for call in ("shmem_put", "shmem_get"):
+        with pytest.raises(TypeError, match=rf"^{call}: target_rank {bad!r} is not an int$"):
+            getattr(H, call)(t, one(0), torch.tensor([7, 7], dtype=torch.int32), one(0),
+                             one(2), bad)
+    with pytest.raises(TypeError, match=rf"^shmem_signal_op: target_rank {bad!r} is not an int$"):
+        H.shmem_signal_op(t, one(0), one(1, torch.int32), 0, bad)
+    with pytest.raises(TypeError, match=rf"^get_buffer: rank {bad!r} is not an int$"):
+        H.rendezvous(t).get_buffer(bad, [2], torch.int32)
+    with pytest.raises(TypeError, match=rf"^set_signal_pad_size: size {bad!r} is not an int$"):
+        H.set_signal_pad_size(bad)
+    # An integer of another kind is a rank: the same put lands on the right neighbour.
+    H.shmem_put(t, one(0), torch.tensor([rank, rank], dtype=torch.int32), one(0), one(2),
+                torch.tensor(right))
+    H.barrier()
+    assert t.tolist() == [(rank - 1) % world] * 2, "the left neighbour's put"
+    H.barrier()
+    H.free(t)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
 def test_allgather_gives_every_rank_every_block_at_uneven_sizes(rank, world, dtype):
     sizes = [r + 1 for r in range(world)]

@@ -373,26 +373,76 @@ fn var(name: &str) -> &'static Var {
         .expect("variable missing from env::VARS")
 }
 
-/// The value of an environment variable, when set and not blank.
-fn set_value(name: &str) -> Option<String> {
-    std::env::var(name)
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+/// The value of an environment variable as given, trimmed: `None` when unset (or not UTF-8),
+/// `Some("")` when set but blank.
+fn given(name: &str) -> Option<String> {
+    std::env::var(name).ok().map(|s| s.trim().to_string())
 }
 
-/// The name a variable's value comes from: its own when set, else its deprecated alias when
-/// that is set, else its own (the default applies).
+/// The value of an environment variable, when set and not blank.
+fn set_value(name: &str) -> Option<String> {
+    given(name).filter(|s| !s.is_empty())
+}
+
+/// The name a variable's value comes from: its own when set (blank too, so that a blank value
+/// is refused rather than passed over), else its deprecated alias when that is set, else its
+/// own (the default applies).
 fn source(v: &Var) -> &'static str {
     match v.alias {
-        Some(alias) if set_value(v.name).is_none() && set_value(alias).is_some() => alias,
+        Some(alias) if given(v.name).is_none() && given(alias).is_some() => alias,
         _ => v.name,
     }
 }
 
-/// The raw value of a variable (from its alias when only that is set), or its default.
-fn raw(v: &Var) -> String {
-    set_value(source(v)).unwrap_or_else(|| v.default.to_string())
+/// Whether a blank value says nothing: every kind but free text whose default is itself empty
+/// (an empty job id or interface is "none", as unset). A blank one of these is refused, since
+/// `SHMEM_SYMMETRIC_SIZE=$SIZE` with `SIZE` unset more likely lost a value than asked for the
+/// default.
+fn blank_is_meaningless(v: &Var) -> bool {
+    match v.kind {
+        Kind::Size | Kind::Bool | Kind::Seconds | Kind::Word(_) => true,
+        Kind::Text => !v.default.is_empty(),
+        Kind::Internal => false,
+    }
+}
+
+/// What a variable takes, for the message refusing a blank one.
+fn expected(v: &Var) -> String {
+    match v.kind {
+        Kind::Size => "bytes with optional K/M/G/T suffix".into(),
+        Kind::Bool => "1/0, yes/no, true/false or on/off".into(),
+        Kind::Seconds => "a positive number of seconds".into(),
+        Kind::Word(words) => format!("one of {}", words.join(", ")),
+        Kind::Text | Kind::Internal => "a value".into(),
+    }
+}
+
+/// The value of a variable (from its alias when only that is set), or its default when unset
+/// (or blank, where a blank value means none).
+fn raw(v: &Var) -> Result<String> {
+    match given(source(v)) {
+        None => Ok(v.default.to_string()),
+        Some(s) if s.is_empty() && blank_is_meaningless(v) => Err(bad(
+            v,
+            &s,
+            format!(
+                "set but empty: unset it for the default ({}), or give {}",
+                v.default,
+                expected(v)
+            ),
+        )),
+        Some(s) if s.is_empty() => Ok(v.default.to_string()),
+        Some(s) => Ok(s),
+    }
+}
+
+/// Refuses a blank value of every variable where a blank one says nothing, including those
+/// read later than [`load`] (the device libraries) or only on one path.
+fn refuse_blanks() -> Result<()> {
+    for v in VARS.iter().filter(|v| blank_is_meaningless(v)) {
+        raw(v)?;
+    }
+    Ok(())
 }
 
 fn bad(v: &Var, value: &str, reason: impl Into<String>) -> Error {
@@ -464,7 +514,7 @@ pub fn parse_size(s: &str) -> std::result::Result<usize, SizeError> {
 }
 
 fn parse_bool(v: &Var) -> Result<bool> {
-    let s = raw(v);
+    let s = raw(v)?;
     match s.to_ascii_lowercase().as_str() {
         "1" | "y" | "yes" | "true" | "on" => Ok(true),
         "0" | "n" | "no" | "false" | "off" => Ok(false),
@@ -473,7 +523,7 @@ fn parse_bool(v: &Var) -> Result<bool> {
 }
 
 fn parse_word(v: &Var) -> Result<&'static str> {
-    let s = raw(v).to_ascii_lowercase();
+    let s = raw(v)?.to_ascii_lowercase();
     match v.kind {
         Kind::Word(words) => words
             .iter()
@@ -486,8 +536,9 @@ fn parse_word(v: &Var) -> Result<&'static str> {
 
 /// Reads every user variable; the first bad one is the error.
 pub fn load() -> Result<Config> {
+    refuse_blanks()?;
     let size_var = var(SYMMETRIC_SIZE);
-    let size_raw = raw(size_var);
+    let size_raw = raw(size_var)?;
     let symmetric_size = parse_size(&size_raw).map_err(|e| {
         bad(
             size_var,
@@ -505,7 +556,7 @@ pub fn load() -> Result<Config> {
         return Err(bad(size_var, &size_raw, "the heap cannot be empty"));
     }
     let timeout_var = var(INIT_TIMEOUT);
-    let timeout_raw = raw(timeout_var);
+    let timeout_raw = raw(timeout_var)?;
     let secs: u64 = timeout_raw.parse().ok().filter(|s| *s > 0).ok_or_else(|| {
         bad(
             timeout_var,
@@ -523,10 +574,10 @@ pub fn load() -> Result<Config> {
         symmetric_data: symmetric_data()?,
         barrier: parse_word(var(BARRIER))?,
         device: parse_word(var(DEVICE))?,
-        job_id: Some(raw(var(JOB_ID))).filter(|id| !id.is_empty()),
-        bootstrap_addr: Some(raw(var(BOOTSTRAP_ADDR))).filter(|a| !a.is_empty()),
+        job_id: text(JOB_ID),
+        bootstrap_addr: text(BOOTSTRAP_ADDR),
         bootstrap_kvs: parse_word(var(BOOTSTRAP_KVS))?,
-        pmix_lib: Some(raw(var(PMIX_LIB))).filter(|p| !p.is_empty()),
+        pmix_lib: text(PMIX_LIB),
         port_range: port_range()?,
         tls_disable: tls_disable()?,
     })
@@ -535,7 +586,7 @@ pub fn load() -> Result<Config> {
 /// `SHMEM_INSTANCE_PORT_RANGE`, parsed (also read by `shmemrun`).
 pub fn port_range() -> Result<Option<(u16, u16)>> {
     let v = var(INSTANCE_PORT_RANGE);
-    let s = raw(v);
+    let s = raw(v)?;
     if s.is_empty() {
         return Ok(None);
     }
@@ -552,7 +603,7 @@ pub fn port_range() -> Result<Option<(u16, u16)>> {
 /// transport reaches it; `None` when unset.
 pub fn test_loopback(n_pes: usize) -> Result<Option<Vec<bool>>> {
     let v = var(TEST_LOOPBACK);
-    let s = raw(v);
+    let s = raw(v)?;
     parse_loopback(&s, n_pes).map_err(|why| bad(v, &s, why))
 }
 
@@ -560,7 +611,7 @@ pub fn test_loopback(n_pes: usize) -> Result<Option<Vec<bool>>> {
 /// `None` when unset.
 pub fn test_ucx(n_pes: usize) -> Result<Option<Vec<bool>>> {
     let v = var(TEST_UCX);
-    let s = raw(v);
+    let s = raw(v)?;
     parse_loopback(&s, n_pes).map_err(|why| bad(v, &s, why))
 }
 
@@ -606,9 +657,11 @@ pub fn early_log_level() -> &'static str {
     }
 }
 
-/// A text variable read on its own (before or without [`load`]): `None` when unset or blank.
+/// A text variable read on its own (before or without [`load`]): `None` when unset or blank
+/// (a blank one whose default is not empty is refused by [`load`]; here it means the default).
 pub fn text(name: &str) -> Option<String> {
-    Some(raw(var(name))).filter(|v| !v.is_empty())
+    let v = var(name);
+    Some(raw(v).unwrap_or_else(|_| v.default.to_string())).filter(|s| !s.is_empty())
 }
 
 /// One printed row of the `SHMEM_INFO` table.

@@ -3,8 +3,12 @@
 //! not in Python, because a call from Python should cost little more than the C call: the
 //! buffer protocol gives the addresses and sizes without building Python objects, and
 //! `shmem_addr_accessible` checks the symmetric side in the library's own tables.
+//!
+//! A transfer copies bytes, so two buffers that declare different element types (a float32
+//! array into an int64 one) are refused rather than reinterpreted; raw bytes (`Buffer`,
+//! `bytearray`, `bytes`, uint8 arrays: format `B`) go with any type.
 
-use core::ffi::{c_int, c_void};
+use core::ffi::{c_int, c_void, CStr};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -18,7 +22,7 @@ struct View(ffi::Py_buffer);
 
 impl View {
     fn of(call: &str, name: &str, obj: &Bound<'_, PyAny>, writable: bool) -> PyResult<Self> {
-        let mut flags = ffi::PyBUF_C_CONTIGUOUS;
+        let mut flags = ffi::PyBUF_C_CONTIGUOUS | ffi::PyBUF_FORMAT;
         if writable {
             flags |= ffi::PyBUF_WRITABLE;
         }
@@ -57,6 +61,86 @@ impl View {
     fn len(&self) -> usize {
         self.0.len as usize
     }
+    /// The element type the buffer declares (its struct-module format and item size).
+    fn element(&self) -> Element<'_> {
+        if self.0.format.is_null() {
+            return Element::Bytes;
+        }
+        // SAFETY: a non-null format is a NUL-terminated string the exporter keeps alive while
+        // the view is held.
+        let format = unsafe { CStr::from_ptr(self.0.format) }.to_bytes();
+        let native_big = cfg!(target_endian = "big");
+        let (big, code) = match format {
+            [b'>' | b'!', rest @ ..] => (true, rest),
+            [b'<', rest @ ..] => (false, rest),
+            [b'@' | b'=', rest @ ..] => (native_big, rest),
+            _ => (native_big, format),
+        };
+        let kind = match code {
+            b"B" | b"c" => return Element::Bytes,
+            [c] if b"bhilqn".contains(c) => b'i',
+            [c] if b"BHILQN".contains(c) => b'u',
+            [c] if b"efdg".contains(c) => b'f',
+            b"?" => b'?',
+            [b'Z', c] if b"efdg".contains(c) => b'c',
+            _ => return Element::Other(format),
+        };
+        let size = usize::try_from(self.0.itemsize).unwrap_or(0);
+        // One byte has no order: `<b` and `b` are the same type.
+        let big = big != native_big && size > 1;
+        Element::Typed { kind, size, big }
+    }
+}
+
+/// What a buffer's elements are, as far as a copy between two buffers cares: C's names for
+/// one type (`l` and `q` for int64) compare equal.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Element<'a> {
+    /// Raw bytes: no format, `B` or `c`.
+    Bytes,
+    /// A number or bool: `kind` `i`, `u`, `f`, `c` (complex) or `?`, `size` bytes, `big` when
+    /// its byte order is not this machine's.
+    Typed { kind: u8, size: usize, big: bool },
+    /// Any other format (structures, arrays of items), compared as written.
+    Other(&'a [u8]),
+}
+
+impl Element<'_> {
+    /// NumPy's name of the type, for messages.
+    fn name(&self) -> String {
+        match *self {
+            Element::Bytes => "bytes".into(),
+            Element::Typed { kind, size, big } => {
+                let name = match kind {
+                    b'i' => format!("int{}", size * 8),
+                    b'u' => format!("uint{}", size * 8),
+                    b'f' => format!("float{}", size * 8),
+                    b'c' => format!("complex{}", size * 8),
+                    _ => "bool".into(),
+                };
+                if big {
+                    format!("{name} (non-native byte order)")
+                } else {
+                    name
+                }
+            }
+            Element::Other(format) => format!("format {:?}", String::from_utf8_lossy(format)),
+        }
+    }
+}
+
+/// Both buffers must hold the same element type, unless one is raw bytes.
+fn check_same_type(call: &str, d: &View, s: &View) -> PyResult<()> {
+    let (de, se) = (d.element(), s.element());
+    if de == se || de == Element::Bytes || se == Element::Bytes {
+        return Ok(());
+    }
+    Err(PyTypeError::new_err(format!(
+        "{call}: dst holds {} and src {}: {call} copies bytes, so both must hold the same type \
+         (view one as the other's dtype, or as uint8, to copy the bytes as they are)",
+        de.name(),
+        se.name()
+    )))
 }
 
 impl Drop for View {
@@ -129,6 +213,7 @@ fn transfer(
     let pe = pe_of(call, pe)?;
     let d = View::of(call, "dst", dst, way == Way::Get)?;
     let s = View::of(call, "src", src, false)?;
+    check_same_type(call, &d, &s)?;
     let (local, local_name, remote, remote_name) = match way {
         Way::Put => (&s, "src", &d, "dst"),
         Way::Get => (&d, "dst", &s, "src"),
@@ -162,8 +247,9 @@ fn transfer(
 /// --
 ///
 /// Copies local `src` (any C-contiguous buffer: a NumPy array, a Buffer) into the symmetric
-/// `dst` on PE `pe`: `src`'s bytes, at most `dst`'s. Complete on return; with `nbi=True` after
-/// `quiet()`.
+/// `dst` on PE `pe`: `src`'s bytes, at most `dst`'s. Both hold the same element type, unless
+/// one is raw bytes (TypeError naming both otherwise). Complete on return; with `nbi=True`
+/// after `quiet()`.
 #[pyfunction]
 #[pyo3(signature = (dst, src, pe, *, nbi = false))]
 pub(crate) fn put(
@@ -180,7 +266,8 @@ pub(crate) fn put(
 /// --
 ///
 /// Copies the symmetric `src` of PE `pe` into local `dst` (a writable C-contiguous buffer):
-/// `dst`'s bytes, at most `src`'s. Complete on return; with `nbi=True` after `quiet()`.
+/// `dst`'s bytes, at most `src`'s. Both hold the same element type, unless one is raw bytes
+/// (TypeError naming both otherwise). Complete on return; with `nbi=True` after `quiet()`.
 #[pyfunction]
 #[pyo3(signature = (dst, src, pe, *, nbi = false))]
 pub(crate) fn get(

@@ -16,6 +16,7 @@ mod signals;
 use std::ffi::OsString;
 use std::time::Duration;
 
+use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 
 /// Largest job this launcher starts (one node).
@@ -49,12 +50,17 @@ struct Cli {
         long = "np",
         value_name = "N",
         value_parser = parse_pes,
-        allow_negative_numbers = true
+        allow_hyphen_values = true
     )]
     pes: u32,
 
     /// Stop the job and exit with status 124 if it runs longer than SECONDS.
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        value_parser = parse_seconds,
+        allow_hyphen_values = true
+    )]
     timeout: Option<f64>,
 
     /// Prefix every line a PE writes to stdout or stderr with `[pe R] `.
@@ -65,7 +71,7 @@ struct Cli {
     /// port 0: any free port; no port: 8666, or the first free port of
     /// SHMEM_INSTANCE_PORT_RANGE). TLS 1.3 with a throw-away per-job CA, unless
     /// SHMEM_TLS_DISABLE=1. Without it, each PE reaches the store over a private socket.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", allow_hyphen_values = true)]
     store: Option<String>,
 
     /// Program to run, followed by its arguments.
@@ -112,6 +118,20 @@ fn parse_seconds(s: &str) -> Result<f64, ArgError> {
     Ok(secs)
 }
 
+/// Parses the prepared words. A value an option refuses is one line naming the option and the
+/// value, as `args` reports its own refusals; help, version and the errors clap explains over
+/// several lines (a missing option, with the usage) stay clap's own.
+fn parse(args: Vec<OsString>) -> Result<Cli, args::UsageError> {
+    Cli::try_parse_from(args).map_err(|e| match e.kind() {
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
+            let text = e.render().to_string();
+            let line = text.lines().next().unwrap_or_default();
+            args::UsageError(line.strip_prefix("error: ").unwrap_or(line).to_string())
+        }
+        _ => e.exit(),
+    })
+}
+
 fn main() {
     // Before any thread exists, so that every thread inherits the blocked mask and only the
     // signal thread ever receives these signals.
@@ -120,8 +140,9 @@ fn main() {
     shmem_core::bootstrap::give_back_large_frees();
     // The PEs' logger: the store that `--store` serves logs the connections it refuses.
     shmem_core::log::install(shmem_core::env::early_log_level());
-    let cli = match args::prepare(&Cli::command(), std::env::args_os()) {
-        Ok(args) => Cli::parse_from(args),
+    let parsed = args::prepare(&Cli::command(), std::env::args_os()).and_then(parse);
+    let cli = match parsed {
+        Ok(cli) => cli,
         Err(args::UsageError(message)) => {
             eprintln!("shmemrun: {message}");
             std::process::exit(2);

@@ -279,6 +279,44 @@ fn bad_pe_counts_are_refused_clearly() {
 }
 
 #[test]
+fn bad_timeouts_are_refused_in_one_line_naming_the_option_and_value() {
+    let dir = TempDir::new("bad-timeout");
+    let ran = format!("touch '{}'/ran", dir.path().display());
+    for (spelling, value) in [
+        (&["--timeout", "-1"][..], "-1"),
+        (&["--timeout=-1"][..], "-1"),
+        (&["-timeout", "-0.5"][..], "-0.5"),
+        (&["--timeout", "-inf"][..], "-inf"),
+        (&["--timeout", "-x"][..], "-x"),
+        (&["--timeout", "soon"][..], "soon"),
+        (&["--timeout", "0"][..], "0"),
+    ] {
+        let mut line = spelling.to_vec();
+        line.extend(["-n", "1", "sh", "-c", &ran]);
+        let (out, _) = run(shmemrun().args(&line));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{spelling:?}: {err}");
+        assert!(
+            err.starts_with(&format!("shmemrun: invalid value '{value}' for '--timeout")),
+            "{spelling:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{spelling:?}: {err}");
+        assert!(!err.contains("tip"), "{spelling:?}: {err}");
+        assert!(
+            !dir.path().join("ran").exists(),
+            "{spelling:?}: the program ran"
+        );
+    }
+    let (out, _) = run(shmemrun().args(["-n", "-x", "true"]));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("shmemrun: invalid value '-x' for '--np"),
+        "{err}"
+    );
+}
+
+#[test]
 fn unknown_options_are_refused_by_name() {
     let dir = TempDir::new("unknown-option");
     let ran = format!("touch '{}'/ran", dir.path().display());
