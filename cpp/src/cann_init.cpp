@@ -308,6 +308,9 @@ int init_attr(const char *call, int flags, aclshmemx_init_attr_t *attributes) {
         }
     }
     check_job_state_layout(call);
+    // Before the job starts, so that a failure to arrange it is a refusal, not a PE that
+    // leaves a started job.
+    finalize_at_exit(call);
     ACLSHMEMI_TRY(core::init_attrs(call, job));
     adopt();
     return ACLSHMEM_SUCCESS;

@@ -202,6 +202,12 @@ impl Shared {
             };
         match ending {
             Ending::GlobalExit { status: 0, .. } => tracing::info!("{ending}; ending the job"),
+            // This PE's own connection closed while it runs: it is on its way out (its
+            // program exits, or the interpreter tears the library down) without having
+            // finalized. It is not gone, and says so as itself.
+            Ending::Lost { pe } if pe == self.my_pe => tracing::error!(
+                "this PE is exiting without shmem_finalize; ending the job (the other PEs exit                  with status 1)"
+            ),
             _ => tracing::error!("{ending}; ending the job"),
         }
         crate::log::exit_process(ending.status())
