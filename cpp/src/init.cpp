@@ -188,20 +188,6 @@ void adopt() {
     lib_phase.store(kRunning, std::memory_order_release);
 }
 
-namespace {
-
-void finalize_if_running() {
-    if (lib_phase.load(std::memory_order_acquire) == kRunning) pshmem_finalize();
-}
-
-}  // namespace
-
-void finalize_at_exit(const char *call) {
-    // Once per process: the library cannot start twice, and the handler looks at the phase.
-    static const bool registered = std::atexit(finalize_if_running) == 0;
-    if (!registered) fail(call, "cannot register the finalization at exit (atexit failed)");
-}
-
 }  // namespace shmem::detail
 
 using namespace shmem::detail;
@@ -257,6 +243,20 @@ SHMEM_EXPORT int pshmem_finalize(void) {
     contexts_stop();
     teams_stop();
     return 0;
+}
+
+namespace {
+
+void finalize_if_running() {
+    if (lib_phase.load(std::memory_order_acquire) == kRunning) pshmem_finalize();
+}
+
+}  // namespace
+
+void shmem::detail::finalize_at_exit(const char *call) {
+    // Once per process: the library cannot start twice, and the handler looks at the phase.
+    static const bool registered = std::atexit(finalize_if_running) == 0;
+    if (!registered) fail(call, "cannot register the finalization at exit (atexit failed)");
 }
 
 SHMEM_EXPORT void pshmem_global_exit(int status) {

@@ -30,7 +30,7 @@ fi
 survivors() {
     local pid left=""
     for pid in $(pgrep -f -- "$data" 2>/dev/null); do
-        tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SHMEM_TEST_MARK=$SHMEM_TEST_MARK" &&
+        tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qxF "SHMEM_TEST_MARK=$SHMEM_TEST_MARK" &&
             left="$left $pid"
     done
     echo "$left"
