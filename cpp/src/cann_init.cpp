@@ -308,11 +308,11 @@ int init_attr(const char *call, int flags, aclshmemx_init_attr_t *attributes) {
         }
     }
     check_job_state_layout(call);
-    // Before the job starts, so that a failure to arrange it is a refusal, not a PE that
-    // leaves a started job.
-    finalize_at_exit(call);
     ACLSHMEMI_TRY(core::init_attrs(call, job));
     adopt();
+    // After start-up: handlers run in reverse order, so this finalize runs before the exit
+    // handlers of what start-up loaded (a device runtime), which it may still need.
+    finalize_at_exit(call);
     return ACLSHMEM_SUCCESS;
 }
 
