@@ -310,6 +310,9 @@ int init_attr(const char *call, int flags, aclshmemx_init_attr_t *attributes) {
     check_job_state_layout(call);
     ACLSHMEMI_TRY(core::init_attrs(call, job));
     adopt();
+    // After start-up: handlers run in reverse order, so this finalize runs before the exit
+    // handlers of what start-up loaded (a device runtime), which it may still need.
+    finalize_at_exit(call);
     return ACLSHMEM_SUCCESS;
 }
 

@@ -1,30 +1,17 @@
 // deprecated.cpp: the setup, memory and cache routines OpenSHMEM 1.5 lists as deprecated
 // (<shmem/deprecated.h>). Each is the routine that replaced it; errors name the old call where
 // it checks something itself. The deprecated AMO and wait names are in amo.cpp and wait.cpp.
-#include <cstdlib>
-
 #include <pshmem.h>
 
 #include "internal.h"
 
 using namespace shmem::detail;
 
-namespace {
-
-// Programs of the start_pes era end without shmem_finalize; the library then finalizes at exit
-// (collectively, as every PE leaves main), instead of reporting a PE that left unfinalized.
-void finalize_at_exit() {
-    if (lib_phase.load(std::memory_order_acquire) == kRunning) pshmem_finalize();
-}
-
-}  // namespace
-
 SHMEM_EXPORT void pstart_pes(int npes) {
     (void)npes;  // the number of PEs comes from the launcher; the argument was always ignored
     pshmem_init();
-    if (std::atexit(finalize_at_exit) != 0) {
-        fail("start_pes", "cannot register the finalization at exit (atexit failed)");
-    }
+    // Programs of the start_pes era end without shmem_finalize.
+    finalize_at_exit("start_pes");
 }
 
 SHMEM_EXPORT int p_my_pe(void) {

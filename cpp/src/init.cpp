@@ -2,6 +2,7 @@
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 
@@ -245,10 +246,25 @@ SHMEM_EXPORT int pshmem_finalize(void) {
     return 0;
 }
 
+namespace {
+
+void finalize_if_running() {
+    if (lib_phase.load(std::memory_order_acquire) == kRunning) pshmem_finalize();
+}
+
+}  // namespace
+
+void shmem::detail::finalize_at_exit(const char *call) {
+    // Once per process: the library cannot start twice, and the handler looks at the phase.
+    static const bool registered = std::atexit(finalize_if_running) == 0;
+    if (!registered) fail(call, "cannot register the finalization at exit (atexit failed)");
+}
+
 SHMEM_EXPORT void pshmem_global_exit(int status) {
     std::fflush(nullptr);
     core::global_exit(status);
-    std::_Exit(status);
+    // Not reached (the runtime exits); a non-zero status never becomes the 0 of its low byte.
+    std::_Exit(status != 0 && (status & 0xff) == 0 ? 255 : status);
 }
 
 SHMEM_EXPORT int pshmem_my_pe(void) {

@@ -200,6 +200,11 @@ namespace shmem::detail {
 // Starts the facade's part of a job the runtime has started: from here on the data path runs.
 void adopt();
 
+// For start-up routines whose programs never finalize (start_pes; CANN's attributes and unique
+// ids, whose torch and Python callers end with the process): finalizes at a normal exit,
+// collectively, unless the program finalized itself. Fails `call` if it cannot be arranged.
+void finalize_at_exit(const char *call);
+
 // Copy for the ranges where memcpy stalls on 4 KiB aliasing (copy.cpp).
 void copy_aliasing(void *dst, const void *src, size_t n);
 

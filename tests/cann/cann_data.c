@@ -15,6 +15,9 @@
  * --maker R: rank R, not rank 0, makes the unique id (PE 0 must then refuse it).
  * --tls INFO: the store's TLS with the user's certificates, CANN's TLS info string
  * (aclshmemx_set_conf_store_tls before start-up).
+ * --end HOW: how the program ends after the check: finalize (default), or without finalizing,
+ * as CANN's programs do: return (from main) or exit (exit(0) from a function), after a pause
+ * of a few random milliseconds, so that the PEs leave in any order.
  * --size and N may be comma lists indexed by rank (the last entry repeats), to give PEs
  * different jobs on purpose. Exits 0 when the data checks out, 3 when start-up fails (after
  * printing the code).
@@ -47,8 +50,10 @@ static long pick(const char *list, int rank) {
 static int from_env(const char *a, const char *b) {
     const char *v = getenv(a);
     if (v == NULL) v = getenv(b);
+    /* torchrun's variables: its rank and its size variables share no prefix with the others. */
+    if (v == NULL) v = getenv(strstr(a, "RANK") != NULL ? "RANK" : "WORLD_SIZE");
     if (v == NULL) {
-        fprintf(stderr, "cann_data: neither %s nor %s is set\n", a, b);
+        fprintf(stderr, "cann_data: none of %s, %s, RANK/WORLD_SIZE is set\n", a, b);
         exit(2);
     }
     return atoi(v);
@@ -68,6 +73,7 @@ int main(int argc, char **argv) {
     int n = strcmp(n_list, "env") == 0 ? from_env("SHMEM_RUN_SIZE", "OMPI_COMM_WORLD_SIZE")
                                        : (int)pick(n_list, rank);
     const char *size_list = "1048576", *ip = "", *uid_path = NULL, *tls_info = NULL;
+    const char *end = "finalize";
     unsigned timeout = 30;
     int maker = 0;
     for (int i = 4; i + 1 < argc; i += 2) {
@@ -77,6 +83,11 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--timeout") == 0) timeout = (unsigned)atoi(argv[i + 1]);
         if (strcmp(argv[i], "--maker") == 0) maker = atoi(argv[i + 1]);
         if (strcmp(argv[i], "--tls") == 0) tls_info = argv[i + 1];
+        if (strcmp(argv[i], "--end") == 0) end = argv[i + 1];
+    }
+    if (strcmp(end, "finalize") != 0 && strcmp(end, "return") != 0 && strcmp(end, "exit") != 0) {
+        fprintf(stderr, "cann_data: --end %s: expected finalize, return or exit\n", end);
+        return 2;
     }
     if (tls_info != NULL &&
         aclshmemx_set_conf_store_tls(true, tls_info, (uint32_t)strlen(tls_info)) != 0) {
@@ -152,6 +163,17 @@ int main(int argc, char **argv) {
     shmem_barrier_all();
     shmem_free(buf);
 
+    if (strcmp(end, "finalize") != 0) {
+        /* Left in stdio's buffer (stdout is a file or a pipe here): lost if the process is
+         * killed instead of exiting. */
+        printf("PE %d of %d: %s: data checked, ending by %s without finalize\n", me, npes, mode,
+               end);
+        srand((unsigned)getpid());
+        struct timespec pause = {0, (long)(rand() % 50) * 1000000L};
+        nanosleep(&pause, NULL);
+        if (strcmp(end, "exit") == 0) exit(0);
+        return 0;
+    }
     if (strcmp(mode, "init") == 0) {
         shmem_finalize();
     } else {

@@ -21,12 +21,12 @@ static const char *launcher_rank(void) {
     return NULL;
 }
 
-static void record_pid(void) {
+static void record_pid(const char *suffix) {
     const char *dir = getenv("SHMEM_TEST_PID_DIR");
     const char *rank = launcher_rank();
     if (dir == NULL) return;
     char path[4096];
-    snprintf(path, sizeof path, "%s/pe%s.pid", dir, rank ? rank : "0");
+    snprintf(path, sizeof path, "%s/pe%s%s.pid", dir, rank ? rank : "0", suffix);
     FILE *f = fopen(path, "w");
     if (f == NULL) return;
     fprintf(f, "%d\n", (int)getpid());
@@ -39,7 +39,7 @@ int main(int argc, char **argv) {
     const char *c = argc > 1 ? argv[1] : "";
     const char *rank = launcher_rank();
     int victim = rank != NULL && atoi(rank) == 1;
-    record_pid();
+    record_pid("");
 
     if (is(c, "kill_during_init") && victim) raise(SIGKILL);
     shmem_init();
@@ -63,11 +63,29 @@ int main(int argc, char **argv) {
         if (victim) return 0; /* leaves without shmem_finalize while the others wait */
         shmem_barrier_all();
     }
+    if (is(c, "global_exit_256")) {
+        /* 256 is 0 in the 8 bits of an exit status; the job must still fail. */
+        if (victim) shmem_global_exit(256);
+        shmem_barrier_all();
+    }
     if (is(c, "hang")) {
         /* Waits for a value nobody writes: only the launcher's --timeout ends it. */
         shmem_long_wait_until(&x[0], SHMEM_CMP_EQ, 42);
     }
     if (is(c, "barrier_forever")) {
+        for (;;) shmem_barrier_all();
+    }
+    if (is(c, "barrier_forever_forked")) {
+        /* A helper process of the PE's own, which nothing but the PE's end should end. */
+        pid_t child = fork();
+        if (child == 0) {
+            record_pid(".child");
+            for (;;) pause();
+        }
+        if (child < 0) {
+            perror("faulty: fork");
+            return 1;
+        }
         for (;;) shmem_barrier_all();
     }
     shmem_barrier_all();

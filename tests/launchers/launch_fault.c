@@ -59,9 +59,12 @@ int main(int argc, char **argv) {
     if (is(c, "kill_pe0") && me == 0) raise(SIGKILL);
     if (is(c, "put_loop_kill_last")) return put_loop_kill_last(me, shmem_n_pes());
     if (is(c, "exit_without_finalize") && me == 1) return 0; /* the others wait below */
+    if (is(c, "exit_without_finalize_pe0") && me == 0) return 0;
     if (is(c, "global_exit") && me == 1) shmem_global_exit(7);
     if (is(c, "global_exit_0") && me == 1) shmem_global_exit(0);
     if (is(c, "global_exit_pe0") && me == 0) shmem_global_exit(5);
+    /* 0 in the 8 bits of an exit status: every PE must still fail. */
+    if (is(c, "global_exit_256") && me == 1) shmem_global_exit(256);
     /* The library itself stops the job after an argument error. */
     if (is(c, "bad_argument") && me == 1) shmem_putmem(&c, &c, 1, -1);
 

@@ -210,6 +210,63 @@ def test_tls_key_and_decrypt_handler_before_start():
     assert r.returncode == 0 and "rc " in r.stdout, r.stdout + r.stderr
 
 
+# CANN's Python programs end without shmem_finalize: the interpreter's end (or sys.exit)
+# finalizes for them, whatever order the PEs end in, and each PE's last output survives.
+UNFINALIZED = RING.replace("assert shmem.shmem_finalize() == 0\n", "").replace(
+    'print(f"PE {{me}} ok")',
+    'print(f"PE {{me}} ok")\nimport random, time\ntime.sleep(random.random() / 20)\n'
+    '{end}')
+
+
+@pytest.mark.parametrize("n", [2, 4])
+@pytest.mark.parametrize("end", ["", "sys.exit(0)"])
+def test_ending_without_finalize_is_clean(n, end):
+    for _ in range(5):
+        env = clean_env(SHMEM_MASTER_ADDR="127.0.0.1", SHMEM_MASTER_PORT=free_port(),
+                        SHMEM_TLS_DISABLE=1)
+        code = UNFINALIZED.format(start="rc = shmem.shmem_init(me, n, 1 << 24)", end=end)
+        procs = [subprocess.Popen([sys.executable, "-c", code, str(i), str(n)], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                 for i in range(n)]
+        try:
+            out = [(p.wait(timeout=TIMEOUT), p.stdout.read()) for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        assert_ring_ok(out)
+        assert not any("shmem_finalize" in o for _, o in out), out
+
+
+def test_dying_without_finalize_still_ends_the_job():
+    # os._exit skips the interpreter's end: the PE died, as far as the job can tell.
+    env = clean_env(SHMEM_MASTER_ADDR="127.0.0.1", SHMEM_MASTER_PORT=free_port(),
+                    SHMEM_TLS_DISABLE=1)
+    code = textwrap.dedent("""
+        import os, sys, time, shmem
+        me = int(sys.argv[1])
+        assert shmem.shmem_init(me, 2, 1 << 20) == 0
+        shmem.shmem_barrier_all()
+        if me == 1:
+            os._exit(0)
+        time.sleep(30)
+        sys.exit(3)
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(i)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for i in range(2)]
+    try:
+        outs = [p.communicate(timeout=25)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [p.returncode for p in procs] == [1, 0], outs
+    assert "PE 1 exited without shmem_finalize or died; ending the job" in outs[0], outs
+
+
 def test_global_exit_ends_every_pe():
     env = clean_env(SHMEM_MASTER_ADDR="127.0.0.1", SHMEM_MASTER_PORT=free_port(),
                     SHMEM_TLS_DISABLE=1)

@@ -5,7 +5,10 @@
 # SHMEM_FAULT_LAUNCHER_ARGS adds launcher options (e.g. --store tcp://127.0.0.1:0).
 # A hang ends as the launcher's timeout (124), which fails any case expecting another status.
 # With "kill-launcher", the launcher itself is killed with SIGKILL once every PE has started,
-# and the test checks that every PE dies with it.
+# and the test checks that every PE dies with it. "kill-launcher-wrapped" does the same with
+# every PE started through a wrapper script that does not exec it (so the launcher's children
+# are the shells, not the PEs), for cases whose PEs also fork a child each (pid files
+# <name>.child.pid): PEs and children must all end within seconds.
 set -u
 shmemrun=$1 program=$2 case=$3 npes=$4 want=$5 regex=$6 mode=${7:-}
 read -r -a launcher_args <<<"${SHMEM_FAULT_LAUNCHER_ARGS:-}"
@@ -30,14 +33,26 @@ survivors() {
     echo "$left"
 }
 
-if [ "$mode" = kill-launcher ]; then
-    "$shmemrun" "${launcher_args[@]+"${launcher_args[@]}"}" -n "$npes" --timeout 60 "$program" "$case" &
+if [ "$mode" = kill-launcher ] || [ "$mode" = kill-launcher-wrapped ]; then
+    run=("$program")
+    expect=$npes
+    if [ "$mode" = kill-launcher-wrapped ]; then
+        wrapdir=$(mktemp -d)
+        trap 'rm -rf "$piddir" "$wrapdir"' EXIT
+        # A command after the program keeps the shell from replacing itself with it.
+        printf '#!/bin/sh\n"$@"\nstatus=$?\necho "wrapper: program ended with $status"\nexit $status\n' \
+            >"$wrapdir/wrap.sh"
+        chmod +x "$wrapdir/wrap.sh"
+        run=("$wrapdir/wrap.sh" "$program")
+        expect=$((2 * npes))
+    fi
+    "$shmemrun" "${launcher_args[@]+"${launcher_args[@]}"}" -n "$npes" --timeout 60 "${run[@]}" "$case" &
     launcher=$!
     for _ in $(seq 300); do
-        [ "$(ls "$piddir" | wc -l)" -ge "$npes" ] && break
+        [ "$(ls "$piddir" | wc -l)" -ge "$expect" ] && break
         sleep 0.1
     done
-    [ "$(ls "$piddir" | wc -l)" -ge "$npes" ] || { echo "fault_case: PEs did not start"; exit 1; }
+    [ "$(ls "$piddir" | wc -l)" -ge "$expect" ] || { echo "fault_case: PEs did not start"; exit 1; }
     kill -9 "$launcher"
     wait "$launcher" 2>/dev/null
     status=0

@@ -185,7 +185,18 @@ impl Subscriber for Lines {
     fn exit(&self, _: &Id) {}
 }
 
-/// Exits this process with `status` at once, after flushing what the program printed.
+/// The exit status a process can report for `status` (`shmem_global_exit`'s, a PE's): its low
+/// 8 bits, as the kernel keeps them, except that a non-zero status whose low 8 bits are 0
+/// (256, -256...) becomes 255, so that a job that asked to fail never reads as a success.
+pub fn exit_code(status: i32) -> i32 {
+    match status & 0xff {
+        0 if status != 0 => 255,
+        low => low,
+    }
+}
+
+/// Exits this process with `status` ([`exit_code`]) at once, after flushing what the program
+/// printed.
 pub(crate) fn exit_process(status: i32) -> ! {
     // Leave without running atexit handlers or static destructors: this may be called from
     // any thread, while other threads (or the caller itself, e.g. a test framework's listener)
@@ -195,13 +206,26 @@ pub(crate) fn exit_process(status: i32) -> ! {
     // SAFETY: fflush(NULL) flushes every C stdio stream; _exit ends the process at once.
     unsafe {
         libc::fflush(std::ptr::null_mut());
-        libc::_exit(status)
+        libc::_exit(exit_code(status))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exit_codes_keep_the_low_byte_but_never_turn_failure_into_success() {
+        assert_eq!(exit_code(0), 0);
+        assert_eq!(exit_code(3), 3);
+        assert_eq!(exit_code(255), 255);
+        assert_eq!(exit_code(256), 255);
+        assert_eq!(exit_code(512), 255);
+        assert_eq!(exit_code(257), 1);
+        assert_eq!(exit_code(-1), 255);
+        assert_eq!(exit_code(-256), 255);
+        assert_eq!(exit_code(i32::MIN), 255);
+    }
 
     #[test]
     fn levels_rank_from_error_to_trace() {

@@ -227,7 +227,7 @@ pub fn run(plan: Plan, signals: JobSignals) -> i32 {
         }
     }
     server.close();
-    job.status.unwrap_or(0)
+    shmem_core::log::exit_code(job.status.unwrap_or(0))
 }
 
 /// A failure to start the job.
@@ -645,8 +645,10 @@ impl Job {
             } else {
                 format!("PE {rank} called shmem_global_exit({status})")
             };
-            // The caller itself is among the PEs still running.
-            self.fail(status, &message, "");
+            // The caller may still be running; it is stopped with the rest but not counted
+            // among the PEs the job's end stops.
+            let caller = self.pes[rank as usize].exit.is_none();
+            self.fail_by(status, &message, "", caller);
         }
     }
 
@@ -675,25 +677,37 @@ impl Job {
 
     /// Records the job's status (first failure only), says why, and starts stopping the rest.
     fn fail(&mut self, status: i32, message: &str, remaining: &str) {
+        self.fail_by(status, message, remaining, false);
+    }
+
+    /// [`Job::fail`] for a failure that a still running PE reported itself (`caller`): that
+    /// PE is not counted among those the job's end stops.
+    fn fail_by(&mut self, status: i32, message: &str, remaining: &str, caller: bool) {
         if self.status.is_some() {
             return;
         }
         self.status = Some(status);
         self.unjudged.clear();
-        self.stop(message, remaining);
+        self.stop_by(message, remaining, caller);
     }
 
     /// Says why the job failed and, if PEs still run, sends them SIGTERM (SIGKILL follows).
     fn stop(&mut self, message: &str, remaining: &str) {
+        self.stop_by(message, remaining, false);
+    }
+
+    fn stop_by(&mut self, message: &str, remaining: &str, caller: bool) {
         if self.running == 0 {
             eprintln!("shmemrun: {message}");
             return;
         }
-        let plural = if self.running == 1 { "" } else { "s" };
-        eprintln!(
-            "shmemrun: {message}; stopping {remaining}{} PE{plural}",
-            self.running
-        );
+        let others = self.running - usize::from(caller);
+        if others == 0 {
+            eprintln!("shmemrun: {message}");
+        } else {
+            let plural = if others == 1 { "" } else { "s" };
+            eprintln!("shmemrun: {message}; stopping {remaining}{others} PE{plural}");
+        }
         self.signal_all(Signal::TERM);
         self.stopping = Stopping::Term(Instant::now() + TERM_GRACE);
     }

@@ -585,9 +585,10 @@ fn pe_entry() {
             let _ = store.get("never", HANG);
             std::process::exit(0);
         }
-        "abort" | "abort-after-error" => {
+        "abort" | "abort-after-error" | "abort-256" => {
             if rank == 0 {
-                store.abort(5, mode == "abort-after-error");
+                let status = if mode == "abort-256" { 256 } else { 5 };
+                store.abort(status, mode == "abort-after-error");
             }
             let _ = store.get("never", HANG);
             std::process::exit(0);
@@ -620,9 +621,29 @@ fn abort_is_a_global_exit_with_its_status() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(5), "{err}");
     assert!(
-        err.contains("PE 0 called shmem_global_exit(5); stopping 3 PEs"),
+        err.contains("PE 0 called shmem_global_exit(5); stopping 2 PEs"),
         "{err}"
     );
+}
+
+#[test]
+fn the_pe_that_ends_the_job_is_not_counted_among_those_stopped() {
+    let out = store_job(2, "abort");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("PE 0 called shmem_global_exit(5); stopping 1 PE\n"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_non_zero_global_exit_status_never_reads_as_success() {
+    // 256 would be 0 once cut to the 8 bits of a process's exit status.
+    let out = store_job(2, "abort-256");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(255), "{err}");
+    assert!(err.contains("PE 0 called shmem_global_exit(256)"), "{err}");
 }
 
 #[test]
@@ -631,7 +652,7 @@ fn the_library_stopping_the_job_is_not_called_a_global_exit() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(5), "{err}");
     assert!(
-        err.contains("PE 0 stopped the job after an error (status 5); stopping 3 PEs"),
+        err.contains("PE 0 stopped the job after an error (status 5); stopping 2 PEs"),
         "{err}"
     );
     assert!(!err.contains("shmem_global_exit"), "{err}");

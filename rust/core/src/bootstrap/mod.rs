@@ -12,6 +12,8 @@
 //!   `shmemrun` (`meet`), the descriptor store of each node of a TCP job (`rendezvous`);
 //! - `store/`: the key-value store itself: protocol ([`wire`]), [`Server`], [`Client`], the
 //!   streams under them, addresses ([`addr`]) and trust ([`tls`]).
+//! - `watch`: under `shmemrun`, the end of this PE (and the job's process group) when the
+//!   launcher is gone.
 //!
 //! Must never be used on the data path (puts, gets, atomics, data-path waits): every call here
 //! is a round trip to the store. Every blocking step has a timeout, and errors name the
@@ -20,6 +22,7 @@
 mod launcher;
 mod node;
 mod store;
+mod watch;
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
@@ -34,6 +37,7 @@ use node::locality::{self, NodeMap};
 use node::meet::{self, Meeting, NodeJob};
 use node::rendezvous::NodeStore;
 use store::tls::Trust;
+use watch::LauncherWatch;
 
 pub(crate) use launcher::attrs::Job as JobAttrs;
 pub(crate) use launcher::attrs::Meet;
@@ -197,6 +201,9 @@ fn largest_progression(pes: &[usize]) -> (usize, usize, usize) {
 /// reaches the others through. Made by [`join`].
 #[derive(Debug)]
 pub(crate) struct Bootstrap {
+    /// Under `shmemrun`: the watch that ends this PE when the launcher is gone. First, so
+    /// that it is disarmed before the store connection below closes.
+    launcher: Option<LauncherWatch>,
     rank: usize,
     size: usize,
     nodes: Nodes,
@@ -216,6 +223,7 @@ impl Bootstrap {
             nodes: Nodes::one(1, 0),
             store: None,
             node: None,
+            launcher: None,
         }
     }
 
@@ -319,6 +327,9 @@ impl Bootstrap {
         if let Some(node) = &self.node {
             node.finalizing();
         }
+        if let Some(launcher) = &self.launcher {
+            launcher.leaving();
+        }
         if let Some(store) = &self.store {
             store.goodbye()?;
         }
@@ -334,6 +345,9 @@ impl Bootstrap {
     fn leave(&self, seen: &[u32], timeout: Duration) {
         if let Some(node) = &self.node {
             node.finalizing();
+        }
+        if let Some(launcher) = &self.launcher {
+            launcher.leaving();
         }
         if let Some(store) = &self.store {
             let _ = store.goodbye();
@@ -461,6 +475,15 @@ fn meet_job(
         nodes,
         store,
         node,
+        launcher: None,
+    };
+    // Started as soon as the connection is up, so that a launcher killed during the rest of
+    // start-up is noticed too.
+    let watched = |client: &Client| {
+        client
+            .watch_socket()
+            .map_err(|e| Error::os("duplicating the store connection", e))
+            .and_then(LauncherWatch::start)
     };
     Ok(match launch {
         Launch::Alone => Bootstrap::alone(),
@@ -470,7 +493,11 @@ fn meet_job(
             socket,
         } => {
             let client = Client::connect_inherited(socket, my_pe, n_pes, timeout)?;
-            joined(Some(client), None, Nodes::one(size, rank))
+            let launcher = watched(&client)?;
+            Bootstrap {
+                launcher: Some(launcher),
+                ..joined(Some(client), None, Nodes::one(size, rank))
+            }
         }
         Launch::ShmemrunTcp {
             my_pe,
@@ -485,10 +512,14 @@ fn meet_job(
             };
             let dial = meet::dial(&store, &trust, &job_id)?;
             let client = Client::connect_tcp(&dial, my_pe, n_pes, timeout)?;
+            let launcher = watched(&client)?;
             let map = locality::share(&client, timeout).1?;
             let node_store = NodeStore::of(&map.numbers(), my_pe);
             node::rendezvous::attach(&client, &node_store, timeout)?;
-            joined(Some(client), None, Nodes::from_map(&map, rank))
+            Bootstrap {
+                launcher: Some(launcher),
+                ..joined(Some(client), None, Nodes::from_map(&map, rank))
+            }
         }
         Launch::NodeLocal(mut plan) => {
             let mut trust = trust;
@@ -611,6 +642,7 @@ mod tests {
                         nodes: Nodes::new(node_of, pe),
                         store: Some(client),
                         node: None,
+                        launcher: None,
                     };
                     let fd = crate::mapping::memfd("bootstrap-test", 4096).unwrap();
                     rustix::io::write(&fd, &[pe as u8]).unwrap();

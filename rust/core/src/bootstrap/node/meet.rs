@@ -100,6 +100,21 @@ impl Ending {
         })
     }
 
+    /// The line PE `me` logs as it ends the job for this.
+    fn told_by(self, me: u32) -> String {
+        match self {
+            // This PE's own connection closed while it runs: it is on its way out (its
+            // program exits, or the interpreter tears the library down) without having
+            // finalized. It is not gone, and says so as itself.
+            Ending::Lost { pe } if pe == me => {
+                "this PE is exiting without shmem_finalize; ending the job (the other PEs exit \
+                 with status 1)"
+                    .into()
+            }
+            _ => format!("{self}; ending the job"),
+        }
+    }
+
     /// Exit status of every PE the job's end reaches.
     fn status(self) -> i32 {
         match self {
@@ -200,9 +215,10 @@ impl Shared {
                 Ok(_) => ending,
                 Err(first) => Ending::decode(first).unwrap_or(ending),
             };
+        let line = ending.told_by(self.my_pe);
         match ending {
-            Ending::GlobalExit { status: 0, .. } => tracing::info!("{ending}; ending the job"),
-            _ => tracing::error!("{ending}; ending the job"),
+            Ending::GlobalExit { status: 0, .. } => tracing::info!("{line}"),
+            _ => tracing::error!("{line}"),
         }
         crate::log::exit_process(ending.status())
     }
@@ -835,6 +851,18 @@ mod tests {
             after_error,
         };
         assert_eq!(exit(false).to_string(), "PE 3 called shmem_global_exit(1)");
+        assert_eq!(
+            Ending::Lost { pe: 2 }.told_by(0),
+            "PE 2 exited without shmem_finalize or died; ending the job"
+        );
+        // A PE never reports itself as gone.
+        let own = Ending::Lost { pe: 0 }.told_by(0);
+        assert!(!own.contains("PE 0"), "{own}");
+        assert_eq!(
+            own,
+            "this PE is exiting without shmem_finalize; ending the job (the other PEs exit with \
+             status 1)"
+        );
         assert_eq!(
             exit(true).to_string(),
             "PE 3 stopped the job after an error (status 1)"

@@ -1,0 +1,83 @@
+//! Under `shmemrun`: ends this PE, and the processes of the job's process group, as soon as the
+//! launcher is gone.
+//!
+//! `shmemrun` arms `PR_SET_PDEATHSIG` in the processes it starts, but that reaches only its
+//! own children: a PE started through a wrapper script (a shell that does not `exec`) or a
+//! process a PE forked would outlive a killed launcher, spinning in a barrier for ever. The
+//! store connection is the launcher's own descriptor: only `shmemrun` holds its far end, so
+//! it closes when `shmemrun` ends, whatever sits between it and this PE.
+
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::io::Errno;
+use rustix::process::{getpgrp, kill_process_group, Signal};
+
+use crate::error::{Error, Result};
+
+/// The watcher's stack: it only polls and logs.
+const STACK: usize = 64 * 1024;
+
+/// This PE's watch on its launcher. Dropping it disarms the watch: the connection is then
+/// expected to close (this PE leaves a job it failed to join).
+#[derive(Debug)]
+pub(crate) struct LauncherWatch {
+    /// Set before this PE's goodbye: from then on `shmemrun` may close the connection.
+    leaving: Arc<AtomicBool>,
+}
+
+impl LauncherWatch {
+    /// Starts watching `socket` (a duplicate of the store connection to `shmemrun`).
+    pub(crate) fn start(socket: OwnedFd) -> Result<LauncherWatch> {
+        let leaving = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&leaving);
+        std::thread::Builder::new()
+            .name("shmem-launcher".into())
+            .stack_size(STACK)
+            .spawn(move || watch(&socket, &flag))
+            .map_err(|e| Error::os("starting thread shmem-launcher", e))?;
+        Ok(LauncherWatch { leaving })
+    }
+
+    /// Call before this PE's goodbye, or when it leaves a job that failed to start.
+    pub(crate) fn leaving(&self) {
+        self.leaving.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for LauncherWatch {
+    fn drop(&mut self) {
+        self.leaving();
+    }
+}
+
+fn watch(socket: &OwnedFd, leaving: &AtomicBool) {
+    loop {
+        // RDHUP alone: the replies to this PE's own calls never wake this thread.
+        let mut fds = [PollFd::new(socket, PollFlags::RDHUP)];
+        match poll(&mut fds, None) {
+            Ok(_) if !fds[0].revents().is_empty() => break,
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(e) => {
+                tracing::warn!("cannot watch the connection to shmemrun: {e}");
+                return;
+            }
+        }
+    }
+    if leaving.load(Ordering::SeqCst) {
+        return;
+    }
+    tracing::error!(
+        "lost shmemrun: the launcher's store connection closed (shmemrun was killed or \
+         died); ending this PE and the processes it started"
+    );
+    let _ = std::io::Write::flush(&mut std::io::stderr());
+    // shmemrun starts every PE in one process group of the job's own, and whatever runs
+    // between it and the PE (a wrapper script), or was started by a PE, stays in it: taking
+    // the group down leaves nothing of the job behind, even where this PE is not the first to
+    // notice.
+    let _ = kill_process_group(getpgrp(), Signal::KILL);
+    crate::log::exit_process(1)
+}
