@@ -58,7 +58,8 @@ BUILD_PACKAGES=(cmake ninja-build g++
 TEST_BUILD_PACKAGES=(libgtest-dev # the gtest units (tests/unit)
     pkg-config                    # the pkg-config consumer test (install.pkgconfig)
     libopenblas-dev               # CBLAS for the fused operators (examples/matmul_allreduce)
-    libopenmpi-dev)               # MPI's headers for the matmul benchmark (bench/matmul_mpi.c)
+    libopenmpi-dev                # MPI's headers for the matmul benchmark (bench/matmul_mpi.c)
+    make)                         # the operator examples' own build.sh (CMake's default generator)
 TEST_RUN_PACKAGES=(clang-format # scripts/format-check.sh
     git                         # scripts/format-check.sh checks the files git tracks
     openmpi-bin                 # /usr/bin/mpirun for the tests in tests/launchers

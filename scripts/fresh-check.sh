@@ -229,6 +229,13 @@ make_root() {
     mkdir -p "$dir"
     tar -C "$dir" -xf "$base"
     cp -L /etc/resolv.conf "$dir/etc/resolv.conf"
+    # The machine's name resolves, as Debian's installer leaves it (torchrun's rendezvous
+    # looks it up).
+    local name
+    name=$(cat "$dir/etc/hostname" 2>/dev/null || hostname)
+    if [[ -n $name ]] && ! grep -qw -- "$name" "$dir/etc/hosts"; then
+        printf '127.0.1.1\t%s\n' "$name" >>"$dir/etc/hosts"
+    fi
     site_trust "$dir"
     git clone --quiet --no-local "$ROOT" "$dir/root/shmem"
     git -C "$dir/root/shmem" checkout --quiet --detach "$sha"

@@ -114,7 +114,7 @@ deps -uttests
 ((rc == 0)) || fail "-uttests --deps-only exited $rc"
 line=$(installed)
 for pkg in cmake ninja-build g++ ca-certificates libgtest-dev pkg-config clang-format \
-    openmpi-bin libopenmpi-dev iproute2 libucx0 git; do
+    openmpi-bin libopenmpi-dev make iproute2 libucx0 git; do
     [[ " $line " == *" $pkg "* ]] || fail "-uttests does not install $pkg: $line"
 done
 
