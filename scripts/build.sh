@@ -41,9 +41,9 @@
 #   -h, --help         this text
 #
 # On Debian it installs the missing system packages with apt-get (as root, or with sudo): for
-# -examples only the compilers and build tools; googletest, pkg-config, OpenBLAS, MPI's headers and make to build the
-# tests (no mode, -uttests); clang-format, git, Open MPI, iproute2, UCX and python3 to run them
-# (-uttests);
+# -examples only the compilers and build tools; googletest, pkg-config, OpenBLAS, MPI's headers
+# and make to build the tests (no mode, -uttests); clang-format, git, Open MPI, iproute2, UCX and
+# python3 to run them (-uttests);
 # python3 and python3-venv for the Python wheel's virtual environment (-python_extension,
 # -uttests).
 # The Rust toolchain comes from rustup (~/.cargo/bin); this script never downloads one.
