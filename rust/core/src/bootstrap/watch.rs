@@ -9,9 +9,10 @@
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
-use rustix::event::{poll, PollFd, PollFlags};
+use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags};
 use rustix::io::Errno;
 use rustix::process::{getpgrp, kill_process_group, Signal};
 
@@ -26,24 +27,48 @@ const STACK: usize = 64 * 1024;
 pub(crate) struct LauncherWatch {
     /// Set before this PE's goodbye: from then on `shmemrun` may close the connection.
     leaving: Arc<AtomicBool>,
+    /// Written when this PE leaves, so the watcher stops at once: finalize leaves no thread
+    /// of the library behind.
+    wake: Arc<OwnedFd>,
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl LauncherWatch {
     /// Starts watching `socket` (a duplicate of the store connection to `shmemrun`).
     pub(crate) fn start(socket: OwnedFd) -> Result<LauncherWatch> {
         let leaving = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&leaving);
-        std::thread::Builder::new()
+        let wake = Arc::new(
+            eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
+                .map_err(|e| Error::os("making the launcher watch's eventfd", e))?,
+        );
+        let (flag, woken) = (Arc::clone(&leaving), Arc::clone(&wake));
+        let thread = std::thread::Builder::new()
             .name("shmem-launcher".into())
             .stack_size(STACK)
-            .spawn(move || watch(&socket, &flag))
+            .spawn(move || watch(&socket, &woken, &flag))
             .map_err(|e| Error::os("starting thread shmem-launcher", e))?;
-        Ok(LauncherWatch { leaving })
+        Ok(LauncherWatch {
+            leaving,
+            wake,
+            thread: Mutex::new(Some(thread)),
+        })
     }
 
-    /// Call before this PE's goodbye, or when it leaves a job that failed to start.
+    /// Call before this PE's goodbye, or when it leaves a job that failed to start: the watch
+    /// stops, and its thread has ended when this returns.
     pub(crate) fn leaving(&self) {
         self.leaving.store(true, Ordering::SeqCst);
+        let _ = rustix::io::write(&*self.wake, &1u64.to_ne_bytes());
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        // The watcher itself never calls this (it only logs and exits), so this cannot wait
+        // for its own thread.
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -53,11 +78,15 @@ impl Drop for LauncherWatch {
     }
 }
 
-fn watch(socket: &OwnedFd, leaving: &AtomicBool) {
+fn watch(socket: &OwnedFd, wake: &OwnedFd, leaving: &AtomicBool) {
     loop {
         // RDHUP alone: the replies to this PE's own calls never wake this thread.
-        let mut fds = [PollFd::new(socket, PollFlags::RDHUP)];
+        let mut fds = [
+            PollFd::new(socket, PollFlags::RDHUP),
+            PollFd::new(wake, PollFlags::IN),
+        ];
         match poll(&mut fds, None) {
+            Ok(_) if !fds[1].revents().is_empty() => return,
             Ok(_) if !fds[0].revents().is_empty() => break,
             Ok(_) | Err(Errno::INTR) => {}
             Err(e) => {
