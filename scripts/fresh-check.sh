@@ -47,8 +47,9 @@ if [[ ${1:-} == --inside ]]; then
     rootfs=$2
     cmd=$3
     # The root a mount point of its own, as a machine's / is: tests that make their own mount
-    # namespaces change the propagation of / (mount --make-rslave /), which needs one.
-    mount --bind "$rootfs" "$rootfs"
+    # namespaces change the propagation of / (mount --make-rslave /), which needs one. Recursive:
+    # the caches and the toolchain are already mounted under it.
+    mount --rbind "$rootfs" "$rootfs"
     mount -t proc proc "$rootfs/proc"
     mount --rbind /sys "$rootfs/sys"
     mount --bind /dev "$rootfs/dev"
