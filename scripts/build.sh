@@ -278,7 +278,7 @@ fi
 # installed the first time, reused after.
 torch_options=()
 if ((do_torch)); then
-    log "torch (virtual environment ${SHMEM_TORCH_VENV:-$HOME/.cache/shmem/venv}; the first time about 5 GB from PyPI, minutes; reused after)"
+    log "torch (virtual environment ${SHMEM_TORCH_VENV:-$HOME/.cache/shmem/venv}; the first time about 3 GB from PyPI, 5.4 GB installed, minutes; reused after)"
     torch_python=$(SHMEM_VENV= "$ROOT/scripts/python-env.sh" \
         --venv "${SHMEM_TORCH_VENV:-$HOME/.cache/shmem/venv}" torch) ||
         die "could not make the torch virtual environment (see pip's message above)"
@@ -292,7 +292,7 @@ fi
 # install. Only when a network is there: without one, cuda.compile reports SKIPPED.
 CUDA_WHEELS=("nvidia-cuda-nvcc>=13,<14" "nvidia-cuda-runtime>=13,<14" "nvidia-cuda-cccl>=13,<14")
 if ((do_tests)); then
-    log "nvcc from PyPI (into $build_dir/venv, for ctest cuda.compile; the first time about 350 MB)"
+    log "nvcc from PyPI (into $build_dir/venv, for ctest cuda.compile; the first time about 55 MB)"
     if ! PIP_TIMEOUT=15 PIP_RETRIES=1 SHMEM_VENV= "$ROOT/scripts/python-env.sh" \
         --venv "$build_dir/venv" "${CUDA_WHEELS[@]}" >/dev/null; then
         echo "nvcc not installed (no network, or pip failed above): ctest cuda.compile will report SKIPPED"
