@@ -81,6 +81,25 @@ def test_master_addr_variables(n):
     assert_ring_ok(run_ring("rc = shmem.shmem_init(me, n, 1 << 24)", n, env))
 
 
+def test_pe0_store_writes_its_refusal_summary_at_finalize():
+    """Strangers flood PE 0's plain-TCP store just before the job ends: the summary of those
+    not logged one by one is written when the store closes, not lost with it."""
+    port = free_port()
+    start = textwrap.dedent(f"""
+        rc = shmem.shmem_init(me, n, 1 << 24)
+        if me == 0:
+            import socket as so
+            for _ in range(60):
+                so.create_connection(("127.0.0.1", {port})).close()
+    """).strip()
+    env = clean_env(SHMEM_MASTER_ADDR="127.0.0.1", SHMEM_MASTER_PORT=port, SHMEM_TLS_DISABLE=1)
+    out = run_ring(start, 2, env)
+    assert_ring_ok(out)
+    pe0 = out[0][1]
+    assert "closed the connection without saying HELLO" in pe0, pe0
+    assert "more connections refused before the store closed" in pe0, pe0
+
+
 def test_init_attr_with_ip_port():
     start = textwrap.dedent(f"""
         attr = shmem.InitAttr()

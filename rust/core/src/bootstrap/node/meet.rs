@@ -151,6 +151,8 @@ pub(crate) struct NodeJob {
     shared: Arc<Shared>,
     /// Every PE's node, when the PEs met over TCP (at an abstract socket they share one).
     nodes: Option<NodeMap>,
+    /// PE 0: the store it hosts, whose held-back refusal summary is written at finalize.
+    store: Option<Server>,
 }
 
 /// What this PE's threads share about the job.
@@ -332,6 +334,7 @@ fn host(
     client.put_fd(JOB_PAGE_KEY, fd.as_fd())?;
     let shared = Arc::new(Shared::new(plan, Mapping::map_shared(&fd, JOB_PAGE_LEN)?));
     let watched = Arc::clone(&shared);
+    let store = Server::clone(&server);
     spawn("shmem-job", move || {
         // Keeps the server (and with it the job's state) alive as long as events can come.
         let _server = server;
@@ -342,6 +345,7 @@ fn host(
         NodeJob {
             shared,
             nodes: None,
+            store: Some(store),
         },
     ))
 }
@@ -405,6 +409,7 @@ fn host_tcp(
     client.put_fd(JOB_PAGE_KEY, fd.as_fd())?;
     let shared = Arc::new(Shared::new(plan, Mapping::map_shared(&fd, JOB_PAGE_LEN)?));
     let watched = Arc::clone(&shared);
+    let store = server.clone();
     spawn("shmem-job", move || {
         let _server = server;
         watch_events(events, &watched);
@@ -414,6 +419,7 @@ fn host_tcp(
         NodeJob {
             shared,
             nodes: Some(nodes),
+            store: Some(store),
         },
     ))
 }
@@ -486,7 +492,14 @@ fn finish_guest(
     });
     let watcher = Arc::clone(&shared);
     spawn("shmem-job", move || watch_store(&watched, &watcher))?;
-    Ok((client, NodeJob { shared, nodes }))
+    Ok((
+        client,
+        NodeJob {
+            shared,
+            nodes,
+            store: None,
+        },
+    ))
 }
 
 /// Connects to PE 0's socket, retrying while nobody listens there yet.
@@ -764,6 +777,9 @@ impl NodeJob {
                 .0;
         }
         p.finished = true;
+        if let Some(store) = &self.store {
+            store.close();
+        }
         Ok(())
     }
 
