@@ -30,7 +30,7 @@
 #   --no-docs         leave docs/performance.md alone
 #   -h, --help        this text
 # RUN_TIMEOUT=S in the environment: seconds one run may take (default 300, --smoke 30); a run
-# that times out is tried once more (the log says so).
+# that times out is tried up to twice more (the log says so).
 #
 # UCX_TLS: the namespaces share one kernel, one /dev/shm and one boot id, so UCX would pick
 # its shared-memory transports between them and the figures would not be a network path. Every
@@ -254,7 +254,7 @@ chmod +x "$AGENT"
 unset SHMEM_RUN_FD SHMEM_RUN_RANK SHMEM_RUN_SIZE SHMEM_RUN_JOBID SHMEM_RUN_STORE SHMEM_JOB_ID \
     OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID RANK WORLD_SIZE SHMEM_BOOTSTRAP_ADDR
 export UCX_TLS=$ucx_tls UCX_NET_DEVICES=$NS_IF
-# Seconds a run may take (a hung one is tried once more): RUN_TIMEOUT overrides.
+# Seconds a run may take (a hung one is tried up to twice more): RUN_TIMEOUT overrides.
 case $mode in full | quick) RUN_TIMEOUT=${RUN_TIMEOUT:-300} ;; smoke) RUN_TIMEOUT=${RUN_TIMEOUT:-30} ;; esac
 OSH_FLAGS=(--allow-run-as-root --oversubscribe --mca plm_rsh_agent "$AGENT"
     --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include "$subnet.0/24"
@@ -303,15 +303,17 @@ run_prog() {
     esac
     printf '[round %s] %-8s %sx%s %s\n' "$round" "$variant" "$nodes" "$ppn" "${cmd[*]} $*" >>"$LOG"
     bounded "$tmp/stdout" "$tmp/stderr" "${cmd[@]}" "$@" || rc=$?
-    if ((rc == 124 || rc == 137)); then
+    local tries=1
+    while ((rc == 124 || rc == 137)) && ((tries < 3)); do
         # A run that hangs (Open MPI 4.1's OSHMEM now and then does across nodes, before its
-        # first figure) gets one more try; the log keeps both.
+        # first figure; twice in a row seen too) gets up to two more tries; the log keeps all.
         printf '   timed out after %s s; once more: %s %s at %sx%s\n' "$RUN_TIMEOUT" "$variant" "$prog" "$nodes" "$ppn" | tee -a "$LOG" >&2
         cat "$tmp/stderr" >>"$LOG"
         reap
         rc=0
+        tries=$((tries + 1))
         bounded "$tmp/stdout" "$tmp/stderr" "${cmd[@]}" "$@" || rc=$?
-    fi
+    done
     sed -n "s/^{\"bench\"/{\"variant\":\"$variant\",\"round\":$round,\"nodes\":$nodes,\"ppn\":$ppn,\"bench\"/p" \
         "$tmp/stdout" >>"$raw/round$round.jsonl"
     grep -v 'UCX is unable to handle VM_UNMAP' "$tmp/stderr" >>"$LOG" || true
