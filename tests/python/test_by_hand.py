@@ -51,16 +51,16 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_ring(start, n, env, stdin=None):
-    """Starts n PEs running RING with `start`; returns their (status, output)s."""
-    code = RING.format(start=start)
+def run_pes(code, n, env, stdin=None, timeout=TIMEOUT):
+    """Starts n interpreters running `code` with argv (i, n); returns their (status, output)s.
+    Any still running after `timeout` is killed (the test then fails on its status)."""
     procs = [subprocess.Popen([sys.executable, "-c", code, str(i), str(n)], env=env,
                               stdin=subprocess.PIPE if stdin else None, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for i in range(n)]
     out = []
     try:
         for i, p in enumerate(procs):
-            o, _ = p.communicate(stdin[i] if stdin else None, timeout=TIMEOUT)
+            o, _ = p.communicate(stdin[i] if stdin else None, timeout=timeout)
             out.append((p.returncode, o))
     finally:
         for p in procs:
@@ -68,6 +68,11 @@ def run_ring(start, n, env, stdin=None):
                 p.kill()
                 p.wait()
     return out
+
+
+def run_ring(start, n, env, stdin=None):
+    """Starts n PEs running RING with `start`; returns their (status, output)s."""
+    return run_pes(RING.format(start=start), n, env, stdin)
 
 
 def assert_ring_ok(out):
@@ -255,16 +260,7 @@ def test_ending_without_finalize_is_clean(n, end):
         env = clean_env(SHMEM_MASTER_ADDR="127.0.0.1", SHMEM_MASTER_PORT=free_port(),
                         SHMEM_TLS_DISABLE=1)
         code = UNFINALIZED.format(start="rc = shmem.shmem_init(me, n, 1 << 24)", end=end)
-        procs = [subprocess.Popen([sys.executable, "-c", code, str(i), str(n)], env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                 for i in range(n)]
-        try:
-            out = [(p.wait(timeout=TIMEOUT), p.stdout.read()) for p in procs]
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
+        out = run_pes(code, n, env)
         assert_ring_ok(out)
         assert not any("shmem_finalize" in o for _, o in out), out
 
@@ -283,17 +279,8 @@ def test_dying_without_finalize_still_ends_the_job():
         time.sleep(30)
         sys.exit(3)
     """)
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(i)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for i in range(2)]
-    try:
-        outs = [p.communicate(timeout=25)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    assert [p.returncode for p in procs] == [1, 0], outs
+    statuses, outs = zip(*run_pes(code, 2, env, timeout=25))
+    assert list(statuses) == [1, 0], outs
     assert "PE 1 exited without shmem_finalize or died; ending the job" in outs[0], outs
 
 
@@ -310,17 +297,8 @@ def test_global_exit_ends_every_pe():
         time.sleep(30)
         sys.exit(3)
     """)
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(i)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for i in range(2)]
-    try:
-        outs = [p.communicate(timeout=25)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    assert [p.returncode for p in procs] == [7, 7], outs
+    statuses, outs = zip(*run_pes(code, 2, env, timeout=25))
+    assert list(statuses) == [7, 7], outs
 
 
 def test_core_init_as_a_context_manager():
@@ -337,17 +315,7 @@ def test_core_init_as_a_context_manager():
         assert not sc.is_initialized()
         print(f"PE {me} ok")
     """)
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(i)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for i in range(2)]
-    try:
-        outs = [(p.wait(timeout=TIMEOUT), p.stdout.read()) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    assert_ring_ok(outs)
+    assert_ring_ok(run_pes(code, 2, env))
 
 
 def test_no_restart_after_finalize():
