@@ -156,9 +156,21 @@ run_cleanups() {
     done
     cleanups=()
 }
+# A cleanup block undoes what its page's blocks made, whoever made it: it runs first too, in
+# case a run killed outright (SIGKILL) left something behind.
+block_pid=
+stop() {
+    [[ -z $block_pid ]] || kill -TERM "$block_pid" 2>/dev/null
+    wait 2>/dev/null
+    exit "$1"
+}
 trap run_cleanups EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
+trap 'stop 143' TERM
+trap 'stop 130' INT
+for c in "${cleanups[@]+"${cleanups[@]}"}"; do
+    echo "--- cleanup first: $c"
+    (cd "$work" && timeout "$run_timeout" bash "$c") || echo "NOTE: cleanup block $c failed"
+done
 
 failures=0
 fail() {
@@ -261,9 +273,14 @@ while IFS=$'\037' read -r n line lang file skip root cleanup; do
             fi
             ;;
         sh)
-            if ! (cd "$work" && timeout "$run_timeout" bash -e "$src"); then
+            # In the background, so that a signal to this test runs the cleanups at once
+            # (bash runs traps between commands, and `wait` is one).
+            (cd "$work" && exec timeout "$run_timeout" bash -e "$src") &
+            block_pid=$!
+            if ! wait "$block_pid"; then
                 fail "$where: the commands failed in $work"
             fi
+            block_pid=
             ;;
     esac
 done <"$work/blocks/index"
@@ -272,4 +289,8 @@ if ((failures)); then
     echo "FAIL: $failures block(s) of $page above do not work as written"
     exit 1
 fi
-echo "OK: every block of $page builds and runs as written"
+if [[ ${SHMEM_DOCS_SYNTAX_ONLY:-0} == 1 ]]; then
+    echo "OK: every block of $page is valid (syntax only)"
+else
+    echo "OK: every block of $page builds and runs as written"
+fi
