@@ -48,7 +48,8 @@ def tracked_files():
         pass
     files = []
     for d, dirs, names in os.walk(root):
-        dirs[:] = [x for x in dirs if x not in SKIP_DIRS]
+        dirs[:] = [x for x in dirs if x not in SKIP_DIRS and not x.startswith(("build", "install"))
+                   and not os.path.exists(os.path.join(d, x, "CMakeCache.txt"))]
         files += [os.path.relpath(os.path.join(d, n), root) for n in names]
     return files
 
