@@ -3,9 +3,9 @@
 //! routine returns or whether the job must end.
 
 use crate::bootstrap::uniqueid;
-use crate::bootstrap::{JobAttrs as Job, Meet};
+use crate::bootstrap::{JobAttrs as Job, Meet, Timeouts};
 use crate::error::Error;
-use crate::runtime::{self, Timeouts};
+use crate::runtime;
 use std::time::Duration;
 
 #[cxx::bridge(namespace = "shmem::core")]
@@ -262,13 +262,16 @@ fn team_of(start: i32, stride: i32, size: i32, me: i32, slot: i32) -> crate::syn
     )
 }
 
-// The team functions read the published job state, not the runtime, so they take no lock;
-// the facade passes only live teams of a running job.
+// The team functions read the barriers' view of the job (`sync::view`), not the runtime, so
+// they take no lock; the facade passes only live teams of a running job.
 
 fn team_sync(start: i32, stride: i32, size: i32, me: i32, slot: i32, tag: u64) {
     let team = team_of(start, stride, size, me, slot);
-    if crate::sync::barrier::team_sync_published(team, tag).is_err() {
-        runtime::team_out_of_step(team)
+    use crate::sync::barrier::{team_sync_published, Stop};
+    match team_sync_published(team, tag) {
+        Ok(()) => {}
+        Err(Stop::TransportFailed { .. }) => runtime::stop_after_error(1),
+        Err(Stop::OutOfStep { .. } | Stop::TimedOut { .. }) => runtime::team_out_of_step(team),
     }
 }
 
@@ -285,8 +288,10 @@ fn team_watch(start: i32, stride: i32, size: i32, me: i32, slot: i32) {
     }
     LOOKED.set(Some(now));
     let team = team_of(start, stride, size, me, slot);
-    if barrier::team_differs(&PublishedAreas(team)).is_some() {
-        runtime::team_out_of_step(team)
+    match barrier::team_differs(&PublishedAreas(team)) {
+        Ok(None) => {}
+        Ok(Some(_)) => runtime::team_out_of_step(team),
+        Err(_) => runtime::stop_after_error(1),
     }
 }
 

@@ -10,9 +10,8 @@
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, CString};
 use std::mem::{align_of, offset_of, size_of};
-use std::sync::atomic::AtomicU64;
 
-use crate::sync::control;
+use crate::layout as control;
 use crate::transport::table::TransportOps;
 
 /// Fields this mirror knows (`SHMEM_JOB_STATE_VERSION`).
@@ -27,24 +26,10 @@ pub const REACH_MAPPED: u8 = 1;
 /// A peer reached through a transport (`SHMEM_JOB_REACH_TRANSPORT`).
 pub const REACH_TRANSPORT: u8 = 2;
 
-/// Bytes of one line of a team area (`SHMEM_TEAM_AREA_LINE_BYTES`).
-pub const TEAM_AREA_LINE_BYTES: usize = 64;
-/// Lines of a team area in use (`SHMEM_TEAM_AREA_LINES`): the layout of team areas is the C
-/// header's; the control segment reserves room for it.
-pub const TEAM_AREA_LINES: usize = 40;
-/// Line of the central barrier's arrivals and call check (`SHMEM_TEAM_AREA_CENTRAL_COUNT`).
-pub const AREA_CENTRAL_COUNT: usize = 2;
-/// Line of the central barrier's release word (`SHMEM_TEAM_AREA_CENTRAL_RELEASE`).
-pub const AREA_CENTRAL_RELEASE: usize = 3;
-/// Line of the team barriers a member has entered (`SHMEM_TEAM_AREA_SYNC_EPOCH`).
-pub const AREA_SYNC_EPOCH: usize = 6;
-/// Line of the team collective a member last entered: its number on the team and the call
-/// (`SHMEM_TEAM_AREA_CALL`).
-pub const AREA_CALL: usize = 7;
-/// First line of the dissemination flags, one per round (`SHMEM_TEAM_AREA_ROUNDS`).
-pub const AREA_ROUNDS: usize = 8;
-/// Most dissemination rounds (enough for 2^32 PEs).
-pub const AREA_MAX_ROUNDS: usize = TEAM_AREA_LINES - AREA_ROUNDS;
+use crate::layout::{
+    AREA_CALL, AREA_CENTRAL_COUNT, AREA_CENTRAL_RELEASE, AREA_ROUNDS, AREA_SYNC_EPOCH,
+    TEAM_AREA_LINES, TEAM_AREA_LINE_BYTES,
+};
 
 /// One entry of the team table (`shmem_job_team`).
 #[repr(C)]
@@ -352,58 +337,6 @@ pub fn clear() {
     unsafe { *shmem_job_state_g.0.get() = JobState::IDLE };
 }
 
-/// The published transport table, or null (none published, or the library is not running).
-pub fn transport() -> *const TransportOps {
-    // SAFETY: see `Published`: written only by init and finalize, which no reader overlaps.
-    unsafe { (*shmem_job_state_g.0.get()).transport }
-}
-
-/// Whether world PE `pe` is reached through the transport from here, and so never through a
-/// mapping (false when no job is published: in-process tests map every PE). This PE's own
-/// memory is always mapped here, whoever else writes it.
-pub fn through_transport(pe: usize) -> bool {
-    // SAFETY: see `Published`: written only by init and finalize, which no reader overlaps.
-    let s = unsafe { &*shmem_job_state_g.0.get() };
-    // A device heap's transport reaches heaps only: control words stay mapped.
-    if s.transport.is_null()
-        || pe >= s.n_pes.max(0) as usize
-        || pe == s.my_pe as usize
-        || s.heap_on_device != 0
-    {
-        return false;
-    }
-    // SAFETY: a running job's state has n_pes entries at reach (`publish`).
-    unsafe { *s.reach.add(pe) == REACH_TRANSPORT }
-}
-
-/// The 8-byte word at `offset` of world PE `pe`'s control segment, through the published
-/// state: for the barriers the facade runs without taking the runtime's lock. `None` when the
-/// library is not running, `pe` is not a PE of the job or not on this node, or the word is not
-/// inside the segment.
-pub fn control_word(pe: usize, offset: usize) -> Option<&'static AtomicU64> {
-    // SAFETY: see `Published`: written only by init and finalize, which no reader overlaps.
-    let s = unsafe { &*shmem_job_state_g.0.get() };
-    if pe >= s.n_pes.max(0) as usize || offset % 8 != 0 || offset + 8 > s.control_size as usize {
-        return None;
-    }
-    // SAFETY: a running job's state has n_pes entries at control_bases (`publish`).
-    let base = unsafe { *s.control_bases.add(pe) };
-    if base == 0 {
-        return None;
-    }
-    // SAFETY: a nonzero base is a live mapping of control_size bytes, kept by the runtime
-    // until finalize clears this state, and no library call overlaps finalize; the word lies
-    // inside it and is 8-byte aligned (page-aligned base, offset checked above). The segment
-    // is shared memory whose words are only ever accessed atomically.
-    Some(unsafe { &*((base + offset) as *const AtomicU64) })
-}
-
-/// Whether barriers take the central shape in the running job (false when none runs).
-pub fn central_barrier() -> bool {
-    // SAFETY: see `Published`: written only by init and finalize, which no reader overlaps.
-    unsafe { (*shmem_job_state_g.0.get()).central_barrier != 0 }
-}
-
 /// A copy of the state as it is now.
 pub fn snapshot() -> JobState {
     // SAFETY: see `Published`; a plain copy of plain data.
@@ -530,9 +463,9 @@ pub fn layout() -> Vec<usize> {
         AREA_CENTRAL_RELEASE,
         AREA_SYNC_EPOCH,
         AREA_CALL,
-        crate::sync::call::TEAM_CALL_WORDS,
-        crate::sync::call::TEAM_NAME_BYTES,
-        crate::sync::barrier::CALL_BUSY as usize,
+        crate::layout::TEAM_CALL_WORDS,
+        crate::layout::TEAM_NAME_BYTES,
+        crate::layout::CALL_BUSY as usize,
         AREA_ROUNDS,
     ];
     l.extend(crate::transport::table::layout());
@@ -581,9 +514,6 @@ mod tests {
         let control = unsafe { std::slice::from_raw_parts(s.control_bases, 3) };
         assert_eq!(control, [0x100_0000, 0x200_0000, 0x300_0000]);
         assert_eq!(s.control_size as usize, control::SIZE);
-        assert!(control_word(3, 0).is_none(), "not a PE of the job");
-        assert!(control_word(0, control::SIZE).is_none(), "past the segment");
-        assert!(control_word(0, 4).is_none(), "misaligned");
         clear();
         let s = snapshot();
         assert_eq!((s.my_pe, s.n_pes), (-1, 0));

@@ -14,12 +14,14 @@
 //! never by linking this crate a second time.
 
 pub mod bootstrap;
+mod clock;
 mod device;
 pub mod env;
 pub mod error;
 mod ffi;
 mod heap;
 mod job_state;
+mod layout;
 pub mod log;
 mod mapping;
 mod runtime;

@@ -2,7 +2,7 @@
 //! barrier, created by [`init`] and torn down by [`finalize`]. The facade asks here once for
 //! the addresses it needs and then runs the data path by itself.
 
-use crate::bootstrap::{self, Bootstrap, BootstrapError, JobAttrs, Joining};
+use crate::bootstrap::{self, Bootstrap, BootstrapError, JobAttrs, Joining, Timeouts};
 use crate::device::cuda::Cuda;
 use crate::device::host::Host;
 use crate::device::npu::{self, Npu};
@@ -16,6 +16,7 @@ use crate::static_data::{self, StaticData};
 use crate::sync::barrier::{self, Barrier, Stop};
 use crate::sync::call::{Call, Step};
 use crate::sync::control::Control;
+use crate::sync::view;
 use crate::sync::wait;
 use crate::transport::devcopy::DeviceCopy;
 use crate::transport::{self, LocalSegment, Segment};
@@ -25,31 +26,6 @@ use std::time::Duration;
 
 /// Library version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// Bounds on the blocking steps of a job, in CANN's three kinds; `SHMEM_INIT_TIMEOUT` sets all
-/// three, the attributes of `shmem_init_attr` each one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
-    /// Joining the job: reaching the store, every PE arriving (`shm_init_timeout`).
-    pub init: Duration,
-    /// Creating and exchanging the symmetric heap and static data (`shm_create_timeout`).
-    pub create: Duration,
-    /// Control-plane steps of a running job: how long a barrier over all PEs waits for PEs
-    /// that are all stuck in other library calls, and finalize's wait for goodbyes
-    /// (`control_operation_timeout`).
-    pub control: Duration,
-}
-
-impl Timeouts {
-    /// The same bound for every step.
-    pub fn all(t: Duration) -> Timeouts {
-        Timeouts {
-            init: t,
-            create: t,
-            control: t,
-        }
-    }
-}
 
 /// CANN's initialisation status: not initialised.
 pub const STATUS_NOT_INITIALIZED: i32 = 0;
@@ -137,6 +113,7 @@ pub fn init() -> Result<Arc<Runtime>> {
         let state = lock_uninitialized("shmem_init")?;
         let config = env::load()?;
         let timeouts = Timeouts::all(config.init_timeout);
+        bootstrap::ending::install(job_over);
         let bootstrap = bootstrap::join(&config, Joining::Environment, timeouts)?;
         start(state, config, bootstrap, None, timeouts)
     })())
@@ -153,6 +130,7 @@ pub fn init_attrs(job: JobAttrs, timeouts: Timeouts) -> Result<Arc<Runtime>> {
         let config = env::load()?;
         log::set_pe(job.my_pe as i32);
         let heap_size = job.heap_size;
+        bootstrap::ending::install(job_over);
         let bootstrap = bootstrap::join(&config, Joining::Attributes(job), timeouts)?;
         start(state, config, bootstrap, Some(heap_size), timeouts)
     })())
@@ -241,7 +219,6 @@ fn start(
         };
     let heap_bases: Vec<usize> = (0..n_pes).map(|pe| heap.user_base(pe)).collect();
     let node_numbers: Vec<u32> = (0..n_pes).map(|pe| nodes.node_of(pe)).collect();
-    barrier::publish_nodes(node_numbers.clone());
     let reach: Vec<u8> = match &transport {
         Some(t) => (0..n_pes)
             .map(|pe| {
@@ -281,6 +258,29 @@ fn start(
         transport,
         accel,
         device_state: std::sync::Mutex::new(None),
+    });
+    let through: Vec<bool> = match (&rt.transport, &rt.accel) {
+        // A device heap's transport reaches heaps only: control words stay mapped.
+        (Some(t), None) => (0..n_pes)
+            .map(|pe| pe != my_pe && t.transport().can_reach(pe))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let control_bases: Vec<usize> = (rt.control.bases().into_iter().enumerate())
+        .map(|(pe, b)| if through.get(pe) == Some(&true) { 0 } else { b })
+        .collect();
+    // SAFETY: the control segments and the transport are the runtime's, which outlives the
+    // view: finalize clears it before the runtime goes.
+    view::install(unsafe {
+        view::View::new(
+            my_pe,
+            crate::sync::control::SIZE,
+            control_bases,
+            through,
+            node_numbers,
+            central_barrier,
+            rt.transport.as_ref().map(|t| t.transport()),
+        )
     });
     wait::publish_naps(Some(barrier::nap_stamp(&rt.control, my_pe)));
     *state = Phase::Running(rt.clone());
@@ -537,7 +537,7 @@ pub fn finalize() -> Result<()> {
     }
     // The state points into this runtime, which goes with the phase change below.
     job_state::clear();
-    barrier::publish_nodes(Vec::new());
+    view::clear();
     *STATE.write().unwrap_or_else(|p| p.into_inner()) = Phase::Finalized;
     STATUS.store(STATUS_NOT_INITIALIZED, Ordering::Release);
     Ok(())
@@ -556,6 +556,13 @@ pub fn stop_after_error(status: i32) -> ! {
     end_job(status, true)
 }
 
+/// Ends this process after the bootstrap's watchers found the job over: the launcher gone,
+/// PE 0's store closed, or another PE ended the job (they logged what they saw). Installed
+/// into the bootstrap at init.
+fn job_over(status: i32) -> ! {
+    log::exit_process(status)
+}
+
 fn end_job(status: i32, after_error: bool) -> ! {
     if let Ok(Phase::Running(rt)) = STATE.try_read().as_deref() {
         rt.bootstrap.abort(status, after_error);
@@ -570,10 +577,12 @@ fn end_job(status: i32, after_error: bool) -> ! {
 /// the others wait the control timeout for it first, as in [`Runtime::out_of_step`].
 pub fn team_out_of_step(team: barrier::Team) -> ! {
     let areas = barrier::PublishedAreas(team);
-    let (number, mine) = barrier::team_entered(&areas, team.me);
+    let entered =
+        |m: usize| barrier::team_entered(&areas, m).unwrap_or_else(|_| stop_after_error(1));
+    let (number, mine) = entered(team.me);
     let at: Vec<(usize, Option<crate::sync::call::TeamCall>)> = (0..team.size)
         .filter_map(|m| {
-            let (k, call) = barrier::team_entered(&areas, m);
+            let (k, call) = entered(m);
             (k == number).then_some((m, call))
         })
         .collect();
@@ -632,7 +641,10 @@ impl Runtime {
     fn enter(&self, call: Call) {
         let patience = self.timeouts.control;
         let mut hopeless = barrier::Hopeless::new(&self.control, self.n_pes, patience);
-        let mut give_up = |epoch| hopeless.check(epoch);
+        let mut give_up = |epoch| match hopeless.check(epoch) {
+            Ok(hopeless) => hopeless,
+            Err(_) => stop_after_error(1),
+        };
         match self.barrier.sync(
             &self.control,
             self.my_pe,
@@ -643,7 +655,14 @@ impl Runtime {
             Ok(()) => {}
             Err(Stop::OutOfStep { epoch }) => self.out_of_step(&call, epoch),
             Err(Stop::TimedOut { epoch }) => self.deadlocked(&call, epoch),
+            Err(Stop::TransportFailed { .. }) => stop_after_error(1),
         }
+    }
+
+    /// `pe`'s last entry at the world barrier ([`barrier::entered`]); ends the job when `pe` is
+    /// reached through the transport and cannot be read (the transport logged why).
+    fn entered(&self, pe: usize) -> barrier::Entered {
+        barrier::entered(&self.control, pe).unwrap_or_else(|_| stop_after_error(1))
     }
 
     /// Ends the job after a barrier whose calls differ. Every PE knows; the first PE whose
@@ -651,9 +670,7 @@ impl Runtime {
     /// the job; the others wait for that, and say it themselves if the job has not ended
     /// within the control timeout.
     fn out_of_step(&self, mine: &Call, epoch: u64) -> ! {
-        let calls: Vec<Option<Call>> = (0..self.n_pes)
-            .map(|pe| barrier::entered(&self.control, pe).call)
-            .collect();
+        let calls: Vec<Option<Call>> = (0..self.n_pes).map(|pe| self.entered(pe).call).collect();
         let first = calls[0];
         let differs = (1..self.n_pes)
             .find(|&pe| match (&first, &calls[pe]) {
@@ -682,9 +699,7 @@ impl Runtime {
     /// wait for that as in [`Runtime::out_of_step`].
     fn deadlocked(&self, mine: &Call, epoch: u64) -> ! {
         const NAMED: usize = 4;
-        let entries: Vec<barrier::Entered> = (0..self.n_pes)
-            .map(|pe| barrier::entered(&self.control, pe))
-            .collect();
+        let entries: Vec<barrier::Entered> = (0..self.n_pes).map(|pe| self.entered(pe)).collect();
         let first_in = entries.iter().position(|e| e.epoch >= epoch);
         if first_in.is_some_and(|pe| pe != self.my_pe) {
             std::thread::sleep(self.timeouts.control);

@@ -13,15 +13,24 @@
 //! - `store/`: the key-value store itself: protocol ([`wire`]), [`Server`], [`Client`], the
 //!   streams under them, addresses ([`addr`]) and trust ([`tls`]).
 //! - `watch`: under `shmemrun`, the end of this PE (and the job's process group) when the
-//!   launcher is gone.
+//!   launcher is gone;
+//! - single files beside them: the failures before the store is met (`error`, composed into the
+//!   runtime's error), the bounds on blocking steps ([`Timeouts`]), random bits for secrets
+//!   (`bits`), and `ending`: the end of the process that the runtime installs, through which
+//!   the watchers here (`watch`, and `meet`'s watch of PE 0's store) end this PE, so that only
+//!   the runtime ends a job.
 //!
 //! Must never be used on the data path (puts, gets, atomics, data-path waits): every call here
 //! is a round trip to the store. Every blocking step has a timeout, and errors name the
 //! operation and the key.
 
+pub(crate) mod bits;
+pub(crate) mod ending;
+pub(crate) mod error;
 mod launcher;
 mod node;
-mod store;
+pub(crate) mod store;
+mod timeouts;
 mod watch;
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -29,7 +38,6 @@ use std::time::Duration;
 
 use crate::env::{self, Config};
 use crate::error::{Error, LaunchError, Result};
-use crate::runtime::Timeouts;
 use launcher::attrs::{self, Job};
 use launcher::kvs::{self, Choice, FromKvs};
 use launcher::launch::{self, Launch};
@@ -49,22 +57,7 @@ pub use store::{
     give_back_large_frees, BootstrapError, Client, PeerStatus, Server, StoreEvent, TcpDial,
     EXTRA_TCP_CONNECTIONS, FRAME_BUDGET, VALUE_BUDGET,
 };
-
-/// 128 bits from the system's random generator, for secrets and names no other job picks;
-/// `what` says what they are for, in the error.
-pub(crate) fn random_bits(what: &'static str) -> Result<[u8; 16]> {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 16];
-    ring::rand::SystemRandom::new()
-        .fill(&mut bytes)
-        .map_err(|_| Error::Launch(LaunchError::NoRandom { what }))?;
-    Ok(bytes)
-}
-
-/// `bytes` in lower-case hex.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub(crate) use timeouts::Timeouts;
 
 /// How this PE learns which job it is part of.
 pub(crate) enum Joining {

@@ -108,5 +108,5 @@ fn watch(socket: &OwnedFd, wake: &OwnedFd, leaving: &AtomicBool) {
     // the group down leaves nothing of the job behind, even where this PE is not the first to
     // notice.
     let _ = kill_process_group(getpgrp(), Signal::KILL);
-    crate::log::exit_process(1)
+    crate::bootstrap::ending::end_process(1)
 }

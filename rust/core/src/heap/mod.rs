@@ -6,7 +6,7 @@
 //! segment (exported to and imported by every PE of the node):
 //! `[0, RESERVED)` is reserved for kernel-side synchronisation words, which must live in the
 //! device's memory beside the data (nothing uses it yet; the host API's barrier words and team
-//! areas are in the control segment, [`crate::sync::control`], so a heap the CPU cannot reach
+//! areas are in the control segment, [`crate::layout`], so a heap the CPU cannot reach
 //! still has CPU barriers);
 //! `[RESERVED, RESERVED + size)` is the user heap that `shmem_malloc` carves. A remote address is
 //! `peer_base[pe] + (addr - my_base)`. Allocation is collective and deterministic (see

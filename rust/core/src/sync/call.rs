@@ -197,8 +197,7 @@ impl fmt::Display for Call {
     }
 }
 
-/// Bytes of a team collective's routine name a record keeps (the longest public name has 28).
-pub const TEAM_NAME_BYTES: usize = 32;
+pub use crate::layout::{TEAM_CALL_WORDS, TEAM_NAME_BYTES};
 
 /// Arguments of a team collective that every member must pass alike (bits of
 /// [`TeamCall::new`]'s `checks`; the facade's `kTeamCheck*`).
@@ -207,9 +206,6 @@ pub const TEAM_COUNT: u32 = 1;
 pub const TEAM_ROOT: u32 = 2;
 /// The source stride (`sst`), in `extra`.
 pub const TEAM_SST: u32 = 4;
-
-/// Words of a [`TeamCall`]'s record.
-pub const TEAM_CALL_WORDS: usize = 3 + TEAM_NAME_BYTES / 8;
 
 /// One member's team collective: the routine and the arguments every member must agree on.
 /// Two members agree when their calls are equal.

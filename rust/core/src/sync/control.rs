@@ -5,15 +5,8 @@
 //! exchange; the words' meaning belongs to the barrier ([`super::barrier`]) and to the
 //! facade's team collectives. It never touches the store beyond the one exchange.
 //!
-//! Layout of every PE's segment (offsets published in the job state as `control_*`):
-//! - [`STATE`]: one line the PE writes about itself: the last barrier over all PEs it entered,
-//!   the call it entered it with, and its nap stamp ([`super::wait::publish_naps`]);
-//! - [`BARRIER`]: the world barrier's area, laid out as a team area (`shmem/job_state.h`'s
-//!   `SHMEM_TEAM_AREA_*` lines: one layout for every barrier);
-//! - [`TEAM_AREAS`]: [`TEAM_SLOTS`] team areas of [`TEAM_AREA_SIZE`] bytes, slot `s` used by the
-//!   team holding that slot on every member;
-//! - [`DEVICE_LOCKS`]: [`DEVICE_LOCK_STRIPES`] lock words guarding the host's AMOs on this PE's
-//!   heap when it lives in device memory the CPU cannot reach (`transport::devcopy`).
+//! Layout of every PE's segment: [`crate::layout`], which the job state publishes too (as
+//! `control_*`); the nap stamp in the state line is [`super::wait::publish_naps`]'s.
 //!
 //! The file's pages stay unbacked until a word on them is written: a job that never splits a
 //! team touches two or three pages per PE.
@@ -21,37 +14,10 @@
 use crate::bootstrap::Bootstrap;
 use crate::device::{self, host::Host, Device, Placement, Segment};
 use crate::error::Result;
-use crate::job_state::{TEAM_AREA_LINES, TEAM_AREA_LINE_BYTES};
 use crate::mapping::Mapping;
 use std::time::Duration;
 
-/// Offset of a PE's state line.
-pub const STATE: usize = 0;
-/// Offset in the state line of the PE's nap stamp, after its last epoch and call.
-pub const NAP_STAMP: usize = STATE + 32;
-/// Offset of the world barrier's area.
-pub const BARRIER: usize = STATE + TEAM_AREA_LINE_BYTES;
-/// Bytes of one team area: the lines of the one layout, nothing more.
-pub const TEAM_AREA_SIZE: usize = TEAM_AREA_LINES * TEAM_AREA_LINE_BYTES;
-/// Offset of team slot 0's area.
-pub const TEAM_AREAS: usize = BARRIER + TEAM_AREA_SIZE;
-/// Team slots per PE (the limit on simultaneous teams). Slots 0 and 1 belong to the
-/// predefined teams (world and shared), so a PE can be a member of at most `TEAM_SLOTS - 2`
-/// teams made by splits.
-pub const TEAM_SLOTS: usize = 64;
-/// Offset of the lock words of the host's AMOs on a device heap (4 bytes each).
-pub const DEVICE_LOCKS: usize = TEAM_AREAS + TEAM_SLOTS * TEAM_AREA_SIZE;
-/// Lock words there: a heap word's lock is stripe (offset / 8) mod this.
-pub const DEVICE_LOCK_STRIPES: usize = 64;
-/// Bytes of a control segment.
-pub const SIZE: usize = (DEVICE_LOCKS + 4 * DEVICE_LOCK_STRIPES + PAGE - 1) & !(PAGE - 1);
-
-const PAGE: usize = 4096;
-
-const _: () = assert!(NAP_STAMP + 8 <= BARRIER);
-// Sized by what it holds: 41 pages per PE, most never touched.
-const _: () = assert!(TEAM_AREA_SIZE == 40 * 64 && SIZE % PAGE == 0 && SIZE <= 41 * PAGE);
-const _: () = assert!(DEVICE_LOCKS + 4 * DEVICE_LOCK_STRIPES <= SIZE);
+pub use crate::layout::{BARRIER, NAP_STAMP, SIZE, STATE, TEAM_AREAS, TEAM_AREA_SIZE};
 
 /// This PE's control segment and its mappings of its node's peers' segments.
 #[derive(Debug)]
@@ -154,6 +120,7 @@ impl Control {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::TEAM_SLOTS;
     use std::sync::atomic::Ordering;
 
     #[test]

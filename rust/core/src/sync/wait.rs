@@ -7,6 +7,8 @@
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::clock::node_clock_ns;
+
 /// Spins (one `pause` each, the condition checked between them) before the first yield, about
 /// 50 us; 0 when PEs outnumber cores (spinning then only delays the peer we wait for, which
 /// needs our core). One pause per check keeps the reaction to a peer's store within a few
@@ -17,22 +19,6 @@ const YIELD_FOR_NS: u64 = 20_000_000;
 /// While spinning, the transport is progressed on every this many checks (and on every check
 /// after): a peer on another node waits a few pauses longer, a mapped peer not at all.
 const PROGRESS_EVERY_SPINS: u32 = 16;
-/// A wait does not nap while a transport moved data for this PE within this long: a peer that
-/// reaches this PE over a transport whose operations this PE must serve (UCX over TCP) waits for
-/// this PE's progress, so a wait that napped would make every such operation wait for its nap.
-const ACTIVE_FOR_NS: u64 = 2_000_000;
-/// When a transport last moved data for this PE ([`node_clock_ns`]; 0: never).
-static TRANSPORT_ACTIVE_NS: AtomicU64 = AtomicU64::new(0);
-
-/// Says that the transport moved data for this PE just now (from its progress calls).
-pub fn transport_moved() {
-    TRANSPORT_ACTIVE_NS.store(node_clock_ns(), Ordering::Relaxed);
-}
-
-fn transport_active() -> bool {
-    let last = TRANSPORT_ACTIVE_NS.load(Ordering::Relaxed);
-    last != 0 && node_clock_ns().saturating_sub(last) < ACTIVE_FOR_NS
-}
 const FIRST_NAP_NS: u64 = 20_000;
 const LONGEST_NAP_NS: u64 = 1_000_000;
 
@@ -82,18 +68,18 @@ impl Backoff {
             // peer's store is seen within the spin, and one progress call costs more than a
             // cache-line transfer.
             if self.spins % PROGRESS_EVERY_SPINS == PROGRESS_EVERY_SPINS - 1 {
-                crate::transport::progress();
+                super::view::progress();
             }
             self.spins += 1;
             std::hint::spin_loop();
             return;
         }
-        crate::transport::progress();
+        super::view::progress();
         let now = now_ns();
         if self.yielding_since_ns == 0 {
             self.yielding_since_ns = now;
         }
-        if now - self.yielding_since_ns < YIELD_FOR_NS || transport_active() {
+        if now - self.yielding_since_ns < YIELD_FOR_NS || crate::transport::recently_active() {
             std::thread::yield_now();
             return;
         }
@@ -115,20 +101,6 @@ static NAP_STAMP: AtomicPtr<AtomicU64> = AtomicPtr::new(std::ptr::null_mut());
 /// A PE whose last nap is older than this is not waiting in the library (a nap lasts at most
 /// [`LONGEST_NAP_NS`]; the rest is room for a busy scheduler).
 const NAPPING_WITHIN_NS: u64 = 250_000_000;
-
-/// The node's monotonic clock in nanoseconds: the same clock in every process of the node,
-/// unlike [`now_ns`]. 0 only if the clock cannot be read.
-pub(crate) fn node_clock_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec, which `ts` is.
-    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 fn stamp_nap() {
     let word = NAP_STAMP.load(Ordering::Acquire);

@@ -6,7 +6,7 @@
 //! return, so fence and quiet have nothing to wait for.
 //!
 //! AMOs on heap words are a read, the operation and a write under a lock word of the target PE's
-//! control segment ([`crate::sync::control::DEVICE_LOCKS`], one of its stripes per word): atomic
+//! control segment ([`crate::layout::DEVICE_LOCKS`], one of its stripes per word): atomic
 //! among the host calls of every PE of the node. Kernels' atomics on the same words are not
 //! atomic with them (as CPU and network atomics are not), so a word is updated by one side at a
 //! time.
@@ -15,7 +15,7 @@ pub use crate::device::DeviceMemory;
 
 use super::loopback::Loopback;
 use super::{bump, AmoOp, Counts, Ctx, Segment, Transport, TransportError};
-use crate::sync::control;
+use crate::layout as control;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};

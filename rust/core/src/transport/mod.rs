@@ -12,50 +12,26 @@
 //! Atomicity rule: while any PE of the job is reached through a transport, every AMO goes
 //! through it, to mapped PEs too, since CPU atomics and a transport's atomics on one word are
 //! not atomic with each other. The facade follows it by testing the job state's `transport`.
+//!
+//! The runtime's own calls (the barriers' flags of PEs behind the transport, the waits'
+//! progress) go to the [`Transport`] directly ([`put_word`], [`get_word`], [`progress`]), not
+//! through the C table, which is the facade's way in. Either way a failure is logged once where
+//! it happens (`table::logged`) and returned: this module never ends the job.
 
 pub mod devcopy;
+pub(crate) mod error;
 pub mod loopback;
 pub mod none;
+mod segment;
 pub mod table;
 pub mod ucx;
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A symmetric segment an address lies in (`enum shmem_transport_segment`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Segment {
-    /// The user heap.
-    Heap = 0,
-    /// Global and static variables.
-    Data = 1,
-    /// The control segment (`sync/control.rs`): the synchronisation words of the host API.
-    Control = 2,
-}
-
-/// Segments a transport registers, in [`Segment`] order.
-pub const SEGMENTS: usize = 3;
-
-impl Segment {
-    /// The segment of a C `segment` argument, if it names one.
-    pub fn from_raw(raw: i32) -> Option<Segment> {
-        match raw {
-            0 => Some(Segment::Heap),
-            1 => Some(Segment::Data),
-            2 => Some(Segment::Control),
-            _ => None,
-        }
-    }
-
-    /// The segment's name, for messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Segment::Heap => "heap",
-            Segment::Data => "static data",
-            Segment::Control => "control segment",
-        }
-    }
-}
+use crate::clock::node_clock_ns;
+pub use error::TransportError;
+pub use segment::{Segment, SEGMENTS};
 
 /// An atomic operation (`enum shmem_transport_amo_op`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,96 +85,6 @@ impl Ctx {
     pub fn from_raw(raw: *const c_void) -> Ctx {
         Ctx(raw as usize)
     }
-}
-
-/// What a transport can fail with.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TransportError {
-    /// The operation targets a PE this transport does not reach.
-    #[error("PE {pe} is not reachable through the {transport} transport")]
-    Unreachable {
-        /// The transport.
-        transport: &'static str,
-        /// The PE.
-        pe: usize,
-    },
-    /// The range lies outside the segment as the peer registered it.
-    #[error("bytes [{offset}, {offset}+{len}) are outside PE {pe}'s {} of {size} bytes", segment.name())]
-    OutOfRange {
-        /// The PE.
-        pe: usize,
-        /// The segment.
-        segment: Segment,
-        /// The range's offset in the segment.
-        offset: u64,
-        /// The range's length.
-        len: usize,
-        /// The segment's size on that PE.
-        size: usize,
-    },
-    /// The facade passed a value the table does not define (a segment, an operation, an
-    /// element size).
-    #[error("invalid argument {arg}={value}")]
-    BadArgument {
-        /// The argument's name.
-        arg: &'static str,
-        /// Its value.
-        value: i64,
-    },
-    /// A peer's address or remote key does not describe what this transport expects.
-    #[error("PE {pe}'s {what} is malformed: {why}")]
-    BadPeerData {
-        /// The PE.
-        pe: usize,
-        /// What it sent (`address`, `heap key`, ...).
-        what: &'static str,
-        /// Why it was refused.
-        why: String,
-    },
-    /// A transport's library could not be loaded (UCX's `libucp.so.0`).
-    #[error("cannot load {library} ({why}): install {package} (apt-get install {package})")]
-    NotLoaded {
-        /// The file.
-        library: String,
-        /// The loader's reason.
-        why: String,
-        /// The Debian package that provides it.
-        package: &'static str,
-    },
-    /// A call of the transport's library failed.
-    #[error("{call}: {why}")]
-    Library {
-        /// The library's call, with the PE or segment it was about.
-        call: String,
-        /// The library's words for the failure.
-        why: String,
-    },
-    /// The connection to a peer failed (its process died, or its node cannot be reached): the
-    /// transport's library reported the failure on that peer's endpoint.
-    #[error("lost the connection to PE {pe} ({why}): PE {pe} died or its node cannot be reached")]
-    PeerFailed {
-        /// The PE.
-        pe: usize,
-        /// The library's words for the failure.
-        why: String,
-    },
-    /// An operation did not complete within the control timeout.
-    #[error("{what} did not complete within {} s (SHMEM_INIT_TIMEOUT sets this bound)", after.as_secs_f64())]
-    TimedOut {
-        /// The operation and its PE.
-        what: String,
-        /// The bound.
-        after: std::time::Duration,
-    },
-    /// The transport does not support this (an operation, a segment).
-    #[error("the {transport} transport cannot {what}")]
-    Unsupported {
-        /// The transport.
-        transport: &'static str,
-        /// What was asked.
-        what: &'static str,
-    },
 }
 
 /// How this PE reaches peers whose memory is not mapped here. One instance per job, made at
@@ -342,7 +228,8 @@ pub fn describe_reach(t: &dyn Transport, n_pes: usize) -> String {
 }
 
 /// A started transport and the C table that reaches it; lives as long as the runtime, and the
-/// job state points at its table until finalize clears the state.
+/// job state points at its table (and the barriers' view at the transport) until finalize
+/// clears them.
 #[derive(Debug)]
 pub struct Started {
     /// The transport (boxed twice so the table's `self` is a thin, stable pointer).
@@ -404,71 +291,67 @@ pub fn start(
     Ok(Started { transport, ops })
 }
 
-/// Lets the published transport move data (from every wait loop of the runtime and the
-/// facade); nothing when every PE is mapped here.
-pub fn progress() {
-    let ops = crate::job_state::transport();
-    if ops.is_null() {
-        return;
-    }
-    // SAFETY: a non-null table was published by init and stays alive (in the runtime) until
-    // finalize clears the job state; no wait runs concurrently with finalize.
-    unsafe { ((*ops).progress)((*ops).self_) };
+/// Lets `transport` move data (from every wait loop of the runtime and the facade, while a
+/// transport is in use). A failure is logged here; the wait goes on (the operation that needs
+/// the peer reports it).
+pub fn progress(transport: &dyn Transport) {
+    let _ = table::logged(transport, "progress", -1, transport.progress());
 }
 
-/// Writes the 8-byte `value` at `offset` of `segment` on `pe` through the published table: a
-/// put on [`Ctx::RUNTIME`], after this PE's earlier ones, visible there once the transport
-/// delivers it (a flag that the peer waits for; what must land before it is completed by a
-/// quiet first, and no quiet waits for it); for the runtime's synchronisation words of PEs
-/// reached through the transport. Ends the job when the transport fails (it logged why).
-pub fn put_word(pe: usize, segment: Segment, offset: usize, value: u64) {
-    let ops = crate::job_state::transport();
-    assert!(!ops.is_null(), "no transport reaches PE {pe}");
+/// Writes the 8-byte `value` at `offset` of `segment` on `pe` through `transport`: a put on
+/// [`Ctx::RUNTIME`], after this PE's earlier ones, visible there once the transport delivers it
+/// (a flag that the peer waits for; what must land before it is completed by a quiet first,
+/// and no quiet waits for it); for the runtime's synchronisation words of PEs reached through
+/// the transport. A failure is logged here (naming the transport, the operation and the PE);
+/// the caller passes it on, and the runtime ends the job.
+pub fn put_word(
+    transport: &dyn Transport,
+    pe: usize,
+    segment: Segment,
+    offset: usize,
+    value: u64,
+) -> Result<(), TransportError> {
     let bytes = value.to_ne_bytes();
-    let ctx = Ctx::RUNTIME.0 as *const c_void;
-    // SAFETY: a non-null table was published by init and stays alive until finalize clears the
-    // job state, which no barrier overlaps; `bytes` is 8 readable bytes for the call. The fence
-    // keeps this PE's flags in the order it raised them (a flag of the next epoch never lands
-    // before this one's).
-    let rc = unsafe {
-        ((*ops).fence)((*ops).self_, ctx)
-            | ((*ops).put)(
-                (*ops).self_,
-                ctx,
-                pe as i32,
-                segment as i32,
-                offset as u64,
-                bytes.as_ptr().cast(),
-                bytes.len(),
-            )
-    };
-    if rc != 0 {
-        crate::runtime::stop_after_error(1);
-    }
+    // The fence keeps this PE's flags in the order it raised them (a flag of the next epoch
+    // never lands before this one's); the put is made even after a failed fence, as each
+    // reports its own failure.
+    let fenced = table::logged(transport, "fence", -1, transport.fence(Ctx::RUNTIME));
+    let put = transport.put(Ctx::RUNTIME, pe, segment, offset as u64, &bytes);
+    let put = table::logged(transport, "put", pe as i32, put);
+    fenced.and(put)
 }
 
-/// Reads the 8-byte word at `offset` of `segment` on `pe` through the published table (see
-/// [`put_word`]).
-pub fn get_word(pe: usize, segment: Segment, offset: usize) -> u64 {
-    let ops = crate::job_state::transport();
-    assert!(!ops.is_null(), "no transport reaches PE {pe}");
+/// Reads the 8-byte word at `offset` of `segment` on `pe` through `transport`, on the default
+/// context (see [`put_word`]).
+pub fn get_word(
+    transport: &dyn Transport,
+    pe: usize,
+    segment: Segment,
+    offset: usize,
+) -> Result<u64, TransportError> {
     let mut bytes = [0u8; 8];
-    // SAFETY: as in `put_word`; `bytes` is 8 writable bytes for the call.
-    let rc = unsafe {
-        ((*ops).get)(
-            (*ops).self_,
-            std::ptr::null(),
-            pe as i32,
-            segment as i32,
-            offset as u64,
-            bytes.as_mut_ptr().cast(),
-            bytes.len(),
-        )
-    };
-    if rc != 0 {
-        crate::runtime::stop_after_error(1);
-    }
-    u64::from_ne_bytes(bytes)
+    let got = transport.get(Ctx(0), pe, segment, offset as u64, &mut bytes);
+    table::logged(transport, "get", pe as i32, got)?;
+    Ok(u64::from_ne_bytes(bytes))
+}
+
+/// A wait does not nap while a transport moved data for this PE within this long: a peer that
+/// reaches this PE over a transport whose operations this PE must serve (UCX over TCP) waits for
+/// this PE's progress, so a wait that napped would make every such operation wait for its nap.
+const ACTIVE_FOR_NS: u64 = 2_000_000;
+/// When a transport last moved data for this PE ([`node_clock_ns`]; 0: never).
+static ACTIVE_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Says that the transport moved data for this PE just now (from its progress calls).
+pub fn moved() {
+    ACTIVE_NS.store(node_clock_ns(), Ordering::Relaxed);
+}
+
+/// Whether a transport moved data for this PE within the last [`ACTIVE_FOR_NS`]: the waits
+/// then yield rather than nap.
+pub fn recently_active() -> bool {
+    let last = ACTIVE_NS.load(Ordering::Relaxed);
+    last != 0 && node_clock_ns().saturating_sub(last) < ACTIVE_FOR_NS
 }
 
 #[cfg(test)]

@@ -128,23 +128,31 @@ unsafe fn transport<'a>(this: *mut c_void) -> &'a dyn Transport {
 /// was then said to be stopped by the PE whose transfer failed, not lost with the dead one.
 const LOST_PEER_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// 0, or 1 after logging `e` for operation `op` to `pe` (after [`LOST_PEER_GRACE`] when `e`
-/// says a peer is gone, unless the job's end came first).
+/// 0, or 1 after logging the error (see [`logged`]).
 fn status(t: &dyn Transport, op: &str, pe: c_int, r: Result<(), TransportError>) -> c_int {
-    match r {
-        Ok(()) => 0,
-        Err(e) => {
-            if let TransportError::PeerFailed { pe: lost, .. } = &e {
-                tracing::debug!(
-                    "transport {}: {op}: lost PE {lost}; waiting for the job's end",
-                    t.name()
-                );
-                std::thread::sleep(LOST_PEER_GRACE);
-            }
-            tracing::error!("{}", error_line(t.name(), op, pe, &e));
-            1
+    logged(t, op, pe, r).map_or(1, |()| 0)
+}
+
+/// `r`, after logging its error for operation `op` to `pe` (negative: no PE) of `t` in one line
+/// (after [`LOST_PEER_GRACE`] when the error says a peer is gone, unless the job's end came
+/// first): every call of a transport on the runtime's or the facade's behalf reports here.
+pub(crate) fn logged(
+    t: &dyn Transport,
+    op: &str,
+    pe: c_int,
+    r: Result<(), TransportError>,
+) -> Result<(), TransportError> {
+    if let Err(e) = &r {
+        if let TransportError::PeerFailed { pe: lost, .. } = e {
+            tracing::debug!(
+                "transport {}: {op}: lost PE {lost}; waiting for the job's end",
+                t.name()
+            );
+            std::thread::sleep(LOST_PEER_GRACE);
         }
+        tracing::error!("{}", error_line(t.name(), op, pe, e));
     }
+    r
 }
 
 /// The line logged for `e` from operation `op` to `pe` (negative: no PE) of transport `name`.

@@ -22,7 +22,7 @@ use crate::bootstrap::launcher::launch::{self, Launch, NodeLocal};
 use crate::bootstrap::launcher::uniqueid::{self, UniqueId};
 use crate::bootstrap::store::addr::StoreAddr;
 use crate::bootstrap::store::tls::{self, Pinned, Trust};
-use crate::bootstrap::{BootstrapError, Client};
+use crate::bootstrap::store::{BootstrapError, Client};
 use crate::error::{Error, LaunchError, Result};
 
 /// How the PEs of an attribute-described job meet.
@@ -244,7 +244,7 @@ pub(crate) fn check(store: &Client, job: &Job, timeout: Duration) -> (Vec<u32>, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bootstrap::hex;
+    use crate::bootstrap::bits::hex;
 
     fn job(pe: u32, n: u32, size: usize) -> Job {
         Job {

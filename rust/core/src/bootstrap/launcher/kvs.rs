@@ -373,8 +373,8 @@ pub(crate) fn through<T>(
 
 /// `kvs-` and 128 random bits in hex: unique on the node, the same length everywhere.
 fn random_job_id() -> Result<String> {
-    let bits = crate::bootstrap::random_bits("the job id")?;
-    Ok(format!("kvs-{}", crate::bootstrap::hex(&bits)))
+    let bits = crate::bootstrap::bits::random_bits("the job id")?;
+    Ok(format!("kvs-{}", crate::bootstrap::bits::hex(&bits)))
 }
 
 #[cfg(test)]

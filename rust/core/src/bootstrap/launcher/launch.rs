@@ -9,8 +9,8 @@
 //! to take one from). Must never connect anywhere or start anything: `kvs`, `node` and the
 //! store client do.
 
-use crate::bootstrap::addr::StoreAddr;
 use crate::bootstrap::launcher::kvs::{self, Choice, FromKvs};
+use crate::bootstrap::store::addr::StoreAddr;
 use crate::error::{Error, LaunchError, Result};
 use crate::log;
 use rustix::fd::{FromRawFd, OwnedFd};

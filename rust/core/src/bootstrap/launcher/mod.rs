@@ -11,4 +11,4 @@ pub(crate) mod launch;
 mod pmi1;
 mod pmix;
 pub mod uniqueid;
-pub use pmix::NotLoaded;
+pub use super::error::NotLoaded;

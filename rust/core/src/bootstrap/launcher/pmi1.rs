@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use rustix::io::Errno;
 use rustix::net::SendFlags;
 
-use crate::bootstrap::hex;
+use crate::bootstrap::bits::hex;
 use crate::error::{Error, LaunchError, Result};
 
 /// Longest answer line accepted; Hydra's longest is a `get_result` of `vallen_max` (1024).

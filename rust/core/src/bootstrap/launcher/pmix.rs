@@ -14,6 +14,7 @@ use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::bootstrap::error::NotLoaded;
 use crate::error::{Error, LaunchError, Result};
 
 const PMIX_MAX_NSLEN: usize = 255;
@@ -143,16 +144,6 @@ struct Api {
 
 /// Library names tried in order when `SHMEM_PMIX_LIB` is unset.
 const LIBRARIES: [&str; 2] = ["libpmix.so.2", "libpmix.so"];
-
-/// Why the PMIx library was not used: each library tried, and why it did not load or lacked
-/// a call (the dynamic loader's messages, kept as text since the library is loaded once per
-/// process and its answer shared).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{}", .tried.join("; "))]
-pub struct NotLoaded {
-    /// One line per library tried.
-    pub tried: Vec<String>,
-}
 
 static API: OnceLock<std::result::Result<Api, NotLoaded>> = OnceLock::new();
 

@@ -65,36 +65,7 @@ pub enum BadUniqueId {
     NoFingerprint,
 }
 
-/// Why no address could be picked for a unique id's store.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum NoAddress {
-    /// `SHMEM_UID_SESSION_ID` is not an IP address and port.
-    #[error("expected IP:PORT or [IPv6]:PORT, e.g. 127.0.0.1:8666")]
-    Session,
-    /// `SHMEM_UID_SOCK_IFNAME` asks for an unknown family.
-    #[error("unknown family '{0}': expected NAME, NAME:inet4 or NAME:inet6")]
-    Family(String),
-    /// `SHMEM_UID_SOCK_IFNAME` names no interface.
-    #[error("no interface name")]
-    NoName,
-    /// The interface is down.
-    #[error("interface {0} is down")]
-    Down(String),
-    /// No interface of that name with an address of that family.
-    #[error("no interface {name} with an {family} address (interfaces: {all})")]
-    NoSuchInterface {
-        /// The name asked for.
-        name: String,
-        /// "IP", "IPv4" or "IPv6".
-        family: &'static str,
-        /// The interfaces there are.
-        all: String,
-    },
-    /// No interface is up.
-    #[error("no network interface is up (interfaces: {0})")]
-    NoneUp(String),
-}
+pub use crate::bootstrap::error::NoAddress;
 
 /// A decoded unique id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,7 +141,7 @@ impl UniqueId {
     /// A name for the id in messages and in the check that every PE was given the same one:
     /// the start of its fingerprint, never the secret.
     pub fn tag(&self) -> String {
-        crate::bootstrap::hex(&self.fingerprint[..6])
+        crate::bootstrap::bits::hex(&self.fingerprint[..6])
     }
 
     /// The store's address (`tcp://ip:port`, `tcp6://[ip]:port` when printed).
@@ -236,7 +207,7 @@ pub fn create(port_range: Option<(u16, u16)>) -> Result<UniqueId> {
             source,
         })?;
     let fingerprint = tls::fingerprint(&cert);
-    let secret = crate::bootstrap::random_bits("the unique id's secret")?;
+    let secret = crate::bootstrap::bits::random_bits("the unique id's secret")?;
     made().push(Made {
         secret,
         fingerprint,

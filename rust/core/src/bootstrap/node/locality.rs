@@ -11,7 +11,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
 
-use crate::bootstrap::Client;
+use crate::bootstrap::store::Client;
 use crate::error::{Error, LaunchError, Result};
 
 /// File that holds the kernel's id of the current boot.

@@ -26,12 +26,13 @@ use rustix::event::{poll, PollFd, PollFlags};
 use rustix::io::{fcntl_dupfd_cloexec, Errno};
 use rustix::net::sockopt::socket_peercred;
 
+use crate::bootstrap::bits::hex;
 use crate::bootstrap::launcher::launch::NodeLocal;
 use crate::bootstrap::node::locality::{self, NodeMap};
 use crate::bootstrap::node::rendezvous::{self, NodeStore};
 use crate::bootstrap::store::addr::StoreAddr;
 use crate::bootstrap::store::tls::Trust;
-use crate::bootstrap::{hex, Client, Server, StoreEvent, TcpDial};
+use crate::bootstrap::store::{Client, Server, StoreEvent, TcpDial};
 use crate::error::{Error, LaunchError, Result};
 use crate::mapping::{self, Mapping};
 
@@ -222,7 +223,7 @@ impl Shared {
             Ending::GlobalExit { status: 0, .. } => tracing::info!("{line}"),
             _ => tracing::error!("{line}"),
         }
-        crate::log::exit_process(ending.status())
+        crate::bootstrap::ending::end_process(ending.status())
     }
 }
 
@@ -709,20 +710,20 @@ fn watch_store(sock: &OwnedFd, shared: &Shared) {
     match Ending::decode(shared.page.atomic_u64(END_WORD).load(Ordering::SeqCst)) {
         Some(ending) => {
             tracing::debug!("PE 0 ended the job: {ending}");
-            crate::log::exit_process(ending.status())
+            crate::bootstrap::ending::end_process(ending.status())
         }
         None if !shared.page_shared => {
             tracing::error!(
                 "the job's store closed: PE 0, on another node, ended the job (its log says \
                  why) or died; ending this PE"
             );
-            crate::log::exit_process(1)
+            crate::bootstrap::ending::end_process(1)
         }
         None => {
             tracing::error!(
                 "lost the job's store: PE 0 exited without shmem_finalize or died; ending this PE"
             );
-            crate::log::exit_process(1)
+            crate::bootstrap::ending::end_process(1)
         }
     }
 }

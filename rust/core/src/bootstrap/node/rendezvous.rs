@@ -15,7 +15,7 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 use std::time::Duration;
 
-use crate::bootstrap::{Client, Server};
+use crate::bootstrap::store::{Client, Server};
 use crate::error::{Error, LaunchError, Result};
 
 /// Prefix of the store keys under which each node's host publishes its socket's name (the
@@ -24,8 +24,11 @@ const NAME_PREFIX: &str = "shmem/fd-rendezvous/";
 
 /// A name no other job picks: this user, 128 random bits.
 fn random_name(uid: u32) -> Result<String> {
-    let bits = crate::bootstrap::random_bits("the descriptor store's name")?;
-    Ok(format!("shmem-{uid}-fd-{}", crate::bootstrap::hex(&bits)))
+    let bits = crate::bootstrap::bits::random_bits("the descriptor store's name")?;
+    Ok(format!(
+        "shmem-{uid}-fd-{}",
+        crate::bootstrap::bits::hex(&bits)
+    ))
 }
 
 /// Where this PE's node keeps its descriptor store: the store key of its name and the PE that

@@ -117,7 +117,7 @@ pub struct Ucx {
     /// without the lock, so that a quiet with nothing to complete (after puts to mapped peers
     /// only) costs one load; written under it.
     pending: AtomicBool,
-    /// When a call of this PE last progressed the worker ([`crate::sync::wait::node_clock_ns`]).
+    /// When a call of this PE last progressed the worker ([`crate::clock::node_clock_ns`]).
     last_progress: Arc<AtomicU64>,
     /// Per PE: 0 while its endpoint is healthy, else the status UCP's error handler got when
     /// the endpoint failed ([`endpoint_failed`] writes it; each endpoint's handler argument
@@ -454,7 +454,7 @@ impl Ucx {
                 while !stopped.load(Ordering::Acquire) {
                     // A PE that waits in the library progresses the worker itself: the thread
                     // stays out of its way and steps in when nobody did for a nap.
-                    let recent = crate::sync::wait::node_clock_ns()
+                    let recent = crate::clock::node_clock_ns()
                         .saturating_sub(last.load(Ordering::Relaxed))
                         < nap.as_nanos() as u64;
                     let moved = match state.try_lock() {
@@ -465,7 +465,7 @@ impl Ucx {
                         _ => 0,
                     };
                     if moved > 0 {
-                        crate::sync::wait::transport_moved();
+                        super::moved();
                     }
                     nap = if moved > 0 {
                         NAP_MIN
@@ -870,9 +870,9 @@ impl Transport for Ucx {
             // SAFETY: the worker is live; the lock is held.
             let moved = unsafe { (self.api.worker_progress)(st.worker) };
             self.last_progress
-                .store(crate::sync::wait::node_clock_ns(), Ordering::Relaxed);
+                .store(crate::clock::node_clock_ns(), Ordering::Relaxed);
             if moved > 0 {
-                crate::sync::wait::transport_moved();
+                super::moved();
             }
         }
         Ok(())

@@ -1,0 +1,19 @@
+//! Random bits for the bootstrap's secrets and names, and their text form.
+
+use crate::error::{Error, LaunchError, Result};
+
+/// 128 bits from the system's random generator, for secrets and names no other job picks;
+/// `what` says what they are for, in the error.
+pub(crate) fn random_bits(what: &'static str) -> Result<[u8; 16]> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 16];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| Error::Launch(LaunchError::NoRandom { what }))?;
+    Ok(bytes)
+}
+
+/// `bytes` in lower-case hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

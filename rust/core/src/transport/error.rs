@@ -1,0 +1,95 @@
+//! What a transport can fail with: the one error type of every transport, composed into the
+//! runtime's error type (`Error::Transport`). It imports nothing but the segment names, so the
+//! runtime's error type can hold it without depending on the transports themselves.
+
+use super::segment::Segment;
+
+/// What a transport can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The operation targets a PE this transport does not reach.
+    #[error("PE {pe} is not reachable through the {transport} transport")]
+    Unreachable {
+        /// The transport.
+        transport: &'static str,
+        /// The PE.
+        pe: usize,
+    },
+    /// The range lies outside the segment as the peer registered it.
+    #[error("bytes [{offset}, {offset}+{len}) are outside PE {pe}'s {} of {size} bytes", segment.name())]
+    OutOfRange {
+        /// The PE.
+        pe: usize,
+        /// The segment.
+        segment: Segment,
+        /// The range's offset in the segment.
+        offset: u64,
+        /// The range's length.
+        len: usize,
+        /// The segment's size on that PE.
+        size: usize,
+    },
+    /// The facade passed a value the table does not define (a segment, an operation, an
+    /// element size).
+    #[error("invalid argument {arg}={value}")]
+    BadArgument {
+        /// The argument's name.
+        arg: &'static str,
+        /// Its value.
+        value: i64,
+    },
+    /// A peer's address or remote key does not describe what this transport expects.
+    #[error("PE {pe}'s {what} is malformed: {why}")]
+    BadPeerData {
+        /// The PE.
+        pe: usize,
+        /// What it sent (`address`, `heap key`, ...).
+        what: &'static str,
+        /// Why it was refused.
+        why: String,
+    },
+    /// A transport's library could not be loaded (UCX's `libucp.so.0`).
+    #[error("cannot load {library} ({why}): install {package} (apt-get install {package})")]
+    NotLoaded {
+        /// The file.
+        library: String,
+        /// The loader's reason.
+        why: String,
+        /// The Debian package that provides it.
+        package: &'static str,
+    },
+    /// A call of the transport's library failed.
+    #[error("{call}: {why}")]
+    Library {
+        /// The library's call, with the PE or segment it was about.
+        call: String,
+        /// The library's words for the failure.
+        why: String,
+    },
+    /// The connection to a peer failed (its process died, or its node cannot be reached): the
+    /// transport's library reported the failure on that peer's endpoint.
+    #[error("lost the connection to PE {pe} ({why}): PE {pe} died or its node cannot be reached")]
+    PeerFailed {
+        /// The PE.
+        pe: usize,
+        /// The library's words for the failure.
+        why: String,
+    },
+    /// An operation did not complete within the control timeout.
+    #[error("{what} did not complete within {} s (SHMEM_INIT_TIMEOUT sets this bound)", after.as_secs_f64())]
+    TimedOut {
+        /// The operation and its PE.
+        what: String,
+        /// The bound.
+        after: std::time::Duration,
+    },
+    /// The transport does not support this (an operation, a segment).
+    #[error("the {transport} transport cannot {what}")]
+    Unsupported {
+        /// The transport.
+        transport: &'static str,
+        /// What was asked.
+        what: &'static str,
+    },
+}
