@@ -15,7 +15,7 @@
 
 pub mod bootstrap;
 mod device;
-pub mod env;
+pub use shmem_base::env;
 pub mod error;
 mod ffi;
 mod heap;

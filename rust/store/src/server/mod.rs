@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use subtle::ConstantTimeEq;
 
-use crate::bootstrap::store::link::{self, HandshakeError, Link, Speaks};
-use crate::bootstrap::store::wire::{
+use crate::link::{self, HandshakeError, Link, Speaks};
+use crate::wire::{
     self, Reply, Request, WireError, MAX_FRAME_LEN, MAX_HELLO_FRAME_LEN, MAX_VALUE_LEN,
     PROTOCOL_VERSION, STORE_FULL,
 };
@@ -74,10 +74,6 @@ pub const VALUE_BUDGET: usize = 8 * MAX_VALUE_LEN;
 
 /// What one stored entry is charged beyond its key and value: its map slot and allocations.
 const ENTRY_OVERHEAD: usize = 64;
-
-/// Allocations from this size up are mapped on their own by a process that serves the store
-/// for a living ([`give_back_large_frees`]).
-const OWN_MAPPING_FROM: usize = 1 << 20;
 
 /// About how many bytes one send of a VALUES reply carries.
 const SEND_CHUNK: usize = 64 * 1024;
@@ -230,19 +226,11 @@ impl Drop for Reservation<'_> {
     }
 }
 
-/// For a process that serves the store for a living (`shmemrun`): has the C allocator map
-/// every allocation of [`OWN_MAPPING_FROM`] bytes or more on its own, and unmap it when freed.
-/// By default glibc raises that threshold after the first large free and then serves large
-/// blocks from per-thread arenas, whose free space it keeps; with one thread per connection,
-/// a burst of large frames (within [`FRAME_BUDGET`] at any one time) would stay resident in
-/// every arena it passed through. Not done for PE 0's store: the allocator is the
-/// application's. Process-wide; call it before the store starts.
-pub fn give_back_large_frees() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets a tuning parameter of the allocator, under its own lock.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, OWN_MAPPING_FROM as libc::c_int);
-    }
+/// Store key under which the store records why it refused PE `rank`'s HELLO (another job
+/// size, or its place taken by another connection), for the PEs waiting for that PE at
+/// start-up.
+pub fn refused_key(rank: u32) -> String {
+    format!("shmem/refused/{rank}")
 }
 
 /// Writes refusal lines: the first [`REFUSALS_LOGGED`] of a burst one by one, then a summary
@@ -1655,7 +1643,7 @@ impl Connection {
     /// (`bootstrap::gather`), so that they name it instead of timing out; returns `message`.
     fn record_refusal(&self, rank: u32, message: String) -> String {
         self.shared.insert(
-            crate::bootstrap::store::refused_key(rank),
+            refused_key(rank),
             Entry::Bytes(message.clone().into_bytes().into()),
         );
         message
@@ -1747,8 +1735,8 @@ impl From<Refusal> for String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bootstrap::store::unix::{send_frame, FdReader};
-    use crate::bootstrap::{BootstrapError, Client};
+    use crate::unix::{send_frame, FdReader};
+    use crate::{BootstrapError, Client};
     use std::io::{Read, Seek, SeekFrom, Write};
     use std::os::fd::OwnedFd;
     use std::thread;
@@ -2341,14 +2329,14 @@ mod tests {
         Server,
         Receiver<StoreEvent>,
         std::net::SocketAddr,
-        Option<crate::bootstrap::store::tls::JobCredentials>,
+        Option<crate::tls::JobCredentials>,
     ) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let creds = tls.then(|| {
-            crate::bootstrap::store::tls::job_credentials(
+            crate::tls::job_credentials(
                 &["127.0.0.1".parse().unwrap()],
-                crate::bootstrap::store::tls::Validity::for_a_job(),
+                crate::tls::Validity::for_a_job(),
             )
             .unwrap()
         });
@@ -2391,69 +2379,6 @@ mod tests {
         }
     }
 
-    /// A stray that said HELLO as PE 1 of a plain-TCP store holds PE 1's place: the real PE 1
-    /// is refused, and the PEs waiting for PE 1 at start-up fail at once with the reason
-    /// instead of waiting out their timeout.
-    #[test]
-    fn a_stray_in_a_pes_place_ends_start_up_at_once_naming_it() {
-        for n in [2u32, 4] {
-            let (_server, _events, addr, _) = tcp_store(n, false);
-            let taken = n - 1;
-            let mut stray = TcpStream::connect(addr).unwrap();
-            stray.set_read_timeout(Some(T)).unwrap();
-            let hello = Request::Hello {
-                version: PROTOCOL_VERSION,
-                rank: taken,
-                n_pes: n,
-                job: String::new(),
-            };
-            stray.write_all(&hello.encode().unwrap()).unwrap();
-            let ack = Reply::from_frame(&wire::read_frame(&mut stray).unwrap()).unwrap();
-            assert!(matches!(ack, Reply::HelloAck { .. }), "{ack:?}");
-            let dial = crate::bootstrap::TcpDial {
-                addr: crate::bootstrap::addr::StoreAddr::parse(&format!("tcp://{addr}"), None)
-                    .unwrap(),
-                tls: None,
-                job: String::new(),
-            };
-            let err = Client::connect_tcp(&dial, taken, n, T).unwrap_err();
-            assert!(err.to_string().contains(wire::PLACE_TAKEN), "{err}");
-            let started = Instant::now();
-            let waiting: Vec<_> = (0..taken)
-                .map(|rank| {
-                    let dial = dial.clone();
-                    thread::spawn(move || {
-                        let c = Client::connect_tcp(&dial, rank, n, T).unwrap();
-                        let got = crate::bootstrap::store::gather(
-                            &c,
-                            "test/identity/",
-                            "its identity",
-                            &[rank as u8],
-                            Instant::now() + T,
-                        );
-                        // Every PE before the one missing was read, each another's value.
-                        for pe in (0..taken).filter(|&pe| pe != rank) {
-                            assert_eq!(got.values[pe as usize], Some(vec![pe as u8]));
-                        }
-                        got.error
-                            .expect("PE 1's place is held by a stray")
-                            .to_string()
-                    })
-                })
-                .collect();
-            for pe in waiting {
-                let err = pe.join().unwrap();
-                assert!(
-                    err.contains(&format!("PE {taken}'s {}", wire::PLACE_TAKEN))
-                        && err.contains("runs without TLS"),
-                    "{err}"
-                );
-            }
-            let took = started.elapsed();
-            assert!(took < T / 2, "start-up failed after {took:?}");
-        }
-    }
-
     #[test]
     fn frames_wait_for_room_in_the_budget_then_are_refused() {
         let budget = FrameBudget::default();
@@ -2479,10 +2404,7 @@ mod tests {
     #[test]
     fn a_trickled_tls_handshake_is_cut_at_the_join_deadline() {
         let (_server, _events, addr, creds) = tcp_store(1, true);
-        let pe = crate::bootstrap::store::tls::identity_from_bundle(
-            creds.unwrap().client_bundle.as_bytes(),
-        )
-        .unwrap();
+        let pe = crate::tls::identity_from_bundle(creds.unwrap().client_bundle.as_bytes()).unwrap();
         let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
         let mut conn = rustls::ClientConnection::new(pe.client_config().unwrap(), name).unwrap();
         let mut client_hello = Vec::new();
