@@ -25,8 +25,10 @@ pub(super) struct Connection {
     pub(super) n_pes: u32,
     /// The PE; meaningless until `claimed`.
     pub(super) rank: u32,
-    /// The connection holds `rank`'s slot: from the start for [`Server::serve_unix`], from a
-    /// valid HELLO for [`Server::serve_accepted`] and [`Server::serve_tcp`].
+    /// The connection holds `rank`'s slot: from the start for
+    /// [`Server::serve_unix`](super::Server::serve_unix), from a valid HELLO for
+    /// [`Server::serve_accepted`](super::Server::serve_accepted) and
+    /// [`Server::serve_tcp`](super::Server::serve_tcp).
     pub(super) claimed: bool,
     /// Until it is claimed, its HELLO must be in by then.
     pub(super) join_by: Option<Instant>,

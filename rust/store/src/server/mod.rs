@@ -17,6 +17,11 @@
 //! ([`VALUE_BUDGET`]). A TCP connection that is not part of the job (no valid certificate,
 //! plain TCP to a TLS store, bad frames, another job's HELLO) is refused and logged, a burst
 //! of them summarised, and never becomes a [`StoreEvent`].
+//!
+//! Its parts: `admission` (who may take a connection, the join deadline, the frame budget, the
+//! refusal log), `state` (entries within the value budget, waits for keys), `connection` (the
+//! loop of each connection's thread) and `dispatch` (the answer to each request). This file
+//! holds the [`Server`] its host sees and the state every connection shares.
 
 use std::collections::{HashMap, VecDeque};
 use std::io;

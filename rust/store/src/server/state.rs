@@ -31,8 +31,9 @@ pub(super) struct State {
     /// Bytes `entries` is charged ([`State::charge`]), within [`VALUE_BUDGET`] for what PEs
     /// write.
     pub(super) held: usize,
-    /// Indexed by rank; `None` until [`Server::serve_unix`] is called for that rank, or a
-    /// connection from [`Server::serve_accepted`] says HELLO as that rank.
+    /// Indexed by rank; `None` until [`Server::serve_unix`](super::Server::serve_unix) is
+    /// called for that rank, or a connection from
+    /// [`Server::serve_accepted`](super::Server::serve_accepted) says HELLO as that rank.
     pub(super) peers: Vec<Option<PeerStatus>>,
     /// Who holds each rank's place (indexed by rank, as `peers`), to name it to a later HELLO
     /// for the same rank: that PE then knows whom to look for.
