@@ -1,8 +1,8 @@
 //! shmem-base: what both the runtime (`shmem-core`) and the launcher (`shmemrun`) need, and
 //! nothing that needs either of them.
 //!
-//! - [`env`]: the one table of every `SHMEM_*` environment variable, its parsing and its
-//!   printing (`SHMEM_INFO=1`); refusals are [`EnvError`]s.
+//! - [`env`](mod@env): the one table of every `SHMEM_*` environment variable, its parsing and
+//!   its printing (`SHMEM_INFO=1`); refusals are [`EnvError`]s.
 //! - [`log`]: the process's `tracing` subscriber and its last output ([`log::exit_process`]).
 //! - [`malloc`]: allocator tuning for a process that serves the control store.
 //!
