@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # scripts/fuzz-store.sh [SECONDS]
-# Fuzzes the control store's frame decoder (rust/core/src/bootstrap/store/wire.rs: read_frame,
+# Fuzzes the control store's frame decoder (rust/store/src/wire.rs: read_frame,
 # Request/Reply decode and encode) with cargo-fuzz and libFuzzer for SECONDS (default 60).
 # The target is fuzz/fuzz_targets/store_frame.rs, in its own crate (fuzz/, not a workspace
-# member). Seeds come from rust/core/tests/corpus/store_frames.txt; the growing corpus and any
+# member). Seeds come from rust/store/tests/corpus/store_frames.txt; the growing corpus and any
 # crashing input are kept under build/fuzz/. Installs cargo-fuzz when missing. Runs on stable
 # Rust through RUSTC_BOOTSTRAP=1 (libFuzzer needs -Z flags). Exits non-zero on a crash, a
 # failed property or a build error. Not part of ctest.
@@ -49,13 +49,13 @@ while IFS= read -r line; do
         line=$hello${line#h}
     fi
     if [[ ! $line =~ ^([0-9a-fA-F]{2})+$ ]]; then
-        echo "fuzz-store.sh: rust/core/tests/corpus/store_frames.txt: not hex: '$line'" >&2
+        echo "fuzz-store.sh: rust/store/tests/corpus/store_frames.txt: not hex: '$line'" >&2
         exit 2
     fi
     n=$((n + 1))
     printf '%b' "$(sed 's/../\\x&/g' <<<"$line")" >"$corpus/seed-$n"
-done <rust/core/tests/corpus/store_frames.txt
-echo "== $n seeds from rust/core/tests/corpus/store_frames.txt"
+done <rust/store/tests/corpus/store_frames.txt
+echo "== $n seeds from rust/store/tests/corpus/store_frames.txt"
 
 echo "== cargo fuzz build store_frame"
 cargo fuzz build --fuzz-dir fuzz --target-dir "$work/target" store_frame

@@ -1,5 +1,5 @@
 // cann_log.cpp: CANN SHMEM's logging calls. The callback and the level live in the runtime's
-// one log subscriber (rust/core/src/log.rs); this file checks the arguments and maps CANN's
+// one log subscriber (rust/base/src/log.rs); this file checks the arguments and maps CANN's
 // level numbers onto the SHMEM_LOG_LEVEL words.
 #include <aclshmem.h>
 

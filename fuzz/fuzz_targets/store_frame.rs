@@ -1,4 +1,4 @@
-//! Fuzz target of the control store's frame decoder (`shmem_core::bootstrap::wire`).
+//! Fuzz target of the control store's frame decoder (`shmem_store::wire`).
 //!
 //! Owns the properties checked on arbitrary bytes read as a stream of frames, as a store or a
 //! PE reads its socket: reading and decoding never panic; every request and reply that decodes
@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shmem_core::bootstrap::wire::{read_frame, Frame, Reply, Request, MAX_VALUE_LEN};
+use shmem_store::wire::{read_frame, Frame, Reply, Request, MAX_VALUE_LEN};
 
 fuzz_target!(|data: &[u8]| {
     let mut stream = data;

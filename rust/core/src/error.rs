@@ -18,7 +18,12 @@ use crate::bootstrap::store::BootstrapError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// An environment variable holds a value that does not parse or is out of range.
+    /// A variable of the table (`shmem_base::env`) holds a value that does not parse or is
+    /// out of range.
+    #[error(transparent)]
+    Env(#[from] shmem_base::EnvError),
+    /// An environment variable the runtime reads on its own (a launcher's, or a table entry's
+    /// value checked against the job) holds a value that does not parse or is out of range.
     #[error("environment variable {name}={value:?}: {reason}")]
     BadEnv {
         /// Variable name.
@@ -28,8 +33,8 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
-    /// An environment variable names an address, a port range or an interface that does not
-    /// parse, or where no store can listen; `source` is the typed reason
+    /// An environment variable names an address or an interface that does not parse, or where
+    /// no store can listen; `source` is the typed reason
     /// ([`AddrError`](crate::bootstrap::addr::AddrError),
     /// [`NoAddress`](crate::bootstrap::error::NoAddress)).
     #[error("environment variable {name}={value:?}: {source}")]
@@ -286,7 +291,7 @@ impl Error {
             | Error::TlsArgument { .. }
             | Error::Mismatch { .. }
             | Error::Alignment { .. } => INVALID_PARAM,
-            Error::BadEnv { .. } | Error::BadAddress { .. } => INVALID_VALUE,
+            Error::Env(_) | Error::BadEnv { .. } | Error::BadAddress { .. } => INVALID_VALUE,
             Error::Timeout { .. }
             | Error::Bootstrap(
                 BootstrapError::Timeout { .. }

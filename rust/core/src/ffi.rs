@@ -199,7 +199,10 @@ fn init_attrs(call: &str, attrs: &JobAttrs) -> i32 {
 
 fn uniqueid_create(call: &str, internal: &mut Vec<u8>) -> i32 {
     crate::log::install(crate::env::early_log_level());
-    match crate::env::port_range().and_then(uniqueid::create) {
+    match crate::env::port_range()
+        .map_err(Error::from)
+        .and_then(uniqueid::create)
+    {
         Ok(id) => {
             *internal = id.encode().to_vec();
             0

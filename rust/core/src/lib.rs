@@ -8,15 +8,18 @@
 //! facade on the addresses this crate hands out and never calls back in here.
 
 //!
-//! Public are only the modules `shmemrun` builds on (the bootstrap's store, the variable table,
-//! logging) and the error type their calls return; everything else is private to the library,
-//! and Rust programs reach the runtime through `libshmem.so`'s C ABI (the `shmem-sys` crate),
-//! never by linking this crate a second time.
+//! The control store is the `shmem-store` crate and the variable table and logging are
+//! `shmem-base`'s ([`env`](mod@env) is re-exported here, [`log`] adds the runtime's part);
+//! `shmemrun` builds on those two, never on this crate. Public are only the bootstrap (for the integration
+//! test of a unique id's store), the variable table, logging and the error type their calls
+//! return; everything else is private to the library, and Rust programs reach the runtime
+//! through `libshmem.so`'s C ABI (the `shmem-sys` crate), never by linking this crate a second
+//! time.
 
 pub mod bootstrap;
 mod clock;
 mod device;
-pub mod env;
+pub use shmem_base::env;
 pub mod error;
 mod ffi;
 mod heap;

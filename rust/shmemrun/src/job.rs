@@ -23,9 +23,9 @@ use rustix::process::{
     getpid, getppid, getrlimit, kill_process, kill_process_group, set_parent_process_death_signal,
     setrlimit, wait, Pid, Resource, Rlimit, Signal, WaitOptions, WaitStatus,
 };
-use shmem_core::bootstrap::addr::{url, StoreAddr};
-use shmem_core::bootstrap::tls;
-use shmem_core::bootstrap::{PeerStatus, Server, StoreEvent};
+use shmem_store::addr::{url, StoreAddr};
+use shmem_store::tls;
+use shmem_store::{PeerStatus, Server, StoreEvent};
 
 use crate::output::{self, Source};
 use crate::signals::{self, JobSignals};
@@ -227,7 +227,7 @@ pub fn run(plan: Plan, signals: JobSignals) -> i32 {
         }
     }
     server.close();
-    shmem_core::log::exit_code(job.status.unwrap_or(0))
+    shmem_base::log::exit_code(job.status.unwrap_or(0))
 }
 
 /// A failure to start the job.
@@ -245,16 +245,16 @@ impl LaunchError {
 /// Why the store could not be opened on TCP (`--store`).
 #[derive(Debug, thiserror::Error)]
 enum StoreSetupError {
-    /// A variable of the runtime's table (`SHMEM_INSTANCE_PORT_RANGE`, `SHMEM_TLS_DISABLE`)
-    /// does not parse.
+    /// A variable of the table (`shmem_base::env`: `SHMEM_INSTANCE_PORT_RANGE`,
+    /// `SHMEM_TLS_DISABLE`) does not parse.
     #[error("{0}")]
-    Env(#[from] shmem_core::error::Error),
+    Env(#[from] shmem_base::EnvError),
     /// The address does not parse.
     #[error("{0}")]
-    Addr(#[from] shmem_core::bootstrap::addr::AddrError),
+    Addr(#[from] shmem_store::addr::AddrError),
     /// No listening socket at the address.
     #[error("{0} (or port 0 for any free one)")]
-    Bind(shmem_core::bootstrap::addr::AddrError),
+    Bind(shmem_store::addr::AddrError),
     /// The job's certificates or TLS configuration.
     #[error("{0}")]
     Tls(#[from] tls::TlsError),
@@ -279,9 +279,9 @@ enum StoreSetupError {
 /// Listens at `text` (TLS 1.3 with a fresh per-job CA unless `SHMEM_TLS_DISABLE=1`) and
 /// serves the store there; returns what the PEs are told.
 fn serve_tcp(server: &Server, text: &str) -> Result<Reach, StoreSetupError> {
-    let range = shmem_core::env::port_range()?;
+    let range = shmem_base::env::port_range()?;
     let addr = StoreAddr::parse(text, range)?;
-    let tls_off = shmem_core::env::tls_disable()?;
+    let tls_off = shmem_base::env::tls_disable()?;
     // The PEs learn the port from shmemrun, so any free one will do.
     let listener = addr.bind().map_err(StoreSetupError::Bind)?;
     let port = listener
@@ -363,9 +363,9 @@ fn spawn_all(
         };
         let mut cmd = Command::new(&plan.program);
         cmd.args(&plan.args)
-            .env(shmem_core::env::RUN_RANK, rank.to_string())
-            .env(shmem_core::env::RUN_SIZE, plan.n_pes.to_string())
-            .env(shmem_core::env::RUN_JOBID, job_id)
+            .env(shmem_base::env::RUN_RANK, rank.to_string())
+            .env(shmem_base::env::RUN_SIZE, plan.n_pes.to_string())
+            .env(shmem_base::env::RUN_JOBID, job_id)
             .process_group(job.pgid.map_or(0, |p| p.as_raw_nonzero().get()));
         // The descriptor the child must inherit, and our end of its socket pair.
         let (inherit, ours) = match reach {
@@ -375,21 +375,21 @@ fn spawn_all(
                 // close-on-exec here, so that only this PE inherits it.
                 let theirs: OwnedFd =
                     fcntl_dupfd_cloexec(&theirs, 3).map_err(|e| internal("dup", e.into()))?;
-                cmd.env(shmem_core::env::RUN_FD, theirs.as_raw_fd().to_string());
+                cmd.env(shmem_base::env::RUN_FD, theirs.as_raw_fd().to_string());
                 (Some(theirs), Some(ours))
             }
             Reach::Tcp { addr, bundle } => {
-                cmd.env(shmem_core::env::RUN_STORE, addr)
-                    .env_remove(shmem_core::env::RUN_FD);
+                cmd.env(shmem_base::env::RUN_STORE, addr)
+                    .env_remove(shmem_base::env::RUN_FD);
                 let copy = match bundle {
                     Some(b) => {
                         let copy: OwnedFd =
                             fcntl_dupfd_cloexec(b, 3).map_err(|e| internal("dup", e.into()))?;
-                        cmd.env(shmem_core::env::RUN_TLS_FD, copy.as_raw_fd().to_string());
+                        cmd.env(shmem_base::env::RUN_TLS_FD, copy.as_raw_fd().to_string());
                         Some(copy)
                     }
                     None => {
-                        cmd.env_remove(shmem_core::env::RUN_TLS_FD);
+                        cmd.env_remove(shmem_base::env::RUN_TLS_FD);
                         None
                     }
                 };

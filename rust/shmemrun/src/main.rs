@@ -137,9 +137,9 @@ fn main() {
     // signal thread ever receives these signals.
     let signals = signals::block_job_signals();
     // This process serves the job's store: memory its connections free goes back at once.
-    shmem_core::bootstrap::give_back_large_frees();
+    shmem_base::malloc::give_back_large_frees();
     // The PEs' logger: the store that `--store` serves logs the connections it refuses.
-    shmem_core::log::install(shmem_core::env::early_log_level());
+    shmem_base::log::install(shmem_base::env::early_log_level());
     let parsed = args::prepare(&Cli::command(), std::env::args_os()).and_then(parse);
     let cli = match parsed {
         Ok(cli) => cli,

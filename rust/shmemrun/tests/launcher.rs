@@ -559,13 +559,13 @@ fn pe_entry() {
     let Ok(mode) = std::env::var("SHMEMRUN_TEST_PE") else {
         return;
     };
-    use shmem_core::bootstrap::Client;
+    use shmem_store::Client;
     use std::os::fd::{FromRawFd, OwnedFd};
     let var = |name: &str| -> u32 { std::env::var(name).unwrap().parse().unwrap() };
-    let fd = var(shmem_core::env::RUN_FD) as i32;
+    let fd = var(shmem_base::env::RUN_FD) as i32;
     let (rank, n) = (
-        var(shmem_core::env::RUN_RANK),
-        var(shmem_core::env::RUN_SIZE),
+        var(shmem_base::env::RUN_RANK),
+        var(shmem_base::env::RUN_SIZE),
     );
     // SAFETY: shmemrun hands this descriptor to us, and nothing else in this process owns it.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };

@@ -22,16 +22,16 @@ fn job(mode: &str) -> Output {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_shmemrun"));
     cmd.env("SHMEMRUN_STRAY_PE", mode)
-        .env_remove(shmem_core::env::LOG_LEVEL)
-        .env_remove(shmem_core::env::DEBUG)
+        .env_remove(shmem_base::env::LOG_LEVEL)
+        .env_remove(shmem_base::env::DEBUG)
         .args(["-n", "1"]);
     if mode != "garbage" {
         cmd.args(["--store", "tcp://127.0.0.1:0"]);
     }
     if mode.contains("plain") {
-        cmd.env(shmem_core::env::TLS_DISABLE, "1");
+        cmd.env(shmem_base::env::TLS_DISABLE, "1");
     } else {
-        cmd.env_remove(shmem_core::env::TLS_DISABLE);
+        cmd.env_remove(shmem_base::env::TLS_DISABLE);
     }
     cmd.arg(exe)
         .args(["stray_pe", "--exact", "--nocapture", "--test-threads=1"]);
@@ -49,7 +49,7 @@ fn stray_pe() {
         return;
     }
     let store =
-        std::env::var(shmem_core::env::RUN_STORE).expect("shmemrun gives the store's address");
+        std::env::var(shmem_base::env::RUN_STORE).expect("shmemrun gives the store's address");
     let addr = store.strip_prefix("tcp://").expect("a tcp:// address");
     if mode == "plain_impostor" {
         impostor_pe(addr);
@@ -105,9 +105,9 @@ const FLOOD_THEN_LEAVE: u32 = 100;
 /// Takes its own place at the store with a bare HELLO, as a stray would, then joins as itself:
 /// refused, it must learn why at once.
 fn impostor_pe(addr: &str) {
-    use shmem_core::bootstrap::addr::StoreAddr;
-    use shmem_core::bootstrap::wire::{self, Reply, Request};
-    use shmem_core::bootstrap::{Client, TcpDial};
+    use shmem_store::addr::StoreAddr;
+    use shmem_store::wire::{self, Reply, Request};
+    use shmem_store::{Client, TcpDial};
     let mut stray = TcpStream::connect(addr).unwrap();
     stray.set_read_timeout(Some(HANG)).unwrap();
     let hello = Request::Hello {
@@ -122,7 +122,7 @@ fn impostor_pe(addr: &str) {
     let dial = TcpDial {
         addr: StoreAddr::parse(&format!("tcp://{addr}"), None).unwrap(),
         tls: None,
-        job: std::env::var(shmem_core::env::RUN_JOBID).unwrap_or_default(),
+        job: std::env::var(shmem_base::env::RUN_JOBID).unwrap_or_default(),
     };
     let err = Client::connect_tcp(&dial, 0, 1, HANG).expect_err("its place is taken");
     eprintln!("\n{err}");
@@ -130,10 +130,10 @@ fn impostor_pe(addr: &str) {
 
 /// Says HELLO on the inherited store socket, then sends a frame of an unknown op.
 fn garbage_pe() {
-    use shmem_core::bootstrap::wire::{self, Reply, Request};
+    use shmem_store::wire::{self, Reply, Request};
     use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::net::UnixStream;
-    let fd: i32 = std::env::var(shmem_core::env::RUN_FD)
+    let fd: i32 = std::env::var(shmem_base::env::RUN_FD)
         .unwrap()
         .parse()
         .unwrap();
@@ -145,7 +145,7 @@ fn garbage_pe() {
         version: wire::PROTOCOL_VERSION,
         rank: 0,
         n_pes: 1,
-        job: std::env::var(shmem_core::env::RUN_JOBID).unwrap_or_default(),
+        job: std::env::var(shmem_base::env::RUN_JOBID).unwrap_or_default(),
     };
     sock.write_all(&hello.encode().unwrap()).unwrap();
     let ack = Reply::from_frame(&wire::read_frame(&mut sock).unwrap()).unwrap();

@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use shmem_core::bootstrap::addr::StoreAddr;
-use shmem_core::bootstrap::wire::{MAX_FRAME_LEN, MAX_VALUE_LEN};
-use shmem_core::bootstrap::{tls, Client, TcpDial, FRAME_BUDGET};
+use shmem_store::addr::StoreAddr;
+use shmem_store::wire::{MAX_FRAME_LEN, MAX_VALUE_LEN};
+use shmem_store::{tls, Client, TcpDial, FRAME_BUDGET};
 
 /// Only catches hangs.
 const HANG: Duration = Duration::from_secs(120);
@@ -47,17 +47,17 @@ fn memory_pe() {
     if std::env::var_os("SHMEMRUN_MEMORY_PE").is_none() {
         return;
     }
-    let rank = env_u32(shmem_core::env::RUN_RANK);
-    let n = env_u32(shmem_core::env::RUN_SIZE);
-    let store = std::env::var(shmem_core::env::RUN_STORE).unwrap();
-    let bundle_fd = env_u32(shmem_core::env::RUN_TLS_FD);
+    let rank = env_u32(shmem_base::env::RUN_RANK);
+    let n = env_u32(shmem_base::env::RUN_SIZE);
+    let store = std::env::var(shmem_base::env::RUN_STORE).unwrap();
+    let bundle_fd = env_u32(shmem_base::env::RUN_TLS_FD);
     let bundle = std::fs::read(format!("/proc/self/fd/{bundle_fd}")).unwrap();
     let pe = tls::identity_from_bundle(&bundle).unwrap();
     let addr = StoreAddr::parse(&store, None).unwrap();
     let dial = TcpDial {
         tls: Some((pe.client_config().unwrap(), addr.server_name())),
         addr,
-        job: std::env::var(shmem_core::env::RUN_JOBID).unwrap_or_default(),
+        job: std::env::var(shmem_base::env::RUN_JOBID).unwrap_or_default(),
     };
     let c = Client::connect_tcp(&dial, rank, n, T).unwrap();
     let launcher = std::os::unix::process::parent_id();
@@ -127,7 +127,7 @@ fn insiders_large_frames_leave_shmemrun_within_its_budget() {
         let exe = std::env::current_exe().unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_shmemrun"));
         cmd.env("SHMEMRUN_MEMORY_PE", "1")
-            .env_remove(shmem_core::env::TLS_DISABLE)
+            .env_remove(shmem_base::env::TLS_DISABLE)
             .args(["-n", &n.to_string(), "--store", "tcp://127.0.0.1:0"])
             .arg(exe)
             .args(["memory_pe", "--exact", "--nocapture", "--test-threads=1"]);

@@ -10,8 +10,9 @@
 //!   and unique ids ([`uniqueid`]);
 //! - `node/`: where each PE runs (`locality`), PE 0's store for launchers other than
 //!   `shmemrun` (`meet`), the descriptor store of each node of a TCP job (`rendezvous`);
-//! - `store/`: the key-value store itself: protocol ([`wire`]), [`Server`], [`Client`], the
-//!   streams under them, addresses ([`addr`]) and trust ([`tls`]).
+//! - `store`: the key-value store itself, from the `shmem-store` crate: protocol ([`wire`]),
+//!   [`Server`], [`Client`], the streams under them, addresses ([`addr`]) and trust ([`tls`]);
+//!   `gather`: the start-up allgathers built on it that name a PE the store refused.
 //! - `watch`: under `shmemrun`, the end of this PE (and the job's process group) when the
 //!   launcher is gone;
 //! - single files beside them: the failures before the store is met (`error`, composed into the
@@ -27,6 +28,7 @@
 pub(crate) mod bits;
 pub(crate) mod ending;
 pub(crate) mod error;
+mod gather;
 mod launcher;
 mod node;
 pub(crate) mod store;
@@ -54,8 +56,8 @@ pub use launcher::uniqueid;
 pub use launcher::NotLoaded;
 pub use store::{addr, tls, wire};
 pub use store::{
-    give_back_large_frees, BootstrapError, Client, PeerStatus, Server, StoreEvent, TcpDial,
-    EXTRA_TCP_CONNECTIONS, FRAME_BUDGET, VALUE_BUDGET,
+    BootstrapError, Client, PeerStatus, Server, StoreEvent, TcpDial, EXTRA_TCP_CONNECTIONS,
+    FRAME_BUDGET, VALUE_BUDGET,
 };
 pub(crate) use timeouts::Timeouts;
 

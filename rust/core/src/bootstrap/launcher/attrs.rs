@@ -209,7 +209,7 @@ fn first_difference<'a>(theirs: &'a str, mine: &'a str) -> Option<(&'a str, &'a 
 pub(crate) fn check(store: &Client, job: &Job, timeout: Duration) -> (Vec<u32>, Result<()>) {
     let mine = encode(job);
     let deadline = Instant::now() + timeout;
-    let got = crate::bootstrap::store::gather(
+    let got = crate::bootstrap::gather::gather(
         store,
         JOB_PREFIX,
         "its job attributes",

@@ -155,7 +155,7 @@ fn exchange(store: &Client, timeout: Duration) -> (Vec<u32>, Result<NodeMap>) {
         Err(e) => return (vec![store.rank()], Err(e)),
     };
     let deadline = Instant::now() + timeout;
-    let got = crate::bootstrap::store::gather(
+    let got = crate::bootstrap::gather::gather(
         store,
         NODE_PREFIX,
         "which node it runs on",

@@ -6,9 +6,12 @@
 //! (`SMA_SYMMETRIC_SIZE` for `SHMEM_SYMMETRIC_SIZE`, ...): it is read when the `SHMEM_*` name is
 //! unset, and the `SHMEM_*` name wins when both are set.
 
-use crate::error::{Error, Result};
+use crate::error::{EnvError, PortRangeError};
 use std::fmt::Write as _;
 use std::time::Duration;
+
+/// What the readers of the table return: the value, or why the variable was refused.
+pub type Result<T> = std::result::Result<T, EnvError>;
 
 /// How a variable's value is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -445,8 +448,8 @@ fn refuse_blanks() -> Result<()> {
     Ok(())
 }
 
-fn bad(v: &Var, value: &str, reason: impl Into<String>) -> Error {
-    Error::BadEnv {
+fn bad(v: &Var, value: &str, reason: impl Into<String>) -> EnvError {
+    EnvError::BadValue {
         name: source(v),
         value: value.to_string(),
         reason: reason.into(),
@@ -590,13 +593,33 @@ pub fn port_range() -> Result<Option<(u16, u16)>> {
     if s.is_empty() {
         return Ok(None);
     }
-    crate::bootstrap::addr::parse_port_range(&s)
+    parse_port_range(&s)
         .map(Some)
-        .map_err(|e| Error::BadAddress {
+        .map_err(|e| EnvError::BadPortRange {
             name: source(v),
             value: s.to_string(),
-            source: e.into(),
+            source: e,
         })
+}
+
+/// Parses `lo-hi` (`SHMEM_INSTANCE_PORT_RANGE`): two ports from 1 to 65535, the first not
+/// above the second.
+pub fn parse_port_range(s: &str) -> std::result::Result<(u16, u16), PortRangeError> {
+    let (lo, hi) = s
+        .split_once('-')
+        .ok_or_else(|| PortRangeError::NotARange(s.to_string()))?;
+    let port = |p: &str| -> std::result::Result<u16, PortRangeError> {
+        p.trim()
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| PortRangeError::NotAPort(p.trim().to_string(), 1))
+    };
+    let (lo, hi) = (port(lo)?, port(hi)?);
+    if lo > hi {
+        return Err(PortRangeError::EmptyRange(lo, hi));
+    }
+    Ok((lo, hi))
 }
 
 /// `SHMEM_TEST_LOOPBACK` for a job of `n_pes` PEs: per PE, whether the loopback test
@@ -904,7 +927,10 @@ mod tests {
     #[test]
     fn variable_names_are_spelled_only_in_this_table() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut dirs = vec![root.join("src"), root.join("../shmemrun/src")];
+        let mut dirs: Vec<_> = ["src", "../core/src", "../store/src", "../shmemrun/src"]
+            .iter()
+            .map(|dir| root.join(dir))
+            .collect();
         let mut offenders = Vec::new();
         let mut seen = 0;
         while let Some(dir) = dirs.pop() {
@@ -975,6 +1001,15 @@ mod tests {
         ];
         let names: Vec<&str> = VARS.iter().map(|v| v.name).collect();
         assert_eq!(names, constants);
+    }
+
+    #[test]
+    fn port_ranges_parse() {
+        assert_eq!(parse_port_range("9000-9010").unwrap(), (9000, 9010));
+        assert_eq!(parse_port_range(" 5 - 5 ").unwrap(), (5, 5));
+        assert!(parse_port_range("9010-9000").is_err());
+        assert!(parse_port_range("0-5").is_err());
+        assert!(parse_port_range("5").is_err());
     }
 
     #[test]

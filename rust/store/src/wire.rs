@@ -1,9 +1,9 @@
 //! Wire format of the control store: versioned, length-prefixed frames.
 //!
 //! Owns the byte layout of every request and reply, the size limits, and reading one whole
-//! frame from any [`Read`] (a Unix socket, TCP, or TLS over TCP: see `crate::bootstrap::store::link`). Must never panic or
+//! frame from any [`Read`] (a Unix socket, TCP, or TLS over TCP: see `crate::link`). Must never panic or
 //! allocate more than [`MAX_FRAME_LEN`] on hostile input, and never knows about sockets, file
-//! descriptors (they travel beside a frame, see `crate::bootstrap::store::unix`) or the store's state.
+//! descriptors (they travel beside a frame, see `crate::unix`) or the store's state.
 //!
 //! A frame is `u32 LE length | u8 op | payload`, where `length` counts the op byte and the
 //! payload. Inside a payload a key is `u16 LE length | UTF-8 bytes`, integers are little endian,

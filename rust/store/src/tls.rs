@@ -839,11 +839,7 @@ pub fn user_settings() -> Option<UserSettings> {
 /// Whether the user turned the store's TLS off, and how: `SHMEM_TLS_DISABLE=1` (`env_off`) or
 /// `shmem_set_conf_store_tls(false, ...)`. Warns once per job when so: by the store's host
 /// (`warn`), at debug level elsewhere.
-pub(crate) fn off_by_choice(
-    env_off: bool,
-    store: &crate::bootstrap::addr::StoreAddr,
-    warn: bool,
-) -> bool {
+pub fn off_by_choice(env_off: bool, store: &crate::addr::StoreAddr, warn: bool) -> bool {
     let api_off = user_settings().and_then(|u| u.enabled) == Some(false);
     if !env_off && !api_off {
         return false;

@@ -4,7 +4,7 @@
 use std::io;
 use std::time::Duration;
 
-use super::wire;
+use crate::wire;
 
 /// The text of [`BootstrapError::Timeout`]: a wait for a key, or for any answer at all (HELLO).
 fn timeout_text(op: &str, key: &str, after: Duration) -> String {
@@ -20,7 +20,7 @@ impl BootstrapError {
     /// The same error seen from a start-up step in which PE `rank` publishes `what`: a wait
     /// for its key that timed out becomes [`BootstrapError::NotPublished`], naming the PE and
     /// what it had not done. Any other error is returned as it is.
-    pub(crate) fn unpublished(self, rank: u32, what: &'static str) -> BootstrapError {
+    pub fn unpublished(self, rank: u32, what: &'static str) -> BootstrapError {
         match self {
             BootstrapError::Timeout { after, .. } => {
                 BootstrapError::NotPublished { rank, what, after }
@@ -32,7 +32,7 @@ impl BootstrapError {
     /// The same error seen from a start-up allgather in which every PE shares `what`: the
     /// PE an [`BootstrapError::Absent`] names becomes the PE that did not publish it. Any other
     /// error is returned as it is.
-    pub(crate) fn unshared(self, what: &'static str) -> BootstrapError {
+    pub fn unshared(self, what: &'static str) -> BootstrapError {
         match self {
             BootstrapError::Absent { rank, after, .. } => {
                 BootstrapError::NotPublished { rank, what, after }

@@ -5,15 +5,8 @@
 
 use std::time::Duration;
 
-use super::{BootstrapError, Client};
 use crate::error::Error;
-
-/// Store key under which the store records why it refused PE `rank`'s HELLO (another job
-/// size, or its place taken by another connection), for the PEs waiting for that PE at
-/// start-up.
-pub(crate) fn refused_key(rank: u32) -> String {
-    format!("shmem/refused/{rank}")
-}
+use shmem_store::{refused_key, BootstrapError, Client};
 
 /// What [`gather`] read: every PE's value (this PE's included) up to the first PE it could not
 /// read, and why it could not.
@@ -110,5 +103,84 @@ pub(crate) fn gather(
     Gathered {
         values,
         error: Some(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shmem_store::addr::StoreAddr;
+    use shmem_store::wire::{self, Reply, Request, PROTOCOL_VERSION};
+    use shmem_store::{Server, TcpDial};
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+    use std::thread;
+    use std::time::Instant;
+
+    const T: Duration = Duration::from_secs(30);
+
+    /// A stray that said HELLO as PE 1 of a plain-TCP store holds PE 1's place: the real PE 1
+    /// is refused, and the PEs waiting for PE 1 at start-up fail at once with the reason
+    /// instead of waiting out their timeout.
+    #[test]
+    fn a_stray_in_a_pes_place_ends_start_up_at_once_naming_it() {
+        for n in [2u32, 4] {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let (server, _events) = Server::new(n);
+            server.serve_tcp(listener, None).unwrap();
+            let taken = n - 1;
+            let mut stray = TcpStream::connect(addr).unwrap();
+            stray.set_read_timeout(Some(T)).unwrap();
+            let hello = Request::Hello {
+                version: PROTOCOL_VERSION,
+                rank: taken,
+                n_pes: n,
+                job: String::new(),
+            };
+            stray.write_all(&hello.encode().unwrap()).unwrap();
+            let ack = Reply::from_frame(&wire::read_frame(&mut stray).unwrap()).unwrap();
+            assert!(matches!(ack, Reply::HelloAck { .. }), "{ack:?}");
+            let dial = TcpDial {
+                addr: StoreAddr::parse(&format!("tcp://{addr}"), None).unwrap(),
+                tls: None,
+                job: String::new(),
+            };
+            let err = Client::connect_tcp(&dial, taken, n, T).unwrap_err();
+            assert!(err.to_string().contains(wire::PLACE_TAKEN), "{err}");
+            let started = Instant::now();
+            let waiting: Vec<_> = (0..taken)
+                .map(|rank| {
+                    let dial = dial.clone();
+                    thread::spawn(move || {
+                        let c = Client::connect_tcp(&dial, rank, n, T).unwrap();
+                        let got = gather(
+                            &c,
+                            "test/identity/",
+                            "its identity",
+                            &[rank as u8],
+                            Instant::now() + T,
+                        );
+                        // Every PE before the one missing was read, each another's value.
+                        for pe in (0..taken).filter(|&pe| pe != rank) {
+                            assert_eq!(got.values[pe as usize], Some(vec![pe as u8]));
+                        }
+                        got.error
+                            .expect("PE 1's place is held by a stray")
+                            .to_string()
+                    })
+                })
+                .collect();
+            for pe in waiting {
+                let err = pe.join().unwrap();
+                assert!(
+                    err.contains(&format!("PE {taken}'s {}", wire::PLACE_TAKEN))
+                        && err.contains("runs without TLS"),
+                    "{err}"
+                );
+            }
+            let took = started.elapsed();
+            assert!(took < T / 2, "start-up failed after {took:?}");
+        }
     }
 }

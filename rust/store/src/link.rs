@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use rustix::net::sockopt::{set_socket_timeout, Timeout};
 use rustix::net::{recv, RecvFlags};
 
-use crate::bootstrap::store::unix::{send_frame, FdReader};
+use crate::unix::{send_frame, FdReader};
 
 /// Bytes read from the socket at a time under TLS.
 const RAW_READ: usize = 16 * 1024;
@@ -118,10 +118,10 @@ impl Link {
     }
 
     /// Sends `bytes` with `fds` attached to the first of them (Unix links only; at most
-    /// [`wire::FDS_PER_SEND`](crate::bootstrap::store::wire::FDS_PER_SEND) descriptors).
+    /// [`wire::FDS_PER_SEND`](crate::wire::FDS_PER_SEND) descriptors).
     pub fn send_fds(&self, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
         match self {
-            Link::Unix(s) => crate::bootstrap::store::unix::send_with_fds(s.as_fd(), bytes, fds),
+            Link::Unix(s) => crate::unix::send_with_fds(s.as_fd(), bytes, fds),
             _ if fds.is_empty() => self.send_parts(bytes, &[], None),
             _ => Err(io::Error::new(
                 io::ErrorKind::Unsupported,

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use shmem_core::bootstrap::addr::StoreAddr;
-use shmem_core::bootstrap::tls::{self, JobCredentials, TlsIdentity, Validity};
-use shmem_core::bootstrap::wire::{self, Request};
-use shmem_core::bootstrap::{Client, Server, TcpDial};
+use shmem_store::addr::StoreAddr;
+use shmem_store::tls::{self, JobCredentials, TlsIdentity, Validity};
+use shmem_store::wire::{self, Request};
+use shmem_store::{Client, Server, TcpDial};
 
 const T: Duration = Duration::from_secs(30);
 
@@ -292,7 +292,7 @@ fn strays_never_reach_a_tls_store() {
 #[test]
 fn too_many_connections_are_refused_and_the_job_goes_on() {
     let (_server, addr) = store(1, "", None);
-    let limit = 1 + shmem_core::bootstrap::EXTRA_TCP_CONNECTIONS;
+    let limit = 1 + shmem_store::EXTRA_TCP_CONNECTIONS;
     // Idle connections that never say HELLO hold their places for a while.
     let idle: Vec<TcpStream> = (0..limit)
         .map(|_| TcpStream::connect((addr.ip, addr.ports.0)).unwrap())
@@ -355,7 +355,7 @@ fn a_pe_refused_as_store_full_tries_again() {
     for with_tls in [false, true] {
         let c = creds();
         let (_server, addr) = store(1, "", with_tls.then_some(&c.server));
-        let limit = 1 + shmem_core::bootstrap::EXTRA_TCP_CONNECTIONS;
+        let limit = 1 + shmem_store::EXTRA_TCP_CONNECTIONS;
         let idle: Vec<TcpStream> = (0..limit)
             .map(|_| TcpStream::connect((addr.ip, addr.ports.0)).unwrap())
             .collect();

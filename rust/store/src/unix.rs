@@ -17,10 +17,10 @@ use rustix::net::{
 };
 
 /// Room for descriptors in one `recvmsg`: a `sendmsg` carries at most
-/// [`FDS_PER_SEND`](crate::bootstrap::store::wire::FDS_PER_SEND) (a GATHER_FD reply; one for GET_FD), and a read
+/// [`FDS_PER_SEND`](crate::wire::FDS_PER_SEND) (a GATHER_FD reply; one for GET_FD), and a read
 /// ends after the bytes that carried descriptors; the rest is slack so that a peer sending
 /// too many is detected (and the extra ones closed) instead of truncated.
-const MAX_FDS_PER_READ: usize = crate::bootstrap::store::wire::FDS_PER_SEND + 4;
+const MAX_FDS_PER_READ: usize = crate::wire::FDS_PER_SEND + 4;
 
 /// A [`Read`] over a Unix stream socket that keeps every descriptor arriving with the bytes.
 pub(crate) struct FdReader<'a> {
@@ -67,14 +67,14 @@ pub(crate) fn send_frame(
 }
 
 /// Sends `bytes` (part of a frame, or all of it) with `fds` (at most
-/// [`FDS_PER_SEND`](crate::bootstrap::store::wire::FDS_PER_SEND), none for a plain send) attached to the first
+/// [`FDS_PER_SEND`](crate::wire::FDS_PER_SEND), none for a plain send) attached to the first
 /// of them.
 pub(crate) fn send_with_fds(
     sock: BorrowedFd<'_>,
     frame: &[u8],
     fds: &[BorrowedFd<'_>],
 ) -> io::Result<()> {
-    const MAX: usize = crate::bootstrap::store::wire::FDS_PER_SEND;
+    const MAX: usize = crate::wire::FDS_PER_SEND;
     if fds.len() > MAX || (!fds.is_empty() && frame.is_empty()) {
         return Err(io::Error::other(format!(
             "{} descriptors on {} bytes: at most {MAX}, on at least one byte",
@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn many_fds_arrive_in_order_with_their_bytes() {
-        use crate::bootstrap::store::wire::FDS_PER_SEND;
+        use crate::wire::FDS_PER_SEND;
         let (a, b) = UnixStream::pair().unwrap();
         let files: Vec<OwnedFd> = (0..FDS_PER_SEND + 3)
             .map(|i| {

@@ -9,9 +9,9 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
-use shmem_core::bootstrap::addr::StoreAddr;
-use shmem_core::bootstrap::wire::{self, Reply, Request};
-use shmem_core::bootstrap::{Client, Server, TcpDial};
+use shmem_store::addr::StoreAddr;
+use shmem_store::wire::{self, Reply, Request};
+use shmem_store::{Client, Server, TcpDial};
 
 const T: Duration = Duration::from_secs(60);
 
@@ -97,7 +97,7 @@ fn large_frames_of_many_pes_stay_within_the_budget() {
     for pe in pes {
         pe.join().unwrap();
     }
-    let budget = shmem_core::bootstrap::FRAME_BUDGET;
+    let budget = shmem_store::FRAME_BUDGET;
     eprintln!(
         "{PES} PEs each announcing a {} MiB frame: resident memory grew by {} MiB (budget {} MiB)",
         frame.len() >> 20,
@@ -138,13 +138,13 @@ fn rss_of(pid: u32) -> usize {
 /// stdout; ends when stdin closes, or after a minute and a half.
 #[test]
 fn store_host() {
-    use shmem_core::bootstrap::tls::{self, Validity};
+    use shmem_store::tls::{self, Validity};
     use std::io::BufRead;
     if std::env::var_os("SHMEM_TEST_STORE_HOST").is_none() {
         return;
     }
     // As shmemrun does.
-    shmem_core::bootstrap::give_back_large_frees();
+    shmem_base::malloc::give_back_large_frees();
     let creds =
         tls::job_credentials(&["127.0.0.1".parse().unwrap()], Validity::for_a_job()).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -217,8 +217,8 @@ fn all_set(clients: &[Arc<Client>], key: fn(u32) -> String) -> Vec<Result<(), St
 /// system instead of staying with the store's connection threads.
 #[test]
 fn insiders_cannot_grow_the_store_past_its_bounds() {
-    use shmem_core::bootstrap::tls;
-    use shmem_core::bootstrap::{FRAME_BUDGET, VALUE_BUDGET};
+    use shmem_store::tls;
+    use shmem_store::{FRAME_BUDGET, VALUE_BUDGET};
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let _alone = measuring();

@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 
 use rustix::io::{fcntl_dupfd_cloexec, fcntl_getfd, fcntl_setfd, FdFlags};
 
-use crate::bootstrap::store::addr::StoreAddr;
-use crate::bootstrap::store::link::{self, HandshakeError, Link};
-use crate::bootstrap::store::wire::{self, Reply, Request, WireError, PROTOCOL_VERSION};
-use crate::bootstrap::BootstrapError;
+use crate::addr::StoreAddr;
+use crate::link::{self, HandshakeError, Link};
+use crate::wire::{self, Reply, Request, WireError, PROTOCOL_VERSION};
+use crate::BootstrapError;
 
 /// Extra time the socket waits for a reply beyond what the server may take, so that a
 /// server-side timeout always arrives as an answer rather than as a dead socket.
@@ -911,7 +911,7 @@ fn is_tls_alert(e: &std::io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bootstrap::store::unix::{send_frame, FdReader};
+    use crate::unix::{send_frame, FdReader};
     use std::os::fd::AsFd;
 
     const T: Duration = Duration::from_secs(30);

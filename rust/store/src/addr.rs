@@ -7,19 +7,11 @@
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, ToSocketAddrs};
 
-/// Why a store address, a port range or a listening socket was refused.
+/// Why a store address or a listening socket was refused (a port range is
+/// `shmem_base::env::parse_port_range`'s).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AddrError {
-    /// `SHMEM_INSTANCE_PORT_RANGE` is not `lo-hi`.
-    #[error("'{0}' is not a port range lo-hi")]
-    NotARange(String),
-    /// A port that is not a number in range.
-    #[error("'{0}' is not a port ({1} to 65535)")]
-    NotAPort(String, u16),
-    /// A range whose first port is above its last.
-    #[error("range {0}-{1} is empty")]
-    EmptyRange(u16, u16),
     /// No `tcp://` or `tcp6://` scheme.
     #[error("'{0}' is not a store address: expected tcp://host[:port] or tcp6://[ip][:port]")]
     NoScheme(String),
@@ -135,25 +127,6 @@ impl std::fmt::Display for StoreAddr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.text)
     }
-}
-
-/// Parses `lo-hi` (`SHMEM_INSTANCE_PORT_RANGE`).
-pub fn parse_port_range(s: &str) -> Result<(u16, u16), AddrError> {
-    let (lo, hi) = s
-        .split_once('-')
-        .ok_or_else(|| AddrError::NotARange(s.to_string()))?;
-    let port = |p: &str| -> Result<u16, AddrError> {
-        p.trim()
-            .parse::<u16>()
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or_else(|| AddrError::NotAPort(p.trim().to_string(), 1))
-    };
-    let (lo, hi) = (port(lo)?, port(hi)?);
-    if lo > hi {
-        return Err(AddrError::EmptyRange(lo, hi));
-    }
-    Ok((lo, hi))
 }
 
 impl StoreAddr {
@@ -356,15 +329,6 @@ mod tests {
         ] {
             assert!(StoreAddr::parse(bad, None).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn port_ranges_parse() {
-        assert_eq!(parse_port_range("9000-9010").unwrap(), (9000, 9010));
-        assert_eq!(parse_port_range(" 5 - 5 ").unwrap(), (5, 5));
-        assert!(parse_port_range("9010-9000").is_err());
-        assert!(parse_port_range("0-5").is_err());
-        assert!(parse_port_range("5").is_err());
     }
 
     #[test]
