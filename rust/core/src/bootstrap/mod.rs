@@ -376,7 +376,7 @@ pub(crate) fn join(config: &Config, how: Joining, timeouts: Timeouts) -> Result<
         }
     };
     let (rank, size) = (launch.my_pe() as usize, launch.n_pes() as usize);
-    crate::log::set_pe(rank as i32);
+    shmem_base::log::set_pe(rank as i32);
     let bootstrap = match (meet_job(config, launch, trust, timeouts.init), &job) {
         (Ok(b), _) => b,
         (Err(e), Some(job)) => return Err(attrs::refused_join(job, e)),

@@ -12,7 +12,7 @@
 use crate::bootstrap::launcher::kvs::{self, Choice, FromKvs};
 use crate::bootstrap::store::addr::StoreAddr;
 use crate::error::{Error, LaunchError, Result};
-use crate::log;
+use shmem_base::log;
 use rustix::fd::{FromRawFd, OwnedFd};
 
 /// How this PE joins its job.
