@@ -5,6 +5,42 @@
 
 use core::ffi::{c_char, c_int, c_void};
 
+/// CANN's element types of the host's typed families, `name: RustType` for each, as
+/// `<shmem/cann_types.h>` lists them (device/include/shmem/cann_types.h, the one table the C
+/// headers expand): `rma` is its `ACLSHMEMI_HOST_TYPES` (typed put/get, `_p`, `_g`), `p2p` its
+/// `ACLSHMEMI_P2P_TYPES` (waits and tests). `cann_types!(rma => m! { args })` expands to
+/// `m! { args float: f32, double: f64, int8: i8, ..., char: c_char, }`; `c_char` is
+/// `core::ffi::c_char`, which the expansion's place must have in scope. The crate's tests
+/// check both lists against the header, name by name and type by type.
+#[macro_export]
+macro_rules! cann_types {
+    (rma => $then:ident! { $($args:tt)* }) => {
+        $crate::cann_types! { @ints $then! { $($args)* float: f32, double: f64, } { char: c_char, } }
+    };
+    (p2p => $then:ident! { $($args:tt)* }) => {
+        $crate::cann_types! { @ints $then! { $($args)* float: f32, } { char: c_char, } }
+    };
+    (@ints $then:ident! { $($before:tt)* } { $($after:tt)* }) => {
+        $then! { $($before)*
+            int8: i8, int16: i16, int32: i32, int64: i64,
+            uint8: u8, uint16: u16, uint32: u32, uint64: u64,
+            $($after)*
+        }
+    };
+}
+
+/// A list of `name: RustType` as data.
+macro_rules! type_table {
+    ($($name:ident: $t:ty,)*) => {
+        &[$((stringify!($name), stringify!($t)),)*]
+    };
+}
+
+/// [`cann_types!`]`(rma => ..)` as data: (type name, Rust type), in the header's order.
+pub const CANN_RMA_TYPES: &[(&str, &str)] = cann_types!(rma => type_table! {});
+/// [`cann_types!`]`(p2p => ..)` as data: (type name, Rust type), in the header's order.
+pub const CANN_P2P_TYPES: &[(&str, &str)] = cann_types!(p2p => type_table! {});
+
 /// A CANN team handle: `ACLSHMEM_TEAM_WORLD` (0), a split's new handle, or
 /// `ACLSHMEM_TEAM_INVALID` (-1).
 pub type aclshmem_team_t = c_int;
@@ -120,7 +156,7 @@ declare! {
 /// Declares CANN's typed RMA of one type: `aclshmem_put_<T>_mem`, its `_nbi`, the gets,
 /// `_p` and `_g`.
 macro_rules! cann_rma {
-    ($list:ident; $($name:ident: $t:ty),* $(,)?) => {
+    ($list:ident; $($name:ident: $t:ty,)*) => {
         /// CANN's typed RMA and single-element routines, one module per type name.
         pub mod rma {
             #[allow(unused_imports)]
@@ -164,14 +200,11 @@ macro_rules! cann_rma {
     };
 }
 
-cann_rma! { RMA_SYMBOLS;
-    float: f32, double: f64, int8: i8, int16: i16, int32: i32, int64: i64,
-    uint8: u8, uint16: u16, uint32: u32, uint64: u64, char: c_char,
-}
+cann_types!(rma => cann_rma! { RMA_SYMBOLS; });
 
 /// Declares CANN's wait and test of one type on this PE's variable.
 macro_rules! cann_p2p {
-    ($list:ident; $($name:ident: $t:ty),* $(,)?) => {
+    ($list:ident; $($name:ident: $t:ty,)*) => {
         /// CANN's point-to-point waits and tests (`ACLSHMEM_CMP_*` comparisons), one module
         /// per type name.
         pub mod p2p {
@@ -200,7 +233,4 @@ macro_rules! cann_p2p {
     };
 }
 
-cann_p2p! { P2P_SYMBOLS;
-    float: f32, int8: i8, int16: i16, int32: i32, int64: i64,
-    uint8: u8, uint16: u16, uint32: u32, uint64: u64, char: c_char,
-}
+cann_types!(p2p => cann_p2p! { P2P_SYMBOLS; });
