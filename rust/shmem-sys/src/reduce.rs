@@ -5,7 +5,7 @@
 use crate::shmem_team_t;
 use core::ffi::c_int;
 
-/// Declares the reductions `ops` of one type.
+/// Declares the reductions `ops` of one type, and `signatures()`, theirs.
 macro_rules! reductions {
     ($($name:ident: $t:ty => [$($op:ident),*];)*) => {
         $(
@@ -13,18 +13,16 @@ macro_rules! reductions {
             pub mod $name {
                 #[allow(unused_imports)]
                 use super::*;
-                extern "C" {
-                    $(
-                        #[doc = concat!("`", stringify!($op), "` of `nreduce` elements of every team PE's `source` into `dest`.")]
-                        #[link_name = concat!("shmem_", stringify!($name), "_", stringify!($op), "_reduce")]
-                        pub fn $op(team: shmem_team_t, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int;
-                    )*
-                }
+                linked! { SIGNATURES; $(
+                    #[doc = concat!("`", stringify!($op), "` of `nreduce` elements of every team PE's `source` into `dest`.")]
+                    fn $op = concat!("shmem_", stringify!($name), "_", stringify!($op), "_reduce");
+                        (team: shmem_team_t, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int;
+                )* }
             }
         )*
-        pub(crate) const SYMBOLS: &[&str] = &[$($(
-            concat!("shmem_", stringify!($name), "_", stringify!($op), "_reduce"),
-        )*)*];
+        pub(crate) fn signatures() -> Vec<sys_decl::Signature> {
+            [$($name::SIGNATURES),*].concat()
+        }
     };
 }
 
