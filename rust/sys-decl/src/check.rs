@@ -618,26 +618,37 @@ impl Check<'_> {
                 "{}: C parameter types",
                 d.name
             );
+            self.rust_types_match(d.name, d.rust_ret, self.c_to_rust(&f.ret), d.rust_params, f);
+        }
+    }
+
+    /// The Rust types of function `name`, return and parameters, are those of `f`, the data's
+    /// prototype; `ret` is the Rust type its C return type binds as.
+    fn rust_types_match(
+        &self,
+        name: &str,
+        rust_ret: &str,
+        ret: String,
+        rust_params: &[&str],
+        f: &Function,
+    ) {
+        assert_eq!(
+            self.rust_canon(rust_ret).replace(' ', ""),
+            ret.replace(' ', ""),
+            "{name}: Rust return type"
+        );
+        assert_eq!(
+            rust_params.len(),
+            f.params.len(),
+            "{name}: parameter count (C: {:?})",
+            f.params
+        );
+        for (i, (rust, c)) in rust_params.iter().zip(&f.params).enumerate() {
             assert_eq!(
-                self.rust_canon(d.rust_ret),
-                self.c_to_rust(&f.ret),
-                "{}: Rust return type",
-                d.name
+                self.rust_canon(rust),
+                self.c_to_rust(c),
+                "{name}: parameter {i} (C: {c})"
             );
-            assert_eq!(
-                d.rust_params.len(),
-                f.params.len(),
-                "{}: parameter count",
-                d.name
-            );
-            for (i, (rust, c)) in d.rust_params.iter().zip(&f.params).enumerate() {
-                assert_eq!(
-                    self.rust_canon(rust),
-                    self.c_to_rust(c),
-                    "{}: parameter {i}",
-                    d.name
-                );
-            }
         }
     }
 
@@ -662,27 +673,7 @@ impl Check<'_> {
                 "void" => "()".to_string(),
                 c => self.c_to_rust(c),
             };
-            assert_eq!(
-                self.rust_canon(s.rust_ret).replace(' ', ""),
-                ret.replace(' ', ""),
-                "{}: Rust return type",
-                s.symbol
-            );
-            assert_eq!(
-                s.rust_params.len(),
-                f.params.len(),
-                "{}: parameter count ({file}: {:?})",
-                s.symbol,
-                f.params
-            );
-            for (i, (rust, c)) in s.rust_params.iter().zip(&f.params).enumerate() {
-                assert_eq!(
-                    self.rust_canon(rust),
-                    self.c_to_rust(c),
-                    "{}: parameter {i} (C: {c})",
-                    s.symbol
-                );
-            }
+            self.rust_types_match(s.symbol, s.rust_ret, ret, s.rust_params, f);
         }
     }
 
