@@ -26,15 +26,28 @@ macro_rules! reductions {
     };
 }
 
-reductions! {
-    int8: i8 => [and, or, xor, max, min, sum, prod];
-    int16: i16 => [and, or, xor, max, min, sum, prod];
-    int32: i32 => [and, or, xor, max, min, sum, prod];
-    int64: i64 => [and, or, xor, max, min, sum, prod];
-    uint8: u8 => [and, or, xor, max, min, sum, prod];
-    uint16: u16 => [and, or, xor, max, min, sum, prod];
-    uint32: u32 => [and, or, xor, max, min, sum, prod];
-    uint64: u64 => [and, or, xor, max, min, sum, prod];
-    float: f32 => [max, min, sum, prod];
-    double: f64 => [max, min, sum, prod];
+/// The reduction table of this crate (OpenSHMEM 1.5's for the fixed-width and floating types),
+/// each `name: RustType => [ops];`, given to a macro: `reduction_types!(m! { args })` expands
+/// to `m! { args int8: i8 => [and, or, xor, max, min, sum, prod]; ... double: f64 => [max,
+/// min, sum, prod]; }`. The declarations below come from it, and so does the Python package's
+/// choice of reduction by NumPy dtype; the crate's tests check each declaration against the
+/// header's prototype.
+#[macro_export]
+macro_rules! reduction_types {
+    ($then:ident! { $($args:tt)* }) => {
+        $then! { $($args)*
+            int8: i8 => [and, or, xor, max, min, sum, prod];
+            int16: i16 => [and, or, xor, max, min, sum, prod];
+            int32: i32 => [and, or, xor, max, min, sum, prod];
+            int64: i64 => [and, or, xor, max, min, sum, prod];
+            uint8: u8 => [and, or, xor, max, min, sum, prod];
+            uint16: u16 => [and, or, xor, max, min, sum, prod];
+            uint32: u32 => [and, or, xor, max, min, sum, prod];
+            uint64: u64 => [and, or, xor, max, min, sum, prod];
+            float: f32 => [max, min, sum, prod];
+            double: f64 => [max, min, sum, prod];
+        }
+    };
 }
+
+reduction_types!(reductions! {});
