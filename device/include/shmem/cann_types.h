@@ -9,7 +9,9 @@
  *
  * Common to both sides: plain macros, no #include and no type of its own, so a kernel-side
  * header may include it (it names shmem_half_t and shmem_bfloat16_t, which shmem/device.h
- * defines, only in the kernel-side lists). X is called as X(NAME, TYPE). */
+ * defines, only in the kernel-side lists). X is called as X(NAME, TYPE). cpp/include/shmem/
+ * cann_types.h is a link to this file, so a build with only cpp/include on its path finds it;
+ * the file is installed once, from device/include. */
 #ifndef SHMEM_CANN_TYPES_H
 #define SHMEM_CANN_TYPES_H
 
