@@ -5,7 +5,7 @@ PE 0 times, one call at a time into PE 1's symmetric heap (8 bytes unless --size
   putmem+quiet  shmem.shmem_putmem, then shmem.shmem_quiet (rma_lat.c's putmem+quiet from C)
   core.put      shmem.core.put of a NumPy array (argument checks included)
 and prints one line per operation: the median over --trials of the time per call in ns. The
-same call from C is rma_lat.c's `--ops putmem+quiet --sizes 8`; README's Python section shows
+same call from C is rma_lat.c's `--ops putmem+quiet --sizes 8`; docs/python.md shows
 both. Run it as any Python program of a job:
 
     build/cargo/release/shmemrun -n 2 build/venv/bin/python bench/python_putmem.py

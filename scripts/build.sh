@@ -29,7 +29,7 @@
 #                      (`source <CANN>/set_env.sh` first, e.g.
 #                      /usr/local/Ascend/ascend-toolkit/set_env.sh), and the AscendC kernels
 #                      (examples/ascendc/, tests/ascendc/) are built for the AI core with CANN's
-#                      bisheng (SHMEM_BUILD_CANN=ON; README "AscendC kernels"). Without it, a
+#                      bisheng (SHMEM_BUILD_CANN=ON; docs/kernel-api.md, "AscendC kernels"). Without it, a
 #                      CANN found through ASCEND_HOME_PATH is used and a missing one is skipped.
 #   -debug             Debug build (cargo dev profile); default Release
 #   --prefix DIR       install prefix (default: ./install)

@@ -4,8 +4,8 @@
 #   shmemrun   shmemrun -n NPES python -m pytest
 #   mpirun     Open MPI's /usr/bin/mpirun -n NPES python -m pytest (status 77, a skip, without it)
 #   attr_init  torchrun, every rank joining with attr_init at a free local port
-#   readme     the README's PyTorch example (the python block after
-#              <!-- readme-test: torch -->) under shmemrun
+#   readme     a page's PyTorch example (the python block after
+#              <!-- readme-test: torch -->; README.md or a docs/ page) under shmemrun
 # Environment (set by ctest): SHMEM_TORCH_PYTHON, SHMEM_SHMEMRUN, SHMEM_TORCH_LIBRARY,
 # PYTHONPATH; SHMEM_TORCH_TESTS, the test files to run (default: the folder). With
 # SHMEM_TORCH_TEST_GPU=1 (the gpu tests) the suites need a GPU: without one torch can use, it

@@ -291,7 +291,7 @@ SHMEM_ROUTINE(int, team_translate_pe, (shmem_team_t src_team, int src_pe, shmem_
  * size 1). Members get the new handle in `*new_team`, the others SHMEM_TEAM_INVALID. Returns 0,
  * or non-zero on every parent PE (with `*new_team` = SHMEM_TEAM_INVALID) for an invalid triplet,
  * a SHMEM_TEAM_INVALID parent, or when a member already belongs to the most teams a PE may
- * belong to at once (see README). `config`/`config_mask` as in shmem_team_get_config. */
+ * belong to at once (see docs/c-api.md). `config`/`config_mask` as in shmem_team_get_config. */
 SHMEM_ROUTINE(int, team_split_strided,
               (shmem_team_t parent_team, int start, int stride, int size,
                const shmem_team_config_t *config, long config_mask, shmem_team_t *new_team))
