@@ -80,27 +80,10 @@ missing=()
 note() { echo "bench-cuda: $*" >&2; }
 arch=${BENCH_CUDA_ARCH:-sm_90}
 programs=(put_bw onstream pingpong barrier)
+# find_nvcc, mps_start, mps_stop.
+source "$root/scripts/lib/cuda.sh"
 
 # ---- What the build needs ------------------------------------------------------------------
-find_nvcc() {
-    if [ -n "${NVCC:-}" ]; then
-        if [ -x "$NVCC" ]; then echo "$NVCC"; fi
-        return
-    fi
-    if command -v nvcc >/dev/null 2>&1; then command -v nvcc; return; fi
-    local c
-    for c in "${CUDA_HOME:-/nonexistent}/bin/nvcc" /usr/local/cuda/bin/nvcc; do
-        if [ -x "$c" ]; then echo "$c"; return; fi
-    done
-    local site
-    for site in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
-        "$root"/build/venv/lib/python3*/site-packages; do
-        for c in "$site"/nvidia/cuda_nvcc/bin/nvcc "$site"/nvidia/cu1*/bin/nvcc; do
-            if [ -x "$c" ]; then echo "$c"; return; fi
-        done
-    done
-}
-
 find_nvshmem() {
     if [ -n "${NVSHMEM_HOME:-}" ]; then echo "$NVSHMEM_HOME"; return; fi
     python3 -c 'import nvidia.nvshmem, os; print(os.path.dirname(nvidia.nvshmem.__file__))' \
@@ -109,7 +92,7 @@ find_nvshmem() {
 
 if [ -z "$bin_dir" ] || [ "$build_only" = 1 ]; then
     bin_dir=${bin_dir:-$root/build/bench-cuda}
-    nvcc=$(find_nvcc)
+    nvcc=$(find_nvcc "$root")
     [ -n "$nvcc" ] ||
         missing+=("nvcc${NVCC:+ (NVCC=$NVCC is not executable)} (set NVCC, put CUDA's bin on PATH, or python3 -m pip install nvidia-cuda-nvcc)")
     if [ "$nvshmem" = 1 ]; then
@@ -208,16 +191,12 @@ scratch=$(mktemp -d "${TMPDIR:-/tmp}/bench-cuda.XXXXXX")
 # ---- CUDA MPS ------------------------------------------------------------------------------
 mps_on=0
 cleanup() {
-    if [ "$mps_on" = 1 ]; then
-        echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true
-    fi
+    if [ "$mps_on" = 1 ]; then mps_stop; fi
     rm -rf "$scratch"
 }
 trap cleanup EXIT
 if [ "$mps" = 1 ] && command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
-    export CUDA_MPS_PIPE_DIRECTORY=$scratch/mps CUDA_MPS_LOG_DIRECTORY=$scratch/mps-log
-    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-    if nvidia-cuda-mps-control -d; then
+    if mps_start "$scratch/mps"; then
         mps_on=1
         note "CUDA MPS started for this run (the PEs' kernels run concurrently)"
     else

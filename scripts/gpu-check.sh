@@ -55,6 +55,8 @@ die() {
     echo "gpu-check: error: $*" >&2
     exit 1
 }
+# find_nvcc, mps_start, mps_stop.
+source "$root/scripts/lib/cuda.sh"
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 
 mode="" dir="" bench=1 tests=1 torch=1 quick=0 build_only=0 mps=0 bench_extra=() jobs=$(nproc 2>/dev/null || echo 2)
@@ -157,24 +159,7 @@ missing_libs=$(ldd "$prefix"/lib/libshmem.so.0 2>&1 | grep -E 'not found|version
 [ -z "$missing_libs" ] || die "the packed libshmem.so cannot load here: $missing_libs"
 
 command -v cmake >/dev/null 2>&1 || die "cmake not found (pip install cmake, or the system's)"
-find_nvcc() {
-    if [ -n "${NVCC:-}" ]; then
-        if [ -x "$NVCC" ]; then echo "$NVCC"; fi
-        return
-    fi
-    if command -v nvcc >/dev/null 2>&1; then command -v nvcc; return; fi
-    local c site
-    for c in "${CUDA_HOME:-/nonexistent}/bin/nvcc" /usr/local/cuda/bin/nvcc; do
-        if [ -x "$c" ]; then echo "$c"; return; fi
-    done
-    for site in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
-        "$root"/build/venv/lib/python3*/site-packages; do
-        for c in "$site"/nvidia/cu1*/bin/nvcc "$site"/nvidia/cuda_nvcc/bin/nvcc; do
-            if [ -x "$c" ]; then echo "$c"; return; fi
-        done
-    done
-}
-nvcc=$(find_nvcc)
+nvcc=$(find_nvcc "$root")
 [ -n "$nvcc" ] ||
     die "nvcc not found${NVCC:+ (NVCC=$NVCC is not executable)}: set NVCC, put CUDA's bin on PATH, or pip install nvidia-cuda-nvcc"
 release=$("$nvcc" --version | grep -o 'release [0-9.]*' | cut -d' ' -f2)
@@ -234,7 +219,7 @@ status=0
 mps_dir=""
 stop_mps() {
     if [ -n "$mps_dir" ]; then
-        echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true
+        mps_stop
         rm -rf "$mps_dir"
         mps_dir=""
     fi
@@ -246,9 +231,7 @@ if [ "$tests" = 1 ]; then
         command -v nvidia-cuda-mps-control >/dev/null 2>&1 ||
             die "--mps: nvidia-cuda-mps-control not found"
         mps_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-mps.XXXXXX")
-        mkdir -p "$mps_dir/pipe" "$mps_dir/log"
-        export CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log
-        nvidia-cuda-mps-control -d || die "--mps: nvidia-cuda-mps-control -d failed"
+        mps_start "$mps_dir" || die "--mps: nvidia-cuda-mps-control -d failed"
         how="under CUDA MPS: the PEs' kernels share the GPU"
     fi
     note "ctest -L gpu, $how (log: $out/ctest.log)"

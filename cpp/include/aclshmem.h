@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "shmem.h"
+#include "shmem/cann_types.h"
 #include "shmemx.h"
 
 #ifdef __cplusplus
@@ -333,22 +334,9 @@ ACLSHMEM_HOST_API void *aclshmemx_get_heap_base(
  * when it may not, when `ptr` is not symmetric or `pe` is not a PE of the job. */
 ACLSHMEM_HOST_API void *aclshmem_ptr(void *ptr, int pe);
 
-/* CANN's host RMA types: (name, type). */
-#define ACLSHMEMI_HOST_TYPES(X)                                                                    \
-    X(float, float)                                                                                \
-    X(double, double)                                                                              \
-    X(int8, int8_t)                                                                                \
-    X(int16, int16_t)                                                                              \
-    X(int32, int32_t)                                                                              \
-    X(int64, int64_t)                                                                              \
-    X(uint8, uint8_t)                                                                              \
-    X(uint16, uint16_t)                                                                            \
-    X(uint32, uint32_t)                                                                            \
-    X(uint64, uint64_t)                                                                            \
-    X(char, char)
-
-/* Typed RMA: `nelems` elements (blocking, or _nbi: complete at aclshmem_quiet / shmem_quiet);
- * the _signal forms then update the int32_t signal at `sig_addr` on `pe` by `sig_op`
+/* Typed RMA over CANN's host types (ACLSHMEMI_HOST_TYPES, shmem/cann_types.h: float, double,
+ * int8 .. uint64, char): `nelems` elements (blocking, or _nbi: complete at aclshmem_quiet /
+ * shmem_quiet); the _signal forms then update the int32_t signal at `sig_addr` on `pe` by `sig_op`
  * (ACLSHMEM_SIGNAL_SET or _ADD) after the data, so a PE that sees the signal sees the data. */
 #define ACLSHMEMI_DECLARE_RMA(NAME, TYPE)                                                          \
     ACLSHMEM_HOST_API void aclshmem_put_##NAME##_mem(TYPE *dest, TYPE *source, size_t nelems,      \
@@ -469,18 +457,8 @@ ACLSHMEM_HOST_API void aclshmemx_barrier_all_on_stream(aclrtStream stream);
  * or 0; an `_any` form's index, or SIZE_MAX when no included entry qualifies (none, or all
  * excluded); a `_some` form's count, with the indices in `indices`. `status[i]` != 0 leaves
  * entry i out; a NULL `status` includes every entry. A bad `cmp`, a NULL result pointer, or a
- * call before start-up is refused with a log line (tests then report 0 / SIZE_MAX / 0). */
-#define ACLSHMEMI_P2P_TYPES(X)                                                                     \
-    X(float, float)                                                                                \
-    X(int8, int8_t)                                                                                \
-    X(int16, int16_t)                                                                              \
-    X(int32, int32_t)                                                                              \
-    X(int64, int64_t)                                                                              \
-    X(uint8, uint8_t)                                                                              \
-    X(uint16, uint16_t)                                                                            \
-    X(uint32, uint32_t)                                                                            \
-    X(uint64, uint64_t)                                                                            \
-    X(char, char)
+ * call before start-up is refused with a log line (tests then report 0 / SIZE_MAX / 0). The
+ * typed forms are over ACLSHMEMI_P2P_TYPES (shmem/cann_types.h: CANN's host types but double). */
 
 /* Waits until the int32_t signal at `sig_addr` (this PE's) satisfies `cmp` against `cmp_val`. */
 ACLSHMEM_HOST_API void aclshmem_signal_wait_until(int32_t *sig_addr, int cmp, int32_t cmp_val);

@@ -2,7 +2,7 @@
 //
 // It must run before main and before any user thread, so it is a constructor of libshmem
 // itself: the runtime moves the executable's data past RELRO into shared memory at the same
-// addresses (rust/core/src/static_data.rs). It never fails the program: a failure only becomes
+// addresses (rust/core/src/static_data/). It never fails the program: a failure only becomes
 // the reason a global or static target is refused later.
 #include "rust/cxx.h"
 #include "shmem-core/src/ffi.rs.h"

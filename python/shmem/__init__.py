@@ -112,12 +112,11 @@ from ._shmem import (  # noqa: F401  (re-exported)
 )
 
 #: CANN's host types of the typed routines ``shmem_<T>_put``, ``_get``, ``_put_nbi``,
-#: ``_get_nbi``, ``_p`` and ``_g``.
-RMA_TYPES = ("float", "double", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-             "uint64", "char")
-#: The types of ``shmem_<T>_wait_until`` and ``shmem_<T>_test``.
-WAIT_TYPES = ("float", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-              "char")
+#: ``_get_nbi``, ``_p`` and ``_g`` (float, double, int8 .. uint64, char: the list of
+#: ``<shmem/cann_types.h>``, as the extension module registers them).
+RMA_TYPES = _shmem._RMA_TYPES
+#: The types of ``shmem_<T>_wait_until`` and ``shmem_<T>_test`` (CANN's host types but double).
+WAIT_TYPES = _shmem._WAIT_TYPES
 
 _typed = [f"shmem_{t}_{op}" for t in RMA_TYPES for op in ("put", "get", "put_nbi", "get_nbi", "p", "g")]
 _typed += [f"shmem_{t}_{op}" for t in WAIT_TYPES for op in ("wait_until", "test")]

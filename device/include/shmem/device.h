@@ -49,6 +49,7 @@
 #include <stdint.h>
 
 #include "arch.h"
+#include "cann_types.h"
 #include "job_state.h"
 
 /* Every routine here is static inline (no symbol, no language linkage to match), so C++ may
@@ -286,23 +287,8 @@ SHMEM_ARCH_INLINE void aclshmem_quiet(void) { shmem_arch_fence_system(); }
 /* Puts, AMOs and signal updates of the calling block to one PE are delivered in order. */
 SHMEM_ARCH_INLINE void aclshmem_fence(void) { shmem_arch_fence_system(); }
 
-/* CANN's element types for put/get: NAME, TYPE. */
-#define SHMEM_DEVICE_RMA_TYPES(X)                                                                  \
-    X(half, shmem_half_t)                                                                          \
-    X(bfloat16, shmem_bfloat16_t)                                                                  \
-    X(float, float)                                                                                \
-    X(double, double)                                                                              \
-    X(char, char)                                                                                  \
-    X(int8, int8_t)                                                                                \
-    X(int16, int16_t)                                                                              \
-    X(int32, int32_t)                                                                              \
-    X(int64, int64_t)                                                                              \
-    X(uint8, uint8_t)                                                                              \
-    X(uint16, uint16_t)                                                                            \
-    X(uint32, uint32_t)                                                                            \
-    X(uint64, uint64_t)
-
-/* Typed forms: `nelems` elements; p and g move one. */
+/* Typed forms over CANN's kernel-side types (SHMEM_DEVICE_RMA_TYPES, shmem/cann_types.h: half,
+ * bfloat16, float, double, char, int8 .. uint64): `nelems` elements; p and g move one. */
 #define SHMEM_DEVICE_RMA_(NAME, T)                                                                 \
     SHMEM_ARCH_INLINE void aclshmem_put_##NAME##_mem(                                              \
         SHMEM_ARCH_GM T *dst, SHMEM_ARCH_GM const T *src, size_t nelems, int pe) {                 \
@@ -367,16 +353,8 @@ SHMEM_DEVICE_RMA_TYPES(SHMEM_DEVICE_RMA_)
 SHMEM_DEVICE_RMA_TYPES(SHMEM_DEVICE_STRIDED_)
 
 /* ---- Point-to-point waits on local words ---------------------------------------------------
- * On the integer types; `ivar` is this PE's own symmetric word, written by peers' puts or AMOs. */
-#define SHMEM_DEVICE_WAIT_TYPES(X)                                                                 \
-    X(int8, int8_t)                                                                                \
-    X(int16, int16_t)                                                                              \
-    X(int32, int32_t)                                                                              \
-    X(int64, int64_t)                                                                              \
-    X(uint8, uint8_t)                                                                              \
-    X(uint16, uint16_t)                                                                            \
-    X(uint32, uint32_t)                                                                            \
-    X(uint64, uint64_t)
+ * On the integer types (SHMEM_DEVICE_WAIT_TYPES, shmem/cann_types.h); `ivar` is this PE's own
+ * symmetric word, written by peers' puts or AMOs. */
 
 SHMEM_ARCH_COLD void shmem_device_bad_cmp_(const char *call, int cmp) {
     shmem_arch_fail(call, "cmp", cmp, "is not one of ACLSHMEM_CMP_EQ .. ACLSHMEM_CMP_LE");

@@ -246,6 +246,16 @@ fn osh_collective(
     }))
 }
 
+/// The NumPy dtype of a C type name of the reduction table: `float` and `double` are
+/// `float32` and `float64`, the fixed-width types keep their names.
+fn numpy_name(c_name: &str) -> &str {
+    match c_name {
+        "float" => "float32",
+        "double" => "float64",
+        other => other,
+    }
+}
+
 /// A reduction of `nreduce` elements of type `dtype` (a NumPy kind: int8 .. uint64, float32,
 /// float64) with `op` (sum, prod, min, max, and, or, xor) over a team; 0 or nonzero.
 #[pyfunction]
@@ -279,24 +289,21 @@ fn osh_reduce(
             }
         };
     }
-    match dtype {
-        "int8" => pick!(int8, i8, [and, or, xor, max, min, sum, prod]),
-        "int16" => pick!(int16, i16, [and, or, xor, max, min, sum, prod]),
-        "int32" => pick!(int32, i32, [and, or, xor, max, min, sum, prod]),
-        "int64" => pick!(int64, i64, [and, or, xor, max, min, sum, prod]),
-        "uint8" => pick!(uint8, u8, [and, or, xor, max, min, sum, prod]),
-        "uint16" => pick!(uint16, u16, [and, or, xor, max, min, sum, prod]),
-        "uint32" => pick!(uint32, u32, [and, or, xor, max, min, sum, prod]),
-        "uint64" => pick!(uint64, u64, [and, or, xor, max, min, sum, prod]),
-        "float32" => pick!(float, f32, [max, min, sum, prod]),
-        "float64" => pick!(double, f64, [max, min, sum, prod]),
-        _ => {
-            return Err(bad(
-                c,
-                format!("dtype={dtype} has no reductions (int8 .. uint64, float32, float64)"),
-            ))
-        }
+    // One arm per type of shmem-sys's reduction table, under its NumPy name.
+    macro_rules! by_dtype {
+        ($($m:ident: $ty:ty => [$($o:ident),*];)*) => {
+            match dtype {
+                $(d if d == numpy_name(stringify!($m)) => pick!($m, $ty, [$($o),*]),)*
+                _ => {
+                    return Err(bad(
+                        c,
+                        format!("dtype={dtype} has no reductions (int8 .. uint64, float32, float64)"),
+                    ))
+                }
+            }
+        };
     }
+    sys::reduction_types!(by_dtype! {});
     Err(bad(c, format!("op={op:?} is not a reduction of {dtype}")))
 }
 

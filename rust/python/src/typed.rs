@@ -266,31 +266,37 @@ macro_rules! p2p_of {
     };
 }
 
-/// Adds every typed routine to the module.
+/// Registers one family's routine set for each type of a `name: RustType` list (given by
+/// `sys::cann_types!`): `$register(m, "name", $of!(name, RustType))`, the `char` entry as its
+/// Python-facing `Char` (see above: same ABI as `c_char`).
+macro_rules! register_each {
+    ($m:ident, $register:ident, $of:ident, $family:ident; $($name:ident: $t:ty,)*) => {
+        $(register_each!(@one $m, $register, $of, $family, $name, $t);)*
+    };
+    (@one $m:ident, $register:ident, $of:ident, $family:ident, char, $t:ty) => {
+        // SAFETY: see above: same ABI for `c_char` and `Char`.
+        let c: $family<Char> = unsafe { core::mem::transmute($of!(char, $t)) };
+        $register($m, "char", c)?;
+    };
+    (@one $m:ident, $register:ident, $of:ident, $family:ident, $name:ident, $t:ty) => {
+        $register($m, stringify!($name), $of!($name, $t))?;
+    };
+}
+
+/// Adds every typed routine to the module, over CANN's host type lists (`sys::cann_types!`,
+/// the lists of `<shmem/cann_types.h>`), and the lists themselves as `_RMA_TYPES` and
+/// `_WAIT_TYPES` (the package's `RMA_TYPES` and `WAIT_TYPES`).
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    register_rma(m, "float", rma_of!(float, f32))?;
-    register_rma(m, "double", rma_of!(double, f64))?;
-    register_rma(m, "int8", rma_of!(int8, i8))?;
-    register_rma(m, "int16", rma_of!(int16, i16))?;
-    register_rma(m, "int32", rma_of!(int32, i32))?;
-    register_rma(m, "int64", rma_of!(int64, i64))?;
-    register_rma(m, "uint8", rma_of!(uint8, u8))?;
-    register_rma(m, "uint16", rma_of!(uint16, u16))?;
-    register_rma(m, "uint32", rma_of!(uint32, u32))?;
-    register_rma(m, "uint64", rma_of!(uint64, u64))?;
-    // SAFETY: see above: same ABI for `c_char` and `Char`.
-    let char_rma: Rma<Char> = unsafe { core::mem::transmute(rma_of!(char, c_char)) };
-    register_rma(m, "char", char_rma)?;
-    register_p2p(m, "float", p2p_of!(float, f32))?;
-    register_p2p(m, "int8", p2p_of!(int8, i8))?;
-    register_p2p(m, "int16", p2p_of!(int16, i16))?;
-    register_p2p(m, "int32", p2p_of!(int32, i32))?;
-    register_p2p(m, "int64", p2p_of!(int64, i64))?;
-    register_p2p(m, "uint8", p2p_of!(uint8, u8))?;
-    register_p2p(m, "uint16", p2p_of!(uint16, u16))?;
-    register_p2p(m, "uint32", p2p_of!(uint32, u32))?;
-    register_p2p(m, "uint64", p2p_of!(uint64, u64))?;
-    // SAFETY: as for char_rma.
-    let char_p2p: P2p<Char> = unsafe { core::mem::transmute(p2p_of!(char, c_char)) };
-    register_p2p(m, "char", char_p2p)
+    sys::cann_types!(rma => register_each! { m, register_rma, rma_of, Rma; });
+    sys::cann_types!(p2p => register_each! { m, register_p2p, p2p_of, P2p; });
+    let names = |types: &[(&'static str, &str)]| types.iter().map(|(n, _)| *n).collect::<Vec<_>>();
+    m.add(
+        "_RMA_TYPES",
+        PyTuple::new(m.py(), names(sys::CANN_RMA_TYPES))?,
+    )?;
+    m.add(
+        "_WAIT_TYPES",
+        PyTuple::new(m.py(), names(sys::CANN_P2P_TYPES))?,
+    )?;
+    Ok(())
 }

@@ -5,6 +5,42 @@
 
 use core::ffi::{c_char, c_int, c_void};
 
+/// CANN's element types of the host's typed families, `name: RustType` for each, as
+/// `<shmem/cann_types.h>` lists them (device/include/shmem/cann_types.h, the one table the C
+/// headers expand): `rma` is its `ACLSHMEMI_HOST_TYPES` (typed put/get, `_p`, `_g`), `p2p` its
+/// `ACLSHMEMI_P2P_TYPES` (waits and tests). `cann_types!(rma => m! { args })` expands to
+/// `m! { args float: f32, double: f64, int8: i8, ..., char: c_char, }`; `c_char` is
+/// `core::ffi::c_char`, which the expansion's place must have in scope. The crate's tests
+/// check both lists against the header, name by name and type by type.
+#[macro_export]
+macro_rules! cann_types {
+    (rma => $then:ident! { $($args:tt)* }) => {
+        $crate::cann_types! { @ints $then! { $($args)* float: f32, double: f64, } { char: c_char, } }
+    };
+    (p2p => $then:ident! { $($args:tt)* }) => {
+        $crate::cann_types! { @ints $then! { $($args)* float: f32, } { char: c_char, } }
+    };
+    (@ints $then:ident! { $($before:tt)* } { $($after:tt)* }) => {
+        $then! { $($before)*
+            int8: i8, int16: i16, int32: i32, int64: i64,
+            uint8: u8, uint16: u16, uint32: u32, uint64: u64,
+            $($after)*
+        }
+    };
+}
+
+/// A list of `name: RustType` as data.
+macro_rules! type_table {
+    ($($name:ident: $t:ty,)*) => {
+        &[$((stringify!($name), stringify!($t)),)*]
+    };
+}
+
+/// [`cann_types!`]`(rma => ..)` as data: (type name, Rust type), in the header's order.
+pub const CANN_RMA_TYPES: &[(&str, &str)] = cann_types!(rma => type_table! {});
+/// [`cann_types!`]`(p2p => ..)` as data: (type name, Rust type), in the header's order.
+pub const CANN_P2P_TYPES: &[(&str, &str)] = cann_types!(p2p => type_table! {});
+
 /// A CANN team handle: `ACLSHMEM_TEAM_WORLD` (0), a split's new handle, or
 /// `ACLSHMEM_TEAM_INVALID` (-1).
 pub type aclshmem_team_t = c_int;
@@ -118,9 +154,9 @@ declare! {
 }
 
 /// Declares CANN's typed RMA of one type: `aclshmem_put_<T>_mem`, its `_nbi`, the gets,
-/// `_p` and `_g`.
+/// `_p` and `_g`, and `$list()`, their signatures.
 macro_rules! cann_rma {
-    ($list:ident; $($name:ident: $t:ty),* $(,)?) => {
+    ($list:ident; $($name:ident: $t:ty,)*) => {
         /// CANN's typed RMA and single-element routines, one module per type name.
         pub mod rma {
             #[allow(unused_imports)]
@@ -130,48 +166,41 @@ macro_rules! cann_rma {
                 pub mod $name {
                     #[allow(unused_imports)]
                     use super::*;
-                    extern "C" {
+                    linked! { SIGNATURES;
                         /// Copies `nelems` elements from local `source` to symmetric `dest` on `pe`.
-                        #[link_name = concat!("aclshmem_put_", stringify!($name), "_mem")]
-                        pub fn put(dest: *mut $t, source: *mut $t, nelems: usize, pe: c_int);
+                        fn put = concat!("aclshmem_put_", stringify!($name), "_mem");
+                            (dest: *mut $t, source: *mut $t, nelems: usize, pe: c_int);
                         /// Copies `nelems` elements from symmetric `source` on `pe` to `dest`.
-                        #[link_name = concat!("aclshmem_get_", stringify!($name), "_mem")]
-                        pub fn get(dest: *mut $t, source: *mut $t, nelems: usize, pe: c_int);
+                        fn get = concat!("aclshmem_get_", stringify!($name), "_mem");
+                            (dest: *mut $t, source: *mut $t, nelems: usize, pe: c_int);
                         /// Non-blocking `put`.
-                        #[link_name = concat!("aclshmem_put_", stringify!($name), "_mem_nbi")]
-                        pub fn put_nbi(dest: *mut $t, source: *mut $t, nelems: usize, pe: c_int);
+                        fn put_nbi = concat!("aclshmem_put_", stringify!($name), "_mem_nbi");
+                            (dest: *mut $t, source: *mut $t, nelems: usize, pe: c_int);
                         /// Non-blocking `get`.
-                        #[link_name = concat!("aclshmem_get_", stringify!($name), "_mem_nbi")]
-                        pub fn get_nbi(dest: *mut $t, source: *mut $t, nelems: usize, pe: c_int);
+                        fn get_nbi = concat!("aclshmem_get_", stringify!($name), "_mem_nbi");
+                            (dest: *mut $t, source: *mut $t, nelems: usize, pe: c_int);
                         /// Writes one element to `dst` on `pe`.
-                        #[link_name = concat!("aclshmem_", stringify!($name), "_p")]
-                        pub fn p(dst: *mut $t, value: $t, pe: c_int);
+                        fn p = concat!("aclshmem_", stringify!($name), "_p");
+                            (dst: *mut $t, value: $t, pe: c_int);
                         /// Reads one element of `src` on `pe`.
-                        #[link_name = concat!("aclshmem_", stringify!($name), "_g")]
-                        pub fn g(src: *mut $t, pe: i32) -> $t;
+                        fn g = concat!("aclshmem_", stringify!($name), "_g");
+                            (src: *mut $t, pe: i32) -> $t;
                     }
                 }
             )*
         }
-        pub(crate) const $list: &[&str] = &[$(
-            concat!("aclshmem_put_", stringify!($name), "_mem"),
-            concat!("aclshmem_get_", stringify!($name), "_mem"),
-            concat!("aclshmem_put_", stringify!($name), "_mem_nbi"),
-            concat!("aclshmem_get_", stringify!($name), "_mem_nbi"),
-            concat!("aclshmem_", stringify!($name), "_p"),
-            concat!("aclshmem_", stringify!($name), "_g"),
-        )*];
+        pub(crate) fn $list() -> Vec<sys_decl::Signature> {
+            [$(rma::$name::SIGNATURES),*].concat()
+        }
     };
 }
 
-cann_rma! { RMA_SYMBOLS;
-    float: f32, double: f64, int8: i8, int16: i16, int32: i32, int64: i64,
-    uint8: u8, uint16: u16, uint32: u32, uint64: u64, char: c_char,
-}
+cann_types!(rma => cann_rma! { rma_signatures; });
 
-/// Declares CANN's wait and test of one type on this PE's variable.
+/// Declares CANN's wait and test of one type on this PE's variable, and `$list()`, their
+/// signatures.
 macro_rules! cann_p2p {
-    ($list:ident; $($name:ident: $t:ty),* $(,)?) => {
+    ($list:ident; $($name:ident: $t:ty,)*) => {
         /// CANN's point-to-point waits and tests (`ACLSHMEM_CMP_*` comparisons), one module
         /// per type name.
         pub mod p2p {
@@ -182,25 +211,21 @@ macro_rules! cann_p2p {
                 pub mod $name {
                     #[allow(unused_imports)]
                     use super::*;
-                    extern "C" {
+                    linked! { SIGNATURES;
                         /// Waits until `*ivar` compares true with `cmp_value`.
-                        #[link_name = concat!("aclshmem_", stringify!($name), "_wait_until")]
-                        pub fn wait_until(ivar: *mut $t, cmp: c_int, cmp_value: $t);
+                        fn wait_until = concat!("aclshmem_", stringify!($name), "_wait_until");
+                            (ivar: *mut $t, cmp: c_int, cmp_value: $t);
                         /// Writes 1 to `*res_out` when `*ivar` compares true, else 0.
-                        #[link_name = concat!("aclshmem_", stringify!($name), "_test")]
-                        pub fn test(ivar: *mut $t, cmp: c_int, cmp_value: $t, res_out: *mut c_int);
+                        fn test = concat!("aclshmem_", stringify!($name), "_test");
+                            (ivar: *mut $t, cmp: c_int, cmp_value: $t, res_out: *mut c_int);
                     }
                 }
             )*
         }
-        pub(crate) const $list: &[&str] = &[$(
-            concat!("aclshmem_", stringify!($name), "_wait_until"),
-            concat!("aclshmem_", stringify!($name), "_test"),
-        )*];
+        pub(crate) fn $list() -> Vec<sys_decl::Signature> {
+            [$(p2p::$name::SIGNATURES),*].concat()
+        }
     };
 }
 
-cann_p2p! { P2P_SYMBOLS;
-    float: f32, int8: i8, int16: i16, int32: i32, int64: i64,
-    uint8: u8, uint16: u16, uint32: u32, uint64: u64, char: c_char,
-}
+cann_types!(p2p => cann_p2p! { p2p_signatures; });

@@ -16,6 +16,10 @@
 //! are macros in C; here they are the functions [`shmem_team_world`], [`shmem_team_shared`]
 //! and [`shmem_ctx_default`].
 //!
+//! Every declaration's Rust types are checked against its prototype in the C headers by the
+//! crate's tests (`tests/decls.rs`, over `shmem_decls.txt`, which `extract_decls.py` takes from
+//! the headers), and every declared symbol against the library's exports (`tests/abi.rs`).
+//!
 //! Everything is `unsafe` to call, with the contracts of OpenSHMEM 1.5 and of the comments in
 //! the C headers: symmetric addresses where the specification asks for them, `shmem_init` (or
 //! `aclshmemx_init_attr`) before any other routine, and so on.
@@ -25,13 +29,38 @@
 use core::ffi::{c_char, c_int, c_long, c_void};
 use core::marker::{PhantomData, PhantomPinned};
 
-/// Declares C functions and records their names for [`declared_symbols`].
+/// The [`Signature`](sys_decl::Signature) of a function declared as `fn $symbol($t, ...) -> $ret`
+/// (no `-> $ret`: `()`).
+macro_rules! signature {
+    ($symbol:expr; ($($t:ty),*) $(-> $ret:ty)?) => {
+        sys_decl::Signature {
+            symbol: $symbol,
+            rust_ret: sys_decl::given_or!("()" $(, stringify!($ret))?),
+            rust_params: &[$(stringify!($t)),*],
+        }
+    };
+}
+
+/// Declares C functions under link names, each `fn name = "symbol"; (arg: Type, ...) -> Ret;`
+/// (the symbol an expression such as `concat!(..)`), and `$list`, their signatures.
+macro_rules! linked {
+    ($list:ident; $( $(#[$m:meta])* fn $name:ident = $symbol:expr; ( $($arg:ident : $aty:ty),* $(,)? ) $(-> $ret:ty)? ; )*) => {
+        extern "C" {
+            $( $(#[$m])* #[link_name = $symbol] pub fn $name($($arg: $aty),*) $(-> $ret)?; )*
+        }
+        pub(crate) const $list: &[sys_decl::Signature] =
+            &[$(signature!($symbol; ($($aty),*) $(-> $ret)?)),*];
+    };
+}
+
+/// Declares C functions and records their signatures for [`declared_signatures`].
 macro_rules! declare {
     ($list:ident; $( $(#[$m:meta])* fn $name:ident ( $($arg:ident : $aty:ty),* $(,)? ) $(-> $ret:ty)? ; )*) => {
         extern "C" {
             $( $(#[$m])* pub fn $name($($arg: $aty),*) $(-> $ret)?; )*
         }
-        pub(crate) const $list: &[&str] = &[$(stringify!($name)),*];
+        pub(crate) const $list: &[sys_decl::Signature] =
+            &[$(signature!(stringify!($name); ($($aty),*) $(-> $ret)?)),*];
     };
 }
 
@@ -341,20 +370,25 @@ pub use cann_data::*;
 
 pub mod reduce;
 
+/// Every function this crate declares, by its symbol and Rust types: what its tests check
+/// against the prototypes of the C headers (`shmem_decls.txt`).
+pub fn declared_signatures() -> Vec<sys_decl::Signature> {
+    [CORE, cann::SYMBOLS, cann_data::DATA_SYMBOLS]
+        .concat()
+        .into_iter()
+        .chain(cann_data::rma_signatures())
+        .chain(cann_data::p2p_signatures())
+        .chain(reduce::signatures())
+        .chain(typed::symbols())
+        .collect()
+}
+
 /// Every C symbol this crate declares (functions and the handles' objects), for checking them
 /// against the library's exports.
 pub fn declared_symbols() -> Vec<&'static str> {
-    [
-        CORE,
-        STATICS,
-        cann::SYMBOLS,
-        cann_data::DATA_SYMBOLS,
-        cann_data::RMA_SYMBOLS,
-        cann_data::P2P_SYMBOLS,
-        reduce::SYMBOLS,
-    ]
-    .concat()
-    .into_iter()
-    .chain(typed::symbols())
-    .collect()
+    STATICS
+        .iter()
+        .copied()
+        .chain(declared_signatures().iter().map(|s| s.symbol))
+        .collect()
 }

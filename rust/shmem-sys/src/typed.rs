@@ -8,7 +8,7 @@ use core::ffi::{
 };
 
 /// Declares a family's routines for one type, with link names `shmem_<module>_<op>`, and a
-/// constant (named as the family) listing those names.
+/// constant (named as the family) listing their signatures.
 macro_rules! family {
     ($fam:ident, $m:ident, $t:ty; $( $(#[$doc:meta])* fn $op:ident ( $($arg:ident : $aty:ty),* ) $(-> $ret:ty)? ; )*) => {
         extern "C" {
@@ -19,7 +19,9 @@ macro_rules! family {
             )*
         }
         #[allow(non_upper_case_globals)]
-        pub(crate) const $fam: &[&str] = &[$(concat!("shmem_", stringify!($m), "_", stringify!($op))),*];
+        pub(crate) const $fam: &[sys_decl::Signature] = &[$(
+            signature!(concat!("shmem_", stringify!($m), "_", stringify!($op)); ($($aty),*) $(-> $ret)?)
+        ),*];
     };
 }
 
@@ -125,14 +127,14 @@ macro_rules! types {
                 #[allow(unused_imports)]
                 use super::*;
                 $( $fam!($m, $t); )*
-                /// The C names declared here.
-                pub(crate) fn symbols() -> Vec<&'static str> {
+                /// The signatures declared here.
+                pub(crate) fn symbols() -> Vec<sys_decl::Signature> {
                     [$($fam),*].concat()
                 }
             }
         )*
-        /// The C names of every typed routine declared.
-        pub(crate) fn symbols() -> Vec<&'static str> {
+        /// The signatures of every typed routine declared.
+        pub(crate) fn symbols() -> Vec<sys_decl::Signature> {
             [$($m::symbols()),*].concat()
         }
     };

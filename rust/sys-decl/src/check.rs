@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::{Constant, Decl, StructDecl, Typedef};
+use crate::{Constant, Decl, Signature, StructDecl, Typedef};
 
 /// The `#[test]`s every bindings crate runs against its data file, given its [`Spec`] (a
 /// `const` or `static` path): `typedefs_match_the_data`, `structs_match_the_data`,
@@ -186,18 +186,18 @@ impl Spec {
         data
     }
 
-    /// Reads and parses the data file, which must list some of each kind.
+    /// Reads and parses the data file, which must list some of each kind the crate binds.
     pub fn load(&self) -> Check<'_> {
         let text =
             std::fs::read_to_string(self.path).unwrap_or_else(|e| panic!("{}: {e}", self.path));
         let data = self.parse(&text);
-        for (what, len) in [
-            ("typedefs", data.typedefs.len()),
-            ("structs", data.structs.len()),
-            ("functions", data.functions.len()),
-            ("constants", data.constants.len()),
+        for (what, len, bound) in [
+            ("typedefs", data.typedefs.len(), self.typedefs.len()),
+            ("structs", data.structs.len(), self.structs.len()),
+            ("functions", data.functions.len(), self.functions.len()),
+            ("constants", data.constants.len(), self.constants.len()),
         ] {
-            assert!(len > 0, "{}: no {what}", self.file());
+            assert!(len > 0 || bound == 0, "{}: no {what}", self.file());
         }
         Check { spec: self, data }
     }
@@ -296,10 +296,27 @@ pub fn facts(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Splits a parameter list at the commas outside parentheses (a function pointer parameter's
+/// own parameters stay with it).
 fn split_params(params: &str) -> Vec<String> {
-    params
-        .split(',')
-        .map(str::trim)
+    let mut parts = vec![String::new()];
+    let mut depth = 0usize;
+    for ch in params.chars() {
+        match ch {
+            ',' if depth == 0 => parts.push(String::new()),
+            _ => {
+                match ch {
+                    '(' => depth += 1,
+                    ')' => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+                parts.last_mut().expect("parts starts non-empty").push(ch);
+            }
+        }
+    }
+    parts
+        .iter()
+        .map(|p| p.trim())
         .filter(|p| !p.is_empty())
         .map(String::from)
         .collect()
@@ -411,10 +428,24 @@ impl Check<'_> {
 
     /// A Rust type as `stringify!` gave it, with the crate's aliases of handles, integers and
     /// enums resolved (callback aliases are kept: their definitions are checked on their own).
+    ///
+    /// A function pointer is written as [`c_to_rust`](Check::c_to_rust) writes one: parameter
+    /// names dropped, each type resolved, and an `Option` around it (the nullable function
+    /// pointer of a C prototype, the same in memory) taken off.
     pub fn rust_canon(&self, rust: &str) -> String {
         let rust = rust.replace("* mut", "*mut").replace("* const", "*const");
+        if let Some(inner) = rust
+            .strip_prefix("Option")
+            .map(str::trim_start)
+            .and_then(|r| r.strip_prefix('<'))
+            .and_then(|r| r.strip_suffix('>'))
+            .map(str::trim)
+            .filter(|r| r.starts_with("unsafe"))
+        {
+            return self.rust_canon(inner);
+        }
         if rust.starts_with("unsafe") {
-            return rust.split_whitespace().collect::<Vec<_>>().join(" ");
+            return self.fn_pointer_canon(&rust);
         }
         if let Some((element, count)) = rust
             .strip_prefix('[')
@@ -433,6 +464,36 @@ impl Check<'_> {
             .iter()
             .rev()
             .fold(resolved, |inner, p| format!("{p} {inner}"))
+    }
+
+    /// `unsafe extern "C" fn(name: T, ...) -> R` as `unsafe extern "C" fn(T, ...) -> R`, each
+    /// type through [`rust_canon`](Check::rust_canon); kept as it is (spaces normalised) where
+    /// it does not read as one.
+    fn fn_pointer_canon(&self, rust: &str) -> String {
+        let spaced = rust.split_whitespace().collect::<Vec<_>>().join(" ");
+        let Some((head, rest)) = spaced.split_once("fn") else {
+            return spaced;
+        };
+        let Some((params, ret)) = rest
+            .trim()
+            .strip_prefix('(')
+            .and_then(|r| r.rsplit_once(')'))
+        else {
+            return spaced;
+        };
+        let params: Vec<String> = split_params(params)
+            .iter()
+            .map(|p| match p.split_once(':') {
+                Some((name, ty)) if !ty.starts_with(':') && !name.trim().contains(' ') => ty.trim(),
+                _ => p.as_str(),
+            })
+            .map(|p| self.rust_canon(p))
+            .collect();
+        let ret = match ret.trim().strip_prefix("->") {
+            Some(r) => format!(" -> {}", self.rust_canon(r.trim())),
+            None => String::new(),
+        };
+        format!("{} fn({}){ret}", head.trim(), params.join(", "))
     }
 
     /// Size and alignment of a C type of the data on this target (an enum whose values fit an
@@ -557,26 +618,62 @@ impl Check<'_> {
                 "{}: C parameter types",
                 d.name
             );
+            self.rust_types_match(d.name, d.rust_ret, self.c_to_rust(&f.ret), d.rust_params, f);
+        }
+    }
+
+    /// The Rust types of function `name`, return and parameters, are those of `f`, the data's
+    /// prototype; `ret` is the Rust type its C return type binds as.
+    fn rust_types_match(
+        &self,
+        name: &str,
+        rust_ret: &str,
+        ret: String,
+        rust_params: &[&str],
+        f: &Function,
+    ) {
+        assert_eq!(
+            self.rust_canon(rust_ret).replace(' ', ""),
+            ret.replace(' ', ""),
+            "{name}: Rust return type"
+        );
+        assert_eq!(
+            rust_params.len(),
+            f.params.len(),
+            "{name}: parameter count (C: {:?})",
+            f.params
+        );
+        for (i, (rust, c)) in rust_params.iter().zip(&f.params).enumerate() {
             assert_eq!(
-                self.rust_canon(d.rust_ret),
-                self.c_to_rust(&f.ret),
-                "{}: Rust return type",
-                d.name
+                self.rust_canon(rust),
+                self.c_to_rust(c),
+                "{name}: parameter {i} (C: {c})"
             );
-            assert_eq!(
-                d.rust_params.len(),
-                f.params.len(),
-                "{}: parameter count",
-                d.name
-            );
-            for (i, (rust, c)) in d.rust_params.iter().zip(&f.params).enumerate() {
-                assert_eq!(
-                    self.rust_canon(rust),
-                    self.c_to_rust(c),
-                    "{}: parameter {i}",
-                    d.name
-                );
-            }
+        }
+    }
+
+    /// Each function a crate links (`signatures`) is a function of the data under its symbol,
+    /// with as many parameters, and Rust types that are the data's C types (a C `void` return
+    /// is `()`). The data may declare more: a crate may bind part of a library's API.
+    pub fn signatures_match(&self, signatures: &[Signature]) {
+        let file = self.file();
+        assert!(
+            !signatures.is_empty(),
+            "no signatures to check against {file}"
+        );
+        let mut seen = BTreeSet::new();
+        for s in signatures {
+            assert!(seen.insert(s.symbol), "{}: declared twice", s.symbol);
+            let f = self
+                .data
+                .functions
+                .get(s.symbol)
+                .unwrap_or_else(|| panic!("{}: not a function of {file}", s.symbol));
+            let ret = match f.ret.as_str() {
+                "void" => "()".to_string(),
+                c => self.c_to_rust(c),
+            };
+            self.rust_types_match(s.symbol, s.rust_ret, ret, s.rust_params, f);
         }
     }
 

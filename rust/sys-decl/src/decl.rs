@@ -23,6 +23,19 @@ pub struct Decl {
     pub rust_params: &'static [&'static str],
 }
 
+/// One function a crate declares in an `extern "C"` block (linked, not loaded by a
+/// [`functions!`](crate::functions) loader), described by its link name and Rust types alone:
+/// the check finds its C prototype in the data by that name and compares the types.
+#[derive(Clone, Copy, Debug)]
+pub struct Signature {
+    /// The symbol it links to, also the C function's name in the data.
+    pub symbol: &'static str,
+    /// The Rust return type (`stringify!` of it), `()` for none.
+    pub rust_ret: &'static str,
+    /// The Rust parameter types, in order.
+    pub rust_params: &'static [&'static str],
+}
+
 /// One type alias of a C typedef: a handle, an integer, a status, a callback or an enum.
 #[derive(Clone, Copy, Debug)]
 pub struct Typedef {

@@ -7,7 +7,7 @@ use std::ffi::CStr;
 use std::path::PathBuf;
 
 use sys_decl::check::{Check, Spec};
-use sys_decl::{Constant, Decl, Field, StructDecl, Typedef};
+use sys_decl::{Constant, Decl, Field, Signature, StructDecl, Typedef};
 
 /// The bindings, at a module's root as a bindings crate has them.
 #[allow(non_camel_case_types)]
@@ -616,4 +616,93 @@ fn a_fresh_extraction_states_the_same_facts() {
         .extract(&dir.join("no-headers-here"))
         .expect("python3 ran a moment ago");
     assert!(failed.is_err_and(|e| e.contains("extract_decls.py")));
+}
+
+/// Functions a crate links (declared in an `extern "C"` block) rather than loads, by their Rust
+/// types: `labs` under its symbol, `getpid` with no parameters, `qsort`'s comparator as a
+/// nullable function pointer with parameter names.
+const LINKED: &[Signature] = &[
+    Signature {
+        symbol: "strlen",
+        rust_ret: "usize",
+        rust_params: &["*const c_char"],
+    },
+    Signature {
+        symbol: "labs",
+        rust_ret: "i64",
+        rust_params: &["i64"],
+    },
+    Signature {
+        symbol: "getpid",
+        rust_ret: "i32",
+        rust_params: &[],
+    },
+    Signature {
+        symbol: "qsort",
+        rust_ret: "()",
+        rust_params: &[
+            "*mut c_void",
+            "usize",
+            "usize",
+            "Option < unsafe extern \"C\" fn(a : * const c_void, b : * const c_void) -> i32 >",
+        ],
+    },
+];
+
+/// `DATA`'s functions with `qsort` (a function pointer parameter, a `void` return) added, its
+/// API names the symbols, as a linked crate's data file has them.
+fn linked_check() -> Check<'static> {
+    let spec: &'static Spec = Box::leak(Box::new(Spec {
+        symbol_column: false,
+        ..SPEC
+    }));
+    let functions = "[functions]\n\
+                     size_t | strlen | const char *\n\
+                     long | labs | long\n\
+                     int | getpid | \n\
+                     void | qsort | void *, size_t, size_t, int (*)(const void *, const void *)\n";
+    Check {
+        spec,
+        data: spec.parse(functions),
+    }
+}
+
+#[test]
+fn linked_signatures_match_the_data() {
+    linked_check().signatures_match(LINKED);
+}
+
+#[test]
+#[should_panic(expected = "qsort: parameter 3")]
+fn a_callback_bound_with_another_parameter_fails() {
+    let qsort = Signature {
+        rust_params: &[
+            "*mut c_void",
+            "usize",
+            "usize",
+            "Option<unsafe extern \"C\" fn(a: *mut c_void, b: *const c_void) -> i32>",
+        ],
+        ..LINKED[3]
+    };
+    linked_check().signatures_match(&[qsort]);
+}
+
+#[test]
+#[should_panic(expected = "getpid: Rust return type")]
+fn a_linked_return_bound_as_another_type_fails() {
+    let getpid = Signature {
+        rust_ret: "()",
+        ..LINKED[2]
+    };
+    linked_check().signatures_match(&[getpid]);
+}
+
+#[test]
+#[should_panic(expected = "abs_of: not a function of test_decls.txt")]
+fn a_linked_function_the_data_lacks_fails() {
+    let abs = Signature {
+        symbol: "abs_of",
+        ..LINKED[1]
+    };
+    linked_check().signatures_match(&[abs]);
 }

@@ -1,0 +1,1 @@
+../../../device/include/shmem/cann_types.h
