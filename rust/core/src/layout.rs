@@ -65,5 +65,5 @@ const PAGE: usize = 4096;
 
 const _: () = assert!(NAP_STAMP + 8 <= BARRIER);
 // Sized by what it holds: 41 pages per PE, most never touched.
-const _: () = assert!(TEAM_AREA_SIZE == 40 * 64 && SIZE % PAGE == 0 && SIZE <= 41 * PAGE);
+const _: () = assert!(TEAM_AREA_SIZE == 40 * 64 && SIZE.is_multiple_of(PAGE) && SIZE <= 41 * PAGE);
 const _: () = assert!(DEVICE_LOCKS + 4 * DEVICE_LOCK_STRIPES <= SIZE);

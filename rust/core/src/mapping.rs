@@ -148,7 +148,7 @@ impl Mapping {
     /// Panics if the word does not lie inside the mapping or is misaligned.
     pub fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
         assert!(
-            offset % 8 == 0 && offset + 8 <= self.len,
+            offset.is_multiple_of(8) && offset + 8 <= self.len,
             "atomic_u64 offset {offset}"
         );
         // SAFETY: the word is inside the live mapping (checked above), 8-byte aligned (the

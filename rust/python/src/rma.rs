@@ -35,7 +35,7 @@ impl View {
             // Not a buffer at all: TypeError; a buffer of the wrong layout: ValueError.
             let type_error = err
                 .as_ref()
-                .map_or(true, |e| e.is_instance_of::<PyTypeError>(py));
+                .is_none_or(|e| e.is_instance_of::<PyTypeError>(py));
             let err = err.map(|e| e.to_string()).unwrap_or_default();
             let kind = obj
                 .get_type()

@@ -235,7 +235,7 @@ fn constant_names_are_found_by_type_and_value() {
 #[test]
 fn the_loader_resolves_and_calls() {
     let libc = Libc::load("libc.so.6").expect("the C library loads");
-    let text = CStr::from_bytes_with_nul(b"sys-decl\0").expect("one NUL, at the end");
+    let text = c"sys-decl";
     // SAFETY: strlen reads a NUL-terminated string, which `text` is.
     let len = unsafe { (libc.strlen)(text.as_ptr()) };
     assert_eq!(len, CStr::to_bytes(text).len());

@@ -147,7 +147,7 @@ impl Nodes {
             let best = largest_progression(&left);
             let (start, stride, size) = best;
             let members = |pe: usize| {
-                pe >= start && (pe - start) % stride == 0 && {
+                pe >= start && (pe - start).is_multiple_of(stride) && {
                     let k = (pe - start) / stride;
                     k < size
                 }

@@ -99,7 +99,7 @@ pub(crate) fn shape(words: &[u64], what: &str) -> Result<(usize, usize, usize)> 
     };
     let size = |v: u64| usize::try_from(v).map_err(|_| bad());
     let (phys_len, pad, len) = (size(words[0])?, size(words[1])?, size(words[2])?);
-    if pad.checked_add(len).map_or(true, |end| end > phys_len) {
+    if pad.checked_add(len).is_none_or(|end| end > phys_len) {
         return Err(bad());
     }
     Ok((phys_len, pad, len))

@@ -33,7 +33,7 @@ pub const USER_BASE_ALIGN: usize = 1 << 30;
 const PAGE: usize = 4096;
 
 // A few whole pages: the user heap keeps its alignment, and unused pages stay unbacked.
-const _: () = assert!(RESERVED <= 16 * 1024 && RESERVED % PAGE == 0);
+const _: () = assert!(RESERVED <= 16 * 1024 && RESERVED.is_multiple_of(PAGE));
 
 /// This PE's heap and its view of every peer's heap.
 #[derive(Debug)]

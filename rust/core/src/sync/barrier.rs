@@ -1087,7 +1087,7 @@ mod tests {
             let controls = Control::in_process(n);
             // Team A: PEs 6, 4, 2, 0 (listed downwards) on slot 2; team B: PEs 1, 3, 5 on slot 3.
             let team_of = |pe: usize| -> Team {
-                if pe % 2 == 0 {
+                if pe.is_multiple_of(2) {
                     Team::in_slot(6, -2, 4, (6 - pe) / 2, 2)
                 } else {
                     Team::in_slot(1, 2, 3, pe / 2, 3)

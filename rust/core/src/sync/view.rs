@@ -99,7 +99,7 @@ impl View {
             return None;
         }
         let base = self.control_bases[pe];
-        if base == 0 || offset % 8 != 0 || offset + 8 > self.control_size {
+        if base == 0 || !offset.is_multiple_of(8) || offset + 8 > self.control_size {
             return None;
         }
         // SAFETY: a nonzero base is a live mapping of control_size bytes, kept alive as long

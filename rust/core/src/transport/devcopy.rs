@@ -118,7 +118,7 @@ impl DeviceCopy {
             .is_err()
         {
             spins += 1;
-            if spins % 64 == 0 {
+            if spins.is_multiple_of(64) {
                 if start.elapsed() > self.timeout {
                     return Err(TransportError::TimedOut {
                         what: format!("taking the atomic lock of PE {pe}'s heap word {offset}"),

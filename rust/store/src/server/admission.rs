@@ -127,7 +127,7 @@ impl RefusalLog {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let quiet = st
             .last
-            .map_or(true, |t| now.duration_since(t) >= REFUSAL_SUMMARY_PERIOD);
+            .is_none_or(|t| now.duration_since(t) >= REFUSAL_SUMMARY_PERIOD);
         if quiet && !st.summarising {
             st.logged = 0;
         }

@@ -293,8 +293,12 @@ mod tests {
                 thread::spawn(move || {
                     let rank = rank as u32;
                     let c = Client::connect_inherited(fd, rank, n + 1, T).unwrap();
-                    let key = if rank % 2 == 0 { "gets/" } else { "gathers/" };
-                    if rank % 2 == 0 {
+                    let key = if rank.is_multiple_of(2) {
+                        "gets/"
+                    } else {
+                        "gathers/"
+                    };
+                    if rank.is_multiple_of(2) {
                         assert_eq!(c.get(&format!("{key}{rank}"), T).unwrap(), [rank as u8]);
                     } else {
                         let all = c.gather(&format!("{key}{rank}/"), 2, T).unwrap();

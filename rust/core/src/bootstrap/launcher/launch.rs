@@ -12,8 +12,8 @@
 use crate::bootstrap::launcher::kvs::{self, Choice, FromKvs};
 use crate::bootstrap::store::addr::StoreAddr;
 use crate::error::{Error, LaunchError, Result};
-use shmem_base::log;
 use rustix::fd::{FromRawFd, OwnedFd};
+use shmem_base::log;
 
 /// How this PE joins its job.
 #[derive(Debug)]

@@ -469,7 +469,7 @@ fn finish_guest(
     nodes: Option<NodeMap>,
     timeout: Duration,
 ) -> Result<(Client, NodeJob)> {
-    let with_pe0 = nodes.as_ref().map_or(true, |map| {
+    let with_pe0 = nodes.as_ref().is_none_or(|map| {
         let numbers = map.numbers();
         numbers[plan.my_pe as usize] == numbers[0]
     });

@@ -319,7 +319,7 @@ impl Ucx {
                 continue;
             }
             idle += 1;
-            if idle % 64 != 0 {
+            if !idle.is_multiple_of(64) {
                 std::hint::spin_loop();
                 continue;
             }
@@ -780,7 +780,7 @@ impl Transport for Ucx {
         compare: u64,
     ) -> Result<u64, TransportError> {
         bump(&self.counts.amos);
-        if offset % size as u64 != 0 {
+        if !offset.is_multiple_of(size as u64) {
             return Err(TransportError::BadArgument {
                 arg: "offset",
                 value: offset as i64,
