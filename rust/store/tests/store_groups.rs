@@ -27,7 +27,8 @@ const CHILD_ENV: &str = "SHMEM_GROUP_CHILD";
 
 /// A store of groups on a free loopback port, plain or TLS, and what its clients need.
 struct Setup {
-    server: Server,
+    /// The store, when this process serves it.
+    server: Option<Server>,
     dial: TcpDial,
     /// The client's TLS bundle (PEM), for child processes.
     bundle: Option<String>,
@@ -76,10 +77,70 @@ fn setup(tls: bool) -> Setup {
     first.client.set("hello", b"from the first").unwrap();
     assert_eq!(second.client.get("hello", T).unwrap(), b"from the first");
     Setup {
-        server,
+        server: Some(server),
         dial,
         bundle,
     }
+}
+
+/// A store in another network namespace (`tests/store/groups_netns.sh`): this process only
+/// reaches it. `SHMEM_GROUP_REMOTE` is its address, `SHMEM_GROUP_REMOTE_TLS` the file holding
+/// the client's TLS bundle when it runs TLS.
+fn remote() -> Option<Setup> {
+    let url = std::env::var("SHMEM_GROUP_REMOTE").ok()?;
+    let addr = StoreAddr::parse(&url, None).unwrap();
+    let bundle = std::env::var("SHMEM_GROUP_REMOTE_TLS")
+        .ok()
+        .map(|path| std::fs::read_to_string(path).unwrap());
+    let dial = dial_for(&addr, bundle.as_deref());
+    Some(Setup {
+        server: None,
+        dial,
+        bundle,
+    })
+}
+
+/// Serves a store of groups at `SHMEM_GROUP_SERVE` (with TLS when `SHMEM_GROUP_SERVE_TLS`
+/// names the file to write the client's bundle to) until killed; says `serving` first.
+#[test]
+fn store_child() {
+    let Ok(url) = std::env::var("SHMEM_GROUP_SERVE") else {
+        return;
+    };
+    let addr = StoreAddr::parse(&url, None).unwrap();
+    let tls_file = std::env::var("SHMEM_GROUP_SERVE_TLS").ok();
+    let (config, bundle) = match &tls_file {
+        Some(path) => {
+            let c = tls::job_credentials(&[addr.dial_ip()], Validity::for_a_job()).unwrap();
+            std::fs::write(path, &c.client_bundle).unwrap();
+            (
+                Some(c.server.server_config().unwrap()),
+                Some(c.client_bundle),
+            )
+        }
+        None => (None, None),
+    };
+    let store = Store::serve_or_join(&dial_for(&addr, bundle.as_deref()), config, 256, T).unwrap();
+    assert!(store.server.is_some(), "nothing else serves {url}");
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "serving").unwrap();
+    out.flush().unwrap();
+    drop(out);
+    loop {
+        thread::sleep(Duration::from_secs(60));
+    }
+}
+
+/// The group tests against a store in another network namespace (see [`remote`]).
+#[test]
+fn remote_members() {
+    let Some(s) = remote() else {
+        return;
+    };
+    watch_works(&s);
+    members_come_and_go(&s);
+    auto_ranking(&s);
+    eprintln!("remote group tests passed against {}", s.dial.addr);
 }
 
 fn options(size: u32, info: &str) -> GroupOptions {
@@ -504,7 +565,7 @@ fn settle(server: &Server, base: [usize; 6]) -> [usize; 6] {
     }
 }
 
-fn joins_and_leaves_leave_nothing(s: &Setup) {
+fn joins_and_leaves_leave_nothing(s: &Setup, server: &Server) {
     let group = "churn";
     let stay = Member::join(&s.dial, group, "stay", &options(4, "s"), T).unwrap();
     let one_round = |i: usize| {
@@ -519,20 +580,23 @@ fn joins_and_leaves_leave_nothing(s: &Setup) {
     }
     while stay.next_event(Duration::ZERO).is_some() {}
     thread::sleep(Duration::from_millis(200));
-    let base = settle(&s.server, footprint(&s.server));
+    let base = settle(server, footprint(server));
     let start = Instant::now();
     for i in 10..110 {
         one_round(i);
         while stay.next_event(Duration::ZERO).is_some() {}
     }
     let took = start.elapsed();
-    let after = settle(&s.server, base);
+    let after = settle(server, base);
     eprintln!(
         "100 joins and leaves in {:.2} s; [fds, threads, keys, key bytes, groups, waits] \
          before {base:?}, after {after:?}",
         took.as_secs_f64()
     );
-    assert!(within(after, base), "grew: before {base:?}, after {after:?}");
+    assert!(
+        within(after, base),
+        "grew: before {base:?}, after {after:?}"
+    );
     drop(stay);
 }
 
@@ -543,7 +607,8 @@ fn churn_child() {
     let Ok(mode) = std::env::var("SHMEM_GROUP_CHURN") else {
         return;
     };
-    joins_and_leaves_leave_nothing(&setup(mode == "tls"));
+    let s = setup(mode == "tls");
+    joins_and_leaves_leave_nothing(&s, s.server.as_ref().unwrap());
 }
 
 fn churn_in_a_child(mode: &str) {
