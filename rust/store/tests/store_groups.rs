@@ -140,6 +140,7 @@ fn remote_members() {
     watch_works(&s);
     members_come_and_go(&s);
     auto_ranking(&s);
+    a_silent_member_does_not_hold_up_a_change(&s);
     eprintln!("remote group tests passed against {}", s.dial.addr);
 }
 
@@ -174,6 +175,16 @@ fn wait_event(
     }
 }
 
+/// A child member's options: [`options`], with the loss bound `SHMEM_GROUP_CHILD_LOSS_MS` when
+/// it is set.
+fn child_options(id: &str) -> GroupOptions {
+    let mut o = options(8, id);
+    if let Ok(ms) = std::env::var("SHMEM_GROUP_CHILD_LOSS_MS") {
+        o.loss = Duration::from_millis(ms.parse().unwrap());
+    }
+    o
+}
+
 /// A member in a child process: joins the group `spec` names and waits to be killed.
 #[test]
 fn child_member() {
@@ -189,7 +200,7 @@ fn child_member() {
     let bundle = std::env::var("SHMEM_GROUP_CHILD_TLS").ok();
     let addr = StoreAddr::parse(url, None).unwrap();
     let dial = dial_for(&addr, bundle.as_deref());
-    let m = Member::join(&dial, group, id, &options(8, id), T).unwrap();
+    let m = Member::join(&dial, group, id, &child_options(id), T).unwrap();
     let c = Client::connect_open(&dial, T).unwrap();
     let key = format!("data/{id}");
     c.set(&key, id.as_bytes()).unwrap();
@@ -215,7 +226,15 @@ impl Drop for Kid {
 
 /// Starts a member in a child process; returns it once it has joined, with its rank.
 fn spawn_member(s: &Setup, group: &str, id: &str) -> (Kid, u32) {
+    spawn_member_with(s, group, id, None)
+}
+
+/// As [`spawn_member`], with the loss bound `loss` for the child.
+fn spawn_member_with(s: &Setup, group: &str, id: &str, loss: Option<Duration>) -> (Kid, u32) {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
+    if let Some(loss) = loss {
+        cmd.env("SHMEM_GROUP_CHILD_LOSS_MS", loss.as_millis().to_string());
+    }
     cmd.args(["--exact", "child_member", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, format!("{} {group} {id}", s.dial.addr))
         .stdout(Stdio::piped())
@@ -430,6 +449,57 @@ fn members_come_and_go_plain() {
 #[test]
 fn members_come_and_go_tls() {
     members_come_and_go(&setup(true));
+}
+
+/// A member that does not take part in a change (stopped, and not yet reported down: its
+/// loss bound is long) is named in the change, which ends at the control timeout instead of
+/// waiting for it; the next change runs.
+fn a_silent_member_does_not_hold_up_a_change(s: &Setup) {
+    let group = "silent";
+    let bound = Duration::from_secs(2);
+    let short = |info: &str| GroupOptions {
+        control_timeout: bound,
+        ..options(8, info)
+    };
+    let first = Member::join(&s.dial, group, "first", &short("f"), T).unwrap();
+    let (mut stopped, sr) = spawn_member_with(s, group, "stopped", Some(Duration::from_secs(60)));
+    wait_event(&first, T, |e| matches!(e, MemberEvent::Changed(_)));
+    let pid = rustix::process::Pid::from_raw(stopped.0.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+    let start = Instant::now();
+    let late = Member::join(&s.dial, group, "late", &short("l"), T).unwrap();
+    let took = start.elapsed();
+    assert_eq!(late.joined().missing, [sr], "{:?}", late.joined());
+    assert!(
+        late.joined()
+            .infos
+            .iter()
+            .any(|(r, i)| *r == first.rank() && i == b"f"),
+        "{:?}",
+        late.joined()
+    );
+    assert!(took < bound + SLACK, "the change took {took:?}");
+    eprintln!("a change with a silent member ended after {took:?} (bound {bound:?})");
+    stopped.0.kill().unwrap();
+    stopped.0.wait().unwrap();
+    wait_event(
+        &first,
+        T,
+        |e| matches!(e, MemberEvent::Down { rank, .. } if *rank == sr),
+    );
+    // The silent member is gone: the next change has no one missing.
+    let next = late.leave().unwrap();
+    assert!(next.missing.is_empty(), "{next:?}");
+}
+
+#[test]
+fn a_silent_member_does_not_hold_up_a_change_plain() {
+    a_silent_member_does_not_hold_up_a_change(&setup(false));
+}
+
+#[test]
+fn a_silent_member_does_not_hold_up_a_change_tls() {
+    a_silent_member_does_not_hold_up_a_change(&setup(true));
 }
 
 /// Eight members race for the ranks of a group of 8; one leaves and a newcomer takes its
