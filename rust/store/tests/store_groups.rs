@@ -597,6 +597,16 @@ fn ranks_are_handed_out_as_members_arrive_tls() {
     auto_ranking(&setup(true));
 }
 
+/// This process's resident memory, in KiB (reported, not compared: the allocator keeps what
+/// it freed).
+fn rss_kib() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    (status.lines())
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
 fn count_dir(path: &str) -> usize {
     std::fs::read_dir(path).unwrap().count()
 }
@@ -651,6 +661,7 @@ fn joins_and_leaves_leave_nothing(s: &Setup, server: &Server) {
     while stay.next_event(Duration::ZERO).is_some() {}
     thread::sleep(Duration::from_millis(200));
     let base = settle(server, footprint(server));
+    let rss_before = rss_kib();
     let start = Instant::now();
     for i in 10..110 {
         one_round(i);
@@ -660,8 +671,10 @@ fn joins_and_leaves_leave_nothing(s: &Setup, server: &Server) {
     let after = settle(server, base);
     eprintln!(
         "100 joins and leaves in {:.2} s; [fds, threads, keys, key bytes, groups, waits] \
-         before {base:?}, after {after:?}",
-        took.as_secs_f64()
+         before {base:?}, after {after:?}; resident memory {rss_before} KiB before, {} KiB \
+         after",
+        took.as_secs_f64(),
+        rss_kib()
     );
     assert!(
         within(after, base),
