@@ -137,7 +137,8 @@ pub enum MemberEvent {
     },
     /// This member took part in another member's change.
     Changed(Change),
-    /// The member's events connection failed; no more events come.
+    /// The member's events or control connection failed (the text says which and why): no
+    /// more events come, and the store reports this member down.
     Lost(String),
 }
 
@@ -386,7 +387,13 @@ impl Member {
         *lock(&self.shared.own_change) = Some((tag.clone(), tx));
         let op = "group change";
         loop {
-            let (begun, current) = self.control.group_change(group, true, &tag)?;
+            let (begun, current) = match self.control.group_change(group, true, &tag) {
+                Ok(answer) => answer,
+                Err(e) => {
+                    *lock(&self.shared.own_change) = None;
+                    return Err(e);
+                }
+            };
             if begun {
                 break;
             }
@@ -469,6 +476,7 @@ fn heartbeat(shared: &Shared, control: &Client, every: Duration) {
                     shared.group,
                     shared.rank
                 );
+                shared.push(MemberEvent::Lost(format!("heartbeat: {e}")));
             }
             return;
         }
@@ -483,7 +491,7 @@ fn watch_events(shared: &Shared, events: &Client, mut after: u64, slice: Duratio
             Ok(view) => view,
             Err(e) => {
                 if !shared.stopped() {
-                    shared.push(MemberEvent::Lost(e.to_string()));
+                    shared.push(MemberEvent::Lost(format!("events: {e}")));
                 }
                 return;
             }
