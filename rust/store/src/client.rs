@@ -157,7 +157,8 @@ impl Client {
                 return Err(BootstrapError::Protocol {
                     op,
                     message: format!(
-                        "PE {rank} could not reach the store at {} within {} s: {last}",
+                        "{} could not reach the store at {} within {} s: {last}",
+                        who(rank),
                         dial.addr,
                         timeout.as_secs()
                     ),
@@ -296,7 +297,7 @@ impl Client {
                 Err(BootstrapError::Refused { message, .. }) => {
                     return Err(BootstrapError::Protocol {
                         op,
-                        message: format!("the store refused PE {rank}: {message}"),
+                        message: format!("the store refused {}: {message}", who(rank)),
                     })
                 }
                 Err(e) => return Err(e),
@@ -429,6 +430,164 @@ impl Client {
     /// Whether this client's own connection carries descriptors.
     pub fn passes_fds(&self) -> bool {
         self.link.passes_fds()
+    }
+
+    /// Connects to a store of groups ([`crate::Server::open`]) over TCP (TLS when `dial.tls`
+    /// is set) as a client that holds no PE's place, retrying while nothing listens there
+    /// (or the store is full) until `timeout`, as [`Client::connect_tcp`] does.
+    pub fn connect_open(dial: &TcpDial, timeout: Duration) -> Result<Client, BootstrapError> {
+        Client::connect_tcp(dial, wire::NO_RANK, 0, timeout)
+    }
+
+    /// Waits up to `timeout` until `key` holds something other than `seen` (`None`: until it
+    /// exists) and returns what it holds then (`None`: it was removed). A blocking get is
+    /// `watch(key, None, timeout)`; a wait for the next change of a value known is
+    /// `watch(key, Some(&known), timeout)`.
+    pub fn watch(
+        &self,
+        key: &str,
+        seen: Option<&[u8]>,
+        timeout: Duration,
+    ) -> Result<Option<Vec<u8>>, BootstrapError> {
+        let op = "watch";
+        if let Some(seen) = seen {
+            wire::check_value(seen)
+                .map_err(|source| BootstrapError::InvalidArgument { op, source })?;
+        }
+        let timeout = timeout.min(MAX_WAIT);
+        let request = Request::Watch {
+            key: key.into(),
+            seen: seen.map(<[u8]>::to_vec),
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        let mut s = self.session();
+        match self.call(&mut s, op, key, &request, None, timeout)?.0 {
+            Reply::Watched(now) => Ok(now),
+            other => Err(self.fail(&mut s, self.unexpected(op, &other))),
+        }
+    }
+
+    /// Joins `group` as `member` (see [`Request::GroupJoin`]); returns the rank it holds. The
+    /// membership is this connection's: every later request of it is the member's heartbeat,
+    /// and its end is the member's end.
+    pub fn group_join(
+        &self,
+        group: &str,
+        member: &str,
+        size: u32,
+        rank: Option<u32>,
+        loss: Duration,
+        drop_owned: bool,
+    ) -> Result<u32, BootstrapError> {
+        let op = "group join";
+        let request = Request::GroupJoin {
+            group: group.into(),
+            member: member.into(),
+            size,
+            rank,
+            loss_ms: loss.min(MAX_WAIT).as_millis() as u64,
+            drop_owned,
+        };
+        let mut s = self.session();
+        match self
+            .call(&mut s, op, group, &request, None, self.op_timeout)?
+            .0
+        {
+            Reply::Counter(rank) if (0..i64::from(size)).contains(&rank) => Ok(rank as u32),
+            other => Err(self.fail(&mut s, self.unexpected(op, &other))),
+        }
+    }
+
+    /// Leaves `group` (the member this connection joined as).
+    pub fn group_leave(&self, group: &str) -> Result<(), BootstrapError> {
+        let op = "group leave";
+        let request = Request::GroupLeave {
+            group: group.into(),
+        };
+        let mut s = self.session();
+        match self
+            .call(&mut s, op, group, &request, None, self.op_timeout)?
+            .0
+        {
+            Reply::Ok => Ok(()),
+            other => Err(self.fail(&mut s, self.unexpected(op, &other))),
+        }
+    }
+
+    /// Records `key` as owned by this connection's member of `group`: it is removed when the
+    /// member leaves or is reported down, if the group was made so.
+    pub fn group_own(&self, group: &str, key: &str) -> Result<(), BootstrapError> {
+        let op = "group own";
+        let request = Request::GroupOwn {
+            group: group.into(),
+            key: key.into(),
+        };
+        let mut s = self.session();
+        match self
+            .call(&mut s, op, key, &request, None, self.op_timeout)?
+            .0
+        {
+            Reply::Ok => Ok(()),
+            other => Err(self.fail(&mut s, self.unexpected(op, &other))),
+        }
+    }
+
+    /// Waits up to `timeout` for events of `group` after number `after`; returns the group's
+    /// members and those events (none at the timeout). Counts as the heartbeat of the members
+    /// this connection holds.
+    pub fn group_watch(
+        &self,
+        group: &str,
+        after: u64,
+        timeout: Duration,
+    ) -> Result<wire::GroupView, BootstrapError> {
+        let op = "group watch";
+        let timeout = timeout.min(MAX_WAIT);
+        let request = Request::GroupWatch {
+            group: group.into(),
+            after,
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        let mut s = self.session();
+        match self.call(&mut s, op, group, &request, None, timeout)?.0 {
+            Reply::Group(view) => Ok(view),
+            other => Err(self.fail(&mut s, self.unexpected(op, &other))),
+        }
+    }
+
+    /// Begins (`begin`) or ends the membership change `tag` of `group` (see
+    /// [`Request::GroupChange`]); returns whether it did, and what the group's event key
+    /// holds now (the change in progress, when a begin failed).
+    pub fn group_change(
+        &self,
+        group: &str,
+        begin: bool,
+        tag: &str,
+    ) -> Result<(bool, Option<Vec<u8>>), BootstrapError> {
+        let op = if begin {
+            "group change begin"
+        } else {
+            "group change end"
+        };
+        let request = Request::GroupChange {
+            group: group.into(),
+            begin,
+            tag: tag.into(),
+        };
+        let mut s = self.session();
+        match self
+            .call(&mut s, op, group, &request, None, self.op_timeout)?
+            .0
+        {
+            Reply::Swapped { swapped, current } => Ok((swapped, current)),
+            other => Err(self.fail(&mut s, self.unexpected(op, &other))),
+        }
+    }
+
+    /// Shuts the connection down in both directions, from any thread: a call waiting for its
+    /// reply ends at once (as closed), and every later call fails.
+    pub fn shutdown(&self) {
+        let _ = rustix::net::shutdown(self.link.socket(), rustix::net::Shutdown::Both);
     }
 
     /// A close-on-exec duplicate of the connection's socket, for a thread that watches it
@@ -856,6 +1015,15 @@ impl Client {
             op,
             message: format!("unexpected {} reply", reply.name()),
         }
+    }
+}
+
+/// Who a client is, for messages: a PE, or a client without a PE's place.
+fn who(rank: u32) -> String {
+    if rank == wire::NO_RANK {
+        "this client".into()
+    } else {
+        format!("PE {rank}")
     }
 }
 

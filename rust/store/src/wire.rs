@@ -13,8 +13,17 @@ use std::io::{self, Read};
 
 /// Version spoken by this build; HELLO carries it and both ends must agree.
 /// Version 2 added the job id to HELLO, and CAS, APPEND and DELETE_PREFIX; version 3 added
-/// GATHER and GATHER_FD, which read one key per PE in one round trip.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// GATHER and GATHER_FD, which read one key per PE in one round trip; version 4 added
+/// WATCH, the group requests (GROUP_JOIN, GROUP_LEAVE, GROUP_OWN, GROUP_WATCH, GROUP_CHANGE)
+/// and HELLOs of clients that hold no PE's place ([`NO_RANK`]).
+pub const PROTOCOL_VERSION: u32 = 4;
+/// Rank a HELLO names for a client that is no PE of a job: a process that only uses the
+/// store (its groups, its keys), as the processes of groups whose members come and go do. It
+/// names `n_pes` 0 too.
+pub const NO_RANK: u32 = u32::MAX;
+/// Most events one GROUP_WATCH reply carries; a watcher further behind is told which it
+/// missed (see [`GroupView::first`]).
+pub const MAX_GROUP_EVENTS: usize = 32;
 /// First bytes of a HELLO payload, so a stray peer is told apart from an old version.
 pub const HELLO_MAGIC: [u8; 4] = *b"SHKV";
 /// Longest key, in bytes.
@@ -62,6 +71,12 @@ mod op {
     pub const DELETE_PREFIX: u8 = 0x0c;
     pub const GATHER: u8 = 0x0d;
     pub const GATHER_FD: u8 = 0x0e;
+    pub const WATCH: u8 = 0x0f;
+    pub const GROUP_JOIN: u8 = 0x10;
+    pub const GROUP_LEAVE: u8 = 0x11;
+    pub const GROUP_OWN: u8 = 0x12;
+    pub const GROUP_WATCH: u8 = 0x13;
+    pub const GROUP_CHANGE: u8 = 0x14;
 
     pub const HELLO_ACK: u8 = 0x81;
     pub const OK: u8 = 0x82;
@@ -74,6 +89,8 @@ mod op {
     pub const VALUES: u8 = 0x89;
     pub const FDS: u8 = 0x8a;
     pub const MISSING: u8 = 0x8b;
+    pub const WATCHED: u8 = 0x8c;
+    pub const GROUP: u8 = 0x8d;
 }
 
 /// A frame sent by a PE to the store.
@@ -191,6 +208,156 @@ pub enum Request {
         /// How long the server waits for the last of them.
         timeout_ms: u64,
     },
+    /// Wait up to `timeout_ms` until `key` holds something other than `seen` (`None`: until
+    /// it exists); answered with WATCHED, what it holds then, or TIMEOUT. Layout: key, u64
+    /// timeout_ms, u8 1 when `seen` follows (0: none), then `seen` (rest of the frame).
+    Watch {
+        /// Key.
+        key: String,
+        /// The value the caller knows (`None`: the key is absent as far as it knows).
+        seen: Option<Vec<u8>>,
+        /// How long the server waits for a change.
+        timeout_ms: u64,
+    },
+    /// Join `group` as `member`, holding rank `rank` (`None`: the store picks one, see
+    /// [`Request::GroupJoin::rank`]). The group is made by its first join with `size` and
+    /// `drop_owned`; later joins must name the same size. Every request of this connection
+    /// counts as its heartbeat: one not heard from for `loss_ms` is reported down, and so is
+    /// one whose connection ends. Answered with COUNTER, the rank. Layout: key group, key
+    /// member, u32 size, u32 rank (`u32::MAX`: the store picks), u64 loss_ms, u8 1 when the
+    /// keys a member owns go with it (0: they stay).
+    GroupJoin {
+        /// Group name.
+        group: String,
+        /// The member's id, unique in the group (for example its `ip:port`).
+        member: String,
+        /// Most members the group holds at once; its ranks are `0..size`.
+        size: u32,
+        /// The rank asked for; `None`: the lowest free rank at or after the group's cursor,
+        /// which then moves past it (ranks asked for are skipped).
+        rank: Option<u32>,
+        /// How long a member may stay silent before it is reported down, in milliseconds.
+        loss_ms: u64,
+        /// Whether the keys a member owns ([`Request::GroupOwn`]) are removed when it leaves
+        /// or is reported down.
+        drop_owned: bool,
+    },
+    /// Leave `group` (the member this connection joined as). Answered with OK. Layout: key.
+    GroupLeave {
+        /// Group name.
+        group: String,
+    },
+    /// Record `key` as owned by this connection's member of `group`. Answered with OK.
+    /// Layout: key group, key.
+    GroupOwn {
+        /// Group name.
+        group: String,
+        /// The key owned.
+        key: String,
+    },
+    /// Wait up to `timeout_ms` for events of `group` later than `after`; answered with GROUP
+    /// (at once when there are some, else at the timeout, with none). Layout: key group, u64
+    /// after, u64 timeout_ms.
+    GroupWatch {
+        /// Group name.
+        group: String,
+        /// Sequence number of the last event seen (0: none).
+        after: u64,
+        /// How long the server waits for an event.
+        timeout_ms: u64,
+    },
+    /// Begin (`begin`) or end a membership change of `group`: a compare-and-swap of the
+    /// group's event key ([`group_event_key`]) from absent to `tag`, or from `tag` to absent.
+    /// A change begun is reported to the group's watchers with the ranks of the members then
+    /// (every one of them takes part); if the member that began it goes, the key is reset.
+    /// Answered with SWAPPED. Layout: key group, u8 1 to begin (0 to end), key tag.
+    GroupChange {
+        /// Group name.
+        group: String,
+        /// Whether the change begins (else it ends).
+        begin: bool,
+        /// What the change is, unique among the group's changes (the event key's value).
+        tag: String,
+    },
+}
+
+/// The store key whose value is the membership change `group` is going through (absent
+/// when none): see [`Request::GroupChange`].
+pub fn group_event_key(group: &str) -> String {
+    format!("shmem/group/{group}/event")
+}
+
+/// What happened in a group, as [`GroupEvent::kind`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupEventKind {
+    /// The member joined with its rank.
+    Joined,
+    /// The member left.
+    Left,
+    /// The member's connection ended, or it was not heard from within its bound: it is gone;
+    /// the event's detail says which.
+    Down,
+    /// The member began a membership change (detail: its tag; ranks: the members taking
+    /// part).
+    ChangeBegun,
+    /// The change whose tag the detail holds ended (by the member that began it, or because
+    /// it went).
+    ChangeEnded,
+}
+
+impl GroupEventKind {
+    fn code(self) -> u8 {
+        match self {
+            GroupEventKind::Joined => 1,
+            GroupEventKind::Left => 2,
+            GroupEventKind::Down => 3,
+            GroupEventKind::ChangeBegun => 4,
+            GroupEventKind::ChangeEnded => 5,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            1 => GroupEventKind::Joined,
+            2 => GroupEventKind::Left,
+            3 => GroupEventKind::Down,
+            4 => GroupEventKind::ChangeBegun,
+            5 => GroupEventKind::ChangeEnded,
+            _ => return None,
+        })
+    }
+}
+
+/// One event of a group, numbered in the order the store saw them (numbers grow across all
+/// groups of a store and are never reused).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupEvent {
+    /// Its number.
+    pub seq: u64,
+    /// What happened.
+    pub kind: GroupEventKind,
+    /// The member's rank.
+    pub rank: u32,
+    /// The member's id.
+    pub member: String,
+    /// Why a member is down, or a change's tag; else empty.
+    pub detail: String,
+    /// Ranks taking part in a change begun; else empty.
+    pub ranks: Vec<u32>,
+}
+
+/// A group as GROUP_WATCH sees it: its members now and its events after the watcher's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupView {
+    /// Number of the group's latest event (0: none).
+    pub last: u64,
+    /// Number of the oldest event the store still keeps for the group: a watcher that asked
+    /// for events after an older one missed those between.
+    pub first: u64,
+    /// Members now, as (rank, id), by rank.
+    pub members: Vec<(u32, String)>,
+    /// Events after the watcher's, oldest first, at most [`MAX_GROUP_EVENTS`].
+    pub events: Vec<GroupEvent>,
 }
 
 /// A frame sent by the store to a PE, answering the request before it.
@@ -233,6 +400,14 @@ pub enum Reply {
     /// A GATHER or GATHER_FD waited its whole timeout: the indices still absent, ascending.
     /// Layout: u32 count, then the indices (u32 each).
     Missing(Vec<u32>),
+    /// Answer to WATCH: what the key holds now (`None`: absent). Layout: u8 1 when a value
+    /// follows (0: absent), then the value (rest of the frame).
+    Watched(Option<Vec<u8>>),
+    /// Answer to GROUP_WATCH. Layout: u64 last, u64 first, u32 member count, per member u32
+    /// rank and its id as a key; u32 event count, per event u64 seq, u8 kind (1 joined, 2
+    /// left, 3 down, 4 change begun, 5 change ended), u32 rank, member id as a key, detail as
+    /// a key that may be empty, u32 rank count and the ranks (u32 each).
+    Group(GroupView),
 }
 
 /// Why a frame could not be read, encoded or decoded.
@@ -337,6 +512,19 @@ impl FrameBuilder {
         Ok(self)
     }
 
+    /// A string laid out as a key that may be empty (a detail, a reason).
+    fn text(mut self, text: &str) -> Result<Self, WireError> {
+        if text.is_empty() {
+            self.0.extend_from_slice(&0u16.to_le_bytes());
+            return Ok(self);
+        }
+        self.key(text)
+    }
+
+    fn u8(self, byte: u8) -> Self {
+        self.bytes(&[byte])
+    }
+
     fn bytes(mut self, bytes: &[u8]) -> Self {
         self.0.extend_from_slice(bytes);
         self
@@ -369,6 +557,12 @@ impl Request {
             Request::DeletePrefix { .. } => "DELETE_PREFIX",
             Request::Gather { .. } => "GATHER",
             Request::GatherFd { .. } => "GATHER_FD",
+            Request::Watch { .. } => "WATCH",
+            Request::GroupJoin { .. } => "GROUP_JOIN",
+            Request::GroupLeave { .. } => "GROUP_LEAVE",
+            Request::GroupOwn { .. } => "GROUP_OWN",
+            Request::GroupWatch { .. } => "GROUP_WATCH",
+            Request::GroupChange { .. } => "GROUP_CHANGE",
         }
     }
 
@@ -490,6 +684,60 @@ impl Request {
                     .bytes(&timeout_ms.to_le_bytes())
                     .finish()
             }
+            Request::Watch {
+                key,
+                seen,
+                timeout_ms,
+            } => {
+                let value = seen.as_deref().unwrap_or_default();
+                check_value(value)?;
+                FrameBuilder::new(op::WATCH, 11 + key.len() + value.len())
+                    .key(key)?
+                    .bytes(&timeout_ms.to_le_bytes())
+                    .u8(u8::from(seen.is_some()))
+                    .bytes(value)
+                    .finish()
+            }
+            Request::GroupJoin {
+                group,
+                member,
+                size,
+                rank,
+                loss_ms,
+                drop_owned,
+            } => FrameBuilder::new(op::GROUP_JOIN, 21 + group.len() + member.len())
+                .key(group)?
+                .key(member)?
+                .bytes(&size.to_le_bytes())
+                .bytes(&rank.unwrap_or(u32::MAX).to_le_bytes())
+                .bytes(&loss_ms.to_le_bytes())
+                .u8(u8::from(*drop_owned))
+                .finish(),
+            Request::GroupLeave { group } => FrameBuilder::new(op::GROUP_LEAVE, 2 + group.len())
+                .key(group)?
+                .finish(),
+            Request::GroupOwn { group, key } => {
+                FrameBuilder::new(op::GROUP_OWN, 4 + group.len() + key.len())
+                    .key(group)?
+                    .key(key)?
+                    .finish()
+            }
+            Request::GroupWatch {
+                group,
+                after,
+                timeout_ms,
+            } => FrameBuilder::new(op::GROUP_WATCH, 18 + group.len())
+                .key(group)?
+                .bytes(&after.to_le_bytes())
+                .bytes(&timeout_ms.to_le_bytes())
+                .finish(),
+            Request::GroupChange { group, begin, tag } => {
+                FrameBuilder::new(op::GROUP_CHANGE, 5 + group.len() + tag.len())
+                    .key(group)?
+                    .u8(u8::from(*begin))
+                    .key(tag)?
+                    .finish()
+            }
         })
     }
 
@@ -515,6 +763,12 @@ impl Request {
             op::DELETE_PREFIX => "DELETE_PREFIX",
             op::GATHER => "GATHER",
             op::GATHER_FD => "GATHER_FD",
+            op::WATCH => "WATCH",
+            op::GROUP_JOIN => "GROUP_JOIN",
+            op::GROUP_LEAVE => "GROUP_LEAVE",
+            op::GROUP_OWN => "GROUP_OWN",
+            op::GROUP_WATCH => "GROUP_WATCH",
+            op::GROUP_CHANGE => "GROUP_CHANGE",
             other => return Err(WireError::UnknownOp(other)),
         };
         let mut c = Cursor::new(name, payload);
@@ -592,6 +846,48 @@ impl Request {
                 key: c.key()?,
                 timeout_ms: c.u64()?,
             },
+            op::WATCH => {
+                let key = c.key()?;
+                let timeout_ms = c.u64()?;
+                let present = c.flag()?;
+                let value = c.value()?;
+                if !present && !value.is_empty() {
+                    return Err(c.malformed("a value after the flag that says none follows"));
+                }
+                Request::Watch {
+                    key,
+                    seen: present.then_some(value),
+                    timeout_ms,
+                }
+            }
+            op::GROUP_JOIN => {
+                let (group, member) = (c.key()?, c.key()?);
+                let size = c.u32()?;
+                let rank = c.u32()?;
+                Request::GroupJoin {
+                    group,
+                    member,
+                    size,
+                    rank: (rank != u32::MAX).then_some(rank),
+                    loss_ms: c.u64()?,
+                    drop_owned: c.flag()?,
+                }
+            }
+            op::GROUP_LEAVE => Request::GroupLeave { group: c.key()? },
+            op::GROUP_OWN => Request::GroupOwn {
+                group: c.key()?,
+                key: c.key()?,
+            },
+            op::GROUP_WATCH => Request::GroupWatch {
+                group: c.key()?,
+                after: c.u64()?,
+                timeout_ms: c.u64()?,
+            },
+            op::GROUP_CHANGE => Request::GroupChange {
+                group: c.key()?,
+                begin: c.flag()?,
+                tag: c.key()?,
+            },
             op::ADD => Request::Add {
                 key: c.key()?,
                 delta: c.u64()? as i64,
@@ -641,6 +937,8 @@ impl Reply {
             Reply::Values(_) => "VALUES",
             Reply::Fds(_) => "FDS",
             Reply::Missing(_) => "MISSING",
+            Reply::Watched(_) => "WATCHED",
+            Reply::Group(_) => "GROUP",
         }
     }
 
@@ -706,6 +1004,15 @@ impl Reply {
                 }
                 b.finish()
             }
+            Reply::Watched(current) => {
+                let value = current.as_deref().unwrap_or_default();
+                check_value(value)?;
+                FrameBuilder::new(op::WATCHED, 1 + value.len())
+                    .u8(u8::from(current.is_some()))
+                    .bytes(value)
+                    .finish()
+            }
+            Reply::Group(view) => encode_group_view(view)?,
         })
     }
 
@@ -728,6 +1035,8 @@ impl Reply {
             op::VALUES => "VALUES",
             op::FDS => "FDS",
             op::MISSING => "MISSING",
+            op::WATCHED => "WATCHED",
+            op::GROUP => "GROUP",
             other => return Err(WireError::UnknownOp(other)),
         };
         let mut c = Cursor::new(name, payload);
@@ -781,6 +1090,15 @@ impl Reply {
                 }
                 Reply::Missing(indices)
             }
+            op::WATCHED => {
+                let present = c.flag()?;
+                let value = c.value()?;
+                if !present && !value.is_empty() {
+                    return Err(c.malformed("a value for an absent key"));
+                }
+                Reply::Watched(present.then_some(value))
+            }
+            op::GROUP => Reply::Group(decode_group_view(&mut c)?),
             op::FD => Reply::Fd,
             op::TIMEOUT => Reply::Timeout,
             _ => Reply::Error(String::from_utf8_lossy(c.rest()).into_owned()),
@@ -959,6 +1277,88 @@ fn fill<R: Read + ?Sized>(r: &mut R, buf: &mut [u8], before: usize) -> Result<us
     Ok(got)
 }
 
+/// Encodes a GROUP reply. Fails on more members or events than one reply may carry.
+fn encode_group_view(view: &GroupView) -> Result<Vec<u8>, WireError> {
+    let count = |what, n: usize| {
+        if n > MAX_GATHER_COUNT as usize {
+            return Err(WireError::Limit {
+                what,
+                len: n,
+                max: MAX_GATHER_COUNT as usize,
+            });
+        }
+        Ok((n as u32).to_le_bytes())
+    };
+    let mut b = FrameBuilder::new(op::GROUP, 24 + 16 * view.members.len())
+        .bytes(&view.last.to_le_bytes())
+        .bytes(&view.first.to_le_bytes())
+        .bytes(&count("group members", view.members.len())?);
+    for (rank, member) in &view.members {
+        b = b.bytes(&rank.to_le_bytes()).key(member)?;
+    }
+    b = b.bytes(&count("group events", view.events.len())?);
+    for e in &view.events {
+        b = b
+            .bytes(&e.seq.to_le_bytes())
+            .u8(e.kind.code())
+            .bytes(&e.rank.to_le_bytes())
+            .key(&e.member)?
+            .text(&e.detail)?
+            .bytes(&count("ranks of a change", e.ranks.len())?);
+        for r in &e.ranks {
+            b = b.bytes(&r.to_le_bytes());
+        }
+    }
+    let frame = b.finish();
+    if frame.len() - HEADER_LEN > MAX_FRAME_LEN {
+        return Err(WireError::Limit {
+            what: "GROUP reply",
+            len: frame.len() - HEADER_LEN,
+            max: MAX_FRAME_LEN,
+        });
+    }
+    Ok(frame)
+}
+
+fn decode_group_view(c: &mut Cursor<'_>) -> Result<GroupView, WireError> {
+    let (last, first) = (c.u64()?, c.u64()?);
+    let n = c.count()?;
+    let mut members = Vec::with_capacity((n as usize).min(c.rest.len() / 6));
+    for _ in 0..n {
+        members.push((c.u32()?, c.key()?));
+    }
+    let n = c.count()?;
+    let mut events = Vec::with_capacity((n as usize).min(c.rest.len() / 23));
+    for _ in 0..n {
+        let seq = c.u64()?;
+        let code = c.take(1)?[0];
+        let kind = GroupEventKind::from_code(code)
+            .ok_or_else(|| c.malformed(format!("unknown group event kind {code}")))?;
+        let rank = c.u32()?;
+        let member = c.key()?;
+        let detail = c.text(true)?;
+        let k = c.count()?;
+        let mut ranks = Vec::with_capacity((k as usize).min(c.rest.len() / 4));
+        for _ in 0..k {
+            ranks.push(c.u32()?);
+        }
+        events.push(GroupEvent {
+            seq,
+            kind,
+            rank,
+            member,
+            detail,
+            ranks,
+        });
+    }
+    Ok(GroupView {
+        last,
+        first,
+        members,
+        events,
+    })
+}
+
 /// Parses a payload front to back; every shortfall is a [`WireError::Malformed`].
 struct Cursor<'a> {
     op: &'static str,
@@ -993,6 +1393,15 @@ impl<'a> Cursor<'a> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.take(N)?);
         Ok(out)
+    }
+
+    /// A byte that is 0 or 1.
+    fn flag(&mut self) -> Result<bool, WireError> {
+        match self.take(1)?[0] {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(self.malformed(format!("flag byte {other}, not 0 or 1"))),
+        }
     }
 
     fn u32(&mut self) -> Result<u32, WireError> {
@@ -1133,6 +1542,59 @@ mod tests {
                 after_error: true,
             },
             Request::Bye,
+            Request::Watch {
+                key: "w".into(),
+                seen: None,
+                timeout_ms: 9,
+            },
+            Request::Watch {
+                key: "w".into(),
+                seen: Some(vec![]),
+                timeout_ms: 0,
+            },
+            Request::Watch {
+                key: "w".into(),
+                seen: Some(vec![1, 2]),
+                timeout_ms: u64::MAX,
+            },
+            Request::GroupJoin {
+                group: "pool".into(),
+                member: "10.0.0.1:7000".into(),
+                size: 8,
+                rank: None,
+                loss_ms: 6000,
+                drop_owned: true,
+            },
+            Request::GroupJoin {
+                group: "pool".into(),
+                member: "m".into(),
+                size: 1,
+                rank: Some(0),
+                loss_ms: 0,
+                drop_owned: false,
+            },
+            Request::GroupLeave {
+                group: "pool".into(),
+            },
+            Request::GroupOwn {
+                group: "pool".into(),
+                key: "pool/seg/3".into(),
+            },
+            Request::GroupWatch {
+                group: "pool".into(),
+                after: 17,
+                timeout_ms: 2000,
+            },
+            Request::GroupChange {
+                group: "pool".into(),
+                begin: true,
+                tag: "J3".into(),
+            },
+            Request::GroupChange {
+                group: "pool".into(),
+                begin: false,
+                tag: "L3".into(),
+            },
         ]
     }
 
@@ -1165,6 +1627,33 @@ mod tests {
             Reply::Values(vec![]),
             Reply::Fds(3),
             Reply::Missing(vec![0, 7, 255]),
+            Reply::Watched(None),
+            Reply::Watched(Some(vec![])),
+            Reply::Watched(Some(vec![3; 5])),
+            Reply::Group(GroupView::default()),
+            Reply::Group(GroupView {
+                last: 9,
+                first: 2,
+                members: vec![(0, "a".into()), (3, "b:1".into())],
+                events: vec![
+                    GroupEvent {
+                        seq: 8,
+                        kind: GroupEventKind::Down,
+                        rank: 2,
+                        member: "c".into(),
+                        detail: "connection lost".into(),
+                        ranks: vec![],
+                    },
+                    GroupEvent {
+                        seq: 9,
+                        kind: GroupEventKind::ChangeBegun,
+                        rank: 3,
+                        member: "b:1".into(),
+                        detail: String::new(),
+                        ranks: vec![0, 3],
+                    },
+                ],
+            }),
         ]
     }
 

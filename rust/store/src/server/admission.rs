@@ -198,8 +198,9 @@ impl Server {
         tls: Option<Arc<rustls::ServerConfig>>,
     ) {
         let joining_limit = self.n_pes as usize + EXTRA_TCP_CONNECTIONS;
-        // Joining, joined (at most one per PE), and evicted ones on their way out.
-        let open_limit = 2 * joining_limit;
+        // Joining, joined (at most one per PE, or the clients of a store of groups), and
+        // evicted ones on their way out.
+        let open_limit = 2 * joining_limit + self.shared.open_clients;
         loop {
             let (sock, peer) = match listener.accept() {
                 Ok(accepted) => accepted,

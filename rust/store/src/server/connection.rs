@@ -20,6 +20,13 @@ pub(super) const SEND_CHUNK: usize = 64 * 1024;
 
 /// One PE's connection, owned by its thread.
 pub(super) struct Connection {
+    /// Number of the connection in its store: the id of the group memberships it holds.
+    pub(super) id: u64,
+    /// Groups this connection is a member of.
+    pub(super) groups: Vec<String>,
+    /// The connection is a client without a PE's place ([`wire::NO_RANK`]), counted in
+    /// [`Shared::open_now`].
+    pub(super) open: bool,
     pub(super) shared: Arc<Shared>,
     pub(super) events: Sender<StoreEvent>,
     pub(super) n_pes: u32,
@@ -131,6 +138,20 @@ impl Connection {
 
     pub(super) fn run(mut self) {
         let result = self.serve();
+        if !self.groups.is_empty() {
+            self.shared.connection_closed(self.id, &self.groups);
+        }
+        if self.open {
+            self.shared.open_now.fetch_sub(1, Ordering::SeqCst);
+            // No PE of a job: nothing for the host to act on.
+            if let Err(message) = result {
+                tracing::warn!(
+                    "store: client {} broke the store protocol: {message}",
+                    self.peer
+                );
+            }
+            return;
+        }
         if !self.claimed {
             // Never joined the job: nothing for the launcher to act on.
             let evicted = (self.ticket.as_ref()).is_some_and(|t| t.evicted.load(Ordering::SeqCst));
@@ -195,6 +216,7 @@ impl Connection {
                 Err(e) => return Err(self.refuse(e.to_string())),
             };
             shared.requests.fetch_add(1, Ordering::Relaxed);
+            self.heard();
             let fd_op = matches!(
                 request,
                 Request::PutFd { .. } | Request::GetFd { .. } | Request::GatherFd { .. }
@@ -225,7 +247,7 @@ impl Connection {
                     if let Err(e) = self.send(&reply, fd) {
                         return self.send_failed(reply.name(), e);
                     }
-                    if bye {
+                    if bye && !self.open {
                         // After the reply: whoever waits for every goodbye may then end this
                         // process without cutting a reply short.
                         let _ = self.events.send(StoreEvent::Goodbye { rank: self.rank });

@@ -2,6 +2,7 @@
 //! claim of a PE's place, values, counters, gathers, descriptors, ABORT, BYE). Reads and
 //! writes the job's state; sends nothing itself (the connection loop sends the reply).
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -88,7 +89,11 @@ impl Connection {
                         self.shared.job
                     ));
                 }
-                if !self.claimed {
+                if rank == wire::NO_RANK && !self.claimed {
+                    if let Err(message) = self.claim_open(n_pes) {
+                        return Next::Fatal(message.into());
+                    }
+                } else if !self.claimed {
                     if n_pes != self.n_pes {
                         let message = self.record_refusal(
                             rank,
@@ -322,6 +327,30 @@ impl Connection {
                     Err(reply) => reply,
                 }
             }
+            Request::Abort { .. } if self.open => Next::Fatal(
+                "ABORT from a client that is no PE of a job: it has no job to stop".into(),
+            ),
+            Request::Watch {
+                key,
+                seen,
+                timeout_ms,
+            } => self.watch(key, seen, timeout_ms),
+            Request::GroupJoin {
+                group,
+                member,
+                size,
+                rank,
+                loss_ms,
+                drop_owned,
+            } => self.group_join(group, member, size, rank, loss_ms, drop_owned),
+            Request::GroupLeave { group } => self.group_leave(group),
+            Request::GroupOwn { group, key } => self.group_own(group, key),
+            Request::GroupWatch {
+                group,
+                after,
+                timeout_ms,
+            } => self.group_watch(group, after, timeout_ms),
+            Request::GroupChange { group, begin, tag } => self.group_change(group, begin, tag),
             Request::Abort {
                 status,
                 after_error,
@@ -355,6 +384,44 @@ impl Connection {
             Entry::Bytes(message.clone().into_bytes().into()),
         );
         message
+    }
+
+    /// Takes a place among the clients without a PE's place ([`wire::NO_RANK`]) for a
+    /// connection from the listening socket: only a store of groups
+    /// ([`Server::open`](super::Server::open)) has them, up to its limit.
+    pub(super) fn claim_open(&mut self, n_pes: u32) -> Result<(), Refusal> {
+        let limit = self.shared.open_clients;
+        if limit == 0 {
+            return Err(format!(
+                "HELLO of a client without a PE's place, but this store serves a job of {} PEs \
+                 and takes none",
+                self.n_pes
+            )
+            .into());
+        }
+        if n_pes != 0 {
+            return Err(format!(
+                "HELLO of a client without a PE's place names a job of {n_pes} PEs (it must \
+                 name 0)"
+            )
+            .into());
+        }
+        let now = self.shared.open_now.fetch_add(1, Ordering::SeqCst);
+        if now >= limit {
+            self.shared.open_now.fetch_sub(1, Ordering::SeqCst);
+            return Err(format!(
+                "{}: {now} clients are connected, the most this store takes",
+                wire::STORE_FULL
+            )
+            .into());
+        }
+        self.open = true;
+        self.rank = wire::NO_RANK;
+        self.claimed = true;
+        if let Some(ticket) = self.ticket.take() {
+            self.shared.leave(&ticket);
+        }
+        Ok(())
     }
 
     /// Takes `rank`'s slot for a connection from the listening socket, as its HELLO asks (the

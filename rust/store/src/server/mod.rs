@@ -27,7 +27,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::TcpListener;
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -37,10 +37,12 @@ use crate::link::Link;
 mod admission;
 mod connection;
 mod dispatch;
+mod groups;
 mod state;
 
 pub use admission::{EXTRA_TCP_CONNECTIONS, FRAME_BUDGET};
 pub use dispatch::refused_key;
+pub use groups::{MAX_GROUP_SIZE, MAX_MEMBER_ID_LEN, MAX_OWNED_KEYS};
 pub use state::VALUE_BUDGET;
 
 use admission::{FrameBudget, RefusalLog, Ticket};
@@ -140,6 +142,13 @@ struct Shared {
     refusals: Arc<RefusalLog>,
     /// Requests answered so far, across connections: what start-up costs the store.
     requests: AtomicUsize,
+    /// Number of the next connection (ids of group memberships).
+    next_conn: AtomicU64,
+    /// Clients without a PE's place ([`crate::wire::NO_RANK`]) the store takes at once: 0 for a
+    /// job's store, [`Server::open`]'s limit for a store of groups.
+    open_clients: usize,
+    /// Such clients connected now.
+    open_now: AtomicUsize,
 }
 
 impl Server {
@@ -151,7 +160,7 @@ impl Server {
     /// As [`Server::new`], for job `job`: a HELLO naming another job is refused (so that PEs
     /// trying the ports of a range find their own job's store).
     pub fn for_job(n_pes: u32, job: &str) -> (Server, Receiver<StoreEvent>) {
-        Server::with_admission(n_pes, job, false)
+        Server::with_admission(n_pes, job, false, 0)
     }
 
     /// As [`Server::new`], for a job whose PEs prove membership with `secret` (a unique id's,
@@ -159,10 +168,24 @@ impl Server {
     /// refused and logged, without the secret. PE 0's own connection ([`Server::serve_unix`])
     /// needs none.
     pub fn for_secret(n_pes: u32, secret: &str) -> (Server, Receiver<StoreEvent>) {
-        Server::with_admission(n_pes, secret, true)
+        Server::with_admission(n_pes, secret, true, 0)
     }
 
-    fn with_admission(n_pes: u32, job: &str, secret: bool) -> (Server, Receiver<StoreEvent>) {
+    /// Creates a store that serves no job of PEs but clients that come and go: processes that
+    /// share its keys and its groups (`Client::connect_open`). It takes at most
+    /// `max_clients` of them at once; over TCP, anyone who reaches its port may connect
+    /// unless it is served with TLS, which admits holders of its certificates only. Its
+    /// events channel reports nothing about such clients.
+    pub fn open(job: &str, max_clients: usize) -> Server {
+        Server::with_admission(0, job, false, max_clients).0
+    }
+
+    fn with_admission(
+        n_pes: u32,
+        job: &str,
+        secret: bool,
+        open_clients: usize,
+    ) -> (Server, Receiver<StoreEvent>) {
         let (events, rx) = mpsc::channel();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -172,6 +195,8 @@ impl Server {
                 wakeups: 0,
                 peers: vec![None; n_pes as usize],
                 holders: vec![None; n_pes as usize],
+                groups: HashMap::new(),
+                group_seq: 0,
             }),
             job: job.to_string(),
             secret,
@@ -180,6 +205,9 @@ impl Server {
             budget: FrameBudget::default(),
             refusals: Arc::default(),
             requests: AtomicUsize::new(0),
+            next_conn: AtomicU64::new(1),
+            open_clients,
+            open_now: AtomicUsize::new(0),
         });
         (
             Server {
@@ -273,6 +301,9 @@ impl Server {
         join_by: Option<Instant>,
     ) -> Connection {
         Connection {
+            id: self.shared.next_conn.fetch_add(1, Ordering::Relaxed),
+            groups: Vec::new(),
+            open: false,
             shared: Arc::clone(&self.shared),
             events: self.events.clone(),
             n_pes: self.n_pes,
@@ -328,6 +359,19 @@ impl Server {
     /// key, about one per key waited for, however many other keys are written meanwhile.
     pub fn wakeups(&self) -> usize {
         self.shared.lock().wakeups
+    }
+
+    /// Keys the store holds now, and the bytes they are charged: what its memory holds.
+    pub fn entries(&self) -> (usize, usize) {
+        let state = self.shared.lock();
+        (state.entries.len(), state.held)
+    }
+
+    /// Groups the store knows now (a group is forgotten when its last member goes), and the
+    /// connection threads waiting for a key or a group's events.
+    pub fn groups(&self) -> (usize, usize) {
+        let state = self.shared.lock();
+        (state.groups.len(), state.waiters.len())
     }
 
     /// Size of the job this store serves.

@@ -38,6 +38,10 @@ pub(super) struct State {
     /// Who holds each rank's place (indexed by rank, as `peers`), to name it to a later HELLO
     /// for the same rank: that PE then knows whom to look for.
     pub(super) holders: Vec<Option<String>>,
+    /// Groups whose members come and go (`groups`).
+    pub(super) groups: super::groups::Groups,
+    /// Number of the last group event, across groups.
+    pub(super) group_seq: u64,
 }
 
 /// The connection threads waiting for one key, and the condition variable they wait on
@@ -61,9 +65,7 @@ impl State {
     /// Returns the entry it replaced. Does not look at [`VALUE_BUDGET`]: PEs' writes are
     /// checked by [`State::check_room`] first, the store's own notes are small.
     pub(super) fn put(&mut self, key: String, entry: Entry) -> Option<Entry> {
-        if let Some(waiters) = self.waiters.get(&key) {
-            waiters.written.notify_all();
-        }
+        self.notify(&key);
         self.held += Self::charge(key.len(), &entry);
         let key_len = key.len();
         let old = self.entries.insert(key, entry);
@@ -94,6 +96,7 @@ impl State {
     /// Removes `key`; returns its entry.
     pub(super) fn remove(&mut self, key: &str) -> Option<Entry> {
         let old = self.entries.remove(key)?;
+        self.notify(key);
         self.held -= Self::charge(key.len(), &old);
         Some(old)
     }
@@ -101,11 +104,16 @@ impl State {
     /// Removes every key starting with `prefix`; returns how many.
     pub(super) fn remove_prefix(&mut self, prefix: &str) -> usize {
         let (mut count, mut bytes) = (0, 0);
+        let waiters = &self.waiters;
         self.entries.retain(|k, e| {
             let keep = !k.starts_with(prefix);
             if !keep {
                 count += 1;
                 bytes += Self::charge(k.len(), e);
+                // A removal is a change to whoever watches the key.
+                if let Some(w) = waiters.get(k) {
+                    w.written.notify_all();
+                }
             }
             keep
         });
