@@ -31,6 +31,7 @@
 //! group sets up itself.
 
 pub mod loopback;
+pub mod ucx;
 
 #[cfg(test)]
 mod tests;

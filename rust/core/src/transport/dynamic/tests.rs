@@ -190,3 +190,209 @@ fn a_hundred_cycles_leave_nothing_behind() {
     assert!(after.0 <= before.0, "{before:?} -> {after:?}");
     assert!(after.1 <= before.1 + 2, "{before:?} -> {after:?}");
 }
+
+/// A UCX worker, or `None` (with a line saying so) where UCX is not installed.
+fn ucx_worker() -> Option<super::ucx::UcxWorker> {
+    match super::ucx::UcxWorker::open(std::time::Duration::from_secs(10)) {
+        Ok(w) => Some(w),
+        Err(e @ TransportError::NotLoaded { .. }) => {
+            eprintln!("skipped: {e}");
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn three_ucx_workers_connect_on_demand() {
+    let (Some(a), Some(b), Some(c)) = (ucx_worker(), ucx_worker(), ucx_worker()) else {
+        return;
+    };
+    three_members(&a, &b, &c);
+}
+
+#[test]
+fn a_hundred_ucx_cycles_leave_nothing_behind() {
+    // The process's own before any worker (a first worker loads UCX: its mappings stay).
+    drop(ucx_worker());
+    let base = fds_and_maps();
+    let (Some(a), Some(b)) = (ucx_worker(), ucx_worker()) else {
+        return;
+    };
+    let start = std::time::Instant::now();
+    let [before, after] = cycle(&a, &b, 100);
+    let took = start.elapsed();
+    drop(a);
+    drop(b);
+    let end = fds_and_maps();
+    eprintln!(
+        "ucx: fds, maps: no worker {base:?}; two workers {before:?}, after 100 cycles {after:?} \
+         ({took:?}); workers dropped {end:?}"
+    );
+    // Mappings do not grow with cycles; descriptors: UCX keeps the accepting side of each TCP
+    // connection (an endpoint UCX made itself in the peer's worker) until that worker ends.
+    assert!(after.1 <= before.1 + 2, "{before:?} -> {after:?}");
+    assert!(after.0 <= before.0 + 2 * 100 + 2, "{before:?} -> {after:?}");
+    // A few mappings UCX makes once per process (its memory pools) stay.
+    assert!(
+        end.0 <= base.0 && end.1 <= base.1 + 8,
+        "{base:?} -> {end:?}"
+    );
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// Set in the children of [`a_killed_member_fails_cleanly_and_a_newcomer_is_reached`].
+const CHILD_VAR: &str = "SHMEM_TEST_DYNAMIC_CHILD";
+
+/// A member in a process of its own (the test binary run again, this test only): publishes its
+/// address and key on stdout, then answers `show <offset> <len>` with the bytes there, until
+/// its stdin closes. Does nothing in a plain test run.
+#[test]
+fn dynamic_ucx_child() {
+    use std::io::BufRead;
+    if std::env::var_os(CHILD_VAR).is_none() {
+        return;
+    }
+    let Some(w) = ucx_worker() else { return };
+    let mut mem = vec![0u8; 4096];
+    // SAFETY: `mem` outlives `w`: both are dropped below, `w` first.
+    let (_reg, key) = unsafe { w.register(mem.as_mut_ptr(), mem.len()) }.unwrap();
+    println!("addr {}", hex(&w.address()));
+    println!("key {}", hex(&key));
+    for line in std::io::stdin().lock().lines() {
+        let line = line.unwrap();
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if let ["show", off, len] = f[..] {
+            let (off, len): (usize, usize) = (off.parse().unwrap(), len.parse().unwrap());
+            // SAFETY: peers write this memory through UCX; read it volatile after their flush.
+            let bytes: Vec<u8> = (off..off + len)
+                .map(|i| unsafe { std::ptr::read_volatile(mem.as_ptr().add(i)) })
+                .collect();
+            println!("bytes {}", hex(&bytes));
+        }
+    }
+    drop(w);
+    drop(mem);
+}
+
+/// A child member: its process, its stdin, its stdout's lines, its address and its key.
+struct Child {
+    proc: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    address: Vec<u8>,
+    key: Vec<u8>,
+}
+
+impl Child {
+    fn start() -> Child {
+        use std::io::BufRead;
+        let mut proc = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "transport::dynamic::tests::dynamic_ucx_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_VAR, "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = proc.stdin.take().unwrap();
+        let mut lines = std::io::BufReader::new(proc.stdout.take().unwrap()).lines();
+        let mut field = |name: &str| loop {
+            let l = lines.next().expect("the child's output").unwrap();
+            // The first line follows the harness's `test ... ` on the same line.
+            if let Some(i) = l.find(name) {
+                return unhex(l[i + name.len()..].trim());
+            }
+        };
+        let address = field("addr ");
+        let key = field("key ");
+        Child {
+            proc,
+            stdin,
+            lines,
+            address,
+            key,
+        }
+    }
+
+    fn show(&mut self, off: usize, len: usize) -> Vec<u8> {
+        use std::io::Write;
+        writeln!(self.stdin, "show {off} {len}").unwrap();
+        loop {
+            let l = self.lines.next().expect("the child's answer").unwrap();
+            if let Some(v) = l.strip_prefix("bytes ") {
+                return unhex(v.trim());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_killed_member_fails_cleanly_and_a_newcomer_is_reached() {
+    let Some(a) = ucx_worker() else { return };
+    let mut c1 = Child::start();
+    let ep = a.connect(&c1.address).unwrap();
+    a.put(ep, &c1.key, 8, b"from parent").unwrap();
+    a.flush(ep).unwrap();
+    assert_eq!(c1.show(8, 11), b"from parent");
+    let mut got = [0u8; 11];
+    a.get(ep, &c1.key, 8, &mut got).unwrap();
+    assert_eq!(&got, b"from parent");
+
+    // SIGKILL: operations to it fail within the bound, and so does nothing hang.
+    c1.proc.kill().unwrap();
+    c1.proc.wait().unwrap();
+    let killed = std::time::Instant::now();
+    let err = loop {
+        let r = a.put(ep, &c1.key, 0, &[1; 64]).and_then(|()| a.flush(ep));
+        match r {
+            Err(e) => break e,
+            Ok(()) => assert!(
+                killed.elapsed() < std::time::Duration::from_secs(30),
+                "operations to a killed member still succeed"
+            ),
+        }
+    };
+    let failed_after = killed.elapsed();
+    let t = std::time::Instant::now();
+    let closed = a.disconnect(ep);
+    eprintln!(
+        "ucx: killed member: failed after {failed_after:?} ({err}); disconnect {:?} in {:?}",
+        closed.err().map(|e| e.to_string()),
+        t.elapsed()
+    );
+    assert!(
+        matches!(
+            err,
+            TransportError::PeerGone { .. } | TransportError::Deadline { .. }
+        ),
+        "{err}"
+    );
+    assert!(failed_after < std::time::Duration::from_secs(25));
+    assert!(t.elapsed() < std::time::Duration::from_secs(25));
+
+    // A newcomer, reached on demand.
+    let mut c2 = Child::start();
+    let ep2 = a.connect(&c2.address).unwrap();
+    // SAFETY: `buf` lives and is unchanged until the flush.
+    let buf = b"to the newcomer".to_vec();
+    unsafe { a.put_nb(ep2, &c2.key, 100, buf.as_ptr(), buf.len()) }.unwrap();
+    a.flush(ep2).unwrap();
+    assert_eq!(c2.show(100, buf.len()), buf);
+    a.disconnect(ep2).unwrap();
+    drop(c2.stdin);
+    assert!(c2.proc.wait().unwrap().success());
+}
