@@ -19,6 +19,7 @@ pub(crate) fn three_members(a: &dyn DynamicWorker, b: &dyn DynamicWorker, c: &dy
     let mut mem_c = vec![0u8; 4096];
     // SAFETY: the vectors outlive their registrations (unregistered below, before the drop).
     let (reg_b, key_b) = unsafe { b.register(mem_b.as_mut_ptr(), mem_b.len()) }.unwrap();
+    // SAFETY: as above.
     let (reg_c, key_c) = unsafe { c.register(mem_c.as_mut_ptr(), mem_c.len()) }.unwrap();
 
     // On demand: a reaches b, then c, from their published addresses.
@@ -387,8 +388,8 @@ fn a_killed_member_fails_cleanly_and_a_newcomer_is_reached() {
     // A newcomer, reached on demand.
     let mut c2 = Child::start();
     let ep2 = a.connect(&c2.address).unwrap();
-    // SAFETY: `buf` lives and is unchanged until the flush.
     let buf = b"to the newcomer".to_vec();
+    // SAFETY: `buf` lives and is unchanged until the flush.
     unsafe { a.put_nb(ep2, &c2.key, 100, buf.as_ptr(), buf.len()) }.unwrap();
     a.flush(ep2).unwrap();
     assert_eq!(c2.show(100, buf.len()), buf);
