@@ -11,8 +11,10 @@
 //! The control store is the `shmem-store` crate and the variable table and logging are
 //! `shmem-base`'s ([`env`](mod@env) is re-exported here, [`log`] adds the runtime's part);
 //! `shmemrun` builds on those two, never on this crate. Public are only the bootstrap (for the integration
-//! test of a unique id's store), the variable table, logging and the error type their calls
-//! return; everything else is private to the library, and Rust programs reach the runtime
+//! test of a unique id's store), the variable table, logging, the error type their calls
+//! return, and the dynamic transport ([`dynamic`]: workers with endpoints on demand, for groups
+//! whose members come and go, and the node-local exchange of shareable memory) with its error
+//! type; everything else is private to the library, and Rust programs reach the runtime
 //! through `libshmem.so`'s C ABI (the `shmem-sys` crate), never by linking this crate a second
 //! time.
 
@@ -31,3 +33,5 @@ mod runtime;
 mod static_data;
 mod sync;
 mod transport;
+pub use transport::dynamic;
+pub use transport::TransportError;

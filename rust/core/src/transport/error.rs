@@ -92,4 +92,47 @@ pub enum TransportError {
         /// What was asked.
         what: &'static str,
     },
+    /// A dynamic worker's operation found its endpoint disconnected (by this process, before
+    /// or while the operation ran).
+    #[error("{op} to {peer}: the endpoint was disconnected")]
+    Disconnected {
+        /// The operation (`put`, `get`, `flush`, ...).
+        op: &'static str,
+        /// The peer, as the endpoint names it.
+        peer: String,
+    },
+    /// A dynamic worker's operation failed because its peer is gone: the peer's worker was
+    /// dropped, its process died, or its node cannot be reached.
+    #[error("{op} to {peer} failed: the peer is gone ({why})")]
+    PeerGone {
+        /// The operation.
+        op: &'static str,
+        /// The peer.
+        peer: String,
+        /// The library's (or the loopback's) words for the failure.
+        why: String,
+    },
+    /// A remote key given to a dynamic worker's operation was refused: malformed, not the
+    /// peer's, unregistered there, or the range lies outside its registration.
+    #[error("{op} to {peer} with remote key {key}: {why}")]
+    BadKey {
+        /// The operation.
+        op: &'static str,
+        /// The peer.
+        peer: String,
+        /// The key, as [`crate::dynamic::key_name`] names it.
+        key: String,
+        /// Why it was refused.
+        why: String,
+    },
+    /// A dynamic worker's operation did not complete within the worker's timeout.
+    #[error("{op} to {peer} did not complete within {} s (the dynamic worker's timeout)", after.as_secs_f64())]
+    Deadline {
+        /// The operation.
+        op: &'static str,
+        /// The peer.
+        peer: String,
+        /// The bound.
+        after: std::time::Duration,
+    },
 }

@@ -19,6 +19,7 @@
 //! it happens (`table::logged`) and returned: this module never ends the job.
 
 pub mod devcopy;
+pub mod dynamic;
 pub(crate) mod error;
 pub mod loopback;
 pub mod none;

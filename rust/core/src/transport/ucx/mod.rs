@@ -156,72 +156,8 @@ impl Ucx {
         remote: Vec<bool>,
         timeout: Duration,
     ) -> Result<Ucx, TransportError> {
-        let api = ffi::api().map_err(|e| TransportError::NotLoaded {
-            library: e.library,
-            why: e.why,
-            package: PACKAGE,
-        })?;
-        route_ucx_log(api);
-        let fail = |call: &str, status: ffi::Status| TransportError::Library {
-            call: call.to_string(),
-            why: api.describe(status),
-        };
-        let mut config: Handle = std::ptr::null_mut();
-        // SAFETY: null prefix and file: UCX's default (`UCX_` variables); `config` is written
-        // on success only.
-        let s = unsafe { (api.config_read)(std::ptr::null(), std::ptr::null(), &mut config) };
-        if s != ffi::UCS_OK {
-            return Err(fail("ucp_config_read", s));
-        }
-        let mut params = ffi::Params::zeroed();
-        params.field_mask = ffi::PARAM_FIELD_FEATURES;
-        params.features = ffi::FEATURE_RMA | ffi::FEATURE_AMO32 | ffi::FEATURE_AMO64;
-        let mut context: Handle = std::ptr::null_mut();
-        // SAFETY: `params` is a valid ucp_params_t whose mask names the fields set; `config`
-        // came from ucp_config_read and is released right after, as UCP allows.
-        let s = unsafe {
-            let s = (api.init_version)(
-                ffi::API_MAJOR,
-                ffi::API_MINOR,
-                &params,
-                config,
-                &mut context,
-            );
-            (api.config_release)(config);
-            s
-        };
-        if s != ffi::UCS_OK {
-            return Err(fail("ucp_init", s));
-        }
-        let mut wparams = ffi::WorkerParams::zeroed();
-        wparams.field_mask = ffi::WORKER_PARAM_FIELD_THREAD_MODE;
-        wparams.thread_mode = ffi::THREAD_MODE_MULTI;
-        let mut worker: Handle = std::ptr::null_mut();
-        // SAFETY: `context` is live; `wparams` is a valid ucp_worker_params_t.
-        let s = unsafe { (api.worker_create)(context, &wparams, &mut worker) };
-        if s != ffi::UCS_OK {
-            // SAFETY: the context made above, used by nothing else.
-            unsafe { (api.cleanup)(context) };
-            return Err(fail("ucp_worker_create", s));
-        }
-        let mut addr: Handle = std::ptr::null_mut();
-        let mut addr_len = 0usize;
-        // SAFETY: `worker` is live; both out-params are written on success.
-        let s = unsafe { (api.worker_get_address)(worker, &mut addr, &mut addr_len) };
-        if s != ffi::UCS_OK {
-            // SAFETY: the worker and context made above, released in reverse order.
-            unsafe {
-                (api.worker_destroy)(worker);
-                (api.cleanup)(context);
-            }
-            return Err(fail("ucp_worker_get_address", s));
-        }
-        // SAFETY: UCP returned `addr_len` bytes at `addr`, released right after the copy.
-        let address = unsafe {
-            let bytes = std::slice::from_raw_parts(addr as *const u8, addr_len).to_vec();
-            (api.worker_release_address)(worker, addr);
-            bytes
-        };
+        let api = load_api()?;
+        let (context, worker, address) = open_worker(api)?;
         let n_pes = reach.len();
         Ok(Ucx {
             api,
@@ -509,6 +445,83 @@ impl Ucx {
             format!("{what} (flushing PE {}'s worker)", self.my_pe)
         })
     }
+}
+
+/// UCP's API, loaded once per process, with UCX's log routed through the library's.
+pub(crate) fn load_api() -> Result<&'static Api, TransportError> {
+    let api = ffi::api().map_err(|e| TransportError::NotLoaded {
+        library: e.library,
+        why: e.why,
+        package: PACKAGE,
+    })?;
+    route_ucx_log(api);
+    Ok(api)
+}
+
+/// A UCP context (features RMA, AMO32, AMO64) and its worker (thread mode MULTI where UCX
+/// grants it), and the worker's address.
+pub(crate) fn open_worker(api: &'static Api) -> Result<(Handle, Handle, Vec<u8>), TransportError> {
+    let fail = |call: &str, status: ffi::Status| TransportError::Library {
+        call: call.to_string(),
+        why: api.describe(status),
+    };
+    let mut config: Handle = std::ptr::null_mut();
+    // SAFETY: null prefix and file: UCX's default (`UCX_` variables); `config` is written
+    // on success only.
+    let s = unsafe { (api.config_read)(std::ptr::null(), std::ptr::null(), &mut config) };
+    if s != ffi::UCS_OK {
+        return Err(fail("ucp_config_read", s));
+    }
+    let mut params = ffi::Params::zeroed();
+    params.field_mask = ffi::PARAM_FIELD_FEATURES;
+    params.features = ffi::FEATURE_RMA | ffi::FEATURE_AMO32 | ffi::FEATURE_AMO64;
+    let mut context: Handle = std::ptr::null_mut();
+    // SAFETY: `params` is a valid ucp_params_t whose mask names the fields set; `config`
+    // came from ucp_config_read and is released right after, as UCP allows.
+    let s = unsafe {
+        let s = (api.init_version)(
+            ffi::API_MAJOR,
+            ffi::API_MINOR,
+            &params,
+            config,
+            &mut context,
+        );
+        (api.config_release)(config);
+        s
+    };
+    if s != ffi::UCS_OK {
+        return Err(fail("ucp_init", s));
+    }
+    let mut wparams = ffi::WorkerParams::zeroed();
+    wparams.field_mask = ffi::WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = ffi::THREAD_MODE_MULTI;
+    let mut worker: Handle = std::ptr::null_mut();
+    // SAFETY: `context` is live; `wparams` is a valid ucp_worker_params_t.
+    let s = unsafe { (api.worker_create)(context, &wparams, &mut worker) };
+    if s != ffi::UCS_OK {
+        // SAFETY: the context made above, used by nothing else.
+        unsafe { (api.cleanup)(context) };
+        return Err(fail("ucp_worker_create", s));
+    }
+    let mut addr: Handle = std::ptr::null_mut();
+    let mut addr_len = 0usize;
+    // SAFETY: `worker` is live; both out-params are written on success.
+    let s = unsafe { (api.worker_get_address)(worker, &mut addr, &mut addr_len) };
+    if s != ffi::UCS_OK {
+        // SAFETY: the worker and context made above, released in reverse order.
+        unsafe {
+            (api.worker_destroy)(worker);
+            (api.cleanup)(context);
+        }
+        return Err(fail("ucp_worker_get_address", s));
+    }
+    // SAFETY: UCP returned `addr_len` bytes at `addr`, released right after the copy.
+    let address = unsafe {
+        let bytes = std::slice::from_raw_parts(addr as *const u8, addr_len).to_vec();
+        (api.worker_release_address)(worker, addr);
+        bytes
+    };
+    Ok((context, worker, address))
 }
 
 impl Transport for Ucx {
@@ -949,13 +962,19 @@ impl Ucx {
     }
 }
 
-/// UCP's error handler of every endpoint (`arg`: its PE's entry of [`Ucx::failed`]): records the
-/// failure, which the requests to that PE then report as [`TransportError::PeerFailed`]. Called
+/// UCP's error handler of every endpoint (`arg`: its PE's entry of [`Ucx::failed`], or a dynamic
+/// worker's endpoint's failure word): records the failure, which the requests to that PE then
+/// report as [`TransportError::PeerFailed`] (a dynamic worker's as `PeerGone`). Called
 /// by UCP while the worker is progressed (by us, under the transport's lock, or by UCX's own
 /// thread): it only stores, atomically.
-unsafe extern "C" fn endpoint_failed(arg: *mut c_void, _ep: Handle, status: ffi::Status) {
-    // SAFETY: `arg` is the address of an entry of a live transport's `failed` (connect), which
-    // outlives the worker that calls this.
+pub(crate) unsafe extern "C" fn endpoint_failed(
+    arg: *mut c_void,
+    _ep: Handle,
+    status: ffi::Status,
+) {
+    // SAFETY: `arg` is the address of the endpoint's failure word: an entry of a live
+    // transport's `failed` (connect), or a dynamic worker's endpoint's, kept until the
+    // endpoint's close completed (or never freed), so it outlives every call for the endpoint.
     let failed = unsafe { &*(arg as *const AtomicI32) };
     // UCP never fails with UCS_OK; a nonzero status keeps "failed" distinct from "healthy".
     failed.store(

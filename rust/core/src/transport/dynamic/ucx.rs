@@ -1,0 +1,621 @@
+//! The UCX dynamic worker: the [`DynamicWorker`] API over UCP, loaded at run time by
+//! [`crate::transport::ucx::ffi`] like the SHMEM job's UCX transport (whose context and worker
+//! set-up it shares), but with endpoints made on demand and no PE numbering.
+//!
+//! - A worker owns one UCP context (features RMA, AMO32, AMO64) and one worker. Its address is
+//!   its worker id (8 bytes, little-endian; errors name the peer by it) then UCP's worker
+//!   address.
+//! - [`DynamicWorker::connect`] makes an endpoint (`ucp_ep_create` from the peer's worker
+//!   address) with UCP's error mode PEER and an error handler that records the failure on the
+//!   endpoint, so a peer's death fails the requests to it ([`TransportError::PeerGone`]) where
+//!   UCX would otherwise abort the process. (UCX 1.13 leaves its shared-memory transports out of
+//!   such endpoints: members on one node map each other's memory through
+//!   [`super::node`] instead.)
+//! - [`DynamicWorker::register`] is `ucp_mem_map` of existing memory and `ucp_rkey_pack`; a peer
+//!   unpacks a key (`ucp_ep_rkey_unpack`) on its first use on an endpoint and keeps it in that
+//!   endpoint's cache until the endpoint ends. A member unpublishes a key, and its peers stop
+//!   using it, before it unregisters: UCP cannot tell a peer that a key went away.
+//! - A blocking put returns when its source may be reused, a get when its data landed; the
+//!   non-blocking forms release their requests at once and complete at the endpoint's flush
+//!   (`ucp_ep_flush_nbx`). Every wait progresses the worker and gives up after the worker's
+//!   timeout ([`TransportError::Deadline`]).
+//! - [`DynamicWorker::disconnect`] destroys the endpoint's keys, flushes it and closes it
+//!   (`ucp_ep_close_nbx`), by force when the peer failed or the flush did not complete; each
+//!   step is bounded by the timeout.
+//! - A progress thread of the worker progresses it while no call does (napping 20 µs to 1 ms),
+//!   so a member that computes still answers its peers' wire-up and, over TCP, their puts and
+//!   gets. One lock serializes every call on the worker, as in the static transport.
+//! - UCX 1.13 keeps the TCP connection of a closed endpoint until one of its two workers ends:
+//!   a worker that connects to the same peers again and again holds one more connection per
+//!   endpoint made (measured by the 100-cycle test); a member's leave ends its worker, and so
+//!   its connections.
+//! - Drop closes the endpoints by force, unmaps the registrations, destroys the worker and the
+//!   context.
+
+use super::{bad_key, worker_id, DynamicWorker, Endpoint, KeyHeader, Registration};
+use crate::transport::ucx::ffi::{self, Api, Handle, RequestParam, StatusPtr};
+use crate::transport::ucx::{endpoint_failed, load_api, open_worker};
+use crate::transport::TransportError;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The progress thread's shortest and longest naps.
+const NAP_MIN: Duration = Duration::from_micros(20);
+const NAP_MAX: Duration = Duration::from_millis(1);
+
+/// An endpoint and what it cached.
+struct Ep {
+    handle: Handle,
+    /// The peer's worker id.
+    peer: u64,
+    /// 0 while healthy, else the status UCP's error handler got ([`endpoint_failed`]).
+    failed: Box<AtomicI32>,
+    /// Unpacked remote keys, by the peer's registration id.
+    rkeys: HashMap<u64, Handle>,
+}
+
+/// The UCP handles, behind the lock.
+struct State {
+    context: Handle,
+    worker: Handle,
+    eps: HashMap<u64, Ep>,
+    regs: HashMap<u64, Handle>,
+    next: u64,
+}
+
+// SAFETY: the handles are UCP's, used only under the worker's lock (one thread at a time),
+// which every thread mode of a worker allows.
+unsafe impl Send for State {}
+
+/// A UCX dynamic worker.
+pub struct UcxWorker {
+    api: &'static Api,
+    id: u64,
+    timeout: Duration,
+    address: Vec<u8>,
+    state: Arc<Mutex<State>>,
+    progress: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
+}
+
+impl std::fmt::Debug for UcxWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UcxWorker")
+            .field("id", &format_args!("{:016x}", self.id))
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+fn peer_label(id: u64) -> String {
+    format!("ucx worker {id:016x}")
+}
+
+impl UcxWorker {
+    /// Loads UCP and makes a worker whose waits give up after `timeout`.
+    /// [`TransportError::NotLoaded`] where UCX is not installed.
+    pub fn open(timeout: Duration) -> Result<UcxWorker, TransportError> {
+        let api = load_api()?;
+        let (context, worker, ucp_address) = open_worker(api)?;
+        let id = worker_id();
+        let mut address = id.to_le_bytes().to_vec();
+        address.extend_from_slice(&ucp_address);
+        let state = Arc::new(Mutex::new(State {
+            context,
+            worker,
+            eps: HashMap::new(),
+            regs: HashMap::new(),
+            next: 1,
+        }));
+        let mut w = UcxWorker {
+            api,
+            id,
+            timeout,
+            address,
+            state,
+            progress: None,
+        };
+        w.progress = Some(w.start_progress()?);
+        Ok(w)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn start_progress(&self) -> Result<(Arc<AtomicBool>, JoinHandle<()>), TransportError> {
+        let api = self.api;
+        let state = Arc::clone(&self.state);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("shmem-ucx-dyn".into())
+            .spawn(move || {
+                let mut nap = NAP_MIN;
+                while !stopped.load(Ordering::Acquire) {
+                    let moved = match state.try_lock() {
+                        // SAFETY: the worker lives until the drop, which stops this thread
+                        // first; the lock is held.
+                        Ok(st) => unsafe { (api.worker_progress)(st.worker) },
+                        Err(_) => 0,
+                    };
+                    nap = if moved > 0 {
+                        NAP_MIN
+                    } else {
+                        (nap * 2).min(NAP_MAX)
+                    };
+                    std::thread::sleep(nap);
+                }
+            })
+            .map_err(|e| TransportError::Library {
+                call: "starting the dynamic UCX worker's progress thread".into(),
+                why: e.to_string(),
+            })?;
+        Ok((stop, handle))
+    }
+
+    /// The error for a request of `op` on `ep` that ended with `status`.
+    fn failure(
+        &self,
+        op: &'static str,
+        ep: &Ep,
+        call: &str,
+        status: ffi::Status,
+    ) -> TransportError {
+        let recorded = ep.failed.load(Ordering::Acquire);
+        if recorded != 0 || ffi::is_peer_failure(status) {
+            let s = if recorded != 0 { recorded } else { status };
+            TransportError::PeerGone {
+                op,
+                peer: peer_label(ep.peer),
+                why: self.api.describe(s),
+            }
+        } else {
+            TransportError::Library {
+                call: format!("{op} to {} ({call})", peer_label(ep.peer)),
+                why: self.api.describe(status),
+            }
+        }
+    }
+
+    /// Waits for what a `*_nbx` call on `ep` returned, progressing the worker, up to the
+    /// timeout; the request is freed either way.
+    fn wait(
+        &self,
+        st: &State,
+        ep: &Ep,
+        p: StatusPtr,
+        op: &'static str,
+        call: &str,
+    ) -> Result<(), TransportError> {
+        if p.is_null() {
+            return Ok(());
+        }
+        if ffi::ptr_is_err(p) {
+            return Err(self.failure(op, ep, call, ffi::ptr_status(p)));
+        }
+        let start = Instant::now();
+        loop {
+            // SAFETY: `p` is a live request of this worker.
+            let s = unsafe { (self.api.request_check_status)(p) };
+            if s != ffi::UCS_INPROGRESS {
+                // SAFETY: the completed request, freed once.
+                unsafe { (self.api.request_free)(p) };
+                return if s == ffi::UCS_OK {
+                    Ok(())
+                } else {
+                    Err(self.failure(op, ep, call, s))
+                };
+            }
+            // SAFETY: the worker is live; the lock is held.
+            if unsafe { (self.api.worker_progress)(st.worker) } > 0 {
+                continue;
+            }
+            if start.elapsed() > self.timeout {
+                // SAFETY: still in flight: UCP releases it when it completes.
+                unsafe { (self.api.request_free)(p) };
+                return Err(TransportError::Deadline {
+                    op,
+                    peer: peer_label(ep.peer),
+                    after: self.timeout,
+                });
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// The live endpoint `ep` (not failed), or the error that says why not.
+    fn endpoint<'a>(
+        &self,
+        st: &'a mut State,
+        op: &'static str,
+        ep: Endpoint,
+    ) -> Result<&'a mut Ep, TransportError> {
+        let e = st
+            .eps
+            .get_mut(&ep.0)
+            .ok_or_else(|| TransportError::Disconnected {
+                op,
+                peer: format!("endpoint {}", ep.0),
+            })?;
+        let s = e.failed.load(Ordering::Acquire);
+        if s != 0 {
+            return Err(TransportError::PeerGone {
+                op,
+                peer: peer_label(e.peer),
+                why: self.api.describe(s),
+            });
+        }
+        Ok(e)
+    }
+
+    /// Issues a put (`get`: false) or get of `len` bytes at `local`, at `offset` of `key` on
+    /// `ep`; `blocking`: waits for it, else releases the request.
+    ///
+    /// # Safety
+    /// `local` is valid for `len` bytes (reads for a put, writes for a get) until the wait
+    /// returns, or, not blocking, until the endpoint's flush.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn rma(
+        &self,
+        op: &'static str,
+        ep: Endpoint,
+        key: &[u8],
+        offset: u64,
+        local: *mut u8,
+        len: usize,
+        blocking: bool,
+    ) -> Result<(), TransportError> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let e = self.endpoint(st, op, ep)?;
+        let peer = peer_label(e.peer);
+        let (h, packed) = KeyHeader::decode(key).map_err(|why| bad_key(op, &peer, key, why))?;
+        if h.worker != e.peer {
+            return Err(bad_key(
+                op,
+                &peer,
+                key,
+                format!("the key was registered by worker {:016x}", h.worker),
+            ));
+        }
+        let raddr = h
+            .address_of(offset, len)
+            .map_err(|why| bad_key(op, &peer, key, why))?;
+        if len == 0 {
+            return Ok(());
+        }
+        let rkey = match e.rkeys.get(&h.id) {
+            Some(&r) => r,
+            None => {
+                let mut r: Handle = std::ptr::null_mut();
+                // SAFETY: a live endpoint; `packed` is the peer's ucp_rkey_pack output (UCP
+                // validates it and fails rather than read past it).
+                let s =
+                    unsafe { (self.api.ep_rkey_unpack)(e.handle, packed.as_ptr().cast(), &mut r) };
+                if s != ffi::UCS_OK {
+                    return Err(bad_key(
+                        op,
+                        &peer,
+                        key,
+                        format!("ucp_ep_rkey_unpack: {}", self.api.describe(s)),
+                    ));
+                }
+                e.rkeys.insert(h.id, r);
+                r
+            }
+        };
+        let param = RequestParam::zeroed();
+        let (p, call) = if op == "get" {
+            // SAFETY: a live endpoint and rkey; `local` is the caller's (see the contract).
+            let p = unsafe {
+                (self.api.get_nbx)(e.handle, local.cast::<c_void>(), len, raddr, rkey, &param)
+            };
+            (p, "ucp_get_nbx")
+        } else {
+            // SAFETY: as above.
+            let p = unsafe {
+                (self.api.put_nbx)(
+                    e.handle,
+                    local.cast_const().cast(),
+                    len,
+                    raddr,
+                    rkey,
+                    &param,
+                )
+            };
+            (p, "ucp_put_nbx")
+        };
+        let e = &st.eps[&ep.0];
+        if blocking {
+            return self.wait(st, e, p, op, call);
+        }
+        if ffi::ptr_is_err(p) {
+            return Err(self.failure(op, e, call, ffi::ptr_status(p)));
+        }
+        if !p.is_null() {
+            // SAFETY: a live request; UCP releases it when it completes.
+            unsafe { (self.api.request_free)(p) };
+        }
+        Ok(())
+    }
+
+    /// Destroys `e`'s keys and closes it: by force when `force` or it failed, else flushing
+    /// first (then by force if that flush fails). Frees the failure word unless a close is
+    /// still in flight (timed out), which may still call the error handler.
+    fn close(&self, st: &State, mut e: Ep, force: bool) -> Result<(), TransportError> {
+        for (_, r) in e.rkeys.drain() {
+            // SAFETY: an rkey unpacked on this endpoint, destroyed once.
+            unsafe { (self.api.rkey_destroy)(r) };
+        }
+        let mut force = force || e.failed.load(Ordering::Acquire) != 0;
+        let mut first = Ok(());
+        if !force {
+            let param = RequestParam::zeroed();
+            // SAFETY: a live endpoint; `param` asks nothing.
+            let p = unsafe { (self.api.ep_flush_nbx)(e.handle, &param) };
+            first = self.wait(st, &e, p, "disconnect", "ucp_ep_flush_nbx");
+            force = first.is_err();
+        }
+        let mut param = RequestParam::zeroed();
+        param.op_attr_mask = ffi::OP_ATTR_FIELD_FLAGS;
+        param.flags = if force { ffi::EP_CLOSE_FLAG_FORCE } else { 0 };
+        // SAFETY: a live endpoint, closed once (taken out of the state).
+        let p = unsafe { (self.api.ep_close_nbx)(e.handle, &param) };
+        let closed = self.wait(st, &e, p, "disconnect", "ucp_ep_close_nbx");
+        if matches!(closed, Err(TransportError::Deadline { .. })) {
+            // The close is still in flight and may yet call the handler with this word.
+            std::mem::forget(e.failed);
+        }
+        // A failed peer's close is expected to report the failure: the endpoint is gone.
+        match (first, closed) {
+            (Err(e), _) if !matches!(e, TransportError::PeerGone { .. }) => Err(e),
+            (_, Err(e @ TransportError::Deadline { .. })) => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl DynamicWorker for UcxWorker {
+    fn name(&self) -> &'static str {
+        "ucx"
+    }
+
+    fn address(&self) -> Vec<u8> {
+        self.address.clone()
+    }
+
+    fn connect(&self, peer: &[u8]) -> Result<Endpoint, TransportError> {
+        if peer.len() <= 8 {
+            return Err(TransportError::BadPeerData {
+                pe: usize::MAX,
+                what: "ucx worker address",
+                why: format!(
+                    "{} bytes, expected a worker id and UCP's address",
+                    peer.len()
+                ),
+            });
+        }
+        let peer_id = u64::from_le_bytes(peer[..8].try_into().expect("8 bytes"));
+        let mut st = self.lock();
+        let failed = Box::new(AtomicI32::new(0));
+        let mut params = ffi::EpParams::zeroed();
+        params.field_mask = ffi::EP_PARAM_FIELD_REMOTE_ADDRESS
+            | ffi::EP_PARAM_FIELD_ERR_HANDLING_MODE
+            | ffi::EP_PARAM_FIELD_ERR_HANDLER;
+        params.address = peer[8..].as_ptr().cast();
+        params.err_mode = ffi::ERR_HANDLING_MODE_PEER;
+        params.err_handler_cb = Some(endpoint_failed);
+        params.err_handler_arg = (&*failed as *const AtomicI32).cast_mut().cast();
+        let mut handle: Handle = std::ptr::null_mut();
+        // SAFETY: a live worker; `params` points at the peer's UCP address (read during the
+        // call) and at the failure word, kept until the endpoint's close completed.
+        let s = unsafe { (self.api.ep_create)(st.worker, &params, &mut handle) };
+        if s != ffi::UCS_OK {
+            return Err(TransportError::Library {
+                call: format!("connect to {} (ucp_ep_create)", peer_label(peer_id)),
+                why: self.api.describe(s),
+            });
+        }
+        let id = st.next;
+        st.next += 1;
+        st.eps.insert(
+            id,
+            Ep {
+                handle,
+                peer: peer_id,
+                failed,
+                rkeys: HashMap::new(),
+            },
+        );
+        Ok(Endpoint(id))
+    }
+
+    fn peer_name(&self, ep: Endpoint) -> Option<String> {
+        self.lock().eps.get(&ep.0).map(|e| peer_label(e.peer))
+    }
+
+    unsafe fn register(
+        &self,
+        base: *mut u8,
+        len: usize,
+    ) -> Result<(Registration, Vec<u8>), TransportError> {
+        if len == 0 {
+            return Err(TransportError::BadArgument {
+                arg: "len",
+                value: 0,
+            });
+        }
+        let mut st = self.lock();
+        let mut params = ffi::MemMapParams::zeroed();
+        params.field_mask = ffi::MEM_MAP_PARAM_FIELD_ADDRESS | ffi::MEM_MAP_PARAM_FIELD_LENGTH;
+        params.address = base.cast();
+        params.length = len;
+        let mut memh: Handle = std::ptr::null_mut();
+        // SAFETY: a live context; the range exists (the caller's contract).
+        let s = unsafe { (self.api.mem_map)(st.context, &params, &mut memh) };
+        if s != ffi::UCS_OK {
+            return Err(TransportError::Library {
+                call: format!("register {len} bytes at {base:p} (ucp_mem_map)"),
+                why: self.api.describe(s),
+            });
+        }
+        let mut buf: *mut c_void = std::ptr::null_mut();
+        let mut size = 0usize;
+        // SAFETY: a live context and registration; both out-params written on success.
+        let s = unsafe { (self.api.rkey_pack)(st.context, memh, &mut buf, &mut size) };
+        if s != ffi::UCS_OK {
+            // SAFETY: the registration made above, unused.
+            unsafe { (self.api.mem_unmap)(st.context, memh) };
+            return Err(TransportError::Library {
+                call: format!("register {len} bytes at {base:p} (ucp_rkey_pack)"),
+                why: self.api.describe(s),
+            });
+        }
+        // SAFETY: UCP returned `size` bytes at `buf`, released right after the copy.
+        let packed = unsafe {
+            let v = std::slice::from_raw_parts(buf as *const u8, size).to_vec();
+            (self.api.rkey_buffer_release)(buf);
+            v
+        };
+        let id = st.next;
+        st.next += 1;
+        st.regs.insert(id, memh);
+        let key = KeyHeader {
+            worker: self.id,
+            id,
+            base: base as u64,
+            len: len as u64,
+        }
+        .encode(&packed);
+        Ok((
+            Registration {
+                id,
+                base: base as usize,
+                len,
+            },
+            key,
+        ))
+    }
+
+    fn unregister(&self, reg: Registration) -> Result<(), TransportError> {
+        let mut st = self.lock();
+        let memh = st.regs.remove(&reg.id).ok_or(TransportError::BadArgument {
+            arg: "registration",
+            value: reg.id as i64,
+        })?;
+        // SAFETY: a registration of this context, unmapped once.
+        let s = unsafe { (self.api.mem_unmap)(st.context, memh) };
+        if s != ffi::UCS_OK {
+            return Err(TransportError::Library {
+                call: format!("unregister #{} (ucp_mem_unmap)", reg.id),
+                why: self.api.describe(s),
+            });
+        }
+        Ok(())
+    }
+
+    fn put(&self, ep: Endpoint, key: &[u8], offset: u64, src: &[u8]) -> Result<(), TransportError> {
+        // SAFETY: `src` is read until the wait returns, within the borrow.
+        unsafe {
+            self.rma(
+                "put",
+                ep,
+                key,
+                offset,
+                src.as_ptr().cast_mut(),
+                src.len(),
+                true,
+            )
+        }
+    }
+
+    fn get(
+        &self,
+        ep: Endpoint,
+        key: &[u8],
+        offset: u64,
+        dst: &mut [u8],
+    ) -> Result<(), TransportError> {
+        // SAFETY: `dst` is written until the wait returns, within the borrow.
+        unsafe { self.rma("get", ep, key, offset, dst.as_mut_ptr(), dst.len(), true) }
+    }
+
+    unsafe fn put_nb(
+        &self,
+        ep: Endpoint,
+        key: &[u8],
+        offset: u64,
+        src: *const u8,
+        len: usize,
+    ) -> Result<(), TransportError> {
+        // SAFETY: the caller's contract.
+        unsafe { self.rma("put", ep, key, offset, src.cast_mut(), len, false) }
+    }
+
+    unsafe fn get_nb(
+        &self,
+        ep: Endpoint,
+        key: &[u8],
+        offset: u64,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<(), TransportError> {
+        // SAFETY: the caller's contract.
+        unsafe { self.rma("get", ep, key, offset, dst, len, false) }
+    }
+
+    fn flush(&self, ep: Endpoint) -> Result<(), TransportError> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let handle = self.endpoint(st, "flush", ep)?.handle;
+        let param = RequestParam::zeroed();
+        // SAFETY: a live endpoint; `param` asks nothing.
+        let p = unsafe { (self.api.ep_flush_nbx)(handle, &param) };
+        self.wait(st, &st.eps[&ep.0], p, "flush", "ucp_ep_flush_nbx")
+    }
+
+    fn disconnect(&self, ep: Endpoint) -> Result<(), TransportError> {
+        let mut st = self.lock();
+        let e = st
+            .eps
+            .remove(&ep.0)
+            .ok_or_else(|| TransportError::Disconnected {
+                op: "disconnect",
+                peer: format!("endpoint {}", ep.0),
+            })?;
+        self.close(&st, e, false)
+    }
+}
+
+impl Drop for UcxWorker {
+    fn drop(&mut self) {
+        if let Some((stop, handle)) = self.progress.take() {
+            stop.store(true, Ordering::Release);
+            if handle.join().is_err() {
+                tracing::debug!("dynamic ucx worker: the progress thread panicked");
+            }
+        }
+        let mut st = self.lock();
+        let eps: Vec<Ep> = st.eps.drain().map(|(_, e)| e).collect();
+        for e in eps {
+            if let Err(err) = self.close(&st, e, true) {
+                tracing::debug!("dynamic ucx worker: {err}");
+            }
+        }
+        let api = self.api;
+        let regs: Vec<Handle> = st.regs.drain().map(|(_, m)| m).collect();
+        for memh in regs {
+            // SAFETY: a registration of this context, unmapped once.
+            unsafe { (api.mem_unmap)(st.context, memh) };
+        }
+        // SAFETY: no endpoint, rkey or request of ours is left; the context outlives the worker.
+        unsafe {
+            (api.worker_destroy)(st.worker);
+            (api.cleanup)(st.context);
+        }
+    }
+}
