@@ -154,6 +154,14 @@ fn options(size: u32, info: &str) -> GroupOptions {
     }
 }
 
+/// [`options`] for a group of 8 with the control timeout `bound`.
+fn with_control_timeout(bound: Duration, info: &str) -> GroupOptions {
+    GroupOptions {
+        control_timeout: bound,
+        ..options(8, info)
+    }
+}
+
 /// Waits for the event `want` picks, skipping others, within `within`; returns it and when.
 fn wait_event(
     m: &Member,
@@ -457,10 +465,7 @@ fn members_come_and_go_tls() {
 fn a_silent_member_does_not_hold_up_a_change(s: &Setup) {
     let group = "silent";
     let bound = Duration::from_secs(2);
-    let short = |info: &str| GroupOptions {
-        control_timeout: bound,
-        ..options(8, info)
-    };
+    let short = |info: &str| with_control_timeout(bound, info);
     let first = Member::join(&s.dial, group, "first", &short("f"), T).unwrap();
     let (mut stopped, sr) = spawn_member_with(s, group, "stopped", Some(Duration::from_secs(60)));
     wait_event(&first, T, |e| matches!(e, MemberEvent::Changed(_)));
@@ -695,15 +700,26 @@ fn churn_child() {
 }
 
 fn churn_in_a_child(mode: &str) {
+    in_a_child(
+        "churn_child",
+        "SHMEM_GROUP_CHURN",
+        mode,
+        "100 joins and leaves",
+    );
+}
+
+/// Runs the test `test` of this binary in a child process with `env` set to `mode`; checks it
+/// passed and said `says`.
+fn in_a_child(test: &str, env: &str, mode: &str, says: &str) {
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "churn_child", "--nocapture", "--test-threads=1"])
-        .env("SHMEM_GROUP_CHURN", mode)
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(env, mode)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stderr);
     eprintln!("{text}");
-    assert!(out.status.success(), "the loop failed: {text}");
-    assert!(text.contains("100 joins and leaves"), "{text}");
+    assert!(out.status.success(), "{test} failed: {text}");
+    assert!(text.contains(says), "{text}");
 }
 
 #[test]
@@ -766,10 +782,7 @@ fn signal(kid: &Kid, signal: rustix::process::Signal) {
 fn members_down_during_a_change(s: &Setup) {
     let group = "downs";
     let bound = Duration::from_secs(60);
-    let long = |info: &str| GroupOptions {
-        control_timeout: bound,
-        ..options(8, info)
-    };
+    let long = |info: &str| with_control_timeout(bound, info);
     let first = Member::join(&s.dial, group, "first", &long("f"), T).unwrap();
     // Killed during the change: stopped first (its loss bound long, so it is not reported
     // for that), so that the change begins and waits for it; then killed.
@@ -925,15 +938,7 @@ fn lost_child() {
 }
 
 fn lost_in_a_child(mode: &str) {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "lost_child", "--nocapture", "--test-threads=1"])
-        .env("SHMEM_GROUP_LOST", mode)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stderr);
-    eprintln!("{text}");
-    assert!(out.status.success(), "the test failed: {text}");
-    assert!(text.contains("store lost"), "{text}");
+    in_a_child("lost_child", "SHMEM_GROUP_LOST", mode, "store lost");
 }
 
 #[test]
