@@ -904,11 +904,45 @@ fn lost_child() {
 
     let tasks = count_dir("/proc/self/task");
     let members: Vec<Member> = (0..3)
-        .map(|i| Member::join(&dial, "lost", &format!("m{i}"), &options(4, "x"), T).unwrap())
+        .map(|i| Member::join(&dial, "lost", &format!("m{i}"), &options(8, "x"), T).unwrap())
         .collect();
     assert!(count_dir("/proc/self/task") >= tasks + 6);
+    // A change in progress when the store goes away: a stopped member (its loss bound long)
+    // holds it up.
+    let s = Setup {
+        server: None,
+        dial: dial.clone(),
+        bundle: bundle.clone(),
+    };
+    let (stopped, _) = spawn_member_with(&s, "lost", "stopped", Some(Duration::from_secs(60)));
+    for m in &members {
+        wait_event(
+            m,
+            T,
+            |e| matches!(e, MemberEvent::Changed(c) if c.member == "stopped"),
+        );
+    }
+    signal(&stopped, rustix::process::Signal::STOP);
+    let joiner = {
+        let o = with_control_timeout(Duration::from_secs(60), "j");
+        thread::spawn(move || {
+            let m = Member::join(&s.dial, "lost", "joiner", &o, T);
+            (m.map(drop), Instant::now())
+        })
+    };
+    thread::sleep(Duration::from_millis(500));
+    let died = Instant::now();
     drop(store);
+    let (joined, ended) = joiner.join().unwrap();
+    let err = joined.unwrap_err();
+    let change_ended = ended.saturating_duration_since(died);
+    drop(stopped);
     let bound = Duration::from_secs(2);
+    assert!(
+        change_ended < bound,
+        "a change ended {change_ended:?} after the store died: {err}"
+    );
+    eprintln!("a change ended {change_ended:?} after the store died: {err}");
     for m in &members {
         let (e, after) = wait_event(m, bound, |e| matches!(e, MemberEvent::Lost(_)));
         eprintln!(
