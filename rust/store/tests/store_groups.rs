@@ -141,6 +141,7 @@ fn remote_members() {
     members_come_and_go(&s);
     auto_ranking(&s);
     a_silent_member_does_not_hold_up_a_change(&s);
+    members_down_during_a_change(&s);
     eprintln!("remote group tests passed against {}", s.dial.addr);
 }
 
