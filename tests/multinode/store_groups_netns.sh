@@ -5,7 +5,8 @@
 # of groups, `Store::serve_or_join`) runs in one, every member in the other, and the group
 # tests of rust/store/tests/store_groups.rs (`remote_members`: WATCH; a fifth member joining
 # while four are blocked, one leaving, one SIGKILLed, one SIGSTOPped; auto ranking with eight
-# racing members) run against it. MODE: plain or tls. CARGO...: the cargo command (with the
+# racing members; members SIGKILLed or SIGSTOPped during a change, which ends without waiting
+# for them) run against it. MODE: plain or tls. CARGO...: the cargo command (with the
 # build's environment) that builds the test binary and names it.
 # Needs root and iproute2 (`ip netns`); otherwise skipped: status 77, ctest's SKIP_RETURN_CODE.
 # Everything made here (namespaces, links, processes, files) is removed on exit, whatever

@@ -16,10 +16,18 @@
 //! A membership change (a join or a leave) is one at a time per group: its initiator swaps the
 //! group's event key from absent to the change's tag (retrying every 100 ms while another
 //! change runs, up to the control timeout); every member then (the initiator among them)
-//! publishes its info under the change's keys and reads the others', each other member adds
-//! itself to the change's count, and the initiator, once all have or the control timeout has
-//! passed, removes the change's keys and the event key. A member that did not take part in
-//! time is named in the [`Change`]; the change does not wait longer.
+//! publishes its info under the change's keys and reads the others', each other member marks
+//! its part done under the change's keys, and the initiator, once all have or the control
+//! timeout has passed, removes the change's keys and the event key. A member that the store
+//! reports down (its connection ended, or its heartbeat stopped past its loss bound) or that
+//! leaves while the change runs stops counting for it at once: no one waits for it any longer,
+//! and the [`Change`] names it among the [`Change::down`]. A member still alive that did not
+//! take part within the control timeout is named among the [`Change::missing`]; the change
+//! does not wait longer.
+//!
+//! When a member's own connection to the store fails, its application is told
+//! ([`MemberEvent::Lost`]), a change it is making ends at once with an error, and
+//! [`Member::leave`] and drop return promptly.
 //!
 //! Keys under `shmem/group/` are the groups'.
 
@@ -43,6 +51,10 @@ const THREAD_STACK: usize = 256 * 1024;
 
 /// Pause between tries to begin a change while another runs.
 const CHANGE_RETRY: Duration = Duration::from_millis(100);
+
+/// Longest wait for one key of a change before the member looks again for members reported
+/// down since the change began.
+const DOWN_POLL: Duration = Duration::from_millis(100);
 
 /// How a process joins a group ([`Member::join`]).
 #[derive(Debug, Clone)]
@@ -105,8 +117,12 @@ pub struct Change {
     pub member: String,
     /// The info each member taking part published, by rank.
     pub infos: Vec<(u32, Vec<u8>)>,
-    /// Ranks that were to take part but did not within the control timeout.
+    /// Ranks that were to take part, still alive, but did not within the control timeout.
     pub missing: Vec<u32>,
+    /// Ranks that were to take part but were reported down (their connection ended, or their
+    /// heartbeat stopped past their loss bound) or left while the change ran, before they
+    /// had done their part: the change did not wait for them.
+    pub down: Vec<u32>,
 }
 
 /// What a member's application learns about its group, in the order it happened.
@@ -279,6 +295,7 @@ impl Member {
                 member: id.into(),
                 infos: Vec::new(),
                 missing: Vec::new(),
+                down: Vec::new(),
             },
             left: false,
         };
@@ -415,14 +432,24 @@ impl Member {
             );
         }
         // The events thread runs the exchange when it sees the change begun; it gives up at
-        // the same deadline.
+        // the same deadline. It drops the sender when its connection fails.
         let result = rx.recv_timeout(bound + Duration::from_secs(5));
         *lock(&self.shared.own_change) = None;
         let ended = self.control.group_change(group, false, &tag);
-        let change = result.map_err(|_| BootstrapError::Timeout {
-            op,
-            key: wire_key(group),
-            after: bound,
+        let change = result.map_err(|e| match e {
+            mpsc::RecvTimeoutError::Timeout => BootstrapError::Timeout {
+                op,
+                key: wire_key(group),
+                after: bound,
+            },
+            mpsc::RecvTimeoutError::Disconnected => BootstrapError::Protocol {
+                op,
+                message: format!(
+                    "group '{group}': member {}'s change '{tag}' ended unfinished: its events \
+                     connection to the store failed",
+                    self.shared.rank
+                ),
+            },
         })?;
         ended?;
         Ok(change)
@@ -490,6 +517,8 @@ fn watch_events(shared: &Shared, events: &Client, mut after: u64, slice: Duratio
         let view = match events.group_watch(&shared.group, after, slice) {
             Ok(view) => view,
             Err(e) => {
+                // A change this member makes waits for this thread no longer.
+                *lock(&shared.own_change) = None;
                 if !shared.stopped() {
                     shared.push(MemberEvent::Lost(format!("events: {e}")));
                 }
@@ -535,12 +564,79 @@ fn handle_event(shared: &Shared, events: &Client, e: GroupEvent) {
     }
 }
 
-/// This member's part in the change `e` begun: publish its info, read the others', and count
-/// itself in (another's change) or wait for everyone's count and remove the change's keys
-/// (its own).
+/// Members of a change reported down (or gone) since it began, as the group's events say.
+struct Gone {
+    group: String,
+    /// Number of the last event looked at.
+    after: u64,
+    ranks: Vec<u32>,
+}
+
+impl Gone {
+    /// Reads the group's events since the last look (without waiting); a failure leaves the
+    /// set as it was (the wait for the key then reports the failure).
+    fn refresh(&mut self, c: &Client, taking_part: &[u32]) {
+        loop {
+            let Ok(view) = c.group_watch(&self.group, self.after, Duration::ZERO) else {
+                return;
+            };
+            if view.events.is_empty() {
+                return;
+            }
+            for ev in view.events {
+                self.after = self.after.max(ev.seq);
+                let gone = matches!(ev.kind, GroupEventKind::Down | GroupEventKind::Left);
+                if gone && taking_part.contains(&ev.rank) && !self.ranks.contains(&ev.rank) {
+                    self.ranks.push(ev.rank);
+                }
+            }
+        }
+    }
+}
+
+/// What became of one key a member of a change was to write.
+enum Awaited {
+    Written(Vec<u8>),
+    /// Its member was reported down or left first.
+    Down,
+    /// Not written by the deadline, or the store could not be asked.
+    Missing,
+}
+
+/// Waits until `key` is written, its member `rank` is reported down, or `deadline` passes,
+/// looking for reports every [`DOWN_POLL`].
+fn await_key(
+    c: &Client,
+    key: &str,
+    rank: u32,
+    taking_part: &[u32],
+    gone: &mut Gone,
+    deadline: Instant,
+) -> Awaited {
+    loop {
+        // Looked at first: a member down before it wrote never will, and a key written in
+        // time is taken even when its member went down after.
+        let left = deadline.saturating_duration_since(Instant::now());
+        match c.watch(key, None, left.min(DOWN_POLL)) {
+            Ok(Some(v)) => return Awaited::Written(v),
+            Ok(None) | Err(BootstrapError::Timeout { .. }) => {}
+            Err(_) => return Awaited::Missing,
+        }
+        gone.refresh(c, taking_part);
+        if gone.ranks.contains(&rank) {
+            return Awaited::Down;
+        }
+        if deadline <= Instant::now() {
+            return Awaited::Missing;
+        }
+    }
+}
+
+/// This member's part in the change `e` begun: publish its info, read the others', and mark
+/// its part done (another's change) or wait for every other member's mark and remove the
+/// change's keys (its own). Members reported down meanwhile are not waited for.
 fn exchange(shared: &Shared, c: &Client, e: &GroupEvent, initiator: bool) -> Change {
     let deadline = Instant::now() + shared.control_timeout;
-    let left = || deadline.saturating_duration_since(Instant::now());
     let prefix = change_prefix(&shared.group, &e.detail);
     let kind = if e.detail.starts_with('L') {
         ChangeKind::Leave
@@ -554,6 +650,7 @@ fn exchange(shared: &Shared, c: &Client, e: &GroupEvent, initiator: bool) -> Cha
         member: e.member.clone(),
         infos: Vec::new(),
         missing: Vec::new(),
+        down: Vec::new(),
     };
     let warn = |what: &str, err: BootstrapError| {
         tracing::warn!(
@@ -566,50 +663,48 @@ fn exchange(shared: &Shared, c: &Client, e: &GroupEvent, initiator: bool) -> Cha
     if let Err(err) = c.set(&format!("{prefix}{}", shared.rank), &shared.info) {
         warn("publish its info", err);
     }
+    let mut gone = Gone {
+        group: shared.group.clone(),
+        after: e.seq,
+        ranks: Vec::new(),
+    };
     for &r in &e.ranks {
-        match c.get(&format!("{prefix}{r}"), left()) {
-            Ok(info) => change.infos.push((r, info)),
-            Err(_) => change.missing.push(r),
+        match await_key(c, &format!("{prefix}{r}"), r, &e.ranks, &mut gone, deadline) {
+            Awaited::Written(info) => change.infos.push((r, info)),
+            Awaited::Down => change.down.push(r),
+            Awaited::Missing => change.missing.push(r),
         }
     }
-    let done = format!("{prefix}done");
+    let done = |r: u32| format!("{prefix}done/{r}");
     if !initiator {
-        if let Err(err) = c.add(&done, 1) {
-            warn("count itself in", err);
+        if let Err(err) = c.set(&done(shared.rank), b"") {
+            warn("mark its part done", err);
         }
         return change;
     }
-    // Every other member counts itself in once it has read all infos.
-    let others = e.ranks.len() as i64 - 1;
-    let mut seen: Option<Vec<u8>> = None;
-    loop {
-        let count = seen
-            .as_deref()
-            .and_then(|v| <[u8; 8]>::try_from(v).ok())
-            .map_or(0, i64::from_le_bytes);
-        if count >= others || left().is_zero() {
-            break;
+    // Every other member marks its part done once it has read all infos.
+    let mut late = Vec::new();
+    for &r in e.ranks.iter().filter(|&&r| r != shared.rank) {
+        if change.down.contains(&r) || change.missing.contains(&r) {
+            continue;
         }
-        match c.watch(&done, seen.as_deref(), left()) {
-            Ok(now) => seen = now,
-            Err(_) => break,
+        match await_key(c, &done(r), r, &e.ranks, &mut gone, deadline) {
+            Awaited::Written(_) => {}
+            Awaited::Down => change.down.push(r),
+            Awaited::Missing => late.push(r),
         }
     }
-    let count = seen
-        .as_deref()
-        .and_then(|v| <[u8; 8]>::try_from(v).ok())
-        .map_or(0, i64::from_le_bytes);
-    if count < others && change.missing.is_empty() {
-        // Someone read the infos late or not at all: name those who did not publish, or, when
-        // all did, say so by the count (ranks cannot be told apart by a count).
+    if !late.is_empty() {
+        // They published their info but did not finish reading the others' in time.
         tracing::warn!(
-            "group '{}': change '{}': {count} of {others} members finished their part within \
+            "group '{}': change '{}': members {late:?} did not finish their part within \
              {:.1} s",
             shared.group,
             e.detail,
             shared.control_timeout.as_secs_f64()
         );
     }
+    change.down.sort_unstable();
     if let Err(err) = c.delete_prefix(&prefix) {
         warn("remove the change's keys", err);
     }

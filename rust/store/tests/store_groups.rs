@@ -141,6 +141,7 @@ fn remote_members() {
     members_come_and_go(&s);
     auto_ranking(&s);
     a_silent_member_does_not_hold_up_a_change(&s);
+    members_down_during_a_change(&s);
     eprintln!("remote group tests passed against {}", s.dial.addr);
 }
 
@@ -151,6 +152,14 @@ fn options(size: u32, info: &str) -> GroupOptions {
         control_timeout: Duration::from_secs(20),
         info: info.as_bytes().to_vec(),
         ..GroupOptions::new(size)
+    }
+}
+
+/// [`options`] for a group of 8 with the control timeout `bound`.
+fn with_control_timeout(bound: Duration, info: &str) -> GroupOptions {
+    GroupOptions {
+        control_timeout: bound,
+        ..options(8, info)
     }
 }
 
@@ -457,10 +466,7 @@ fn members_come_and_go_tls() {
 fn a_silent_member_does_not_hold_up_a_change(s: &Setup) {
     let group = "silent";
     let bound = Duration::from_secs(2);
-    let short = |info: &str| GroupOptions {
-        control_timeout: bound,
-        ..options(8, info)
-    };
+    let short = |info: &str| with_control_timeout(bound, info);
     let first = Member::join(&s.dial, group, "first", &short("f"), T).unwrap();
     let (mut stopped, sr) = spawn_member_with(s, group, "stopped", Some(Duration::from_secs(60)));
     wait_event(&first, T, |e| matches!(e, MemberEvent::Changed(_)));
@@ -695,15 +701,26 @@ fn churn_child() {
 }
 
 fn churn_in_a_child(mode: &str) {
+    in_a_child(
+        "churn_child",
+        "SHMEM_GROUP_CHURN",
+        mode,
+        "100 joins and leaves",
+    );
+}
+
+/// Runs the test `test` of this binary in a child process with `env` set to `mode`; checks it
+/// passed and said `says`.
+fn in_a_child(test: &str, env: &str, mode: &str, says: &str) {
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "churn_child", "--nocapture", "--test-threads=1"])
-        .env("SHMEM_GROUP_CHURN", mode)
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(env, mode)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stderr);
     eprintln!("{text}");
-    assert!(out.status.success(), "the loop failed: {text}");
-    assert!(text.contains("100 joins and leaves"), "{text}");
+    assert!(out.status.success(), "{test} failed: {text}");
+    assert!(text.contains(says), "{text}");
 }
 
 #[test]
@@ -751,4 +768,220 @@ fn a_job_store_refuses_clients_without_a_place() {
     let addr = StoreAddr::parse(&format!("tcp://127.0.0.1:{port}"), None).unwrap();
     let err = Client::connect_open(&dial_for(&addr, None), Duration::from_secs(5)).unwrap_err();
     assert!(err.to_string().contains("takes none"), "{err}");
+}
+
+/// Sends `signal` to the child `kid`.
+fn signal(kid: &Kid, signal: rustix::process::Signal) {
+    let pid = rustix::process::Pid::from_raw(kid.0.id() as i32).unwrap();
+    rustix::process::kill_process(pid, signal).unwrap();
+}
+
+/// A member reported down while a change runs stops counting for it: the change ends as soon
+/// as every member still alive has taken part, long before its control timeout, and names the
+/// member down (not missing). One is SIGKILLed during the change (its connection ends), one is
+/// SIGSTOPped (its heartbeat stops: it is reported after its loss bound).
+fn members_down_during_a_change(s: &Setup) {
+    let group = "downs";
+    let bound = Duration::from_secs(60);
+    let long = |info: &str| with_control_timeout(bound, info);
+    let first = Member::join(&s.dial, group, "first", &long("f"), T).unwrap();
+    // Killed during the change: stopped first (its loss bound long, so it is not reported
+    // for that), so that the change begins and waits for it; then killed.
+    let (killed, kr) = spawn_member_with(s, group, "killed", Some(Duration::from_secs(60)));
+    wait_event(&first, T, |e| matches!(e, MemberEvent::Changed(_)));
+    signal(&killed, rustix::process::Signal::STOP);
+    let joiner = {
+        let (dial, o) = (s.dial.clone(), long("k"));
+        thread::spawn(move || {
+            let start = Instant::now();
+            let m = Member::join(&dial, group, "joiner", &o, T);
+            (m, start.elapsed())
+        })
+    };
+    thread::sleep(Duration::from_millis(500));
+    let killed_at = Instant::now();
+    signal(&killed, rustix::process::Signal::KILL);
+    let (joiner, took) = joiner.join().unwrap();
+    let joiner = joiner.unwrap();
+    let since_kill = killed_at.elapsed();
+    drop(killed);
+    let change = joiner.joined();
+    assert_eq!(change.down, [kr], "{change:?}");
+    assert!(change.missing.is_empty(), "{change:?}");
+    assert!(
+        change
+            .infos
+            .iter()
+            .any(|(r, i)| *r == first.rank() && i == b"f"),
+        "{change:?}"
+    );
+    assert!(
+        since_kill < LOSS + SLACK && took < bound / 4,
+        "the change ended {since_kill:?} after SIGKILL, {took:?} after it began"
+    );
+    let (seen, _) = wait_event(
+        &first,
+        T,
+        |e| matches!(e, MemberEvent::Changed(c) if c.member == "joiner"),
+    );
+    let MemberEvent::Changed(seen) = seen else {
+        unreachable!()
+    };
+    assert_eq!(seen.down, [kr], "{seen:?}");
+    eprintln!("a change ended {since_kill:?} after a member taking part was SIGKILLed");
+
+    // Stopped during the change: reported down after its loss bound, when the change ends.
+    let (stopped, sr) = spawn_member_with(s, group, "stopped", Some(LOSS));
+    wait_event(
+        &first,
+        T,
+        |e| matches!(e, MemberEvent::Changed(c) if c.member == "stopped"),
+    );
+    signal(&stopped, rustix::process::Signal::STOP);
+    let start = Instant::now();
+    let late = Member::join(&s.dial, group, "late", &long("l"), T).unwrap();
+    let took = start.elapsed();
+    let change = late.joined();
+    assert_eq!(change.down, [sr], "{change:?}");
+    assert!(change.missing.is_empty(), "{change:?}");
+    assert_eq!(change.infos.len(), 3, "{change:?}");
+    assert!(
+        took < LOSS + SLACK,
+        "the change took {took:?} (loss bound {LOSS:?}, control timeout {bound:?})"
+    );
+    eprintln!("a change ended {took:?} after it began, a member taking part being SIGSTOPped");
+    drop(stopped);
+    for m in [late, joiner] {
+        let change = m.leave().unwrap();
+        assert!(
+            change.missing.is_empty() && change.down.is_empty(),
+            "{change:?}"
+        );
+    }
+    drop(first);
+}
+
+#[test]
+fn members_down_during_a_change_stop_counting_plain() {
+    members_down_during_a_change(&setup(false));
+}
+
+#[test]
+fn members_down_during_a_change_stop_counting_tls() {
+    members_down_during_a_change(&setup(true));
+}
+
+/// The store goes away (its process is killed) while members are connected: every member's
+/// application is told within a bound, `leave()` and drop return promptly, and no thread is
+/// left running. Runs in a process of its own (`SHMEM_GROUP_LOST` says plain or TLS) so that
+/// the count of threads is this test's alone.
+#[test]
+fn lost_child() {
+    let Ok(mode) = std::env::var("SHMEM_GROUP_LOST") else {
+        return;
+    };
+    let addr = free_addr();
+    let bundle_file = std::env::temp_dir().join(format!("shmem-lost-{}.pem", std::process::id()));
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "store_child", "--nocapture", "--test-threads=1"])
+        .env("SHMEM_GROUP_SERVE", addr.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if mode == "tls" {
+        cmd.env("SHMEM_GROUP_SERVE_TLS", &bundle_file);
+    }
+    let mut store = Kid(cmd.spawn().unwrap());
+    let out = store.0.stdout.take().unwrap();
+    let mut lines = BufReader::new(out).lines();
+    while !lines
+        .next()
+        .expect("the store says it serves")
+        .unwrap()
+        .contains("serving")
+    {}
+    let bundle = (mode == "tls").then(|| std::fs::read_to_string(&bundle_file).unwrap());
+    let _ = std::fs::remove_file(&bundle_file);
+    let dial = dial_for(&addr, bundle.as_deref());
+
+    let tasks = count_dir("/proc/self/task");
+    let members: Vec<Member> = (0..3)
+        .map(|i| Member::join(&dial, "lost", &format!("m{i}"), &options(8, "x"), T).unwrap())
+        .collect();
+    assert!(count_dir("/proc/self/task") >= tasks + 6);
+    // A change in progress when the store goes away: a stopped member (its loss bound long)
+    // holds it up.
+    let s = Setup {
+        server: None,
+        dial: dial.clone(),
+        bundle: bundle.clone(),
+    };
+    let (stopped, _) = spawn_member_with(&s, "lost", "stopped", Some(Duration::from_secs(60)));
+    for m in &members {
+        wait_event(
+            m,
+            T,
+            |e| matches!(e, MemberEvent::Changed(c) if c.member == "stopped"),
+        );
+    }
+    signal(&stopped, rustix::process::Signal::STOP);
+    let joiner = {
+        let o = with_control_timeout(Duration::from_secs(60), "j");
+        thread::spawn(move || {
+            let m = Member::join(&s.dial, "lost", "joiner", &o, T);
+            (m.map(drop), Instant::now())
+        })
+    };
+    thread::sleep(Duration::from_millis(500));
+    let died = Instant::now();
+    drop(store);
+    let (joined, ended) = joiner.join().unwrap();
+    let err = joined.unwrap_err();
+    let change_ended = ended.saturating_duration_since(died);
+    drop(stopped);
+    let bound = Duration::from_secs(2);
+    assert!(
+        change_ended < bound,
+        "a change ended {change_ended:?} after the store died: {err}"
+    );
+    eprintln!("a change ended {change_ended:?} after the store died: {err}");
+    for m in &members {
+        let (e, after) = wait_event(m, bound, |e| matches!(e, MemberEvent::Lost(_)));
+        eprintln!(
+            "member {} told {e:?} {:.2} s after the store died",
+            m.rank(),
+            after.as_secs_f64()
+        );
+    }
+    let mut members = members.into_iter();
+    let start = Instant::now();
+    let err = members.next().unwrap().leave().unwrap_err();
+    let left_in = start.elapsed();
+    drop(members.next());
+    let dropped_in = start.elapsed() - left_in;
+    // The last one takes part in nothing more but still holds its threads until it goes.
+    drop(members);
+    let gone_in = start.elapsed();
+    assert!(
+        left_in < bound && gone_in < 2 * bound,
+        "leave took {left_in:?} ({err}), drop {dropped_in:?}, all {gone_in:?}"
+    );
+    assert_eq!(count_dir("/proc/self/task"), tasks, "threads left running");
+    eprintln!(
+        "store lost: leave failed in {left_in:?} ({err}); drop took {dropped_in:?}; threads \
+         back to {tasks}"
+    );
+}
+
+fn lost_in_a_child(mode: &str) {
+    in_a_child("lost_child", "SHMEM_GROUP_LOST", mode, "store lost");
+}
+
+#[test]
+fn members_are_told_when_the_store_goes_away_plain() {
+    lost_in_a_child("plain");
+}
+
+#[test]
+fn members_are_told_when_the_store_goes_away_tls() {
+    lost_in_a_child("tls");
 }
