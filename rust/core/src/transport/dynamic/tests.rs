@@ -155,8 +155,9 @@ fn keys_name_their_registration() {
     assert!(KeyHeader::decode(b"SHdk").is_err());
 }
 
-/// Set in a run of one test alone, in a process of its own ([`alone`]).
-const ALONE_VAR: &str = "SHMEM_TEST_DYNAMIC_ALONE";
+/// Set in a run of one test alone, in a process of its own ([`alone`]); a marker between this
+/// test binary and its own children, not a setting of the library (no `SHMEM_` prefix).
+const ALONE_VAR: &str = "DYNAMIC_TRANSPORT_TEST_ALONE";
 
 /// Whether this is `test` running alone in a process of its own; if not, runs it so (the test
 /// binary again, this test only) and asserts that it passed. Counts of the process's
@@ -285,7 +286,7 @@ fn unhex(s: &str) -> Vec<u8> {
 }
 
 /// Set in the children of [`a_killed_member_fails_cleanly_and_a_newcomer_is_reached`].
-const CHILD_VAR: &str = "SHMEM_TEST_DYNAMIC_CHILD";
+const CHILD_VAR: &str = "DYNAMIC_TRANSPORT_TEST_CHILD";
 
 /// A member in a process of its own (the test binary run again, this test only): publishes its
 /// address and key on stdout, then answers `show <offset> <len>` with the bytes there, until
