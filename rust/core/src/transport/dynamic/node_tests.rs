@@ -182,6 +182,16 @@ fn node_child() {
                 regs.insert(id, (r, m));
                 format!("{id} {}", hex(&k))
             }
+            ["big"] => {
+                // Both registrations of one region, kept until the end.
+                let m = SharedMemory::new(TIMED_LEN).unwrap();
+                // SAFETY: `m` is kept in `regs`, dropped after `w` (below).
+                let (r, k) = unsafe { w.register_fd(m.fd(), 0, m.as_ptr(), TIMED_LEN) }.unwrap();
+                // SAFETY: as above.
+                let (_, pk) = unsafe { w.register(m.as_ptr(), TIMED_LEN) }.unwrap();
+                regs.insert(r.id, (r, m));
+                format!("{} {}", hex(&k), hex(&pk))
+            }
             ["unreg", id] => {
                 let (r, m) = regs.remove(&id.parse().unwrap()).unwrap();
                 w.unregister(r).unwrap();
@@ -533,25 +543,14 @@ fn three_node_workers_over_ucx_in_one_process() {
     shareable_checks(&a, &b);
 }
 
-/// Not a check: times 1 MiB puts (blocking, so each is complete) to a worker of this process
-/// through the node path (shareable memory) and through the inner UCX worker (the same memory
-/// registered privately), and prints both. `cargo test --release -p shmem-core -- --ignored
-/// node_put_timing --nocapture`.
-#[test]
-#[ignore]
-fn node_put_timing() {
-    let (Some(a), Some(b)) = (node_worker("ucx"), node_worker("ucx")) else {
-        return;
-    };
-    const LEN: usize = 1 << 20;
-    let mem = SharedMemory::new(LEN).unwrap();
-    // SAFETY: `mem` outlives both registrations (unregistered below).
-    let (shared, shared_key) = unsafe { b.register_fd(mem.fd(), 0, mem.as_ptr(), LEN) }.unwrap();
-    // SAFETY: as above.
-    let (private, private_key) = unsafe { b.register(mem.as_ptr(), LEN) }.unwrap();
-    let ep = a.connect(&b.address()).unwrap();
-    let src = vec![7u8; LEN];
-    for (path, key) in [("node path", &shared_key), ("ucx inner", &private_key)] {
+/// Bytes of the puts [`node_put_timing`] times.
+const TIMED_LEN: usize = 1 << 20;
+
+/// Prints the time of a blocking put of [`TIMED_LEN`] bytes on `ep` to each key, after a
+/// warm-up.
+fn time_puts(a: &dyn DynamicWorker, ep: Endpoint, to: &str, keys: [(&str, &[u8]); 2]) {
+    let src = vec![7u8; TIMED_LEN];
+    for (path, key) in keys {
         for _ in 0..10 {
             a.put(ep, key, 0, &src).unwrap();
         }
@@ -564,11 +563,48 @@ fn node_put_timing() {
         a.flush(ep).unwrap();
         let each = t.elapsed() / n;
         eprintln!(
-            "1 MiB put, {path}: {each:?} each, {:.2} GB/s",
-            LEN as f64 / each.as_secs_f64() / 1e9
+            "1 MiB put to {to}, {path}: {each:?} each, {:.2} GB/s",
+            TIMED_LEN as f64 / each.as_secs_f64() / 1e9
         );
     }
+}
+
+/// Not a check: times 1 MiB puts (blocking, so each is complete) through the node path
+/// (shareable memory) and through the inner UCX worker (the same memory registered
+/// privately), to a worker of this process and to one of another process, and prints them.
+/// `cargo test --release -p shmem-core -- --ignored node_put_timing --nocapture`.
+#[test]
+#[ignore]
+fn node_put_timing() {
+    let (Some(a), Some(b)) = (node_worker("ucx"), node_worker("ucx")) else {
+        return;
+    };
+    let mem = SharedMemory::new(TIMED_LEN).unwrap();
+    // SAFETY: `mem` outlives both registrations (unregistered below).
+    let (shared, shared_key) =
+        unsafe { b.register_fd(mem.fd(), 0, mem.as_ptr(), TIMED_LEN) }.unwrap();
+    // SAFETY: as above.
+    let (private, private_key) = unsafe { b.register(mem.as_ptr(), TIMED_LEN) }.unwrap();
+    let ep = a.connect(&b.address()).unwrap();
+    let keys = [
+        ("node path", &shared_key[..]),
+        ("ucx inner", &private_key[..]),
+    ];
+    time_puts(&a, ep, "this process", keys);
     a.disconnect(ep).unwrap();
     b.unregister(shared).unwrap();
     b.unregister(private).unwrap();
+
+    let mut c = Member::start("ucx");
+    let reply = c.ask("big");
+    let (shared_key, private_key) = reply.split_once(' ').unwrap();
+    let (shared_key, private_key) = (unhex(shared_key), unhex(private_key));
+    let ep = a.connect(&c.address).unwrap();
+    let keys = [
+        ("node path", &shared_key[..]),
+        ("ucx inner", &private_key[..]),
+    ];
+    time_puts(&a, ep, "another process", keys);
+    a.disconnect(ep).unwrap();
+    c.end();
 }
