@@ -13,7 +13,9 @@
 //! - **Shareable memory** is memory registered with [`DynamicWorker::register_fd`]: a shared
 //!   mapping of a file ([`SharedMemory`] makes one over a memfd). Its key holds, after the
 //!   [`KeyHeader`], its slot in the worker's registration page and then the inner worker's key
-//!   (the inner worker registers it too, for peers of other nodes). Memory registered with
+//!   (the inner worker registers it too, for peers of other nodes); the worker keeps a duplicate
+//!   of the descriptor while it is registered. The file must keep its length meanwhile: a peer
+//!   touching a mapping past the file's end faults. Memory registered with
 //!   [`DynamicWorker::register`] is private: its key has no slot, and every peer reaches it
 //!   through the inner worker, connected on the first such key (the loopback cannot connect to
 //!   another process: such an operation fails, naming the key).
@@ -26,8 +28,9 @@
 //!   closes the descriptor and keeps the mapping until the endpoint ends or the registration is
 //!   seen withdrawn. Puts and gets are copies; their non-blocking forms complete at once; a
 //!   flush orders them (a fence) and flushes the inner endpoint if there is one.
-//! - **Registration page.** One shared page of words per worker (8192 slots), mapped by every
-//!   peer on its node: a slot holds the id of the live registration that owns it, 0 otherwise.
+//! - **Registration page.** One shared table of [`SLOTS`] words per worker (64 KiB), mapped by
+//!   every peer on its node: a slot holds the id of the live registration that owns it, 0
+//!   otherwise.
 //!   A peer reads the slot before each copy, so once [`DynamicWorker::unregister`] returned,
 //!   peers' operations on the key fail ([`TransportError::BadKey`], "the peer unregistered it")
 //!   instead of writing into memory that is no longer exposed; a copy already past that check

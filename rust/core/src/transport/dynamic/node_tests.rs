@@ -96,6 +96,27 @@ fn shareable_memory_is_mapped_over_loopback_in_one_process() {
         node_worker("loopback").unwrap(),
     );
     shareable_checks(&a, &b);
+    // Threads sharing one endpoint, from the key's first use (the mapping) on.
+    let mem = SharedMemory::new(4096).unwrap();
+    // SAFETY: `mem` outlives the registration.
+    let (reg, key) = unsafe { b.register_fd(mem.fd(), 0, mem.as_ptr(), 4096) }.unwrap();
+    let ab = a.connect(&b.address()).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4u8 {
+            let (a, key) = (&a, &key);
+            s.spawn(move || {
+                for i in 0..100u64 {
+                    let at = u64::from(t) * 1024 + i % 1000;
+                    a.put(ab, key, at, &[t + 1]).unwrap();
+                    let mut x = [0u8];
+                    a.get(ab, key, at, &mut x).unwrap();
+                    assert_eq!(x[0], t + 1);
+                }
+            });
+        }
+    });
+    a.disconnect(ab).unwrap();
+    b.unregister(reg).unwrap();
     // A file shorter than the registration is refused at once.
     let mem = SharedMemory::new(4096).unwrap();
     // SAFETY: refused before anything is registered.
