@@ -42,6 +42,14 @@ unsafe impl Sync for Mapping {}
 impl Mapping {
     /// Maps `len` bytes of `fd` shared and read-write at an address the kernel picks.
     pub fn map_shared(fd: impl AsFd, len: usize) -> Result<Mapping> {
+        Self::map_shared_at(fd, 0, len)
+            .map_err(|e| Error::os(format!("mmap of {len} bytes of shared heap"), e))
+    }
+
+    /// Maps `len` bytes of `fd` from `offset` (a multiple of the page size) shared and
+    /// read-write, at an address the kernel picks; on failure, the system's error (the caller
+    /// says what was mapped).
+    pub fn map_shared_at(fd: impl AsFd, offset: u64, len: usize) -> rustix::io::Result<Mapping> {
         // SAFETY: a fresh mapping at a kernel-chosen address cannot overlap any Rust object;
         // the memory is only reached through raw addresses handed out by this type.
         let ptr = unsafe {
@@ -51,10 +59,9 @@ impl Mapping {
                 ProtFlags::READ | ProtFlags::WRITE,
                 MapFlags::SHARED,
                 fd.as_fd(),
-                0,
+                offset,
             )
-        }
-        .map_err(|e| Error::os(format!("mmap of {len} bytes of shared heap"), e))?;
+        }?;
         Ok(Mapping { ptr, len })
     }
 

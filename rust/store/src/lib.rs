@@ -19,7 +19,7 @@ pub mod group;
 mod link;
 mod server;
 pub mod tls;
-mod unix;
+pub mod unix;
 pub mod wire;
 
 pub use client::{Client, TcpDial};

@@ -1,7 +1,9 @@
 //! Unix-socket transport of the control store: frames over a stream socket, with file
 //! descriptors passed beside them as `SCM_RIGHTS`.
 //!
-//! Owns the store's only `sendmsg`/`recvmsg` calls. Must never interpret frames (that is
+//! Owns the library's only `sendmsg`/`recvmsg` calls: the store's, and (through
+//! [`send_with_fds`] and [`FdReader`]) those of the runtime's dynamic transport, whose workers
+//! on one node pass memory descriptors to each other. Must never interpret frames (that is
 //! `wire`'s job) and never let a received descriptor leak: each one arrives close-on-exec and
 //! owned, and the caller decides whether the frame it came with may carry it. Sends never raise
 //! `SIGPIPE` (the host program may not ignore it).
@@ -23,7 +25,7 @@ use rustix::net::{
 const MAX_FDS_PER_READ: usize = crate::wire::FDS_PER_SEND + 4;
 
 /// A [`Read`] over a Unix stream socket that keeps every descriptor arriving with the bytes.
-pub(crate) struct FdReader<'a> {
+pub struct FdReader<'a> {
     /// The socket.
     pub sock: BorrowedFd<'a>,
     /// Where received descriptors go, in arrival order.
@@ -69,11 +71,7 @@ pub(crate) fn send_frame(
 /// Sends `bytes` (part of a frame, or all of it) with `fds` (at most
 /// [`FDS_PER_SEND`](crate::wire::FDS_PER_SEND), none for a plain send) attached to the first
 /// of them.
-pub(crate) fn send_with_fds(
-    sock: BorrowedFd<'_>,
-    frame: &[u8],
-    fds: &[BorrowedFd<'_>],
-) -> io::Result<()> {
+pub fn send_with_fds(sock: BorrowedFd<'_>, frame: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
     const MAX: usize = crate::wire::FDS_PER_SEND;
     if fds.len() > MAX || (!fds.is_empty() && frame.is_empty()) {
         return Err(io::Error::other(format!(

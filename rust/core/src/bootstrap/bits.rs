@@ -13,6 +13,12 @@ pub(crate) fn random_bits(what: &'static str) -> Result<[u8; 16]> {
     Ok(bytes)
 }
 
+/// A name of an abstract Unix socket that no other process picks: `shmem-<uid>-<kind>-` and
+/// 128 random bits; `what` says what it names, in the error.
+pub(crate) fn socket_name(uid: u32, kind: &str, what: &'static str) -> Result<String> {
+    Ok(format!("shmem-{uid}-{kind}-{}", hex(&random_bits(what)?)))
+}
+
 /// `bytes` in lower-case hex.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()

@@ -30,7 +30,7 @@ pub(crate) mod ending;
 pub(crate) mod error;
 mod gather;
 mod launcher;
-mod node;
+pub(crate) mod node;
 pub(crate) mod store;
 mod timeouts;
 mod watch;

@@ -57,11 +57,11 @@ impl NodeId {
     }
 
     /// Three lines: boot id, namespace inode, host name.
-    fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         format!("{}\n{}\n{}", self.boot, self.netns, self.host).into_bytes()
     }
 
-    fn decode(bytes: &[u8]) -> std::result::Result<NodeId, Unreadable> {
+    pub(crate) fn decode(bytes: &[u8]) -> std::result::Result<NodeId, Unreadable> {
         let text = std::str::from_utf8(bytes).map_err(|_| Unreadable::NotUtf8)?;
         let mut lines = text.splitn(3, '\n');
         let (Some(boot), Some(netns), Some(host)) = (lines.next(), lines.next(), lines.next())

@@ -586,7 +586,7 @@ pub(crate) fn accept_loop(listener: &UnixListener, server: &Server, uid: u32) {
 
 /// Lets in only processes running as this job's user: every process on the node can reach an
 /// abstract socket, but all PEs of a job run as one user.
-fn admit(stream: &UnixStream, uid: u32) -> std::result::Result<(), Refused> {
+pub(crate) fn admit(stream: &UnixStream, uid: u32) -> std::result::Result<(), Refused> {
     let cred = socket_peercred(stream).map_err(Refused::NoCredentials)?;
     same_user(cred.uid.as_raw(), uid).map_err(|e| match e {
         Refused::OtherUser { peer, mine, .. } => Refused::OtherUser {
@@ -612,7 +612,7 @@ fn same_user(peer: u32, mine: u32) -> std::result::Result<(), Refused> {
 
 /// Why a connection to PE 0's node-local store was refused.
 #[derive(Debug, thiserror::Error)]
-enum Refused {
+pub(crate) enum Refused {
     /// The peer's credentials could not be read.
     #[error("cannot read the peer's credentials (SO_PEERCRED): {0}")]
     NoCredentials(rustix::io::Errno),

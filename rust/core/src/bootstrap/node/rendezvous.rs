@@ -22,15 +22,6 @@ use crate::error::{Error, LaunchError, Result};
 /// node number follows).
 const NAME_PREFIX: &str = "shmem/fd-rendezvous/";
 
-/// A name no other job picks: this user, 128 random bits.
-fn random_name(uid: u32) -> Result<String> {
-    let bits = crate::bootstrap::bits::random_bits("the descriptor store's name")?;
-    Ok(format!(
-        "shmem-{uid}-fd-{}",
-        crate::bootstrap::bits::hex(&bits)
-    ))
-}
-
 /// Where this PE's node keeps its descriptor store: the store key of its name and the PE that
 /// hosts it (the node's lowest).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +61,7 @@ pub(crate) fn attach(store: &Client, node: &NodeStore, timeout: Duration) -> Res
 fn open_for_host(store: &Client, node: &NodeStore, timeout: Duration) -> Result<Client> {
     let (rank, n_pes) = (store.rank(), store.n_pes());
     let uid = rustix::process::geteuid().as_raw();
-    let name = random_name(uid)?;
+    let name = crate::bootstrap::bits::socket_name(uid, "fd", "the descriptor store's name")?;
     let addr = SocketAddr::from_abstract_name(name.as_bytes())
         .map_err(|e| Error::os(format!("socket name @{name}"), e))?;
     let listener = UnixListener::bind_addr(&addr)

@@ -9,7 +9,9 @@
 //!   peer is first needed; [`DynamicWorker::disconnect`] ends it when the member leaves or is
 //!   reported down: what is still in flight to it fails, bounded by the worker's timeout;
 //! - [`DynamicWorker::register`] registers local memory while the process runs and returns its
-//!   remote key bytes (to publish); [`DynamicWorker::unregister`] withdraws it;
+//!   remote key bytes (to publish); [`DynamicWorker::register_fd`] registers memory that maps a
+//!   file (a memfd), which peers on this node may then map themselves;
+//!   [`DynamicWorker::unregister`] withdraws either;
 //! - [`DynamicWorker::put`] and [`DynamicWorker::get`] address a peer's memory by (endpoint,
 //!   remote key, offset in the registration); their non-blocking forms complete at
 //!   [`DynamicWorker::flush`] of the endpoint. A remote key is unpacked once per endpoint and
@@ -26,17 +28,22 @@
 //!
 //! Implementations: [`ucx`] (UCP endpoints from a peer's worker address, over the loader of
 //! [`super::ucx::ffi`]) and [`loopback`], the test implementation between workers of one process,
-//! so that CI proves the API without UCX. Members on one node can also map each other's
-//! shareable memory: [`node`] passes memfd descriptors over a node-local Unix socket that the
-//! group sets up itself.
+//! so that CI proves the API without UCX. [`node::NodeWorker`] wraps either: members on one node
+//! map each other's shareable memory, the memfd descriptors passed over a node-local Unix socket
+//! that each worker opens itself, and reach everything else through the wrapped worker (over the
+//! loopback, node-local processes thus reach each other's shareable memory without UCX).
 
 pub mod loopback;
+pub mod node;
 pub mod ucx;
 
+#[cfg(test)]
+mod node_tests;
 #[cfg(test)]
 mod tests;
 
 use super::TransportError;
+use std::os::fd::BorrowedFd;
 
 /// A connection to one peer's worker, made by [`DynamicWorker::connect`] and valid until
 /// [`DynamicWorker::disconnect`] or the worker's drop. Its number is the worker's own; it means
@@ -77,6 +84,26 @@ pub trait DynamicWorker: Send + Sync {
         base: *mut u8,
         len: usize,
     ) -> Result<(Registration, Vec<u8>), TransportError>;
+    /// Registers `len` bytes at `base` like [`DynamicWorker::register`], memory that maps
+    /// `fd` from `fd_offset` (shared): a worker that can, lets peers on this node map the file
+    /// themselves ([`node`]); the others register the range as they would any memory (the
+    /// default).
+    ///
+    /// # Safety
+    /// As [`DynamicWorker::register`]; and `[base, base+len)` is a `MAP_SHARED` mapping of `fd`
+    /// from `fd_offset`, which holds at least `fd_offset + len` bytes while registered (a file
+    /// shrunk under a peer's mapping faults the peer).
+    unsafe fn register_fd(
+        &self,
+        fd: BorrowedFd<'_>,
+        fd_offset: u64,
+        base: *mut u8,
+        len: usize,
+    ) -> Result<(Registration, Vec<u8>), TransportError> {
+        let _ = (fd, fd_offset);
+        // SAFETY: the caller's contract, which includes register's.
+        unsafe { self.register(base, len) }
+    }
     /// Withdraws a registration: peers' operations on its key fail from now on.
     fn unregister(&self, reg: Registration) -> Result<(), TransportError>;
     /// Writes `src` at `offset` of the peer's registration `key`; returns when `src` may be

@@ -163,22 +163,33 @@ const ALONE_VAR: &str = "DYNAMIC_TRANSPORT_TEST_ALONE";
 /// binary again, this test only) and asserts that it passed. Counts of the process's
 /// descriptors and mappings mean nothing while other tests run beside them.
 fn alone(test: &str) -> bool {
+    alone_at(&format!("transport::dynamic::tests::{test}"))
+}
+
+/// [`alone`] for the test at `path` (from the crate's root).
+pub(crate) fn alone_at(path: &str) -> bool {
     if std::env::var_os(ALONE_VAR).is_some() {
         return true;
     }
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            &format!("transport::dynamic::tests::{test}"),
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["--exact", path, "--nocapture", "--test-threads=1"])
         .env(ALONE_VAR, "1")
         .output()
         .unwrap();
     eprint!("{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{test} alone: {}", out.status);
+    assert!(out.status.success(), "{path} alone: {}", out.status);
     false
+}
+
+/// Round `i` of a cycle: `a` connects to `b`, puts a byte at `key`, gets it back, disconnects.
+pub(crate) fn connect_put_get(a: &dyn DynamicWorker, b: &dyn DynamicWorker, key: &[u8], i: usize) {
+    let ep = a.connect(&b.address()).unwrap();
+    a.put(ep, key, (i % 1000) as u64, &[i as u8]).unwrap();
+    a.flush(ep).unwrap();
+    let mut x = [0u8];
+    a.get(ep, key, (i % 1000) as u64, &mut x).unwrap();
+    assert_eq!(x[0], i as u8);
+    a.disconnect(ep).unwrap();
 }
 
 /// `cycles` rounds of connect, register, put, unregister, disconnect between two workers;
@@ -192,13 +203,7 @@ pub(crate) fn cycle(
     let mut round = |i: usize| {
         // SAFETY: `mem` outlives the registration, unregistered in this round.
         let (reg, key) = unsafe { b.register(mem.as_mut_ptr(), 1 << 16) }.unwrap();
-        let ep = a.connect(&b.address()).unwrap();
-        a.put(ep, &key, (i % 1000) as u64, &[i as u8]).unwrap();
-        a.flush(ep).unwrap();
-        let mut x = [0u8];
-        a.get(ep, &key, (i % 1000) as u64, &mut x).unwrap();
-        assert_eq!(x[0], i as u8);
-        a.disconnect(ep).unwrap();
+        connect_put_get(a, b, &key, i);
         b.unregister(reg).unwrap();
     };
     round(0);
@@ -222,7 +227,7 @@ fn a_hundred_cycles_leave_nothing_behind() {
 }
 
 /// A UCX worker, or `None` (with a line saying so) where UCX is not installed.
-fn ucx_worker() -> Option<super::ucx::UcxWorker> {
+pub(crate) fn ucx_worker() -> Option<super::ucx::UcxWorker> {
     match super::ucx::UcxWorker::open(std::time::Duration::from_secs(10)) {
         Ok(w) => Some(w),
         Err(e @ TransportError::NotLoaded { .. }) => {
@@ -275,11 +280,11 @@ fn a_hundred_ucx_cycles_leave_nothing_behind() {
     );
 }
 
-fn hex(b: &[u8]) -> String {
+pub(crate) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn unhex(s: &str) -> Vec<u8> {
+pub(crate) fn unhex(s: &str) -> Vec<u8> {
     (0..s.len() / 2)
         .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex"))
         .collect()
@@ -323,37 +328,54 @@ fn dynamic_ucx_child() {
 struct Child {
     proc: std::process::Child,
     stdin: std::process::ChildStdin,
-    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    lines: ChildLines,
     address: Vec<u8>,
     key: Vec<u8>,
 }
 
+/// A child's stdout, by lines.
+pub(crate) type ChildLines = std::io::Lines<std::io::BufReader<std::process::ChildStdout>>;
+
+/// The test binary run again as a child member: the test at `test` (from the crate's root)
+/// alone, with the marker `var` set to `value`, its stdin and stdout piped to this process.
+pub(crate) fn spawn_child(
+    test: &str,
+    var: &str,
+    value: &str,
+) -> (std::process::Child, std::process::ChildStdin, ChildLines) {
+    use std::io::BufRead;
+    let mut proc = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(var, value)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = proc.stdin.take().unwrap();
+    let lines = std::io::BufReader::new(proc.stdout.take().unwrap()).lines();
+    (proc, stdin, lines)
+}
+
+/// The hex bytes after `name` on the next line of `lines` that holds it.
+pub(crate) fn field(lines: &mut ChildLines, name: &str) -> Vec<u8> {
+    loop {
+        let l = lines.next().expect("the child's output").unwrap();
+        // The first line follows the harness's `test ... ` on the same line.
+        if let Some(i) = l.find(name) {
+            return unhex(l[i + name.len()..].trim());
+        }
+    }
+}
+
 impl Child {
     fn start() -> Child {
-        use std::io::BufRead;
-        let mut proc = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "transport::dynamic::tests::dynamic_ucx_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_VAR, "1")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = proc.stdin.take().unwrap();
-        let mut lines = std::io::BufReader::new(proc.stdout.take().unwrap()).lines();
-        let mut field = |name: &str| loop {
-            let l = lines.next().expect("the child's output").unwrap();
-            // The first line follows the harness's `test ... ` on the same line.
-            if let Some(i) = l.find(name) {
-                return unhex(l[i + name.len()..].trim());
-            }
-        };
-        let address = field("addr ");
-        let key = field("key ");
+        let (proc, stdin, mut lines) = spawn_child(
+            "transport::dynamic::tests::dynamic_ucx_child",
+            CHILD_VAR,
+            "1",
+        );
+        let address = field(&mut lines, "addr ");
+        let key = field(&mut lines, "key ");
         Child {
             proc,
             stdin,
