@@ -208,7 +208,10 @@ impl Inner {
     fn on_event(&self, event: MemberEvent) {
         match &event {
             MemberEvent::Joined { rank, member } => {
-                lock(&self.view).members.insert(*rank, member.clone());
+                let mut view = lock(&self.view);
+                view.members.insert(*rank, member.clone());
+                // A member may come back with its id, and may get its rank back.
+                view.gone.retain(|(r, m, _)| !(r == rank && m == member));
             }
             MemberEvent::Left { rank, member } => {
                 self.forget(*rank, member, "left the group".into());
@@ -257,15 +260,27 @@ impl Inner {
         keys.generation += 1;
     }
 
-    /// The error for a call to member (`rank`, `id`) when it is gone, if it is.
+    /// The error for a call to member (`rank`, `id`) when it is gone, if it is. A member
+    /// gone may have joined again with its id and rank before this group read that event: the
+    /// store, asked then, says whether it is a member now.
     fn gone_error(&self, op: &'static str, rank: u32, id: &str) -> Option<GroupError> {
-        let view = lock(&self.view);
-        view.gone(rank, id).map(|why| GroupError::Gone {
+        let why = lock(&self.view).gone(rank, id)?.to_string();
+        let back = self
+            .client
+            .group_watch(&self.name, u64::MAX, Duration::ZERO)
+            .is_ok_and(|v| v.members.iter().any(|(r, m)| *r == rank && m == id));
+        if back {
+            lock(&self.view)
+                .gone
+                .retain(|(r, m, _)| !(*r == rank && m == id));
+            return None;
+        }
+        Some(GroupError::Gone {
             op,
             group: self.name.clone(),
             rank,
             member: id.into(),
-            why: why.into(),
+            why,
         })
     }
 
