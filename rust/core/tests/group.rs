@@ -11,7 +11,8 @@
 //! `GROUP_API_SERVE` (a store of groups at that address). Where UCX cannot be loaded the tests
 //! say so and pass. `tests/multinode/group_api_netns.sh` runs them with the store in one
 //! network namespace and the members split across it and another (`GROUP_API_REMOTE`: the
-//! store's address; `GROUP_API_OTHER_NETNS`: the namespace every other member starts in).
+//! store's address; `GROUP_API_OTHER_NETNS`: the namespace every other member starts in;
+//! `GROUP_API_STORE_PID`: the store's process, measured too).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -32,6 +33,7 @@ const CHILD_VAR: &str = "GROUP_API_CHILD";
 const SERVE_VAR: &str = "GROUP_API_SERVE";
 const REMOTE_VAR: &str = "GROUP_API_REMOTE";
 const NETNS_VAR: &str = "GROUP_API_OTHER_NETNS";
+const STORE_PID_VAR: &str = "GROUP_API_STORE_PID";
 
 /// Bound of one command's answer.
 const T: Duration = Duration::from_secs(60);
@@ -581,15 +583,20 @@ fn eight_racing_members_are_ranked_and_a_newcomer_takes_a_freed_rank() {
     drop(s);
 }
 
-/// [`usage_now`] once it is settled: the same twice 200 ms apart (the store ends a closed
-/// connection's thread a moment after the member's call returned), or after 5 s.
+/// [`usage_now`] once it is settled: descriptors, mappings and threads the same for 1.5 s (the
+/// store ends a closed connection's thread when the wait it serves ends, up to a heartbeat
+/// after the member's call returned), or after 10 s.
 fn usage(pid: u32) -> [usize; 4] {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(10);
     let mut last = usage_now(pid);
+    let mut since = Instant::now();
     loop {
-        thread::sleep(Duration::from_millis(200));
+        thread::sleep(Duration::from_millis(250));
         let now = usage_now(pid);
-        if now[1..] == last[1..] || Instant::now() >= deadline {
+        if now[1..] != last[1..] {
+            since = Instant::now();
+        }
+        if since.elapsed() >= Duration::from_millis(1500) || Instant::now() >= deadline {
             return now;
         }
         last = now;
@@ -630,6 +637,7 @@ fn a_hundred_joins_and_leaves_leave_nothing_behind() {
     assert_eq!(a.run("join 8"), "0");
     assert_eq!(b.run("join 8"), "1");
     let mut before: HashMap<&str, [usize; 4]> = HashMap::new();
+    let mut half: HashMap<&str, [usize; 4]> = HashMap::new();
     let start = Instant::now();
     let (warm, cycles) = (5, 100);
     for i in 1..=warm + cycles {
@@ -654,17 +662,32 @@ fn a_hundred_joins_and_leaves_leave_nothing_behind() {
             }
             eprintln!("after {warm} warm-up cycles ({:?})", start.elapsed());
         }
+        if i == warm + cycles / 2 {
+            for (name, pid) in procs(&s, &a, &b, &c) {
+                half.insert(name, usage(pid));
+            }
+        }
     }
     let took = start.elapsed();
-    eprintln!("{cycles} joins and leaves in {took:?} (RSS KiB, descriptors, mappings, threads):");
+    eprintln!(
+        "{cycles} joins and leaves in {took:?}; (RSS KiB, descriptors, mappings, threads) after \
+         {warm}, {} and {} cycles:",
+        warm + cycles / 2,
+        warm + cycles
+    );
     let mut grew = Vec::new();
     for (name, pid) in procs(&s, &a, &b, &c) {
         let [rss0, fd0, map0, th0] = before[name];
         let after @ [rss1, fd1, map1, th1] = usage(pid);
-        eprintln!("  {name}: {:?} -> {after:?}", before[name]);
-        // Descriptors, mappings and threads do not grow; resident memory within allocator
-        // noise (4 MiB).
-        if fd1 > fd0 || map1 > map0 + 2 || th1 > th0 || rss1 > rss0 + 4096 {
+        eprintln!(
+            "  {name}: {:?} -> {:?} -> {after:?}",
+            before[name], half[name]
+        );
+        // Descriptors and threads do not grow. Mappings may by a few: the C allocator's
+        // per-thread arenas (two mappings each, at most eight per core) are made when more
+        // threads than before run at once (the store's connections' threads end a moment
+        // after their members leave), and kept. Resident memory within allocator noise.
+        if fd1 > fd0 || map1 > map0 + 8 || th1 > th0 || rss1 > rss0 + 4096 {
             grew.push(format!("{name}: {:?} -> {after:?}", before[name]));
         }
     }
@@ -677,6 +700,11 @@ fn procs<'a>(s: &Setup, a: &Kid, b: &Kid, c: &Kid) -> Vec<(&'a str, u32)> {
     let mut v = Vec::new();
     if let Some(store) = &s.store {
         v.push(("store", store.pid()));
+    } else if let Some(pid) = std::env::var(STORE_PID_VAR)
+        .ok()
+        .and_then(|p| p.parse().ok())
+    {
+        v.push(("store", pid));
     }
     v.extend([
         ("member that stays (rank 0)", a.pid()),

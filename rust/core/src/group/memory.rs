@@ -327,6 +327,41 @@ impl Group {
         self.inner.transport_err(op, self.inner.rank, source)
     }
 
+    /// Runs `f` on the address of `[offset, offset + len)` of this member's own registration
+    /// `name`, under the registrations' lock (a withdrawal waits for it): a member reaches its
+    /// own memory without its worker.
+    fn with_own<R>(
+        &self,
+        op: &'static str,
+        name: &str,
+        offset: u64,
+        len: usize,
+        f: impl FnOnce(*mut u8) -> R,
+    ) -> Result<R, GroupError> {
+        let inner = &self.inner;
+        let regs = lock(&inner.regs);
+        let reg = regs.get(name).ok_or_else(|| GroupError::NoRegistration {
+            op,
+            group: inner.name.clone(),
+            rank: inner.rank,
+            member: inner.id.clone(),
+            name: name.into(),
+        })?;
+        match offset.checked_add(len as u64) {
+            Some(end) if end <= reg.len as u64 => Ok(f((reg.base + offset as usize) as *mut u8)),
+            _ => Err(inner.invalid(
+                op,
+                "offset",
+                &offset.to_string(),
+                &format!(
+                    "bytes [{offset}, {offset}+{len}) are outside registration '{name}' of {} \
+                     bytes",
+                    reg.len
+                ),
+            )),
+        }
+    }
+
     /// Registers `len` bytes at `base` under `name` (not empty, no '/', unique among this
     /// member's registrations) and publishes the remote key under the group: members reach it
     /// as (this member's rank, `name`, offset).
@@ -412,9 +447,16 @@ impl Group {
     }
 
     /// Writes `src` at `offset` of registration `name` of the member holding `rank` (an
-    /// endpoint to it is made the first time); returns when `src` may be reused. The data is
-    /// visible there after [`Group::flush`].
+    /// endpoint to it is made the first time; this member's own memory is written directly);
+    /// returns when `src` may be reused. The data is visible there after [`Group::flush`].
     pub fn put(&self, rank: u32, name: &str, offset: u64, src: &[u8]) -> Result<(), GroupError> {
+        if rank == self.inner.rank {
+            // SAFETY: the range lies in the registration, valid for writes by the register's
+            // promise; `src` is a live slice of this process, not inside it (it is borrowed).
+            return self.with_own("put", name, offset, src.len(), |at| unsafe {
+                std::ptr::copy(src.as_ptr(), at, src.len())
+            });
+        }
         let w = &self.inner.worker;
         self.inner
             .with_key("put", rank, name, |ep, key| w.put(ep, key, offset, src))
@@ -446,6 +488,12 @@ impl Group {
         src: *const u8,
         len: usize,
     ) -> Result<(), GroupError> {
+        if rank == self.inner.rank {
+            // SAFETY: as in `put`; the caller's promise keeps `src` valid.
+            return self.with_own("put_nb", name, offset, len, |at| unsafe {
+                std::ptr::copy(src, at, len)
+            });
+        }
         let w = &self.inner.worker;
         self.inner.with_key("put_nb", rank, name, |ep, key| {
             // SAFETY: the caller's promise.
@@ -465,6 +513,12 @@ impl Group {
         dst: *mut u8,
         len: usize,
     ) -> Result<(), GroupError> {
+        if rank == self.inner.rank {
+            // SAFETY: as in `get`; the caller's promise keeps `dst` valid.
+            return self.with_own("get_nb", name, offset, len, |at| unsafe {
+                std::ptr::copy(at, dst, len)
+            });
+        }
         let w = &self.inner.worker;
         self.inner.with_key("get_nb", rank, name, |ep, key| {
             // SAFETY: the caller's promise.
@@ -476,6 +530,10 @@ impl Group {
     /// the worker's timeout).
     pub fn flush(&self, rank: u32) -> Result<(), GroupError> {
         let op = "flush";
+        if rank == self.inner.rank {
+            // Operations on this member's own memory complete when issued.
+            return Ok(());
+        }
         let (id, ep) = self.inner.endpoint(op, rank)?;
         self.inner
             .worker
