@@ -29,6 +29,9 @@ use shmem_core::group::{Group, GroupError, GroupOptions, MemberEvent};
 use shmem_core::TransportError;
 use shmem_store::Store;
 
+mod common;
+use common::Watchdog;
+
 const CHILD_VAR: &str = "GROUP_API_CHILD";
 const SERVE_VAR: &str = "GROUP_API_SERVE";
 const REMOTE_VAR: &str = "GROUP_API_REMOTE";
@@ -42,31 +45,6 @@ const LOSS: Duration = Duration::from_secs(2);
 const DOWN_BOUND: Duration = Duration::from_secs(10);
 /// Bytes each member registers.
 const HEAP: usize = 1 << 16;
-
-/// Ends the test process if the test it guards runs past `limit` (a bound that only catches
-/// hangs); children die with it (their stdin closes).
-struct Watchdog(Option<mpsc::Sender<()>>);
-
-impl Watchdog {
-    fn new(test: &'static str, limit: Duration) -> Watchdog {
-        let (tx, rx) = mpsc::channel::<()>();
-        thread::spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                eprintln!("{test}: still running after {limit:?}: hung, ending the process");
-                std::process::abort();
-            }
-        });
-        Watchdog(Some(tx))
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        if let Some(tx) = self.0.take() {
-            let _ = tx.send(());
-        }
-    }
-}
 
 /// Whether UCX loads here; if not, says so (the test then passes without running).
 fn ucx_loads() -> bool {

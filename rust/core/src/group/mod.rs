@@ -49,11 +49,12 @@ mod memory;
 mod tests;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use shmem_store::group::EventQueue;
 use shmem_store::{BootstrapError, Client, Member};
 
 pub use collective::Gathered;
@@ -164,9 +165,7 @@ struct Inner {
     peers: Mutex<HashMap<u32, Peer>>,
     keys: RwLock<KeyCache>,
     regs: Mutex<HashMap<String, Registration>>,
-    events: Mutex<VecDeque<MemberEvent>>,
-    arrived: Condvar,
-    dropped: AtomicU64,
+    events: EventQueue<MemberEvent>,
     /// The next collective round this member takes part in; held while one runs.
     round: Mutex<u64>,
 }
@@ -194,16 +193,6 @@ impl Inner {
         }
     }
 
-    fn push(&self, event: MemberEvent) {
-        let mut q = lock(&self.events);
-        if q.len() == GROUP_EVENT_QUEUE {
-            q.pop_front();
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-        q.push_back(event);
-        self.arrived.notify_all();
-    }
-
     /// The group's bookkeeping for one event of its member, then the event to the application.
     fn on_event(&self, event: MemberEvent) {
         match &event {
@@ -225,7 +214,7 @@ impl Inner {
             }
             MemberEvent::Changed(_) | MemberEvent::Lost(_) => {}
         }
-        self.push(event);
+        self.events.push(event);
     }
 
     /// Member (`rank`, `id`) is gone: its endpoint is torn down, its keys forgotten.
@@ -433,9 +422,7 @@ impl Group {
             peers: Mutex::new(HashMap::new()),
             keys: RwLock::new(KeyCache::default()),
             regs: Mutex::new(HashMap::new()),
-            events: Mutex::new(VecDeque::new()),
-            arrived: Condvar::new(),
-            dropped: AtomicU64::new(0),
+            events: EventQueue::new(GROUP_EVENT_QUEUE),
             round: Mutex::new(head),
         });
         let mut group = Group {
@@ -527,26 +514,12 @@ impl Group {
     /// an event is read, the group has done its own part for it (a member gone: its endpoint
     /// is torn down, its keys forgotten).
     pub fn next_event(&self, timeout: Duration) -> Option<MemberEvent> {
-        let deadline = Instant::now() + timeout;
-        let mut q = lock(&self.inner.events);
-        loop {
-            if let Some(e) = q.pop_front() {
-                return Some(e);
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return None;
-            }
-            q = (self.inner.arrived)
-                .wait_timeout(q, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
+        self.inner.events.next(timeout)
     }
 
     /// Events dropped because the application did not read them ([`GROUP_EVENT_QUEUE`]).
     pub fn dropped_events(&self) -> u64 {
-        self.inner.dropped.load(Ordering::Relaxed)
+        self.inner.events.dropped()
     }
 
     fn app_key(&self, op: &'static str, key: &str) -> Result<String, GroupError> {

@@ -13,6 +13,10 @@ use shmem_store::{Server, Store, TcpDial};
 use super::*;
 use crate::dynamic::loopback::LoopbackWorker;
 
+#[path = "../../tests/common/mod.rs"]
+mod common;
+use common::Watchdog;
+
 const T: Duration = Duration::from_secs(20);
 
 /// A store of groups on a free loopback port, served by this process.
@@ -29,31 +33,6 @@ fn store() -> (Server, TcpDial) {
     };
     let s = Store::serve_or_join(&dial, None, 256, T).unwrap();
     (s.server.expect("this process binds the address"), dial)
-}
-
-/// Ends the test process if the test it guards runs past `limit` (a bound that only catches
-/// hangs); dropped at the test's end.
-pub(crate) struct Watchdog(Option<std::sync::mpsc::Sender<()>>);
-
-impl Watchdog {
-    pub(crate) fn new(test: &'static str, limit: Duration) -> Watchdog {
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        std::thread::spawn(move || {
-            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                eprintln!("{test}: still running after {limit:?}: hung, ending the process");
-                std::process::abort();
-            }
-        });
-        Watchdog(Some(tx))
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        if let Some(tx) = self.0.take() {
-            let _ = tx.send(());
-        }
-    }
 }
 
 fn options(size: u32) -> GroupOptions {
