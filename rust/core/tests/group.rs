@@ -279,6 +279,8 @@ struct Kid {
     proc: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
+    /// The command sent last, for the messages.
+    last: String,
 }
 
 impl Kid {
@@ -323,6 +325,7 @@ impl Kid {
             proc,
             stdin,
             lines: rx,
+            last: "start".into(),
         };
         let first = kid.next_line();
         assert!(first == "ready" || first == "serving", "{name}: {first}");
@@ -338,12 +341,13 @@ impl Kid {
     }
 
     fn next_line(&mut self) -> String {
-        self.lines
-            .recv_timeout(T)
-            .unwrap_or_else(|e| panic!("{}: no answer within {T:?} ({e})", self.name))
+        self.lines.recv_timeout(T).unwrap_or_else(|e| {
+            panic!("{}: {}: no answer within {T:?} ({e})", self.name, self.last)
+        })
     }
 
     fn send(&mut self, cmd: &str) {
+        self.last = cmd.into();
         let stdin = self.stdin.as_mut().expect("the child's stdin");
         writeln!(stdin, "{cmd}").unwrap();
         stdin.flush().unwrap();

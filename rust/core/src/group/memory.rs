@@ -471,6 +471,14 @@ impl Group {
         offset: u64,
         dst: &mut [u8],
     ) -> Result<(), GroupError> {
+        if rank == self.inner.rank {
+            let len = dst.len();
+            // SAFETY: the range lies in the registration, valid for reads by the register's
+            // promise; `dst` is a live, exclusive slice.
+            return self.with_own("get", name, offset, len, |at| unsafe {
+                std::ptr::copy(at, dst.as_mut_ptr(), len)
+            });
+        }
         let w = &self.inner.worker;
         self.inner
             .with_key("get", rank, name, |ep, key| w.get(ep, key, offset, dst))
