@@ -576,7 +576,11 @@ impl Group {
     /// Leaves the group: withdraws this member's registrations (each confirmed by the members,
     /// [`Group::unregister`]), makes the leave's membership change, then stops the group's
     /// threads, tears its endpoints down and closes its connections. The worker is dropped
-    /// unless the application holds it too.
+    /// unless the application holds it too. Each step is bounded; when one fails (a member
+    /// alive did not confirm a withdrawal in time, the store did not answer), the others still
+    /// run and the first error is returned: the memory is unregistered all the same, so with a
+    /// worker the application keeps, it should not reuse memory a member named there may
+    /// still address.
     pub fn leave(mut self) -> Result<(), GroupError> {
         let withdrawn = self.withdraw_all();
         self.stop_events();
