@@ -1,6 +1,7 @@
 //! The group API (`shmem_core::group`) across processes, over UCX: a group of four where a
 //! fifth member joins while the others are blocked in a wait, then one leaves and one is
-//! SIGKILLed (the others see "member down" within the bound and go on, their data intact);
+//! SIGKILLed (the others see "member down" within the bound and go on, their data intact),
+//! then one withdraws its memory (the others' reads of it fail);
 //! eight members racing for ranks, a ninth refused, one leaving and a newcomer taking its
 //! rank; a hundred joins and leaves beside two members that stay, measured in every process
 //! (the store's, the members' and the one that comes and goes): resident memory,
@@ -203,6 +204,15 @@ fn command(
             match g.put(r, "heap", 0, b"late") {
                 Ok(()) => Err(format!("a put to rank {r} succeeded")),
                 Err(err) => Ok(err.to_string()),
+            }
+        }
+        "unregister" => g.unregister("heap").map(|()| String::new()).map_err(e),
+        "expect_withdrawn" => {
+            let r: u32 = f[1].parse().unwrap();
+            match g.get(r, "heap", 0, &mut [0u8; 8]) {
+                Err(err @ GroupError::NoRegistration { .. }) => Ok(err.to_string()),
+                Err(err) => Err(format!("a get from rank {r}: {err}")),
+                Ok(()) => Err(format!("a get from rank {r} succeeded")),
             }
         }
         "set" => g
@@ -502,6 +512,13 @@ fn four_members_a_fifth_joins_one_leaves_one_is_killed() {
     all(&mut rest, "check_remote t3 0,3,4");
     let rounds = all(&mut rest, "barrier");
     assert!(rounds.iter().all(|r| r.ends_with("3 []")), "{rounds:?}");
+    // Rank 0 withdraws its memory: once the others confirmed, their cached keys are gone and
+    // their reads fail, naming it.
+    rest[0].run("unregister");
+    for k in rest.iter_mut().skip(1) {
+        let e = k.run("expect_withdrawn 0");
+        assert!(e.contains("rank 0") && e.contains("'heap'"), "{e}");
+    }
     let gathered = all(&mut rest, "allgather");
     assert!(
         gathered.iter().all(|g| g == "0:m0,3:m3,4:m4"),
