@@ -14,9 +14,9 @@
 //! test of a unique id's store), the variable table, logging, the error type their calls
 //! return, and the dynamic transport ([`dynamic`]: workers with endpoints on demand, for groups
 //! whose members come and go, and the node-local exchange of shareable memory) with its error
-//! type; everything else is private to the library, and Rust programs reach the runtime
-//! through `libshmem.so`'s C ABI (the `shmem-sys` crate), never by linking this crate a second
-//! time.
+//! type, and the group API over it and the store's groups ([`group`]); everything else is
+//! private to the library, and Rust programs reach the runtime through `libshmem.so`'s C ABI
+//! (the `shmem-sys` crate), never by linking this crate a second time.
 
 pub mod bootstrap;
 mod clock;
@@ -24,6 +24,7 @@ mod device;
 pub use shmem_base::env;
 pub mod error;
 mod ffi;
+pub mod group;
 mod heap;
 mod job_state;
 mod layout;

@@ -158,6 +158,63 @@ pub enum MemberEvent {
     Lost(String),
 }
 
+/// Events a thread queues for an application to read, oldest first. At most `cap` are kept:
+/// when the application does not read them, the oldest are dropped, and counted.
+pub struct EventQueue<T> {
+    cap: usize,
+    queue: Mutex<VecDeque<T>>,
+    arrived: Condvar,
+    dropped: AtomicU64,
+}
+
+impl<T> EventQueue<T> {
+    /// An empty queue keeping at most `cap` events.
+    pub fn new(cap: usize) -> EventQueue<T> {
+        EventQueue {
+            cap,
+            queue: Mutex::new(VecDeque::new()),
+            arrived: Condvar::new(),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// Queues `event`, dropping the oldest when the queue is full.
+    pub fn push(&self, event: T) {
+        let mut q = lock(&self.queue);
+        if q.len() >= self.cap {
+            q.pop_front();
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        q.push_back(event);
+        self.arrived.notify_all();
+    }
+
+    /// Waits up to `timeout` for the next event; `None` at the timeout.
+    pub fn next(&self, timeout: Duration) -> Option<T> {
+        let deadline = Instant::now() + timeout;
+        let mut q = lock(&self.queue);
+        loop {
+            if let Some(e) = q.pop_front() {
+                return Some(e);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            q = self
+                .arrived
+                .wait_timeout(q, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Events dropped so far because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
 /// What a member's threads share with it.
 struct Shared {
     group: String,
@@ -168,9 +225,7 @@ struct Shared {
     stop: AtomicBool,
     /// Stop, and the heartbeat's sleep, under one lock.
     wake: (Mutex<()>, Condvar),
-    events: Mutex<VecDeque<MemberEvent>>,
-    arrived: Condvar,
-    dropped: AtomicU64,
+    events: EventQueue<MemberEvent>,
     /// Where the events thread sends the result of a change this member began.
     own_change: Mutex<Option<(String, Sender<Change>)>>,
 }
@@ -181,13 +236,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     fn push(&self, event: MemberEvent) {
-        let mut q = lock(&self.events);
-        if q.len() == MEMBER_EVENT_QUEUE {
-            q.pop_front();
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-        q.push_back(event);
-        self.arrived.notify_all();
+        self.events.push(event);
     }
 
     fn stopped(&self) -> bool {
@@ -278,9 +327,7 @@ impl Member {
             control_timeout: options.control_timeout,
             stop: AtomicBool::new(false),
             wake: (Mutex::new(()), Condvar::new()),
-            events: Mutex::new(VecDeque::new()),
-            arrived: Condvar::new(),
-            dropped: AtomicU64::new(0),
+            events: EventQueue::new(MEMBER_EVENT_QUEUE),
             own_change: Mutex::new(None),
         });
         let mut member = Member {
@@ -345,7 +392,7 @@ impl Member {
 
     /// Events dropped because the application did not read them ([`MEMBER_EVENT_QUEUE`]).
     pub fn dropped_events(&self) -> u64 {
-        self.shared.dropped.load(Ordering::Relaxed)
+        self.shared.events.dropped()
     }
 
     /// The group's members now, as (rank, id).
@@ -364,21 +411,7 @@ impl Member {
 
     /// Waits up to `timeout` for the next event of the group; `None` at the timeout.
     pub fn next_event(&self, timeout: Duration) -> Option<MemberEvent> {
-        let deadline = Instant::now() + timeout;
-        let mut q = lock(&self.shared.events);
-        loop {
-            if let Some(e) = q.pop_front() {
-                return Some(e);
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return None;
-            }
-            q = (self.shared.arrived)
-                .wait_timeout(q, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
+        self.shared.events.next(timeout)
     }
 
     /// Leaves the group: makes the leave's membership change with the members, then ends the
