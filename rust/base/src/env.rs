@@ -989,6 +989,16 @@ mod tests {
     }
 
     #[test]
+    fn the_heartbeat_bound_is_15_s_unless_set() {
+        let v = var(HEARTBEAT_TIMEOUT);
+        assert_eq!(v.default, "15");
+        assert_eq!(
+            v.default.parse::<u64>().map(Duration::from_secs),
+            Ok(Duration::from_secs(15))
+        );
+    }
+
+    #[test]
     fn every_row_has_its_constant() {
         let constants = [
             SYMMETRIC_SIZE,
@@ -997,6 +1007,7 @@ mod tests {
             DEBUG,
             LOG_LEVEL,
             INIT_TIMEOUT,
+            HEARTBEAT_TIMEOUT,
             BARRIER,
             SYMMETRIC_DATA,
             JOB_ID,

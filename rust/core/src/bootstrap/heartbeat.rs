@@ -13,19 +13,16 @@
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags, Timespec};
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 
+use super::watch::Stoppable;
 use crate::bootstrap::store::liveness::{self, GROUP};
 use crate::bootstrap::store::{BootstrapError, Client};
-use crate::error::{Error, Result};
-
-/// The thread's stack: it only polls, sends a short frame and logs.
-const STACK: usize = 64 * 1024;
+use crate::error::Result;
 /// Least time a heartbeat's reply is awaited, when the bound is nearly spent.
 const LEAST_WAIT: Duration = Duration::from_millis(100);
 
@@ -41,10 +38,7 @@ pub(crate) struct Names {
 /// This PE's heartbeat. Stopping it (or dropping it) ends the thread before this PE leaves.
 #[derive(Debug)]
 pub(crate) struct Heartbeat {
-    stopping: Arc<AtomicBool>,
-    /// Written when this PE leaves, so that the thread stops at once.
-    wake: Arc<OwnedFd>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: Stoppable,
 }
 
 impl Heartbeat {
@@ -59,45 +53,16 @@ impl Heartbeat {
     ) -> Result<Heartbeat> {
         let member = liveness::member_id(pe, &names.node);
         client.group_join(GROUP, &member, n_pes, Some(pe), bound, false)?;
-        let stopping = Arc::new(AtomicBool::new(false));
-        let wake = Arc::new(
-            eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
-                .map_err(|e| Error::os("making the heartbeat's eventfd", e))?,
-        );
-        let (flag, woken) = (Arc::clone(&stopping), Arc::clone(&wake));
-        let thread = std::thread::Builder::new()
-            .name("shmem-heartbeat".into())
-            .stack_size(STACK)
-            .spawn(move || beat(&client, pe, bound, &names, &woken, &flag))
-            .map_err(|e| Error::os("starting thread shmem-heartbeat", e))?;
-        Ok(Heartbeat {
-            stopping,
-            wake,
-            thread: Mutex::new(Some(thread)),
-        })
+        let thread = Stoppable::spawn("shmem-heartbeat", move |wake, stopping| {
+            beat(&client, pe, bound, &names, wake, stopping)
+        })?;
+        Ok(Heartbeat { thread })
     }
 
     /// Call before this PE's goodbye: the heartbeat stops, and its thread has ended when this
     /// returns.
     pub(crate) fn stop(&self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        let _ = rustix::io::write(&*self.wake, &1u64.to_ne_bytes());
-        let thread = self
-            .thread
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        // The thread itself never calls this (it only ends the process), so this cannot wait
-        // for its own thread.
-        if let Some(thread) = thread {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for Heartbeat {
-    fn drop(&mut self) {
-        self.stop();
+        self.thread.stop();
     }
 }
 

@@ -347,10 +347,15 @@ impl Bootstrap {
         Ok(())
     }
 
-    /// Stops this PE's heartbeat before it leaves the store.
+    /// Stops this PE's heartbeat and leaves the liveness group before this PE leaves the
+    /// store: a program may go on long after `shmem_finalize`, its connection open.
     fn stop_heartbeat(&self) {
         if let Some(beat) = self.heartbeat.get() {
             beat.stop();
+            if let Some(store) = &self.store {
+                // A connection that fails here fails the goodbye next, which says so.
+                let _ = store.group_leave(store::liveness::GROUP);
+            }
         }
     }
 
