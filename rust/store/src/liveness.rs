@@ -27,8 +27,9 @@ pub fn interval(bound: Duration) -> Duration {
     bound / 3
 }
 
-/// How long a PE waits for an answer to its heartbeats before it takes itself for cut off:
-/// `bound` and half an interval, so that the store's host, which notices the same silence
+/// How long after its last answered heartbeat a PE takes itself for cut off: `bound` and
+/// half an interval (the next heartbeat is sent one interval after that answer, and its
+/// answer awaited for the rest), so that the store's host, which notices the same silence
 /// after `bound`, ends the job first where it can.
 pub fn self_bound(bound: Duration) -> Duration {
     bound + interval(bound) / 2
@@ -157,6 +158,60 @@ fn describe(silent: &[(u32, String)], others: &[(u32, String, bool)], bound: Dur
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+    use std::sync::mpsc;
+
+    use crate::Client;
+
+    const T: Duration = Duration::from_secs(30);
+
+    /// A store of `n` PEs, PE `pe` on node `pe`, each a member of the liveness group with
+    /// bound `bound`.
+    fn job(n: u32, bound: Duration) -> (Server, Vec<Client>) {
+        let (server, _events) = Server::new(n);
+        let clients = (0..n)
+            .map(|pe| {
+                let (ours, theirs) = UnixStream::pair().unwrap();
+                server.serve_unix(pe, ours).unwrap();
+                let c = Client::connect_inherited(OwnedFd::from(theirs), pe, n, T).unwrap();
+                let id = member_id(pe, &format!("node {pe}, host h"));
+                c.group_join(GROUP, &id, n, Some(pe), bound, false).unwrap();
+                c
+            })
+            .collect();
+        (server, clients)
+    }
+
+    #[test]
+    fn a_silent_node_is_named_and_a_busy_pe_is_not() {
+        let bound = Duration::from_millis(600);
+        let (server, clients) = job(3, bound);
+        let (tx, rx) = mpsc::channel();
+        watch(&server, bound, move |line| tx.send(line).unwrap()).unwrap();
+        let clients = std::sync::Arc::new(clients);
+        // PE 1 waits in a GET for longer than the bound: the store is answering it.
+        let waiting = std::sync::Arc::clone(&clients);
+        let getter = std::thread::spawn(move || waiting[1].get("never", 4 * bound).unwrap_err());
+        // PE 0 beats, PE 2 goes silent.
+        let until = std::time::Instant::now() + 3 * bound;
+        let mut beats = 0;
+        while std::time::Instant::now() < until {
+            assert!(clients[0].heartbeat(&beat_key(0), T).unwrap());
+            beats += 1;
+            std::thread::sleep(interval(bound));
+        }
+        let line = rx.recv_timeout(T).unwrap();
+        assert_eq!(
+            line,
+            "node 2, host h is unreachable: its PE 2 sent no heartbeat within 0.6 s (the node \
+             is cut off or down)"
+        );
+        getter.join().unwrap();
+        // Each heartbeat counted once.
+        assert_eq!(clients[0].add(&beat_key(0), 0).unwrap(), beats);
+    }
 
     #[test]
     fn a_line_names_each_silent_node_and_its_pes() {

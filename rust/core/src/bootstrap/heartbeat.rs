@@ -6,10 +6,11 @@
 //! for hours without calling the library is heard all the same, and nothing is added to the
 //! library's calls. The PE is a member of the store's liveness group (shmem-store's
 //! `liveness`): the store's host ends the job on every node it reaches when a node goes silent.
-//! The PEs of that node learn it here: a heartbeat not answered within the bound and half a
-//! heartbeat interval (the store's host goes first) ends this PE, saying which store it lost. While another call of this PE is in flight on the connection,
-//! the store hears the PE through it and no heartbeat is sent. A connection that closes is
-//! left to the other watchers (`watch`, `meet`), which know why it closed.
+//! The PEs of that node learn it here: no answer for the bound and half a heartbeat interval
+//! since the last one (the store's host goes first) ends this PE, saying which store it lost.
+//! While another call of this PE is in flight on the connection, the store hears the PE
+//! through it and no heartbeat is sent. A connection that closes is left to the other watchers
+//! (`watch`, `meet`), which know why it closed.
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,8 +24,6 @@ use super::watch::Stoppable;
 use crate::bootstrap::store::liveness::{self, GROUP};
 use crate::bootstrap::store::{BootstrapError, Client};
 use crate::error::Result;
-/// Least time a heartbeat's reply is awaited, when the bound is nearly spent.
-const LEAST_WAIT: Duration = Duration::from_millis(100);
 
 /// What the heartbeat says when it ends this PE.
 #[derive(Debug, Clone)]
@@ -99,17 +98,16 @@ fn beat(
     stopping: &AtomicBool,
 ) {
     let key = liveness::beat_key(pe);
-    let mut heard = Instant::now();
+    // Counted from each heartbeat's sending, so that this thread's own delays (a loaded
+    // machine) never count against the store: one interval after the last answer, then this.
+    let within = liveness::self_bound(bound).saturating_sub(liveness::interval(bound));
     loop {
         if sleep(wake, liveness::interval(bound)) || stopping.load(Ordering::SeqCst) {
             return;
         }
-        let within = (heard + liveness::self_bound(bound))
-            .saturating_duration_since(Instant::now())
-            .max(LEAST_WAIT);
         match client.heartbeat(&key, within) {
             // Answered, or another call is in flight: the store hears this PE either way.
-            Ok(_) => heard = Instant::now(),
+            Ok(_) => {}
             Err(BootstrapError::Timeout { .. }) if !stopping.load(Ordering::SeqCst) => break,
             // Closed or broken: the watcher of the connection says why and ends this PE.
             Err(e) => {
@@ -119,8 +117,8 @@ fn beat(
         }
     }
     tracing::error!(
-        "lost the others: {} did not answer this PE's heartbeat within {} s ({} and half a \
-         heartbeat); this PE's node ({}) is cut off from it; ending this PE",
+        "lost the others: {} did not answer this PE's heartbeats for {} s ({} and half a \
+         heartbeat interval); this PE's node ({}) is cut off from it; ending this PE",
         names.store,
         liveness::self_bound(bound).as_secs_f64(),
         shmem_base::env::HEARTBEAT_TIMEOUT,
