@@ -84,12 +84,12 @@ pub fn watch(
 
 /// Waits for silent members; `None` once every member has gone.
 fn silent_nodes(server: &Server, bound: Duration) -> Option<String> {
-    // A day at a time: the watch wakes for its members' deadlines anyway.
-    const LONG: Duration = Duration::from_secs(24 * 3600);
     let mut after = 0;
     let mut had_members = false;
     loop {
-        let view = server.watch_group(GROUP, after, LONG);
+        // The watch wakes for its members' deadlines, but not when a PE's long request ends
+        // (its deadline starts again then): an interval at a time.
+        let view = server.watch_group(GROUP, after, interval(bound));
         let mut silent: Vec<(u32, String)> = Vec::new();
         for e in &view.events {
             after = after.max(e.seq);
