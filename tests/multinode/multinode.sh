@@ -33,6 +33,8 @@
 #              nonzero status and before the harness stops it, within
 #              SHMEM_HEARTBEAT_TIMEOUT + $CUT_MARGIN s (default 6) of the cut, and a line must
 #              name that node and its PEs as unreachable
+#   cut-store  as cut, node 0 cut off: PE 0's node, whose PE 0 serves the store under Slurm's
+#              variables and PMI-1; the PEs of the other nodes must say they lost that store
 #   compute    PROGRAM is tests/launchers/launch_fault: the last PE computes for 3 times
 #              SHMEM_HEARTBEAT_TIMEOUT without calling the library while the others wait in a
 #              barrier; every PE must exit 0 (a PE busy that long is not taken for dead)
@@ -278,9 +280,10 @@ kill-put)
         left_behind
     done
     ;;
-cut)
+cut | cut-store)
     bound=${SHMEM_HEARTBEAT_TIMEOUT:-15}
     cut_node=$((n_nodes - 1))
+    [ "$case" = cut ] || cut_node=0
     cut_pes=()
     for ((i = 0; i < n; i++)); do
         [ "${node_of[i]}" -ne "$cut_node" ] || cut_pes+=("$i")
@@ -316,8 +319,14 @@ cut)
         IFS=,
         echo "${cut_pes[*]}" | sed 's/,/, /g'
     )"
-    grep -Eq "node $cut_node, [^;]* is unreachable: its $pes " "$out" ||
-        fail "no line names node $cut_node and its $pes as unreachable"
+    if [ "$cut_node" -eq 0 ] && [ "$start" != shmemrun ]; then
+        # PE 0's store is on the node cut off: the others lost it.
+        grep -Eq "lost the others: PE 0's store at [^ ]+ \(on node 0, " "$out" ||
+            fail "no PE says it lost PE 0's store on node 0"
+    else
+        grep -Eq "node $cut_node, [^;]* is unreachable: its $pes " "$out" ||
+            fail "no line names node $cut_node and its $pes as unreachable"
+    fi
     left_behind
     [ "$(ls /dev/shm)" = "$shm_before" ] || fail "the job left files in /dev/shm"
     ;;
