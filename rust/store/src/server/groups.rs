@@ -325,14 +325,17 @@ impl Connection {
     }
 
     /// Counts this request as the heartbeat of the members this connection holds: on its
-    /// arrival (`busy`, while the store answers it) and once it is answered. Only a PE's
-    /// connection is busy meanwhile: the store counts the silence of a client without a PE's
-    /// place from its last request, whatever it waits for.
-    pub(super) fn heard(&self, busy: bool) {
-        if !self.groups.is_empty() {
-            self.shared
-                .lock()
-                .touch(&self.groups, self.id, Instant::now(), busy && !self.open);
+    /// arrival (`arriving`) and, for a PE's connection, once it is answered, the PE being busy
+    /// in between. A client without a PE's place is counted from its requests' arrivals only,
+    /// whatever they wait for.
+    pub(super) fn heard(&self, arriving: bool) {
+        if !self.groups.is_empty() && (arriving || !self.open) {
+            self.shared.lock().touch(
+                &self.groups,
+                self.id,
+                Instant::now(),
+                arriving && !self.open,
+            );
         }
     }
 
