@@ -1,13 +1,17 @@
 /*
  * launch_fault.c CASE: a job started by a launcher other than shmemrun in which one PE fails in
  * a given way after shmem_init, while the others wait in a barrier (or, put_loop_kill_last,
- * put to every PE in a loop). PE 0's store must end every
- * PE promptly, whatever the launcher does about failed processes (tests/launchers/CMakeLists.txt
- * holds the expected statuses and messages).
+ * put to every PE in a loop). PE 0's store must end every PE promptly, whatever the launcher
+ * does about failed processes (tests/launchers/CMakeLists.txt holds the expected statuses and
+ * messages). Two cases fail nothing themselves: wait_cut (every PE waits, in a barrier or
+ * for a word nobody writes, while tests/multinode cuts a node off) and compute_last SECONDS (the
+ * last PE computes that long without calling the library while the others wait; the job must end
+ * normally).
  */
 #include <shmem.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -46,6 +50,23 @@ static int put_loop_kill_last(int me, int n) {
     }
 }
 
+/* The last PE computes for `seconds` without calling the library while the others wait in a
+ * barrier: a PE busy that long is not taken for dead, and the job ends normally. */
+static int compute_last(int me, int n, double seconds) {
+    if (me == n - 1) {
+        volatile double x = 0;
+        double start = now();
+        while (now() - start < seconds) {
+            for (int i = 0; i < 100000; i++) x += 1e-9 * i;
+        }
+    }
+    shmem_barrier_all();
+    if (me == 0)
+        printf("launch_fault: PE %d computed for %.0f s; the job went on\n", n - 1, seconds);
+    shmem_finalize();
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *c = argc > 1 ? argv[1] : "";
     shmem_init();
@@ -58,6 +79,17 @@ int main(int argc, char **argv) {
     if (is(c, "kill_last") && me == shmem_n_pes() - 1) raise(SIGKILL);
     if (is(c, "kill_pe0") && me == 0) raise(SIGKILL);
     if (is(c, "put_loop_kill_last")) return put_loop_kill_last(me, shmem_n_pes());
+    if (is(c, "compute_last")) return compute_last(me, shmem_n_pes(), argc > 2 ? atof(argv[2]) : 1);
+    /* The others wait in the barrier below, the last PE for a word nobody writes: the test
+     * cuts a node off meanwhile. */
+    if (is(c, "wait_cut")) {
+        static long never;
+        if (me == 0) {
+            printf("launch_fault: every PE waits in a barrier or shmem_wait_until\n");
+            fflush(stdout);
+        }
+        if (me == shmem_n_pes() - 1) shmem_long_wait_until(&never, SHMEM_CMP_NE, 0);
+    }
     if (is(c, "exit_without_finalize") && me == 1) return 0; /* the others wait below */
     if (is(c, "exit_without_finalize_pe0") && me == 0) return 0;
     if (is(c, "global_exit") && me == 1) shmem_global_exit(7);

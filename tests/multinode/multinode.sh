@@ -27,6 +27,17 @@
 #              In each, every other PE must end with status 1 (shmemrun: the launcher's 137),
 #              one line must name the dead PE and no line another PE as the cause, and nothing
 #              may come from UCX itself (its ERROR lines, a fatal error, a backtrace, SIGABRT)
+#   cut        PROGRAM is tests/launchers/launch_fault: once every PE waits (in a barrier, the
+#              last PE in shmem_wait_until), the last node's link goes down (`ip link set
+#              shmem0 down` in its namespace). Every process on every node must end, with a
+#              nonzero status and before the harness stops it, within
+#              SHMEM_HEARTBEAT_TIMEOUT + $CUT_MARGIN s (default 6) of the cut, and a line must
+#              name that node and its PEs as unreachable
+#   cut-store  as cut, node 0 cut off: PE 0's node, whose PE 0 serves the store under Slurm's
+#              variables and PMI-1; the PEs of the other nodes must say they lost that store
+#   compute    PROGRAM is tests/launchers/launch_fault: the last PE computes for 3 times
+#              SHMEM_HEARTBEAT_TIMEOUT without calling the library while the others wait in a
+#              barrier; every PE must exit 0 (a PE busy that long is not taken for dead)
 #   no-ucx     UCX cannot be loaded (libucp.so.0 hidden by a bind mount of /dev/null in a
 #              mount namespace of this run): every PE ends, and a message names libucx0
 # Needs root and iproute2 (`ip netns`); otherwise skipped: status 77, ctest's SKIP_RETURN_CODE.
@@ -268,6 +279,63 @@ kill-put)
             <<<"$this" || fail "run $run: UCX printed its own lines"
         left_behind
     done
+    ;;
+cut | cut-store)
+    bound=${SHMEM_HEARTBEAT_TIMEOUT:-15}
+    cut_node=$((n_nodes - 1))
+    [ "$case" = cut ] || cut_node=0
+    cut_pes=()
+    for ((i = 0; i < n; i++)); do
+        [ "${node_of[i]}" -ne "$cut_node" ] || cut_pes+=("$i")
+    done
+    shm_before=$(ls /dev/shm)
+    (
+        job "$1" wait_cut
+        echo "${statuses[*]}" >"$out.status"
+    ) &
+    runner=$!
+    for ((i = 0; i < limit * 10; i++)); do
+        grep -q "every PE waits in a barrier or shmem_wait_until" "$out" && break
+        kill -0 "$runner" 2>/dev/null || break
+        sleep 0.1
+    done
+    grep -q "every PE waits in a barrier or shmem_wait_until" "$out" ||
+        fail "the job did not get to its barrier"
+    cut_at=$(date +%s%N)
+    ip -n "${spaces[cut_node]}" link set shmem0 down
+    echo "multinode.sh: cut node $cut_node off (PEs ${cut_pes[*]})" >>"$out"
+    wait "$runner"
+    took=$((($(date +%s%N) - cut_at) / 1000000))
+    statuses=($(cat "$out.status"))
+    rm -f "$out.status"
+    echo "multinode.sh: every process ended $took ms after the cut: ${statuses[*]}" >>"$out"
+    for s in "${statuses[@]}"; do
+        [ "$s" -ne 0 ] || fail "a process finished as if nothing happened: ${statuses[*]}"
+        [ "$s" -ne 124 ] && [ "$s" -ne 137 ] || fail "the job ran until the harness killed it"
+    done
+    [ "$took" -le $(((bound + ${CUT_MARGIN:-6}) * 1000)) ] ||
+        fail "the job ended $took ms after the cut: over ${bound} s + ${CUT_MARGIN:-6} s"
+    pes="PEs? $(
+        IFS=,
+        echo "${cut_pes[*]}" | sed 's/,/, /g'
+    )"
+    if [ "$cut_node" -eq 0 ] && [ "$start" != shmemrun ]; then
+        # PE 0's store is on the node cut off: the others lost it.
+        grep -Eq "lost the others: PE 0's store at [^ ]+ \(on node 0, " "$out" ||
+            fail "no PE says it lost PE 0's store on node 0"
+    else
+        grep -Eq "node $cut_node, [^;]* is unreachable: its $pes " "$out" ||
+            fail "no line names node $cut_node and its $pes as unreachable"
+    fi
+    left_behind
+    [ "$(ls /dev/shm)" = "$shm_before" ] || fail "the job left files in /dev/shm"
+    ;;
+compute)
+    bound=${SHMEM_HEARTBEAT_TIMEOUT:-15}
+    job "$1" compute_last $((3 * bound))
+    all 0 || fail "wanted every PE to pass while PE $((n - 1)) computed, got ${statuses[*]}"
+    grep -q "computed for $((3 * bound)) s; the job went on" "$out" || fail "the job did not finish"
+    left_behind
     ;;
 no-ucx)
     job "$1"

@@ -59,6 +59,8 @@ pub const DEBUG: &str = "SHMEM_DEBUG";
 pub const LOG_LEVEL: &str = "SHMEM_LOG_LEVEL";
 /// `SHMEM_INIT_TIMEOUT`: see its row of [`VARS`].
 pub const INIT_TIMEOUT: &str = "SHMEM_INIT_TIMEOUT";
+/// `SHMEM_HEARTBEAT_TIMEOUT`: see its row of [`VARS`].
+pub const HEARTBEAT_TIMEOUT: &str = "SHMEM_HEARTBEAT_TIMEOUT";
 /// `SHMEM_BARRIER`: see its row of [`VARS`].
 pub const BARRIER: &str = "SHMEM_BARRIER";
 /// `SHMEM_SYMMETRIC_DATA`: see its row of [`VARS`].
@@ -151,6 +153,14 @@ pub static VARS: &[Var] = &[
         kind: Kind::Seconds,
         default: "120",
         help: "Seconds any start-up or control-plane step may take before the job fails",
+    },
+    Var {
+        name: HEARTBEAT_TIMEOUT,
+        alias: None,
+        kind: Kind::Seconds,
+        default: "15",
+        help: "Seconds without a heartbeat after which a job across nodes takes a node for cut \
+               off and ends (one heartbeat every third of it, from a thread of each PE)",
     },
     Var {
         name: BARRIER,
@@ -348,6 +358,9 @@ pub struct Config {
     pub log_level: &'static str,
     /// Bound on every blocking start-up and control step.
     pub init_timeout: Duration,
+    /// `SHMEM_HEARTBEAT_TIMEOUT`: silence after which a job across nodes takes a PE's node for
+    /// cut off.
+    pub heartbeat_timeout: Duration,
     /// `SHMEM_SYMMETRIC_DATA`: `auto`, `0` or `1` (acted on by the library constructor; read
     /// here again so that a bad value fails init).
     pub symmetric_data: &'static str,
@@ -558,15 +571,7 @@ pub fn load() -> Result<Config> {
     if symmetric_size == 0 {
         return Err(bad(size_var, &size_raw, "the heap cannot be empty"));
     }
-    let timeout_var = var(INIT_TIMEOUT);
-    let timeout_raw = raw(timeout_var)?;
-    let secs: u64 = timeout_raw.parse().ok().filter(|s| *s > 0).ok_or_else(|| {
-        bad(
-            timeout_var,
-            &timeout_raw,
-            "expected a positive number of seconds",
-        )
-    })?;
+    let secs = parse_seconds(var(INIT_TIMEOUT))?;
     Ok(Config {
         symmetric_size,
         print_version: parse_bool(var(VERSION))?,
@@ -574,6 +579,7 @@ pub fn load() -> Result<Config> {
         debug: parse_bool(var(DEBUG))?,
         log_level: parse_word(var(LOG_LEVEL))?,
         init_timeout: Duration::from_secs(secs),
+        heartbeat_timeout: heartbeat_timeout()?,
         symmetric_data: symmetric_data()?,
         barrier: parse_word(var(BARRIER))?,
         device: parse_word(var(DEVICE))?,
@@ -584,6 +590,20 @@ pub fn load() -> Result<Config> {
         port_range: port_range()?,
         tls_disable: tls_disable()?,
     })
+}
+
+/// A positive whole number of seconds.
+fn parse_seconds(v: &Var) -> Result<u64> {
+    let s = raw(v)?;
+    s.parse()
+        .ok()
+        .filter(|s| *s > 0)
+        .ok_or_else(|| bad(v, &s, "expected a positive number of seconds"))
+}
+
+/// `SHMEM_HEARTBEAT_TIMEOUT` (also read by `shmemrun`, whose store watches the heartbeats).
+pub fn heartbeat_timeout() -> Result<Duration> {
+    parse_seconds(var(HEARTBEAT_TIMEOUT)).map(Duration::from_secs)
 }
 
 /// `SHMEM_INSTANCE_PORT_RANGE`, parsed (also read by `shmemrun`).
@@ -969,6 +989,16 @@ mod tests {
     }
 
     #[test]
+    fn the_heartbeat_bound_is_15_s_unless_set() {
+        let v = var(HEARTBEAT_TIMEOUT);
+        assert_eq!(v.default, "15");
+        assert_eq!(
+            v.default.parse::<u64>().map(Duration::from_secs),
+            Ok(Duration::from_secs(15))
+        );
+    }
+
+    #[test]
     fn every_row_has_its_constant() {
         let constants = [
             SYMMETRIC_SIZE,
@@ -977,6 +1007,7 @@ mod tests {
             DEBUG,
             LOG_LEVEL,
             INIT_TIMEOUT,
+            HEARTBEAT_TIMEOUT,
             BARRIER,
             SYMMETRIC_DATA,
             JOB_ID,

@@ -245,6 +245,7 @@ fn start(
         transport: transport.as_ref().map_or(std::ptr::null(), |t| t.ops()),
         heap_device: accel.as_ref().map(|a| (a.kind() as i32, a.device_id())),
     });
+    bootstrap.start_heartbeat(config.heartbeat_timeout)?;
     let rt = Arc::new(Runtime {
         timeouts,
         my_pe,

@@ -25,7 +25,7 @@ use rustix::process::{
 };
 use shmem_store::addr::{url, StoreAddr};
 use shmem_store::tls;
-use shmem_store::{PeerStatus, Server, StoreEvent};
+use shmem_store::{liveness, PeerStatus, Server, StoreEvent};
 
 use crate::output::{self, Source};
 use crate::signals::{self, JobSignals};
@@ -80,6 +80,8 @@ enum Reach {
 enum Event {
     Exited(Pid, WaitStatus),
     Store(StoreEvent),
+    /// The heartbeats of PEs stopped (a node cut off): the line naming them.
+    Silent(String),
     Signal(i32),
     OutputDone,
 }
@@ -143,6 +145,19 @@ pub fn run(plan: Plan, signals: JobSignals) -> i32 {
         stopping: Stopping::No,
     };
 
+    // PEs over TCP may run on other nodes: they send heartbeats when they do
+    // (shmem-store's liveness), and a node that goes silent ends the job. A bad
+    // SHMEM_HEARTBEAT_TIMEOUT is the PEs' to refuse, at their init.
+    if let (Reach::Tcp { .. }, Ok(bound)) = (&reach, shmem_base::env::heartbeat_timeout()) {
+        let silent_tx = tx.clone();
+        let watched = liveness::watch(&server, bound, move |line| {
+            let _ = silent_tx.send(Event::Silent(line));
+        });
+        if let Err(e) = watched {
+            eprintln!("shmemrun: cannot start the heartbeat watch thread: {e}");
+            return 1;
+        }
+    }
     let signal_tx = tx.clone();
     if let Err(e) = signals::spawn_waiter(signals, move |sig| {
         signal_tx.send(Event::Signal(sig)).is_ok()
@@ -585,6 +600,7 @@ impl Job {
             // Exits are judged from the store's final state in judge_exits; these only wake
             // the loop up so that it looks. The store logs protocol errors itself.
             Event::Store(_) => {}
+            Event::Silent(line) => self.fail(1, &line, ""),
             Event::Signal(sig) => {
                 if self.status.is_none() {
                     let message = format!("caught {}", signals::name(sig));

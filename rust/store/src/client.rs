@@ -898,6 +898,31 @@ impl Client {
         }
     }
 
+    /// One heartbeat of this PE's membership in a group (`crate::liveness`): adds 1 to `key`
+    /// (this PE's count of heartbeats), its reply awaited at most `within`. Returns
+    /// `Ok(false)` without sending anything while another thread's request is in flight on
+    /// this connection: the store hears this PE through that one. A reply that does not come
+    /// in time is a [`BootstrapError::Timeout`], and the connection is broken from then on.
+    pub fn heartbeat(&self, key: &str, within: Duration) -> Result<bool, BootstrapError> {
+        let op = "heartbeat";
+        let mut s = match self.session.try_lock() {
+            Ok(s) => s,
+            Err(std::sync::TryLockError::WouldBlock) => return Ok(false),
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        };
+        let request = Request::Add {
+            key: key.into(),
+            delta: 1,
+        };
+        match self
+            .exchange(&mut s, op, key, &request, None, within, within)?
+            .0
+        {
+            Reply::Counter(_) => Ok(true),
+            other => Err(self.fail(&mut s, self.unexpected(op, &other))),
+        }
+    }
+
     /// Sends one request and reads its reply. `wait` is how long the server may take; the
     /// socket allows [`REPLY_MARGIN`] more. Refusals and server-side timeouts come back as
     /// errors that leave the connection usable; anything else marks it broken.
@@ -910,6 +935,22 @@ impl Client {
         fd: Option<BorrowedFd<'_>>,
         wait: Duration,
     ) -> Result<(Reply, Vec<OwnedFd>), BootstrapError> {
+        let budget = wait + self.reply_margin;
+        self.exchange(s, op, key, request, fd, wait, budget)
+    }
+
+    /// [`Client::call`] with the reply awaited at most `budget` in all.
+    #[allow(clippy::too_many_arguments)]
+    fn exchange(
+        &self,
+        s: &mut Session,
+        op: &'static str,
+        key: &str,
+        request: &Request,
+        fd: Option<BorrowedFd<'_>>,
+        wait: Duration,
+        budget: Duration,
+    ) -> Result<(Reply, Vec<OwnedFd>), BootstrapError> {
         if let Some(cause) = &s.broken {
             return Err(BootstrapError::Broken {
                 cause: cause.clone(),
@@ -918,7 +959,6 @@ impl Client {
         let frame = request
             .encode()
             .map_err(|source| BootstrapError::InvalidArgument { op, source })?;
-        let budget = wait + self.reply_margin;
         if s.recv_timeout != Some(budget) {
             self.link
                 .set_recv_timeout(Some(budget))

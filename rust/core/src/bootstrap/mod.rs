@@ -14,7 +14,8 @@
 //!   [`Server`], [`Client`], the streams under them, addresses ([`addr`]) and trust ([`tls`]);
 //!   `gather`: the start-up allgathers built on it that name a PE the store refused.
 //! - `watch`: under `shmemrun`, the end of this PE (and the job's process group) when the
-//!   launcher is gone;
+//!   launcher is gone; `heartbeat`: in a job across nodes, this PE's heartbeat to the store
+//!   and its end when the store stops answering (its node is cut off);
 //! - single files beside them: the failures before the store is met (`error`, composed into the
 //!   runtime's error), the bounds on blocking steps ([`Timeouts`]), random bits for secrets
 //!   (`bits`), and `ending`: the end of the process that the runtime installs, through which
@@ -29,6 +30,7 @@ pub(crate) mod bits;
 pub(crate) mod ending;
 pub(crate) mod error;
 mod gather;
+mod heartbeat;
 mod launcher;
 pub(crate) mod node;
 pub(crate) mod store;
@@ -36,10 +38,12 @@ mod timeouts;
 mod watch;
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::env::{self, Config};
 use crate::error::{Error, LaunchError, Result};
+use heartbeat::Heartbeat;
 use launcher::attrs::{self, Job};
 use launcher::kvs::{self, Choice, FromKvs};
 use launcher::launch::{self, Launch};
@@ -204,9 +208,13 @@ pub(crate) struct Bootstrap {
     nodes: Nodes,
     /// Connection to the job's store (`shmemrun`'s, or PE 0's under other launchers); `None`
     /// for a 1-PE job started without a launcher.
-    store: Option<Client>,
+    store: Option<Arc<Client>>,
+    /// The store as messages name it: who serves it, and where.
+    store_name: String,
     /// Under launchers other than `shmemrun`: this PE's part in the node-local job.
     node: Option<NodeJob>,
+    /// In a job across nodes, from the end of start-up: this PE's heartbeat to the store.
+    heartbeat: OnceLock<Heartbeat>,
 }
 
 impl Bootstrap {
@@ -217,8 +225,10 @@ impl Bootstrap {
             size: 1,
             nodes: Nodes::one(1, 0),
             store: None,
+            store_name: String::new(),
             node: None,
             launcher: None,
+            heartbeat: OnceLock::new(),
         }
     }
 
@@ -315,6 +325,40 @@ impl Bootstrap {
         tls::wipe_key_material();
     }
 
+    /// In a job across nodes, at the end of start-up: starts this PE's heartbeat, with
+    /// `heartbeat` (`SHMEM_HEARTBEAT_TIMEOUT`) as the silence after which a node is taken for
+    /// cut off. Nothing in a job on one node.
+    pub(crate) fn start_heartbeat(&self, heartbeat: Duration) -> Result<()> {
+        let Some(store) = self.store.as_ref().filter(|_| self.nodes.count() > 1) else {
+            return Ok(());
+        };
+        let names = heartbeat::Names {
+            node: self.nodes.describe(self.rank),
+            store: self.store_name.clone(),
+        };
+        let beat = Heartbeat::start(
+            Arc::clone(store),
+            self.rank as u32,
+            self.size as u32,
+            heartbeat,
+            names,
+        )?;
+        let _ = self.heartbeat.set(beat);
+        Ok(())
+    }
+
+    /// Stops this PE's heartbeat and leaves the liveness group before this PE leaves the
+    /// store: a program may go on long after `shmem_finalize`, its connection open.
+    fn stop_heartbeat(&self) {
+        if let Some(beat) = self.heartbeat.get() {
+            beat.stop();
+            if let Some(store) = &self.store {
+                // A connection that fails here fails the goodbye next, which says so.
+                let _ = store.group_leave(store::liveness::GROUP);
+            }
+        }
+    }
+
     /// Leaves the job at finalize: says goodbye to the store; PE 0 hosting the store then
     /// waits up to `timeout` for every other PE's goodbye. Then closes what the unique ids
     /// this process made still held.
@@ -325,6 +369,7 @@ impl Bootstrap {
         if let Some(launcher) = &self.launcher {
             launcher.leaving();
         }
+        self.stop_heartbeat();
         if let Some(store) = &self.store {
             store.goodbye()?;
         }
@@ -344,6 +389,7 @@ impl Bootstrap {
         if let Some(launcher) = &self.launcher {
             launcher.leaving();
         }
+        self.stop_heartbeat();
         if let Some(store) = &self.store {
             let _ = store.goodbye();
         }
@@ -464,13 +510,15 @@ fn meet_job(
     timeout: Duration,
 ) -> Result<Bootstrap> {
     let (rank, size) = (launch.my_pe() as usize, launch.n_pes() as usize);
-    let joined = |store, node, nodes| Bootstrap {
+    let joined = |store: Option<Client>, store_name: String, node, nodes| Bootstrap {
         rank,
         size,
         nodes,
-        store,
+        store: store.map(Arc::new),
+        store_name,
         node,
         launcher: None,
+        heartbeat: OnceLock::new(),
     };
     // Started as soon as the connection is up, so that a launcher killed during the rest of
     // start-up is noticed too.
@@ -491,7 +539,12 @@ fn meet_job(
             let launcher = watched(&client)?;
             Bootstrap {
                 launcher: Some(launcher),
-                ..joined(Some(client), None, Nodes::one(size, rank))
+                ..joined(
+                    Some(client),
+                    "shmemrun's store".into(),
+                    None,
+                    Nodes::one(size, rank),
+                )
             }
         }
         Launch::ShmemrunTcp {
@@ -513,7 +566,12 @@ fn meet_job(
             node::rendezvous::attach(&client, &node_store, timeout)?;
             Bootstrap {
                 launcher: Some(launcher),
-                ..joined(Some(client), None, Nodes::from_map(&map, rank))
+                ..joined(
+                    Some(client),
+                    format!("shmemrun's store at {store}"),
+                    None,
+                    Nodes::from_map(&map, rank),
+                )
             }
         }
         Launch::NodeLocal(mut plan) => {
@@ -558,12 +616,18 @@ fn meet_job(
                     }
                 }
             };
-            let (client, job) = meet::join(&plan, &meeting, timeout)?;
+            let (client, job) = meet::join(&plan, &meeting, timeout, config.heartbeat_timeout)?;
             let nodes = match job.nodes() {
                 Some(map) => Nodes::from_map(map, rank),
                 None => Nodes::one(size, rank),
             };
-            joined(Some(client), Some(job), nodes)
+            let store_name = match &meeting {
+                Meeting::Tcp { addr, .. } => {
+                    format!("PE 0's store at {addr} (on {})", nodes.describe(0))
+                }
+                Meeting::Abstract => "PE 0's store".into(),
+            };
+            joined(Some(client), store_name, Some(job), nodes)
         }
     })
 }
@@ -635,9 +699,11 @@ mod tests {
                         rank: pe,
                         size: 4,
                         nodes: Nodes::new(node_of, pe),
-                        store: Some(client),
+                        store: Some(Arc::new(client)),
+                        store_name: String::new(),
                         node: None,
                         launcher: None,
+                        heartbeat: OnceLock::new(),
                     };
                     let fd = crate::mapping::memfd("bootstrap-test", 4096).unwrap();
                     rustix::io::write(&fd, &[pe as u8]).unwrap();

@@ -6,6 +6,9 @@
 //! process a PE forked would outlive a killed launcher, spinning in a barrier for ever. The
 //! store connection is the launcher's own descriptor: only `shmemrun` holds its far end, so
 //! it closes when `shmemrun` ends, whatever sits between it and this PE.
+//!
+//! Also [`Stoppable`], the thread that sleeps in `poll` until stopped, which this watch and the
+//! heartbeat (`heartbeat`) run on.
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,60 +24,85 @@ use crate::error::{Error, Result};
 /// The watcher's stack: it only polls and logs.
 const STACK: usize = 64 * 1024;
 
-/// This PE's watch on its launcher. Dropping it disarms the watch: the connection is then
-/// expected to close (this PE leaves a job it failed to join).
+/// A thread of the bootstrap that sleeps in `poll` and can be stopped at once: it polls the
+/// eventfd it is handed beside what it watches, and finds the flag set when woken. Stopping
+/// it (or dropping it) ends the thread before the caller goes on, so that finalize leaves no
+/// thread of the library behind.
 #[derive(Debug)]
-pub(crate) struct LauncherWatch {
-    /// Set before this PE's goodbye: from then on `shmemrun` may close the connection.
-    leaving: Arc<AtomicBool>,
-    /// Written when this PE leaves, so the watcher stops at once: finalize leaves no thread
-    /// of the library behind.
+pub(crate) struct Stoppable {
+    stopping: Arc<AtomicBool>,
     wake: Arc<OwnedFd>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-impl LauncherWatch {
-    /// Starts watching `socket` (a duplicate of the store connection to `shmemrun`).
-    pub(crate) fn start(socket: OwnedFd) -> Result<LauncherWatch> {
-        let leaving = Arc::new(AtomicBool::new(false));
+impl Stoppable {
+    /// Starts thread `name` running `f(wake, stopping)`.
+    pub(crate) fn spawn(
+        name: &str,
+        f: impl FnOnce(&OwnedFd, &AtomicBool) + Send + 'static,
+    ) -> Result<Stoppable> {
+        let stopping = Arc::new(AtomicBool::new(false));
         let wake = Arc::new(
             eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
-                .map_err(|e| Error::os("making the launcher watch's eventfd", e))?,
+                .map_err(|e| Error::os(format!("making the eventfd of thread {name}"), e))?,
         );
-        let (flag, woken) = (Arc::clone(&leaving), Arc::clone(&wake));
+        let (flag, woken) = (Arc::clone(&stopping), Arc::clone(&wake));
         let thread = std::thread::Builder::new()
-            .name("shmem-launcher".into())
+            .name(name.into())
             .stack_size(STACK)
-            .spawn(move || watch(&socket, &woken, &flag))
-            .map_err(|e| Error::os("starting thread shmem-launcher", e))?;
-        Ok(LauncherWatch {
-            leaving,
+            .spawn(move || f(&woken, &flag))
+            .map_err(|e| Error::os(format!("starting thread {name}"), e))?;
+        Ok(Stoppable {
+            stopping,
             wake,
             thread: Mutex::new(Some(thread)),
         })
     }
 
-    /// Call before this PE's goodbye, or when it leaves a job that failed to start: the watch
-    /// stops, and its thread has ended when this returns.
-    pub(crate) fn leaving(&self) {
-        self.leaving.store(true, Ordering::SeqCst);
+    /// Sets the flag and wakes the thread; it has ended when this returns.
+    pub(crate) fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
         let _ = rustix::io::write(&*self.wake, &1u64.to_ne_bytes());
         let thread = self
             .thread
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        // The watcher itself never calls this (it only logs and exits), so this cannot wait
-        // for its own thread.
+        // The threads never call this themselves (they only end the process), so this cannot
+        // wait for its own thread.
         if let Some(thread) = thread {
             let _ = thread.join();
         }
     }
 }
 
-impl Drop for LauncherWatch {
+impl Drop for Stoppable {
     fn drop(&mut self) {
-        self.leaving();
+        self.stop();
+    }
+}
+
+/// This PE's watch on its launcher. Dropping it disarms the watch: the connection is then
+/// expected to close (this PE leaves a job it failed to join).
+#[derive(Debug)]
+pub(crate) struct LauncherWatch {
+    /// Stopped before this PE's goodbye: from then on `shmemrun` may close the connection.
+    thread: Stoppable,
+}
+
+impl LauncherWatch {
+    /// Starts watching `socket` (a duplicate of the store connection to `shmemrun`).
+    pub(crate) fn start(socket: OwnedFd) -> Result<LauncherWatch> {
+        let thread = Stoppable::spawn("shmem-launcher", move |wake, leaving| {
+            watch(&socket, wake, leaving)
+        })?;
+        Ok(LauncherWatch { thread })
+    }
+
+    /// Call before this PE's goodbye, or when it leaves a job that failed to start: the watch
+    /// stops, and its thread has ended when this returns.
+    pub(crate) fn leaving(&self) {
+        self.thread.stop();
     }
 }
 

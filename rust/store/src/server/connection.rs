@@ -216,7 +216,7 @@ impl Connection {
                 Err(e) => return Err(self.refuse(e.to_string())),
             };
             shared.requests.fetch_add(1, Ordering::Relaxed);
-            self.heard();
+            self.heard(true);
             let fd_op = matches!(
                 request,
                 Request::PutFd { .. } | Request::GetFd { .. } | Request::GatherFd { .. }
@@ -239,6 +239,7 @@ impl Connection {
             }
             let bye = matches!(request, Request::Bye);
             let next = self.handle(request);
+            self.heard(false);
             // The request is stored or answered: its bytes are no longer held.
             drop(reservation);
             match next {

@@ -30,6 +30,8 @@ pub const MAX_MEMBER_ID_LEN: usize = 256;
 pub const MAX_OWNED_KEYS: usize = 4096;
 /// Events a group keeps for watchers that are behind.
 const KEPT_EVENTS: usize = 2 * MAX_GROUP_EVENTS;
+/// Why a member whose connection ended is down (the detail of its event).
+pub const CONNECTION_ENDED: &str = "its connection to the store ended";
 /// Shortest silence bound a member may ask for.
 const MIN_LOSS: Duration = Duration::from_millis(100);
 
@@ -53,6 +55,9 @@ struct Member {
     /// Silence after which the member is reported down.
     loss: Duration,
     last_seen: Instant,
+    /// A PE of the job whose connection is inside a request (a store barrier at finalize):
+    /// the store itself holds its answer, so its silence is not counted.
+    busy: bool,
     owned: Vec<String>,
 }
 
@@ -136,7 +141,7 @@ impl State {
     fn sweep(&mut self, group: &str, now: Instant) -> Option<Instant> {
         let g = self.groups.get(group)?;
         let late: Vec<(u32, Duration, Duration)> = (g.members.iter())
-            .filter(|(_, m)| now.saturating_duration_since(m.last_seen) > m.loss)
+            .filter(|(_, m)| !m.busy && now.saturating_duration_since(m.last_seen) > m.loss)
             .map(|(&r, m)| (r, now.saturating_duration_since(m.last_seen), m.loss))
             .collect();
         for (rank, silent, loss) in late {
@@ -149,15 +154,19 @@ impl State {
             self.remove_member(group, rank, Some(why));
         }
         let g = self.groups.get(group)?;
-        g.members.values().map(|m| m.last_seen + m.loss).min()
+        (g.members.values())
+            .filter(|m| !m.busy)
+            .map(|m| m.last_seen + m.loss)
+            .min()
     }
 
-    /// Marks the members connection `conn` holds as heard from now.
-    fn touch(&mut self, groups: &[String], conn: u64, now: Instant) {
+    /// Marks the members connection `conn` holds as heard from now, and as `busy` or not.
+    fn touch(&mut self, groups: &[String], conn: u64, now: Instant, busy: bool) {
         for name in groups {
             if let Some(g) = self.groups.get_mut(name) {
                 for m in g.members.values_mut().filter(|m| m.conn == conn) {
                     m.last_seen = now;
+                    m.busy = busy;
                 }
             }
         }
@@ -221,13 +230,61 @@ impl Shared {
                 tracing::info!(
                     "store: member {rank} of group '{group}' is down: its connection ended"
                 );
-                state.remove_member(
-                    group,
-                    rank,
-                    Some("its connection to the store ended".into()),
-                );
+                state.remove_member(group, rank, Some(CONNECTION_ENDED.into()));
             }
         }
+    }
+
+    /// GROUP_WATCH: waits until `group` has events after `after` or `timeout` passes, and
+    /// returns its view then. Members silent past their bound are reported down meanwhile.
+    /// `watcher`: the groups and id of the connection asking, whose own members are heard.
+    pub(super) fn watch_group(
+        &self,
+        group: &str,
+        after: u64,
+        timeout: Duration,
+        watcher: Option<(&[String], u64)>,
+    ) -> GroupView {
+        let deadline = Instant::now().checked_add(timeout);
+        let key = watch_key(group);
+        let mut state = self.lock();
+        loop {
+            let now = Instant::now();
+            if let Some((groups, conn)) = watcher {
+                state.touch(groups, conn, now, false);
+            }
+            let due = state.sweep(group, now);
+            let view = state.view(group, after);
+            if !view.events.is_empty() || deadline.is_some_and(|d| now >= d) {
+                return view;
+            }
+            // Wake for the earliest member's deadline too, to report it if it stays silent.
+            let until = match (deadline, due) {
+                (Some(d), Some(due)) => Some(d.min(due + Duration::from_millis(1))),
+                (d, due) => d.or(due),
+            };
+            (state, _) = Shared::wait_key(state, &key, until);
+        }
+    }
+
+    /// How long each member of `group` has been silent (rank, id, silence): zero for a PE
+    /// inside a request.
+    pub(super) fn silences(&self, group: &str) -> Vec<(u32, String, Duration)> {
+        let now = Instant::now();
+        let state = self.lock();
+        let Some(g) = state.groups.get(group) else {
+            return Vec::new();
+        };
+        (g.members.iter())
+            .map(|(&rank, m)| {
+                let silent = if m.busy {
+                    Duration::ZERO
+                } else {
+                    now.saturating_duration_since(m.last_seen)
+                };
+                (rank, m.id.clone(), silent)
+            })
+            .collect()
     }
 
     /// Waits until `key` holds something other than `seen` or `timeout` passes (an
@@ -267,12 +324,18 @@ impl Connection {
         )
     }
 
-    /// Counts this request as the heartbeat of the members this connection holds.
-    pub(super) fn heard(&self) {
-        if !self.groups.is_empty() {
-            self.shared
-                .lock()
-                .touch(&self.groups, self.id, Instant::now());
+    /// Counts this request as the heartbeat of the members this connection holds: on its
+    /// arrival (`arriving`) and, for a PE's connection, once it is answered, the PE being busy
+    /// in between. A client without a PE's place is counted from its requests' arrivals only,
+    /// whatever they wait for.
+    pub(super) fn heard(&self, arriving: bool) {
+        if !self.groups.is_empty() && (arriving || !self.open) {
+            self.shared.lock().touch(
+                &self.groups,
+                self.id,
+                Instant::now(),
+                arriving && !self.open,
+            );
         }
     }
 
@@ -388,6 +451,7 @@ impl Connection {
                 conn: self.id,
                 loss,
                 last_seen: now,
+                busy: false,
                 owned: Vec::new(),
             },
         );
@@ -442,24 +506,13 @@ impl Connection {
     }
 
     pub(super) fn group_watch(&self, group: String, after: u64, timeout_ms: u64) -> Next {
-        let deadline = Instant::now().checked_add(Duration::from_millis(timeout_ms));
-        let key = watch_key(&group);
-        let mut state = self.shared.lock();
-        loop {
-            let now = Instant::now();
-            state.touch(&self.groups, self.id, now);
-            let due = state.sweep(&group, now);
-            let view = state.view(&group, after);
-            if !view.events.is_empty() || deadline.is_some_and(|d| now >= d) {
-                return Next::Reply(Reply::Group(view), None);
-            }
-            // Wake for the earliest member's deadline too, to report it if it stays silent.
-            let until = match (deadline, due) {
-                (Some(d), Some(due)) => Some(d.min(due + Duration::from_millis(1))),
-                (d, due) => d.or(due),
-            };
-            (state, _) = Shared::wait_key(state, &key, until);
-        }
+        let view = self.shared.watch_group(
+            &group,
+            after,
+            Duration::from_millis(timeout_ms),
+            Some((&self.groups, self.id)),
+        );
+        Next::Reply(Reply::Group(view), None)
     }
 
     pub(super) fn group_change(&self, group: String, begin: bool, tag: String) -> Next {

@@ -42,7 +42,7 @@ mod state;
 
 pub use admission::{EXTRA_TCP_CONNECTIONS, FRAME_BUDGET};
 pub use dispatch::refused_key;
-pub use groups::{MAX_GROUP_SIZE, MAX_MEMBER_ID_LEN, MAX_OWNED_KEYS};
+pub use groups::{CONNECTION_ENDED, MAX_GROUP_SIZE, MAX_MEMBER_ID_LEN, MAX_OWNED_KEYS};
 pub use state::VALUE_BUDGET;
 
 use admission::{FrameBudget, RefusalLog, Ticket};
@@ -372,6 +372,24 @@ impl Server {
     pub fn groups(&self) -> (usize, usize) {
         let state = self.shared.lock();
         (state.groups.len(), state.waiters.len())
+    }
+
+    /// GROUP_WATCH from the store's own host: waits until `group` has events after `after`
+    /// or `timeout` passes, and returns its view then; members silent past their bound are
+    /// reported down meanwhile.
+    pub fn watch_group(
+        &self,
+        group: &str,
+        after: u64,
+        timeout: Duration,
+    ) -> crate::wire::GroupView {
+        self.shared.watch_group(group, after, timeout, None)
+    }
+
+    /// How long each member of `group` has been silent now (rank, id, silence), silence
+    /// counting from its last request (zero for a PE whose request the store is answering).
+    pub fn silences(&self, group: &str) -> Vec<(u32, String, Duration)> {
+        self.shared.silences(group)
     }
 
     /// Size of the job this store serves.

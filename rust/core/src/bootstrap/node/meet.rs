@@ -8,9 +8,10 @@
 //!
 //! Owns that socket, the acceptor (only processes of this user get in: SO_PEERCRED), the job
 //! page (one shared word through which PE 0 tells every PE why the job ended), PE 0's thread
-//! that ends the job when a PE fails or calls `shmem_global_exit`, and the watcher in every
-//! other PE that ends that PE when PE 0's store goes away. So a failure ends every PE whatever
-//! the launcher does about failed processes. Must never let a PE wait for a peer that is gone,
+//! that ends the job when a PE fails or calls `shmem_global_exit` (and, in a job across nodes,
+//! its watch on the PEs' heartbeats, which ends the job when a node goes silent), and the
+//! watcher in every other PE that ends that PE when PE 0's store goes away. So a failure ends
+//! every PE whatever the launcher does about failed processes. Must never let a PE wait for a peer that is gone,
 //! and never cut a PE's goodbye short: PE 0 keeps the store up until every PE has said it.
 
 use std::io;
@@ -32,7 +33,7 @@ use crate::bootstrap::node::locality::{self, NodeMap};
 use crate::bootstrap::node::rendezvous::{self, NodeStore};
 use crate::bootstrap::store::addr::StoreAddr;
 use crate::bootstrap::store::tls::Trust;
-use crate::bootstrap::store::{Client, Server, StoreEvent, TcpDial};
+use crate::bootstrap::store::{liveness, Client, Server, StoreEvent, TcpDial};
 use crate::error::{Error, LaunchError, Result};
 use crate::mapping::{self, Mapping};
 
@@ -47,6 +48,8 @@ const END_SET: u64 = 1 << 63;
 const END_GLOBAL_EXIT: u64 = 1 << 62;
 /// With [`END_GLOBAL_EXIT`]: the library stopped the job after an error.
 const END_AFTER_ERROR: u64 = 1 << 61;
+/// Without [`END_GLOBAL_EXIT`]: PE 0 found a node silent (its heartbeats stopped).
+const END_UNREACHABLE: u64 = 1 << 60;
 const END_PE_MASK: u64 = (1 << 29) - 1;
 /// Longest nap between attempts to reach PE 0's socket (PE 0 may start last).
 const LONGEST_CONNECT_NAP: Duration = Duration::from_millis(50);
@@ -65,6 +68,8 @@ enum Ending {
     },
     /// PE `pe` left without `shmem_finalize`: it exited, died, or broke the store protocol.
     Lost { pe: u32 },
+    /// The heartbeats of a node's PEs stopped: the node is cut off (PE 0's log names it).
+    Unreachable,
 }
 
 impl Ending {
@@ -82,6 +87,7 @@ impl Ending {
                     | status as u32 as u64
             }
             Ending::Lost { pe } => END_SET | (u64::from(pe) & END_PE_MASK) << 32,
+            Ending::Unreachable => END_SET | END_UNREACHABLE,
         }
     }
 
@@ -96,6 +102,8 @@ impl Ending {
                 status: word as u32 as i32,
                 after_error: word & END_AFTER_ERROR != 0,
             }
+        } else if word & END_UNREACHABLE != 0 {
+            Ending::Unreachable
         } else {
             Ending::Lost { pe }
         })
@@ -120,7 +128,7 @@ impl Ending {
     fn status(self) -> i32 {
         match self {
             Ending::GlobalExit { status, .. } => status,
-            Ending::Lost { .. } => 1,
+            Ending::Lost { .. } | Ending::Unreachable => 1,
         }
     }
 }
@@ -142,6 +150,10 @@ impl std::fmt::Display for Ending {
                 "PE {pe} stopped the job after an error (status {status})"
             ),
             Ending::Lost { pe } => write!(f, "PE {pe} exited without shmem_finalize or died"),
+            Ending::Unreachable => write!(
+                f,
+                "a node of the job is unreachable (PE 0's log names it and its PEs)"
+            ),
         }
     }
 }
@@ -212,13 +224,22 @@ impl Shared {
 
     /// Ends this PE, and so the job, for `ending`; the first ending recorded wins.
     fn end_job(&self, ending: Ending) -> ! {
+        self.end_job_saying(ending, None)
+    }
+
+    /// [`Shared::end_job`], saying `said` (without "; ending the job") if `ending` is the
+    /// first recorded.
+    fn end_job_saying(&self, ending: Ending, said: Option<&str>) -> ! {
         let word = self.page.atomic_u64(END_WORD);
-        let ending =
+        let (ending, first) =
             match word.compare_exchange(0, ending.encode(), Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => ending,
-                Err(first) => Ending::decode(first).unwrap_or(ending),
+                Ok(_) => (ending, true),
+                Err(first) => (Ending::decode(first).unwrap_or(ending), false),
             };
-        let line = ending.told_by(self.my_pe);
+        let line = match said.filter(|_| first) {
+            Some(said) => format!("{said}; ending the job"),
+            None => ending.told_by(self.my_pe),
+        };
         match ending {
             Ending::GlobalExit { status: 0, .. } => tracing::info!("{line}"),
             _ => tracing::error!("{line}"),
@@ -278,14 +299,18 @@ pub(crate) fn dial(addr: &StoreAddr, trust: &Trust, job: &str) -> Result<TcpDial
 
 /// Joins the job `plan` describes: PE 0 opens the job's store and serves it; the others reach
 /// it, retrying until `timeout` since PE 0 may start last. Returns this PE's store client.
+///
+/// In a job across nodes, PE 0 also watches the heartbeats of the PEs (shmem-store's
+/// `liveness`) and ends the job when a node goes silent for `heartbeat`.
 pub(crate) fn join(
     plan: &NodeLocal,
     meeting: &Meeting,
     timeout: Duration,
+    heartbeat: Duration,
 ) -> Result<(Client, NodeJob)> {
     if let Meeting::Tcp { addr, trust } = meeting {
         return if plan.my_pe == 0 {
-            host_tcp(plan, addr, trust, timeout)
+            host_tcp(plan, addr, trust, timeout, heartbeat)
         } else {
             guest_tcp(plan, addr, trust, timeout)
         };
@@ -359,6 +384,7 @@ fn host_tcp(
     addr: &StoreAddr,
     trust: &Trust,
     timeout: Duration,
+    heartbeat: Duration,
 ) -> Result<(Client, NodeJob)> {
     let tls = trust.server_config().map_err(|source| Error::Tls {
         what: format!("TLS of the store at {addr}"),
@@ -409,6 +435,13 @@ fn host_tcp(
     let fd = mapping::memfd("shmem-job", JOB_PAGE_LEN)?;
     client.put_fd(JOB_PAGE_KEY, fd.as_fd())?;
     let shared = Arc::new(Shared::new(plan, Mapping::map_shared(&fd, JOB_PAGE_LEN)?));
+    if nodes.numbers().iter().any(|&n| n != 0) {
+        let watched = Arc::clone(&shared);
+        liveness::watch(&server, heartbeat, move |line| {
+            watched.end_job_saying(Ending::Unreachable, Some(&line))
+        })
+        .map_err(|e| Error::os("starting thread shmem-liveness", e))?;
+    }
     let watched = Arc::clone(&shared);
     let store = server.clone();
     spawn("shmem-job", move || {
@@ -853,6 +886,7 @@ mod tests {
             },
             Ending::Lost { pe: 0 },
             Ending::Lost { pe: 4095 },
+            Ending::Unreachable,
         ] {
             assert_eq!(Ending::decode(e.encode()), Some(e));
         }
@@ -980,18 +1014,18 @@ mod tests {
         let guests: Vec<_> = (1..3)
             .map(|pe| {
                 let p = plan(pe);
-                std::thread::spawn(move || join(&p, &Meeting::Abstract, T).unwrap())
+                std::thread::spawn(move || join(&p, &Meeting::Abstract, T, T).unwrap())
             })
             .collect();
         std::thread::sleep(Duration::from_millis(20));
-        let (c0, job0) = join(&plan(0), &Meeting::Abstract, T).unwrap();
+        let (c0, job0) = join(&plan(0), &Meeting::Abstract, T, T).unwrap();
         let mut joined: Vec<_> = guests.into_iter().map(|g| g.join().unwrap()).collect();
         c0.set("from0", b"hi").unwrap();
         for (c, _) in &joined {
             assert_eq!(c.get("from0", T).unwrap(), b"hi");
         }
         // A second job with the same id cannot open its store.
-        let err = join(&plan(0), &Meeting::Abstract, T)
+        let err = join(&plan(0), &Meeting::Abstract, T, T)
             .unwrap_err()
             .to_string();
         assert!(err.contains("same id"), "{err}");
@@ -1017,7 +1051,7 @@ mod tests {
             kvs: None,
             store: None,
         };
-        let err = join(&plan, &Meeting::Abstract, Duration::from_millis(100))
+        let err = join(&plan, &Meeting::Abstract, Duration::from_millis(100), T)
             .unwrap_err()
             .to_string();
         assert!(err.contains("PE 0 did not open the job's store"), "{err}");
