@@ -14,60 +14,19 @@
 # SKIP_RETURN_CODE. Everything made here (namespaces, links, processes, files) is removed on
 # exit, whatever happens.
 set -u
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
-    echo "SKIP: needs root and iproute2's ip (network namespaces)"
-    exit 77
-fi
+me=group_api_netns.sh
+. "$(dirname "$0")/netns_pair.sh"
+netns_require_root
 if ! ldconfig -p 2>/dev/null | grep -q 'libucp\.so\.0 '; then
     echo "SKIP: UCX (libucp.so.0) is not installed here"
     exit 77
 fi
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-bin=$("$@" test --locked --manifest-path "$root/Cargo.toml" -p shmem-core --test group \
-    --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "group":
-        print(m["executable"])')
+bin=$(test_binary shmem-core group "$@")
 if [ -z "$bin" ] || [ ! -x "$bin" ]; then
-    echo "group_api_netns.sh: FAILED: cannot build or find the group test binary"
+    echo "$me: FAILED: cannot build or find the group test binary"
     exit 1
 fi
-
-a="shmem-ga-$$-a" b="shmem-ga-$$-b"
-net="10.$((200 + $$ % 50)).$((($$ / 50) % 256))"
-tmp=$(mktemp -d)
-store_pid=
-cleanup() {
-    [ -n "$store_pid" ] && kill -9 "$store_pid" 2>/dev/null
-    for ns in "$a" "$b"; do
-        ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
-        ip netns del "$ns" 2>/dev/null
-    done
-    ip link del "gaa$$" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-if ! ip netns add "$a" 2>/dev/null; then
-    echo "SKIP: cannot create a network namespace here (ip netns add: no CAP_SYS_ADMIN?)"
-    exit 77
-fi
-set -e
-ip netns add "$b"
-ip link add "gaa$$" type veth peer name "gab$$"
-ip link set "gaa$$" netns "$a"
-ip link set "gab$$" netns "$b"
-ip -n "$a" link set "gaa$$" name shmem0
-ip -n "$b" link set "gab$$" name shmem0
-ip -n "$a" addr add "$net.1/24" dev shmem0
-ip -n "$b" addr add "$net.2/24" dev shmem0
-for ns in "$a" "$b"; do
-    ip -n "$ns" link set lo up
-    ip -n "$ns" link set shmem0 up
-done
-set +e
+netns_pair_up ga shmem0
 export UCX_TLS=${UCX_TLS:-tcp} UCX_NET_DEVICES=${UCX_NET_DEVICES:-shmem0}
 
 url="tcp://$net.1:$((20000 + $$ % 20000))"
@@ -78,16 +37,7 @@ GROUP_API_SERVE="$url" ip netns exec "$a" "$bin" --exact group_store_child --noc
     --test-threads=1 <"$tmp/store.in" >"$tmp/store.out" 2>&1 &
 store_pid=$!
 disown "$store_pid"
-for _ in $(seq 1 300); do
-    grep -q serving "$tmp/store.out" && break
-    kill -0 "$store_pid" 2>/dev/null || break
-    sleep 0.1
-done
-if ! grep -q serving "$tmp/store.out"; then
-    cat "$tmp/store.out"
-    echo "group_api_netns.sh: FAILED: the store did not start in namespace $a"
-    exit 1
-fi
+wait_serving "$tmp/store.out" "$store_pid" "the store in namespace $a"
 GROUP_API_REMOTE="$url" GROUP_API_OTHER_NETNS="$a" GROUP_API_STORE_PID="$store_pid" \
     timeout 600 ip netns exec "$b" "$bin" --exact \
     four_members_a_fifth_joins_one_leaves_one_is_killed \

@@ -14,55 +14,15 @@
 set -u
 mode=${1:?plain or tls}
 shift
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
-    echo "SKIP: needs root and iproute2's ip (network namespaces)"
-    exit 77
-fi
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-bin=$("$@" test --locked --manifest-path "$root/Cargo.toml" -p shmem-store --test store_groups \
-    --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "store_groups":
-        print(m["executable"])')
+me=store_groups_netns.sh
+. "$(dirname "$0")/netns_pair.sh"
+netns_require_root
+bin=$(test_binary shmem-store store_groups "$@")
 if [ -z "$bin" ] || [ ! -x "$bin" ]; then
-    echo "store_groups_netns.sh: FAILED: cannot build or find the store_groups test binary"
+    echo "$me: FAILED: cannot build or find the store_groups test binary"
     exit 1
 fi
-
-a="shmem-sg-$$-a" b="shmem-sg-$$-b"
-net="10.$((200 + $$ % 50)).$((($$ / 50) % 256))"
-tmp=$(mktemp -d)
-store_pid=
-cleanup() {
-    [ -n "$store_pid" ] && kill -9 "$store_pid" 2>/dev/null
-    for ns in "$a" "$b"; do
-        ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
-        ip netns del "$ns" 2>/dev/null
-    done
-    ip link del "sga$$" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-if ! ip netns add "$a" 2>/dev/null; then
-    echo "SKIP: cannot create a network namespace here (ip netns add: no CAP_SYS_ADMIN?)"
-    exit 77
-fi
-set -e
-ip netns add "$b"
-ip link add "sga$$" type veth peer name "sgb$$"
-ip link set "sga$$" netns "$a"
-ip link set "sgb$$" netns "$b"
-ip -n "$a" addr add "$net.1/24" dev "sga$$"
-ip -n "$b" addr add "$net.2/24" dev "sgb$$"
-for ns in "$a" "$b"; do
-    ip -n "$ns" link set lo up
-done
-ip -n "$a" link set "sga$$" up
-ip -n "$b" link set "sgb$$" up
-set +e
+netns_pair_up sg shmem0
 
 url="tcp://$net.1:$((20000 + $$ % 20000))"
 store_env=(SHMEM_GROUP_SERVE="$url")
@@ -75,16 +35,7 @@ env "${store_env[@]}" ip netns exec "$a" "$bin" --exact store_child --nocapture 
     --test-threads=1 >"$tmp/store.out" 2>&1 &
 store_pid=$!
 disown "$store_pid"
-for _ in $(seq 1 300); do
-    grep -q serving "$tmp/store.out" && break
-    kill -0 "$store_pid" 2>/dev/null || break
-    sleep 0.1
-done
-if ! grep -q serving "$tmp/store.out"; then
-    cat "$tmp/store.out"
-    echo "store_groups_netns.sh: FAILED: the store did not start in namespace $a"
-    exit 1
-fi
+wait_serving "$tmp/store.out" "$store_pid" "the store in namespace $a"
 env "${member_env[@]}" timeout 240 ip netns exec "$b" "$bin" --exact remote_members \
     --nocapture --test-threads=1
 status=$?
