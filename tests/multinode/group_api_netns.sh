@@ -8,7 +8,9 @@
 # B): four members and a fifth joining while they wait, one leaving and one SIGKILLed (the
 # others see it down within the bound and go on, their data intact); eight racing for ranks
 # and a newcomer taking a freed rank; a hundred joins and leaves with no growth of memory,
-# descriptors, mappings or threads in the members and the store. CARGO...: the cargo command
+# descriptors, mappings or threads in the members and the store; members without UCX (the
+# node path over the loopback) refused a member of the other namespace, naming UCX. Members of
+# one namespace map each other's memory where the group allocated it. CARGO...: the cargo command
 # (with the build's environment) that builds the test binary and names it.
 # Needs root, iproute2 (`ip netns`) and UCX; otherwise skipped: status 77, ctest's
 # SKIP_RETURN_CODE. Everything made here (namespaces, links, processes, files) is removed on
@@ -42,7 +44,8 @@ GROUP_API_REMOTE="$url" GROUP_API_OTHER_NETNS="$a" GROUP_API_STORE_PID="$store_p
     timeout 600 ip netns exec "$b" "$bin" --exact \
     four_members_a_fifth_joins_one_leaves_one_is_killed \
     eight_racing_members_are_ranked_and_a_newcomer_takes_a_freed_rank \
-    a_hundred_joins_and_leaves_leave_nothing_behind --nocapture --test-threads=1
+    a_hundred_joins_and_leaves_leave_nothing_behind \
+    without_ucx_a_member_of_another_node_is_refused_naming_ucx --nocapture --test-threads=1
 status=$?
 if [ "$status" -ne 0 ]; then
     echo "group_api_netns.sh: FAILED: the group tests (status $status)"
