@@ -19,7 +19,9 @@
 //! store in one network namespace and the members split across it and another
 //! (`GROUP_API_REMOTE`: the store's address; `GROUP_API_OTHER_NETNS`: the namespace every
 //! other member starts in; `GROUP_API_STORE_PID`: the store's process, measured too), and
-//! checks that a member without UCX is refused a member of the other namespace, naming UCX.
+//! checks that members whose UCX is hidden (`GROUP_API_HIDE_UCX`: the library's file, hidden
+//! by a bind mount) make the node path without it and are refused a member of the other
+//! namespace, naming UCX.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -47,6 +49,7 @@ const SERVE_VAR: &str = "GROUP_API_SERVE";
 const REMOTE_VAR: &str = "GROUP_API_REMOTE";
 const NETNS_VAR: &str = "GROUP_API_OTHER_NETNS";
 const STORE_PID_VAR: &str = "GROUP_API_STORE_PID";
+const HIDE_VAR: &str = "GROUP_API_HIDE_UCX";
 
 /// Bound of one command's answer.
 const T: Duration = Duration::from_secs(60);
@@ -68,6 +71,9 @@ enum Path {
     Node,
     /// A UCX worker alone, no node path (the timing's reference).
     UcxOnly,
+    /// The group's default, every member's memory allocated through the group (for members
+    /// whose UCX is hidden: the default is then the node path without UCX).
+    Default,
 }
 
 impl Path {
@@ -76,6 +82,7 @@ impl Path {
             Path::Ucx => "ucx",
             Path::Node => "node",
             Path::UcxOnly => "ucx-only",
+            Path::Default => "default",
         }
     }
 
@@ -84,6 +91,7 @@ impl Path {
             "ucx" => Path::Ucx,
             "node" => Path::Node,
             "ucx-only" => Path::UcxOnly,
+            "default" => Path::Default,
             _ => panic!("no path {w}"),
         }
     }
@@ -161,7 +169,7 @@ fn group_store_child() {
 fn member_options(size: u32, path: Path) -> GroupOptions {
     let mut o = GroupOptions::new(size);
     o.worker = match path {
-        Path::Ucx => None,
+        Path::Ucx | Path::Default => None,
         Path::Node => Some(Arc::new(NodeWorker::without_ucx(ucx_missing(), T).unwrap())),
         Path::UcxOnly => Some(Arc::new(UcxWorker::open(T).unwrap())),
     };
@@ -436,22 +444,31 @@ struct Kid {
 
 impl Kid {
     fn spawn(name: &str, env: (&str, String), other_netns: bool) -> Kid {
+        Kid::spawn_hiding(name, env, other_netns, None)
+    }
+
+    /// As [`Kid::spawn`]; with `hide`, the file `hide` (UCX's library) is hidden from the
+    /// child by a bind mount of /dev/null in a mount namespace of its own.
+    fn spawn_hiding(name: &str, env: (&str, String), other_netns: bool, hide: Option<&str>) -> Kid {
         let exe = std::env::current_exe().unwrap();
         let test = if env.0 == SERVE_VAR {
             "group_store_child"
         } else {
             "group_child"
         };
-        let netns = std::env::var(NETNS_VAR).ok().filter(|_| other_netns);
-        let mut cmd = match &netns {
-            Some(ns) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns]).arg(&exe);
-                c
-            }
-            None => Command::new(&exe),
-        };
-        cmd.args(["--exact", test, "--nocapture", "--test-threads=1"])
+        let mut argv: Vec<std::ffi::OsString> = Vec::new();
+        if let Some(lib) = hide {
+            let sh = r#"mount --bind /dev/null "$0" && exec "$@""#;
+            argv.extend(["unshare", "-m", "sh", "-c", sh, lib].map(Into::into));
+        }
+        if let Some(ns) = std::env::var(NETNS_VAR).ok().filter(|_| other_netns) {
+            argv.extend(["ip", "netns", "exec"].map(Into::into));
+            argv.push(ns.into());
+        }
+        argv.push(exe.into());
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .args(["--exact", test, "--nocapture", "--test-threads=1"])
             .env(env.0, env.1)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -605,10 +622,7 @@ fn four_members(path: Path) {
         .collect();
     // One at a time, so that ranks follow the order.
     for (i, k) in kids.iter_mut().enumerate() {
-        assert_eq!(
-            k.run(&format!("join 8 {}", path.memory(i))),
-            i.to_string()
-        );
+        assert_eq!(k.run(&format!("join 8 {}", path.memory(i))), i.to_string());
     }
     let mut refs: Vec<&mut Kid> = kids.iter_mut().collect();
     all(&mut refs, "put_all t1");
@@ -622,7 +636,10 @@ fn four_members(path: Path) {
             e.contains("'four'") && e.contains("rank 0") && e.contains("private memory"),
             "{e}"
         );
-        assert!(e.contains("through UCX") && e.contains("install libucx0"), "{e}");
+        assert!(
+            e.contains("through UCX") && e.contains("install libucx0"),
+            "{e}"
+        );
     } else {
         kids[1].run("check_remote_private 0 priv");
     }
@@ -901,7 +918,8 @@ fn procs<'a>(s: &Setup, a: &Kid, b: &Kid, c: &Kid) -> Vec<(&'a str, u32)> {
 }
 
 /// Without UCX, a member of another network namespace (another node) is refused, naming UCX.
-/// Runs in `tests/multinode/group_api_netns.sh` only (`GROUP_API_OTHER_NETNS`).
+/// Runs in `tests/multinode/group_api_netns.sh` only (`GROUP_API_OTHER_NETNS`), which hides
+/// UCX's library from the members (`GROUP_API_HIDE_UCX`: its file).
 #[test]
 fn without_ucx_a_member_of_another_node_is_refused_naming_ucx() {
     let _watchdog = Watchdog::new("without_ucx_another_node", Duration::from_secs(300));
@@ -912,11 +930,19 @@ fn without_ucx_a_member_of_another_node_is_refused_naming_ucx() {
         eprintln!("skipped: needs a second network namespace ({NETNS_VAR})");
         return;
     }
+    // With UCX's library hidden from the members (the netns script says where it is), they
+    // make the group's default worker and find UCX missing themselves.
+    let hide = std::env::var(HIDE_VAR).ok().filter(|v| !v.is_empty());
+    let path = if hide.is_some() {
+        Path::Default
+    } else {
+        Path::Node
+    };
     let s = setup();
     let group = "apart";
-    let spec = |id: &str| (CHILD_VAR, format!("{} {group} {id} node", s.url));
-    let mut here = Kid::spawn("here", spec("here"), false);
-    let mut there = Kid::spawn("there", spec("there"), true);
+    let spec = |id: &str| (CHILD_VAR, format!("{} {group} {id} {}", s.url, path.word()));
+    let mut here = Kid::spawn_hiding("here", spec("here"), false, hide.as_deref());
+    let mut there = Kid::spawn_hiding("there", spec("there"), true, hide.as_deref());
     assert_eq!(here.run("join 2 alloc"), "0");
     assert_eq!(there.run("join 2 alloc"), "1");
     for (k, other) in [(&mut here, 1), (&mut there, 0)] {
@@ -925,6 +951,11 @@ fn without_ucx_a_member_of_another_node_is_refused_naming_ucx() {
             e.contains("another node") && e.contains("through UCX") && e.contains("libucx0"),
             "{e}"
         );
+        assert!(
+            hide.is_none() || e.contains("cannot load libucp.so.0"),
+            "{e}"
+        );
+        eprintln!("refused as it should be: {e}");
     }
     all(&mut [&mut here, &mut there], "leave");
     drop(s);

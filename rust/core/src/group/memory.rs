@@ -345,10 +345,10 @@ impl Group {
         let reg = &regs
             .get(name)
             .ok_or_else(|| GroupError::NoRegistration {
-            op,
-            group: inner.name.clone(),
-            rank: inner.rank,
-            member: inner.id.clone(),
+                op,
+                group: inner.name.clone(),
+                rank: inner.rank,
+                member: inner.id.clone(),
                 name: name.into(),
             })?
             .reg;

@@ -345,7 +345,10 @@ fn allocated_memory_is_shareable_and_withdrawn_with_its_registration() {
     assert_eq!(a.worker().name(), "node");
     let at = a.alloc("shared", 8192).unwrap();
     let e = a.alloc("shared", 64).unwrap_err();
-    assert!(matches!(e, GroupError::InvalidArgument { op: "alloc", .. }), "{e}");
+    assert!(
+        matches!(e, GroupError::InvalidArgument { op: "alloc", .. }),
+        "{e}"
+    );
     b.put(0, "shared", 4000, b"mapped").unwrap();
     b.flush(0).unwrap();
     // SAFETY: 8192 bytes at `at` live until "shared" is unregistered; b's put completed.

@@ -480,10 +480,12 @@ impl NodeWorker {
                 },
             });
         }
-        self.inner.connect(address).map_err(|e| match &self.without_ucx {
-            Some(why) => needs_ucx(format!("this process could not load: {why}")),
-            None => e,
-        })
+        self.inner
+            .connect(address)
+            .map_err(|e| match &self.without_ucx {
+                Some(why) => needs_ucx(format!("this process could not load: {why}")),
+                None => e,
+            })
     }
 
     /// The inner worker.

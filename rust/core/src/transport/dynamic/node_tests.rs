@@ -171,11 +171,22 @@ fn a_node_worker_without_ucx_refuses_what_needs_ucx_naming_it() {
     let ab = a.connect(&b.address()).unwrap();
     a.put(ab, &shared, 0, b"mapped").unwrap();
     let e = a.put(ab, &private_b_key, 0, b"x").unwrap_err();
-    assert!(matches!(e, TransportError::NeedsUcx { op: "put", .. }), "{e}");
-    assert!(e.to_string().contains(&format!("this process could not load: {why}")), "{e}");
+    assert!(
+        matches!(e, TransportError::NeedsUcx { op: "put", .. }),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .contains(&format!("this process could not load: {why}")),
+        "{e}"
+    );
     let ba = b.connect(&a.address()).unwrap();
     let e = b.put(ba, &private_a_key, 0, b"x").unwrap_err();
-    assert!(e.to_string().contains("which the peer's process could not load"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("which the peer's process could not load"),
+        "{e}"
+    );
     assert_eq!(private_a[0], 0);
     drop((a, b));
 }
