@@ -476,9 +476,10 @@ impl Group {
 
     /// Withdraws the registration `name`: its key leaves the store, every member alive
     /// confirms that it no longer uses it (see the module's documentation), then the memory is
-    /// unregistered and may be reused ([`Group::alloc`]'s is freed). Members' later operations on it fail with
-    /// [`GroupError::NoRegistration`]. When a member alive does not confirm within the bound,
-    /// fails naming it and keeps the memory registered (until the group ends).
+    /// unregistered and may be reused ([`Group::alloc`]'s is freed). Members' later operations
+    /// on it fail with [`GroupError::NoRegistration`]. When a member alive does not confirm
+    /// within the bound, fails naming it and keeps the memory registered (until the group
+    /// ends).
     pub fn unregister(&self, name: &str) -> Result<(), GroupError> {
         let op = "unregister";
         if !lock(&self.inner.regs).contains_key(name) {
