@@ -15,9 +15,11 @@ use std::time::{Duration, Instant};
 
 use shmem_store::{BootstrapError, Client};
 
-use super::{addr_key, decode_addr, lock, Group, GroupError, Inner, Peer, Waited, SLICE};
-use crate::dynamic::Endpoint;
+use super::{addr_key, decode_addr, lock, Group, GroupError, Held, Inner, Peer, Waited, SLICE};
+use crate::dynamic::node::SharedMemory;
+use crate::dynamic::{Endpoint, Registration};
 use crate::transport::TransportError;
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 /// Member `rank`'s confirmation of the withdrawals it has seen.
 pub(super) fn seen_key(prefix: &str, rank: u32) -> String {
@@ -340,13 +342,16 @@ impl Group {
     ) -> Result<R, GroupError> {
         let inner = &self.inner;
         let regs = lock(&inner.regs);
-        let reg = regs.get(name).ok_or_else(|| GroupError::NoRegistration {
-            op,
-            group: inner.name.clone(),
-            rank: inner.rank,
-            member: inner.id.clone(),
-            name: name.into(),
-        })?;
+        let reg = &regs
+            .get(name)
+            .ok_or_else(|| GroupError::NoRegistration {
+                op,
+                group: inner.name.clone(),
+                rank: inner.rank,
+                member: inner.id.clone(),
+                name: name.into(),
+            })?
+            .reg;
         match offset.checked_add(len as u64) {
             Some(end) if end <= reg.len as u64 => Ok(f((reg.base + offset as usize) as *mut u8)),
             _ => Err(inner.invalid(
@@ -364,13 +369,74 @@ impl Group {
 
     /// Registers `len` bytes at `base` under `name` (not empty, no '/', unique among this
     /// member's registrations) and publishes the remote key under the group: members reach it
-    /// as (this member's rank, `name`, offset).
+    /// as (this member's rank, `name`, offset). This is *private* memory: every member reaches
+    /// it through the network (UCX), members of this node included; memory they should map
+    /// is registered with [`Group::register_fd`] or made by [`Group::alloc`].
     ///
     /// # Safety
     /// The range must be valid for reads and writes, by members too, until
     /// [`Group::unregister`] of `name` returned `Ok`, or the group is left or dropped.
     pub unsafe fn register(&self, name: &str, base: *mut u8, len: usize) -> Result<(), GroupError> {
-        let op = "register";
+        self.publish("register", name, None, |w| {
+            // SAFETY: the caller's promise is the worker's.
+            unsafe { w.register(base, len) }
+        })
+    }
+
+    /// Registers `len` bytes at `base` under `name`, like [`Group::register`], memory that is
+    /// a shared mapping (`MAP_SHARED`) of `fd` from `fd_offset` (a memfd, say): *shareable*
+    /// memory. With the default worker, members of this node map the file themselves (the
+    /// descriptor passes over this member's node socket) and their puts and gets are copies;
+    /// members of other nodes reach it through the network (UCX).
+    ///
+    /// # Safety
+    /// As [`Group::register`]; and `[base, base+len)` maps `fd` from `fd_offset`, and the file
+    /// keeps at least `fd_offset + len` bytes while registered (a member touching its mapping
+    /// past the file's end faults).
+    pub unsafe fn register_fd(
+        &self,
+        name: &str,
+        fd: BorrowedFd<'_>,
+        fd_offset: u64,
+        base: *mut u8,
+        len: usize,
+    ) -> Result<(), GroupError> {
+        self.publish("register_fd", name, None, |w| {
+            // SAFETY: the caller's promise is the worker's.
+            unsafe { w.register_fd(fd, fd_offset, base, len) }
+        })
+    }
+
+    /// Allocates `len` bytes of shareable memory (zero-filled: an anonymous memfd mapped
+    /// shared), registers it under `name` with [`Group::register_fd`] and returns its first
+    /// byte. The group owns it: it stays valid until [`Group::unregister`] of `name` returned
+    /// `Ok` or the group is left or dropped, which free it. Members of this node map it,
+    /// members of other nodes reach it through the network (UCX); this process reads and
+    /// writes it directly (members may write it meanwhile: use volatile or atomic accesses).
+    pub fn alloc(&self, name: &str, len: usize) -> Result<*mut u8, GroupError> {
+        let op = "alloc";
+        let mem = SharedMemory::new(len).map_err(|e| self.transport(op, e))?;
+        let (base, fd) = (mem.as_ptr(), mem.fd().as_raw_fd());
+        // SAFETY: `mem` maps its memfd whole from offset 0 and keeps its length; `publish`
+        // holds it (so the descriptor is open during the call) and keeps it with the
+        // registration until that is unregistered.
+        self.publish(op, name, Some(mem), |w| unsafe {
+            w.register_fd(BorrowedFd::borrow_raw(fd), 0, base, len)
+        })?;
+        Ok(base)
+    }
+
+    /// Registers with `register` and publishes the key under `name` (see [`Group::register`]),
+    /// keeping `mem` with the registration.
+    fn publish(
+        &self,
+        op: &'static str,
+        name: &str,
+        mem: Option<SharedMemory>,
+        register: impl FnOnce(
+            &dyn crate::dynamic::DynamicWorker,
+        ) -> Result<(Registration, Vec<u8>), TransportError>,
+    ) -> Result<(), GroupError> {
         if name.is_empty() || name.contains('/') {
             return Err(self.inner.invalid(
                 op,
@@ -388,9 +454,7 @@ impl Group {
                 "this member has a registration of that name",
             ));
         }
-        // SAFETY: the caller's promise is the worker's.
-        let (reg, key) =
-            unsafe { self.inner.worker.register(base, len) }.map_err(|e| self.transport(op, e))?;
+        let (reg, key) = register(&*self.inner.worker).map_err(|e| self.transport(op, e))?;
         let k = mem_key(&self.inner.prefix, self.inner.rank, name);
         let member = self
             .member
@@ -406,15 +470,16 @@ impl Group {
             let _ = self.inner.worker.unregister(reg);
             return Err(self.inner.store_err(op)(e));
         }
-        regs.insert(name.into(), reg);
+        regs.insert(name.into(), Held { reg, mem });
         Ok(())
     }
 
     /// Withdraws the registration `name`: its key leaves the store, every member alive
     /// confirms that it no longer uses it (see the module's documentation), then the memory is
-    /// unregistered and may be reused. Members' later operations on it fail with
-    /// [`GroupError::NoRegistration`]. When a member alive does not confirm within the bound,
-    /// fails naming it and keeps the memory registered (until the group ends).
+    /// unregistered and may be reused ([`Group::alloc`]'s is freed). Members' later operations
+    /// on it fail with [`GroupError::NoRegistration`]. When a member alive does not confirm
+    /// within the bound, fails naming it and keeps the memory registered (until the group
+    /// ends).
     pub fn unregister(&self, name: &str) -> Result<(), GroupError> {
         let op = "unregister";
         if !lock(&self.inner.regs).contains_key(name) {
@@ -426,13 +491,14 @@ impl Group {
             ));
         }
         self.inner.withdraw(op, &[name.to_string()])?;
-        let reg = lock(&self.inner.regs).remove(name);
-        match reg {
-            Some(reg) => self
-                .inner
-                .worker
-                .unregister(reg)
-                .map_err(|e| self.transport(op, e)),
+        let held = lock(&self.inner.regs).remove(name);
+        match held {
+            // Memory the group allocated goes once unregistered.
+            Some(Held { reg, mem }) => {
+                let done = self.inner.worker.unregister(reg);
+                drop(mem);
+                done.map_err(|e| self.transport(op, e))
+            }
             None => Ok(()),
         }
     }

@@ -11,8 +11,19 @@
 //!   rank freed by a member that left or went down is handed out again). A member is named by
 //!   its rank and its id together: a newcomer may take a rank a gone member held.
 //! - **Addresses and keys.** Each member publishes its worker's address, and the remote key of
-//!   each memory it registers ([`Group::register`]), under the group's keys in the store, as
-//!   keys it owns: the store drops them when the member leaves or is reported down.
+//!   each memory it registers ([`Group::register`], [`Group::register_fd`], [`Group::alloc`]),
+//!   under the group's keys in the store, as keys it owns: the store drops them when the
+//!   member leaves or is reported down.
+//! - **Which memory moves how** (with the default worker, [`default_worker`]: a
+//!   [`NodeWorker`] over UCX). Members of one node (same boot, network namespace and user)
+//!   reach each other's *shareable* memory, [`Group::alloc`]'s and [`Group::register_fd`]'s
+//!   (shared mappings of a file), by mapping it: the descriptor passes once over the owner's
+//!   node socket, then a put or get is a range check and a copy. Everything else goes through
+//!   the network (UCX, TCP where it has nothing faster): *private* memory
+//!   ([`Group::register`]) whoever reaches it, and any memory of a member of another node.
+//!   Where UCX does not load, the default worker has no network: shareable memory of this
+//!   node's members is still reached, the rest fails naming UCX as what is missing
+//!   ([`crate::TransportError::NeedsUcx`]).
 //! - **Endpoints.** An endpoint to a member is made from its published address when a call
 //!   first addresses it, and kept. When a member leaves or is reported down, a thread of the
 //!   group tears its endpoint down and forgets its keys, without the application calling
@@ -61,8 +72,10 @@ pub use collective::Gathered;
 pub use error::GroupError;
 pub use shmem_store::{MemberEvent, TcpDial};
 
+use crate::dynamic::node::{NodeWorker, SharedMemory};
 use crate::dynamic::ucx::UcxWorker;
 use crate::dynamic::{DynamicWorker, Endpoint, Registration};
+use crate::transport::TransportError;
 
 /// Most events a group keeps for its application; older ones are dropped (and counted, see
 /// [`Group::dropped_events`]) when it does not read them.
@@ -87,10 +100,11 @@ pub struct GroupOptions {
     /// How long to retry the connections to the store (default 60 s).
     pub connect_timeout: Duration,
     /// Bound of every wait on the store: a collective's round, a withdrawal's confirmations,
-    /// the lookup of a newcomer's address or key; also the timeout of the UCX worker made
-    /// when none is given (default 60 s).
+    /// the lookup of a newcomer's address or key; also the timeout of the worker made when
+    /// none is given (default 60 s).
     pub timeout: Duration,
-    /// The worker to use; `None`: a UCX worker of the group's own ([`UcxWorker::open`]).
+    /// The worker to use; `None`: one of the group's own, [`default_worker`] (the node path
+    /// over UCX, or over the loopback where UCX does not load).
     pub worker: Option<Arc<dyn DynamicWorker>>,
 }
 
@@ -150,6 +164,33 @@ struct KeyCache {
     generation: u64,
 }
 
+/// The worker a group makes when [`GroupOptions::worker`] is `None`, its operations bounded
+/// by `timeout`: a [`NodeWorker`] (members of this node map each other's shareable memory)
+/// over a [`UcxWorker`] of its own (everything else). Where UCX's `libucp.so.0` does not load,
+/// a node worker without UCX ([`NodeWorker::without_ucx`]): shareable memory of members of
+/// this node is still reached; private memory of another process, and members of other
+/// nodes, fail with [`TransportError::NeedsUcx`], which names the loader's error and the
+/// package to install. Any other failure of UCX is returned.
+pub fn default_worker(timeout: Duration) -> Result<Arc<dyn DynamicWorker>, TransportError> {
+    match UcxWorker::open(timeout) {
+        Ok(ucx) => Ok(Arc::new(NodeWorker::new(Box::new(ucx), timeout)?)),
+        Err(e @ TransportError::NotLoaded { .. }) => {
+            tracing::info!(
+                "group API: {e}; members reach only the shareable memory of this node's members"
+            );
+            Ok(Arc::new(NodeWorker::without_ucx(e.to_string(), timeout)?))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A registration of this member, and the memory behind it when the group allocated it
+/// ([`Group::alloc`]): freed once the registration is withdrawn.
+struct Held {
+    reg: Registration,
+    mem: Option<SharedMemory>,
+}
+
 /// What a group's calls and threads share.
 struct Inner {
     name: String,
@@ -164,7 +205,7 @@ struct Inner {
     view: Mutex<View>,
     peers: Mutex<HashMap<u32, Peer>>,
     keys: RwLock<KeyCache>,
-    regs: Mutex<HashMap<String, Registration>>,
+    regs: Mutex<HashMap<String, Held>>,
     events: EventQueue<MemberEvent>,
     /// The next collective round this member takes part in; held while one runs.
     round: Mutex<u64>,
@@ -356,8 +397,8 @@ impl Group {
     /// `ip:port`, say): makes (or takes, [`GroupOptions::worker`]) the worker, joins the
     /// group's membership (its change runs with every member), publishes the worker's address
     /// and starts the group's two threads (its events, and the withdrawals of peers' keys).
-    /// Fails naming the group when the store refuses the member, UCX cannot be loaded (and no
-    /// worker was given), or a bound passes.
+    /// Fails naming the group when the store refuses the member, the worker cannot be made
+    /// ([`default_worker`]), or a bound passes.
     pub fn join(
         dial: &TcpDial,
         name: &str,
@@ -389,14 +430,12 @@ impl Group {
         };
         let worker: Arc<dyn DynamicWorker> = match options.worker {
             Some(w) => w,
-            None => Arc::new(UcxWorker::open(options.timeout).map_err(|source| {
-                GroupError::Transport {
-                    op,
-                    group: name.into(),
-                    rank: options.member.rank.unwrap_or(u32::MAX),
-                    source: Box::new(source),
-                }
-            })?),
+            None => default_worker(options.timeout).map_err(|source| GroupError::Transport {
+                op,
+                group: name.into(),
+                rank: options.member.rank.unwrap_or(u32::MAX),
+                source: Box::new(source),
+            })?,
         };
         let client = Client::connect_open(dial, options.connect_timeout).map_err(store)?;
         let watcher = Arc::new(Client::connect_open(dial, options.connect_timeout).map_err(store)?);
@@ -608,7 +647,8 @@ impl Group {
         let _ = t.join();
     }
 
-    /// Stops what is left: the withdrawals thread, the endpoints, the registrations.
+    /// Stops what is left: the withdrawals thread, the endpoints, the registrations and the
+    /// memory the group allocated.
     fn end(&mut self) {
         for (stop, _) in &self.threads {
             stop.store(true, Ordering::SeqCst);
@@ -621,9 +661,10 @@ impl Group {
         for p in peers {
             let _ = self.inner.worker.disconnect(p.ep);
         }
-        let regs: Vec<Registration> = lock(&self.inner.regs).drain().map(|(_, r)| r).collect();
+        let regs: Vec<Held> = lock(&self.inner.regs).drain().map(|(_, r)| r).collect();
         for r in regs {
-            let _ = self.inner.worker.unregister(r);
+            let _ = self.inner.worker.unregister(r.reg);
+            drop(r.mem);
         }
         self.inner.client.shutdown();
     }
@@ -631,8 +672,8 @@ impl Group {
 
 impl Drop for Group {
     /// Ends the membership without leaving (the others see this member down, as if its
-    /// process died), stops the group's threads, tears its endpoints down and unregisters its
-    /// memory.
+    /// process died), stops the group's threads, tears its endpoints down, unregisters its
+    /// memory and frees what it allocated.
     fn drop(&mut self) {
         if self.member.is_some() {
             self.stop_events();

@@ -12,6 +12,7 @@ use shmem_store::{Server, Store, TcpDial};
 
 use super::*;
 use crate::dynamic::loopback::LoopbackWorker;
+use crate::dynamic::node::NodeWorker;
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
@@ -321,4 +322,64 @@ fn the_application_keys_and_bad_arguments() {
     assert!(matches!(e, GroupError::Store { op: "join", .. }), "{e}");
     drop(b);
     a.leave().unwrap();
+}
+
+/// Members over node workers without UCX, in one process: memory the group allocates is
+/// reached through the members' mappings, private memory through the loopback (a worker of
+/// this process); a withdrawn allocation is refused; the default worker is the node path.
+#[test]
+fn allocated_memory_is_shareable_and_withdrawn_with_its_registration() {
+    let _watchdog = Watchdog::new(
+        "allocated_memory_is_shareable_and_withdrawn_with_its_registration",
+        Duration::from_secs(120),
+    );
+    let (_server, dial) = store();
+    let node = || {
+        let mut o = options(8);
+        let w = NodeWorker::without_ucx("UCX left out by this test".into(), T).unwrap();
+        o.worker = Some(Arc::new(w));
+        o
+    };
+    let a = Group::join(&dial, "alloc", "a", node()).unwrap();
+    let b = Group::join(&dial, "alloc", "b", node()).unwrap();
+    assert_eq!(a.worker().name(), "node");
+    let at = a.alloc("shared", 8192).unwrap();
+    let e = a.alloc("shared", 64).unwrap_err();
+    assert!(
+        matches!(e, GroupError::InvalidArgument { op: "alloc", .. }),
+        "{e}"
+    );
+    b.put(0, "shared", 4000, b"mapped").unwrap();
+    b.flush(0).unwrap();
+    // SAFETY: 8192 bytes at `at` live until "shared" is unregistered; b's put completed.
+    let seen: Vec<u8> = (4000..4006)
+        .map(|i| unsafe { std::ptr::read_volatile(at.add(i)) })
+        .collect();
+    assert_eq!(seen, b"mapped");
+    // SAFETY: as above; nothing else writes meanwhile.
+    unsafe { at.add(100).copy_from(b"owner".as_ptr(), 5) };
+    let mut got = [0u8; 5];
+    b.get(0, "shared", 100, &mut got).unwrap();
+    assert_eq!(&got, b"owner");
+    let e = b.put(0, "shared", 8190, &[0; 4]).unwrap_err();
+    assert!(e.to_string().contains("outside"), "{e}");
+    // Private memory of a worker of this process: through the loopback.
+    let mut private = vec![0u8; 64];
+    // SAFETY: `private` outlives the groups (dropped after them).
+    unsafe { b.register("private", private.as_mut_ptr(), private.len()) }.unwrap();
+    a.put(1, "private", 0, b"loop").unwrap();
+    a.flush(1).unwrap();
+    a.unregister("shared").unwrap();
+    let e = b.get(0, "shared", 0, &mut got).unwrap_err();
+    assert!(matches!(e, GroupError::NoRegistration { .. }), "{e}");
+    // The name is free again.
+    a.alloc("shared", 64).unwrap();
+    b.get(0, "shared", 0, &mut got).unwrap();
+    assert_eq!(got, [0; 5]);
+    a.leave().unwrap();
+    b.leave().unwrap();
+    assert_eq!(&private[..4], b"loop");
+    if let Ok(w) = default_worker(T) {
+        assert_eq!(w.name(), "node");
+    }
 }

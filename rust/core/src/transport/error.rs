@@ -125,6 +125,20 @@ pub enum TransportError {
         /// Why it was refused.
         why: String,
     },
+    /// A dynamic node worker was asked for what only UCX reaches (a member of another node,
+    /// a member's private memory) and one of the two processes has no UCX worker: its
+    /// `libucp.so.0` did not load, so its node worker runs over the loopback.
+    #[error("{op} to {peer}: {what} is reached through UCX, which {why}")]
+    NeedsUcx {
+        /// The operation.
+        op: &'static str,
+        /// The peer.
+        peer: String,
+        /// What was to be reached (`a member of another node`, `private memory ...`).
+        what: &'static str,
+        /// Whose UCX is missing, and why (the loader's words and the package to install).
+        why: String,
+    },
     /// A dynamic worker's operation did not complete within the worker's timeout.
     #[error("{op} to {peer} did not complete within {} s (the dynamic worker's timeout)", after.as_secs_f64())]
     Deadline {

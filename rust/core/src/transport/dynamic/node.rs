@@ -9,7 +9,13 @@
 //!   `bootstrap::node::locality`: abstract sockets do not cross namespaces) and the same user.
 //!   A worker's address is that identity, its user, the name of its own abstract socket (random,
 //!   `shmem-<uid>-dyn-<128 bits>`: nothing in any file system, nothing another group meets) and
-//!   the inner worker's address. Any other peer is the inner worker's to reach.
+//!   the inner worker's name and address. Any other peer is the inner worker's to reach.
+//! - **Without UCX.** Where `libucp.so.0` does not load, [`NodeWorker::without_ucx`] runs over
+//!   the loopback worker: members of this node still map each other's shareable memory, but a
+//!   member of another node, or another process's private memory, is refused with
+//!   [`TransportError::NeedsUcx`] naming the loader's error and the package to install; its
+//!   peers read from its address that its inner worker is the loopback and refuse the same
+//!   way (an inner worker never receives another kind's address).
 //! - **Shareable memory** is memory registered with [`DynamicWorker::register_fd`]: a shared
 //!   mapping of a file ([`SharedMemory`] makes one over a memfd). Its key holds, after the
 //!   [`KeyHeader`], its slot in the worker's registration page and then the inner worker's key
@@ -43,6 +49,7 @@
 //!   Dropping the worker stops its thread, clears its page, withdraws its registrations and
 //!   closes its socket: nothing (descriptors, mappings, threads) is left.
 
+use super::loopback::LoopbackWorker;
 use super::{bad_key, key_name, worker_id, DynamicWorker, Endpoint, KeyHeader, Registration};
 use crate::bootstrap::bits::socket_name;
 use crate::bootstrap::node::locality::NodeId;
@@ -254,6 +261,8 @@ struct Peer {
     id: u64,
     label: String,
     local: Option<Local>,
+    /// The peer's inner worker: its name and address.
+    inner_name: String,
     inner_address: Vec<u8>,
     /// The inner worker's endpoint, once made.
     inner: Mutex<Option<Endpoint>>,
@@ -265,6 +274,8 @@ struct PeerAddress<'a> {
     uid: u32,
     node: &'a [u8],
     socket: &'a [u8],
+    /// The inner worker's name ([`DynamicWorker::name`]).
+    inner_name: &'a [u8],
     inner: &'a [u8],
 }
 
@@ -273,7 +284,7 @@ impl<'a> PeerAddress<'a> {
         let mut a = ADDRESS_PREFIX.to_vec();
         a.extend_from_slice(&self.id.to_le_bytes());
         a.extend_from_slice(&self.uid.to_le_bytes());
-        for field in [self.node, self.socket] {
+        for field in [self.node, self.socket, self.inner_name] {
             a.extend_from_slice(&(field.len() as u16).to_le_bytes());
             a.extend_from_slice(field);
         }
@@ -284,7 +295,8 @@ impl<'a> PeerAddress<'a> {
     fn decode(a: &'a [u8]) -> Result<PeerAddress<'a>, String> {
         let short = || {
             format!(
-                "{} bytes not of the form dynnode:<id><uid><node><socket><inner address>",
+                "{} bytes not of the form \
+                 dynnode:<id><uid><node><socket><inner name><inner address>",
                 a.len()
             )
         };
@@ -306,11 +318,13 @@ impl<'a> PeerAddress<'a> {
         };
         let node = field()?;
         let socket = field()?;
+        let inner_name = field()?;
         Ok(PeerAddress {
             id,
             uid,
             node,
             socket,
+            inner_name,
             inner: rest,
         })
     }
@@ -335,6 +349,8 @@ pub struct NodeWorker {
     /// The socket thread and the end of its wake-up pair, whose closing stops it.
     server: Option<(UnixStream, JoinHandle<()>)>,
     inner: Box<dyn DynamicWorker>,
+    /// Why this worker has no UCX worker ([`NodeWorker::without_ucx`]).
+    without_ucx: Option<String>,
 }
 
 impl std::fmt::Debug for NodeWorker {
@@ -397,6 +413,7 @@ impl NodeWorker {
             uid,
             node: &node.encode(),
             socket: socket.as_bytes(),
+            inner_name: inner.name().as_bytes(),
             inner: &inner.address(),
         }
         .encode();
@@ -410,7 +427,65 @@ impl NodeWorker {
             next_ep: AtomicU64::new(1),
             server: Some((wake, thread)),
             inner,
+            without_ucx: None,
         })
+    }
+
+    /// A worker for a process where UCX cannot be loaded (`why`: the loader's error, naming
+    /// the package to install): over the loopback worker, so it maps the shareable memory of
+    /// members of this node (and reaches workers of this process), while an operation on a
+    /// member of another node, or on another process's private memory, fails with
+    /// [`TransportError::NeedsUcx`] naming `why`. Its peers see from its address that it has
+    /// no UCX worker, and fail the same way.
+    pub fn without_ucx(why: String, timeout: Duration) -> Result<NodeWorker, TransportError> {
+        let mut w = NodeWorker::new(Box::new(LoopbackWorker::new()), timeout)?;
+        w.without_ucx = Some(why);
+        Ok(w)
+    }
+
+    /// Why this worker has no UCX worker, if it was made by [`NodeWorker::without_ucx`].
+    pub fn without_ucx_reason(&self) -> Option<&str> {
+        self.without_ucx.as_deref()
+    }
+
+    /// The inner worker's endpoint to a peer whose inner worker is `name` at `address`, for
+    /// `what` (a member of another node, private memory); `peer` names it in errors. Where
+    /// one of the two has no UCX worker, a failure says so: [`TransportError::NeedsUcx`].
+    fn connect_inner(
+        &self,
+        op: &'static str,
+        peer: &str,
+        what: &'static str,
+        name: &str,
+        address: &[u8],
+    ) -> Result<Endpoint, TransportError> {
+        let needs_ucx = |why: String| TransportError::NeedsUcx {
+            op,
+            peer: peer.to_string(),
+            what,
+            why,
+        };
+        let mine = self.inner.name();
+        if name != mine {
+            return Err(match &self.without_ucx {
+                Some(why) => needs_ucx(format!("this process could not load: {why}")),
+                None if mine == "ucx" => needs_ucx(format!(
+                    "the peer's process could not load (its node worker runs over the {name} \
+                     worker)"
+                )),
+                None => TransportError::BadPeerData {
+                    pe: usize::MAX,
+                    what: "node worker address",
+                    why: format!("{peer}'s inner worker is a {name} worker, this one's a {mine}"),
+                },
+            });
+        }
+        self.inner
+            .connect(address)
+            .map_err(|e| match &self.without_ucx {
+                Some(why) => needs_ucx(format!("this process could not load: {why}")),
+                None => e,
+            })
     }
 
     /// The inner worker.
@@ -590,18 +665,21 @@ impl NodeWorker {
         if let Some(ep) = *e {
             return Ok(ep);
         }
-        let ep = self.inner.connect(&p.inner_address).map_err(|e| {
-            bad_key(
-                op,
-                &p.label,
-                key,
-                format!(
-                    "private memory (registered without its file) is reached through the {} \
-                     worker, which cannot connect: {e}",
-                    self.inner.name()
+        let what = "private memory (registered without its file)";
+        let ep = self
+            .connect_inner(op, &p.label, what, &p.inner_name, &p.inner_address)
+            .map_err(|e| match e {
+                e @ TransportError::NeedsUcx { .. } => e,
+                e => bad_key(
+                    op,
+                    &p.label,
+                    key,
+                    format!(
+                        "{what} is reached through the {} worker, which cannot connect: {e}",
+                        self.inner.name()
+                    ),
                 ),
-            )
-        })?;
+            })?;
         *e = Some(ep);
         Ok(ep)
     }
@@ -868,17 +946,22 @@ impl DynamicWorker for NodeWorker {
         let mut label = peer_label(a.id);
         let same_node = a.uid == self.owned.uid
             && NodeId::decode(a.node).is_ok_and(|n| n.same_node(&self.node));
+        let inner_name = String::from_utf8_lossy(a.inner_name).into_owned();
         let (local, inner) = if same_node {
             label.push_str(" (this node)");
             (Some(self.open_local(&label, &a)?), None)
         } else {
-            (None, Some(self.inner.connect(a.inner)?))
+            label.push_str(" (another node)");
+            let what = "a member of another node";
+            let ep = self.connect_inner("connect", &label, what, &inner_name, a.inner)?;
+            (None, Some(ep))
         };
         let ep = self.next_ep.fetch_add(1, Ordering::Relaxed);
         let p = Peer {
             id: a.id,
             label,
             local,
+            inner_name,
             inner_address: a.inner.to_vec(),
             inner: Mutex::new(inner),
         };

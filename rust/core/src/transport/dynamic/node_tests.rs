@@ -149,6 +149,48 @@ fn a_dropped_node_worker_fails_operations_to_it() {
     a.disconnect(ab).unwrap();
 }
 
+/// A node worker without UCX maps shareable memory of a peer over UCX, and the two refuse each
+/// other's private memory naming UCX (an inner worker never gets another kind's address).
+#[test]
+fn a_node_worker_without_ucx_refuses_what_needs_ucx_naming_it() {
+    let why = "cannot load libucp.so.0 (left out by this test): install libucx0";
+    let a = NodeWorker::without_ucx(why.into(), TIMEOUT).unwrap();
+    assert_eq!(a.without_ucx_reason(), Some(why));
+    let Some(b) = node_worker("ucx") else {
+        return;
+    };
+    let mem = SharedMemory::new(4096).unwrap();
+    // SAFETY: `mem` maps its memfd from 0 and outlives the registrations.
+    let (_shared, shared) = unsafe { b.register_fd(mem.fd(), 0, mem.as_ptr(), 4096) }.unwrap();
+    let mut private_b = vec![0u8; 64];
+    // SAFETY: `private_b` outlives `b`.
+    let (_pb, private_b_key) = unsafe { b.register(private_b.as_mut_ptr(), 64) }.unwrap();
+    let mut private_a = vec![0u8; 64];
+    // SAFETY: `private_a` outlives `a`.
+    let (_pa, private_a_key) = unsafe { a.register(private_a.as_mut_ptr(), 64) }.unwrap();
+    let ab = a.connect(&b.address()).unwrap();
+    a.put(ab, &shared, 0, b"mapped").unwrap();
+    let e = a.put(ab, &private_b_key, 0, b"x").unwrap_err();
+    assert!(
+        matches!(e, TransportError::NeedsUcx { op: "put", .. }),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .contains(&format!("this process could not load: {why}")),
+        "{e}"
+    );
+    let ba = b.connect(&a.address()).unwrap();
+    let e = b.put(ba, &private_a_key, 0, b"x").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("which the peer's process could not load"),
+        "{e}"
+    );
+    assert_eq!(private_a[0], 0);
+    drop((a, b));
+}
+
 /// Set in the children of the tests below: the inner worker their member uses. A marker
 /// between this test binary and its own children, not a setting of the library.
 const CHILD_VAR: &str = "DYNAMIC_NODE_TEST_CHILD";
