@@ -45,7 +45,7 @@
 use super::{bad_key, worker_id, DynamicWorker, Endpoint, KeyHeader, Registration};
 use crate::transport::ucx::ffi::{self, Api, Handle, RequestParam, StatusPtr};
 use crate::transport::ucx::{
-    endpoint_failed, load_api, open_worker, rest, spawn_progress, ProgressThread, IDLE_SPINS,
+    endpoint_failed, load_api, open_worker, spawn_progress, Pace, ProgressThread,
 };
 use crate::transport::TransportError;
 use std::collections::HashMap;
@@ -202,7 +202,7 @@ impl UcxWorker {
             return Err(self.failure(w, ffi::ptr_status(p)));
         }
         let start = Instant::now();
-        let mut idle = 0u32;
+        let mut pace = Pace::default();
         loop {
             let moved = {
                 let st = self.lock();
@@ -228,13 +228,7 @@ impl UcxWorker {
                     .store(crate::clock::node_clock_ns(), Ordering::Relaxed);
                 moved
             };
-            if moved > 0 {
-                idle = 0;
-                continue;
-            }
-            idle += 1;
-            if !idle.is_multiple_of(IDLE_SPINS) {
-                std::hint::spin_loop();
+            if !pace.step(moved) {
                 continue;
             }
             if start.elapsed() > self.timeout {
@@ -248,7 +242,7 @@ impl UcxWorker {
                     after: self.timeout,
                 });
             }
-            rest(idle);
+            pace.rest();
         }
     }
 

@@ -230,7 +230,7 @@ impl Ucx {
             return Err(self.failure(pe, what(), ffi::ptr_status(p)));
         }
         let start = Instant::now();
-        let mut idle = 0u32;
+        let mut pace = Pace::default();
         loop {
             // SAFETY: `p` is a live request of this worker (not an error, not null).
             let s = unsafe { (self.api.request_check_status)(p) };
@@ -245,13 +245,7 @@ impl Ucx {
             }
             // SAFETY: the worker is live while the state is open; the lock is held.
             let moved = unsafe { (self.api.worker_progress)(st.worker) };
-            if moved > 0 {
-                idle = 0;
-                continue;
-            }
-            idle += 1;
-            if !idle.is_multiple_of(IDLE_SPINS) {
-                std::hint::spin_loop();
+            if !pace.step(moved) {
                 continue;
             }
             if start.elapsed() > self.timeout {
@@ -262,7 +256,7 @@ impl Ucx {
                     after: self.timeout,
                 });
             }
-            rest(idle);
+            pace.rest();
         }
     }
 
@@ -420,18 +414,40 @@ const NAP_MIN: Duration = Duration::from_micros(20);
 /// Its longest nap, when idle.
 const NAP_MAX: Duration = Duration::from_millis(1);
 
-/// A wait spins this many progress steps that moved nothing before it checks its deadline and
-/// rests ([`rest`]).
-pub(crate) const IDLE_SPINS: u32 = 64;
+/// The pace of a wait's progress steps, shared by the SHMEM job's transport and the dynamic
+/// worker: after a step that moved something the next follows at once; of the steps that moved
+/// nothing, 63 in 64 follow after a spin hint, and every 64th is a check of the wait's deadline
+/// and a rest ([`Pace::rest`]).
+#[derive(Default)]
+pub(crate) struct Pace {
+    /// Steps in a row that moved nothing.
+    idle: u32,
+}
 
-/// A wait's rest after `idle` progress steps in a row moved nothing: it yields the core, and
-/// after 4096 such steps sleeps 20 µs (with more processes than cores, the peer that must
-/// answer may need this core).
-pub(crate) fn rest(idle: u32) {
-    if idle > 1 << 12 {
-        std::thread::sleep(Duration::from_micros(20));
-    } else {
-        std::thread::yield_now();
+impl Pace {
+    /// Counts a step that moved `moved`; true when the wait should check its deadline, then
+    /// rest.
+    pub(crate) fn step(&mut self, moved: u32) -> bool {
+        if moved > 0 {
+            self.idle = 0;
+            return false;
+        }
+        self.idle += 1;
+        if !self.idle.is_multiple_of(64) {
+            std::hint::spin_loop();
+            return false;
+        }
+        true
+    }
+
+    /// Yields the core, or after 4096 idle steps in a row sleeps 20 µs: with more processes
+    /// than cores, the peer that must answer may need this core.
+    pub(crate) fn rest(&self) {
+        if self.idle > 1 << 12 {
+            std::thread::sleep(Duration::from_micros(20));
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
 
