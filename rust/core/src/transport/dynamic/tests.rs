@@ -478,6 +478,19 @@ fn a_wait_for_a_stopped_member_holds_up_no_other_operation() {
     use std::time::{Duration, Instant};
     let Some(a) = ucx_worker() else { return };
     let (mut stopped, mut live, mut leaving) = (Child::start(), Child::start(), Child::start());
+    // A failed check leaves no stopped child behind.
+    struct Reaper(Vec<u32>);
+    impl Drop for Reaper {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                for &pid in &self.0 {
+                    // SAFETY: kill(2) of a child of this test, not yet waited for.
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                }
+            }
+        }
+    }
+    let _reaper = Reaper(vec![stopped.proc.id(), live.proc.id(), leaving.proc.id()]);
     let ep_stopped = a.connect(&stopped.address).unwrap();
     let ep_live = a.connect(&live.address).unwrap();
     let ep_leaving = a.connect(&leaving.address).unwrap();
@@ -530,9 +543,12 @@ fn a_wait_for_a_stopped_member_holds_up_no_other_operation() {
         assert!(flush_took < Duration::from_secs(2), "{flush_took:?}");
     });
 
-    // A graceful disconnect from a stopped member waits for it; the live member is reached
-    // meanwhile; killed, the member fails the disconnect's flush and it returns.
+    // A graceful disconnect from a stopped member, with a put in flight to it, waits for it;
+    // the live member is reached meanwhile; killed, the member fails the disconnect's flush
+    // and it returns.
     signal(&leaving, libc::SIGSTOP);
+    // SAFETY: `buf` outlives the disconnect, which ends the put.
+    unsafe { a.put_nb(ep_leaving, &leaving.key, 0, buf.as_ptr(), 4096) }.unwrap();
     let killed = std::sync::Mutex::new(None::<Instant>);
     std::thread::scope(|s| {
         let closer = s.spawn(|| {
