@@ -7,7 +7,8 @@
 //!   (under its store) for others to find it;
 //! - [`DynamicWorker::connect`] makes an [`Endpoint`] from a peer's published address, when the
 //!   peer is first needed; [`DynamicWorker::disconnect`] ends it when the member leaves or is
-//!   reported down: what is still in flight to it fails, bounded by the worker's timeout;
+//!   reported down: what is still in flight to it fails, bounded by the worker's timeout
+//!   ([`DynamicWorker::disconnect_gone`], for a peer known to be gone, waits for nothing);
 //! - [`DynamicWorker::register`] registers local memory while the process runs and returns its
 //!   remote key bytes (to publish); [`DynamicWorker::register_fd`] registers memory that maps a
 //!   file (a memfd), which peers on this node may then map themselves;
@@ -152,6 +153,12 @@ pub trait DynamicWorker: Send + Sync {
     /// [`TransportError::Disconnected`]. Returns within the worker's timeout, a dead peer
     /// included.
     fn disconnect(&self, ep: Endpoint) -> Result<(), TransportError>;
+    /// Ends `ep` like [`DynamicWorker::disconnect`], for a peer known to be gone (the member
+    /// left or was reported down): nothing waits for the peer, and what is still in flight to
+    /// it fails at once. An implementation without such a close disconnects (the default).
+    fn disconnect_gone(&self, ep: Endpoint) -> Result<(), TransportError> {
+        self.disconnect(ep)
+    }
 }
 
 /// Magic that opens every dynamic remote key.

@@ -453,3 +453,138 @@ fn a_killed_member_fails_cleanly_and_a_newcomer_is_reached() {
     drop(c2.stdin);
     assert!(c2.proc.wait().unwrap().success());
 }
+
+/// Sends `sig` to the child `c`.
+fn signal(c: &Child, sig: i32) {
+    // SAFETY: kill(2) of our own child's pid.
+    let r = unsafe { libc::kill(c.proc.id() as libc::pid_t, sig) };
+    assert_eq!(r, 0, "kill({}, {sig})", c.proc.id());
+}
+
+/// A put, a flush and a get to the live member `c` on `ep`, with how long they took.
+fn round_trip(a: &dyn DynamicWorker, ep: Endpoint, c: &Child, i: u8) -> std::time::Duration {
+    let t = std::time::Instant::now();
+    a.put(ep, &c.key, 200, &[i; 32]).unwrap();
+    a.flush(ep).unwrap();
+    let mut got = [0u8; 32];
+    a.get(ep, &c.key, 200, &mut got).unwrap();
+    assert_eq!(got, [i; 32]);
+    t.elapsed()
+}
+
+#[test]
+fn a_wait_for_a_stopped_member_holds_up_no_other_operation() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    let Some(a) = ucx_worker() else { return };
+    let (mut stopped, mut live, mut leaving) = (Child::start(), Child::start(), Child::start());
+    // A failed check leaves no stopped child behind.
+    struct Reaper(Vec<u32>);
+    impl Drop for Reaper {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                for &pid in &self.0 {
+                    // SAFETY: kill(2) of a child of this test, not yet waited for.
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                }
+            }
+        }
+    }
+    let _reaper = Reaper(vec![stopped.proc.id(), live.proc.id(), leaving.proc.id()]);
+    let ep_stopped = a.connect(&stopped.address).unwrap();
+    let ep_live = a.connect(&live.address).unwrap();
+    let ep_leaving = a.connect(&leaving.address).unwrap();
+    for (ep, c) in [
+        (ep_stopped, &stopped),
+        (ep_live, &live),
+        (ep_leaving, &leaving),
+    ] {
+        round_trip(&a, ep, c, 1);
+    }
+    let buf = vec![7u8; 1 << 16];
+
+    // A flush to a stopped member waits; a put, flush and get to a live one go on meanwhile,
+    // and a forced disconnect of the stopped one ends that flush at once.
+    signal(&stopped, libc::SIGSTOP);
+    let waiting = AtomicBool::new(true);
+    std::thread::scope(|s| {
+        let flusher = s.spawn(|| {
+            let t = Instant::now();
+            // SAFETY: `buf` outlives the flush (or the disconnect that ends it).
+            let r = unsafe { a.put_nb(ep_stopped, &stopped.key, 0, buf.as_ptr(), 4096) }
+                .and_then(|()| a.flush(ep_stopped));
+            waiting.store(false, Ordering::SeqCst);
+            (r, t.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            waiting.load(Ordering::SeqCst),
+            "the flush to a stopped member completed"
+        );
+        let took = round_trip(&a, ep_live, &live, 2);
+        assert!(
+            waiting.load(Ordering::SeqCst),
+            "the flush to a stopped member ended before the check"
+        );
+        let t = Instant::now();
+        a.disconnect_gone(ep_stopped).unwrap();
+        let forced = t.elapsed();
+        let (r, flush_took) = flusher.join().unwrap();
+        eprintln!(
+            "ucx: live member's round trip {took:?} while a flush to a stopped one waited; \
+             forced disconnect {forced:?}; the flush ended after {flush_took:?}: {r:?}"
+        );
+        assert!(took < Duration::from_secs(1), "{took:?}");
+        assert!(forced < Duration::from_secs(1), "{forced:?}");
+        assert!(
+            matches!(r, Err(TransportError::Disconnected { .. })),
+            "{r:?}"
+        );
+        assert!(flush_took < Duration::from_secs(2), "{flush_took:?}");
+    });
+
+    // A graceful disconnect from a stopped member, with a put in flight to it, waits for it;
+    // the live member is reached meanwhile; killed, the member fails the disconnect's flush
+    // and it returns.
+    signal(&leaving, libc::SIGSTOP);
+    // SAFETY: `buf` outlives the disconnect, which ends the put.
+    unsafe { a.put_nb(ep_leaving, &leaving.key, 0, buf.as_ptr(), 4096) }.unwrap();
+    let killed = std::sync::Mutex::new(None::<Instant>);
+    std::thread::scope(|s| {
+        let closer = s.spawn(|| {
+            let r = a.disconnect(ep_leaving);
+            (r, killed.lock().unwrap().map(|k| k.elapsed()))
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let took = round_trip(&a, ep_live, &live, 3);
+        assert!(took < Duration::from_secs(1), "{took:?}");
+        *killed.lock().unwrap() = Some(Instant::now());
+        leaving.proc.kill().unwrap();
+        leaving.proc.wait().unwrap();
+        let (r, after_kill) = closer.join().unwrap();
+        eprintln!(
+            "ucx: live member's round trip {took:?} while a disconnect from a stopped one \
+             waited; it returned {after_kill:?} after the kill: {r:?}"
+        );
+        let after_kill = after_kill.expect("the disconnect returned before the kill");
+        assert!(after_kill < Duration::from_secs(5), "{after_kill:?}");
+    });
+    assert_eq!(live.show(200, 4), [3; 4]);
+
+    // A killed member's endpoint, disconnected as gone before any failure was seen.
+    stopped.proc.kill().unwrap();
+    stopped.proc.wait().unwrap();
+    let t = Instant::now();
+    let ep = a.connect(&live.address).unwrap();
+    round_trip(&a, ep, &live, 4);
+    live.proc.kill().unwrap();
+    live.proc.wait().unwrap();
+    a.disconnect_gone(ep).unwrap();
+    let gone = t.elapsed();
+    assert!(gone < Duration::from_secs(2), "{gone:?}");
+    assert!(matches!(
+        a.flush(ep),
+        Err(TransportError::Disconnected { .. })
+    ));
+    a.disconnect(ep_live).unwrap_or_else(|e| eprintln!("{e}"));
+}

@@ -19,12 +19,22 @@
 //!   non-blocking forms release their requests at once and complete at the endpoint's flush
 //!   (`ucp_ep_flush_nbx`). Every wait progresses the worker and gives up after the worker's
 //!   timeout ([`TransportError::Deadline`]).
-//! - [`DynamicWorker::disconnect`] destroys the endpoint's keys, flushes it and closes it
+//! - Threads: one lock serializes every UCP call on the worker, as in the static transport (the
+//!   worker is asked for UCP's thread mode MULTI, which UCX grants only where it was built with
+//!   `--enable-mt`; the serialized mode it falls back to allows any thread, one at a time). A
+//!   wait holds the lock for one step at a time (check its request, progress the worker) and
+//!   releases it between steps, so while one thread waits for a peer that is slow or gone, the
+//!   other threads' operations, to that peer or another, go on; whoever progresses the worker
+//!   completes everybody's requests.
+//! - [`DynamicWorker::disconnect`] takes the endpoint out of the worker at once (later
+//!   operations on it fail with [`TransportError::Disconnected`]), flushes it and closes it
 //!   (`ucp_ep_close_nbx`), by force when the peer failed or the flush did not complete; each
-//!   step is bounded by the timeout.
-//! - A progress thread of the worker progresses it while no call does (napping 20 µs to 1 ms),
-//!   so a member that computes still answers its peers' wire-up and, over TCP, their puts and
-//!   gets. One lock serializes every call on the worker, as in the static transport.
+//!   step is bounded by the timeout. [`DynamicWorker::disconnect_gone`], for a member that left
+//!   or was reported down, closes by force without a flush (what is in flight to it fails at
+//!   once). The endpoint's keys are destroyed once its close completed.
+//! - A progress thread of the worker progresses it while no call did for a nap (20 µs to 1 ms,
+//!   the static transport's loop, [`crate::transport::ucx::spawn_progress`]), so a member that
+//!   computes still answers its peers' wire-up and, over TCP, their puts and gets.
 //! - UCX 1.13 keeps the TCP connection of a closed endpoint until one of its two workers ends:
 //!   a worker that connects to the same peers again and again holds one more connection per
 //!   endpoint made (measured by the 100-cycle test); a member's leave ends its worker, and so
@@ -34,26 +44,24 @@
 
 use super::{bad_key, worker_id, DynamicWorker, Endpoint, KeyHeader, Registration};
 use crate::transport::ucx::ffi::{self, Api, Handle, RequestParam, StatusPtr};
-use crate::transport::ucx::{endpoint_failed, load_api, open_worker};
+use crate::transport::ucx::{
+    endpoint_failed, load_api, open_worker, spawn_progress, Pace, ProgressThread,
+};
 use crate::transport::TransportError;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// The progress thread's shortest and longest naps.
-const NAP_MIN: Duration = Duration::from_micros(20);
-const NAP_MAX: Duration = Duration::from_millis(1);
 
 /// An endpoint and what it cached.
 struct Ep {
     handle: Handle,
     /// The peer's worker id.
     peer: u64,
-    /// 0 while healthy, else the status UCP's error handler got ([`endpoint_failed`]).
-    failed: Box<AtomicI32>,
+    /// 0 while healthy, else the status UCP's error handler got ([`endpoint_failed`]); shared
+    /// with the waits on the endpoint's requests, which may outlive its place in the state.
+    failed: Arc<AtomicI32>,
     /// Unpacked remote keys, by the peer's registration id.
     rkeys: HashMap<u64, Handle>,
 }
@@ -71,6 +79,16 @@ struct State {
 // which every thread mode of a worker allows.
 unsafe impl Send for State {}
 
+/// What a wait is for: the operation, its UCP call, the endpoint (`None` once it was taken out
+/// of the state, by disconnect) and its peer and failure word.
+struct Waiting<'a> {
+    op: &'static str,
+    call: &'static str,
+    ep: Option<Endpoint>,
+    peer: u64,
+    failed: &'a AtomicI32,
+}
+
 /// A UCX dynamic worker.
 pub struct UcxWorker {
     api: &'static Api,
@@ -78,7 +96,10 @@ pub struct UcxWorker {
     timeout: Duration,
     address: Vec<u8>,
     state: Arc<Mutex<State>>,
-    progress: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
+    /// When a call last progressed the worker ([`crate::clock::node_clock_ns`]): the progress
+    /// thread steps in only when nobody did for a nap.
+    last_progress: Arc<AtomicU64>,
+    progress: Option<ProgressThread>,
 }
 
 impl std::fmt::Debug for UcxWorker {
@@ -116,6 +137,7 @@ impl UcxWorker {
             timeout,
             address,
             state,
+            last_progress: Arc::new(AtomicU64::new(0)),
             progress: None,
         };
         w.progress = Some(w.start_progress()?);
@@ -126,104 +148,101 @@ impl UcxWorker {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn start_progress(&self) -> Result<(Arc<AtomicBool>, JoinHandle<()>), TransportError> {
+    fn start_progress(&self) -> Result<ProgressThread, TransportError> {
         let api = self.api;
         let state = Arc::clone(&self.state);
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = Arc::clone(&stop);
-        let handle = std::thread::Builder::new()
-            .name("shmem-ucx-dyn".into())
-            .spawn(move || {
-                let mut nap = NAP_MIN;
-                while !stopped.load(Ordering::Acquire) {
-                    let moved = match state.try_lock() {
-                        // SAFETY: the worker lives until the drop, which stops this thread
-                        // first; the lock is held.
-                        Ok(st) => unsafe { (api.worker_progress)(st.worker) },
-                        Err(_) => 0,
-                    };
-                    nap = if moved > 0 {
-                        NAP_MIN
-                    } else {
-                        (nap * 2).min(NAP_MAX)
-                    };
-                    std::thread::sleep(nap);
+        let last = Arc::clone(&self.last_progress);
+        spawn_progress(
+            "shmem-ucx-dyn",
+            "the dynamic UCX worker's progress thread",
+            move |nap| {
+                // A call that waits progresses the worker itself: the thread stays out of its
+                // way and steps in when nobody did for a nap.
+                let recent = crate::clock::node_clock_ns()
+                    .saturating_sub(last.load(Ordering::Relaxed))
+                    < nap.as_nanos() as u64;
+                match state.try_lock() {
+                    // SAFETY: the worker lives until the drop, which stops this thread first;
+                    // the lock is held.
+                    Ok(st) if !recent => unsafe { (api.worker_progress)(st.worker) },
+                    _ => 0,
                 }
-            })
-            .map_err(|e| TransportError::Library {
-                call: "starting the dynamic UCX worker's progress thread".into(),
-                why: e.to_string(),
-            })?;
-        Ok((stop, handle))
+            },
+        )
     }
 
-    /// The error for a request of `op` on `ep` that ended with `status`.
-    fn failure(
-        &self,
-        op: &'static str,
-        ep: &Ep,
-        call: &str,
-        status: ffi::Status,
-    ) -> TransportError {
-        let recorded = ep.failed.load(Ordering::Acquire);
+    /// The error for a request of `w` that ended with `status`.
+    fn failure(&self, w: &Waiting<'_>, status: ffi::Status) -> TransportError {
+        let recorded = w.failed.load(Ordering::Acquire);
         if recorded != 0 || ffi::is_peer_failure(status) {
             let s = if recorded != 0 { recorded } else { status };
             TransportError::PeerGone {
-                op,
-                peer: peer_label(ep.peer),
+                op: w.op,
+                peer: peer_label(w.peer),
                 why: self.api.describe(s),
             }
         } else {
             TransportError::Library {
-                call: format!("{op} to {} ({call})", peer_label(ep.peer)),
+                call: format!("{} to {} ({})", w.op, peer_label(w.peer), w.call),
                 why: self.api.describe(status),
             }
         }
     }
 
-    /// Waits for what a `*_nbx` call on `ep` returned, progressing the worker, up to the
-    /// timeout; the request is freed either way.
-    fn wait(
-        &self,
-        st: &State,
-        ep: &Ep,
-        p: StatusPtr,
-        op: &'static str,
-        call: &str,
-    ) -> Result<(), TransportError> {
+    /// Waits for what a `*_nbx` call returned, up to the timeout; the request is freed either
+    /// way. Each step holds the lock only to check the request and progress the worker once,
+    /// so other threads' calls go on between steps. A request that failed because its
+    /// endpoint was disconnected meanwhile (by another thread) reports
+    /// [`TransportError::Disconnected`].
+    fn wait(&self, p: StatusPtr, w: &Waiting<'_>) -> Result<(), TransportError> {
         if p.is_null() {
             return Ok(());
         }
         if ffi::ptr_is_err(p) {
-            return Err(self.failure(op, ep, call, ffi::ptr_status(p)));
+            return Err(self.failure(w, ffi::ptr_status(p)));
         }
         let start = Instant::now();
+        let mut pace = Pace::default();
         loop {
-            // SAFETY: `p` is a live request of this worker.
-            let s = unsafe { (self.api.request_check_status)(p) };
-            if s != ffi::UCS_INPROGRESS {
-                // SAFETY: the completed request, freed once.
-                unsafe { (self.api.request_free)(p) };
-                return if s == ffi::UCS_OK {
-                    Ok(())
-                } else {
-                    Err(self.failure(op, ep, call, s))
-                };
-            }
-            // SAFETY: the worker is live; the lock is held.
-            if unsafe { (self.api.worker_progress)(st.worker) } > 0 {
+            let moved = {
+                let st = self.lock();
+                // SAFETY: `p` is a live request of this worker; the lock is held.
+                let s = unsafe { (self.api.request_check_status)(p) };
+                if s != ffi::UCS_INPROGRESS {
+                    // SAFETY: the completed request, freed once.
+                    unsafe { (self.api.request_free)(p) };
+                    let gone = w.ep.is_some_and(|ep| !st.eps.contains_key(&ep.0));
+                    drop(st);
+                    return match s {
+                        ffi::UCS_OK => Ok(()),
+                        _ if gone => Err(TransportError::Disconnected {
+                            op: w.op,
+                            peer: peer_label(w.peer),
+                        }),
+                        _ => Err(self.failure(w, s)),
+                    };
+                }
+                // SAFETY: the worker is live; the lock is held.
+                let moved = unsafe { (self.api.worker_progress)(st.worker) };
+                self.last_progress
+                    .store(crate::clock::node_clock_ns(), Ordering::Relaxed);
+                moved
+            };
+            if !pace.step(moved) {
                 continue;
             }
             if start.elapsed() > self.timeout {
-                // SAFETY: still in flight: UCP releases it when it completes.
+                let _st = self.lock();
+                // SAFETY: still in flight (or completed since the last check): UCP releases it
+                // when it completes; the lock is held.
                 unsafe { (self.api.request_free)(p) };
                 return Err(TransportError::Deadline {
-                    op,
-                    peer: peer_label(ep.peer),
+                    op: w.op,
+                    peer: peer_label(w.peer),
                     after: self.timeout,
                 });
             }
-            std::thread::yield_now();
+            pace.rest();
         }
     }
 
@@ -253,7 +272,8 @@ impl UcxWorker {
     }
 
     /// Issues a put (`get`: false) or get of `len` bytes at `local`, at `offset` of `key` on
-    /// `ep`; `blocking`: waits for it, else releases the request.
+    /// `ep`; `blocking`: waits for it (without the lock between steps), else releases the
+    /// request.
     ///
     /// # Safety
     /// `local` is valid for `len` bytes (reads for a put, writes for a get) until the wait
@@ -329,46 +349,72 @@ impl UcxWorker {
             };
             (p, "ucp_put_nbx")
         };
-        let e = &st.eps[&ep.0];
-        if blocking {
-            return self.wait(st, e, p, op, call);
-        }
+        let failed = Arc::clone(&e.failed);
+        let w = Waiting {
+            op,
+            call,
+            ep: Some(ep),
+            peer: e.peer,
+            failed: &failed,
+        };
         if ffi::ptr_is_err(p) {
-            return Err(self.failure(op, e, call, ffi::ptr_status(p)));
+            return Err(self.failure(&w, ffi::ptr_status(p)));
         }
-        if !p.is_null() {
-            // SAFETY: a live request; UCP releases it when it completes.
-            unsafe { (self.api.request_free)(p) };
+        if !blocking {
+            if !p.is_null() {
+                // SAFETY: a live request; UCP releases it when it completes; the lock is held.
+                unsafe { (self.api.request_free)(p) };
+            }
+            return Ok(());
         }
-        Ok(())
+        drop(guard);
+        self.wait(p, &w)
     }
 
-    /// Destroys `e`'s keys and closes it: by force when `force` or it failed, else flushing
-    /// first (then by force if that flush fails). Frees the failure word unless a close is
-    /// still in flight (timed out), which may still call the error handler.
-    fn close(&self, st: &State, mut e: Ep, force: bool) -> Result<(), TransportError> {
-        for (_, r) in e.rkeys.drain() {
-            // SAFETY: an rkey unpacked on this endpoint, destroyed once.
-            unsafe { (self.api.rkey_destroy)(r) };
-        }
+    /// Closes `e` (already out of the state): by force when `force` or it failed, else
+    /// flushing first (then by force if that flush fails), each wait bounded by the timeout;
+    /// then destroys its keys. A close still in flight (timed out) may still call the error
+    /// handler with the failure word and use the keys: both are then left allocated.
+    fn close(&self, e: Ep, force: bool) -> Result<(), TransportError> {
+        let mut w = Waiting {
+            op: "disconnect",
+            call: "ucp_ep_flush_nbx",
+            ep: None,
+            peer: e.peer,
+            failed: &e.failed,
+        };
         let mut force = force || e.failed.load(Ordering::Acquire) != 0;
         let mut first = Ok(());
         if !force {
             let param = RequestParam::zeroed();
-            // SAFETY: a live endpoint; `param` asks nothing.
-            let p = unsafe { (self.api.ep_flush_nbx)(e.handle, &param) };
-            first = self.wait(st, &e, p, "disconnect", "ucp_ep_flush_nbx");
+            let p = {
+                let _st = self.lock();
+                // SAFETY: a live endpoint; `param` asks nothing; the lock is held.
+                unsafe { (self.api.ep_flush_nbx)(e.handle, &param) }
+            };
+            first = self.wait(p, &w);
             force = first.is_err();
         }
         let mut param = RequestParam::zeroed();
         param.op_attr_mask = ffi::OP_ATTR_FIELD_FLAGS;
         param.flags = if force { ffi::EP_CLOSE_FLAG_FORCE } else { 0 };
-        // SAFETY: a live endpoint, closed once (taken out of the state).
-        let p = unsafe { (self.api.ep_close_nbx)(e.handle, &param) };
-        let closed = self.wait(st, &e, p, "disconnect", "ucp_ep_close_nbx");
+        let p = {
+            let _st = self.lock();
+            // SAFETY: a live endpoint, closed once (taken out of the state); the lock is held.
+            unsafe { (self.api.ep_close_nbx)(e.handle, &param) }
+        };
+        w.call = "ucp_ep_close_nbx";
+        let closed = self.wait(p, &w);
         if matches!(closed, Err(TransportError::Deadline { .. })) {
             // The close is still in flight and may yet call the handler with this word.
-            std::mem::forget(e.failed);
+            std::mem::forget(Arc::clone(&e.failed));
+        } else {
+            let _st = self.lock();
+            for r in e.rkeys.into_values() {
+                // SAFETY: an rkey unpacked on this endpoint, whose requests ended with its
+                // close; destroyed once; the lock is held.
+                unsafe { (self.api.rkey_destroy)(r) };
+            }
         }
         // A failed peer's close is expected to report the failure: the endpoint is gone.
         match (first, closed) {
@@ -376,6 +422,20 @@ impl UcxWorker {
             (_, Err(e @ TransportError::Deadline { .. })) => Err(e),
             _ => Ok(()),
         }
+    }
+
+    /// Takes `ep` out of the state (later operations on it fail with
+    /// [`TransportError::Disconnected`]) and closes it ([`UcxWorker::close`]).
+    fn end(&self, ep: Endpoint, force: bool) -> Result<(), TransportError> {
+        let e = self
+            .lock()
+            .eps
+            .remove(&ep.0)
+            .ok_or_else(|| TransportError::Disconnected {
+                op: "disconnect",
+                peer: format!("endpoint {}", ep.0),
+            })?;
+        self.close(e, force)
     }
 }
 
@@ -401,7 +461,7 @@ impl DynamicWorker for UcxWorker {
         }
         let peer_id = u64::from_le_bytes(peer[..8].try_into().expect("8 bytes"));
         let mut st = self.lock();
-        let failed = Box::new(AtomicI32::new(0));
+        let failed = Arc::new(AtomicI32::new(0));
         let mut params = ffi::EpParams::zeroed();
         params.field_mask = ffi::EP_PARAM_FIELD_REMOTE_ADDRESS
             | ffi::EP_PARAM_FIELD_ERR_HANDLING_MODE
@@ -409,7 +469,7 @@ impl DynamicWorker for UcxWorker {
         params.address = peer[8..].as_ptr().cast();
         params.err_mode = ffi::ERR_HANDLING_MODE_PEER;
         params.err_handler_cb = Some(endpoint_failed);
-        params.err_handler_arg = (&*failed as *const AtomicI32).cast_mut().cast();
+        params.err_handler_arg = Arc::as_ptr(&failed).cast_mut().cast();
         let mut handle: Handle = std::ptr::null_mut();
         // SAFETY: a live worker; `params` points at the peer's UCP address (read during the
         // call) and at the failure word, kept until the endpoint's close completed.
@@ -570,43 +630,46 @@ impl DynamicWorker for UcxWorker {
 
     fn flush(&self, ep: Endpoint) -> Result<(), TransportError> {
         let mut guard = self.lock();
-        let st = &mut *guard;
-        let handle = self.endpoint(st, "flush", ep)?.handle;
+        let e = self.endpoint(&mut guard, "flush", ep)?;
+        let (peer, failed) = (e.peer, Arc::clone(&e.failed));
         let param = RequestParam::zeroed();
-        // SAFETY: a live endpoint; `param` asks nothing.
-        let p = unsafe { (self.api.ep_flush_nbx)(handle, &param) };
-        self.wait(st, &st.eps[&ep.0], p, "flush", "ucp_ep_flush_nbx")
+        // SAFETY: a live endpoint; `param` asks nothing; the lock is held.
+        let p = unsafe { (self.api.ep_flush_nbx)(e.handle, &param) };
+        drop(guard);
+        self.wait(
+            p,
+            &Waiting {
+                op: "flush",
+                call: "ucp_ep_flush_nbx",
+                ep: Some(ep),
+                peer,
+                failed: &failed,
+            },
+        )
     }
 
     fn disconnect(&self, ep: Endpoint) -> Result<(), TransportError> {
-        let mut st = self.lock();
-        let e = st
-            .eps
-            .remove(&ep.0)
-            .ok_or_else(|| TransportError::Disconnected {
-                op: "disconnect",
-                peer: format!("endpoint {}", ep.0),
-            })?;
-        self.close(&st, e, false)
+        self.end(ep, false)
+    }
+
+    fn disconnect_gone(&self, ep: Endpoint) -> Result<(), TransportError> {
+        self.end(ep, true)
     }
 }
 
 impl Drop for UcxWorker {
     fn drop(&mut self) {
-        if let Some((stop, handle)) = self.progress.take() {
-            stop.store(true, Ordering::Release);
-            if handle.join().is_err() {
-                tracing::debug!("dynamic ucx worker: the progress thread panicked");
-            }
+        if let Some(thread) = self.progress.take() {
+            thread.stop("dynamic ucx worker");
         }
-        let mut st = self.lock();
-        let eps: Vec<Ep> = st.eps.drain().map(|(_, e)| e).collect();
+        let eps: Vec<Ep> = self.lock().eps.drain().map(|(_, e)| e).collect();
         for e in eps {
-            if let Err(err) = self.close(&st, e, true) {
+            if let Err(err) = self.close(e, true) {
                 tracing::debug!("dynamic ucx worker: {err}");
             }
         }
         let api = self.api;
+        let mut st = self.lock();
         let regs: Vec<Handle> = st.regs.drain().map(|(_, m)| m).collect();
         for memh in regs {
             // SAFETY: a registration of this context, unmapped once.

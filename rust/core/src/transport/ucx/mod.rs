@@ -124,14 +124,9 @@ pub struct Ucx {
     /// points at its PE's entry, so the slice never moves while the worker lives).
     failed: Box<[AtomicI32]>,
     /// The progress thread's stop flag and handle, from connect to finalize.
-    progress_thread: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+    progress_thread: Mutex<Option<ProgressThread>>,
     counts: Counts,
 }
-
-/// The progress thread's shortest nap, after it moved something.
-const NAP_MIN: Duration = Duration::from_micros(20);
-/// Its longest nap, when idle.
-const NAP_MAX: Duration = Duration::from_millis(1);
 
 impl std::fmt::Debug for Ucx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -235,7 +230,7 @@ impl Ucx {
             return Err(self.failure(pe, what(), ffi::ptr_status(p)));
         }
         let start = Instant::now();
-        let mut idle = 0u32;
+        let mut pace = Pace::default();
         loop {
             // SAFETY: `p` is a live request of this worker (not an error, not null).
             let s = unsafe { (self.api.request_check_status)(p) };
@@ -250,13 +245,7 @@ impl Ucx {
             }
             // SAFETY: the worker is live while the state is open; the lock is held.
             let moved = unsafe { (self.api.worker_progress)(st.worker) };
-            if moved > 0 {
-                idle = 0;
-                continue;
-            }
-            idle += 1;
-            if !idle.is_multiple_of(64) {
-                std::hint::spin_loop();
+            if !pace.step(moved) {
                 continue;
             }
             if start.elapsed() > self.timeout {
@@ -267,12 +256,7 @@ impl Ucx {
                     after: self.timeout,
                 });
             }
-            // With more PEs than cores the peer that must answer may need this core.
-            if idle > 1 << 12 {
-                std::thread::sleep(Duration::from_micros(20));
-            } else {
-                std::thread::yield_now();
-            }
+            pace.rest();
         }
     }
 
@@ -381,44 +365,25 @@ impl Ucx {
         let api = self.api;
         let state = Arc::clone(&self.state);
         let last = Arc::clone(&self.last_progress);
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = Arc::clone(&stop);
-        let handle = std::thread::Builder::new()
-            .name("shmem-ucx".into())
-            .spawn(move || {
-                let mut nap = NAP_MIN;
-                while !stopped.load(Ordering::Acquire) {
-                    // A PE that waits in the library progresses the worker itself: the thread
-                    // stays out of its way and steps in when nobody did for a nap.
-                    let recent = crate::clock::node_clock_ns()
-                        .saturating_sub(last.load(Ordering::Relaxed))
-                        < nap.as_nanos() as u64;
-                    let moved = match state.try_lock() {
-                        // SAFETY: the worker is live while the state is open; the lock is held.
-                        Ok(st) if !st.closed && !recent => unsafe {
-                            (api.worker_progress)(st.worker)
-                        },
-                        _ => 0,
-                    };
-                    if moved > 0 {
-                        super::moved();
-                    }
-                    nap = if moved > 0 {
-                        NAP_MIN
-                    } else {
-                        (nap * 2).min(NAP_MAX)
-                    };
-                    std::thread::sleep(nap);
-                }
-            })
-            .map_err(|e| TransportError::Library {
-                call: "starting the UCX progress thread".into(),
-                why: e.to_string(),
-            })?;
+        let handle = spawn_progress("shmem-ucx", "the UCX progress thread", move |nap| {
+            // A PE that waits in the library progresses the worker itself: the thread stays out
+            // of its way and steps in when nobody did for a nap.
+            let recent = crate::clock::node_clock_ns().saturating_sub(last.load(Ordering::Relaxed))
+                < nap.as_nanos() as u64;
+            let moved = match state.try_lock() {
+                // SAFETY: the worker is live while the state is open; the lock is held.
+                Ok(st) if !st.closed && !recent => unsafe { (api.worker_progress)(st.worker) },
+                _ => 0,
+            };
+            if moved > 0 {
+                super::moved();
+            }
+            moved
+        })?;
         *self
             .progress_thread
             .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Some((stop, handle));
+            .unwrap_or_else(|p| p.into_inner()) = Some(handle);
         Ok(())
     }
 
@@ -429,11 +394,8 @@ impl Ucx {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        if let Some((stop, handle)) = taken {
-            stop.store(true, Ordering::Release);
-            if handle.join().is_err() {
-                tracing::debug!("ucx transport: the progress thread panicked");
-            }
+        if let Some(thread) = taken {
+            thread.stop("ucx transport");
         }
     }
 
@@ -445,6 +407,97 @@ impl Ucx {
             format!("{what} (flushing PE {}'s worker)", self.my_pe)
         })
     }
+}
+
+/// A progress thread's shortest nap, after it moved something.
+const NAP_MIN: Duration = Duration::from_micros(20);
+/// Its longest nap, when idle.
+const NAP_MAX: Duration = Duration::from_millis(1);
+
+/// The pace of a wait's progress steps, shared by the SHMEM job's transport and the dynamic
+/// worker: after a step that moved something the next follows at once; of the steps that moved
+/// nothing, 63 in 64 follow after a spin hint, and every 64th is a check of the wait's deadline
+/// and a rest ([`Pace::rest`]).
+#[derive(Default)]
+pub(crate) struct Pace {
+    /// Steps in a row that moved nothing.
+    idle: u32,
+}
+
+impl Pace {
+    /// Counts a step that moved `moved`; true when the wait should check its deadline, then
+    /// rest.
+    pub(crate) fn step(&mut self, moved: u32) -> bool {
+        if moved > 0 {
+            self.idle = 0;
+            return false;
+        }
+        self.idle += 1;
+        if !self.idle.is_multiple_of(64) {
+            std::hint::spin_loop();
+            return false;
+        }
+        true
+    }
+
+    /// Yields the core, or after 4096 idle steps in a row sleeps 20 µs: with more processes
+    /// than cores, the peer that must answer may need this core.
+    pub(crate) fn rest(&self) {
+        if self.idle > 1 << 12 {
+            std::thread::sleep(Duration::from_micros(20));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// A thread that progresses a worker while no call does ([`spawn_progress`]), until stopped.
+pub(crate) struct ProgressThread {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<()>,
+}
+
+impl ProgressThread {
+    /// Stops the thread and waits for it (it naps at most [`NAP_MAX`]); `owner` names it in
+    /// the debug line of a thread that panicked.
+    pub(crate) fn stop(self, owner: &str) {
+        self.stop.store(true, Ordering::Release);
+        if self.handle.join().is_err() {
+            tracing::debug!("{owner}: the progress thread panicked");
+        }
+    }
+}
+
+/// Starts the thread `name` that calls `step` (given its current nap; it returns how much the
+/// worker's progress moved, 0 when it did not progress) until stopped, napping [`NAP_MIN`] after
+/// a step that moved something, doubling up to [`NAP_MAX`] while idle. `what` names the thread
+/// in the error of a failed start. The SHMEM job's transport and the dynamic worker run theirs
+/// through here.
+pub(crate) fn spawn_progress(
+    name: &str,
+    what: &str,
+    mut step: impl FnMut(Duration) -> u32 + Send + 'static,
+) -> Result<ProgressThread, TransportError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::clone(&stop);
+    let handle = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let mut nap = NAP_MIN;
+            while !stopped.load(Ordering::Acquire) {
+                nap = if step(nap) > 0 {
+                    NAP_MIN
+                } else {
+                    (nap * 2).min(NAP_MAX)
+                };
+                std::thread::sleep(nap);
+            }
+        })
+        .map_err(|e| TransportError::Library {
+            call: format!("starting {what}"),
+            why: e.to_string(),
+        })?;
+    Ok(ProgressThread { stop, handle })
 }
 
 /// UCP's API, loaded once per process, with UCX's log routed through the library's.
