@@ -183,7 +183,7 @@ impl Inner {
                 }
             };
             if let Some(p) = stale {
-                let _ = self.worker.disconnect(p.ep);
+                let _ = self.worker.disconnect_gone(p.ep);
             }
             return Err(e);
         }

@@ -26,9 +26,9 @@
 //!   ([`crate::TransportError::NeedsUcx`]).
 //! - **Endpoints.** An endpoint to a member is made from its published address when a call
 //!   first addresses it, and kept. When a member leaves or is reported down, a thread of the
-//!   group tears its endpoint down and forgets its keys, without the application calling
-//!   anything; later calls to it fail with [`GroupError::Gone`] naming the group, its rank and
-//!   its id. Every operation is bounded: by the worker's timeout (the transport) and by
+//!   group tears its endpoint down by force (nothing waits for a gone peer) and forgets its
+//!   keys, without the application calling anything; later calls to it fail with
+//!   [`GroupError::Gone`] naming the group, its rank and its id. Every operation is bounded: by the worker's timeout (the transport) and by
 //!   [`GroupOptions::timeout`] (waits on the store).
 //! - **Withdrawals.** [`Group::unregister`] removes the key from the store, then waits until
 //!   every member alive has confirmed that it dropped the key from its cache and completed
@@ -278,7 +278,7 @@ impl Inner {
             }
         };
         if let Some(p) = peer {
-            if let Err(e) = self.worker.disconnect(p.ep) {
+            if let Err(e) = self.worker.disconnect_gone(p.ep) {
                 tracing::debug!(
                     "group '{}': disconnecting from rank {rank} ('{id}'): {e}",
                     self.name

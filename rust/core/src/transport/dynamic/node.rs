@@ -1125,6 +1125,25 @@ impl DynamicWorker for NodeWorker {
     }
 
     fn disconnect(&self, ep: Endpoint) -> Result<(), TransportError> {
+        match self.end(ep)? {
+            Some(iep) => self.inner.disconnect(iep),
+            None => Ok(()),
+        }
+    }
+
+    fn disconnect_gone(&self, ep: Endpoint) -> Result<(), TransportError> {
+        match self.end(ep)? {
+            Some(iep) => self.inner.disconnect_gone(iep),
+            None => Ok(()),
+        }
+    }
+}
+
+impl NodeWorker {
+    /// Forgets `ep`: its windows and connection go with the last reference (an operation still
+    /// copying holds one). Returns the inner worker's endpoint, if one was made, for the caller
+    /// to end.
+    fn end(&self, ep: Endpoint) -> Result<Option<Endpoint>, TransportError> {
         let p = lock(&self.eps)
             .remove(&ep.0)
             .ok_or_else(|| TransportError::Disconnected {
@@ -1132,13 +1151,7 @@ impl DynamicWorker for NodeWorker {
                 peer: format!("endpoint {}", ep.0),
             })?;
         let inner = lock(&p.inner).take();
-        // The windows and the connection go with the last reference (an operation still
-        // copying holds one).
-        drop(p);
-        match inner {
-            Some(iep) => self.inner.disconnect(iep),
-            None => Ok(()),
-        }
+        Ok(inner)
     }
 }
 

@@ -543,9 +543,9 @@ fn a_wait_for_a_stopped_member_holds_up_no_other_operation() {
         assert!(flush_took < Duration::from_secs(2), "{flush_took:?}");
     });
 
-    // A graceful disconnect from a stopped member, with a put in flight to it, waits for it;
-    // the live member is reached meanwhile; killed, the member fails the disconnect's flush
-    // and it returns.
+    // A graceful disconnect from a stopped member, with a put in flight to it, may wait for
+    // it; the live member is reached meanwhile; killed, the member fails the disconnect's
+    // flush and it returns.
     signal(&leaving, libc::SIGSTOP);
     // SAFETY: `buf` outlives the disconnect, which ends the put.
     unsafe { a.put_nb(ep_leaving, &leaving.key, 0, buf.as_ptr(), 4096) }.unwrap();
@@ -566,8 +566,11 @@ fn a_wait_for_a_stopped_member_holds_up_no_other_operation() {
             "ucx: live member's round trip {took:?} while a disconnect from a stopped one \
              waited; it returned {after_kill:?} after the kill: {r:?}"
         );
-        let after_kill = after_kill.expect("the disconnect returned before the kill");
-        assert!(after_kill < Duration::from_secs(5), "{after_kill:?}");
+        // The put may have left in the kernel's socket buffer already, so the close need not
+        // wait for the member at all; when it did wait, the kill ends it promptly.
+        if let Some(after_kill) = after_kill {
+            assert!(after_kill < Duration::from_secs(5), "{after_kill:?}");
+        }
     });
     assert_eq!(live.show(200, 4), [3; 4]);
 
