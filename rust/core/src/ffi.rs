@@ -123,6 +123,11 @@ mod bridge {
         /// The user's private key (PEM, possibly encrypted PKCS#8) and its password, before
         /// init. Fails after init (logged, naming `call`).
         fn tls_set_key(call: &str, key_pem: &[u8], password: &[u8], has_password: bool) -> i32;
+        /// memfabric's `smem_create_config_store`: serves a config store at `url` in this
+        /// process (`memfabric::config_store_open`); 0, or memfabric's code (-2000 for the
+        /// URL, -1 for the start) with the reason in `why`. Not logged here: `libmf_smem.so`
+        /// logs it to memfabric's logger and keeps it as the last error.
+        fn mf_config_store_open(url: &str, why: &mut String) -> i32;
     }
 }
 
@@ -473,4 +478,14 @@ fn stream_wait32(call: &str, stream: usize, at: usize, value: u32, cmp: i32) -> 
 fn device_job_state() -> usize {
     let call = "shmemx_job_state_device";
     logged(call, runtime::device_job_state(call)).map_or(0, |at| at.unwrap_or(0))
+}
+
+fn mf_config_store_open(url: &str, why: &mut String) -> i32 {
+    match crate::memfabric::config_store_open(url) {
+        Ok(()) => 0,
+        Err(e) => {
+            *why = e.message().to_string();
+            e.code()
+        }
+    }
 }

@@ -30,6 +30,7 @@ mod job_state;
 mod layout;
 pub mod log;
 mod mapping;
+mod memfabric;
 mod runtime;
 mod static_data;
 mod sync;

@@ -1,0 +1,45 @@
+// memfabric.cpp: the entry points libmf_smem.so (cpp/smem/) calls, memfabric_hybrid's API over
+// the runtime: each passes its arguments to the runtime's bridge and its reasons back as text,
+// for libmf_smem.so to log to memfabric's logger and keep as the last error.
+#include "memfabric.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "internal.h"
+#include "rust/cxx.h"
+#include "shmem-core/src/ffi.rs.h"
+
+namespace {
+
+void copy_reason(const std::string &reason, char *why, size_t why_len) {
+    if (why == nullptr || why_len == 0) {
+        return;
+    }
+    size_t n = reason.size() < why_len - 1 ? reason.size() : why_len - 1;
+    std::memcpy(why, reason.data(), n);
+    why[n] = '\0';
+}
+
+}  // namespace
+
+SHMEM_EXPORT int32_t shmemi_mf_config_store_open(const char *url, char *why, size_t why_len) {
+    if (url == nullptr) {
+        copy_reason("invalid argument storeUrl=NULL", why, why_len);
+        return -2000;
+    }
+    rust::Str text;
+    try {
+        text = rust::Str(url);
+    } catch (const std::invalid_argument &) {
+        copy_reason("invalid argument storeUrl: not UTF-8 text", why, why_len);
+        return -2000;
+    }
+    rust::String reason;
+    int32_t rc = shmem::core::mf_config_store_open(text, reason);
+    if (rc != 0) {
+        copy_reason(std::string(reason), why, why_len);
+    }
+    return rc;
+}
