@@ -315,9 +315,10 @@ if ((build_tests)); then
     log "build (-j $jobs)"
     cmake --build "$build_dir" -j "$jobs"
 else
-    # The library, shmemrun (built with it by cargo), and the demo or the wheel: all the install,
-    # the demo and the wheel need; the other examples, tests and benchmarks are left out.
-    targets=(shmem)
+    # The libraries (libshmem.so, libmf_smem.so), shmemrun (built with libshmem by cargo), and
+    # the demo or the wheel: all the install, the demo and the wheel need; the other examples,
+    # tests and benchmarks are left out.
+    targets=(shmem mf_smem)
     ((do_examples)) && targets+=("shmem_example_$MAIN_DEMO")
     ((do_python)) && targets+=(shmem_python_wheel)
     log "build ${targets[*]} (-j $jobs)"
