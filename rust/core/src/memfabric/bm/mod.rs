@@ -583,7 +583,9 @@ pub fn create(id: u32, a: &CreateArgs) -> Result<usize> {
 /// down).
 pub fn destroy(handle: usize) -> Result<()> {
     let (s, _) = object(handle)?;
-    lock(&s.objects).remove(&handle);
+    // Dropped (its group ended, its range unmapped) once no call uses it, outside the lock.
+    let removed = lock(&s.objects).remove(&handle);
+    drop(removed);
     Ok(())
 }
 
