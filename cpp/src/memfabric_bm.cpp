@@ -16,14 +16,7 @@
 
 namespace {
 
-void copy_reason(const std::string &reason, char *why, size_t why_len) {
-    if (why == nullptr || why_len == 0) {
-        return;
-    }
-    size_t n = reason.size() < why_len - 1 ? reason.size() : why_len - 1;
-    std::memcpy(why, reason.data(), n);
-    why[n] = '\0';
-}
+using shmemi_mf::copy_reason;
 
 // Text of the caller as the bridge's &str; false (with the reason) when it is not UTF-8.
 bool text(const char *s, const char *arg, rust::Str &out, char *why, size_t why_len) {

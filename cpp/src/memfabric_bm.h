@@ -7,6 +7,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+
+namespace shmemi_mf {
+// Writes `reason`, NUL-terminated and truncated to fit, into `why` (`why_len` bytes); the
+// facade's memfabric files share it (defined in memfabric.cpp).
+void copy_reason(const std::string &reason, char *why, size_t why_len);
+}  // namespace shmemi_mf
 
 extern "C" {
 

@@ -10,8 +10,9 @@
  *
  * SCENARIO: basic (layout, every copy type, batch, async, rank by address), late (the last
  * rank joins while the others copy), leave (the last rank leaves), kill (the last rank is
- * killed), killhost (the store's host is killed; explicit ranking). Ranks meet through files
- * in SYNCDIR (a directory every rank reaches); TLSDIR holds ca.pem, pe.pem, pe.key and pass
+ * killed), killhost (the store's host is killed; explicit ranking), tlsrefused (2 explicit
+ * ranks: rank 0 serves the store over TLS, rank 1 without TLS is refused). Ranks meet through
+ * files in SYNCDIR (a directory every rank reaches); TLSDIR holds ca.pem, pe.pem, pe.key and pass
  * (store TLS on; "-": plain TCP). MAX and LOCAL are the pool's per-rank stride and what each
  * rank backs, in bytes (multiples of 2 MiB, LOCAL at least 2 MiB; default 4 MiB and 2 MiB).
  * proc takes the store URL, so ranks of several hosts or network namespaces run it.
@@ -522,6 +523,26 @@ static void gone(const struct run *r, int how) {
     smem_bm_destroy(h);
 }
 
+/* Rank 0 serves the store over TLS; rank 1, without TLS, is refused (-1, within its
+ * initTimeout). */
+static void tls_refused(const struct run *r) {
+    if (index_ == 0) {
+        init(r);
+        barrier("refused", 2);
+        return;
+    }
+    smem_bm_config_t c;
+    CHECK(smem_bm_config_init(&c) == 0);
+    c.autoRanking = false;
+    c.rankId = 1;
+    c.initTimeout = 3;
+    time_t start = time(NULL);
+    CHECK(smem_bm_init(r->url, (uint32_t)r->n, 0, &c) == -1);
+    CHECK(last_error_has("smem_bm_init", r->url));
+    CHECK(time(NULL) - start < 30);
+    barrier("refused", 2);
+}
+
 static int rank_main(const struct run *r) {
     alarm(WATCHDOG_S);
     smem_set_extern_logger(logger);
@@ -534,6 +555,8 @@ static int rank_main(const struct run *r) {
             with_shm(r->n);
             smem_bm_destroy(h);
         }
+    } else if (strcmp(r->scenario, "tlsrefused") == 0) {
+        tls_refused(r);
     } else if (strcmp(r->scenario, "late") == 0) {
         late(r);
     } else if (strcmp(r->scenario, "leave") == 0) {
@@ -715,6 +738,8 @@ static int errors(void) {
     CHECK(smem_bm_init(url, 1, 0, &c) == -1);
     CHECK(last_error_has("smem_bm_init", "/nonexistent/ca.pem"));
     c.storeTlsConfig.tlsEnable = false;
+    /* The store this process serves already (smem_create_config_store) is Big Memory's too. */
+    CHECK(smem_create_config_store(url) == 0);
     CHECK(smem_bm_init(url, 1, 0, &c) == 0);
     CHECK(smem_bm_get_rank_id() == 0);
 

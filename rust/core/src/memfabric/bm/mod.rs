@@ -752,8 +752,16 @@ impl Copier<'_> {
     }
 
     fn failed(&self, rank: u32, e: crate::group::GroupError) -> BmError {
+        let why = match e {
+            crate::group::GroupError::NoMember { .. } => format!(
+                "rank {rank} is not a member of object {}'s group: it left, its process ended, \
+                 or it has not joined ({e})",
+                self.o.id
+            ),
+            _ => e.to_string(),
+        };
         BmError::error(format!(
-            "copy with rank {rank}'s segment of object {} failed: {e}",
+            "copy with rank {rank}'s segment of object {} failed: {why}",
             self.o.id
         ))
     }
@@ -845,34 +853,37 @@ impl Copier<'_> {
     }
 
     fn put(&mut self, rank: u32, offset: u64, src: usize, len: usize, nb: bool) -> Result<()> {
-        let g = self.group(rank)?;
-        let done = if nb {
-            // SAFETY: the source stays valid until the flush: the user's buffer by memfabric's
-            // contract, a bounce buffer kept in `bounces`.
-            unsafe { g.put_nb(rank, SEGMENT, offset, src as *const u8, len) }
-        } else {
-            // SAFETY: the user's buffer of `len` bytes.
-            g.put(rank, SEGMENT, offset, unsafe {
-                std::slice::from_raw_parts(src as *const u8, len)
-            })
-        };
-        done.map_err(|e| self.failed(rank, e))?;
-        if nb {
-            self.touched.insert(rank);
-        }
-        Ok(())
+        self.transfer(true, rank, offset, src, len, nb)
     }
 
     fn get(&mut self, rank: u32, offset: u64, dest: usize, len: usize, nb: bool) -> Result<()> {
+        self.transfer(false, rank, offset, dest, len, nb)
+    }
+
+    /// Writes (`put`) `len` bytes at `local` to `offset` of `rank`'s segment, or reads them
+    /// from there into `local`; `nb`: non-blocking, completed by [`Copier::flush`].
+    fn transfer(
+        &mut self,
+        put: bool,
+        rank: u32,
+        offset: u64,
+        local: usize,
+        len: usize,
+        nb: bool,
+    ) -> Result<()> {
         let g = self.group(rank)?;
-        let done = if nb {
-            // SAFETY: the destination stays valid until the flush, by memfabric's contract.
-            unsafe { g.get_nb(rank, SEGMENT, offset, dest as *mut u8, len) }
-        } else {
-            // SAFETY: the user's buffer of `len` bytes.
-            g.get(rank, SEGMENT, offset, unsafe {
-                std::slice::from_raw_parts_mut(dest as *mut u8, len)
-            })
+        // SAFETY (every arm): `local` is `len` bytes the caller names: the user's buffer by
+        // memfabric's contract (valid until the flush for a non-blocking operation), or a
+        // bounce buffer kept in `bounces` until then.
+        let done = match (put, nb) {
+            (true, true) => unsafe { g.put_nb(rank, SEGMENT, offset, local as *const u8, len) },
+            (false, true) => unsafe { g.get_nb(rank, SEGMENT, offset, local as *mut u8, len) },
+            (true, false) => g.put(rank, SEGMENT, offset, unsafe {
+                std::slice::from_raw_parts(local as *const u8, len)
+            }),
+            (false, false) => g.get(rank, SEGMENT, offset, unsafe {
+                std::slice::from_raw_parts_mut(local as *mut u8, len)
+            }),
         };
         done.map_err(|e| self.failed(rank, e))?;
         if nb {
