@@ -794,7 +794,14 @@ static int errors(void) {
         CHECK(holds(own + 100, sizeof buf, 0, 40));
         CHECK(copy(real, own + 100, in, sizeof in, SMEMB_COPY_G2H, 0) == 0);
         CHECK(holds(in, sizeof in, 0, 40));
+        CHECK(smem_bm_join(real, 0) == 0);
         smem_bm_destroy(real);
+        /* The id is free again, and so is this rank in its group (destroy did not leave). */
+        smem_bm_t again = smem_bm_create2(0, &o);
+        CHECK(again != NULL);
+        CHECK(again == NULL || smem_bm_join(again, 0) == 0);
+        CHECK(again == NULL || smem_bm_ptr_by_mem_type(again, SMEM_MEM_TYPE_HOST, 0) == own);
+        smem_bm_destroy(again);
     }
     CHECK(smem_bm_join(real, 0) == -2000); /* destroyed */
     smem_bm_uninit(0);
