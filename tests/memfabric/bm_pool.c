@@ -36,7 +36,7 @@
 
 #define MIB2 (2ULL << 20)
 static unsigned long long max_size = 2 * MIB2; /* per-rank stride of the host pool */
-static unsigned long long local_size = MIB2;    /* what each rank backs (max >= local) */
+static unsigned long long local_size = MIB2;   /* what each rank backs (max >= local) */
 #define CHUNK 4096
 #define WATCHDOG_S 90
 
@@ -47,7 +47,7 @@ static const char *syncdir;
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL [%d] %s:%d: %s (last error: '%s')\n", index_, __FILE__,         \
+            fprintf(stderr, "FAIL [%d] %s:%d: %s (last error: '%s')\n", index_, __FILE__,          \
                     __LINE__, #cond, smem_get_last_err_msg());                                     \
             failures++;                                                                            \
         }                                                                                          \
@@ -633,8 +633,18 @@ static int launch(int spawn, char **argv, int n, const char *ranking, const char
             snprintf(ibuf, sizeof ibuf, "%d", i);
             snprintf(maxbuf, sizeof maxbuf, "%llu", max_size);
             snprintf(localbuf, sizeof localbuf, "%llu", local_size);
-            char *args[] = {argv[0], "proc", url, nbuf, (char *)ranking, ibuf, (char *)scenario,
-                            dir, tlsdir ? (char *)tlsdir : "-", maxbuf, localbuf, NULL};
+            char *args[] = {argv[0],
+                            "proc",
+                            url,
+                            nbuf,
+                            (char *)ranking,
+                            ibuf,
+                            (char *)scenario,
+                            dir,
+                            tlsdir ? (char *)tlsdir : "-",
+                            maxbuf,
+                            localbuf,
+                            NULL};
             execv("/proc/self/exe", args);
             perror("exec");
             _exit(2);
@@ -657,8 +667,7 @@ static int launch(int spawn, char **argv, int n, const char *ranking, const char
             }
             if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
                 fprintf(stderr, "rank process %d: %s %d\n", (int)p,
-                        WIFEXITED(st) ? "exit" : "signal",
-                        WIFEXITED(st) ? WEXITSTATUS(st) : sig);
+                        WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : sig);
                 bad = 1;
             }
             continue;

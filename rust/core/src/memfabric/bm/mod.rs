@@ -872,18 +872,25 @@ impl Copier<'_> {
         nb: bool,
     ) -> Result<()> {
         let g = self.group(rank)?;
-        // SAFETY (every arm): `local` is `len` bytes the caller names: the user's buffer by
-        // memfabric's contract (valid until the flush for a non-blocking operation), or a
-        // bounce buffer kept in `bounces` until then.
-        let done = match (put, nb) {
-            (true, true) => unsafe { g.put_nb(rank, SEGMENT, offset, local as *const u8, len) },
-            (false, true) => unsafe { g.get_nb(rank, SEGMENT, offset, local as *mut u8, len) },
-            (true, false) => g.put(rank, SEGMENT, offset, unsafe {
-                std::slice::from_raw_parts(local as *const u8, len)
-            }),
-            (false, false) => g.get(rank, SEGMENT, offset, unsafe {
-                std::slice::from_raw_parts_mut(local as *mut u8, len)
-            }),
+        // `local` is `len` bytes the caller names: the user's buffer by memfabric's contract
+        // (valid until the flush for a non-blocking operation), or a bounce buffer kept in
+        // `bounces` until then.
+        let done = if nb {
+            if put {
+                // SAFETY: `local` stays valid and unchanged until the flush (above).
+                unsafe { g.put_nb(rank, SEGMENT, offset, local as *const u8, len) }
+            } else {
+                // SAFETY: `local` stays valid and untouched until the flush (above).
+                unsafe { g.get_nb(rank, SEGMENT, offset, local as *mut u8, len) }
+            }
+        } else if put {
+            // SAFETY: `local` is `len` readable bytes (above).
+            let src = unsafe { std::slice::from_raw_parts(local as *const u8, len) };
+            g.put(rank, SEGMENT, offset, src)
+        } else {
+            // SAFETY: `local` is `len` writable bytes no one else uses during the call (above).
+            let dst = unsafe { std::slice::from_raw_parts_mut(local as *mut u8, len) };
+            g.get(rank, SEGMENT, offset, dst)
         };
         done.map_err(|e| self.failed(rank, e))?;
         if nb {
