@@ -250,6 +250,11 @@ static void basic(smem_bm_t h, int n) {
 
     /* The own segment is ordinary memory. */
     fill(own + AT_OWN, CHUNK, me, 9);
+    /* With a large segment, a large area after the first 2 MiB, copied from peer to peer. */
+    size_t big = local_size >= 6 * MIB2 ? (size_t)((local_size - MIB2) / 2) & ~(size_t)4095 : 0;
+    if (big != 0) {
+        fill(own + MIB2, big, me, 50);
+    }
     int fd = memfd_create("bm-user", 0);
     CHECK(fd >= 0);
     barrier("b1", n);
@@ -285,6 +290,9 @@ static void basic(smem_bm_t h, int n) {
     /* Own segment to the next rank's, and the previous rank's to the next rank's. */
     CHECK(copy(h, own + AT_OWN, peer + AT_G2G, CHUNK, SMEMB_COPY_G2G, 0) == 0);
     CHECK(copy(h, from + AT_OWN, peer + AT_BOUNCE, CHUNK, SMEMB_COPY_G2G, 0) == 0);
+    if (big != 0) {
+        CHECK(copy(h, from + MIB2, peer + MIB2 + big, big, SMEMB_COPY_G2G, 0) == 0);
+    }
     barrier("b2", n);
 
     /* What the previous rank wrote here, read directly. */
@@ -302,6 +310,7 @@ static void basic(smem_bm_t h, int n) {
     CHECK(holds(own + AT_ASYNC, CHUNK, prev, 6));
     CHECK(holds(own + AT_G2G, CHUNK, prev, 9));
     CHECK(holds(own + AT_BOUNCE, CHUNK, (prev + n - 1) % n, 9));
+    CHECK(big == 0 || holds(own + MIB2 + big, big, (prev + n - 1) % n, 50));
 
     /* The next rank's segment, read back by each copy type that reads the pool. */
     smem_bm_copy_type reads[] = {SMEMB_COPY_G2H, SMEMB_COPY_G2L, SMEMB_COPY_GH2H, SMEMB_COPY_AUTO};

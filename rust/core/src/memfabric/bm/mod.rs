@@ -66,6 +66,8 @@ const MAX_LOCAL_DRAM: u64 = 2 << 40;
 const MAX_ID: u32 = 254;
 /// Clients a store served by Big Memory admits.
 const MAX_CLIENTS: usize = 4096;
+/// Largest piece of a copy between two peers held in this process at once.
+const BOUNCE: usize = 4 << 20;
 /// The name of a segment's registration in its object's group.
 const SEGMENT: &str = "dram";
 
@@ -725,8 +727,6 @@ struct Copier<'a> {
     group: Option<&'a Group>,
     /// Ranks with non-blocking operations issued.
     touched: BTreeSet<u32>,
-    /// Bounce buffers of peer-to-peer copies, kept until the flush.
-    bounces: Vec<Vec<u8>>,
 }
 
 impl Copier<'_> {
@@ -838,14 +838,17 @@ impl Copier<'_> {
                     offset: ob,
                 },
             ) => {
-                // Between two peers: through a buffer of this process.
-                let mut bounce = vec![0u8; len];
-                let g = self.group(a)?;
-                g.get(a, SEGMENT, oa, &mut bounce)
-                    .map_err(|e| self.failed(a, e))?;
-                let src = bounce.as_ptr() as usize;
-                self.bounces.push(bounce);
-                self.put(b, ob, src, len, nb)?
+                // Between two peers: through a buffer of this process, a piece at a time,
+                // complete on return.
+                let mut bounce = vec![0u8; len.min(BOUNCE)];
+                let mut done = 0;
+                while done < len {
+                    let n = bounce.len().min(len - done);
+                    let at = bounce.as_mut_ptr() as usize;
+                    self.get(a, oa + done as u64, at, n, false)?;
+                    self.put(b, ob + done as u64, at, n, false)?;
+                    done += n;
+                }
             }
             (Side::Local(_), Side::Local(_)) => unreachable!("refused by resolve"),
         }
@@ -873,8 +876,7 @@ impl Copier<'_> {
     ) -> Result<()> {
         let g = self.group(rank)?;
         // `local` is `len` bytes the caller names: the user's buffer by memfabric's contract
-        // (valid until the flush for a non-blocking operation), or a bounce buffer kept in
-        // `bounces` until then.
+        // (valid until the flush for a non-blocking operation), or a bounce buffer (blocking).
         let done = if nb {
             if put {
                 // SAFETY: `local` stays valid and unchanged until the flush (above).
@@ -973,7 +975,6 @@ pub fn copy(
         o: &o,
         group,
         touched: BTreeSet::new(),
-        bounces: Vec::new(),
     };
     let mut result = Ok(());
     for (i, op) in ops.iter().enumerate() {
@@ -982,24 +983,18 @@ pub fn copy(
         } else {
             "params".to_string()
         };
-        // Bounced operations complete before the call returns (their buffers are this call's).
-        let op_nb = nb && !(asynchronous && is_bounce(op, o.rank));
-        if let Err(e) = c.run(op, op_nb, &what) {
+        if let Err(e) = c.run(op, nb, &what) {
             result = Err(e);
             break;
         }
     }
     let touched = std::mem::take(&mut c.touched);
-    if asynchronous && c.bounces.is_empty() {
+    if asynchronous {
         lock(&o.pending).extend(touched);
         return result;
     }
     let flushed = c.flush(&touched);
     result.and(flushed)
-}
-
-fn is_bounce(op: &Op, me: u32) -> bool {
-    matches!((op.src, op.dest), (Side::Pool { rank: a, .. }, Side::Pool { rank: b, .. }) if a != me && b != me)
 }
 
 fn direction((s, d): (bool, bool)) -> &'static str {
@@ -1023,7 +1018,6 @@ pub fn wait(handle: usize) -> Result<()> {
         o: &o,
         group,
         touched: BTreeSet::new(),
-        bounces: Vec::new(),
     };
     c.flush(&ranks)
 }
