@@ -864,7 +864,8 @@ impl Copier<'_> {
     }
 
     /// Writes (`put`) `len` bytes at `local` to `offset` of `rank`'s segment, or reads them
-    /// from there into `local`; `nb`: non-blocking, completed by [`Copier::flush`].
+    /// from there into `local`; `nb`: non-blocking. Non-blocking operations, and every put,
+    /// are complete at the peer after [`Copier::flush`] of the ranks in `touched`.
     fn transfer(
         &mut self,
         put: bool,
@@ -895,7 +896,8 @@ impl Copier<'_> {
             g.get(rank, SEGMENT, offset, dst)
         };
         done.map_err(|e| self.failed(rank, e))?;
-        if nb {
+        // A put, even a blocking one, is visible at the peer after a flush of its rank.
+        if nb || put {
             self.touched.insert(rank);
         }
         Ok(())
@@ -970,7 +972,9 @@ pub fn copy(
         _ => None,
     };
     let asynchronous = flags & ASYNC_COPY_FLAG != 0;
-    let nb = asynchronous || ops.len() > 1;
+    // Every operation is issued non-blocking and completed once per rank at the end (or at
+    // smem_bm_wait): one wait for a copy, as for a batch.
+    let nb = true;
     let mut c = Copier {
         o: &o,
         group,
