@@ -17,10 +17,10 @@
 //!   create a new object to come back); `destroy` does not leave (the others see this member
 //!   down, as memfabric's peers see a destroyed object only when its process goes).
 //! - **Copies** ([`classify`]): each side is local memory or a place in a rank's segment; the
-//!   own segment is copied with memcpy, a peer's through the group's put and get, a peer to
-//!   another peer through a bounce buffer. A batch issues non-blocking operations and flushes
-//!   each rank once. `ASYNC_COPY_FLAG` leaves the flush to `smem_bm_wait`. A member gone makes
-//!   its copies fail naming its rank.
+//!   own segment is copied with memcpy, a peer's through the group's non-blocking put and get,
+//!   a peer to another peer through a bounce buffer (4 MiB at a time). A copy or a
+//!   batch flushes each rank it touched once before returning; with `ASYNC_COPY_FLAG` the
+//!   flush is left to `smem_bm_wait`. A member gone makes its copies fail naming its rank.
 
 pub mod classify;
 pub mod va;
