@@ -30,7 +30,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
-use classify::{resolve, Pool, Side};
+use classify::{Pool, Side};
 use shmem_store::addr::StoreAddr;
 use shmem_store::tls::{load_user_identity, TlsInfo};
 use shmem_store::{Client, Member, Server, Store, TcpDial};
@@ -721,6 +721,15 @@ struct Op {
     len: usize,
 }
 
+/// A side of a copy as the copy reaches it.
+#[derive(Clone, Copy)]
+enum At {
+    /// An address of this process: local memory or the own segment.
+    Here(usize),
+    /// (rank, offset) of a peer's segment.
+    Peer(u32, u64),
+}
+
 /// What a copy to or from peers needs.
 struct Copier<'a> {
     o: &'a Object,
@@ -766,80 +775,34 @@ impl Copier<'_> {
         ))
     }
 
+    /// Where a side of `op` is: an address of this process (local memory, or the own segment
+    /// checked against what this rank backs), or a place in a peer's segment.
+    fn place(&self, side: Side, len: usize, what: &str) -> Result<At> {
+        Ok(match side {
+            Side::Local(addr) => At::Here(addr),
+            Side::Pool { rank, offset } if rank == self.o.rank => {
+                At::Here(self.own(offset, len, what)?)
+            }
+            Side::Pool { rank, offset } => At::Peer(rank, offset),
+        })
+    }
+
     /// Runs `op`; `nb`: peers' parts non-blocking, completed by [`Copier::flush`].
     fn run(&mut self, op: &Op, nb: bool, what: &str) -> Result<()> {
-        let me = self.o.rank;
         let len = op.len;
-        match (op.src, op.dest) {
-            (Side::Local(src), Side::Pool { rank, offset }) if rank == me => {
-                let at = self.own(offset, len, what)?;
-                // SAFETY: the user's buffer is theirs to name; the segment range is checked.
-                unsafe { std::ptr::copy(src as *const u8, at as *mut u8, len) };
+        match (
+            self.place(op.src, len, what)?,
+            self.place(op.dest, len, what)?,
+        ) {
+            (At::Here(src), At::Here(dest)) => {
+                // SAFETY: the user's buffers are theirs to name; a range of the own segment
+                // is checked against what this rank maps.
+                unsafe { std::ptr::copy(src as *const u8, dest as *mut u8, len) };
             }
-            (Side::Pool { rank, offset }, Side::Local(dest)) if rank == me => {
-                let at = self.own(offset, len, what)?;
-                // SAFETY: as above.
-                unsafe { std::ptr::copy(at as *const u8, dest as *mut u8, len) };
-            }
-            (
-                Side::Pool {
-                    rank: a,
-                    offset: oa,
-                },
-                Side::Pool {
-                    rank: b,
-                    offset: ob,
-                },
-            ) if a == me && b == me => {
-                let from = self.own(oa, len, what)?;
-                let to = self.own(ob, len, what)?;
-                // SAFETY: both ranges lie in this rank's mapped segment.
-                unsafe { std::ptr::copy(from as *const u8, to as *mut u8, len) };
-            }
-            (Side::Local(src), Side::Pool { rank, offset }) => {
-                self.put(rank, offset, src, len, nb)?
-            }
-            (
-                Side::Pool {
-                    rank: a,
-                    offset: oa,
-                },
-                Side::Pool {
-                    rank: b,
-                    offset: ob,
-                },
-            ) if a == me => {
-                let from = self.own(oa, len, what)?;
-                self.put(b, ob, from, len, nb)?
-            }
-            (Side::Pool { rank, offset }, Side::Local(dest)) => {
-                self.get(rank, offset, dest, len, nb)?
-            }
-            (
-                Side::Pool {
-                    rank: a,
-                    offset: oa,
-                },
-                Side::Pool {
-                    rank: b,
-                    offset: ob,
-                },
-            ) if b == me => {
-                let to = self.own(ob, len, what)?;
-                self.get(a, oa, to, len, nb)?
-            }
-            (
-                Side::Pool {
-                    rank: a,
-                    offset: oa,
-                },
-                Side::Pool {
-                    rank: b,
-                    offset: ob,
-                },
-            ) => {
-                // Between two peers: through a buffer of this process, a piece at a time,
-                // complete on return.
+            (At::Here(src), At::Peer(rank, offset)) => self.put(rank, offset, src, len, nb)?,
+            (At::Peer(rank, offset), At::Here(dest)) => self.get(rank, offset, dest, len, nb)?,
+            (At::Peer(a, oa), At::Peer(b, ob)) => {
+                // Between two peers: through a buffer of this process, a piece at a time.
                 let mut bounce = vec![0u8; len.min(BOUNCE)];
                 let mut done = 0;
                 while done < len {
@@ -850,7 +813,6 @@ impl Copier<'_> {
                     done += n;
                 }
             }
-            (Side::Local(_), Side::Local(_)) => unreachable!("refused by resolve"),
         }
         Ok(())
     }
@@ -929,43 +891,10 @@ pub fn copy(
     batch: bool,
 ) -> Result<()> {
     let (_, o) = object(handle)?;
-    let mut ops = Vec::with_capacity(elements.len());
-    let mut first: Option<(bool, bool)> = None;
-    for (i, &(src, dest, len)) in elements.iter().enumerate() {
-        let what = if batch {
-            format!("params->[{i}].")
-        } else {
-            "params->".to_string()
-        };
-        if src == 0 || dest == 0 || len == 0 {
-            return Err(BmError::invalid(format!(
-                "invalid argument {what}src={src:#x} dest={dest:#x} dataSize={len}: neither \
-                 may be 0"
-            )));
-        }
-        let (s, d) = resolve(&o.pool, t, src, dest, len, &what)?;
-        let shape = (
-            matches!(s, Side::Pool { .. }),
-            matches!(d, Side::Pool { .. }),
-        );
-        match first {
-            None => first = Some(shape),
-            Some(f) if f != shape => {
-                return Err(BmError::invalid(format!(
-                    "invalid argument {what}: its direction ({}) differs from element 0's ({}); \
-                     a batch copies in one direction",
-                    direction(shape),
-                    direction(f)
-                )))
-            }
-            Some(_) => {}
-        }
-        ops.push(Op {
-            src: s,
-            dest: d,
-            len: len as usize,
-        });
-    }
+    let ops: Vec<Op> = classify::resolve_batch(&o.pool, elements, t, batch)?
+        .into_iter()
+        .map(|(src, dest, len)| Op { src, dest, len })
+        .collect();
     let m = o.membership.read().unwrap_or_else(|e| e.into_inner());
     let group = match &*m {
         Membership::Joined(g) => Some(g),
@@ -999,14 +928,6 @@ pub fn copy(
     }
     let flushed = c.flush(&touched);
     result.and(flushed)
-}
-
-fn direction((s, d): (bool, bool)) -> &'static str {
-    match (s, d) {
-        (false, true) => "local to pool",
-        (true, false) => "pool to local",
-        _ => "pool to pool",
-    }
 }
 
 /// `smem_bm_wait`: completes this object's copies made with `ASYNC_COPY_FLAG`.
