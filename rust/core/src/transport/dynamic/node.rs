@@ -473,8 +473,8 @@ impl NodeWorker {
                     "the peer's process could not load (its node worker runs over the {name} \
                      worker)"
                 )),
-                None => TransportError::BadPeerData {
-                    pe: usize::MAX,
+                None => TransportError::BadWorkerData {
+                    peer: peer.to_string(),
                     what: "node worker address",
                     why: format!("{peer}'s inner worker is a {name} worker, this one's a {mine}"),
                 },
@@ -506,8 +506,8 @@ impl NodeWorker {
     /// Connects to the socket of a peer on this node and takes its registration page.
     fn open_local(&self, label: &str, a: &PeerAddress<'_>) -> Result<Local, TransportError> {
         let name = String::from_utf8_lossy(a.socket).into_owned();
-        let bad = |why: String| TransportError::BadPeerData {
-            pe: usize::MAX,
+        let bad = |why: String| TransportError::BadWorkerData {
+            peer: label.to_string(),
             what: "node worker's socket",
             why: format!("@{name}: {why}"),
         };
@@ -625,8 +625,8 @@ impl NodeWorker {
                 ))
             }
             (status, _, _) => {
-                return Err(TransportError::BadPeerData {
-                    pe: usize::MAX,
+                return Err(TransportError::BadWorkerData {
+                    peer: p.label.clone(),
                     what: "node worker's reply",
                     why: format!(
                         "{} for {}: status {status}, {len} bytes, {} descriptors",
@@ -938,8 +938,8 @@ impl DynamicWorker for NodeWorker {
     }
 
     fn connect(&self, peer: &[u8]) -> Result<Endpoint, TransportError> {
-        let a = PeerAddress::decode(peer).map_err(|why| TransportError::BadPeerData {
-            pe: usize::MAX,
+        let a = PeerAddress::decode(peer).map_err(|why| TransportError::BadWorkerData {
+            peer: "a peer".into(),
             what: "node worker address",
             why,
         })?;

@@ -450,8 +450,8 @@ impl DynamicWorker for UcxWorker {
 
     fn connect(&self, peer: &[u8]) -> Result<Endpoint, TransportError> {
         if peer.len() <= 8 {
-            return Err(TransportError::BadPeerData {
-                pe: usize::MAX,
+            return Err(TransportError::BadWorkerData {
+                peer: "a peer".into(),
                 what: "ucx worker address",
                 why: format!(
                     "{} bytes, expected a worker id and UCP's address",
