@@ -1,5 +1,5 @@
 //! Dynamic transport: workers whose endpoints are made on demand, for groups whose members come
-//! and go while the others work. Beside the SHMEM job's static transport ([`super::Transport`]:
+//! and go while the others work. Beside the SHMEM job's static transport (`super::Transport`:
 //! every PE connected at start-up, fixed segments, operations by PE number), which it does not
 //! change, a [`DynamicWorker`] knows no PE numbering:
 //!
@@ -28,7 +28,7 @@
 //! base plus the offset, checked against the length before anything is sent.
 //!
 //! Implementations: [`ucx`] (UCP endpoints from a peer's worker address, over the loader of
-//! [`super::ucx::ffi`]) and [`loopback`], the test implementation between workers of one process,
+//! `super::ucx::ffi`) and [`loopback`], the test implementation between workers of one process,
 //! so that CI proves the API without UCX. [`node::NodeWorker`] wraps either: members on one node
 //! map each other's shareable memory, the memfd descriptors passed over a node-local Unix socket
 //! that each worker opens itself, and reach everything else through the wrapped worker (over the
