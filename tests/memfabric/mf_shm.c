@@ -167,6 +167,7 @@ static int run_rank(const char *url, uint32_t n, uint32_t r) {
     mf_shm_kernel_read(0, &k);
     CHECK(k.context_size == strlen(ctx) + 1 && k.context != NULL &&
           strcmp((const char *)k.context, ctx) == 0);
+    CHECK(mf_shm_kernel_rank_default() == n);
     mf_shm_kernel_read(1, &k);
     CHECK(k.rank == UINT32_MAX && k.rank_size == UINT32_MAX && k.context == NULL);
     mf_shm_kernel_read(64, &k);

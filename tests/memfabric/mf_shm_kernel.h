@@ -14,7 +14,19 @@ struct mf_shm_kernel_view {
     void *qp_info;
 };
 
-/* Reads SHM object `id` through the kernel-side getters. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Reads SHM object `id` through the kernel-side getters (C, mf_shm_kernel.c). */
 void mf_shm_kernel_read(uint32_t id, struct mf_shm_kernel_view *out);
+
+/* Object 0's rank count through the C++ getters with the default id, UINT32_MAX when the
+ * default id and id 0 disagree (mf_shm_kernel_cpp.cpp). */
+uint32_t mf_shm_kernel_rank_default(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
