@@ -45,6 +45,18 @@ int32_t check_handle(const char *call, smem_shm_t handle) {
     return mf::kOk;
 }
 
+// Runs `runtime(handle's id, why, why_len)`, the runtime's entry for `call`, once `handle` is not
+// NULL; its code, with its reason as the last error.
+template <typename F>
+int32_t on_object(const char *call, smem_shm_t handle, F &&runtime) {
+    int32_t rc = check_handle(call, handle);
+    if (rc != mf::kOk) {
+        return rc;
+    }
+    Why why;
+    return result(call, runtime(id_of(handle), why.text, sizeof why.text), why);
+}
+
 // The buffers of the allgathers; kOk when they pass.
 int32_t check_gather(const char *call, const char *sendBuf, uint32_t sendSize,
                      const char *recvBuf) {
@@ -186,12 +198,9 @@ MF_EXPORT smem_shm_t smem_shm_create(uint32_t id, uint32_t rankSize, uint32_t ra
 MF_EXPORT int32_t smem_shm_destroy(smem_shm_t handle, uint32_t flags) {
     const char *call = "smem_shm_destroy";
     (void)flags;
-    int32_t rc = check_handle(call, handle);
-    if (rc != mf::kOk) {
-        return rc;
-    }
-    Why why;
-    return result(call, shmemi_mf_shm_destroy(id_of(handle), why.text, sizeof why.text), why);
+    return on_object(call, handle, [](uint64_t id, char *why, size_t len) {
+        return shmemi_mf_shm_destroy(id, why, len);
+    });
 }
 
 MF_EXPORT int32_t smem_shm_set_extra_context(smem_shm_t handle, const void *context,
@@ -204,25 +213,19 @@ MF_EXPORT int32_t smem_shm_set_extra_context(smem_shm_t handle, const void *cont
         return mf::fail(mf::kInvalidParam, call, "invalid argument size=%u: not in 1..%u", size,
                         kMaxContextBytes);
     }
-    int32_t rc = check_handle(call, handle);
-    if (rc != mf::kOk) {
-        return rc;
-    }
-    Why why;
-    rc = shmemi_mf_shm_set_extra_context(id_of(handle), context, size, why.text, sizeof why.text);
-    return result(call, rc, why);
+    return on_object(call, handle, [&](uint64_t id, char *why, size_t len) {
+        return shmemi_mf_shm_set_extra_context(id, context, size, why, len);
+    });
 }
 
 // The rank or the rank count of `handle` (`want_size`); UINT32_MAX on error.
 static uint32_t rank_query(const char *call, smem_shm_t handle, bool want_size) {
-    if (check_handle(call, handle) != mf::kOk) {
-        return UINT32_MAX;
-    }
-    Why why;
     uint32_t rank = 0;
     uint32_t size = 0;
-    if (result(call, shmemi_mf_shm_rank(id_of(handle), &rank, &size, why.text, sizeof why.text),
-               why) != mf::kOk) {
+    int32_t rc = on_object(call, handle, [&](uint64_t id, char *why, size_t len) {
+        return shmemi_mf_shm_rank(id, &rank, &size, why, len);
+    });
+    if (rc != mf::kOk) {
         return UINT32_MAX;
     }
     return want_size ? size : rank;
@@ -238,13 +241,9 @@ MF_EXPORT uint32_t smem_shm_get_global_rank_size(smem_shm_t handle) {
 
 MF_EXPORT int32_t smem_shm_control_barrier(smem_shm_t handle) {
     const char *call = "smem_shm_control_barrier";
-    int32_t rc = check_handle(call, handle);
-    if (rc != mf::kOk) {
-        return rc;
-    }
-    Why why;
-    rc = shmemi_mf_shm_allgather(id_of(handle), nullptr, 0, nullptr, 0, why.text, sizeof why.text);
-    return result(call, rc, why);
+    return on_object(call, handle, [&](uint64_t id, char *why, size_t len) {
+        return shmemi_mf_shm_allgather(id, nullptr, 0, nullptr, 0, why, len);
+    });
 }
 
 MF_EXPORT int32_t smem_shm_control_allgather(smem_shm_t handle, const char *sendBuf,
@@ -257,10 +256,9 @@ MF_EXPORT int32_t smem_shm_control_allgather(smem_shm_t handle, const char *send
     if (rc != mf::kOk) {
         return rc;
     }
-    Why why;
-    rc = shmemi_mf_shm_allgather(id_of(handle), sendBuf, sendSize, recvBuf, recvSize, why.text,
-                                 sizeof why.text);
-    return result(call, rc, why);
+    return on_object(call, handle, [&](uint64_t id, char *why, size_t len) {
+        return shmemi_mf_shm_allgather(id, sendBuf, sendSize, recvBuf, recvSize, why, len);
+    });
 }
 
 MF_EXPORT int32_t smem_shm_subgroup_barrier(smem_shm_t handle, const char *key, uint32_t rankSize,
@@ -273,10 +271,9 @@ MF_EXPORT int32_t smem_shm_subgroup_barrier(smem_shm_t handle, const char *key, 
     if (rc != mf::kOk) {
         return rc;
     }
-    Why why;
-    rc = shmemi_mf_shm_subgroup(id_of(handle), key, rankSize, rankId, nullptr, 0, nullptr, 0,
-                                why.text, sizeof why.text);
-    return result(call, rc, why);
+    return on_object(call, handle, [&](uint64_t id, char *why, size_t len) {
+        return shmemi_mf_shm_subgroup(id, key, rankSize, rankId, nullptr, 0, nullptr, 0, why, len);
+    });
 }
 
 MF_EXPORT int32_t smem_shm_subgroup_allgather(smem_shm_t handle, const char *key, uint32_t rankSize,
@@ -293,10 +290,10 @@ MF_EXPORT int32_t smem_shm_subgroup_allgather(smem_shm_t handle, const char *key
     if (rc != mf::kOk) {
         return rc;
     }
-    Why why;
-    rc = shmemi_mf_shm_subgroup(id_of(handle), key, rankSize, rankId, sendBuf, sendSize, recvBuf,
-                                recvSize, why.text, sizeof why.text);
-    return result(call, rc, why);
+    return on_object(call, handle, [&](uint64_t id, char *why, size_t len) {
+        return shmemi_mf_shm_subgroup(id, key, rankSize, rankId, sendBuf, sendSize, recvBuf,
+                                      recvSize, why, len);
+    });
 }
 
 MF_EXPORT int32_t smem_shm_topology_can_reach(smem_shm_t handle, uint32_t remoteRank,
@@ -305,13 +302,9 @@ MF_EXPORT int32_t smem_shm_topology_can_reach(smem_shm_t handle, uint32_t remote
     if (reachInfo == nullptr) {
         return mf::fail(mf::kInvalidParam, call, "invalid argument reachInfo=NULL");
     }
-    int32_t rc = check_handle(call, handle);
-    if (rc != mf::kOk) {
-        return rc;
-    }
-    Why why;
-    rc = shmemi_mf_shm_can_reach(id_of(handle), remoteRank, reachInfo, why.text, sizeof why.text);
-    return result(call, rc, why);
+    return on_object(call, handle, [&](uint64_t id, char *why, size_t len) {
+        return shmemi_mf_shm_can_reach(id, remoteRank, reachInfo, why, len);
+    });
 }
 
 MF_EXPORT int32_t smem_shm_atomic_alloc_value(smem_shm_t handle, uint32_t limit, uint32_t *retVal) {
@@ -323,24 +316,16 @@ MF_EXPORT int32_t smem_shm_atomic_alloc_value(smem_shm_t handle, uint32_t limit,
         return mf::fail(mf::kInvalidParam, call, "invalid argument limit=%u: above %u", limit,
                         SMEM_SHM_ATOMIC_NUM_LIMIT);
     }
-    int32_t rc = check_handle(call, handle);
-    if (rc != mf::kOk) {
-        return rc;
-    }
-    Why why;
-    rc = shmemi_mf_shm_atomic_alloc(id_of(handle), limit, retVal, why.text, sizeof why.text);
-    return result(call, rc, why);
+    return on_object(call, handle, [&](uint64_t id, char *why, size_t len) {
+        return shmemi_mf_shm_atomic_alloc(id, limit, retVal, why, len);
+    });
 }
 
 MF_EXPORT int32_t smem_shm_atomic_release_value(smem_shm_t handle, int32_t value) {
     const char *call = "smem_shm_atomic_release_value";
-    int32_t rc = check_handle(call, handle);
-    if (rc != mf::kOk) {
-        return rc;
-    }
-    Why why;
-    rc = shmemi_mf_shm_atomic_release(id_of(handle), value, why.text, sizeof why.text);
-    return result(call, rc, why);
+    return on_object(call, handle, [&](uint64_t id, char *why, size_t len) {
+        return shmemi_mf_shm_atomic_release(id, value, why, len);
+    });
 }
 
 MF_EXPORT int32_t smem_shm_register_exit(smem_shm_t handle, void (*exit)(int)) {
@@ -348,20 +333,14 @@ MF_EXPORT int32_t smem_shm_register_exit(smem_shm_t handle, void (*exit)(int)) {
     if (exit == nullptr) {
         return mf::fail(mf::kInvalidParam, call, "invalid argument exit=NULL");
     }
-    int32_t rc = check_handle(call, handle);
-    if (rc != mf::kOk) {
-        return rc;
-    }
-    Why why;
-    rc = shmemi_mf_shm_register_exit(id_of(handle), exit, why.text, sizeof why.text);
-    return result(call, rc, why);
+    return on_object(call, handle, [&](uint64_t id, char *why, size_t len) {
+        return shmemi_mf_shm_register_exit(id, exit, why, len);
+    });
 }
 
 MF_EXPORT void smem_shm_global_exit(smem_shm_t handle, int status) {
     const char *call = "smem_shm_global_exit";
-    if (check_handle(call, handle) != mf::kOk) {
-        return;
-    }
-    Why why;
-    result(call, shmemi_mf_shm_global_exit(id_of(handle), status, why.text, sizeof why.text), why);
+    on_object(call, handle, [&](uint64_t id, char *why, size_t len) {
+        return shmemi_mf_shm_global_exit(id, status, why, len);
+    });
 }

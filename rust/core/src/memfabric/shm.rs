@@ -133,6 +133,21 @@ fn family(call_needs: &str) -> Result<Arc<Family>> {
     })
 }
 
+/// A rank count (named `size_arg`) of 1..1024 and a rank below it.
+fn check_ranks(size_arg: &str, size: u32, rank: u32) -> Result<()> {
+    if size == 0 || size > MAX_RANKS {
+        return Err(ShmError::invalid(size_arg, size, "not in 1..1024"));
+    }
+    if rank >= size {
+        return Err(ShmError::invalid(
+            "rankId",
+            rank,
+            &format!("not below {size_arg}={size}"),
+        ));
+    }
+    Ok(())
+}
+
 /// `smem_shm_init`: see the module's documentation. Returns whether this call initialised the
 /// family (false: it was already, and nothing changed).
 pub fn init(url: &str, world_size: u32, rank: u32, device_id: u16, config: Config) -> Result<bool> {
@@ -140,16 +155,7 @@ pub fn init(url: &str, world_size: u32, rank: u32, device_id: u16, config: Confi
     if fam.is_some() {
         return Ok(false);
     }
-    if world_size == 0 || world_size > MAX_RANKS {
-        return Err(ShmError::invalid("worldSize", world_size, "not in 1..1024"));
-    }
-    if rank >= world_size {
-        return Err(ShmError::invalid(
-            "rankId",
-            rank,
-            &format!("not below worldSize={world_size}"),
-        ));
-    }
+    check_ranks("worldSize", world_size, rank)?;
     let addr = parse_url(url).map_err(|e| ShmError::new(e.code(), e.message()))?;
     if rank == 0 && config.start_store {
         super::config_store_open(url).map_err(|e| ShmError::new(ERROR, e.message()))?;
@@ -249,16 +255,7 @@ pub fn create(id: u32, rank_size: u32, rank: u32, symmetric: u64) -> Result<(u64
     if id >= MAX_OBJECTS {
         return Err(ShmError::invalid("id", id, "not in 0..63"));
     }
-    if rank_size == 0 || rank_size > MAX_RANKS {
-        return Err(ShmError::invalid("rankSize", rank_size, "not in 1..1024"));
-    }
-    if rank >= rank_size {
-        return Err(ShmError::invalid(
-            "rankId",
-            rank,
-            &format!("not below rankSize={rank_size}"),
-        ));
-    }
+    check_ranks("rankSize", rank_size, rank)?;
     if symmetric == 0 || symmetric > MAX_SYMMETRIC_SIZE || symmetric % SYMMETRIC_GRANULE != 0 {
         return Err(ShmError::invalid(
             "symmetricSize",
@@ -778,12 +775,29 @@ impl Object {
         format!("{}atomic", self.prefix)
     }
 
-    /// The allocator's map now (`None`: absent, no value taken).
-    fn atomic_map(&self) -> Result<Option<Vec<u8>>> {
-        match self.client.watch(&self.atomic_key(), None, Duration::ZERO) {
-            Ok(v) => Ok(v),
-            Err(BootstrapError::Timeout { .. }) => Ok(None),
-            Err(e) => Err(self.mark_broken(store_err(self.id, "atomic values", e).message)),
+    /// Applies `edit` to the allocator's map (1024 bits, absent: all clear) until the store
+    /// takes the result by compare-and-swap; `edit`'s error ends it.
+    fn edit_atomic_map<T>(&self, edit: impl Fn(&mut [u8]) -> Result<T>) -> Result<T> {
+        self.check()?;
+        let key = self.atomic_key();
+        let broken = |e| self.mark_broken(store_err(self.id, "atomic values", e).message);
+        let mut current = match self.client.watch(&key, None, Duration::ZERO) {
+            Ok(v) => v,
+            Err(BootstrapError::Timeout { .. }) => None,
+            Err(e) => return Err(broken(e)),
+        };
+        loop {
+            let mut map = current.clone().unwrap_or_default();
+            map.resize(ATOMIC_VALUES as usize / 8, 0);
+            let out = edit(&mut map)?;
+            let (swapped, now) = self
+                .client
+                .cas(&key, current.as_deref(), &map)
+                .map_err(broken)?;
+            if swapped {
+                return Ok(out);
+            }
+            current = now;
         }
     }
 
@@ -793,36 +807,23 @@ impl Object {
         if limit > ATOMIC_VALUES {
             return Err(ShmError::invalid("limit", limit, "above 1024"));
         }
-        self.check()?;
-        let key = self.atomic_key();
-        let mut current = self.atomic_map()?;
-        loop {
-            let mut map = current.clone().unwrap_or_default();
-            map.resize(ATOMIC_VALUES as usize / 8, 0);
-            let free = (0..ATOMIC_VALUES).find(|&v| map[v as usize / 8] & (1 << (v % 8)) == 0);
-            let v = match free {
-                Some(v) if v < limit => v,
-                _ => {
-                    return Err(ShmError::new(
-                        ERROR,
-                        format!(
-                            "SHM object {}: no atomic value below limit={limit} is free",
-                            self.id
-                        ),
-                    ))
+        let v = self.edit_atomic_map(|map| {
+            match (0..limit).find(|&v| map[v as usize / 8] & (1 << (v % 8)) == 0) {
+                Some(v) => {
+                    map[v as usize / 8] |= 1 << (v % 8);
+                    Ok(v)
                 }
-            };
-            map[v as usize / 8] |= 1 << (v % 8);
-            let (swapped, now) = self
-                .client
-                .cas(&key, current.as_deref(), &map)
-                .map_err(|e| self.mark_broken(store_err(self.id, "atomic values", e).message))?;
-            if swapped {
-                lock(&self.values).insert(v);
-                return Ok(v);
+                None => Err(ShmError::new(
+                    ERROR,
+                    format!(
+                        "SHM object {}: no atomic value below limit={limit} is free",
+                        self.id
+                    ),
+                )),
             }
-            current = now;
-        }
+        })?;
+        lock(&self.values).insert(v);
+        Ok(v)
     }
 
     /// `smem_shm_atomic_release_value`: gives back a value this process took; it may be
@@ -837,23 +838,12 @@ impl Object {
                 format!("invalid argument value={value}: not an atomic value this process holds"),
             ));
         };
-        self.check()?;
-        let key = self.atomic_key();
-        let mut current = self.atomic_map()?;
-        loop {
-            let mut map = current.clone().unwrap_or_default();
-            map.resize(ATOMIC_VALUES as usize / 8, 0);
+        self.edit_atomic_map(|map| {
             map[v as usize / 8] &= !(1 << (v % 8));
-            let (swapped, now) = self
-                .client
-                .cas(&key, current.as_deref(), &map)
-                .map_err(|e| self.mark_broken(store_err(self.id, "atomic values", e).message))?;
-            if swapped {
-                lock(&self.values).remove(&v);
-                return Ok(());
-            }
-            current = now;
-        }
+            Ok(())
+        })?;
+        lock(&self.values).remove(&v);
+        Ok(())
     }
 
     fn exit_key(&self) -> String {

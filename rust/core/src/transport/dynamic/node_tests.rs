@@ -135,10 +135,15 @@ fn a_peers_shareable_file_is_handed_over_to_map_elsewhere() {
     let (reg, key) =
         unsafe { b.register_fd(mem.fd(), 4096, mem.as_ptr().add(4096), 4096) }.unwrap();
     let ab = a.connect(&b.address()).unwrap();
-    let (fd, offset, len) = a.shared_file(ab, &key).unwrap().expect("a peer of this node");
+    let (fd, offset, len) = a
+        .shared_file(ab, &key)
+        .unwrap()
+        .expect("a peer of this node");
     assert_eq!((offset, len), (4096, 4096));
     let there = crate::mapping::Mapping::map_shared_at(&fd, offset, 4096).unwrap();
-    there.atomic_u64(8).store(77, std::sync::atomic::Ordering::Relaxed);
+    there
+        .atomic_u64(8)
+        .store(77, std::sync::atomic::Ordering::Relaxed);
     // SAFETY: the word lies in `mem`, written through the other mapping above.
     assert_eq!(unsafe { *(mem.as_ptr().add(4096 + 8) as *const u64) }, 77);
     // Private memory is not handed over; a withdrawn registration is refused.
