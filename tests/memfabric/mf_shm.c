@@ -19,6 +19,7 @@
  * handlers (every rank's fires with the status), destroy, uninit. A watchdog ends a job that
  * hangs; exit status 0 when every check held. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <smem/host/smem.h>
@@ -76,6 +77,35 @@ static unsigned free_port(void) {
     }
     close(fd);
     return ntohs(a.sin_port);
+}
+
+/* Mappings and descriptors of this process that are an SHM object's slots (memfd "mf-shm-<id>"):
+ * none once its objects are destroyed. */
+static int slots_left(void) {
+    int n = 0;
+    char line[512];
+    FILE *maps = fopen("/proc/self/maps", "r");
+    while (maps != NULL && fgets(line, sizeof line, maps) != NULL) {
+        n += strstr(line, "mf-shm-") != NULL;
+    }
+    if (maps != NULL) {
+        fclose(maps);
+    }
+    DIR *fds = opendir("/proc/self/fd");
+    struct dirent *e;
+    while (fds != NULL && (e = readdir(fds)) != NULL) {
+        char path[64], target[256];
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        ssize_t len = readlink(path, target, sizeof target - 1);
+        if (len > 0) {
+            target[len] = '\0';
+            n += strstr(target, "mf-shm-") != NULL;
+        }
+    }
+    if (fds != NULL) {
+        closedir(fds);
+    }
+    return n;
 }
 
 static void config(smem_shm_config_t *c) {
@@ -146,6 +176,7 @@ static int run_rank(const char *url, uint32_t n, uint32_t r) {
     if (h == NULL) {
         return 1;
     }
+    CHECK(slots_left() >= (int)n); /* every slot of this node is mapped here */
     void *other = NULL;
     CHECK(smem_shm_create(0, n, r, SLOT_BYTES, SMEMS_DATA_OP_MTE, 0, &other) == NULL);
     CHECK(last_error_has("smem_shm_create", "0") && other == NULL);
@@ -213,10 +244,19 @@ static int run_rank(const char *url, uint32_t n, uint32_t r) {
     CHECK(exit_status == 42);
     CHECK(smem_shm_control_barrier(h) == 0);
 
+    /* The last rank destroys first: the others' next collective fails, naming it. */
+    if (r != n - 1) {
+        char want[32];
+        snprintf(want, sizeof want, "rank %u", n - 1);
+        CHECK(smem_shm_control_barrier(h) == -1);
+        CHECK(last_error_has("smem_shm_control_barrier", want));
+        CHECK(smem_shm_subgroup_barrier(h, "after", n - 1, r) == -1);
+    }
     CHECK(smem_shm_destroy(h, 0) == 0);
     CHECK(smem_shm_destroy(h, 0) == -2007);
     CHECK(last_error_has("smem_shm_destroy", "handle="));
     CHECK(smem_shm_control_barrier(h) == -2000);
+    CHECK(slots_left() == 0);
     smem_shm_uninit(0);
     smem_uninit();
     if (failures == 0) {
@@ -259,6 +299,7 @@ static int run_kill(const char *url, uint32_t n, uint32_t r, uint32_t victim) {
     uint64_t v = r, all[MAX_RANKS];
     CHECK(smem_shm_control_allgather(h, (const char *)&v, 8, (char *)all, 8 * n) == -1);
     CHECK(smem_shm_destroy(h, 0) == 0);
+    CHECK(slots_left() == 0); /* the killed rank's slot too */
     smem_shm_uninit(0);
     CHECK(now_s() - t0 < 60);
     if (failures == 0) {

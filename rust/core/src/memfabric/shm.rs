@@ -133,6 +133,15 @@ fn family(call_needs: &str) -> Result<Arc<Family>> {
     })
 }
 
+/// `rank 2`, or `ranks 1, 2`.
+fn name_ranks(ranks: &[u32]) -> String {
+    let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
+    match ranks.len() {
+        1 => format!("rank {}", list[0]),
+        _ => format!("ranks {}", list.join(", ")),
+    }
+}
+
 /// A rank count (named `size_arg`) of 1..1024 and a rank below it.
 fn check_ranks(size_arg: &str, size: u32, rank: u32) -> Result<()> {
     if size == 0 || size > MAX_RANKS {
@@ -477,9 +486,10 @@ impl Object {
                 return Err(ShmError::new(
                     ERROR,
                     format!(
-                        "SHM object {}: ranks {missing:?} of {} did not create it within \
+                        "SHM object {}: {} of {} did not create it within \
                          controlOperationTimeout={}s",
                         self.id,
+                        name_ranks(&missing),
                         self.size,
                         self.timeout.as_secs()
                     ),
@@ -638,9 +648,10 @@ impl Object {
             Err(e) => return Err(self.mark_broken(format!("{op}: {e}"))),
         };
         if !gathered.gone.is_empty() {
-            return Err(
-                self.mark_broken(format!("{op}: ranks {:?} went down or left", gathered.gone))
-            );
+            return Err(self.mark_broken(format!(
+                "{op}: {} went down or left",
+                name_ranks(&gathered.gone)
+            )));
         }
         let mut by_rank = vec![None; self.size as usize];
         for (r, d) in gathered.data {
@@ -648,12 +659,12 @@ impl Object {
                 *at = Some(d);
             }
         }
-        let missing: Vec<usize> = (0..by_rank.len())
-            .filter(|&r| by_rank[r].is_none())
+        let missing: Vec<u32> = (0..self.size)
+            .filter(|&r| by_rank[r as usize].is_none())
             .collect();
         if !missing.is_empty() {
             self.check()?;
-            return Err(self.mark_broken(format!("{op}: ranks {missing:?} are not members")));
+            return Err(self.mark_broken(format!("{op}: {} left the object", name_ranks(&missing))));
         }
         Ok(by_rank.into_iter().map(Option::unwrap_or_default).collect())
     }
