@@ -6,6 +6,9 @@
  *   mf_shm rank <url> <ranks> <rank> one rank of a job whose store is at <url> (rank 0 serves
  *                                    it): what fork and spawn run per rank, and what a job
  *                                    across hosts or network namespaces runs on each
+ *   mf_shm store <ranks>             forked ranks started before their store, which this
+ *                                    process serves a second later (smem_create_config_store;
+ *                                    startConfigStoreServer off): the ranks retry to connect
  *   mf_shm kill <ranks> <victim>     forked ranks; <victim> kills itself (SIGKILL) after the
  *                                    create (rank 0: the store's host): the others' next calls
  *                                    fail with -1 in bounded time, and their destroy works
@@ -108,10 +111,14 @@ static int slots_left(void) {
     return n;
 }
 
+/* Whether the ranks' store is served by the process that starts them (mf_shm store). */
+static int external_store;
+
 static void config(smem_shm_config_t *c) {
     smem_shm_config_init(c);
     c->shmInitTimeout = 30;
     c->controlOperationTimeout = 30;
+    c->startConfigStoreServer = !external_store;
 }
 
 static volatile sig_atomic_t exit_status = -1;
@@ -469,10 +476,18 @@ static int job(const char *self, uint32_t n, int spawn, int victim) {
         }
         children[r] = pid;
     }
+    if (external_store) {
+        sleep(1);
+        if (smem_create_config_store(url) != 0) {
+            fprintf(stderr, "mf_shm: serving the store: %s\n", smem_get_last_err_msg());
+            watchdog(0);
+        }
+    }
     int bad = reap(victim);
     alarm(0);
-    printf("mf_shm: %u ranks (%s%s): %s\n", n, spawn ? "separate programs" : "forked",
-           victim >= 0 ? ", one killed" : "", bad ? "FAILED" : "OK");
+    printf("mf_shm: %u ranks (%s%s%s): %s\n", n, spawn ? "separate programs" : "forked",
+           victim >= 0 ? ", one killed" : "", external_store ? ", the store served apart" : "",
+           bad ? "FAILED" : "OK");
     return bad;
 }
 
@@ -488,6 +503,10 @@ static uint32_t count(const char *s) {
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc == 3 && strcmp(argv[1], "fork") == 0) {
+        return job(argv[0], count(argv[2]), 0, -1);
+    }
+    if (argc == 3 && strcmp(argv[1], "store") == 0) {
+        external_store = 1;
         return job(argv[0], count(argv[2]), 0, -1);
     }
     if (argc == 3 && strcmp(argv[1], "spawn") == 0) {
@@ -516,7 +535,8 @@ int main(int argc, char **argv) {
         return run_errors();
     }
     fprintf(stderr,
-            "usage: mf_shm fork|spawn <ranks> | rank <url> <ranks> <rank> | kill <ranks> <victim> "
+            "usage: mf_shm fork|spawn|store <ranks> | rank <url> <ranks> <rank> | kill <ranks> "
+            "<victim> "
             "| errors\n");
     return 2;
 }
