@@ -44,21 +44,19 @@ rust::Slice<uint8_t> bytes_mut(void *p, uint32_t n) {
 }  // namespace
 
 SHMEM_EXPORT int32_t shmemi_mf_shm_init(const char *url, uint32_t world_size, uint32_t rank,
-                                        uint16_t device_id, uint32_t init_timeout_s,
-                                        uint32_t control_timeout_s, bool start_store, bool *did,
-                                        char *why, size_t why_len) {
+                                        uint32_t init_timeout_s, uint32_t control_timeout_s,
+                                        bool start_store, bool *did, char *why, size_t why_len) {
     rust::Str text;
     if (!utf8("configStoreIpPort", url, text, why, why_len)) {
         return -2000;
     }
     rust::String reason;
-    bool initialised = false;
-    int32_t rc = shmem::core::mf_shm_init(text, world_size, rank, device_id, init_timeout_s,
-                                          control_timeout_s, start_store, initialised, reason);
+    int32_t rc = shmem::core::mf_shm_init(text, world_size, rank, init_timeout_s, control_timeout_s,
+                                          start_store, reason);
     if (did != nullptr) {
-        *did = initialised;
+        *did = rc == 0;
     }
-    return done(rc, reason, why, why_len);
+    return done(rc == 1 ? 0 : rc, reason, why, why_len);
 }
 
 SHMEM_EXPORT bool shmemi_mf_shm_uninit(void) { return shmem::core::mf_shm_uninit(); }

@@ -122,10 +122,9 @@ MF_EXPORT int32_t smem_shm_init(const char *configStoreIpPort, uint32_t worldSiz
     }
     Why why;
     bool did = false;
-    int32_t rc =
-        shmemi_mf_shm_init(configStoreIpPort, worldSize, rankId, deviceId, config->shmInitTimeout,
-                           config->controlOperationTimeout, config->startConfigStoreServer, &did,
-                           why.text, sizeof why.text);
+    int32_t rc = shmemi_mf_shm_init(configStoreIpPort, worldSize, rankId, config->shmInitTimeout,
+                                    config->controlOperationTimeout, config->startConfigStoreServer,
+                                    &did, why.text, sizeof why.text);
     if (rc != mf::kOk) {
         return result(call, rc, why);
     }
@@ -134,8 +133,8 @@ MF_EXPORT int32_t smem_shm_init(const char *configStoreIpPort, uint32_t worldSiz
                 "%s: Share Memory is initialised already: rankId=%u worldSize=%u ignored", call,
                 rankId, worldSize);
     } else {
-        mf::log(mf::kInfo, "%s: rank %u of %u, config store %s", call, rankId, worldSize,
-                configStoreIpPort);
+        mf::log(mf::kInfo, "%s: rank %u of %u (device %u: host memory), config store %s", call,
+                rankId, worldSize, deviceId, configStoreIpPort);
         if (rankId == 0 && config->startConfigStoreServer) {
             mf::log(mf::kWarn,
                     "%s: the config store on %s is plain TCP (unencrypted): any process that "

@@ -133,16 +133,14 @@ mod bridge {
         // memfabric Share Memory (`memfabric::shm`, `smem_shm_*`): each returns 0 or
         // memfabric's code with the reason in `why`, which libmf_smem.so logs and keeps as the
         // last error. `handle` is an object's handle from `mf_shm_create`.
-        /// `smem_shm_init`; `*done` false when the family was initialised already.
+        /// `smem_shm_init`: 0, or 1 when the family was initialised already (nothing changed).
         fn mf_shm_init(
             url: &str,
             world_size: u32,
             rank: u32,
-            device_id: u16,
             init_timeout_s: u32,
             control_timeout_s: u32,
             start_store: bool,
-            done: &mut bool,
             why: &mut String,
         ) -> i32;
         /// `smem_shm_uninit`: false when the family was not initialised.
@@ -563,16 +561,13 @@ fn mf_code(r: Result<(), shm::ShmError>, why: &mut String) -> i32 {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn mf_shm_init(
     url: &str,
     world_size: u32,
     rank: u32,
-    device_id: u16,
     init_timeout_s: u32,
     control_timeout_s: u32,
     start_store: bool,
-    done: &mut bool,
     why: &mut String,
 ) -> i32 {
     let config = shm::Config {
@@ -580,8 +575,13 @@ fn mf_shm_init(
         control_timeout_s,
         start_store,
     };
-    let r = shm::init(url, world_size, rank, device_id, config).map(|d| *done = d);
-    mf_code(r, why)
+    match shm::init(url, world_size, rank, config) {
+        Ok(done) => i32::from(!done),
+        Err(e) => {
+            *why = e.message;
+            e.code
+        }
+    }
 }
 
 fn mf_shm_uninit() -> bool {

@@ -159,7 +159,7 @@ fn check_ranks(size_arg: &str, size: u32, rank: u32) -> Result<()> {
 
 /// `smem_shm_init`: see the module's documentation. Returns whether this call initialised the
 /// family (false: it was already, and nothing changed).
-pub fn init(url: &str, world_size: u32, rank: u32, device_id: u16, config: Config) -> Result<bool> {
+pub fn init(url: &str, world_size: u32, rank: u32, config: Config) -> Result<bool> {
     let mut fam = lock(&FAMILY);
     if fam.is_some() {
         return Ok(false);
@@ -187,9 +187,6 @@ pub fn init(url: &str, world_size: u32, rank: u32, device_id: u16, config: Confi
     })?;
     let worker = default_worker(control_timeout)
         .map_err(|e| ShmError::new(ERROR, format!("cannot make the transport's worker: {e}")))?;
-    tracing::debug!(
-        "memfabric Share Memory: rank {rank} of {world_size} (device {device_id}) on {url}"
-    );
     *fam = Some(Arc::new(Family {
         dial,
         init_timeout,
@@ -265,7 +262,10 @@ pub fn create(id: u32, rank_size: u32, rank: u32, symmetric: u64) -> Result<(u64
         return Err(ShmError::invalid("id", id, "not in 0..63"));
     }
     check_ranks("rankSize", rank_size, rank)?;
-    if symmetric == 0 || symmetric > MAX_SYMMETRIC_SIZE || symmetric % SYMMETRIC_GRANULE != 0 {
+    if symmetric == 0
+        || symmetric > MAX_SYMMETRIC_SIZE
+        || !symmetric.is_multiple_of(SYMMETRIC_GRANULE)
+    {
         return Err(ShmError::invalid(
             "symmetricSize",
             symmetric,
