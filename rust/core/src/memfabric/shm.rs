@@ -30,7 +30,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -41,6 +41,7 @@ use super::{parse_url, ERROR, INVALID_PARAM};
 use crate::dynamic::DynamicWorker;
 use crate::group::{default_worker, Group, GroupError, GroupOptions, MemberEvent, TcpDial};
 use crate::mapping::{self, Reservation};
+use crate::transport::TransportError;
 
 /// memfabric's code for an object created twice (`SM_DUPLICATED_OBJECT`).
 pub const DUPLICATED_OBJECT: i32 = -2006;
@@ -228,7 +229,8 @@ pub struct Object {
     prefix: String,
     dial: TcpDial,
     init_timeout: Duration,
-    group: Mutex<Option<Group>>,
+    /// The object's group, until it ends (calls share it; the end takes it).
+    group: RwLock<Option<Group>>,
     /// The object's connection for its own keys.
     client: Client,
     window: Reservation,
@@ -450,7 +452,7 @@ impl Object {
             prefix: format!("mf/shm/{id}/"),
             dial: fam.dial.clone(),
             init_timeout: fam.init_timeout,
-            group: Mutex::new(Some(group)),
+            group: RwLock::new(Some(group)),
             client,
             window,
             mapped: vec![false; size as usize],
@@ -475,7 +477,7 @@ impl Object {
         loop {
             self.check()?;
             let members = self
-                .with_group(|g| g.members())
+                .with_group(|g| g.members())?
                 .map_err(|e| group_err(self.id, "reading its ranks", e))?;
             if members.len() == self.size as usize {
                 break;
@@ -510,9 +512,17 @@ impl Object {
     fn map_peers(&mut self) -> Result<()> {
         let slot = self.symmetric as usize;
         for r in (0..self.size).filter(|&r| r != self.rank) {
-            let file = self
-                .with_group(|g| g.shared_file(r, "slot"))
-                .map_err(|e| group_err(self.id, &format!("rank {r}'s slot"), e))?;
+            let file = match self.with_group(|g| g.shared_file(r, "slot"))? {
+                Ok(file) => file,
+                // A rank of another node, where UCX does not load: its slot is not mapped
+                // either way.
+                Err(GroupError::Transport { source, .. })
+                    if matches!(*source, TransportError::NeedsUcx { .. }) =>
+                {
+                    None
+                }
+                Err(e) => return Err(group_err(self.id, &format!("rank {r}'s slot"), e)),
+            };
             if let Some((fd, fd_offset, len)) = file {
                 if len != self.symmetric {
                     return Err(ShmError::new(
@@ -542,18 +552,23 @@ impl Object {
         self.barrier()
     }
 
-    fn with_group<T>(
-        &self,
-        f: impl FnOnce(&Group) -> std::result::Result<T, GroupError>,
-    ) -> std::result::Result<T, GroupError> {
-        let g = lock(&self.group);
-        f(g.as_ref().expect("an object holds its group until it ends"))
+    /// `f` on the object's group; an error once the object ended (destroyed by another
+    /// thread meanwhile).
+    fn with_group<T>(&self, f: impl FnOnce(&Group) -> T) -> Result<T> {
+        let g = self.group.read().unwrap_or_else(|e| e.into_inner());
+        match g.as_ref() {
+            Some(g) => Ok(f(g)),
+            None => Err(ShmError::new(
+                ERROR,
+                format!("SHM object {} was destroyed meanwhile", self.id),
+            )),
+        }
     }
 
     /// Ok while every rank is there and the store answers; reads the group's events.
     fn check(&self) -> Result<()> {
         {
-            let g = lock(&self.group);
+            let g = self.group.read().unwrap_or_else(|e| e.into_inner());
             if let Some(g) = g.as_ref() {
                 while let Some(e) = g.next_event(Duration::ZERO) {
                     if let Some(why) = broken_by(&e) {
@@ -637,7 +652,7 @@ impl Object {
         } else {
             "allgather"
         };
-        let gathered = match self.with_group(|g| g.allgather(send)) {
+        let gathered = match self.with_group(|g| g.allgather(send))? {
             Ok(g) => g,
             Err(e @ GroupError::Timeout { .. }) => {
                 return Err(ShmError::new(
@@ -971,7 +986,8 @@ impl Object {
                 let _ = t.join();
             }
         }
-        if let Some(g) = lock(&self.group).take() {
+        let group = self.group.write().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(g) = group {
             if let Err(e) = g.leave() {
                 tracing::debug!("SHM object {}: leaving its ranks: {e}", self.id);
             }
