@@ -3,9 +3,12 @@
  *
  *   mf_shm fork <ranks>              the ranks are forked children of this process
  *   mf_shm spawn <ranks>             the ranks are this program started anew (exec) per rank
- *   mf_shm rank <url> <ranks> <rank> one rank of a job whose store is at <url> (rank 0 serves
- *                                    it): what fork and spawn run per rank, and what a job
- *                                    across hosts or network namespaces runs on each
+ *   mf_shm rank <url> <ranks> <rank> [one-node]
+ *                                    one rank of a job whose store is at <url> (rank 0 serves
+ *                                    it): what spawn runs per rank (one-node: every rank is on
+ *                                    this node), and what a job across hosts or network
+ *                                    namespaces runs on each; each rank stores into the slot
+ *                                    of the next rank of its node
  *   mf_shm store <ranks>             forked ranks started before their store, which this
  *                                    process serves a second later (smem_create_config_store;
  *                                    startConfigStoreServer off): the ranks retry to connect
@@ -113,6 +116,8 @@ static int slots_left(void) {
 
 /* Whether the ranks' store is served by the process that starts them (mf_shm store). */
 static int external_store;
+/* Whether every rank is on this node (fork, spawn, store; `rank ... one-node`). */
+static int one_node = 1;
 
 static void config(smem_shm_config_t *c) {
     smem_shm_config_init(c);
@@ -183,16 +188,25 @@ static int run_rank(const char *url, uint32_t n, uint32_t r) {
     if (h == NULL) {
         return 1;
     }
-    CHECK(slots_left() >= (int)n); /* every slot of this node is mapped here */
+
     void *other = NULL;
     CHECK(smem_shm_create(0, n, r, SLOT_BYTES, SMEMS_DATA_OP_MTE, 0, &other) == NULL);
     CHECK(last_error_has("smem_shm_create", "0") && other == NULL);
     CHECK(smem_shm_get_global_rank(h) == r);
     CHECK(smem_shm_get_global_rank_size(h) == n);
+    /* The ranks of this node, this one's included, by rank: their slots are mapped here. */
+    uint32_t local[MAX_RANKS], n_local = 0, me = 0;
     for (uint32_t p = 0; p < n; p++) {
         uint32_t reach = 0;
-        CHECK(smem_shm_topology_can_reach(h, p, &reach) == 0 && reach == SMEMS_DATA_OP_MTE);
+        CHECK(smem_shm_topology_can_reach(h, p, &reach) == 0);
+        CHECK(reach == SMEMS_DATA_OP_MTE || (!one_node && reach == SMEMS_DATA_OP_RDMA));
+        if (reach == SMEMS_DATA_OP_MTE) {
+            me = p == r ? n_local : me;
+            local[n_local++] = p;
+        }
     }
+    CHECK(n_local >= 1 && local[me] == r);
+    printf("rank %u: %u of %u ranks on this node\n", r, n_local, n);
 
     /* The extra context, read back through the kernel-side getters. */
     char ctx[32];
@@ -211,8 +225,10 @@ static int run_rank(const char *url, uint32_t n, uint32_t r) {
     mf_shm_kernel_read(64, &k);
     CHECK(k.rank == UINT32_MAX && k.symmetric_size == 0);
 
-    /* The window: a CPU store into the next rank's slot (the host form of an MTE kernel). */
-    uint32_t next = (r + 1) % n, prev = (r + n - 1) % n;
+    /* The window: a CPU store into the slot of the next rank of this node (the host form of an
+     * MTE kernel); on one node, the next rank. */
+    CHECK(slots_left() >= (int)n_local); /* every slot of this node is mapped here */
+    uint32_t next = local[(me + 1) % n_local], prev = local[(me + n_local - 1) % n_local];
     char *base = (char *)gva;
     volatile uint64_t *into = (volatile uint64_t *)(base + (size_t)next * SLOT_BYTES);
     into[0] = 0xabc000u + r;
@@ -468,7 +484,7 @@ static int job(const char *self, uint32_t n, int spawn, int victim) {
             alarm(0);
             if (spawn) {
                 snprintf(rank, sizeof rank, "%u", r);
-                execl(self, self, "rank", url, ranks, rank, (char *)NULL);
+                execl(self, self, "rank", url, ranks, rank, "one-node", (char *)NULL);
                 perror("exec");
                 _exit(2);
             }
@@ -521,7 +537,9 @@ int main(int argc, char **argv) {
         }
         return job(argv[0], n, 0, (int)victim);
     }
-    if (argc == 5 && strcmp(argv[1], "rank") == 0) {
+    if ((argc == 5 || (argc == 6 && strcmp(argv[5], "one-node") == 0)) &&
+        strcmp(argv[1], "rank") == 0) {
+        one_node = argc == 6;
         uint32_t n = count(argv[3]);
         long r = strtol(argv[4], NULL, 10);
         if (r < 0 || r >= (long)n) {
@@ -535,8 +553,7 @@ int main(int argc, char **argv) {
         return run_errors();
     }
     fprintf(stderr,
-            "usage: mf_shm fork|spawn|store <ranks> | rank <url> <ranks> <rank> | kill <ranks> "
-            "<victim> "
-            "| errors\n");
+            "usage: mf_shm fork|spawn|store <ranks> | rank <url> <ranks> <rank> [one-node] | "
+            "kill <ranks> <victim> | errors\n");
     return 2;
 }
