@@ -52,11 +52,13 @@ pub const OBJECT_NOT_EXISTS: i32 = -2007;
 pub const MAX_OBJECTS: u32 = 64;
 /// Largest world and object (memfabric's `SMEM_WORLD_SIZE_MAX`).
 pub const MAX_RANKS: u32 = 1024;
-/// Largest slot (64 GiB), and the granule slot sizes are multiples of (2 MiB).
+/// Largest slot (64 GiB).
 pub const MAX_SYMMETRIC_SIZE: u64 = 64 << 30;
+/// Slot sizes are multiples of this (2 MiB, memfabric's device granule).
 pub const SYMMETRIC_GRANULE: u64 = 2 << 20;
-/// Largest extra context, and values of the atomic allocator per object.
+/// Largest extra context.
 pub const MAX_CONTEXT: usize = 65536;
+/// Values of the atomic allocator per object.
 pub const ATOMIC_VALUES: u32 = 1024;
 /// Subgroup keys are shorter than this.
 pub const MAX_KEY_CHARS: usize = 64;
@@ -64,8 +66,10 @@ pub const MAX_KEY_CHARS: usize = 64;
 /// Longest single wait on the store, between two looks at the object's members.
 const SLICE: Duration = Duration::from_millis(100);
 
-/// memfabric's data operation types, as `smem_shm_topology_can_reach` reports them.
+/// memfabric's data operation type of a rank of this node (`SMEMS_DATA_OP_MTE`), as
+/// `smem_shm_topology_can_reach` reports it.
 pub const DATA_OP_MTE: u32 = 1;
+/// The same for a rank of another node (`SMEMS_DATA_OP_RDMA`).
 pub const DATA_OP_RDMA: u32 = 4;
 
 /// A failed call: memfabric's code and the message (without the call's name).
@@ -100,7 +104,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// `smem_shm_config_t`'s timeouts and store choice.
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
-    /// Store connect attempts, one second apart (`shmInitTimeout`).
+    /// How long to retry connecting to the store, in seconds (`shmInitTimeout`).
     pub init_timeout_s: u32,
     /// Bound of every wait of a barrier, an allgather, a create (`controlOperationTimeout`).
     pub control_timeout_s: u32,
