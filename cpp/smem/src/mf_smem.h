@@ -25,6 +25,9 @@ constexpr int kError_ = 3;
 // Logs one line at `level` (shown when level >= the level smem_set_log_level chose).
 void log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// Logs, once per process, that the config store this process serves at `url` is plain TCP.
+void note_plain_store(const char *call, const char *url);
+
 // Keeps `call: <message>` as this thread's last error, logs it as an error line and returns
 // `code`.
 int32_t fail(int32_t code, const char *call, const char *fmt, ...)

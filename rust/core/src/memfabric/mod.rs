@@ -7,6 +7,8 @@
 //! Reached from `libmf_smem.so` through the facade (`cpp/src/memfabric.cpp`), so that a process
 //! using SHMEM and memfabric's API has one runtime.
 
+pub mod shm;
+
 use crate::bootstrap::store::Server;
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::Mutex;
