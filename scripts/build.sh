@@ -3,8 +3,9 @@
 #
 # Usage: scripts/build.sh [options]
 #   (no mode)          check dependencies, configure, build everything (tests too), install
-#   -uttests           ... then format checks (cargo fmt, clang-format), cargo clippy, and every
-#                      test: ctest --output-on-failure -j2 (gtest multi-PE, cargo test, ABI,
+#   -uttests           ... then format checks (cargo fmt, clang-format), cargo clippy,
+#                      cargo doc (no broken or private links), and every test: ctest
+#                      --output-on-failure -j2 (gtest multi-PE, cargo test, ABI,
 #                      install/consumer checks, examples), then cargo's own result lines
 #                      and one line on the GPU tests (label gpu: Skipped without a GPU;
 #                      scripts/gpu-check.sh runs them on one);
@@ -355,6 +356,10 @@ if ((do_tests)); then
 
     log "cargo clippy"
     (cd "$ROOT" && "$SHMEM_CARGO" clippy --locked --workspace --all-targets -- -D warnings)
+
+    log "cargo doc"
+    # The crates' docs build without a broken or private link.
+    (cd "$ROOT" && RUSTDOCFLAGS="-D warnings" "$SHMEM_CARGO" doc --locked --no-deps --workspace)
 
     log "tests"
     # rust.cargo_test keeps cargo's output in this file; cargo's own counts are shown after

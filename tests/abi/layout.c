@@ -1,51 +1,12 @@
 /* layout.c: the structs, enums and codes of <aclshmem.h> against CANN SHMEM's layout, in C (this
  * file) and C++ (layout.cc includes it). The expected numbers are worked out by hand from
  * CANN's declarations (LP64: int 4, pointer 8, uint64_t 8 with 8-byte alignment), not taken
- * from the header under test. Prints every difference; exits 1 if there is one. */
+ * from the header under test. Prints every check beside its expected value; exits 1 on any
+ * difference. */
 #include <aclshmem.h>
 #include <limits.h>
-#include <stddef.h>
-#include <stdio.h>
 
-static int failures;
-
-#define EXPECT(what, got, want)                                                                    \
-    do {                                                                                           \
-        long long g_ = (long long)(got), w_ = (long long)(want);                                   \
-        if (g_ != w_) {                                                                            \
-            fprintf(stderr, "%s: %s is %lld, CANN's layout says %lld\n", LANGUAGE, what, g_, w_);  \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-#define SIZE(type, want) EXPECT("sizeof(" #type ")", sizeof(type), want)
-#define OFFSET(type, field, want)                                                                  \
-    EXPECT("offsetof(" #type ", " #field ")", offsetof(type, field), want)
-
-#ifdef __cplusplus
-#define LANGUAGE "C++"
-#else
-#define LANGUAGE "C"
-#endif
-
-/* CANN's C++ declaration takes the plaintext length as `size_t &`, C as `size_t *`: the same
- * ABI. */
-#ifdef __cplusplus
-#define DECRYPT_LEN(len) (len)
-static int decrypt(const char *cipher, size_t cipher_len, char *plain, size_t &plain_len) {
-    (void)cipher;
-    (void)plain;
-    plain_len = cipher_len;
-    return 0;
-}
-#else
-#define DECRYPT_LEN(len) (&(len))
-static int decrypt(const char *cipher, size_t cipher_len, char *plain, size_t *plain_len) {
-    (void)cipher;
-    (void)plain;
-    *plain_len = cipher_len;
-    return 0;
-}
-#endif
+#include "layout_check.h"
 
 static void layouts(void) {
     /* version, engine (an int-sized enum), three uint32_t timeouts, int32_t sockFd. */
@@ -159,10 +120,5 @@ int main(void) {
     layouts();
     values();
     declarations();
-    if (failures != 0) {
-        fprintf(stderr, "%s: %d difference(s) from CANN's ABI\n", LANGUAGE, failures);
-        return 1;
-    }
-    printf("%s: aclshmem.h matches CANN's layout\n", LANGUAGE);
-    return 0;
+    return finish("CANN's ABI", "aclshmem.h matches CANN's layout");
 }

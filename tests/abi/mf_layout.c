@@ -1,57 +1,12 @@
-/* mf_layout.c: the headers of libmf_smem.so (<smem/host/*.h>) against memfabric_hybrid 1.0.0's
+/* mf_layout.c: libmf_smem.so's smem/host headers against memfabric_hybrid 1.0.0's
  * struct layouts, enum values and macros, in C (this file) and C++ (mf_layout.cc includes it).
  * The expected table is memfabric's (LP64, natural alignment, no packing, 4-byte enums), not
  * taken from the headers under test. Prints every size and offset with its expected value;
  * exits 1 on any difference. */
 #include <smem/host/smem_bm.h>
 #include <smem/host/smem_shm.h>
-#include <stddef.h>
-#include <stdio.h>
 
-static int failures;
-
-#ifdef __cplusplus
-#define LANGUAGE "C++"
-#else
-#define LANGUAGE "C"
-#endif
-
-static void expect(const char *what, long long got, long long want) {
-    printf("%s %s = %lld (expected %lld)%s\n", LANGUAGE, what, got, want,
-           got == want ? "" : "  MISMATCH");
-    if (got != want) {
-        failures++;
-    }
-}
-
-#define SIZE(type, want) expect("sizeof(" #type ")", (long long)sizeof(type), want)
-#define OFFSET(type, field, want)                                                                  \
-    expect("offsetof(" #type ", " #field ")", (long long)offsetof(type, field), want)
-#define FIELD_SIZE(type, field, want)                                                              \
-    expect("sizeof(" #type "." #field ")", (long long)sizeof(((type *)0)->field), want)
-#define VALUE(name, want) expect(#name, (long long)(name), want)
-#ifdef __cplusplus
-#define ALIGN(type, want) expect("alignof(" #type ")", (long long)alignof(type), want)
-#else
-#define ALIGN(type, want) expect("alignof(" #type ")", (long long)_Alignof(type), want)
-#endif
-
-/* The decrypt handler: a C++ reference in C++, a pointer in C; the same ABI. */
-#ifdef __cplusplus
-static int decrypt(const char *cipher, size_t cipher_len, char *plain, size_t &plain_len) {
-    (void)cipher;
-    (void)plain;
-    plain_len = cipher_len;
-    return 0;
-}
-#else
-static int decrypt(const char *cipher, size_t cipher_len, char *plain, size_t *plain_len) {
-    (void)cipher;
-    (void)plain;
-    *plain_len = cipher_len;
-    return 0;
-}
-#endif
+#include "layout_check.h"
 
 static void layouts(void) {
     SIZE(smem_tls_config, 1793);
@@ -222,11 +177,6 @@ int main(void) {
     values();
     expect("functions declared and defined", (long long)(sizeof functions / sizeof functions[0]),
            44);
-    if (failures != 0) {
-        fprintf(stderr, "%s: %d difference(s) from memfabric_hybrid's layout\n", LANGUAGE,
-                failures);
-        return 1;
-    }
-    printf("%s: every layout, enum value and macro is memfabric_hybrid's\n", LANGUAGE);
-    return 0;
+    return finish("memfabric_hybrid's layout",
+                  "every layout, enum value and macro is memfabric_hybrid's");
 }

@@ -7,10 +7,9 @@
 
 namespace mf {
 
-// memfabric's codes (SMErrorCode) and the lower layer's "function unsupported".
+// memfabric's codes (SMErrorCode).
 constexpr int32_t kOk = 0;
 constexpr int32_t kError = -1;
-constexpr int32_t kUnsupported = -10;
 constexpr int32_t kInvalidParam = -2000;
 constexpr int32_t kNotStarted = -2003;
 constexpr int32_t kObjectNotExists = -2007;

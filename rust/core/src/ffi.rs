@@ -5,6 +5,7 @@
 use crate::bootstrap::uniqueid;
 use crate::bootstrap::{JobAttrs as Job, Meet, Timeouts};
 use crate::error::Error;
+use crate::memfabric::shm;
 use crate::runtime;
 use std::time::Duration;
 
@@ -128,6 +129,63 @@ mod bridge {
         /// URL, -1 for the start) with the reason in `why`. Not logged here: `libmf_smem.so`
         /// logs it to memfabric's logger and keeps it as the last error.
         fn mf_config_store_open(url: &str, why: &mut String) -> i32;
+
+        // memfabric Share Memory (`memfabric::shm`, `smem_shm_*`): each returns 0 or
+        // memfabric's code with the reason in `why`, which libmf_smem.so logs and keeps as the
+        // last error. `handle` is an object's handle from `mf_shm_create`.
+        /// `smem_shm_init`: 0, or 1 when the family was initialised already (nothing changed).
+        fn mf_shm_init(
+            url: &str,
+            world_size: u32,
+            rank: u32,
+            init_timeout_s: u32,
+            control_timeout_s: u32,
+            start_store: bool,
+            why: &mut String,
+        ) -> i32;
+        /// `smem_shm_uninit`: false when the family was not initialised.
+        fn mf_shm_uninit() -> bool;
+        /// `smem_shm_create`: collective; the handle and the window's base.
+        fn mf_shm_create(
+            id: u32,
+            rank_size: u32,
+            rank: u32,
+            symmetric_size: u64,
+            handle: &mut u64,
+            gva: &mut usize,
+            why: &mut String,
+        ) -> i32;
+        /// `smem_shm_destroy`: local.
+        fn mf_shm_destroy(handle: u64, why: &mut String) -> i32;
+        /// `smem_shm_set_extra_context`.
+        fn mf_shm_set_extra_context(handle: u64, context: &[u8], why: &mut String) -> i32;
+        /// `smem_shm_get_global_rank` and `_rank_size`.
+        fn mf_shm_rank(handle: u64, rank: &mut u32, size: &mut u32, why: &mut String) -> i32;
+        /// `smem_shm_control_barrier` (`send` empty) and `smem_shm_control_allgather`.
+        fn mf_shm_allgather(handle: u64, send: &[u8], recv: &mut [u8], why: &mut String) -> i32;
+        /// `smem_shm_subgroup_barrier` (`send` empty) and `smem_shm_subgroup_allgather`.
+        fn mf_shm_subgroup(
+            handle: u64,
+            key: &str,
+            rank_size: u32,
+            rank: u32,
+            send: &[u8],
+            recv: &mut [u8],
+            why: &mut String,
+        ) -> i32;
+        /// `smem_shm_topology_can_reach`.
+        fn mf_shm_can_reach(handle: u64, remote: u32, reach: &mut u32, why: &mut String) -> i32;
+        /// `smem_shm_atomic_alloc_value`.
+        fn mf_shm_atomic_alloc(handle: u64, limit: u32, value: &mut u32, why: &mut String) -> i32;
+        /// `smem_shm_atomic_release_value`.
+        fn mf_shm_atomic_release(handle: u64, value: i32, why: &mut String) -> i32;
+        /// `smem_shm_register_exit`: `handler` is a `void (*)(int)`.
+        fn mf_shm_register_exit(handle: u64, handler: usize, why: &mut String) -> i32;
+        /// `smem_shm_global_exit`.
+        fn mf_shm_global_exit(handle: u64, status: i32, why: &mut String) -> i32;
+        /// The kernel-side block (`smem_shm_meta_block`) the getters of
+        /// `shmem/memfabric_shm.h` read on the CPU.
+        fn mf_shm_meta() -> usize;
     }
 
     // memfabric Big Memory: `smem_bm_*` of `libmf_smem.so` through the facade's
@@ -570,6 +628,15 @@ fn mf_bm_code<T>(
         Err(e) => {
             *why = e.message;
             (e.code, None)
+// memfabric Share Memory: the bridge's functions over `memfabric::shm`.
+
+/// 0, or the error's code with its message in `why`.
+fn mf_code(r: Result<(), shm::ShmError>, why: &mut String) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            *why = e.message;
+            e.code
         }
     }
 }
@@ -718,4 +785,118 @@ fn mf_bm_user_mem(handle: usize, add: bool, addr: u64, size: u64, why: &mut Stri
         bm::unregister_user_mem(handle, addr)
     };
     mf_bm_code(r, why).0
+fn mf_shm_init(
+    url: &str,
+    world_size: u32,
+    rank: u32,
+    init_timeout_s: u32,
+    control_timeout_s: u32,
+    start_store: bool,
+    why: &mut String,
+) -> i32 {
+    let config = shm::Config {
+        init_timeout_s,
+        control_timeout_s,
+        start_store,
+    };
+    match shm::init(url, world_size, rank, config) {
+        Ok(done) => i32::from(!done),
+        Err(e) => {
+            *why = e.message;
+            e.code
+        }
+    }
+}
+
+fn mf_shm_uninit() -> bool {
+    shm::uninit()
+}
+
+fn mf_shm_create(
+    id: u32,
+    rank_size: u32,
+    rank: u32,
+    symmetric_size: u64,
+    handle: &mut u64,
+    gva: &mut usize,
+    why: &mut String,
+) -> i32 {
+    let r = shm::create(id, rank_size, rank, symmetric_size).map(|(h, g)| {
+        *handle = h;
+        *gva = g;
+    });
+    mf_code(r, why)
+}
+
+fn mf_shm_destroy(handle: u64, why: &mut String) -> i32 {
+    mf_code(shm::destroy(handle), why)
+}
+
+fn mf_shm_set_extra_context(handle: u64, context: &[u8], why: &mut String) -> i32 {
+    mf_code(shm::with(handle, |o| o.set_extra_context(context)), why)
+}
+
+fn mf_shm_rank(handle: u64, rank: &mut u32, size: &mut u32, why: &mut String) -> i32 {
+    let r = shm::with(handle, |o| {
+        (*rank, *size) = o.rank();
+        Ok(())
+    });
+    mf_code(r, why)
+}
+
+fn mf_shm_allgather(handle: u64, send: &[u8], recv: &mut [u8], why: &mut String) -> i32 {
+    let r = shm::with(handle, |o| {
+        if send.is_empty() {
+            o.barrier()
+        } else {
+            o.allgather(send, recv)
+        }
+    });
+    mf_code(r, why)
+}
+
+fn mf_shm_subgroup(
+    handle: u64,
+    key: &str,
+    rank_size: u32,
+    rank: u32,
+    send: &[u8],
+    recv: &mut [u8],
+    why: &mut String,
+) -> i32 {
+    let r = shm::with(handle, |o| o.subgroup(key, rank_size, rank, send, recv));
+    mf_code(r, why)
+}
+
+fn mf_shm_can_reach(handle: u64, remote: u32, reach: &mut u32, why: &mut String) -> i32 {
+    let r = shm::with(handle, |o| o.can_reach(remote)).map(|v| *reach = v);
+    mf_code(r, why)
+}
+
+fn mf_shm_atomic_alloc(handle: u64, limit: u32, value: &mut u32, why: &mut String) -> i32 {
+    let r = shm::with(handle, |o| o.atomic_alloc(limit)).map(|v| *value = v);
+    mf_code(r, why)
+}
+
+fn mf_shm_atomic_release(handle: u64, value: i32, why: &mut String) -> i32 {
+    mf_code(shm::with(handle, |o| o.atomic_release(value)), why)
+}
+
+fn mf_shm_register_exit(handle: u64, handler: usize, why: &mut String) -> i32 {
+    if handler == 0 {
+        *why = "invalid argument exit=NULL".into();
+        return crate::memfabric::INVALID_PARAM;
+    }
+    // SAFETY: libmf_smem.so passes the address of the user's `void (*)(int)`, non-null
+    // (checked above); a C `int` is an `i32` on every target this library builds for.
+    let f = unsafe { std::mem::transmute::<usize, extern "C" fn(i32)>(handler) };
+    mf_code(shm::with(handle, |o| o.register_exit(f)), why)
+}
+
+fn mf_shm_global_exit(handle: u64, status: i32, why: &mut String) -> i32 {
+    mf_code(shm::with(handle, |o| o.global_exit(status)), why)
+}
+
+fn mf_shm_meta() -> usize {
+    shm::meta_block() as usize
 }

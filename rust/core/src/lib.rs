@@ -4,7 +4,7 @@
 //! symmetric data and how the PEs of a node reach each other's (device), how the symmetric heap
 //! is laid out and carved (heap), how global and static variables become symmetric
 //! (static_data), and how PEs wait for each other (sync). The C++ facade reaches it only
-//! through the cxx bridge in [`ffi`]; the per-call data path (put, get, atomics) runs in the
+//! through the cxx bridge in `ffi`; the per-call data path (put, get, atomics) runs in the
 //! facade on the addresses this crate hands out and never calls back in here.
 
 //!

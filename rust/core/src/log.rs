@@ -1,5 +1,5 @@
 //! The runtime's logging: [`shmem_base::log`], with the launcher's rank as the PE of lines
-//! written before `shmem_init` knows it ([`crate::bootstrap::rank_hint`]), and the C facade's
+//! written before `shmem_init` knows it (`crate::bootstrap::rank_hint`), and the C facade's
 //! entry for the program's log callback. Every way into the subscriber here registers that
 //! hint first, so a line never misses the PE a launcher gave.
 

@@ -184,6 +184,83 @@ impl Drop for Mapping {
     }
 }
 
+/// A range of address space reserved without access, which its owner fills with shared
+/// mappings of files at chosen offsets (memfabric's Share Memory window: one slot per rank,
+/// [`Reservation::map_file`] over the slots this process reaches). The whole range is
+/// unmapped on drop, the files' mappings included.
+#[derive(Debug)]
+pub struct Reservation {
+    ptr: *mut c_void,
+    len: usize,
+}
+
+// SAFETY: as for `Mapping`: the range is plain memory reached through raw addresses, and the
+// pointer is never mutated after creation.
+unsafe impl Send for Reservation {}
+// SAFETY: as above.
+unsafe impl Sync for Reservation {}
+
+impl Reservation {
+    /// Reserves `len` bytes (a multiple of the page size) of address space without access,
+    /// at an address the kernel picks.
+    pub fn new(len: usize) -> Result<Reservation> {
+        // SAFETY: a fresh inaccessible reservation at a kernel-chosen address overlaps nothing.
+        let ptr = unsafe {
+            rustix::mm::mmap_anonymous(
+                std::ptr::null_mut(),
+                len,
+                ProtFlags::empty(),
+                MapFlags::PRIVATE | MapFlags::NORESERVE,
+            )
+        }
+        .map_err(|e| Error::os(format!("reserving {len} bytes of address space"), e))?;
+        Ok(Reservation { ptr, len })
+    }
+
+    /// First byte of the range.
+    pub fn addr(&self) -> usize {
+        self.ptr as usize
+    }
+
+    /// Maps `len` bytes of `fd` from `fd_offset` (both multiples of the page size) shared and
+    /// read-write at `offset` of the range, replacing what was there.
+    pub fn map_file(
+        &self,
+        offset: usize,
+        fd: impl AsFd,
+        fd_offset: u64,
+        len: usize,
+    ) -> rustix::io::Result<()> {
+        assert!(
+            offset.checked_add(len).is_some_and(|end| end <= self.len),
+            "map_file: [{offset}, {offset}+{len}) is outside a reservation of {} bytes",
+            self.len
+        );
+        // SAFETY: [offset, offset+len) lies inside the reservation (checked above), which
+        // this value owns, so MAP_FIXED replaces nothing but its own pages.
+        unsafe {
+            mmap(
+                (self.ptr as *mut u8).add(offset) as *mut c_void,
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED | MapFlags::FIXED,
+                fd.as_fd(),
+                fd_offset,
+            )
+        }?;
+        Ok(())
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len came from a successful mmap; the files mapped inside it go with it.
+        if let Err(e) = unsafe { munmap(self.ptr, self.len) } {
+            tracing::warn!("munmap of a reservation of {} bytes failed: {e}", self.len);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,5 +289,17 @@ mod tests {
             let plain = Mapping::map_shared(&fd, 1 << 16).unwrap();
             assert_eq!(plain.atomic_u64(0).load(Ordering::Relaxed), 7);
         }
+    }
+    #[test]
+    fn a_reservation_holds_files_at_fixed_offsets() {
+        // SAFETY: sysconf reads a constant of the system.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let r = Reservation::new(4 * page).unwrap();
+        let fd = memfd("test", page).unwrap();
+        r.map_file(2 * page, &fd, 0, page).unwrap();
+        let plain = Mapping::map_shared(&fd, page).unwrap();
+        // SAFETY: the third page of the reservation maps the file (above).
+        unsafe { *((r.addr() + 2 * page) as *mut u64) = 9 };
+        assert_eq!(plain.atomic_u64(0).load(Ordering::Relaxed), 9);
     }
 }

@@ -67,6 +67,8 @@ struct Cli {
     #[arg(long)]
     tag_output: bool,
 
+    // The text is --help's, where brackets mean optional parts, not rustdoc links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// Serve the job's control store over TCP at ADDR (tcp://ip[:port] or tcp6://[ip][:port];
     /// port 0: any free port; no port: 8666, or the first free port of
     /// SHMEM_INSTANCE_PORT_RANGE). TLS 1.3 with a throw-away per-job CA, unless

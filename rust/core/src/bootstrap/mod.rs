@@ -1,8 +1,8 @@
 //! Bootstrap: how the PEs of a job find each other at start-up, and the few collective steps
 //! they take through the job's control store until they finish.
 //!
-//! [`join`] reads who started this process, meets the other PEs and returns one
-//! [`Bootstrap`]: rank and size, which PEs share this node, allgather, barrier, the exchange of
+//! `join` reads who started this process, meets the other PEs and returns one
+//! `Bootstrap`: rank and size, which PEs share this node, allgather, barrier, the exchange of
 //! node-local descriptors among the PEs of this node, abort and goodbye. The runtime uses only that object. Its parts,
 //! one folder each:
 //! - `launcher/`: which launcher started the process and what its environment says (`launch`),
@@ -17,7 +17,7 @@
 //!   launcher is gone; `heartbeat`: in a job across nodes, this PE's heartbeat to the store
 //!   and its end when the store stops answering (its node is cut off);
 //! - single files beside them: the failures before the store is met (`error`, composed into the
-//!   runtime's error), the bounds on blocking steps ([`Timeouts`]), random bits for secrets
+//!   runtime's error), the bounds on blocking steps (`Timeouts`), random bits for secrets
 //!   (`bits`), and `ending`: the end of the process that the runtime installs, through which
 //!   the watchers here (`watch`, and `meet`'s watch of PE 0's store) end this PE, so that only
 //!   the runtime ends a job.

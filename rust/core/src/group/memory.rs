@@ -600,6 +600,24 @@ impl Group {
         })
     }
 
+    /// The file behind registration `name` of the member holding `rank`, when this member's
+    /// worker reaches it by mapping it (the member is on this node and registered shareable
+    /// memory, [`Group::register_fd`] or [`Group::alloc`]): a descriptor of its own, the
+    /// registration's offset in the file and its length, for the caller to map where it
+    /// chooses (memfabric's Share Memory window maps each same-node member's slot at a fixed
+    /// address). `Ok(None)`: that memory is reached through the network only. The caller's
+    /// mapping outlives the registration and the member: it is the caller's to stop using it
+    /// once the member withdraws it or is gone.
+    pub fn shared_file(
+        &self,
+        rank: u32,
+        name: &str,
+    ) -> Result<Option<(std::os::fd::OwnedFd, u64, u64)>, GroupError> {
+        let w = &self.inner.worker;
+        self.inner
+            .with_key("shared_file", rank, name, |ep, key| w.shared_file(ep, key))
+    }
+
     /// Completes every operation issued to the member holding `rank`, or fails (it is gone,
     /// the worker's timeout).
     pub fn flush(&self, rank: u32) -> Result<(), GroupError> {

@@ -9,6 +9,8 @@
 
 pub mod bm;
 
+pub mod shm;
+
 use crate::bootstrap::store::Server;
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::Mutex;

@@ -49,6 +49,17 @@ pub enum TransportError {
         /// Why it was refused.
         why: String,
     },
+    /// A peer of a dynamic worker (not a PE of the job, so named by what it is: a worker
+    /// address, a worker's label) sent an address or a reply this worker does not understand.
+    #[error("{peer}'s {what} is malformed: {why}")]
+    BadWorkerData {
+        /// The peer, as far as it is known (`a peer` when its address did not say).
+        peer: String,
+        /// What it sent.
+        what: &'static str,
+        /// Why it was refused.
+        why: String,
+    },
     /// A transport's library could not be loaded (UCX's `libucp.so.0`).
     #[error("cannot load {library} ({why}): install {package} (apt-get install {package})")]
     NotLoaded {

@@ -19,7 +19,7 @@ use crate::wire::{Reply, MAX_FRAME_LEN, STORE_FULL};
 
 /// TCP connections that have not joined the job (no HELLO accepted yet: PEs on their way in,
 /// strays) held at once beyond one per PE. When that many are held, a new connection evicts
-/// the oldest of them if it has waited at least [`JOIN_GRACE`], else it is refused as "store
+/// the oldest of them if it has waited at least `JOIN_GRACE`, else it is refused as "store
 /// full" (a PE then tries again). Connections that joined are not counted here.
 pub const EXTRA_TCP_CONNECTIONS: usize = 32;
 
@@ -36,7 +36,7 @@ pub(super) const TCP_JOIN_LIMIT: Duration = IO_STALL_LIMIT;
 
 /// Bytes of frames the store holds at once across all its connections. A frame is charged
 /// twice its length while it is read and decoded (the frame, then its decoded copy); one that
-/// does not fit waits for room, up to [`IO_STALL_LIMIT`], then is refused. Replies are sent
+/// does not fit waits for room, up to `IO_STALL_LIMIT`, then is refused. Replies are sent
 /// from where values are kept, a bounded chunk at a time, and are not charged.
 pub const FRAME_BUDGET: usize = 4 * MAX_FRAME_LEN;
 

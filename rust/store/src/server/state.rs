@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::{PeerStatus, Shared};
 use crate::wire::MAX_VALUE_LEN;
 
-/// Bytes of values the store keeps at once, keys and [`ENTRY_OVERHEAD`] included: the job's
+/// Bytes of values the store keeps at once, keys and `ENTRY_OVERHEAD` included: the job's
 /// own traffic (identities, addresses, layouts, rounds of barriers and allgathers, deleted
 /// once done) is a small fraction of it even for thousands of PEs. A write that would pass it
 /// is answered with an error, and nothing is stored.

@@ -139,8 +139,8 @@ impl DynamicWorker for LoopbackWorker {
     }
 
     fn connect(&self, peer: &[u8]) -> Result<Endpoint, TransportError> {
-        let bad = |why: String| TransportError::BadPeerData {
-            pe: usize::MAX,
+        let bad = |why: String| TransportError::BadWorkerData {
+            peer: "a peer".into(),
             what: "loopback worker address",
             why,
         };

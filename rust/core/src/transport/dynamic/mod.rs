@@ -1,5 +1,5 @@
 //! Dynamic transport: workers whose endpoints are made on demand, for groups whose members come
-//! and go while the others work. Beside the SHMEM job's static transport ([`super::Transport`]:
+//! and go while the others work. Beside the SHMEM job's static transport (`super::Transport`:
 //! every PE connected at start-up, fixed segments, operations by PE number), which it does not
 //! change, a [`DynamicWorker`] knows no PE numbering:
 //!
@@ -28,7 +28,7 @@
 //! base plus the offset, checked against the length before anything is sent.
 //!
 //! Implementations: [`ucx`] (UCP endpoints from a peer's worker address, over the loader of
-//! [`super::ucx::ffi`]) and [`loopback`], the test implementation between workers of one process,
+//! `super::ucx::ffi`) and [`loopback`], the test implementation between workers of one process,
 //! so that CI proves the API without UCX. [`node::NodeWorker`] wraps either: members on one node
 //! map each other's shareable memory, the memfd descriptors passed over a node-local Unix socket
 //! that each worker opens itself, and reach everything else through the wrapped worker (over the
@@ -44,7 +44,7 @@ mod node_tests;
 mod tests;
 
 use super::TransportError;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
 
 /// A connection to one peer's worker, made by [`DynamicWorker::connect`] and valid until
 /// [`DynamicWorker::disconnect`] or the worker's drop. Its number is the worker's own; it means
@@ -104,6 +104,20 @@ pub trait DynamicWorker: Send + Sync {
         let _ = (fd, fd_offset);
         // SAFETY: the caller's contract, which includes register's.
         unsafe { self.register(base, len) }
+    }
+    /// The file behind the peer's registration `key`, for a caller that maps it itself at an
+    /// address of its choosing (memfabric's Share Memory window): a descriptor of its own, the
+    /// registration's offset in the file and its length. `Ok(None)` when this worker does not
+    /// reach that memory by mapping it (a peer of another node, private memory, a worker that
+    /// maps nothing: the default). The caller's mapping outlives the registration: it is the
+    /// caller's to stop using the memory once the peer withdraws it.
+    fn shared_file(
+        &self,
+        ep: Endpoint,
+        key: &[u8],
+    ) -> Result<Option<(OwnedFd, u64, u64)>, TransportError> {
+        let _ = (ep, key);
+        Ok(None)
     }
     /// Withdraws a registration: peers' operations on its key fail from now on.
     fn unregister(&self, reg: Registration) -> Result<(), TransportError>;

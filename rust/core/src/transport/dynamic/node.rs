@@ -32,7 +32,8 @@
 //!   length. A peer's endpoint keeps its connection: it is the owner's liveness. On first use
 //!   of a key, the endpoint asks for the descriptor, maps the file (`MAP_SHARED`, the range only),
 //!   closes the descriptor and keeps the mapping until the endpoint ends or the registration is
-//!   seen withdrawn. Puts and gets are copies; their non-blocking forms complete at once; a
+//!   seen withdrawn. [`DynamicWorker::shared_file`] makes the same request and hands the
+//!   descriptor to a caller that maps the file itself, at an address of its choosing. Puts and gets are copies; their non-blocking forms complete at once; a
 //!   flush orders them (a fence) and flushes the inner endpoint if there is one.
 //! - **Registration page.** One shared table of [`SLOTS`] words per worker (64 KiB), mapped by
 //!   every peer on its node: a slot holds the id of the live registration that owns it, 0
@@ -473,8 +474,8 @@ impl NodeWorker {
                     "the peer's process could not load (its node worker runs over the {name} \
                      worker)"
                 )),
-                None => TransportError::BadPeerData {
-                    pe: usize::MAX,
+                None => TransportError::BadWorkerData {
+                    peer: peer.to_string(),
                     what: "node worker address",
                     why: format!("{peer}'s inner worker is a {name} worker, this one's a {mine}"),
                 },
@@ -506,8 +507,8 @@ impl NodeWorker {
     /// Connects to the socket of a peer on this node and takes its registration page.
     fn open_local(&self, label: &str, a: &PeerAddress<'_>) -> Result<Local, TransportError> {
         let name = String::from_utf8_lossy(a.socket).into_owned();
-        let bad = |why: String| TransportError::BadPeerData {
-            pe: usize::MAX,
+        let bad = |why: String| TransportError::BadWorkerData {
+            peer: label.to_string(),
             what: "node worker's socket",
             why: format!("@{name}: {why}"),
         };
@@ -593,6 +594,36 @@ impl NodeWorker {
         if let Some(w) = conn.maps.get(&h.id) {
             return Ok(Arc::clone(w));
         }
+        let (fd, fd_offset, len) = self.fetch(op, p, l, &mut conn, key, h)?;
+        let aligned = fd_offset - fd_offset % page_size();
+        let skew = (fd_offset - aligned) as usize;
+        let map = Mapping::map_shared_at(&fd, aligned, skew + len as usize).map_err(|e| {
+            bad_key(
+                op,
+                &p.label,
+                key,
+                format!("mapping its {len} bytes at offset {fd_offset} of its file: {e}"),
+            )
+        })?;
+        // Windows of registrations withdrawn meanwhile go now.
+        conn.maps.retain(|&id, w| l.live(w.slot, id));
+        let w = Arc::new(Window { map, skew, slot });
+        conn.maps.insert(h.id, Arc::clone(&w));
+        Ok(w)
+    }
+
+    /// Asks `p`'s socket (its connection `conn`, locked) for the descriptor of registration
+    /// `h`: the descriptor, the registration's offset in the file and its length.
+    fn fetch(
+        &self,
+        op: &'static str,
+        p: &Peer,
+        l: &Local,
+        conn: &mut Conn,
+        key: &[u8],
+        h: &KeyHeader,
+    ) -> Result<(OwnedFd, u64, u64), TransportError> {
+        let unregistered = || bad_key(op, &p.label, key, "the peer unregistered it".into());
         // Ask for the descriptor. A failed exchange leaves the connection out of step: it
         // serves no more.
         let mut req = [0u8; REQUEST_LEN];
@@ -625,8 +656,8 @@ impl NodeWorker {
                 ))
             }
             (status, _, _) => {
-                return Err(TransportError::BadPeerData {
-                    pe: usize::MAX,
+                return Err(TransportError::BadWorkerData {
+                    peer: p.label.clone(),
                     what: "node worker's reply",
                     why: format!(
                         "{} for {}: status {status}, {len} bytes, {} descriptors",
@@ -637,21 +668,7 @@ impl NodeWorker {
                 })
             }
         };
-        let aligned = fd_offset - fd_offset % page_size();
-        let skew = (fd_offset - aligned) as usize;
-        let map = Mapping::map_shared_at(&fd, aligned, skew + len as usize).map_err(|e| {
-            bad_key(
-                op,
-                &p.label,
-                key,
-                format!("mapping its {len} bytes at offset {fd_offset} of its file: {e}"),
-            )
-        })?;
-        // Windows of registrations withdrawn meanwhile go now.
-        conn.maps.retain(|&id, w| l.live(w.slot, id));
-        let w = Arc::new(Window { map, skew, slot });
-        conn.maps.insert(h.id, Arc::clone(&w));
-        Ok(w)
+        Ok((fd, fd_offset, len))
     }
 
     /// The inner worker's endpoint to `p`, made on first use; `key` for the error.
@@ -938,8 +955,8 @@ impl DynamicWorker for NodeWorker {
     }
 
     fn connect(&self, peer: &[u8]) -> Result<Endpoint, TransportError> {
-        let a = PeerAddress::decode(peer).map_err(|why| TransportError::BadPeerData {
-            pe: usize::MAX,
+        let a = PeerAddress::decode(peer).map_err(|why| TransportError::BadWorkerData {
+            peer: "a peer".into(),
             what: "node worker address",
             why,
         })?;
@@ -1019,6 +1036,43 @@ impl DynamicWorker for NodeWorker {
         // SAFETY: the caller's contract.
         let (inner, key) = unsafe { self.inner.register_fd(fd, fd_offset, base, len) }?;
         self.record(inner, key, Some((own, fd_offset)))
+    }
+
+    fn shared_file(
+        &self,
+        ep: Endpoint,
+        key: &[u8],
+    ) -> Result<Option<(OwnedFd, u64, u64)>, TransportError> {
+        let op = "shared_file";
+        let p = self.peer(op, ep)?;
+        let (h, rest) = KeyHeader::decode(key).map_err(|why| bad_key(op, &p.label, key, why))?;
+        if h.worker != p.id || rest.len() < 8 {
+            return Err(bad_key(
+                op,
+                &p.label,
+                key,
+                "not a key of this peer's node worker".into(),
+            ));
+        }
+        let slot = word(rest, 0);
+        let Some(l) = p.local.as_ref().filter(|_| slot != PRIVATE) else {
+            return Ok(None);
+        };
+        let slot = usize::try_from(slot)
+            .ok()
+            .filter(|&s| s < SLOTS)
+            .ok_or_else(|| bad_key(op, &p.label, key, format!("slot {slot} is not a slot")))?;
+        let mut conn = lock(&l.conn);
+        l.alive(&mut conn, op, &p.label)?;
+        if !l.live(slot, h.id) {
+            return Err(bad_key(
+                op,
+                &p.label,
+                key,
+                "the peer unregistered it".into(),
+            ));
+        }
+        self.fetch(op, &p, l, &mut conn, key, &h).map(Some)
     }
 
     fn unregister(&self, reg: Registration) -> Result<(), TransportError> {

@@ -125,6 +125,47 @@ fn shareable_memory_is_mapped_over_loopback_in_one_process() {
 }
 
 #[test]
+fn a_peers_shareable_file_is_handed_over_to_map_elsewhere() {
+    let (a, b) = (
+        node_worker("loopback").unwrap(),
+        node_worker("loopback").unwrap(),
+    );
+    let mem = SharedMemory::new(8192).unwrap();
+    // SAFETY: `mem` maps its own memfd from 0 and outlives the registrations.
+    let (reg, key) =
+        unsafe { b.register_fd(mem.fd(), 4096, mem.as_ptr().add(4096), 4096) }.unwrap();
+    let ab = a.connect(&b.address()).unwrap();
+    let (fd, offset, len) = a
+        .shared_file(ab, &key)
+        .unwrap()
+        .expect("a peer of this node");
+    assert_eq!((offset, len), (4096, 4096));
+    let there = crate::mapping::Mapping::map_shared_at(&fd, offset, 4096).unwrap();
+    there
+        .atomic_u64(8)
+        .store(77, std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: the word lies in `mem`, written through the other mapping above.
+    assert_eq!(unsafe { *(mem.as_ptr().add(4096 + 8) as *const u64) }, 77);
+    // Private memory is not handed over; a withdrawn registration is refused.
+    let mut private = vec![0u8; 4096];
+    // SAFETY: `private` outlives the registration.
+    let (preg, pkey) = unsafe { b.register(private.as_mut_ptr(), 4096) }.unwrap();
+    assert!(a.shared_file(ab, &pkey).unwrap().is_none());
+    b.unregister(preg).unwrap();
+    b.unregister(reg).unwrap();
+    let e = a.shared_file(ab, &key).unwrap_err();
+    assert!(e.to_string().contains("unregistered"), "{e}");
+    // Workers that map nothing hand over nothing.
+    let (l, m) = (LoopbackWorker::new(), LoopbackWorker::new());
+    let lm = l.connect(&m.address()).unwrap();
+    // SAFETY: `mem` outlives the registration.
+    let (mreg, mkey) = unsafe { m.register_fd(mem.fd(), 0, mem.as_ptr(), 4096) }.unwrap();
+    assert!(l.shared_file(lm, &mkey).unwrap().is_none());
+    m.unregister(mreg).unwrap();
+    a.disconnect(ab).unwrap();
+}
+
+#[test]
 fn a_dropped_node_worker_fails_operations_to_it() {
     let a = node_worker("loopback").unwrap();
     let b = node_worker("loopback").unwrap();

@@ -1,5 +1,5 @@
 //! The UCX dynamic worker: the [`DynamicWorker`] API over UCP, loaded at run time by
-//! [`crate::transport::ucx::ffi`] like the SHMEM job's UCX transport (whose context and worker
+//! `crate::transport::ucx::ffi` like the SHMEM job's UCX transport (whose context and worker
 //! set-up it shares), but with endpoints made on demand and no PE numbering.
 //!
 //! - A worker owns one UCP context (features RMA, AMO32, AMO64) and one worker. Its address is
@@ -33,7 +33,7 @@
 //!   or was reported down, closes by force without a flush (what is in flight to it fails at
 //!   once). The endpoint's keys are destroyed once its close completed.
 //! - A progress thread of the worker progresses it while no call did for a nap (20 µs to 1 ms,
-//!   the static transport's loop, [`crate::transport::ucx::spawn_progress`]), so a member that
+//!   the static transport's loop, `crate::transport::ucx::spawn_progress`), so a member that
 //!   computes still answers its peers' wire-up and, over TCP, their puts and gets.
 //! - UCX 1.13 keeps the TCP connection of a closed endpoint until one of its two workers ends:
 //!   a worker that connects to the same peers again and again holds one more connection per
@@ -450,8 +450,8 @@ impl DynamicWorker for UcxWorker {
 
     fn connect(&self, peer: &[u8]) -> Result<Endpoint, TransportError> {
         if peer.len() <= 8 {
-            return Err(TransportError::BadPeerData {
-                pe: usize::MAX,
+            return Err(TransportError::BadWorkerData {
+                peer: "a peer".into(),
                 what: "ucx worker address",
                 why: format!(
                     "{} bytes, expected a worker id and UCP's address",
