@@ -136,7 +136,7 @@ MF_EXPORT int32_t smem_shm_init(const char *configStoreIpPort, uint32_t worldSiz
         mf::log(mf::kInfo, "%s: rank %u of %u (device %u: host memory), config store %s", call,
                 rankId, worldSize, deviceId, configStoreIpPort);
         if (rankId == 0 && config->startConfigStoreServer) {
-            mf::note_plain_store(call, configStoreIpPort);
+            mf::warn_plain_store(call, configStoreIpPort);
         }
     }
     return mf::kOk;
