@@ -29,8 +29,9 @@ static void expect(const char *what, long long got, long long want) {
 #define EXPECT(what, got, want) expect(what, (long long)(got), (long long)(want))
 #define VALUE(name, want) EXPECT(#name, name, want)
 #define SIZE(type, want) EXPECT("sizeof(" #type ")", sizeof(type), want)
-#define OFFSET(type, field, want) EXPECT("offsetof(" #type ", " #field ")", offsetof(type, field), want)
-#define FIELD_SIZE(type, field, want) \
+#define OFFSET(type, field, want)                                                                  \
+    EXPECT("offsetof(" #type ", " #field ")", offsetof(type, field), want)
+#define FIELD_SIZE(type, field, want)                                                              \
     EXPECT("sizeof(" #type "." #field ")", sizeof(((type *)0)->field), want)
 #ifdef __cplusplus
 #define ALIGN(type, want) EXPECT("alignof(" #type ")", alignof(type), want)

@@ -27,7 +27,9 @@ const MAX_CLIENTS: usize = 4096;
 /// Lowest port memfabric accepts in a store URL.
 const MIN_PORT: u16 = 1025;
 
-/// The stores this process serves, by the address they listen on.
+/// The stores this process serves, by the address they listen on: started here, or by a
+/// family's init ([`keep_served`]); kept for the process's life, so that one family's uninit
+/// does not end a store the other ranks, or the other families, use.
 static SERVED: Mutex<Vec<(SocketAddr, Server)>> = Mutex::new(Vec::new());
 
 /// Why a config store could not be started: the URL (memfabric's -2000) or the start (-1).
@@ -96,6 +98,16 @@ pub fn parse_url(url: &str) -> Result<SocketAddr, StoreError> {
         return Err(bad(&format!("port {port} is not in {MIN_PORT}..65535")));
     }
     Ok(SocketAddr::new(ip, port as u16))
+}
+
+/// Keeps `server`, a store this process serves at `addr` for one of the families, for the
+/// process's life, so that a later [`config_store_open`] of the same address (another
+/// family's init, `smem_create_config_store`) finds it rather than failing to bind.
+pub(crate) fn keep_served(addr: SocketAddr, server: Server) {
+    SERVED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((addr, server));
 }
 
 /// Starts serving a config store at `url` in this process (`smem_create_config_store`). A

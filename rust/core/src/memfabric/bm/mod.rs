@@ -33,7 +33,7 @@ use std::time::Duration;
 use classify::{Pool, Side};
 use shmem_store::addr::StoreAddr;
 use shmem_store::tls::{load_user_identity, TlsInfo};
-use shmem_store::{Client, Member, Server, Store, TcpDial};
+use shmem_store::{Client, Member, Store, TcpDial};
 
 use crate::dynamic::DynamicWorker;
 use crate::group::{default_worker, Group, GroupOptions};
@@ -184,10 +184,6 @@ struct State {
 }
 
 static STATE: Mutex<Option<Arc<State>>> = Mutex::new(None);
-
-/// Stores this process serves for Big Memory: kept for the process's life, so that an uninit
-/// here does not end the store of the others.
-static SERVED: Mutex<Vec<Server>> = Mutex::new(Vec::new());
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -375,7 +371,8 @@ pub fn init(args: &InitArgs) -> Result<Inited> {
                 "smem_bm_init: this process serves the config store {}",
                 args.url
             );
-            lock(&SERVED).push(server);
+            let addr = super::parse_url(&args.url).map_err(|e| BmError::invalid(e.message()))?;
+            super::keep_served(addr, server);
         }
         store.client
     } else {
