@@ -138,6 +138,7 @@ mod bridge {
             url: &str,
             world_size: u32,
             rank: u32,
+            device_id: u16,
             init_timeout_s: u32,
             control_timeout_s: u32,
             start_store: bool,
@@ -186,6 +187,9 @@ mod bridge {
         /// The kernel-side block (`smem_shm_meta_block`) the getters of
         /// `shmem/memfabric_shm.h` read on the CPU.
         fn mf_shm_meta() -> usize;
+        /// The block kernels read: its device copy while Share Memory's windows are on the
+        /// npu device, else the host block (`smemx_shm_meta_block`).
+        fn mf_shm_meta_kernels() -> usize;
     }
 }
 
@@ -565,6 +569,7 @@ fn mf_shm_init(
     url: &str,
     world_size: u32,
     rank: u32,
+    device_id: u16,
     init_timeout_s: u32,
     control_timeout_s: u32,
     start_store: bool,
@@ -575,7 +580,7 @@ fn mf_shm_init(
         control_timeout_s,
         start_store,
     };
-    match shm::init(url, world_size, rank, config) {
+    match shm::init(url, world_size, rank, device_id, config) {
         Ok(done) => i32::from(!done),
         Err(e) => {
             *why = e.message;
@@ -675,4 +680,8 @@ fn mf_shm_global_exit(handle: u64, status: i32, why: &mut String) -> i32 {
 
 fn mf_shm_meta() -> usize {
     shm::meta_block() as usize
+}
+
+fn mf_shm_meta_kernels() -> usize {
+    shm::meta_for_kernels()
 }
