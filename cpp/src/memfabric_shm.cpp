@@ -51,9 +51,8 @@ SHMEM_EXPORT int32_t shmemi_mf_shm_init(const char *url, uint32_t world_size, ui
         return -2000;
     }
     rust::String reason;
-    int32_t rc = shmem::core::mf_shm_init(text, world_size, rank, device_id, init_timeout_s,
-                                          control_timeout_s,
-                                          start_store, reason);
+    shmem::core::MfShmConfig config{device_id, init_timeout_s, control_timeout_s, start_store};
+    int32_t rc = shmem::core::mf_shm_init(text, world_size, rank, config, reason);
     if (did != nullptr) {
         *did = rc == 0;
     }

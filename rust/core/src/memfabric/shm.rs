@@ -180,13 +180,7 @@ fn check_ranks(size_arg: &str, size: u32, rank: u32) -> Result<()> {
 
 /// `smem_shm_init`: see the module's documentation. Returns whether this call initialised the
 /// family (false: it was already, and nothing changed).
-pub fn init(
-    url: &str,
-    world_size: u32,
-    rank: u32,
-    device_id: u16,
-    config: Config,
-) -> Result<bool> {
+pub fn init(url: &str, world_size: u32, rank: u32, device_id: u16, config: Config) -> Result<bool> {
     let mut fam = lock(&FAMILY);
     if fam.is_some() {
         return Ok(false);
@@ -234,8 +228,8 @@ pub fn init(
 /// `deviceId`). `None`: host memory (`host`, or `auto` without ACL).
 fn open_npu(device_id: u16) -> Result<Option<Npu>> {
     let choice = crate::env::device().map_err(|e| ShmError::new(ERROR, e.to_string()))?;
-    let acl = crate::env::text(crate::env::ACL_LIBRARY)
-        .unwrap_or_else(|| ascend_sys::LIBRARY.into());
+    let acl =
+        crate::env::text(crate::env::ACL_LIBRARY).unwrap_or_else(|| ascend_sys::LIBRARY.into());
     let choice = match choice {
         "auto" if npu::present(&acl) => "npu",
         "auto" => "host",
@@ -837,7 +831,10 @@ impl Object {
             let (Some(handle), Some(len)) = (word(0), word(8)) else {
                 return Err(ShmError::new(
                     ERROR,
-                    format!("SHM object {}: rank {r}'s slot handle is malformed", self.id),
+                    format!(
+                        "SHM object {}: rank {r}'s slot handle is malformed",
+                        self.id
+                    ),
                 ));
             };
             if len != self.symmetric {
