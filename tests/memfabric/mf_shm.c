@@ -19,6 +19,7 @@
  *   mf_shm npu <ranks>               forked ranks on the npu device (SHMEM_DEVICE=npu, over the
  *                                    ACL stand-in): windows in NPU memory, reached by aclrtMemcpy
  *                                    (mf_shm_npu.c), the kernel-side block's device copy
+ *                                    (`kill` runs on the npu device too when SHMEM_DEVICE says so)
  *
  * Per rank: init (twice), create (collective; a second create of the id fails at once), the
  * window (a CPU store into the next rank's slot, seen by it), the rank getters and
