@@ -28,8 +28,8 @@ int32_t shmemi_mf_config_store_open(const char *url, char *why, size_t why_len);
 extern "C" {
 
 // smem_shm_init; `*done` is false when Share Memory was initialised already (nothing changed).
-int32_t shmemi_mf_shm_init(const char *url, uint32_t world_size, uint32_t rank,
-                           uint16_t device_id, uint32_t init_timeout_s, uint32_t control_timeout_s, bool start_store,
+int32_t shmemi_mf_shm_init(const char *url, uint32_t world_size, uint32_t rank, uint16_t device_id,
+                           uint32_t init_timeout_s, uint32_t control_timeout_s, bool start_store,
                            bool *done, char *why, size_t why_len);
 // smem_shm_uninit: false when Share Memory was not initialised.
 bool shmemi_mf_shm_uninit(void);

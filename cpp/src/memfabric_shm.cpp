@@ -44,8 +44,9 @@ rust::Slice<uint8_t> bytes_mut(void *p, uint32_t n) {
 }  // namespace
 
 SHMEM_EXPORT int32_t shmemi_mf_shm_init(const char *url, uint32_t world_size, uint32_t rank,
-                                        uint16_t device_id, uint32_t init_timeout_s, uint32_t control_timeout_s,
-                                        bool start_store, bool *did, char *why, size_t why_len) {
+                                        uint16_t device_id, uint32_t init_timeout_s,
+                                        uint32_t control_timeout_s, bool start_store, bool *did,
+                                        char *why, size_t why_len) {
     rust::Str text;
     if (!utf8("configStoreIpPort", url, text, why, why_len)) {
         return -2000;

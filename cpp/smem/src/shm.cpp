@@ -123,10 +123,10 @@ MF_EXPORT int32_t smem_shm_init(const char *configStoreIpPort, uint32_t worldSiz
     }
     Why why;
     bool did = false;
-    int32_t rc = shmemi_mf_shm_init(configStoreIpPort, worldSize, rankId, deviceId,
-                                    config->shmInitTimeout,
-                                    config->controlOperationTimeout, config->startConfigStoreServer,
-                                    &did, why.text, sizeof why.text);
+    int32_t rc =
+        shmemi_mf_shm_init(configStoreIpPort, worldSize, rankId, deviceId, config->shmInitTimeout,
+                           config->controlOperationTimeout, config->startConfigStoreServer, &did,
+                           why.text, sizeof why.text);
     if (rc != mf::kOk) {
         return result(call, rc, why);
     }
