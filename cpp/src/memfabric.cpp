@@ -2,6 +2,7 @@
 // the runtime: each passes its arguments to the runtime's bridge and its reasons back as text,
 // for libmf_smem.so to log to memfabric's logger and keep as the last error.
 #include "memfabric.h"
+#include "memfabric_bm.h"
 
 #include <cstring>
 #include <stdexcept>

@@ -7,10 +7,9 @@
 
 namespace mf {
 
-// memfabric's codes (SMErrorCode) and the lower layer's "function unsupported".
+// memfabric's codes (SMErrorCode).
 constexpr int32_t kOk = 0;
 constexpr int32_t kError = -1;
-constexpr int32_t kUnsupported = -10;
 constexpr int32_t kInvalidParam = -2000;
 constexpr int32_t kNotStarted = -2003;
 constexpr int32_t kObjectNotExists = -2007;
@@ -25,9 +24,6 @@ constexpr int kError_ = 3;
 // Logs one line at `level` (shown when level >= the level smem_set_log_level chose).
 void log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-// Logs, once per process, that the config store this process serves at `url` is plain TCP.
-void note_plain_store(const char *call, const char *url);
-
 // Keeps `call: <message>` as this thread's last error, logs it as an error line and returns
 // `code`.
 int32_t fail(int32_t code, const char *call, const char *fmt, ...)
@@ -35,6 +31,10 @@ int32_t fail(int32_t code, const char *call, const char *fmt, ...)
 
 // As fail, for a function whose result is not a code.
 void fail_void(const char *call, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// Logs, once per process whichever call comes first, that the config store at `url` is plain
+// TCP (unencrypted).
+void warn_plain_store(const char *call, const char *url);
 
 }  // namespace mf
 

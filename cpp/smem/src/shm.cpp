@@ -140,7 +140,7 @@ MF_EXPORT int32_t smem_shm_init(const char *configStoreIpPort, uint32_t worldSiz
                 worldSize, deviceId, on_npu ? "windows in NPU memory" : "host memory",
                 configStoreIpPort);
         if (rankId == 0 && config->startConfigStoreServer) {
-            mf::note_plain_store(call, configStoreIpPort);
+            mf::warn_plain_store(call, configStoreIpPort);
         }
     }
     return mf::kOk;

@@ -70,15 +70,6 @@ void log(int level, const char *fmt, ...) {
     emit(level, line);
 }
 
-void note_plain_store(const char *call, const char *url) {
-    if (!g_plain_store_logged.exchange(true)) {
-        log(kWarn,
-            "%s: the config store on %s is plain TCP (unencrypted): any process that reaches "
-            "the port can use it",
-            call, url);
-    }
-}
-
 int32_t fail(int32_t code, const char *call, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -92,6 +83,15 @@ void fail_void(const char *call, const char *fmt, ...) {
     va_start(ap, fmt);
     record(call, fmt, ap);
     va_end(ap);
+}
+
+void warn_plain_store(const char *call, const char *url) {
+    if (!g_plain_store_logged.exchange(true)) {
+        mf::log(mf::kWarn,
+                "%s: the config store on %s is plain TCP (unencrypted): any process that "
+                "reaches the port can use it",
+                call, url);
+    }
 }
 
 }  // namespace mf
@@ -118,7 +118,7 @@ MF_EXPORT int32_t smem_create_config_store(const char *storeUrl) {
         return mf::fail(rc, call, "%s", why);
     }
     mf::log(mf::kInfo, "%s: config store served on %s", call, storeUrl);
-    mf::note_plain_store(call, storeUrl);
+    mf::warn_plain_store(call, storeUrl);
     return mf::kOk;
 }
 
