@@ -28,7 +28,7 @@ int32_t shmemi_mf_config_store_open(const char *url, char *why, size_t why_len);
 extern "C" {
 
 // smem_shm_init; `*done` is false when Share Memory was initialised already (nothing changed).
-int32_t shmemi_mf_shm_init(const char *url, uint32_t world_size, uint32_t rank,
+int32_t shmemi_mf_shm_init(const char *url, uint32_t world_size, uint32_t rank, uint16_t device_id,
                            uint32_t init_timeout_s, uint32_t control_timeout_s, bool start_store,
                            bool *done, char *why, size_t why_len);
 // smem_shm_uninit: false when Share Memory was not initialised.
@@ -59,4 +59,7 @@ int32_t shmemi_mf_shm_global_exit(uint64_t handle, int status, char *why, size_t
 // The kernel-side block the getters of shmem/memfabric_shm.h read on the CPU architecture
 // (declared there too).
 const void *shmemi_mf_shm_meta(void);
+// The block kernels read: its device copy (NPU memory) while Share Memory's windows are on the
+// npu device, else the block above.
+const void *shmemi_mf_shm_meta_kernels(void);
 }

@@ -44,15 +44,16 @@ rust::Slice<uint8_t> bytes_mut(void *p, uint32_t n) {
 }  // namespace
 
 SHMEM_EXPORT int32_t shmemi_mf_shm_init(const char *url, uint32_t world_size, uint32_t rank,
-                                        uint32_t init_timeout_s, uint32_t control_timeout_s,
-                                        bool start_store, bool *did, char *why, size_t why_len) {
+                                        uint16_t device_id, uint32_t init_timeout_s,
+                                        uint32_t control_timeout_s, bool start_store, bool *did,
+                                        char *why, size_t why_len) {
     rust::Str text;
     if (!utf8("configStoreIpPort", url, text, why, why_len)) {
         return -2000;
     }
     rust::String reason;
-    int32_t rc = shmem::core::mf_shm_init(text, world_size, rank, init_timeout_s, control_timeout_s,
-                                          start_store, reason);
+    shmem::core::MfShmConfig config{device_id, init_timeout_s, control_timeout_s, start_store};
+    int32_t rc = shmem::core::mf_shm_init(text, world_size, rank, config, reason);
     if (did != nullptr) {
         *did = rc == 0;
     }
@@ -160,4 +161,8 @@ SHMEM_EXPORT int32_t shmemi_mf_shm_global_exit(uint64_t handle, int status, char
 
 SHMEM_EXPORT const void *shmemi_mf_shm_meta(void) {
     return reinterpret_cast<const void *>(shmem::core::mf_shm_meta());
+}
+
+SHMEM_EXPORT const void *shmemi_mf_shm_meta_kernels(void) {
+    return reinterpret_cast<const void *>(shmem::core::mf_shm_meta_kernels());
 }

@@ -5,6 +5,7 @@
  * exits 1 on any difference. */
 #include <smem/host/smem_bm.h>
 #include <smem/host/smem_shm.h>
+#include <smem/host/smemx_shm.h> /* this library's extension: compiles as C and C++ too */
 
 #include "layout_check.h"
 

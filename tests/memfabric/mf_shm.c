@@ -16,6 +16,10 @@
  *                                    create (rank 0: the store's host): the others' next calls
  *                                    fail with -1 in bounded time, and their destroy works
  *   mf_shm errors                    argument errors of every function: codes and last error
+ *   mf_shm npu <ranks>               forked ranks on the npu device (SHMEM_DEVICE=npu, over the
+ *                                    ACL stand-in): windows in NPU memory, reached by aclrtMemcpy
+ *                                    (mf_shm_npu.c), the kernel-side block's device copy
+ *                                    (`kill` runs on the npu device too when SHMEM_DEVICE says so)
  *
  * Per rank: init (twice), create (collective; a second create of the id fails at once), the
  * window (a CPU store into the next rank's slot, seen by it), the rank getters and
@@ -30,6 +34,7 @@
 #include <signal.h>
 #include <smem/host/smem.h>
 #include <smem/host/smem_shm.h>
+#include <smem/host/smemx_shm.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +293,99 @@ static int run_rank(const char *url, uint32_t n, uint32_t r) {
     return failures == 0 ? 0 : 1;
 }
 
+/* One rank on the npu device: the window is NPU memory that this process reaches by
+ * aclrtMemcpy only (under ACL_STANDIN_STRICT=1 a CPU access by the library would crash), the
+ * kernel-side block a device copy. Then creates and destroys, an uninit and a new init: with
+ * ACL_STANDIN_HBM_BYTES holding the block and one slot, a slot or block left behind fails. */
+static int run_npu_rank(const char *url, uint32_t n, uint32_t r) {
+    my_rank = (int)r;
+    smem_shm_config_t c;
+    config(&c);
+    CHECK(smem_shm_init(url, n, r, (uint16_t)(r % 2), &c) == 0);
+    const void *block = smemx_shm_meta_block();
+    void *gva = NULL;
+    smem_shm_t h = smem_shm_create(0, n, r, SLOT_BYTES, SMEMS_DATA_OP_MTE, 0, &gva);
+    CHECK(h != NULL && gva != NULL);
+    if (h == NULL) {
+        return 1;
+    }
+    CHECK(smemx_shm_meta_block() == block);
+    for (uint32_t p = 0; p < n; p++) {
+        uint32_t reach = 0;
+        CHECK(smem_shm_topology_can_reach(h, p, &reach) == 0 && reach == SMEMS_DATA_OP_MTE);
+    }
+
+    /* What a kernel reads, from the device copy. */
+    struct mf_shm_kernel_view k;
+    CHECK(mf_npu_kernel_read(block, 0, &k) == 0);
+    CHECK(k.rank == r && k.rank_size == n && k.symmetric_size == SLOT_BYTES);
+    CHECK(k.context == NULL && k.context_size == 0 && k.qp_info == NULL);
+    char ctx[32], back[32];
+    snprintf(ctx, sizeof ctx, "npu-context-%u", r);
+    CHECK(smem_shm_set_extra_context(h, ctx, (uint32_t)strlen(ctx) + 1) == 0);
+    CHECK(mf_npu_kernel_read(block, 0, &k) == 0);
+    CHECK(k.context_size == strlen(ctx) + 1 && k.context != NULL);
+    CHECK(k.context != NULL && mf_npu_read(back, k.context, k.context_size) == 0 &&
+          strcmp(back, ctx) == 0);
+    CHECK(mf_npu_kernel_read(block, 1, &k) == 0 && k.rank == UINT32_MAX);
+
+    /* The window: this rank copies into the next rank's slot at gva + next * size (the host
+     * form of an MTE kernel's store), the next rank reads its own slot. */
+    uint32_t next = (r + 1) % n, prev = (r + n - 1) % n;
+    char *base = (char *)gva;
+    uint64_t first = 0xabc000u + r, last = 0x5eed0000u + r;
+    unsigned char page[4096];
+    memset(page, (int)(r + 1), sizeof page);
+    char *into = base + (size_t)next * SLOT_BYTES;
+    CHECK(mf_npu_write(into, &first, 8) == 0);
+    CHECK(mf_npu_write(into + 4096, page, sizeof page) == 0);
+    CHECK(mf_npu_write(into + SLOT_BYTES - 8, &last, 8) == 0);
+    CHECK(smem_shm_control_barrier(h) == 0);
+    char *mine = base + (size_t)r * SLOT_BYTES;
+    uint64_t got = 0;
+    CHECK(mf_npu_read(&got, mine, 8) == 0 && got == 0xabc000u + prev);
+    CHECK(mf_npu_read(&got, mine + SLOT_BYTES - 8, 8) == 0 && got == 0x5eed0000u + prev);
+    memset(page, 0, sizeof page);
+    CHECK(mf_npu_read(page, mine + 4096, sizeof page) == 0 && page[0] == prev + 1 &&
+          page[4095] == prev + 1);
+    /* Every slot reads the same here as in its owner (rank 0's, as every rank sees it). */
+    CHECK(mf_npu_read(&got, base, 8) == 0 && got == 0xabc000u + (n - 1));
+
+    uint64_t send = 7 * r + 1, recv[MAX_RANKS];
+    CHECK(smem_shm_control_allgather(h, (const char *)&send, 8, (char *)recv, 8 * n) == 0);
+    for (uint32_t i = 0; i < n; i++) {
+        CHECK(recv[i] == 7 * i + 1);
+    }
+    CHECK(smem_shm_control_barrier(h) == 0);
+    CHECK(smem_shm_destroy(h, 0) == 0);
+    CHECK(mf_npu_kernel_read(block, 0, &k) == 0 && k.rank == UINT32_MAX && k.context == NULL);
+
+    /* Nothing left behind: one object after another, then a new init. */
+    for (uint32_t id = 1; id <= 3; id++) {
+        h = smem_shm_create(id, n, r, SLOT_BYTES, SMEMS_DATA_OP_MTE, 0, &gva);
+        CHECK(h != NULL);
+        if (h == NULL) {
+            return 1;
+        }
+        CHECK(smem_shm_control_barrier(h) == 0);
+        CHECK(smem_shm_destroy(h, 0) == 0);
+    }
+    smem_shm_uninit(0);
+    CHECK(smem_shm_init(url, n, r, (uint16_t)(r % 2), &c) == 0);
+    h = smem_shm_create(4, n, r, SLOT_BYTES, SMEMS_DATA_OP_MTE, 0, &gva);
+    CHECK(h != NULL);
+    if (h != NULL) {
+        CHECK(mf_npu_kernel_read(smemx_shm_meta_block(), 4, &k) == 0 && k.rank == r);
+        CHECK(smem_shm_control_barrier(h) == 0);
+        CHECK(smem_shm_destroy(h, 0) == 0);
+    }
+    smem_shm_uninit(0);
+    if (failures == 0) {
+        printf("rank %u of %u on the npu device: OK\n", r, n);
+    }
+    return failures == 0 ? 0 : 1;
+}
+
 /* A member (or the store's host) killed: the others' calls fail with -1, nothing hangs. */
 static int run_kill(const char *url, uint32_t n, uint32_t r, uint32_t victim) {
     my_rank = (int)r;
@@ -466,6 +564,9 @@ static int reap(int victim) {
     return bad;
 }
 
+/* Whether the forked ranks run on the npu device (mf_shm npu). */
+static int on_npu;
+
 /* Runs the job with `n` ranks: forked (`spawn` 0) or started anew from `self`. */
 static int job(const char *self, uint32_t n, int spawn, int victim) {
     char url[64], ranks[16], rank[16];
@@ -488,7 +589,9 @@ static int job(const char *self, uint32_t n, int spawn, int victim) {
                 perror("exec");
                 _exit(2);
             }
-            _exit(victim >= 0 ? run_kill(url, n, r, (uint32_t)victim) : run_rank(url, n, r));
+            _exit(victim >= 0 ? run_kill(url, n, r, (uint32_t)victim)
+                  : on_npu    ? run_npu_rank(url, n, r)
+                              : run_rank(url, n, r));
         }
         children[r] = pid;
     }
@@ -519,6 +622,10 @@ static uint32_t count(const char *s) {
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc == 3 && strcmp(argv[1], "fork") == 0) {
+        return job(argv[0], count(argv[2]), 0, -1);
+    }
+    if (argc == 3 && strcmp(argv[1], "npu") == 0) {
+        on_npu = 1;
         return job(argv[0], count(argv[2]), 0, -1);
     }
     if (argc == 3 && strcmp(argv[1], "store") == 0) {
@@ -554,6 +661,6 @@ int main(int argc, char **argv) {
     }
     fprintf(stderr,
             "usage: mf_shm fork|spawn|store <ranks> | rank <url> <ranks> <rank> [one-node] | "
-            "kill <ranks> <victim> | errors\n");
+            "kill <ranks> <victim> | npu <ranks> | errors\n");
     return 2;
 }

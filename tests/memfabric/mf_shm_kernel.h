@@ -3,6 +3,7 @@
 #ifndef MF_SHM_KERNEL_H
 #define MF_SHM_KERNEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct mf_shm_kernel_view {
@@ -24,6 +25,14 @@ void mf_shm_kernel_read(uint32_t id, struct mf_shm_kernel_view *out);
 /* Object 0's rank count through the C++ getters with the default id, UINT32_MAX when the
  * default id and id 0 disagree (mf_shm_kernel_cpp.cpp). */
 uint32_t mf_shm_kernel_rank_default(void);
+
+/* On the npu device (mf_shm_npu.c): copies between host and NPU memory by aclrtMemcpy (0: done),
+ * and SHM object `id` as a kernel reads it from the device copy of the kernel-side block at the
+ * device address `block` (`context` is a device address; 0: read, -1: the copy failed or the
+ * block is not one). */
+int mf_npu_write(void *dev, const void *host, size_t n);
+int mf_npu_read(void *host, const void *dev, size_t n);
+int mf_npu_kernel_read(const void *block, uint32_t id, struct mf_shm_kernel_view *out);
 
 #ifdef __cplusplus
 }

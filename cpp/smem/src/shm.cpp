@@ -3,6 +3,7 @@
 // and its value), then calls the runtime in libshmem.so (shmemi_mf_shm_*, cpp/src/memfabric.h;
 // rust/core/src/memfabric/shm.rs), whose reasons it logs and keeps as the last error.
 #include <smem/host/smem_shm.h>
+#include <smem/host/smemx_shm.h>
 
 #include <cstdint>
 #include <cstring>
@@ -122,9 +123,10 @@ MF_EXPORT int32_t smem_shm_init(const char *configStoreIpPort, uint32_t worldSiz
     }
     Why why;
     bool did = false;
-    int32_t rc = shmemi_mf_shm_init(configStoreIpPort, worldSize, rankId, config->shmInitTimeout,
-                                    config->controlOperationTimeout, config->startConfigStoreServer,
-                                    &did, why.text, sizeof why.text);
+    int32_t rc =
+        shmemi_mf_shm_init(configStoreIpPort, worldSize, rankId, deviceId, config->shmInitTimeout,
+                           config->controlOperationTimeout, config->startConfigStoreServer, &did,
+                           why.text, sizeof why.text);
     if (rc != mf::kOk) {
         return result(call, rc, why);
     }
@@ -133,8 +135,10 @@ MF_EXPORT int32_t smem_shm_init(const char *configStoreIpPort, uint32_t worldSiz
                 "%s: Share Memory is initialised already: rankId=%u worldSize=%u ignored", call,
                 rankId, worldSize);
     } else {
-        mf::log(mf::kInfo, "%s: rank %u of %u (device %u: host memory), config store %s", call,
-                rankId, worldSize, deviceId, configStoreIpPort);
+        bool on_npu = shmemi_mf_shm_meta_kernels() != shmemi_mf_shm_meta();
+        mf::log(mf::kInfo, "%s: rank %u of %u (device %u: %s), config store %s", call, rankId,
+                worldSize, deviceId, on_npu ? "windows in NPU memory" : "host memory",
+                configStoreIpPort);
         if (rankId == 0 && config->startConfigStoreServer) {
             mf::warn_plain_store(call, configStoreIpPort);
         }
@@ -340,3 +344,5 @@ MF_EXPORT void smem_shm_global_exit(smem_shm_t handle, int status) {
         return shmemi_mf_shm_global_exit(id, status, why, len);
     });
 }
+
+MF_EXPORT const void *smemx_shm_meta_block(void) { return shmemi_mf_shm_meta_kernels(); }

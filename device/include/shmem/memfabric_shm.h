@@ -15,8 +15,10 @@
  *   launcher). They may be called from a kernel block or from any host thread.
  * - AscendC and CUDA: a device copy of the block whose address the kernel hands over once with
  *   smem_shm_set_meta_block (AscendC: per core, like shmemx_ascendc_set_job; CUDA: per
- *   translation unit). Share Memory windows in device memory are not built yet, so nothing
- *   makes that copy: see docs/memfabric.md.
+ *   translation unit). On the npu device the runtime keeps that copy in NPU memory from
+ *   smem_shm_init to smem_shm_uninit; the host gets its address from smemx_shm_meta_block()
+ *   (<smem/host/smemx_shm.h>, libmf_smem.so) and passes it to the kernel. The cuda device has
+ *   no Share Memory windows: see docs/memfabric.md.
  *
  * The getters carry memfabric's names, and the host header <smem/host/smem_shm.h> has host
  * functions of the same names (taking a handle): in C++ they are overloads (the id defaults to

@@ -689,6 +689,12 @@ pub fn symmetric_data() -> Result<&'static str> {
     parse_word(var(SYMMETRIC_DATA))
 }
 
+/// `SHMEM_DEVICE` alone (`auto`, `host`, `npu` or `cuda`), for a process without a SHMEM job
+/// (memfabric's Share Memory), which does not run [`load`].
+pub fn device() -> Result<&'static str> {
+    parse_word(var(DEVICE))
+}
+
 /// The log level to use before [`load`] ran (e.g. for its own errors): the variable if valid,
 /// `debug` when `SHMEM_DEBUG` is on, else the default.
 pub fn early_log_level() -> &'static str {

@@ -20,6 +20,15 @@ mod bridge {
 
     /// A job described by CANN's attributes (`shmem_init_attr`, unique id), already checked by
     /// the facade argument by argument.
+    /// `smem_shm_init`'s device and `smem_shm_config_t`'s fields the runtime uses.
+    struct MfShmConfig {
+        /// `deviceId`: the NPU, on the npu device.
+        device_id: u16,
+        init_timeout_s: u32,
+        control_timeout_s: u32,
+        start_store: bool,
+    }
+
     struct JobAttrs {
         my_pe: i32,
         n_pes: i32,
@@ -138,9 +147,7 @@ mod bridge {
             url: &str,
             world_size: u32,
             rank: u32,
-            init_timeout_s: u32,
-            control_timeout_s: u32,
-            start_store: bool,
+            config: &MfShmConfig,
             why: &mut String,
         ) -> i32;
         /// `smem_shm_uninit`: false when the family was not initialised.
@@ -186,6 +193,9 @@ mod bridge {
         /// The kernel-side block (`smem_shm_meta_block`) the getters of
         /// `shmem/memfabric_shm.h` read on the CPU.
         fn mf_shm_meta() -> usize;
+        /// The block kernels read: its device copy while Share Memory's windows are on the
+        /// npu device, else the host block (`smemx_shm_meta_block`).
+        fn mf_shm_meta_kernels() -> usize;
     }
 
     // memfabric Big Memory: `smem_bm_*` of `libmf_smem.so` through the facade's
@@ -795,17 +805,15 @@ fn mf_shm_init(
     url: &str,
     world_size: u32,
     rank: u32,
-    init_timeout_s: u32,
-    control_timeout_s: u32,
-    start_store: bool,
+    config: &bridge::MfShmConfig,
     why: &mut String,
 ) -> i32 {
-    let config = shm::Config {
-        init_timeout_s,
-        control_timeout_s,
-        start_store,
+    let shm_config = shm::Config {
+        init_timeout_s: config.init_timeout_s,
+        control_timeout_s: config.control_timeout_s,
+        start_store: config.start_store,
     };
-    match shm::init(url, world_size, rank, config) {
+    match shm::init(url, world_size, rank, config.device_id, shm_config) {
         Ok(done) => i32::from(!done),
         Err(e) => {
             *why = e.message;
@@ -905,4 +913,8 @@ fn mf_shm_global_exit(handle: u64, status: i32, why: &mut String) -> i32 {
 
 fn mf_shm_meta() -> usize {
     shm::meta_block() as usize
+}
+
+fn mf_shm_meta_kernels() -> usize {
+    shm::meta_for_kernels()
 }

@@ -13,6 +13,12 @@
 //! itself applies `ASCEND_RT_VISIBLE_DEVICES`). ACL binds a device's context to a thread: every
 //! call here first binds the PE's context to the calling thread, so any thread may use the
 //! library.
+//!
+//! Besides the `Device` a SHMEM job opens ([`Npu::open`], collective), a process without a job
+//! opens one with [`Npu::attach`] (memfabric's Share Memory, on the device its `deviceId`
+//! names) and places memory itself: [`Npu::reserve_range`], [`Npu::map_new`] and
+//! [`Npu::map_shared`] at addresses it chooses, [`Npu::share_handle`] for the processes it
+//! chooses.
 
 use super::vmm::{self, Layout};
 use super::{
@@ -76,6 +82,8 @@ struct Inner {
     context: usize,
     /// Physical allocations are multiples of this.
     granularity: usize,
+    /// This process's bare tgid, which a peer's export must allow.
+    pid: i32,
     /// The bare tgids of this node's other PEs: the processes an export allows.
     peer_pids: Vec<i32>,
     /// The library loaded, for messages.
@@ -116,6 +124,54 @@ impl Npu {
     /// Opens the NPU device of this PE (collective over the job: the PEs of a node exchange
     /// their process ids, which exports allow, and enable peer access between their devices).
     pub fn open(bootstrap: &Bootstrap, library: &str, timeout: Duration) -> Result<Npu> {
+        let mut npu = Npu::attach(library, None, bootstrap.nodes().local_rank())?;
+        let (pid, device) = (npu.inner.pid, npu.inner.device);
+        // Every PE's (pid, device), so exports allow the node's processes and devices
+        // that hold peers' memory may reach each other.
+        let mut mine = pid.to_le_bytes().to_vec();
+        mine.extend_from_slice(&device.to_le_bytes());
+        let all = bootstrap
+            .allgather(&mine, timeout)
+            .map_err(|e| e.unshared("its NPU process id"))?;
+        let nodes = bootstrap.nodes();
+        let mut peer_pids = Vec::new();
+        for (pe, bytes) in all.iter().enumerate() {
+            if pe == bootstrap.rank() || !nodes.is_local(pe) {
+                continue;
+            }
+            let field = |at: usize| {
+                bytes
+                    .get(at..at + 4)
+                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                    .map(i32::from_le_bytes)
+            };
+            let (Some(their_pid), Some(their_device)) = (field(0), field(4)) else {
+                return Err(Error::Mismatch {
+                    pe: pe as i32,
+                    what: "its NPU process id is malformed (is SHMEM_DEVICE=npu set for \
+                           every PE?)"
+                        .into(),
+                });
+            };
+            peer_pids.push(their_pid);
+            npu.reach(their_device)?;
+        }
+        tracing::debug!(
+            "npu device {device} (granularity {} bytes, {} node peers)",
+            npu.inner.granularity,
+            peer_pids.len()
+        );
+        Arc::get_mut(&mut npu.inner)
+            .expect("a device just opened is not shared yet")
+            .peer_pids = peer_pids;
+        Ok(npu)
+    }
+
+    /// Opens an NPU of this process on its own, without a job: device `wanted` when given
+    /// (memfabric's `deviceId`), else the one the thread holds, else `index` modulo the
+    /// devices ACL reports. Its segments' exports allow no other process: a caller that
+    /// shares memory allows the processes it chooses ([`Npu::share_handle`]).
+    pub fn attach(library: &str, wanted: Option<i32>, index: usize) -> Result<Npu> {
         let acl = load(library).map_err(|why| Error::Device {
             device: "npu",
             call: "loading the ACL runtime",
@@ -134,7 +190,8 @@ impl Npu {
                 call("aclInit", rc)?;
             }
             let mut device = -1i32;
-            if (acl.aclrtGetDevice)(&mut device) != acl::ACL_SUCCESS {
+            let held = wanted.is_none() && (acl.aclrtGetDevice)(&mut device) == acl::ACL_SUCCESS;
+            if !held {
                 let mut count = 0u32;
                 call("aclrtGetDeviceCount", (acl.aclrtGetDeviceCount)(&mut count))?;
                 if count == 0 {
@@ -147,7 +204,20 @@ impl Npu {
                             .into(),
                     });
                 }
-                device = (bootstrap.nodes().local_rank() % count as usize) as i32;
+                device = match wanted {
+                    Some(d) if d < 0 || d as u32 >= count => {
+                        return Err(Error::Device {
+                            device: "npu",
+                            call: "aclrtSetDevice",
+                            code: 0,
+                            detail: format!(
+                                ": device {d} is not one of the {count} this process sees"
+                            ),
+                        })
+                    }
+                    Some(d) => d,
+                    None => (index % count as usize) as i32,
+                };
                 call("aclrtSetDevice", (acl.aclrtSetDevice)(device))?;
             }
             let mut context: acl::aclrtContext = std::ptr::null_mut();
@@ -179,54 +249,120 @@ impl Npu {
                     detail: format!(": granularity {granularity} is not a power of two"),
                 });
             }
-            // Every PE's (pid, device), so exports allow the node's processes and devices
-            // that hold peers' memory may reach each other.
-            let mut mine = pid.to_le_bytes().to_vec();
-            mine.extend_from_slice(&device.to_le_bytes());
-            let all = bootstrap
-                .allgather(&mine, timeout)
-                .map_err(|e| e.unshared("its NPU process id"))?;
-            let nodes = bootstrap.nodes();
-            let mut peer_pids = Vec::new();
-            for (pe, bytes) in all.iter().enumerate() {
-                if pe == bootstrap.rank() || !nodes.is_local(pe) {
-                    continue;
-                }
-                let field = |at: usize| {
-                    bytes
-                        .get(at..at + 4)
-                        .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                        .map(i32::from_le_bytes)
-                };
-                let (Some(their_pid), Some(their_device)) = (field(0), field(4)) else {
-                    return Err(Error::Mismatch {
-                        pe: pe as i32,
-                        what: "its NPU process id is malformed (is SHMEM_DEVICE=npu set for \
-                               every PE?)"
-                            .into(),
-                    });
-                };
-                peer_pids.push(their_pid);
-                if their_device != device {
-                    enable_peer_access(acl, device, their_device)?;
-                }
-            }
-            tracing::debug!(
-                "npu device {device} (granularity {granularity} bytes, {} node peers)",
-                peer_pids.len()
-            );
             Ok(Npu {
                 inner: Arc::new(Inner {
                     acl,
                     device,
                     context: context as usize,
                     granularity,
-                    peer_pids,
+                    pid,
+                    peer_pids: Vec::new(),
                     library: library.to_string(),
                     enqueued: vmm::Enqueued::default(),
                 }),
             })
         }
+    }
+
+    /// This process's bare tgid: what a peer's [`Npu::share_handle`] must allow.
+    pub fn pid(&self) -> i32 {
+        self.inner.pid
+    }
+
+    /// Physical memory comes in multiples of this many bytes.
+    pub fn granularity(&self) -> usize {
+        self.inner.granularity
+    }
+
+    /// Lets this device reach `peer`'s memory (a peer's memory imported here lives there);
+    /// nothing for this device itself.
+    pub fn reach(&self, peer: i32) -> Result<()> {
+        if peer == self.inner.device {
+            return Ok(());
+        }
+        enable_peer_access(self.acl()?, self.inner.device, peer)
+    }
+
+    /// Reserves `len` bytes of device address space (a multiple of the granularity), aligned
+    /// to the granularity, with nothing mapped: its first address.
+    pub fn reserve_range(&self, len: usize) -> Result<usize> {
+        self.reserve(len, self.inner.granularity)
+    }
+
+    /// Releases a range of [`Npu::reserve_range`] once nothing is mapped in it.
+    pub fn release_range(&self, range: usize) {
+        self.release(range)
+    }
+
+    /// Allocates `len` bytes of physical memory (a multiple of the granularity), maps it at
+    /// `at` in a reserved range and zeroes it: its handle, for [`Npu::share_handle`] and
+    /// [`Npu::unmap_and_free`]. On failure nothing stays allocated or mapped.
+    pub fn map_new(&self, at: usize, len: usize) -> Result<usize> {
+        let acl = self.acl()?;
+        let mut prop = physical_prop(self.inner.device);
+        let mut handle: acl::aclrtDrvMemHandle = std::ptr::null_mut();
+        // SAFETY: ACL's allocation with a valid out-pointer and properties.
+        let rc = unsafe { (acl.aclrtMallocPhysical)(&mut handle, len, &mut prop, 0) };
+        check(acl, "aclrtMallocPhysical", rc)?;
+        let handle = handle as usize;
+        let ready = self.map(at, len, handle).and_then(|()| {
+            // SAFETY: `at..at+len` is mapped device memory of ours.
+            check(acl, "aclrtMemset", unsafe {
+                (acl.aclrtMemset)(at as *mut c_void, len, 0, len)
+            })
+        });
+        if let Err(e) = ready {
+            // SAFETY: freeing what was just allocated; unmapping what may be mapped.
+            unsafe {
+                (acl.aclrtUnmapMem)(at as *mut c_void);
+                (acl.aclrtFreePhysical)(handle as acl::aclrtDrvMemHandle);
+            }
+            return Err(e);
+        }
+        Ok(handle)
+    }
+
+    /// Exports physical memory of [`Npu::map_new`] as a shareable handle that the processes
+    /// `pids` (bare tgids) may import.
+    pub fn share_handle(&self, handle: usize, pids: &[i32]) -> Result<u64> {
+        let acl = self.acl()?;
+        let mut h = 0u64;
+        // SAFETY: `handle` is physical memory of ours; valid out-pointer.
+        check(acl, "aclrtMemExportToShareableHandle", unsafe {
+            (acl.aclrtMemExportToShareableHandle)(
+                handle as acl::aclrtDrvMemHandle,
+                acl::ACL_MEM_HANDLE_TYPE_NONE,
+                0,
+                &mut h,
+            )
+        })?;
+        if !pids.is_empty() {
+            let mut pids = pids.to_vec();
+            // SAFETY: `pids` holds `pids.len()` process ids.
+            check(acl, "aclrtMemSetPidToShareableHandle", unsafe {
+                (acl.aclrtMemSetPidToShareableHandle)(h, pids.as_mut_ptr(), pids.len())
+            })?;
+        }
+        Ok(h)
+    }
+
+    /// Imports a peer's shareable handle and maps `len` bytes of it at `at` in a reserved
+    /// range: the imported handle, for [`Npu::unmap_and_free`]. On failure nothing stays
+    /// imported or mapped.
+    pub fn map_shared(&self, shareable: u64, at: usize, len: usize) -> Result<usize> {
+        let acl = self.acl()?;
+        let mut handle: acl::aclrtDrvMemHandle = std::ptr::null_mut();
+        // SAFETY: ACL's import with a valid out-pointer; it checks the handle.
+        check(acl, "aclrtMemImportFromShareableHandle", unsafe {
+            (acl.aclrtMemImportFromShareableHandle)(shareable, self.inner.device, &mut handle)
+        })?;
+        let handle = handle as usize;
+        if let Err(err) = self.map(at, len, handle) {
+            // SAFETY: releasing the handle just imported.
+            unsafe { (acl.aclrtFreePhysical)(handle as acl::aclrtDrvMemHandle) };
+            return Err(err);
+        }
+        Ok(handle)
     }
 
     /// ACL's entry points, with this PE's context bound to the calling thread.
@@ -283,7 +419,9 @@ impl Npu {
         })
     }
 
-    fn unmap_and_free(&self, at: usize, handle: usize) -> Result<()> {
+    /// Unmaps what [`Npu::map_new`] or [`Npu::map_shared`] mapped at `at` and lets go of its
+    /// handle.
+    pub fn unmap_and_free(&self, at: usize, handle: usize) -> Result<()> {
         let acl = self.acl()?;
         // SAFETY: `at` is where `handle` was mapped; both are released once.
         unsafe {
@@ -535,36 +673,18 @@ impl Device for Npu {
             align,
             ..
         } = layout;
-        let acl = self.acl()?;
         let range = self.reserve(reserve_len, align)?;
         let Some(at) = layout.mapped_at(range) else {
             self.release(range);
             return Err(too_large());
         };
-        let mut prop = physical_prop(self.inner.device);
-        let mut handle: acl::aclrtDrvMemHandle = std::ptr::null_mut();
-        // SAFETY: ACL's allocation with a valid out-pointer and properties.
-        let rc = unsafe { (acl.aclrtMallocPhysical)(&mut handle, phys_len, &mut prop, 0) };
-        if let Err(e) = check(acl, "aclrtMallocPhysical", rc) {
-            self.release(range);
-            return Err(e);
-        }
-        let handle = handle as usize;
-        let ready = self.map(at, phys_len, handle).and_then(|()| {
-            // SAFETY: `at..at+phys_len` is mapped device memory of ours.
-            check(acl, "aclrtMemset", unsafe {
-                (acl.aclrtMemset)(at as *mut c_void, phys_len, 0, phys_len)
-            })
-        });
-        if let Err(e) = ready {
-            // SAFETY: freeing what was just allocated; unmapping what may be mapped.
-            unsafe {
-                (acl.aclrtUnmapMem)(at as *mut c_void);
-                (acl.aclrtFreePhysical)(handle as acl::aclrtDrvMemHandle);
+        let handle = match self.map_new(at, phys_len) {
+            Ok(h) => h,
+            Err(e) => {
+                self.release(range);
+                return Err(e);
             }
-            self.release(range);
-            return Err(e);
-        }
+        };
         tracing::debug!(
             "npu: {name}: {len} bytes at {:#x} on device {}",
             at + pad,
@@ -590,28 +710,11 @@ impl Device for Npu {
                 std::io::ErrorKind::InvalidInput,
             ));
         };
-        let acl = self.acl()?;
         let mut shareable = local.shareable.lock().unwrap_or_else(|p| p.into_inner());
         let handle = match *shareable {
             Some(h) => h,
             None => {
-                let mut h = 0u64;
-                // SAFETY: `local.handle` is physical memory of ours; valid out-pointer.
-                check(acl, "aclrtMemExportToShareableHandle", unsafe {
-                    (acl.aclrtMemExportToShareableHandle)(
-                        local.handle as acl::aclrtDrvMemHandle,
-                        acl::ACL_MEM_HANDLE_TYPE_NONE,
-                        0,
-                        &mut h,
-                    )
-                })?;
-                if !self.inner.peer_pids.is_empty() {
-                    let mut pids = self.inner.peer_pids.clone();
-                    // SAFETY: `pids` holds `pids.len()` process ids.
-                    check(acl, "aclrtMemSetPidToShareableHandle", unsafe {
-                        (acl.aclrtMemSetPidToShareableHandle)(h, pids.as_mut_ptr(), pids.len())
-                    })?;
-                }
+                let h = self.share_handle(local.handle, &self.inner.peer_pids)?;
                 *shareable = Some(h);
                 h
             }
@@ -634,27 +737,14 @@ impl Device for Npu {
 
     fn import(&self, export: &Export, _placement: Placement) -> Result<Segment> {
         let e = parse(export)?;
-        let acl = self.acl()?;
-        let mut handle: acl::aclrtDrvMemHandle = std::ptr::null_mut();
-        // SAFETY: ACL's import with a valid out-pointer; it checks the handle.
-        check(acl, "aclrtMemImportFromShareableHandle", unsafe {
-            (acl.aclrtMemImportFromShareableHandle)(e.shareable, self.inner.device, &mut handle)
-        })?;
-        let handle = handle as usize;
-        let range = match self.reserve(e.phys_len, self.inner.granularity) {
-            Ok(r) => r,
+        let range = self.reserve(e.phys_len, self.inner.granularity)?;
+        let handle = match self.map_shared(e.shareable, range, e.phys_len) {
+            Ok(h) => h,
             Err(err) => {
-                // SAFETY: releasing the handle just imported.
-                unsafe { (acl.aclrtFreePhysical)(handle as acl::aclrtDrvMemHandle) };
+                self.release(range);
                 return Err(err);
             }
         };
-        if let Err(err) = self.map(range, e.phys_len, handle) {
-            // SAFETY: as above.
-            unsafe { (acl.aclrtFreePhysical)(handle as acl::aclrtDrvMemHandle) };
-            self.release(range);
-            return Err(err);
-        }
         Ok(Segment::unmapped(
             range + e.pad,
             e.len,

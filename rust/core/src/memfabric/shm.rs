@@ -14,6 +14,14 @@
 //!   its window, so that a CPU store into a peer's slot lands in the peer's memory (the host
 //!   form of memfabric's MTE kernel). Slots of ranks on other nodes stay without access: no
 //!   call of this family reaches them, and [`Object::can_reach`] says RDMA for them.
+//! - **On the npu device** (`SHMEM_DEVICE=npu`, or `auto` where ACL loads and reports a
+//!   device; init opens NPU `deviceId`, [`Npu::attach`]) the window is device address space
+//!   instead ([`DeviceWindow`]: `gva` is a device address): this rank's slot is physical NPU
+//!   memory mapped at its place; once every rank joined, the ranks gather their process ids,
+//!   devices and nodes through the group, each exports its slot as a shareable handle that the
+//!   processes of its node's ranks may import, they gather the handles, and each maps its node
+//!   peers' slots at their places. The CPU never loads or stores it: programs copy with ACL
+//!   (`aclrtMemcpy`), kernels load and store.
 //! - **Collectives**: the control barrier and allgather are the group's; the subgroup forms
 //!   run through the store under `mf/shm/<id>/sg/<key>_<n>/`, `n` counting this process's calls
 //!   with that key. The atomic value allocator is a 1024-bit map under `mf/shm/<id>/atomic`,
@@ -25,7 +33,9 @@
 //!   the process.
 //! - **The kernel-side block** ([`meta_block`]): per SHM id, the rank, rank count, symmetric
 //!   size and extra context that kernels read through `shmem/memfabric_shm.h`'s getters; a
-//!   `#[repr(C)]` mirror of that header's `smem_shm_meta_block`, in host memory.
+//!   `#[repr(C)]` mirror of that header's `smem_shm_meta_block`, in host memory. On the npu
+//!   device a copy of it lives in NPU memory from init to uninit, updated by every change of
+//!   the host block ([`meta_for_kernels`] gives its address, `smemx_shm_meta_block`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::os::fd::{AsFd, AsRawFd};
@@ -38,6 +48,9 @@ use shmem_store::addr::StoreAddr;
 use shmem_store::{BootstrapError, Client};
 
 use super::{parse_url, ERROR, INVALID_PARAM};
+use crate::bootstrap::node::locality::NodeId;
+use crate::device::npu::{self, Npu};
+use crate::device::{Accelerator, DeviceMemory};
 use crate::dynamic::DynamicWorker;
 use crate::group::{default_worker, Group, GroupError, GroupOptions, MemberEvent, TcpDial};
 use crate::mapping::{self, Reservation};
@@ -118,6 +131,9 @@ struct Family {
     init_timeout: Duration,
     control_timeout: Duration,
     worker: Arc<dyn DynamicWorker>,
+    /// The NPU that holds the windows (`SHMEM_DEVICE=npu`, or `auto` where ACL loads), else
+    /// `None`: host memory.
+    npu: Option<Npu>,
     /// The family's connection to the store (kept: it is the init's proof that the store
     /// answers, and the family's liveness).
     _client: Client,
@@ -164,13 +180,14 @@ fn check_ranks(size_arg: &str, size: u32, rank: u32) -> Result<()> {
 
 /// `smem_shm_init`: see the module's documentation. Returns whether this call initialised the
 /// family (false: it was already, and nothing changed).
-pub fn init(url: &str, world_size: u32, rank: u32, config: Config) -> Result<bool> {
+pub fn init(url: &str, world_size: u32, rank: u32, device_id: u16, config: Config) -> Result<bool> {
     let mut fam = lock(&FAMILY);
     if fam.is_some() {
         return Ok(false);
     }
     check_ranks("worldSize", world_size, rank)?;
     let addr = parse_url(url).map_err(|e| ShmError::new(e.code(), e.message()))?;
+    let npu = open_npu(device_id)?;
     if rank == 0 && config.start_store {
         super::config_store_open(url).map_err(|e| ShmError::new(ERROR, e.message()))?;
     }
@@ -192,14 +209,49 @@ pub fn init(url: &str, world_size: u32, rank: u32, config: Config) -> Result<boo
     })?;
     let worker = default_worker(control_timeout)
         .map_err(|e| ShmError::new(ERROR, format!("cannot make the transport's worker: {e}")))?;
+    if let Some(npu) = &npu {
+        meta_device_open(npu.clone())?;
+    }
     *fam = Some(Arc::new(Family {
         dial,
         init_timeout,
         control_timeout,
         worker,
+        npu,
         _client: client,
     }));
     Ok(true)
+}
+
+/// The NPU `SHMEM_DEVICE` chooses for the windows, as a SHMEM job chooses its heap's: `npu`,
+/// or `auto` where ACL loads and reports a device; device `device_id` (memfabric's
+/// `deviceId`). `None`: host memory (`host`, or `auto` without ACL).
+fn open_npu(device_id: u16) -> Result<Option<Npu>> {
+    let choice = crate::env::device().map_err(|e| ShmError::new(ERROR, e.to_string()))?;
+    let acl =
+        crate::env::text(crate::env::ACL_LIBRARY).unwrap_or_else(|| ascend_sys::LIBRARY.into());
+    let choice = match choice {
+        "auto" if npu::present(&acl) => "npu",
+        "auto" => "host",
+        other => other,
+    };
+    match choice {
+        "npu" => Npu::attach(&acl, Some(i32::from(device_id)), 0)
+            .map(Some)
+            .map_err(|e| {
+                ShmError::new(
+                    ERROR,
+                    format!("deviceId={device_id}: opening the npu device: {e}"),
+                )
+            }),
+        "host" => Ok(None),
+        other => Err(ShmError::new(
+            ERROR,
+            format!(
+                "SHMEM_DEVICE={other}: Share Memory windows live in host memory or on the npu                  device only (set SHMEM_DEVICE=host or npu)"
+            ),
+        )),
+    }
 }
 
 /// `smem_shm_uninit`: destroys this process's objects (locally) and forgets the store. A
@@ -209,6 +261,7 @@ pub fn uninit() -> bool {
     for o in objects {
         o.end();
     }
+    meta_device_close();
     lock(&FAMILY).take().is_some()
 }
 
@@ -237,7 +290,7 @@ pub struct Object {
     group: RwLock<Option<Group>>,
     /// The object's connection for its own keys.
     client: Client,
-    window: Reservation,
+    window: Window,
     /// Whether each rank's slot is mapped here.
     mapped: Vec<bool>,
     /// Why the object no longer works, once it does not.
@@ -301,7 +354,11 @@ pub fn create(id: u32, rank_size: u32, rank: u32, symmetric: u64) -> Result<(u64
         (*next << 8) | u64::from(id)
     };
     let gva = object.window.addr();
-    object.publish_meta();
+    if let Err(e) = object.publish_meta() {
+        drop(objects);
+        object.end();
+        return Err(e);
+    }
     objects.push((handle, object));
     Ok((handle, gva))
 }
@@ -404,6 +461,131 @@ pub fn meta_block() -> *mut MetaBlock {
         .0
 }
 
+/// An object's window: host address space whose slots are memfds, or NPU address space whose
+/// slots are physical device memory.
+enum Window {
+    Host(Reservation),
+    Npu(DeviceWindow),
+}
+
+impl Window {
+    fn addr(&self) -> usize {
+        match self {
+            Window::Host(r) => r.addr(),
+            Window::Npu(d) => d.base,
+        }
+    }
+}
+
+/// A window in an NPU's address space (`gva` is a device address): this rank's slot is
+/// physical memory of its own, the slots of the ranks of its node are their memory imported
+/// through shareable handles. The CPU never touches it. Dropping it unmaps every slot, lets
+/// go of their memory and releases the range.
+struct DeviceWindow {
+    npu: Npu,
+    base: usize,
+    /// This rank's physical memory (for its export).
+    own: usize,
+    /// What is mapped in the range: (address, ACL handle), this rank's first.
+    slots: Vec<(usize, usize)>,
+}
+
+impl DeviceWindow {
+    /// Reserves `total` bytes of device address space and maps a new slot of `slot` bytes at
+    /// `own` bytes in.
+    fn new(npu: &Npu, total: usize, own: usize, slot: usize) -> crate::error::Result<DeviceWindow> {
+        let base = npu.reserve_range(total)?;
+        match npu.map_new(base + own, slot) {
+            Ok(h) => Ok(DeviceWindow {
+                npu: npu.clone(),
+                base,
+                own: h,
+                slots: vec![(base + own, h)],
+            }),
+            Err(e) => {
+                npu.release_range(base);
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for DeviceWindow {
+    fn drop(&mut self) {
+        for &(at, handle) in self.slots.iter().rev() {
+            if let Err(e) = self.npu.unmap_and_free(at, handle) {
+                tracing::warn!("Share Memory window at {:#x}: {e}", self.base);
+            }
+        }
+        self.npu.release_range(self.base);
+    }
+}
+
+/// The device copy of the block while the windows are on the npu device: where it is
+/// (`aclrtMalloc`), on which NPU. Made at init, freed at uninit.
+static META_DEVICE: Mutex<Option<(Npu, usize)>> = Mutex::new(None);
+
+/// Makes the device copy of the block on `npu` (a copy of the host block).
+fn meta_device_open(npu: Npu) -> Result<()> {
+    let len = std::mem::size_of::<MetaBlock>();
+    let at = npu.malloc(len).map_err(|e| {
+        ShmError::new(
+            ERROR,
+            format!("the kernel-side block's device copy ({len} bytes): {e}"),
+        )
+    })?;
+    let mut slot = lock(&META_DEVICE);
+    if let Some((old, at)) = slot.take() {
+        let _ = old.free_plain(at);
+    }
+    *slot = Some((npu, at));
+    drop(slot);
+    meta_sync(0, len)
+}
+
+/// Frees the device copy of the block, if there is one.
+fn meta_device_close() {
+    if let Some((npu, at)) = lock(&META_DEVICE).take() {
+        if let Err(e) = npu.free_plain(at) {
+            tracing::warn!("the kernel-side block's device copy: {e}");
+        }
+    }
+}
+
+/// The address kernels read the block at: the device copy's on the npu device, else the host
+/// block's (`smemx_shm_meta_block`).
+pub fn meta_for_kernels() -> usize {
+    match lock(&META_DEVICE).as_ref() {
+        Some((_, at)) => *at,
+        None => meta_block() as usize,
+    }
+}
+
+/// Copies bytes `offset..offset + len` of the host block to the device copy, if there is one.
+fn meta_sync(offset: usize, len: usize) -> Result<()> {
+    let guard = lock(&META_DEVICE);
+    let Some((npu, at)) = guard.as_ref() else {
+        return Ok(());
+    };
+    // SAFETY: the range lies in both blocks (the caller's offsets are of fields of one); the
+    // host block lives for the process, the device copy while META_DEVICE holds it (locked).
+    unsafe { npu.write(at + offset, (meta_block() as *const u8).add(offset), len) }.map_err(|e| {
+        ShmError::new(
+            ERROR,
+            format!("updating the kernel-side block's device copy: {e}"),
+        )
+    })
+}
+
+/// Bytes from the block's start to SHM id `id`'s record, and a record's size.
+fn meta_slot_range(id: u32) -> (usize, usize) {
+    let len = std::mem::size_of::<MetaSlot>();
+    (
+        std::mem::offset_of!(MetaBlock, slot) + id as usize * len,
+        len,
+    )
+}
+
 impl Object {
     fn create(fam: &Family, id: u32, size: u32, rank: u32, symmetric: u64) -> Result<Object> {
         let fail =
@@ -412,14 +594,34 @@ impl Object {
         let total = slot.checked_mul(size as usize).ok_or_else(|| {
             ShmError::invalid("symmetricSize", symmetric, "times rankSize overflows")
         })?;
-        let window =
-            Reservation::new(total).map_err(|e| fail("reserving the window", e.to_string()))?;
-        let fd = mapping::memfd(&format!("mf-shm-{id}"), slot)
-            .map_err(|e| fail("this rank's slot", e.to_string()))?;
         let own = rank as usize * slot;
-        window
-            .map_file(own, &fd, 0, slot)
-            .map_err(|e| fail("mapping this rank's slot", e.to_string()))?;
+        let (window, fd) = match &fam.npu {
+            Some(npu) => {
+                if !slot.is_multiple_of(npu.granularity()) {
+                    return Err(ShmError::invalid(
+                        "symmetricSize",
+                        symmetric,
+                        &format!(
+                            "not a multiple of the npu device's granularity ({} bytes)",
+                            npu.granularity()
+                        ),
+                    ));
+                }
+                let w = DeviceWindow::new(npu, total, own, slot)
+                    .map_err(|e| fail("this rank's slot in NPU memory", e.to_string()))?;
+                (Window::Npu(w), None)
+            }
+            None => {
+                let window = Reservation::new(total)
+                    .map_err(|e| fail("reserving the window", e.to_string()))?;
+                let fd = mapping::memfd(&format!("mf-shm-{id}"), slot)
+                    .map_err(|e| fail("this rank's slot", e.to_string()))?;
+                window
+                    .map_file(own, &fd, 0, slot)
+                    .map_err(|e| fail("mapping this rank's slot", e.to_string()))?;
+                (Window::Host(window), Some(fd))
+            }
+        };
         let mut options = GroupOptions::new(size);
         options.member.rank = Some(rank);
         options.member.control_timeout = fam.control_timeout;
@@ -432,19 +634,20 @@ impl Object {
         let member = format!("r{rank}-p{}-{nanos:x}", std::process::id());
         let group = Group::join(&fam.dial, &format!("mf-shm-{id}"), &member, options)
             .map_err(|e| group_err(id, "joining its ranks", e))?;
-        // SAFETY: the slot maps `fd` whole from offset 0 in the window, which the object keeps
-        // (and `fd` keeps its length) until the group is left.
-        unsafe {
-            group.register_fd(
-                "slot",
-                fd.as_fd(),
-                0,
-                (window.addr() + own) as *mut u8,
-                slot,
-            )
+        if let Some(fd) = fd {
+            // SAFETY: the slot maps `fd` whole from offset 0 in the window, which the object
+            // keeps (and `fd` keeps its length) until the group is left.
+            unsafe {
+                group.register_fd(
+                    "slot",
+                    fd.as_fd(),
+                    0,
+                    (window.addr() + own) as *mut u8,
+                    slot,
+                )
+            }
+            .map_err(|e| group_err(id, "publishing this rank's slot", e))?;
         }
-        .map_err(|e| group_err(id, "publishing this rank's slot", e))?;
-        drop(fd);
         let client = Client::connect_open(&fam.dial, fam.init_timeout)
             .map_err(|e| store_err(id, "connecting", e))?;
         let mut o = Object {
@@ -514,6 +717,9 @@ impl Object {
     /// Maps the slots of the ranks of this node into the window, then a barrier (so no rank
     /// goes before every peer fetched its file).
     fn map_peers(&mut self) -> Result<()> {
+        if matches!(self.window, Window::Npu(_)) {
+            return self.map_device_peers();
+        }
         let slot = self.symmetric as usize;
         for r in (0..self.size).filter(|&r| r != self.rank) {
             let file = match self.with_group(|g| g.shared_file(r, "slot"))? {
@@ -538,7 +744,10 @@ impl Object {
                         ),
                     ));
                 }
-                self.window
+                let Window::Host(window) = &self.window else {
+                    unreachable!("a device window maps its peers in map_device_peers");
+                };
+                window
                     .map_file(r as usize * slot, fd.as_fd(), fd_offset, slot)
                     .map_err(|e| {
                         ShmError::new(
@@ -552,6 +761,101 @@ impl Object {
                     })?;
                 self.mapped[r as usize] = true;
             }
+        }
+        self.barrier()
+    }
+
+    /// The NPU form of [`Object::map_peers`]: the ranks gather their process ids, devices and
+    /// nodes; each exports its slot to the processes of the ranks of its node; they gather the
+    /// handles, and each imports its node peers' slots at their places in its window; then a
+    /// barrier.
+    fn map_device_peers(&mut self) -> Result<()> {
+        let Window::Npu(w) = &self.window else {
+            return Ok(());
+        };
+        let (npu, own, id) = (w.npu.clone(), w.own, self.id);
+        let fail = |what: String, e: crate::error::Error| {
+            ShmError::new(ERROR, format!("SHM object {id}: {what}: {e}"))
+        };
+        let node = NodeId::this().map_err(|e| fail("this rank's node".into(), e))?;
+        let mut mine = npu.pid().to_le_bytes().to_vec();
+        mine.extend_from_slice(&npu.device_id().to_le_bytes());
+        mine.extend_from_slice(&node.encode());
+        let all = self.gather(&mine)?;
+        // Ranks of this node: (rank, pid, device).
+        let mut peers = Vec::new();
+        for (r, bytes) in all.iter().enumerate() {
+            let r = r as u32;
+            let word = |at: usize| {
+                bytes
+                    .get(at..at + 4)
+                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                    .map(i32::from_le_bytes)
+            };
+            let (Some(pid), Some(device), Ok(their)) = (
+                word(0),
+                word(4),
+                NodeId::decode(bytes.get(8..).unwrap_or_default()),
+            ) else {
+                return Err(ShmError::new(
+                    ERROR,
+                    format!(
+                        "SHM object {}: rank {r}'s NPU process id is malformed (is                          SHMEM_DEVICE=npu set for every rank?)",
+                        self.id
+                    ),
+                ));
+            };
+            if r != self.rank && their.same_node(&node) {
+                peers.push((r, pid, device));
+            }
+        }
+        let pids: Vec<i32> = peers.iter().map(|p| p.1).collect();
+        let shareable = if pids.is_empty() {
+            0
+        } else {
+            npu.share_handle(own, &pids)
+                .map_err(|e| fail("exporting this rank's slot".into(), e))?
+        };
+        let mut mine = shareable.to_le_bytes().to_vec();
+        mine.extend_from_slice(&self.symmetric.to_le_bytes());
+        let handles = self.gather(&mine)?;
+        let slot = self.symmetric as usize;
+        for (r, _, device) in peers {
+            let bytes = &handles[r as usize];
+            let word = |at: usize| {
+                bytes
+                    .get(at..at + 8)
+                    .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                    .map(u64::from_le_bytes)
+            };
+            let (Some(handle), Some(len)) = (word(0), word(8)) else {
+                return Err(ShmError::new(
+                    ERROR,
+                    format!(
+                        "SHM object {}: rank {r}'s slot handle is malformed",
+                        self.id
+                    ),
+                ));
+            };
+            if len != self.symmetric {
+                return Err(ShmError::new(
+                    ERROR,
+                    format!(
+                        "SHM object {}: rank {r}'s slot is {len} bytes, this rank's                          symmetricSize is {}: every rank must pass the same",
+                        self.id, self.symmetric
+                    ),
+                ));
+            }
+            npu.reach(device)
+                .map_err(|e| fail(format!("reaching rank {r}'s device {device}"), e))?;
+            let at = self.window.addr() + r as usize * slot;
+            let imported = npu
+                .map_shared(handle, at, slot)
+                .map_err(|e| fail(format!("mapping rank {r}'s slot"), e))?;
+            if let Window::Npu(w) = &mut self.window {
+                w.slots.push((at, imported));
+            }
+            self.mapped[r as usize] = true;
         }
         self.barrier()
     }
@@ -950,11 +1254,14 @@ impl Object {
             std::ptr::copy_nonoverlapping(context.as_ptr(), ctx, context.len());
             (*b).slot[self.id as usize].context_size = context.len() as u32;
         }
-        Ok(())
+        let at = std::mem::offset_of!(MetaBlock, context) + self.id as usize * MAX_CONTEXT;
+        meta_sync(at, context.len())?;
+        let (at, len) = meta_slot_range(self.id);
+        meta_sync(at, len)
     }
 
-    /// Fills the object's kernel-side slot.
-    fn publish_meta(&self) {
+    /// Fills the object's kernel-side slot (and its device copy).
+    fn publish_meta(&self) -> Result<()> {
         let b = meta_block();
         // SAFETY: as in `set_extra_context`.
         unsafe {
@@ -968,6 +1275,8 @@ impl Object {
                 reserved: [0; 96],
             };
         }
+        let (at, len) = meta_slot_range(self.id);
+        meta_sync(at, len)
     }
 
     /// Ends the object here: its kernel-side slot is cleared, its exit handler stopped, its
@@ -982,6 +1291,10 @@ impl Object {
                 s.rank_size = 0;
                 s.context_size = 0;
             }
+        }
+        let (at, len) = meta_slot_range(self.id);
+        if let Err(e) = meta_sync(at, len) {
+            tracing::warn!("SHM object {}: {}", self.id, e.message);
         }
         if let Some((stop, t)) = lock(&self.exit).take() {
             stop.store(true, Ordering::SeqCst);
