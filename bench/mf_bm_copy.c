@@ -258,7 +258,10 @@ static void post(pool_t *p, int peer, uint64_t value) {
 static void wait_posted(pool_t *p, uint64_t epoch) {
     for (int r = 0; r < cfg.world; r++) {
         if (r == p->rank) continue;
-        while (__atomic_load_n(slot(p, p->rank, r), __ATOMIC_ACQUIRE) < epoch) usleep(100);
+        /* Short sleeps first, then 2 ms ones: a rank waiting out rank 0's timed copies must
+         * leave it the CPU (2 cores here). */
+        for (long i = 0; __atomic_load_n(slot(p, p->rank, r), __ATOMIC_ACQUIRE) < epoch; i++)
+            usleep(i < 1000 ? 100 : 2000);
     }
 }
 
@@ -447,14 +450,15 @@ typedef struct {
 static void join_rank(join_page_t *pg, const char *url) {
     pool_t p;
     bm_up(&p, url, BENCH_PAGE);
-    while (__atomic_load_n(&pg->next, __ATOMIC_ACQUIRE) != p.rank) usleep(50);
+    /* Waiting members sleep between looks, so that they leave the CPUs to the joining one. */
+    while (__atomic_load_n(&pg->next, __ATOMIC_ACQUIRE) != p.rank) usleep(200);
     double t0 = bench_now_ns();
     check_rc(smem_bm_join(p.h, 0), "smem_bm_join");
     pg->join_ns[p.rank] = bench_now_ns() - t0;
     __atomic_add_fetch(&pg->next, 1, __ATOMIC_RELEASE);
-    while (__atomic_load_n(&pg->next, __ATOMIC_ACQUIRE) < cfg.world) usleep(200);
+    while (__atomic_load_n(&pg->next, __ATOMIC_ACQUIRE) < cfg.world) usleep(1000);
     if (p.rank == 0) /* the store's host goes last */
-        while (__atomic_load_n(&pg->torn_down, __ATOMIC_ACQUIRE) < cfg.world - 1) usleep(200);
+        while (__atomic_load_n(&pg->torn_down, __ATOMIC_ACQUIRE) < cfg.world - 1) usleep(1000);
     bm_down(&p);
     if (p.rank != 0) __atomic_add_fetch(&pg->torn_down, 1, __ATOMIC_RELEASE);
 }
