@@ -33,6 +33,10 @@ int32_t fail(int32_t code, const char *call, const char *fmt, ...)
 // As fail, for a function whose result is not a code.
 void fail_void(const char *call, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// Logs, once per process whichever call comes first, that the config store at `url` is plain
+// TCP (unencrypted).
+void warn_plain_store(const char *call, const char *url);
+
 }  // namespace mf
 
 // Exported with default visibility (the library is compiled with hidden visibility).

@@ -85,6 +85,15 @@ void fail_void(const char *call, const char *fmt, ...) {
     va_end(ap);
 }
 
+void warn_plain_store(const char *call, const char *url) {
+    if (!g_plain_store_logged.exchange(true)) {
+        mf::log(mf::kWarn,
+                "%s: the config store on %s is plain TCP (unencrypted): any process that "
+                "reaches the port can use it",
+                call, url);
+    }
+}
+
 }  // namespace mf
 
 MF_EXPORT int32_t smem_init(uint32_t flags) {
@@ -109,12 +118,7 @@ MF_EXPORT int32_t smem_create_config_store(const char *storeUrl) {
         return mf::fail(rc, call, "%s", why);
     }
     mf::log(mf::kInfo, "%s: config store served on %s", call, storeUrl);
-    if (!g_plain_store_logged.exchange(true)) {
-        mf::log(mf::kWarn,
-                "%s: the config store on %s is plain TCP (unencrypted): any process that "
-                "reaches the port can use it",
-                call, storeUrl);
-    }
+    mf::warn_plain_store(call, storeUrl);
     return mf::kOk;
 }
 

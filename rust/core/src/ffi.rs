@@ -129,6 +129,74 @@ mod bridge {
         /// logs it to memfabric's logger and keeps it as the last error.
         fn mf_config_store_open(url: &str, why: &mut String) -> i32;
     }
+
+    // memfabric Big Memory: `smem_bm_*` of `libmf_smem.so` through the facade's
+    // `shmemi_mf_bm_*` (`cpp/src/memfabric_bm.cpp`), over `memfabric::bm`. Each returns 0 or
+    // memfabric's code with the reason in `why`; not logged here (`libmf_smem.so` logs it to
+    // memfabric's logger and keeps it as the last error).
+    extern "Rust" {
+        /// `smem_bm_init`; `plain` set when the store connection is plain TCP, `repeat` when
+        /// Big Memory was initialised already (nothing changed).
+        #[allow(clippy::too_many_arguments)]
+        fn mf_bm_init(
+            url: &str,
+            world: u32,
+            device_id: u16,
+            timeouts: [u32; 2],
+            start_server: bool,
+            auto_ranking: bool,
+            rank_id: u16,
+            hcom_url: &str,
+            tls: [&str; 5],
+            tls_enable: bool,
+            plain: &mut bool,
+            repeat: &mut bool,
+            why: &mut String,
+        ) -> i32;
+        /// `smem_bm_uninit`: false when Big Memory was not initialised.
+        fn mf_bm_uninit() -> bool;
+        /// `smem_bm_get_rank_id`.
+        fn mf_bm_rank() -> u32;
+        /// `smem_bm_create2`: sizes `[maxDram, maxHbm, localDram, localHbm]`; the handle in
+        /// `handle`.
+        fn mf_bm_create(
+            id: u32,
+            sizes: [u64; 4],
+            data_op: u32,
+            flags: u32,
+            shm_fd: i32,
+            handle: &mut usize,
+            why: &mut String,
+        ) -> i32;
+        /// `smem_bm_destroy`, `smem_bm_join`, `smem_bm_leave`, `smem_bm_wait`, by `what`
+        /// (0, 1, 2, 3).
+        fn mf_bm_handle_call(what: u32, handle: usize, why: &mut String) -> i32;
+        /// `smem_bm_get_local_mem_size_by_mem_type` (`what` 0), `smem_bm_ptr_by_mem_type` (1,
+        /// of `peer`), `smem_bm_get_rank_id_by_gva` (2, of the address `arg`; `u32::MAX`
+        /// outside the pool); the answer in `out`.
+        fn mf_bm_query(
+            what: u32,
+            handle: usize,
+            mem_type: u32,
+            arg: u64,
+            out: &mut u64,
+            why: &mut String,
+        ) -> i32;
+        /// `smem_bm_copy` (`batch` false, one element) and `smem_bm_copy_batch`.
+        #[allow(clippy::too_many_arguments)]
+        fn mf_bm_copy(
+            handle: usize,
+            srcs: &[usize],
+            dests: &[usize],
+            sizes: &[u64],
+            t: u32,
+            flags: u32,
+            batch: bool,
+            why: &mut String,
+        ) -> i32;
+        /// `smem_bm_register_user_mem` (`add` true) and `smem_bm_unregister_user_mem`.
+        fn mf_bm_user_mem(handle: usize, add: bool, addr: u64, size: u64, why: &mut String) -> i32;
+    }
 }
 
 use crate::sync::wait::Backoff;
@@ -488,4 +556,166 @@ fn mf_config_store_open(url: &str, why: &mut String) -> i32 {
             e.code()
         }
     }
+}
+
+// memfabric Big Memory: the bridge's functions over `memfabric::bm`.
+
+/// 0 and the value, or memfabric's code with the reason in `why`.
+fn mf_bm_code<T>(
+    r: Result<T, crate::memfabric::bm::BmError>,
+    why: &mut String,
+) -> (i32, Option<T>) {
+    match r {
+        Ok(v) => (0, Some(v)),
+        Err(e) => {
+            *why = e.message;
+            (e.code, None)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn mf_bm_init(
+    url: &str,
+    world: u32,
+    device_id: u16,
+    timeouts: [u32; 2],
+    start_server: bool,
+    auto_ranking: bool,
+    rank_id: u16,
+    hcom_url: &str,
+    tls: [&str; 5],
+    tls_enable: bool,
+    plain: &mut bool,
+    repeat: &mut bool,
+    why: &mut String,
+) -> i32 {
+    use crate::memfabric::bm;
+    let [ca, crl, cert, key, key_pass] = tls.map(String::from);
+    let args = bm::InitArgs {
+        url: url.into(),
+        world,
+        device_id,
+        init_timeout_s: timeouts[0],
+        control_timeout_s: timeouts[1],
+        start_server,
+        auto_ranking,
+        rank_id,
+        hcom_url: hcom_url.into(),
+        tls: bm::TlsFiles {
+            enable: tls_enable,
+            ca,
+            crl,
+            cert,
+            key,
+            key_pass,
+        },
+    };
+    let (rc, done) = mf_bm_code(bm::init(&args), why);
+    match done {
+        Some(bm::Inited::Now { plain: p }) => *plain = p,
+        Some(bm::Inited::Already) => *repeat = true,
+        None => {}
+    }
+    rc
+}
+
+fn mf_bm_uninit() -> bool {
+    crate::memfabric::bm::uninit()
+}
+
+fn mf_bm_rank() -> u32 {
+    crate::memfabric::bm::rank()
+}
+
+fn mf_bm_create(
+    id: u32,
+    sizes: [u64; 4],
+    data_op: u32,
+    flags: u32,
+    shm_fd: i32,
+    handle: &mut usize,
+    why: &mut String,
+) -> i32 {
+    let [max_dram, max_hbm, local_dram, local_hbm] = sizes;
+    let args = crate::memfabric::bm::CreateArgs {
+        max_dram,
+        max_hbm,
+        local_dram,
+        local_hbm,
+        data_op,
+        flags,
+        shm_fd,
+    };
+    let (rc, h) = mf_bm_code(crate::memfabric::bm::create(id, &args), why);
+    if let Some(h) = h {
+        *handle = h;
+    }
+    rc
+}
+
+fn mf_bm_handle_call(what: u32, handle: usize, why: &mut String) -> i32 {
+    use crate::memfabric::bm;
+    let r = match what {
+        0 => bm::destroy(handle),
+        1 => bm::join(handle),
+        2 => bm::leave(handle),
+        _ => bm::wait(handle),
+    };
+    mf_bm_code(r, why).0
+}
+
+fn mf_bm_query(
+    what: u32,
+    handle: usize,
+    mem_type: u32,
+    arg: u64,
+    out: &mut u64,
+    why: &mut String,
+) -> i32 {
+    use crate::memfabric::bm;
+    let r = match what {
+        0 => bm::local_size(handle, mem_type),
+        1 => bm::ptr(handle, mem_type, u32::try_from(arg).unwrap_or(u32::MAX)).map(|p| p as u64),
+        _ => bm::rank_by_gva(handle, arg as usize).map(|r| u64::from(r.unwrap_or(u32::MAX))),
+    };
+    let (rc, v) = mf_bm_code(r, why);
+    if let Some(v) = v {
+        *out = v;
+    }
+    rc
+}
+
+#[allow(clippy::too_many_arguments)]
+fn mf_bm_copy(
+    handle: usize,
+    srcs: &[usize],
+    dests: &[usize],
+    sizes: &[u64],
+    t: u32,
+    flags: u32,
+    batch: bool,
+    why: &mut String,
+) -> i32 {
+    let elements: Vec<(usize, usize, u64)> = srcs
+        .iter()
+        .zip(dests)
+        .zip(sizes)
+        .map(|((&s, &d), &n)| (s, d, n))
+        .collect();
+    mf_bm_code(
+        crate::memfabric::bm::copy(handle, &elements, t, flags, batch),
+        why,
+    )
+    .0
+}
+
+fn mf_bm_user_mem(handle: usize, add: bool, addr: u64, size: u64, why: &mut String) -> i32 {
+    use crate::memfabric::bm;
+    let r = if add {
+        bm::register_user_mem(handle, addr, size)
+    } else {
+        bm::unregister_user_mem(handle, addr)
+    };
+    mf_bm_code(r, why).0
 }

@@ -5,7 +5,9 @@
 //! families built on it (Big Memory, Share Memory) reach it as clients.
 //!
 //! Reached from `libmf_smem.so` through the facade (`cpp/src/memfabric.cpp`), so that a process
-//! using SHMEM and memfabric's API has one runtime.
+//! using SHMEM and memfabric's API has one runtime. The families: [`bm`], Big Memory pools.
+
+pub mod bm;
 
 use crate::bootstrap::store::Server;
 use std::net::{IpAddr, SocketAddr, TcpListener};

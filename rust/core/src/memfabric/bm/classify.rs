@@ -1,0 +1,365 @@
+//! How a Big Memory copy's two addresses are read: memfabric's copy types resolved to a local
+//! side or a place in the pool (a rank's segment and an offset in it), and the hcomUrl of the
+//! configuration. Pure logic, no state.
+
+use super::BmError;
+use std::net::IpAddr;
+
+/// memfabric's copy types (`smem_bm_copy_type`).
+pub const COPY_L2G: u32 = 0;
+pub const COPY_G2L: u32 = 1;
+pub const COPY_G2H: u32 = 2;
+pub const COPY_H2G: u32 = 3;
+pub const COPY_L2GH: u32 = 4;
+pub const COPY_GH2L: u32 = 5;
+pub const COPY_GH2H: u32 = 6;
+pub const COPY_H2GH: u32 = 7;
+pub const COPY_G2G: u32 = 8;
+pub const COPY_AUTO: u32 = 9;
+/// The first value that is not a copy type.
+pub const COPY_BUTT: u32 = 10;
+
+/// memfabric's names of the copy types, for messages.
+pub fn copy_type_name(t: u32) -> &'static str {
+    [
+        "L2G", "G2L", "G2H", "H2G", "L2GH", "GH2L", "GH2H", "H2GH", "G2G", "AUTO",
+    ]
+    .get(t as usize)
+    .copied()
+    .unwrap_or("?")
+}
+
+/// A pool's address range: `world` segments of `max` bytes from `base`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pool {
+    pub base: usize,
+    pub max: u64,
+    pub world: u32,
+}
+
+impl Pool {
+    /// One past the pool's last byte.
+    pub fn end(&self) -> usize {
+        self.base + (self.max as usize) * self.world as usize
+    }
+
+    /// Whether `addr` lies in the pool.
+    pub fn contains(&self, addr: usize) -> bool {
+        addr >= self.base && addr < self.end()
+    }
+
+    /// The rank whose segment holds `addr`, `None` outside the pool: the offset divided by the
+    /// per-rank stride (`max`), whatever each rank backs of it.
+    pub fn rank_of(&self, addr: usize) -> Option<u32> {
+        self.contains(addr)
+            .then(|| ((addr - self.base) as u64 / self.max) as u32)
+    }
+}
+
+/// One side of a copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Memory of this process outside the pool (memfabric's L or H: both plain memory here).
+    Local(usize),
+    /// `offset` in the segment of `rank`.
+    Pool { rank: u32, offset: u64 },
+}
+
+/// How a copy type reads one side: forced local, or by range (must lie in the pool).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Read {
+    Local,
+    Pool,
+    Auto,
+}
+
+fn reads(t: u32) -> (Read, Read) {
+    match t {
+        COPY_L2G | COPY_H2G | COPY_H2GH => (Read::Local, Read::Pool),
+        COPY_G2L | COPY_G2H | COPY_GH2H => (Read::Pool, Read::Local),
+        // L2GH and GH2L force nothing in memfabric: they read both sides by range, as G2G.
+        COPY_L2GH | COPY_GH2L | COPY_G2G => (Read::Pool, Read::Pool),
+        t => {
+            debug_assert_eq!(t, COPY_AUTO);
+            (Read::Auto, Read::Auto)
+        }
+    }
+}
+
+/// Resolves a copy of `len` bytes from `src` to `dest` with copy type `t`, as memfabric does:
+/// a side read by range that lies outside the pool, or a pool side that does not fit in one
+/// rank's segment, is refused with -2000 (AUTO: -2, the lower layer's code); local to local
+/// is refused. A side the type forces local that lies in the pool is taken as what it is (a
+/// place in the pool), so a copy never touches another rank's reserved range directly.
+/// `what` names the argument in messages (`params`, `params->...[3]`).
+pub fn resolve(
+    pool: &Pool,
+    t: u32,
+    src: usize,
+    dest: usize,
+    len: u64,
+    what: &str,
+) -> Result<(Side, Side), BmError> {
+    if t >= COPY_BUTT {
+        return Err(BmError::invalid(format!(
+            "invalid argument t={t}: not below {COPY_BUTT}"
+        )));
+    }
+    let name = copy_type_name(t);
+    let (rs, rd) = reads(t);
+    let side = |addr: usize, read: Read, arg: &str| -> Result<Side, BmError> {
+        let in_pool = pool.contains(addr);
+        if !in_pool {
+            if read == Read::Pool {
+                return Err(BmError::invalid(format!(
+                    "invalid argument {what}{arg}={addr:#x}: copy type {name} reads it as a \
+                     place in the pool [{:#x}, {:#x}), and it lies outside",
+                    pool.base,
+                    pool.end()
+                )));
+            }
+            return Ok(Side::Local(addr));
+        }
+        let rank = pool.rank_of(addr).expect("inside the pool");
+        let offset = (addr - pool.base) as u64 - u64::from(rank) * pool.max;
+        if offset.checked_add(len).is_none_or(|e| e > pool.max) {
+            let code = if read == Read::Auto {
+                super::LOWER_INVALID_PARAM
+            } else {
+                super::INVALID_PARAM
+            };
+            return Err(BmError::new(
+                code,
+                format!(
+                    "invalid argument {what}{arg}={addr:#x} with dataSize={len}: [{addr:#x}, \
+                     +{len}) does not fit in rank {rank}'s segment of {} bytes (from offset \
+                     {offset})",
+                    pool.max
+                ),
+            ));
+        }
+        Ok(Side::Pool { rank, offset })
+    };
+    let s = side(src, rs, "src")?;
+    let d = side(dest, rd, "dest")?;
+    if let (Side::Local(_), Side::Local(_)) = (s, d) {
+        return Err(BmError::invalid(format!(
+            "invalid argument {what}: src={src:#x} and dest={dest:#x} both lie outside the pool \
+             [{:#x}, {:#x}) (copy type {name}): local to local is not a pool copy",
+            pool.base,
+            pool.end()
+        )));
+    }
+    Ok((s, d))
+}
+
+/// memfabric's hcomUrl, parsed: `tcp://<ip>[/<prefix>]:<port>` (IPv6 in brackets); `None`
+/// when empty (any interface).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HcomUrl {
+    pub ip: IpAddr,
+    pub prefix: u8,
+    pub port: u16,
+}
+
+/// Parses an hcomUrl as memfabric writes it (`tcp://0.0.0.0/0:10005`,
+/// `tcp://192.168.0.1/16:12005`, `tcp://127.0.0.1:1234`); empty: `None`.
+pub fn parse_hcom_url(url: &str) -> Result<Option<HcomUrl>, BmError> {
+    if url.is_empty() {
+        return Ok(None);
+    }
+    let bad = |why: &str| {
+        BmError::invalid(format!(
+            "invalid argument config->hcomUrl='{url}': {why} (expected tcp://<ip>[/<prefix>]:<port>)"
+        ))
+    };
+    let rest = url
+        .strip_prefix("tcp://")
+        .or_else(|| url.strip_prefix("tcp6://"))
+        .ok_or_else(|| bad("no tcp:// scheme"))?;
+    let (host, port) = rest.rsplit_once(':').ok_or_else(|| bad("no ':<port>'"))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| bad(&format!("port '{port}' is not a number of 0..65535")))?;
+    let (ip, prefix) = match host.split_once('/') {
+        Some((ip, p)) => (
+            ip,
+            Some(
+                p.parse::<u8>()
+                    .map_err(|_| bad(&format!("prefix '{p}' is not a number")))?,
+            ),
+        ),
+        None => (host, None),
+    };
+    let ip = ip.trim_start_matches('[').trim_end_matches(']');
+    let ip: IpAddr = ip
+        .parse()
+        .map_err(|_| bad(&format!("'{ip}' is not an IP address")))?;
+    let full = if ip.is_ipv4() { 32 } else { 128 };
+    let prefix = prefix.unwrap_or(full);
+    if prefix > full {
+        return Err(bad(&format!("prefix /{prefix} is longer than the address")));
+    }
+    Ok(Some(HcomUrl { ip, prefix, port }))
+}
+
+impl HcomUrl {
+    /// Whether `addr` lies in the URL's subnet (`ip/prefix`; prefix 0: any address).
+    pub fn matches(&self, addr: IpAddr) -> bool {
+        fn masked(a: u128, prefix: u8, bits: u8) -> u128 {
+            if prefix == 0 {
+                0
+            } else {
+                a >> (bits - prefix)
+            }
+        }
+        match (self.ip, addr) {
+            (IpAddr::V4(n), IpAddr::V4(a)) => {
+                masked(u32::from(n).into(), self.prefix, 32)
+                    == masked(u32::from(a).into(), self.prefix, 32)
+            }
+            (IpAddr::V6(n), IpAddr::V6(a)) => {
+                masked(u128::from(n), self.prefix, 128) == masked(u128::from(a), self.prefix, 128)
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB2: u64 = 2 << 20;
+
+    fn pool() -> Pool {
+        Pool {
+            base: 0x2000_0000_0000,
+            max: 4 * MIB2,
+            world: 3,
+        }
+    }
+
+    fn at(rank: u32, offset: u64) -> usize {
+        pool().base + (u64::from(rank) * pool().max + offset) as usize
+    }
+
+    #[test]
+    fn pool_arithmetic_divides_by_max() {
+        let p = pool();
+        assert_eq!(p.end(), p.base + 3 * 4 * MIB2 as usize);
+        assert_eq!(p.rank_of(at(0, 0)), Some(0));
+        assert_eq!(p.rank_of(at(1, 4 * MIB2 - 1)), Some(1));
+        assert_eq!(p.rank_of(at(2, 5)), Some(2));
+        assert_eq!(p.rank_of(p.end()), None);
+        assert_eq!(p.rank_of(p.base - 1), None);
+    }
+
+    #[test]
+    fn every_copy_type_resolves_as_memfabric_reads_it() {
+        let p = pool();
+        let h = 0x1234_5000usize;
+        let g1 = at(1, 64);
+        let g2 = at(2, 0);
+        let pool1 = Side::Pool {
+            rank: 1,
+            offset: 64,
+        };
+        let pool2 = Side::Pool { rank: 2, offset: 0 };
+        for t in [COPY_L2G, COPY_H2G, COPY_H2GH] {
+            assert_eq!(
+                resolve(&p, t, h, g1, 8, "").unwrap(),
+                (Side::Local(h), pool1)
+            );
+            // The pool side read by range must be in the pool.
+            let e = resolve(&p, t, h, h + 64, 8, "params->").unwrap_err();
+            assert_eq!(e.code, -2000);
+            assert!(e.message.contains("params->dest="), "{}", e.message);
+            // A forced-local side inside the pool is what it is.
+            assert_eq!(resolve(&p, t, g2, g1, 8, "").unwrap(), (pool2, pool1));
+        }
+        for t in [COPY_G2L, COPY_G2H, COPY_GH2H] {
+            assert_eq!(
+                resolve(&p, t, g1, h, 8, "").unwrap(),
+                (pool1, Side::Local(h))
+            );
+            assert_eq!(resolve(&p, t, h, h, 8, "").unwrap_err().code, -2000);
+        }
+        for t in [COPY_G2G, COPY_L2GH, COPY_GH2L] {
+            assert_eq!(resolve(&p, t, g1, g2, 8, "").unwrap(), (pool1, pool2));
+            assert_eq!(resolve(&p, t, h, g2, 8, "").unwrap_err().code, -2000);
+            assert_eq!(resolve(&p, t, g1, h, 8, "").unwrap_err().code, -2000);
+        }
+        assert_eq!(
+            resolve(&p, COPY_AUTO, h, g2, 8, "").unwrap(),
+            (Side::Local(h), pool2)
+        );
+        assert_eq!(
+            resolve(&p, COPY_AUTO, g1, h, 8, "").unwrap(),
+            (pool1, Side::Local(h))
+        );
+        assert_eq!(
+            resolve(&p, COPY_AUTO, g1, g2, 8, "").unwrap(),
+            (pool1, pool2)
+        );
+        // Local to local is refused, whatever the type.
+        let e = resolve(&p, COPY_AUTO, h, h + 8, 8, "").unwrap_err();
+        assert_eq!(e.code, -2000);
+        assert!(e.message.contains("local to local"), "{}", e.message);
+        assert_eq!(
+            resolve(&p, COPY_BUTT, h, g1, 8, "").unwrap_err().code,
+            -2000
+        );
+    }
+
+    #[test]
+    fn a_pool_side_fits_in_one_segment() {
+        let p = pool();
+        let h = 0x1000usize;
+        let last = at(0, 4 * MIB2 - 8);
+        assert!(resolve(&p, COPY_H2G, h, last, 8, "").is_ok());
+        let e = resolve(&p, COPY_H2G, h, last, 9, "").unwrap_err();
+        assert_eq!(e.code, -2000);
+        assert!(e.message.contains("rank 0's segment"), "{}", e.message);
+        // The pool's end.
+        let end = at(2, 4 * MIB2 - 4);
+        assert_eq!(
+            resolve(&p, COPY_H2G, h, end, 8, "").unwrap_err().code,
+            -2000
+        );
+        // AUTO answers the lower layer's -2.
+        assert_eq!(resolve(&p, COPY_AUTO, h, end, 8, "").unwrap_err().code, -2);
+    }
+
+    #[test]
+    fn hcom_urls_as_memfabric_writes_them() {
+        assert_eq!(parse_hcom_url("").unwrap(), None);
+        let u = parse_hcom_url("tcp://0.0.0.0/0:10005").unwrap().unwrap();
+        assert_eq!((u.prefix, u.port), (0, 10005));
+        assert!(u.matches("10.1.2.3".parse().unwrap()));
+        let u = parse_hcom_url("tcp://192.168.0.1/16:12005")
+            .unwrap()
+            .unwrap();
+        assert!(u.matches("192.168.7.9".parse().unwrap()));
+        assert!(!u.matches("192.169.0.1".parse().unwrap()));
+        assert!(!u.matches("::1".parse().unwrap()));
+        let u = parse_hcom_url("tcp://127.0.0.1:1234").unwrap().unwrap();
+        assert_eq!(u.prefix, 32);
+        assert!(u.matches("127.0.0.1".parse().unwrap()));
+        assert!(!u.matches("127.0.0.2".parse().unwrap()));
+        let u = parse_hcom_url("tcp://[fe80::1]/64:7000").unwrap().unwrap();
+        assert!(u.matches("fe80::2".parse().unwrap()));
+        for bad in [
+            "127.0.0.1:1",
+            "tcp://127.0.0.1",
+            "tcp://host:1",
+            "tcp://1.2.3.4/33:1",
+            "tcp://1.2.3.4/x:1",
+            "tcp://1.2.3.4:70000",
+        ] {
+            let e = parse_hcom_url(bad).unwrap_err();
+            assert_eq!(e.code, -2000, "{bad}");
+            assert!(e.message.contains(bad), "{bad}: {}", e.message);
+        }
+    }
+}

@@ -1,0 +1,1040 @@
+//! memfabric_hybrid's Big Memory pools (`smem_bm_*`, docs/memfabric.md) over the group API.
+//!
+//! - **Init** connects to the config store (served by rank 0 with explicit ranks, by whichever
+//!   process wins the bind with auto ranking, when `startConfigStoreServer`:
+//!   [`Store::serve_or_join`]), over TLS with the user's files when `storeTlsConfig` enables
+//!   it, and takes this process's rank by joining the store's group `smem-bm` (explicit: the
+//!   rank asked for; auto: the store's pick, the lowest free rank at or after the group's
+//!   moving cursor, freed when the process leaves or dies). A store this process serves lives
+//!   as long as the process, so its uninit leaves the others' store in place.
+//! - **Objects.** `create` is local: it reserves `world * max` bytes of address space at a
+//!   base chosen first-fit from a fixed range ([`va`]) and maps this rank's segment, a memfd
+//!   (or the user's `dramShmFd`), at `base + rank * max`: ordinary memory the program reads.
+//! - **Membership per object.** `join` joins the group `smem-bm-<id>` of the store with the
+//!   init rank and registers the segment with [`Group::register_fd`]: members of this node map
+//!   it, others reach it over UCX. Members already joined take part in the change through the
+//!   group's threads, without calling anything. `leave` leaves that group for good (memfabric:
+//!   create a new object to come back); `destroy` does not leave (the others see this member
+//!   down, as memfabric's peers see a destroyed object only when its process goes).
+//! - **Copies** ([`classify`]): each side is local memory or a place in a rank's segment; the
+//!   own segment is copied with memcpy, a peer's through the group's put and get, a peer to
+//!   another peer through a bounce buffer. A batch issues non-blocking operations and flushes
+//!   each rank once. `ASYNC_COPY_FLAG` leaves the flush to `smem_bm_wait`. A member gone makes
+//!   its copies fail naming its rank.
+
+pub mod classify;
+pub mod va;
+
+use std::collections::{BTreeSet, HashMap};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+
+use classify::{resolve, Pool, Side};
+use shmem_store::addr::StoreAddr;
+use shmem_store::tls::{load_user_identity, TlsInfo};
+use shmem_store::{Client, Member, Server, Store, TcpDial};
+
+use crate::dynamic::DynamicWorker;
+use crate::group::{default_worker, Group, GroupOptions};
+use va::Reservation;
+
+/// memfabric's codes.
+pub const ERROR: i32 = -1;
+/// The lower layer's "invalid param" (an AUTO copy out of the pool).
+pub const LOWER_INVALID_PARAM: i32 = -2;
+pub const INVALID_PARAM: i32 = -2000;
+pub const NOT_STARTED: i32 = -2003;
+pub const DUPLICATED_OBJECT: i32 = -2006;
+pub const NOT_INITIALIZED: i32 = -2008;
+
+/// memfabric's `ASYNC_COPY_FLAG`.
+pub const ASYNC_COPY_FLAG: u32 = 1;
+/// memfabric's `SMEM_BM_FLAG_CREATE_WITH_SHM`.
+pub const FLAG_CREATE_WITH_SHM: u32 = 1 << 8;
+/// The data-op bits memfabric knows (SDMA, HOST_RDMA, HOST_TCP, DEVICE_RDMA, HOST_URMA).
+pub const DATA_OP_BITS: u32 = 0x1f;
+/// memfabric's memory types.
+pub const MEM_TYPE_DEVICE: u32 = 2;
+pub const MEM_TYPE_HOST: u32 = 3;
+
+/// Pool sizes are multiples of this.
+const SIZE_UNIT: u64 = 2 << 20;
+/// Largest local DRAM contribution (memfabric's limit).
+const MAX_LOCAL_DRAM: u64 = 2 << 40;
+/// Object ids memfabric accepts: 0..=254.
+const MAX_ID: u32 = 254;
+/// Clients a store served by Big Memory admits.
+const MAX_CLIENTS: usize = 4096;
+/// The name of a segment's registration in its object's group.
+const SEGMENT: &str = "dram";
+
+/// A failed call: memfabric's code and the reason (without the call's name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BmError {
+    pub code: i32,
+    pub message: String,
+}
+
+impl BmError {
+    pub fn new(code: i32, message: impl Into<String>) -> BmError {
+        BmError {
+            code,
+            message: message.into(),
+        }
+    }
+    pub fn invalid(message: impl Into<String>) -> BmError {
+        BmError::new(INVALID_PARAM, message)
+    }
+    pub fn error(message: impl Into<String>) -> BmError {
+        BmError::new(ERROR, message)
+    }
+}
+
+type Result<T> = std::result::Result<T, BmError>;
+
+/// `storeTlsConfig`'s files.
+#[derive(Debug, Clone, Default)]
+pub struct TlsFiles {
+    pub enable: bool,
+    pub ca: String,
+    pub crl: String,
+    pub cert: String,
+    pub key: String,
+    pub key_pass: String,
+}
+
+/// `smem_bm_init`'s arguments.
+#[derive(Debug, Clone)]
+pub struct InitArgs {
+    pub url: String,
+    pub world: u32,
+    pub device_id: u16,
+    pub init_timeout_s: u32,
+    pub control_timeout_s: u32,
+    pub start_server: bool,
+    pub auto_ranking: bool,
+    pub rank_id: u16,
+    pub hcom_url: String,
+    pub tls: TlsFiles,
+}
+
+/// What `init` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inited {
+    /// Initialised now; `plain`: the store connection is plain TCP.
+    Now { plain: bool },
+    /// Already initialised: nothing changed.
+    Already,
+}
+
+/// `smem_bm_create2`'s option.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CreateArgs {
+    pub max_dram: u64,
+    pub max_hbm: u64,
+    pub local_dram: u64,
+    pub local_hbm: u64,
+    pub data_op: u32,
+    pub flags: u32,
+    pub shm_fd: i32,
+}
+
+/// Whether this member of an object's group is in it.
+enum Membership {
+    NotJoined,
+    Joined(Group),
+    Left,
+}
+
+/// A Big Memory object of this process.
+struct Object {
+    /// The object's membership; dropped before the segment is unmapped (fields drop in order).
+    membership: RwLock<Membership>,
+    /// Ranks with non-blocking operations to flush at `smem_bm_wait`.
+    pending: Mutex<BTreeSet<u32>>,
+    /// Buffers registered by `smem_bm_register_user_mem`: address to size.
+    user_mem: Mutex<HashMap<u64, u64>>,
+    id: u32,
+    pool: Pool,
+    rank: u32,
+    local: u64,
+    /// The file behind this rank's segment (a memfd, or a duplicate of the user's).
+    fd: Option<OwnedFd>,
+    /// The pool's address range; its drop unmaps the segment.
+    reservation: Reservation,
+}
+
+/// This process's Big Memory, between init and uninit.
+struct State {
+    dial: TcpDial,
+    rank: u32,
+    world: u32,
+    /// The member holding this process's rank in the store's `smem-bm` group.
+    member: Member,
+    control_timeout: Duration,
+    connect_timeout: Duration,
+    /// This process's id in the groups: host and process id.
+    id: String,
+    /// The worker the objects' groups share, made at the first join.
+    worker: Mutex<Option<Arc<dyn DynamicWorker>>>,
+    objects: Mutex<HashMap<usize, Arc<Object>>>,
+}
+
+static STATE: Mutex<Option<Arc<State>>> = Mutex::new(None);
+
+/// Stores this process serves for Big Memory: kept for the process's life, so that an uninit
+/// here does not end the store of the others.
+static SERVED: Mutex<Vec<Server>> = Mutex::new(Vec::new());
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn state() -> Result<Arc<State>> {
+    lock(&STATE).clone().ok_or_else(|| {
+        BmError::new(
+            NOT_INITIALIZED,
+            "Big Memory is not initialised (call smem_bm_init first)",
+        )
+    })
+}
+
+fn object(handle: usize) -> Result<(Arc<State>, Arc<Object>)> {
+    let s = state()?;
+    let o = lock(&s.objects).get(&handle).cloned().ok_or_else(|| {
+        BmError::invalid(format!(
+            "invalid argument handle={handle:#x}: no Big Memory object of this process has it"
+        ))
+    })?;
+    Ok((s, o))
+}
+
+/// The store's dial for `url` (memfabric's `tcp://<ip>:<port>`), with the user's TLS files
+/// when `tls.enable`: also the server's TLS settings, for the process that hosts it.
+fn dial_for(url: &str, tls: &TlsFiles) -> Result<(TcpDial, Option<Arc<rustls::ServerConfig>>)> {
+    let addr = super::parse_url(url).map_err(|e| BmError::invalid(e.message().to_string()))?;
+    let addr = StoreAddr::from_socket(addr);
+    if !tls.enable {
+        return Ok((
+            TcpDial {
+                addr,
+                tls: None,
+                job: String::new(),
+            },
+            None,
+        ));
+    }
+    let bad = |why: String| BmError::error(format!("config->storeTlsConfig: {why}"));
+    let path = |p: &str| (!p.is_empty()).then(|| std::path::PathBuf::from(p));
+    let files = |p: &str| -> Result<Vec<std::path::PathBuf>> {
+        let Some(p) = path(p) else {
+            return Ok(Vec::new());
+        };
+        if !p.is_dir() {
+            return Ok(vec![p]);
+        }
+        let mut all: Vec<_> = std::fs::read_dir(&p)
+            .map_err(|e| bad(format!("{}: {e}", p.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file())
+            .collect();
+        all.sort();
+        Ok(all)
+    };
+    let info = TlsInfo {
+        ca_files: files(&tls.ca)?,
+        cert: path(&tls.cert),
+        key: path(&tls.key),
+        key_password: path(&tls.key_pass),
+        crl_files: files(&tls.crl)?,
+    };
+    let identity = load_user_identity(&info, None, None).map_err(|e| bad(e.to_string()))?;
+    let client = identity.client_config().map_err(|e| bad(e.to_string()))?;
+    let server = identity.server_config().map_err(|e| bad(e.to_string()))?;
+    let name = addr.server_name();
+    Ok((
+        TcpDial {
+            addr,
+            tls: Some((client, name)),
+            job: String::new(),
+        },
+        Some(server),
+    ))
+}
+
+/// This host's interfaces with an address in the hcomUrl's subnet.
+fn interfaces_in(h: &classify::HcomUrl) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list`, freed below; entries are read while it lives.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return names;
+    }
+    let mut at = list;
+    while !at.is_null() {
+        // SAFETY: a live entry of the list.
+        let e = unsafe { &*at };
+        at = e.ifa_next;
+        if e.ifa_addr.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_addr points at a sockaddr of its family's size.
+        let ip: Option<std::net::IpAddr> = unsafe {
+            match i32::from((*e.ifa_addr).sa_family) {
+                libc::AF_INET => {
+                    let a = &*(e.ifa_addr as *const libc::sockaddr_in);
+                    Some(std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)).into())
+                }
+                libc::AF_INET6 => {
+                    let a = &*(e.ifa_addr as *const libc::sockaddr_in6);
+                    Some(std::net::Ipv6Addr::from(a.sin6_addr.s6_addr).into())
+                }
+                _ => None,
+            }
+        };
+        if ip.is_some_and(|ip| h.matches(ip)) {
+            // SAFETY: ifa_name is a NUL-terminated string of the entry.
+            let name = unsafe { std::ffi::CStr::from_ptr(e.ifa_name) };
+            names.push(name.to_string_lossy().into_owned());
+        }
+    }
+    // SAFETY: the list getifaddrs made.
+    unsafe { libc::freeifaddrs(list) };
+    names.dedup();
+    names
+}
+
+fn seconds(arg: &str, s: u32) -> Result<Duration> {
+    if s == 0 {
+        return Err(BmError::invalid(format!(
+            "invalid argument config->{arg}=0: a timeout is at least 1 s"
+        )));
+    }
+    Ok(Duration::from_secs(u64::from(s)))
+}
+
+fn process_id() -> String {
+    let host = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    format!("{host}-{}", std::process::id())
+}
+
+/// `smem_bm_init`: connects to (or serves) the store and takes this process's rank.
+pub fn init(args: &InitArgs) -> Result<Inited> {
+    let mut slot = lock(&STATE);
+    if slot.is_some() {
+        return Ok(Inited::Already);
+    }
+    if args.world == 0 || args.world > 1024 {
+        return Err(BmError::invalid(format!(
+            "invalid argument worldSize={}: not in 1..1024",
+            args.world
+        )));
+    }
+    if !args.auto_ranking && u32::from(args.rank_id) >= args.world {
+        return Err(BmError::invalid(format!(
+            "invalid argument config->rankId={}: not below worldSize={}",
+            args.rank_id, args.world
+        )));
+    }
+    let connect_timeout = seconds("initTimeout", args.init_timeout_s)?;
+    let control_timeout = seconds("controlOperationTimeout", args.control_timeout_s)?;
+    if let Some(h) = classify::parse_hcom_url(&args.hcom_url)? {
+        let names = interfaces_in(&h);
+        if names.is_empty() {
+            tracing::warn!(
+                "smem_bm_init: config->hcomUrl='{}': no interface of this host has an address \
+                 in {}/{}; the host transport uses the interfaces UCX chooses",
+                args.hcom_url,
+                h.ip,
+                h.prefix
+            );
+        } else {
+            tracing::info!(
+                "smem_bm_init: hcomUrl {} names interfaces {names:?}; the host transport (UCX) \
+                 chooses among this host's interfaces by UCX_NET_DEVICES",
+                args.hcom_url
+            );
+        }
+    }
+    let (dial, server_tls) = dial_for(&args.url, &args.tls)?;
+    let plain = dial.tls.is_none();
+    let store_err =
+        |e: shmem_store::BootstrapError| BmError::error(format!("config store {}: {e}", args.url));
+    let serves = args.start_server && (args.auto_ranking || args.rank_id == 0);
+    let client = if serves {
+        let store = Store::serve_or_join(&dial, server_tls, MAX_CLIENTS, connect_timeout)
+            .map_err(store_err)?;
+        if let Some(server) = store.server {
+            tracing::info!(
+                "smem_bm_init: this process serves the config store {}",
+                args.url
+            );
+            lock(&SERVED).push(server);
+        }
+        store.client
+    } else {
+        Client::connect_open(&dial, connect_timeout).map_err(store_err)?
+    };
+    // The rank is held by the member; the client only proved the store answers.
+    drop(client);
+    let id = process_id();
+    let mut options = shmem_store::GroupOptions::new(args.world);
+    options.rank = (!args.auto_ranking).then_some(u32::from(args.rank_id));
+    options.control_timeout = control_timeout;
+    let member = Member::join(&dial, "smem-bm", &id, &options, connect_timeout).map_err(|e| {
+        BmError::error(format!(
+            "cannot take a rank ({}) of worldSize={} at the config store {}: {e}",
+            if args.auto_ranking {
+                "auto ranking".to_string()
+            } else {
+                format!("rankId={}", args.rank_id)
+            },
+            args.world,
+            args.url
+        ))
+    })?;
+    let rank = member.rank();
+    tracing::info!(
+        "smem_bm_init: rank {rank} of {} (device {})",
+        args.world,
+        args.device_id
+    );
+    *slot = Some(Arc::new(State {
+        dial,
+        rank,
+        world: args.world,
+        member,
+        control_timeout,
+        connect_timeout,
+        id,
+        worker: Mutex::new(None),
+        objects: Mutex::new(HashMap::new()),
+    }));
+    Ok(Inited::Now { plain })
+}
+
+/// `smem_bm_uninit`: destroys every object (without leaving their groups) and gives the rank
+/// back. Local: waits for no other process. Whether it was initialised.
+pub fn uninit() -> bool {
+    let Some(s) = lock(&STATE).take() else {
+        return false;
+    };
+    let objects: Vec<Arc<Object>> = lock(&s.objects).drain().map(|(_, o)| o).collect();
+    drop(objects);
+    if let Ok(s) = Arc::try_unwrap(s) {
+        if let Err(e) = s.member.leave() {
+            tracing::warn!("smem_bm_uninit: giving the rank back: {e}");
+        }
+    }
+    true
+}
+
+/// `smem_bm_get_rank_id`: this process's rank, 0 before init (as memfabric).
+pub fn rank() -> u32 {
+    lock(&STATE).as_ref().map_or(0, |s| s.rank)
+}
+
+/// Checks `smem_bm_create2`'s option as memfabric does.
+fn check_create(id: u32, a: &CreateArgs) -> Result<()> {
+    if id > MAX_ID {
+        return Err(BmError::invalid(format!(
+            "invalid argument id={id}: not in 0..{MAX_ID}"
+        )));
+    }
+    if a.data_op & DATA_OP_BITS == 0 || a.data_op & !DATA_OP_BITS != 0 {
+        return Err(BmError::invalid(format!(
+            "invalid argument dataOpType={}: not a mask of SMEMB_DATA_OP_SDMA, HOST_RDMA, \
+             HOST_TCP, DEVICE_RDMA, HOST_URMA (1, 2, 4, 8, 16)",
+            a.data_op
+        )));
+    }
+    if a.max_dram == 0 && a.max_hbm == 0 {
+        return Err(BmError::invalid(
+            "invalid argument maxDramSize=0 and maxHbmSize=0: a pool needs one of them",
+        ));
+    }
+    for (arg, v) in [
+        ("maxDramSize", a.max_dram),
+        ("maxHbmSize", a.max_hbm),
+        ("localDRAMSize", a.local_dram),
+        ("localHBMSize", a.local_hbm),
+    ] {
+        if v % SIZE_UNIT != 0 {
+            return Err(BmError::invalid(format!(
+                "invalid argument {arg}={v}: not a multiple of 2 MiB"
+            )));
+        }
+    }
+    if a.local_dram > a.max_dram {
+        return Err(BmError::invalid(format!(
+            "invalid argument localDRAMSize={}: more than maxDramSize={}",
+            a.local_dram, a.max_dram
+        )));
+    }
+    if a.local_hbm > a.max_hbm {
+        return Err(BmError::invalid(format!(
+            "invalid argument localHBMSize={}: more than maxHbmSize={}",
+            a.local_hbm, a.max_hbm
+        )));
+    }
+    if a.local_dram > MAX_LOCAL_DRAM {
+        return Err(BmError::invalid(format!(
+            "invalid argument localDRAMSize={}: more than 2 TiB",
+            a.local_dram
+        )));
+    }
+    if a.flags & FLAG_CREATE_WITH_SHM != 0 {
+        if a.shm_fd < 0 {
+            return Err(BmError::invalid(format!(
+                "invalid argument dramShmFd={}: SMEM_BM_FLAG_CREATE_WITH_SHM needs a file",
+                a.shm_fd
+            )));
+        }
+        if a.local_dram == 0 {
+            return Err(BmError::invalid(
+                "invalid argument localDRAMSize=0: SMEM_BM_FLAG_CREATE_WITH_SHM backs the local \
+                 DRAM segment, which is empty",
+            ));
+        }
+    }
+    if a.max_hbm != 0 || a.local_hbm != 0 {
+        return Err(BmError::error(format!(
+            "maxHbmSize={} localHBMSize={}: a device pool needs the npu device, which Big \
+             Memory does not drive yet; use a host pool (maxDramSize/localDRAMSize)",
+            a.max_hbm, a.local_hbm
+        )));
+    }
+    Ok(())
+}
+
+/// `smem_bm_create2`: reserves the pool's range and maps this rank's segment; local. Returns
+/// the handle.
+pub fn create(id: u32, a: &CreateArgs) -> Result<usize> {
+    let s = state()?;
+    check_create(id, a)?;
+    if lock(&s.objects).values().any(|o| o.id == id) {
+        return Err(BmError::new(
+            DUPLICATED_OBJECT,
+            format!("invalid argument id={id}: this process has an object of that id"),
+        ));
+    }
+    let world = s.world as usize;
+    let max = a.max_dram as usize;
+    let len = max.checked_mul(world).ok_or_else(|| {
+        BmError::invalid(format!("maxDramSize={max} * worldSize={world}: too large"))
+    })?;
+    let reservation = Reservation::take(len)?;
+    let local = a.local_dram as usize;
+    let fd = if local == 0 {
+        None
+    } else if a.flags & FLAG_CREATE_WITH_SHM != 0 {
+        // SAFETY: the caller names an open descriptor of its own; it is only duplicated.
+        let user = unsafe { BorrowedFd::borrow_raw(a.shm_fd) };
+        let size = rustix::fs::fstat(user)
+            .map_err(|e| BmError::invalid(format!("invalid argument dramShmFd={}: {e}", a.shm_fd)))?
+            .st_size as u64;
+        if size < a.local_dram {
+            return Err(BmError::invalid(format!(
+                "invalid argument dramShmFd={}: its file holds {size} bytes, less than \
+                 localDRAMSize={}",
+                a.shm_fd, a.local_dram
+            )));
+        }
+        Some(
+            rustix::io::fcntl_dupfd_cloexec(user, 0).map_err(|e| {
+                BmError::error(format!("cannot duplicate dramShmFd={}: {e}", a.shm_fd))
+            })?,
+        )
+    } else {
+        Some(
+            crate::mapping::memfd(&format!("smem-bm-{id}"), local)
+                .map_err(|e| BmError::error(e.to_string()))?,
+        )
+    };
+    let seg = reservation.base + s.rank as usize * max;
+    if let Some(fd) = &fd {
+        reservation.map_fd(seg, local, fd.as_fd())?;
+    }
+    let object = Arc::new(Object {
+        membership: RwLock::new(Membership::NotJoined),
+        pending: Mutex::new(BTreeSet::new()),
+        user_mem: Mutex::new(HashMap::new()),
+        id,
+        pool: Pool {
+            base: reservation.base,
+            max: a.max_dram,
+            world: s.world,
+        },
+        rank: s.rank,
+        local: a.local_dram,
+        fd,
+        reservation,
+    });
+    let handle = Arc::as_ptr(&object) as usize;
+    lock(&s.objects).insert(handle, object);
+    Ok(handle)
+}
+
+/// `smem_bm_destroy`: unmaps the pool, without leaving its group (the others see this member
+/// down).
+pub fn destroy(handle: usize) -> Result<()> {
+    let (s, _) = object(handle)?;
+    // Dropped (its group ended, its range unmapped) once no call uses it, outside the lock.
+    let removed = lock(&s.objects).remove(&handle);
+    drop(removed);
+    Ok(())
+}
+
+fn group_failed(what: &str, e: impl std::fmt::Display) -> BmError {
+    BmError::error(format!("{what}: {e}"))
+}
+
+/// `smem_bm_join`: joins the object's group with this process's rank and publishes its
+/// segment. Already joined: 0.
+pub fn join(handle: usize) -> Result<()> {
+    let (s, o) = object(handle)?;
+    let mut m = o.membership.write().unwrap_or_else(|e| e.into_inner());
+    match *m {
+        Membership::Joined(_) => return Ok(()),
+        Membership::Left => {
+            return Err(BmError::error(format!(
+                "object {} left its group; create a new object to join again",
+                o.id
+            )))
+        }
+        Membership::NotJoined => {}
+    }
+    let worker = {
+        let mut w = lock(&s.worker);
+        match &*w {
+            Some(w) => Arc::clone(w),
+            None => {
+                let made = default_worker(s.control_timeout)
+                    .map_err(|e| group_failed("cannot make the host transport's worker", e))?;
+                *w = Some(Arc::clone(&made));
+                made
+            }
+        }
+    };
+    let mut options = GroupOptions::new(s.world);
+    options.member.rank = Some(s.rank);
+    options.member.control_timeout = s.control_timeout;
+    options.connect_timeout = s.connect_timeout;
+    options.timeout = s.control_timeout;
+    options.worker = Some(worker);
+    let name = format!("smem-bm-{}", o.id);
+    let group = Group::join(&s.dial, &name, &s.id, options)
+        .map_err(|e| group_failed(&format!("rank {} cannot join object {}", s.rank, o.id), e))?;
+    if let Some(fd) = &o.fd {
+        let seg = seg_ptr(&o);
+        // SAFETY: [seg, seg+local) maps the file from offset 0 shared for as long as the
+        // object lives, which outlives its group (the membership drops first).
+        unsafe { group.register_fd(SEGMENT, fd.as_fd(), 0, seg as *mut u8, o.local as usize) }
+            .map_err(|e| group_failed("cannot publish this rank's segment", e))?;
+    }
+    *m = Membership::Joined(group);
+    Ok(())
+}
+
+/// `smem_bm_leave`: leaves the object's group for good. Not joined: -2003.
+pub fn leave(handle: usize) -> Result<()> {
+    let (_, o) = object(handle)?;
+    let mut m = o.membership.write().unwrap_or_else(|e| e.into_inner());
+    match std::mem::replace(&mut *m, Membership::Left) {
+        Membership::Joined(g) => g
+            .leave()
+            .map_err(|e| group_failed(&format!("leaving object {}", o.id), e)),
+        other => {
+            *m = other;
+            Err(BmError::new(
+                NOT_STARTED,
+                format!(
+                    "object {} has not joined its group (call smem_bm_join)",
+                    o.id
+                ),
+            ))
+        }
+    }
+}
+
+fn seg_ptr(o: &Object) -> usize {
+    o.reservation.base + (o.rank as usize) * (o.pool.max as usize)
+}
+
+fn check_mem_type(mem_type: u32) -> Result<()> {
+    match mem_type {
+        MEM_TYPE_DEVICE | MEM_TYPE_HOST => Ok(()),
+        t => Err(BmError::invalid(format!(
+            "invalid argument memType={t}: not SMEM_MEM_TYPE_DEVICE (2) or SMEM_MEM_TYPE_HOST (3)"
+        ))),
+    }
+}
+
+/// `smem_bm_get_local_mem_size_by_mem_type`: this rank's bytes of the pool (0 for the device
+/// pool, which is never there).
+pub fn local_size(handle: usize, mem_type: u32) -> Result<u64> {
+    let (_, o) = object(handle)?;
+    check_mem_type(mem_type)?;
+    Ok(if mem_type == MEM_TYPE_HOST {
+        o.local
+    } else {
+        0
+    })
+}
+
+/// `smem_bm_ptr_by_mem_type`: `base + max * peer`.
+pub fn ptr(handle: usize, mem_type: u32, peer: u32) -> Result<usize> {
+    let (_, o) = object(handle)?;
+    check_mem_type(mem_type)?;
+    if peer >= o.pool.world {
+        return Err(BmError::invalid(format!(
+            "invalid argument peerRankId={peer}: not below worldSize={}",
+            o.pool.world
+        )));
+    }
+    if mem_type == MEM_TYPE_DEVICE {
+        return Err(BmError::invalid(format!(
+            "invalid argument memType=SMEM_MEM_TYPE_DEVICE: object {} has no device pool",
+            o.id
+        )));
+    }
+    Ok(o.pool.base + peer as usize * o.pool.max as usize)
+}
+
+/// `smem_bm_get_rank_id_by_gva`: the rank whose segment holds `gva` (the offset divided by
+/// the per-rank stride, `max`); `None` outside the pool.
+pub fn rank_by_gva(handle: usize, gva: usize) -> Result<Option<u32>> {
+    let (_, o) = object(handle)?;
+    Ok(o.pool.rank_of(gva))
+}
+
+/// One resolved copy.
+struct Op {
+    src: Side,
+    dest: Side,
+    len: usize,
+}
+
+/// What a copy to or from peers needs.
+struct Copier<'a> {
+    o: &'a Object,
+    group: Option<&'a Group>,
+    /// Ranks with non-blocking operations issued.
+    touched: BTreeSet<u32>,
+    /// Bounce buffers of peer-to-peer copies, kept until the flush.
+    bounces: Vec<Vec<u8>>,
+}
+
+impl Copier<'_> {
+    fn own(&self, offset: u64, len: usize, what: &str) -> Result<usize> {
+        if offset + len as u64 > self.o.local {
+            return Err(BmError::invalid(format!(
+                "invalid argument {what}: [{offset}, +{len}) of this rank's ({}) segment is \
+                 beyond the {} bytes it backs",
+                self.o.rank, self.o.local
+            )));
+        }
+        Ok(seg_ptr(self.o) + offset as usize)
+    }
+
+    fn group(&self, rank: u32) -> Result<&Group> {
+        self.group.ok_or_else(|| {
+            BmError::error(format!(
+                "rank {rank}'s segment of object {} is reached once this rank joined (call \
+                 smem_bm_join)",
+                self.o.id
+            ))
+        })
+    }
+
+    fn failed(&self, rank: u32, e: crate::group::GroupError) -> BmError {
+        BmError::error(format!(
+            "copy with rank {rank}'s segment of object {} failed: {e}",
+            self.o.id
+        ))
+    }
+
+    /// Runs `op`; `nb`: peers' parts non-blocking, completed by [`Copier::flush`].
+    fn run(&mut self, op: &Op, nb: bool, what: &str) -> Result<()> {
+        let me = self.o.rank;
+        let len = op.len;
+        match (op.src, op.dest) {
+            (Side::Local(src), Side::Pool { rank, offset }) if rank == me => {
+                let at = self.own(offset, len, what)?;
+                // SAFETY: the user's buffer is theirs to name; the segment range is checked.
+                unsafe { std::ptr::copy(src as *const u8, at as *mut u8, len) };
+            }
+            (Side::Pool { rank, offset }, Side::Local(dest)) if rank == me => {
+                let at = self.own(offset, len, what)?;
+                // SAFETY: as above.
+                unsafe { std::ptr::copy(at as *const u8, dest as *mut u8, len) };
+            }
+            (
+                Side::Pool {
+                    rank: a,
+                    offset: oa,
+                },
+                Side::Pool {
+                    rank: b,
+                    offset: ob,
+                },
+            ) if a == me && b == me => {
+                let from = self.own(oa, len, what)?;
+                let to = self.own(ob, len, what)?;
+                // SAFETY: both ranges lie in this rank's mapped segment.
+                unsafe { std::ptr::copy(from as *const u8, to as *mut u8, len) };
+            }
+            (Side::Local(src), Side::Pool { rank, offset }) => {
+                self.put(rank, offset, src, len, nb)?
+            }
+            (
+                Side::Pool {
+                    rank: a,
+                    offset: oa,
+                },
+                Side::Pool {
+                    rank: b,
+                    offset: ob,
+                },
+            ) if a == me => {
+                let from = self.own(oa, len, what)?;
+                self.put(b, ob, from, len, nb)?
+            }
+            (Side::Pool { rank, offset }, Side::Local(dest)) => {
+                self.get(rank, offset, dest, len, nb)?
+            }
+            (
+                Side::Pool {
+                    rank: a,
+                    offset: oa,
+                },
+                Side::Pool {
+                    rank: b,
+                    offset: ob,
+                },
+            ) if b == me => {
+                let to = self.own(ob, len, what)?;
+                self.get(a, oa, to, len, nb)?
+            }
+            (
+                Side::Pool {
+                    rank: a,
+                    offset: oa,
+                },
+                Side::Pool {
+                    rank: b,
+                    offset: ob,
+                },
+            ) => {
+                // Between two peers: through a buffer of this process.
+                let mut bounce = vec![0u8; len];
+                let g = self.group(a)?;
+                g.get(a, SEGMENT, oa, &mut bounce)
+                    .map_err(|e| self.failed(a, e))?;
+                let src = bounce.as_ptr() as usize;
+                self.bounces.push(bounce);
+                self.put(b, ob, src, len, nb)?
+            }
+            (Side::Local(_), Side::Local(_)) => unreachable!("refused by resolve"),
+        }
+        Ok(())
+    }
+
+    fn put(&mut self, rank: u32, offset: u64, src: usize, len: usize, nb: bool) -> Result<()> {
+        let g = self.group(rank)?;
+        let done = if nb {
+            // SAFETY: the source stays valid until the flush: the user's buffer by memfabric's
+            // contract, a bounce buffer kept in `bounces`.
+            unsafe { g.put_nb(rank, SEGMENT, offset, src as *const u8, len) }
+        } else {
+            // SAFETY: the user's buffer of `len` bytes.
+            g.put(rank, SEGMENT, offset, unsafe {
+                std::slice::from_raw_parts(src as *const u8, len)
+            })
+        };
+        done.map_err(|e| self.failed(rank, e))?;
+        if nb {
+            self.touched.insert(rank);
+        }
+        Ok(())
+    }
+
+    fn get(&mut self, rank: u32, offset: u64, dest: usize, len: usize, nb: bool) -> Result<()> {
+        let g = self.group(rank)?;
+        let done = if nb {
+            // SAFETY: the destination stays valid until the flush, by memfabric's contract.
+            unsafe { g.get_nb(rank, SEGMENT, offset, dest as *mut u8, len) }
+        } else {
+            // SAFETY: the user's buffer of `len` bytes.
+            g.get(rank, SEGMENT, offset, unsafe {
+                std::slice::from_raw_parts_mut(dest as *mut u8, len)
+            })
+        };
+        done.map_err(|e| self.failed(rank, e))?;
+        if nb {
+            self.touched.insert(rank);
+        }
+        Ok(())
+    }
+
+    /// Completes the non-blocking operations to every rank touched; the first error.
+    fn flush(&mut self, ranks: &BTreeSet<u32>) -> Result<()> {
+        let mut first = Ok(());
+        for &r in ranks {
+            if let Some(g) = self.group {
+                if let Err(e) = g.flush(r) {
+                    if first.is_ok() {
+                        first = Err(self.failed(r, e));
+                    }
+                }
+            }
+        }
+        first
+    }
+}
+
+/// `smem_bm_copy` and `smem_bm_copy_batch`: `(src, dest, size)` elements, the copy type
+/// resolved from the first and each element checked against it.
+pub fn copy(
+    handle: usize,
+    elements: &[(usize, usize, u64)],
+    t: u32,
+    flags: u32,
+    batch: bool,
+) -> Result<()> {
+    let (_, o) = object(handle)?;
+    let mut ops = Vec::with_capacity(elements.len());
+    let mut first: Option<(bool, bool)> = None;
+    for (i, &(src, dest, len)) in elements.iter().enumerate() {
+        let what = if batch {
+            format!("params->[{i}].")
+        } else {
+            "params->".to_string()
+        };
+        if src == 0 || dest == 0 || len == 0 {
+            return Err(BmError::invalid(format!(
+                "invalid argument {what}src={src:#x} dest={dest:#x} dataSize={len}: neither \
+                 may be 0"
+            )));
+        }
+        let (s, d) = resolve(&o.pool, t, src, dest, len, &what)?;
+        let shape = (
+            matches!(s, Side::Pool { .. }),
+            matches!(d, Side::Pool { .. }),
+        );
+        match first {
+            None => first = Some(shape),
+            Some(f) if f != shape => {
+                return Err(BmError::invalid(format!(
+                    "invalid argument {what}: its direction ({}) differs from element 0's ({}); \
+                     a batch copies in one direction",
+                    direction(shape),
+                    direction(f)
+                )))
+            }
+            Some(_) => {}
+        }
+        ops.push(Op {
+            src: s,
+            dest: d,
+            len: len as usize,
+        });
+    }
+    let m = o.membership.read().unwrap_or_else(|e| e.into_inner());
+    let group = match &*m {
+        Membership::Joined(g) => Some(g),
+        _ => None,
+    };
+    let asynchronous = flags & ASYNC_COPY_FLAG != 0;
+    let nb = asynchronous || ops.len() > 1;
+    let mut c = Copier {
+        o: &o,
+        group,
+        touched: BTreeSet::new(),
+        bounces: Vec::new(),
+    };
+    let mut result = Ok(());
+    for (i, op) in ops.iter().enumerate() {
+        let what = if batch {
+            format!("params->[{i}]")
+        } else {
+            "params".to_string()
+        };
+        // Bounced operations complete before the call returns (their buffers are this call's).
+        let op_nb = nb && !(asynchronous && is_bounce(op, o.rank));
+        if let Err(e) = c.run(op, op_nb, &what) {
+            result = Err(e);
+            break;
+        }
+    }
+    let touched = std::mem::take(&mut c.touched);
+    if asynchronous && c.bounces.is_empty() {
+        lock(&o.pending).extend(touched);
+        return result;
+    }
+    let flushed = c.flush(&touched);
+    result.and(flushed)
+}
+
+fn is_bounce(op: &Op, me: u32) -> bool {
+    matches!((op.src, op.dest), (Side::Pool { rank: a, .. }, Side::Pool { rank: b, .. }) if a != me && b != me)
+}
+
+fn direction((s, d): (bool, bool)) -> &'static str {
+    match (s, d) {
+        (false, true) => "local to pool",
+        (true, false) => "pool to local",
+        _ => "pool to pool",
+    }
+}
+
+/// `smem_bm_wait`: completes this object's copies made with `ASYNC_COPY_FLAG`.
+pub fn wait(handle: usize) -> Result<()> {
+    let (_, o) = object(handle)?;
+    let ranks = std::mem::take(&mut *lock(&o.pending));
+    let m = o.membership.read().unwrap_or_else(|e| e.into_inner());
+    let group = match &*m {
+        Membership::Joined(g) => Some(g),
+        _ => None,
+    };
+    let mut c = Copier {
+        o: &o,
+        group,
+        touched: BTreeSet::new(),
+        bounces: Vec::new(),
+    };
+    c.flush(&ranks)
+}
+
+/// `smem_bm_register_user_mem`: records the buffer (the host transports need no
+/// registration). The same address and size again: 0; the same address with another size: -1.
+pub fn register_user_mem(handle: usize, addr: u64, size: u64) -> Result<()> {
+    let (_, o) = object(handle)?;
+    if size == 0 {
+        return Err(BmError::invalid(format!(
+            "invalid argument size=0 (addr={addr:#x})"
+        )));
+    }
+    let mut m = lock(&o.user_mem);
+    match m.get(&addr) {
+        Some(&s) if s == size => Ok(()),
+        Some(&s) => Err(BmError::error(format!(
+            "addr={addr:#x} is registered with size {s}, not size={size}"
+        ))),
+        None => {
+            m.insert(addr, size);
+            Ok(())
+        }
+    }
+}
+
+/// `smem_bm_unregister_user_mem`: forgets the buffer; an unknown address: 0.
+pub fn unregister_user_mem(handle: usize, addr: u64) -> Result<()> {
+    let (_, o) = object(handle)?;
+    lock(&o.user_mem).remove(&addr);
+    Ok(())
+}
