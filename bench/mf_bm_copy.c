@@ -16,12 +16,6 @@
  *                          segment back (G2H) and comparing every byte. At the end rank 1 (and
  *                          any further rank) checks in its own segment the bytes rank 0 wrote
  *                          last, so every process checks data another one wrote.
- *   --mode ring            no timing, a check at any number of ranks (the multinode.memfabric_bm
- *                          ctests): rank r writes a local buffer (H2G) and a slice of its own
- *                          segment (G2G) into rank r+1's segment; then every rank checks both in
- *                          its own segment with plain CPU loads, reads back (G2H) what it wrote
- *                          and what rank r-1 holds in its own segment, and says so on stderr.
- *                          Each slice is the largest of --sizes.
  *   --mode join            --fork only: the time of smem_bm_join of the 1st..Nth member, each
  *                          join started once the one before returned (members already in take
  *                          part without a call); --trials fresh sets of N processes, one figure
@@ -368,7 +362,13 @@ static void run_copies(pool_t *p, size_t max_n) {
     munmap(chk, max_n + BENCH_PAGE);
 }
 
-static size_t largest_size(void);
+static size_t largest_size(void) {
+    size_t max_n = 0;
+    for (int s = 0; s < opt.nsizes; s++)
+        if (opt.sizes[s] > max_n) max_n = opt.sizes[s];
+    if (max_n == 0) bench_die("--sizes: at least one size above 0");
+    return max_n;
+}
 
 static int copy_rank(const char *url) {
     const size_t max_n = largest_size();
@@ -395,48 +395,6 @@ static int copy_rank(const char *url) {
     }
     bm_down(&p);
     return 0;
-}
-
-/* ---- ring mode ------------------------------------------------------------------------------ */
-
-#define RING_H2G_SEED 5000u /* + the writer's rank */
-#define RING_G2G_SEED 6000u
-
-static void expect(const void *got, size_t n, unsigned seed, const char *what, int from) {
-    char msg[160];
-    snprintf(msg, sizeof msg, "%s (rank %d wrote it)", what, from);
-    bench_check(got, n, seed, msg);
-}
-
-static void ring_rank(const char *url, size_t n) {
-    pool_t p;
-    bm_up(&p, url, 3 * n);
-    const int me = p.rank, next = (me + 1) % cfg.world, prev = (me + cfg.world - 1) % cfg.world;
-    char *buf = page_buffer(n);
-    check_rc(smem_bm_join(p.h, 0), "smem_bm_join");
-    barrier(&p, 1);
-    /* Into rank next's segment: [0, n) from a local buffer, [n, 2n) from [2n, 3n) of ours. */
-    bench_fill(buf, n, RING_H2G_SEED + (unsigned)me);
-    check_rc(copy(&p, buf, data_of(&p, next), n, SMEMB_COPY_H2G), "smem_bm_copy(H2G)");
-    bench_fill(data_of(&p, me) + 2 * n, n, RING_G2G_SEED + (unsigned)me);
-    check_rc(copy(&p, data_of(&p, me) + 2 * n, data_of(&p, next) + n, n, SMEMB_COPY_G2G),
-             "smem_bm_copy(G2G)");
-    barrier(&p, 2);
-    expect(data_of(&p, me), n, RING_H2G_SEED + (unsigned)prev, "own segment, H2G slice", prev);
-    expect(data_of(&p, me) + n, n, RING_G2G_SEED + (unsigned)prev, "own segment, G2G slice", prev);
-    memset(buf, 0, n);
-    check_rc(copy(&p, data_of(&p, next), buf, n, SMEMB_COPY_G2H), "smem_bm_copy(G2H)");
-    expect(buf, n, RING_H2G_SEED + (unsigned)me, "rank next's segment read back", me);
-    memset(buf, 0, n);
-    check_rc(copy(&p, data_of(&p, prev) + 2 * n, buf, n, SMEMB_COPY_G2H), "smem_bm_copy(G2H)");
-    expect(buf, n, RING_G2G_SEED + (unsigned)prev, "rank prev's own segment", prev);
-    barrier(&p, 3); /* nobody tears down while another still reads */
-    fprintf(stderr,
-            "mf_bm_copy: rank %d of %d: ring checked (%zu bytes from rank %d by H2G and G2G, "
-            "read back from ranks %d and %d by G2H)\n",
-            me, cfg.world, n, prev, next, prev);
-    munmap(buf, n + BENCH_PAGE);
-    bm_down(&p);
 }
 
 /* ---- join mode ------------------------------------------------------------------------------ */
@@ -512,20 +470,9 @@ static int fork_ranks(void (*fn)(void *, const char *), void *arg, const char *u
     return failed;
 }
 
-static size_t largest_size(void) {
-    size_t max_n = 0;
-    for (int s = 0; s < opt.nsizes; s++)
-        if (opt.sizes[s] > max_n) max_n = opt.sizes[s];
-    if (max_n == 0) bench_die("--sizes: at least one size above 0");
-    return max_n;
-}
-
 static void copy_entry(void *arg, const char *url) {
     (void)arg;
-    if (!strcmp(opt.mode, "ring"))
-        ring_rank(url, largest_size());
-    else
-        copy_rank(url);
+    copy_rank(url);
 }
 
 static void join_entry(void *arg, const char *url) { join_rank(arg, url); }
@@ -581,8 +528,7 @@ int main(int argc, char **argv) {
         run_join(cfg.store);
         return 0;
     }
-    if (strcmp(opt.mode, "copy") && strcmp(opt.mode, "ring"))
-        bench_die("--mode must be copy, ring or join");
+    if (strcmp(opt.mode, "copy")) bench_die("--mode must be copy or join");
     if (cfg.fork) {
         watchdog(cfg.timeout_s + 10);
         return fork_ranks(copy_entry, NULL, cfg.store) ? 1 : 0;
