@@ -2,16 +2,19 @@
  * as its examples and tests use them, against libmf_smem.so. Each rank checks data other ranks
  * wrote.
  *
- *   bm_pool fork  N auto|explicit SCENARIO [TLSDIR]   N forked ranks (as memfabric's UTs)
- *   bm_pool spawn N auto|explicit SCENARIO [TLSDIR]   N separate processes (fork + exec of proc)
- *   bm_pool proc URL N auto|explicit INDEX SCENARIO SYNCDIR [TLSDIR]   one rank
+ *   bm_pool fork  N auto|explicit SCENARIO [TLSDIR|- [MAX LOCAL]]   N forked ranks (as
+ *                                                       memfabric's UTs)
+ *   bm_pool spawn N auto|explicit SCENARIO [TLSDIR|- [MAX LOCAL]]   N separate processes
+ *   bm_pool proc URL N auto|explicit INDEX SCENARIO SYNCDIR [TLSDIR|- [MAX LOCAL]]   one rank
  *   bm_pool errors                                    argument errors of every function
  *
  * SCENARIO: basic (layout, every copy type, batch, async, rank by address), late (the last
  * rank joins while the others copy), leave (the last rank leaves), kill (the last rank is
  * killed), killhost (the store's host is killed; explicit ranking). Ranks meet through files
  * in SYNCDIR (a directory every rank reaches); TLSDIR holds ca.pem, pe.pem, pe.key and pass
- * (store TLS on). proc takes the store URL, so ranks of several hosts or namespaces run it.
+ * (store TLS on; "-": plain TCP). MAX and LOCAL are the pool's per-rank stride and what each
+ * rank backs, in bytes (multiples of 2 MiB, LOCAL at least 2 MiB; default 4 MiB and 2 MiB).
+ * proc takes the store URL, so ranks of several hosts or network namespaces run it.
  * Every process bounds itself (alarm); exit 0 when every check held. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -31,8 +34,8 @@
 #include <unistd.h>
 
 #define MIB2 (2ULL << 20)
-#define MAX_SIZE (2 * MIB2) /* per-rank stride of the host pool */
-#define LOCAL_SIZE MIB2     /* what each rank backs of it (memfabric: max >= local) */
+static unsigned long long max_size = 2 * MIB2; /* per-rank stride of the host pool */
+static unsigned long long local_size = MIB2;    /* what each rank backs (max >= local) */
 #define CHUNK 4096
 #define WATCHDOG_S 90
 
@@ -187,8 +190,8 @@ static int init(const struct run *r) {
 static smem_bm_t create_and_join(int id) {
     smem_bm_create_option_t o;
     memset(&o, 0, sizeof o);
-    o.maxDramSize = MAX_SIZE;
-    o.localDRAMSize = LOCAL_SIZE;
+    o.maxDramSize = max_size;
+    o.localDRAMSize = local_size;
     o.dataOpType = SMEMB_DATA_OP_SDMA; /* served by the host paths without an NPU */
     o.dramShmFd = -1;
     smem_bm_t h = smem_bm_create2((uint32_t)id, &o);
@@ -224,20 +227,21 @@ static void basic(smem_bm_t h, int n) {
     unsigned char *from = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)prev);
     static unsigned char buf[4 * CHUNK], in[4 * CHUNK];
     char text[64];
-    CHECK(base != NULL && own == base + (size_t)me * MAX_SIZE);
-    CHECK(peer == base + (size_t)next * MAX_SIZE);
+    CHECK(base != NULL && own == base + (size_t)me * max_size);
+    CHECK(peer == base + (size_t)next * max_size);
     CHECK(smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)n) == NULL);
     CHECK(last_error_has("smem_bm_ptr_by_mem_type", "peerRankId="));
     CHECK(smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_DEVICE, 0) == NULL);
-    CHECK(smem_bm_get_local_mem_size_by_mem_type(h, SMEM_MEM_TYPE_HOST) == LOCAL_SIZE);
+    CHECK(smem_bm_get_local_mem_size_by_mem_type(h, SMEM_MEM_TYPE_HOST) == local_size);
     CHECK(smem_bm_get_local_mem_size_by_mem_type(h, SMEM_MEM_TYPE_DEVICE) == 0);
     for (int r = 0; r < n; r++) {
-        CHECK(smem_bm_get_rank_id_by_gva(h, base + (size_t)r * MAX_SIZE + 5) == (uint32_t)r);
+        CHECK(smem_bm_get_rank_id_by_gva(h, base + (size_t)r * max_size + 5) == (uint32_t)r);
         /* Past the local size, inside the stride: still rank r (divided by max). */
-        CHECK(smem_bm_get_rank_id_by_gva(h, base + (size_t)r * MAX_SIZE + LOCAL_SIZE + 8) ==
-              (uint32_t)r);
+        CHECK(max_size == local_size ||
+              smem_bm_get_rank_id_by_gva(h, base + (size_t)r * max_size + local_size + 8) ==
+                  (uint32_t)r);
     }
-    CHECK(smem_bm_get_rank_id_by_gva(h, base + (size_t)n * MAX_SIZE) == UINT32_MAX);
+    CHECK(smem_bm_get_rank_id_by_gva(h, base + (size_t)n * max_size) == UINT32_MAX);
     CHECK(smem_bm_get_rank_id_by_gva(h, buf) == UINT32_MAX);
     /* Every rank has the same base. */
     snprintf(text, sizeof text, "%llx", (unsigned long long)(uintptr_t)base);
@@ -333,11 +337,13 @@ static void basic(smem_bm_t h, int n) {
     CHECK(last_error_has("smem_bm_copy", "dest="));
     CHECK(copy(h, in, buf, CHUNK, SMEMB_COPY_G2H, 0) == -2000);
     CHECK(last_error_has("smem_bm_copy", "src="));
-    CHECK(copy(h, buf, peer + MAX_SIZE - 8, 16, SMEMB_COPY_H2G, 0) == -2000);
+    CHECK(copy(h, buf, peer + max_size - 8, 16, SMEMB_COPY_H2G, 0) == -2000);
     CHECK(last_error_has("smem_bm_copy", "segment"));
-    CHECK(copy(h, buf, base + (size_t)n * MAX_SIZE - 8, 16, SMEMB_COPY_AUTO, 0) == -2);
-    CHECK(copy(h, buf, own + LOCAL_SIZE, 8, SMEMB_COPY_H2G, 0) == -2000); /* not backed */
-    CHECK(last_error_has("smem_bm_copy", "beyond"));
+    CHECK(copy(h, buf, base + (size_t)n * max_size - 8, 16, SMEMB_COPY_AUTO, 0) == -2);
+    if (max_size > local_size) {
+        CHECK(copy(h, buf, own + local_size, 8, SMEMB_COPY_H2G, 0) == -2000); /* not backed */
+        CHECK(last_error_has("smem_bm_copy", "beyond"));
+    }
 
     /* User memory registration. */
     CHECK(smem_bm_register_user_mem(h, (uint64_t)(uintptr_t)buf, sizeof buf) == 0);
@@ -356,11 +362,11 @@ static void basic(smem_bm_t h, int n) {
 static void with_shm(int n) {
     unsigned me = smem_bm_get_rank_id(), next = (me + 1) % n, prev = (me + n - 1) % n;
     int fd = memfd_create("bm-user-dram", MFD_CLOEXEC);
-    CHECK(fd >= 0 && ftruncate(fd, LOCAL_SIZE) == 0);
+    CHECK(fd >= 0 && ftruncate(fd, local_size) == 0);
     smem_bm_create_option_t o;
     memset(&o, 0, sizeof o);
-    o.maxDramSize = MAX_SIZE;
-    o.localDRAMSize = LOCAL_SIZE;
+    o.maxDramSize = max_size;
+    o.localDRAMSize = local_size;
     o.dataOpType = SMEMB_DATA_OP_HOST_TCP;
     o.flags = SMEM_BM_FLAG_CREATE_WITH_SHM;
     o.dramShmFd = fd;
@@ -376,11 +382,11 @@ static void with_shm(int n) {
     unsigned char *peer = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)next);
     CHECK(copy(h, buf, peer + 64, CHUNK, SMEMB_COPY_H2G, 0) == 0);
     barrier("s2", n);
-    unsigned char *mine = mmap(NULL, LOCAL_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+    unsigned char *mine = mmap(NULL, local_size, PROT_READ, MAP_SHARED, fd, 0);
     CHECK(mine != MAP_FAILED);
     if (mine != MAP_FAILED) {
         CHECK(holds(mine + 64, CHUNK, prev, 11));
-        munmap(mine, LOCAL_SIZE);
+        munmap(mine, local_size);
     }
     barrier("s3", n);
     smem_bm_destroy(h);
@@ -506,6 +512,9 @@ static void gone(const struct run *r, int how) {
             CHECK(holds(in, CHUNK, me, 30));
         }
     }
+    if (how == 1) {
+        barrier("g4", n - 1); /* the survivors, before any of them destroys its object */
+    }
     if (how == 0) {
         barrier("g3", n);
     }
@@ -581,7 +590,7 @@ static void rmdir_all(const char *dir) {
 
 static int launch(int spawn, char **argv, int n, const char *ranking, const char *scenario,
                   const char *tlsdir) {
-    char dir[] = "/tmp/bm_pool.XXXXXX", url[64], nbuf[16], ibuf[16];
+    char dir[] = "/tmp/bm_pool.XXXXXX", url[64], nbuf[16], ibuf[16], maxbuf[32], localbuf[32];
     if (mkdtemp(dir) == NULL) {
         perror("mkdtemp");
         return 2;
@@ -599,8 +608,10 @@ static int launch(int spawn, char **argv, int n, const char *ranking, const char
             }
             snprintf(nbuf, sizeof nbuf, "%d", n);
             snprintf(ibuf, sizeof ibuf, "%d", i);
-            char *args[] = {argv[0], "proc", url, nbuf, (char *)ranking, ibuf,
-                            (char *)scenario, dir, (char *)tlsdir, NULL};
+            snprintf(maxbuf, sizeof maxbuf, "%llu", max_size);
+            snprintf(localbuf, sizeof localbuf, "%llu", local_size);
+            char *args[] = {argv[0], "proc", url, nbuf, (char *)ranking, ibuf, (char *)scenario,
+                            dir, tlsdir ? (char *)tlsdir : "-", maxbuf, localbuf, NULL};
             execv("/proc/self/exe", args);
             perror("exec");
             _exit(2);
@@ -771,6 +782,20 @@ static int errors(void) {
     return 0;
 }
 
+/* The optional TLSDIR ("-": none) and MAX LOCAL arguments from argv[at]. */
+static const char *options(int argc, char **argv, int at) {
+    const char *tlsdir = argc > at && strcmp(argv[at], "-") != 0 ? argv[at] : NULL;
+    if (argc > at + 2) {
+        max_size = strtoull(argv[at + 1], NULL, 0);
+        local_size = strtoull(argv[at + 2], NULL, 0);
+        if (local_size < MIB2 || max_size < local_size) {
+            fprintf(stderr, "bm_pool: LOCAL is at least 2 MiB and MAX at least LOCAL\n");
+            exit(2);
+        }
+    }
+    return tlsdir;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "errors") == 0) {
         return errors();
@@ -781,18 +806,20 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bm_pool: N is 2..4\n");
             return 2;
         }
-        return launch(argv[1][0] == 's', argv, n, argv[3], argv[4], argc > 5 ? argv[5] : NULL);
+        const char *tlsdir = options(argc, argv, 5);
+        return launch(argv[1][0] == 's', argv, n, argv[3], argv[4], tlsdir);
     }
     if (argc >= 8 && strcmp(argv[1], "proc") == 0) {
-        struct run r = {argv[2], atoi(argv[3]), strcmp(argv[4], "auto") == 0, argv[6],
-                        argc > 8 ? argv[8] : NULL};
+        const char *tlsdir = options(argc, argv, 8);
+        struct run r = {argv[2], atoi(argv[3]), strcmp(argv[4], "auto") == 0, argv[6], tlsdir};
         index_ = atoi(argv[5]);
         syncdir = argv[7];
         return rank_main(&r);
     }
     fprintf(stderr,
-            "usage: bm_pool fork|spawn N auto|explicit SCENARIO [TLSDIR]\n"
-            "       bm_pool proc URL N auto|explicit INDEX SCENARIO SYNCDIR [TLSDIR]\n"
+            "usage: bm_pool fork|spawn N auto|explicit SCENARIO [TLSDIR|- [MAX LOCAL]]\n"
+            "       bm_pool proc URL N auto|explicit INDEX SCENARIO SYNCDIR [TLSDIR|- [MAX "
+            "LOCAL]]\n"
             "       bm_pool errors\n");
     return 2;
 }
