@@ -11,11 +11,12 @@
  *                            H2G  a malloc'd buffer of rank 0 -> rank 1's segment
  *                            G2G  rank 0's own segment -> rank 1's segment
  *                          one record per size for latency (ns per blocking call) and one for
- *                          bandwidth (GB/s). Outside the timed loops every trial is checked:
- *                          G2H against the pattern rank 1 wrote, H2G and G2G by reading rank 1's
- *                          segment back (G2H) and comparing every byte. At the end rank 1 (and
- *                          any further rank) checks in its own segment the bytes rank 0 wrote
- *                          last, so every process checks data another one wrote.
+ *                          bandwidth (GB/s). A trial of writes ends with an 8-byte copy with
+ *                          ASYNC_COPY_FLAG and smem_bm_wait, so that it counts until the data is
+ *                          at rank 1 on any transport. Outside the timed loops every trial is
+ * checked: G2H against the pattern rank 1 wrote, H2G and G2G by reading rank 1's segment back (G2H)
+ * and comparing every byte. At the end rank 1 (and any further rank) checks in its own segment the
+ * bytes rank 0 wrote last, so every process checks data another one wrote.
  *   --mode join            --fork only: the time of smem_bm_join of the 1st..Nth member, each
  *                          join started once the one before returned (members already in take
  *                          part without a call); --trials fresh sets of N processes, one figure
@@ -48,6 +49,7 @@
 #define SLOT_BYTES 64u          /* one per writing rank */
 #define POOL_ALIGN (2ull << 20) /* memfabric's pool sizes are multiples of 2 MiB */
 #define RESULT_WORDS 2          /* rank 0's last write: seed, length (after the slots) */
+#define SCRATCH_WORD 3          /* rank 0's end-of-trial copy lands here (before the results) */
 #define PEER_SEED_BASE 1000u    /* rank r fills its own segment with seed 1000 + r */
 
 static bench_opts_t opt;
@@ -225,10 +227,23 @@ static uint64_t *result_words(pool_t *p, int owner) {
 
 static char *data_of(pool_t *p, int r) { return p->base[r] + CTRL_BYTES; }
 
+static void *scratch_of(pool_t *p, int r) {
+    return p->base[r] + CTRL_BYTES - SCRATCH_WORD * sizeof(uint64_t);
+}
+
 /* One blocking copy of n bytes; 0 or memfabric's code. */
 static int32_t copy(pool_t *p, const void *src, void *dst, size_t n, smem_bm_copy_type t) {
     smem_copy_params c = {src, dst, n};
     return smem_bm_copy(p->h, &c, t, 0);
+}
+
+/* A copy known to have landed: ASYNC_COPY_FLAG, then smem_bm_wait, which completes every copy
+ * this process issued to the ranks involved (the blocking ones before it too, on transports
+ * where a blocking copy returns once its source may be reused). */
+static int32_t copy_landed(pool_t *p, const void *src, void *dst, size_t n) {
+    smem_copy_params c = {src, dst, n};
+    int32_t rc = smem_bm_copy(p->h, &c, SMEMB_COPY_H2G, ASYNC_COPY_FLAG);
+    return rc != 0 ? rc : smem_bm_wait(p->h);
 }
 
 /* Writes `value` into the slot of this rank in `peer`'s control area, retrying while the peer
@@ -238,8 +253,8 @@ static void post(pool_t *p, int peer, uint64_t value) {
     quiet_logs = 1;
     int32_t rc;
     long tries = 0;
-    while ((rc = copy(p, &p->local_buf, (void *)slot(p, peer, p->rank), sizeof value,
-                      SMEMB_COPY_H2G)) != 0) {
+    while ((rc = copy_landed(p, &p->local_buf, (void *)slot(p, peer, p->rank), sizeof value)) !=
+           0) {
         if (++tries % 2000 == 0)
             fprintf(stderr, "mf_bm_copy: rank %d: rank %d not reachable yet (%d: %s)\n", p->rank,
                     peer, rc, smem_get_last_err_msg());
@@ -248,15 +263,18 @@ static void post(pool_t *p, int peer, uint64_t value) {
     quiet_logs = 0;
 }
 
+/* Waits until rank `from` has posted at least `epoch` into this rank's area. */
+static void wait_from(pool_t *p, int from, uint64_t epoch) {
+    /* Short sleeps first, then 2 ms ones: a rank waiting out rank 0's timed copies must leave
+     * it the CPU (2 cores here). */
+    for (long i = 0; __atomic_load_n(slot(p, p->rank, from), __ATOMIC_ACQUIRE) < epoch; i++)
+        usleep(i < 1000 ? 100 : 2000);
+}
+
 /* Waits until every other rank has posted at least `epoch` into this rank's area. */
 static void wait_posted(pool_t *p, uint64_t epoch) {
-    for (int r = 0; r < cfg.world; r++) {
-        if (r == p->rank) continue;
-        /* Short sleeps first, then 2 ms ones: a rank waiting out rank 0's timed copies must
-         * leave it the CPU (2 cores here). */
-        for (long i = 0; __atomic_load_n(slot(p, p->rank, r), __ATOMIC_ACQUIRE) < epoch; i++)
-            usleep(i < 1000 ? 100 : 2000);
-    }
+    for (int r = 0; r < cfg.world; r++)
+        if (r != p->rank) wait_from(p, r, epoch);
 }
 
 static void barrier(pool_t *p, uint64_t epoch) {
@@ -318,6 +336,14 @@ static void run_copies(pool_t *p, size_t max_n) {
                         bench_die("smem_bm_copy(%s, %zu bytes) returned %d: %s", OPS[k].name, n, rc,
                                   smem_get_last_err_msg());
                 }
+                /* Writes: the trial ends when the data is at rank 1, whatever the transport's
+                 * rule for a blocking copy's return. */
+                if (t != SMEMB_COPY_G2H) {
+                    int32_t rc = copy_landed(p, &p->local_buf, scratch_of(p, peer), 8);
+                    if (rc != 0)
+                        bench_die("end-of-trial smem_bm_copy(ASYNC) + smem_bm_wait returned %d: %s",
+                                  rc, smem_get_last_err_msg());
+                }
                 double ns = (bench_now_ns() - t0) / (double)iters;
                 if (tr >= 0) samples[tr] = ns;
                 if (t != SMEMB_COPY_G2H) {
@@ -355,7 +381,7 @@ static void run_copies(pool_t *p, size_t max_n) {
         }
     }
     /* What rank 1 holds now, for its own check: into rank 1's control area, then the epoch. */
-    int32_t rc = copy(p, last, result_words(p, peer), sizeof last, SMEMB_COPY_H2G);
+    int32_t rc = copy_landed(p, last, result_words(p, peer), sizeof last);
     if (rc != 0)
         bench_die("smem_bm_copy of the final seed returned %d: %s", rc, smem_get_last_err_msg());
     munmap(src, max_n + BENCH_PAGE);
@@ -383,7 +409,7 @@ static int copy_rank(const char *url) {
         for (int r = 1; r < cfg.world; r++) post(&p, r, 2); /* done */
         wait_posted(&p, 3);                                 /* everyone checked */
     } else {
-        wait_posted(&p, 2);
+        wait_from(&p, 0, 2);
         const uint64_t *res = result_words(&p, p.rank);
         if (p.rank == 1) {
             bench_check(data_of(&p, 1), res[1], (unsigned)res[0], "rank 0's last write");

@@ -201,7 +201,13 @@ if { want ours || want mf; } && [[ $mode != smoke ]]; then
             "$ROOT/scripts/build.sh" --prefix "$prefix"
         fi
     fi
-    [[ -x $prefix/bin/oshcc && -x $OURS_RUN ]] || die "no $prefix/bin/oshcc or shmemrun (build and install the library, or --prefix)"
+    if want ours; then
+        [[ -x $prefix/bin/oshcc && -x $OURS_RUN ]] || die "no $prefix/bin/oshcc or shmemrun (build and install the library, or --prefix)"
+    fi
+    if want mf; then
+        [[ -f $prefix/lib/libmf_smem.so && -f $prefix/include/smem/host/smem_bm.h ]] ||
+            die "no $prefix/lib/libmf_smem.so or include/smem/host/smem_bm.h (build and install the library, or --prefix)"
+    fi
 fi
 OURS_BIN=$tmp/bin-ours
 OSH_BIN=$tmp/bin-oshmem
