@@ -19,8 +19,10 @@
  * bytes rank 0 wrote last, so every process checks data another one wrote.
  *   --mode join            --fork only: the time of smem_bm_join of the 1st..Nth member, each
  *                          join started once the one before returned (members already in take
- *                          part without a call); --trials fresh sets of N processes, one figure
- *                          per member position (size = 0, npes = the member's position).
+ *                          part without a call), for two objects in turn: "join", the process's
+ *                          first (it sets up the host transport), and "join_next", a second one;
+ *                          --trials fresh sets of N processes, one figure per object and member
+ *                          position (size = 0, npes = the member's position).
  *
  * Ranks: --fork starts --world processes here (ranks 0..N-1, explicit ranking, as memfabric's
  * forked tests do) and waits for them; otherwise this process is one rank: --rank R (explicit)
@@ -171,6 +173,20 @@ typedef struct {
     uint64_t local_buf; /* 8 bytes a post copies from */
 } pool_t;
 
+/* Object `id`: a host pool of `seg` bytes per rank, this rank backing all of its own. */
+static smem_bm_t create_pool(uint32_t id, size_t seg) {
+    smem_bm_create_option_t o;
+    memset(&o, 0, sizeof o);
+    o.maxDramSize = o.localDRAMSize = seg;
+    o.dataOpType = cfg.op_type;
+    o.dramShmFd = -1;
+    smem_bm_t h = smem_bm_create2(id, &o);
+    if (!h)
+        bench_die("smem_bm_create2(id %u, %zu bytes of DRAM) returned NULL: %s", id, seg,
+                  smem_get_last_err_msg());
+    return h;
+}
+
 static void bm_up(pool_t *p, const char *url, size_t data_bytes) {
     check_rc(smem_init(0), "smem_init");
     check_rc(smem_set_extern_logger(logger), "smem_set_extern_logger");
@@ -185,15 +201,7 @@ static void bm_up(pool_t *p, const char *url, size_t data_bytes) {
     p->rank = (int)smem_bm_get_rank_id();
     bench_me = p->rank;
     p->seg = (CTRL_BYTES + data_bytes + POOL_ALIGN - 1) / POOL_ALIGN * POOL_ALIGN;
-    smem_bm_create_option_t o;
-    memset(&o, 0, sizeof o);
-    o.maxDramSize = o.localDRAMSize = p->seg;
-    o.dataOpType = cfg.op_type;
-    o.dramShmFd = -1;
-    p->h = smem_bm_create2(0, &o);
-    if (!p->h)
-        bench_die("smem_bm_create2(id 0, %zu bytes of DRAM) returned NULL: %s", p->seg,
-                  smem_get_last_err_msg());
+    p->h = create_pool(0, p->seg);
     p->base = calloc((size_t)cfg.world, sizeof *p->base);
     if (!p->base) bench_die("out of memory");
     for (int r = 0; r < cfg.world; r++) {
@@ -425,24 +433,41 @@ static int copy_rank(const char *url) {
 
 /* ---- join mode ------------------------------------------------------------------------------ */
 
+/* Two objects per process, joined in member order: the first is the process's first join
+ * (the host transport is set up then), the second a join with the transport in place. */
+#define JOIN_OBJECTS 2
+static const char *const JOIN_NAMES[JOIN_OBJECTS] = {"join", "join_next"};
+static const char *const JOIN_FORMS[JOIN_OBJECTS] = {
+    "smem_bm_join of the member at this position (npes), the process's first object; the "
+    "members already in take part without a call",
+    "smem_bm_join of the member at this position (npes), a second object of the same "
+    "processes; the members already in take part without a call"};
+
 typedef struct {
-    int next;      /* the member position whose turn it is */
-    int torn_down; /* ranks 1.. that have finished */
-    double join_ns[BENCH_MAX_LIST];
+    int next[JOIN_OBJECTS]; /* per object: the member position whose turn it is */
+    int torn_down;          /* ranks 1.. that have finished */
+    double join_ns[JOIN_OBJECTS][BENCH_MAX_LIST];
 } join_page_t;
+
+static void ordered_join(join_page_t *pg, int k, smem_bm_t h, int rank) {
+    /* Waiting members sleep between looks, so that they leave the CPUs to the joining one. */
+    while (__atomic_load_n(&pg->next[k], __ATOMIC_ACQUIRE) != rank) usleep(200);
+    double t0 = bench_now_ns();
+    check_rc(smem_bm_join(h, 0), "smem_bm_join");
+    pg->join_ns[k][rank] = bench_now_ns() - t0;
+    __atomic_add_fetch(&pg->next[k], 1, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&pg->next[k], __ATOMIC_ACQUIRE) < cfg.world) usleep(1000);
+}
 
 static void join_rank(join_page_t *pg, const char *url) {
     pool_t p;
     bm_up(&p, url, BENCH_PAGE);
-    /* Waiting members sleep between looks, so that they leave the CPUs to the joining one. */
-    while (__atomic_load_n(&pg->next, __ATOMIC_ACQUIRE) != p.rank) usleep(200);
-    double t0 = bench_now_ns();
-    check_rc(smem_bm_join(p.h, 0), "smem_bm_join");
-    pg->join_ns[p.rank] = bench_now_ns() - t0;
-    __atomic_add_fetch(&pg->next, 1, __ATOMIC_RELEASE);
-    while (__atomic_load_n(&pg->next, __ATOMIC_ACQUIRE) < cfg.world) usleep(1000);
+    ordered_join(pg, 0, p.h, p.rank);
+    smem_bm_t second = create_pool(1, p.seg);
+    ordered_join(pg, 1, second, p.rank);
     if (p.rank == 0) /* the store's host goes last */
         while (__atomic_load_n(&pg->torn_down, __ATOMIC_ACQUIRE) < cfg.world - 1) usleep(1000);
+    smem_bm_destroy(second);
     bm_down(&p);
     if (p.rank != 0) __atomic_add_fetch(&pg->torn_down, 1, __ATOMIC_RELEASE);
 }
@@ -505,7 +530,7 @@ static void join_entry(void *arg, const char *url) { join_rank(arg, url); }
 
 static void run_join(const char *url) {
     if (cfg.world > BENCH_MAX_LIST) bench_die("--mode join: --world up to %d", BENCH_MAX_LIST);
-    static double per[BENCH_MAX_LIST][BENCH_MAX_TRIALS];
+    static double per[JOIN_OBJECTS][BENCH_MAX_LIST][BENCH_MAX_TRIALS];
     join_page_t *pg =
         mmap(NULL, sizeof *pg, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (pg == MAP_FAILED) bench_die("mmap failed: %s", strerror(errno));
@@ -515,26 +540,27 @@ static void run_join(const char *url) {
         memset(pg, 0, sizeof *pg);
         if (fork_ranks(join_entry, pg, u)) bench_die("join trial %d failed", t);
         if (t >= 0)
-            for (int m = 0; m < cfg.world; m++) per[m][t] = pg->join_ns[m];
+            for (int k = 0; k < JOIN_OBJECTS; k++)
+                for (int m = 0; m < cfg.world; m++) per[k][m][t] = pg->join_ns[k][m];
     }
-    for (int m = 0; m < cfg.world; m++) {
-        bench_fig_t f = {"mf_bm_copy",
-                         "join",
-                         "smem_bm_join of the member at this position (npes); the members "
-                         "already in take part without a call",
-                         "latency",
-                         "ns",
-                         m + 1,
-                         0,
-                         "host-pool",
-                         BENCH_PAGE,
-                         0,
-                         0,
-                         0,
-                         1,
-                         opt.trials};
-        bench_emit(&f, bench_stats(per[m], opt.trials));
-    }
+    for (int k = 0; k < JOIN_OBJECTS; k++)
+        for (int m = 0; m < cfg.world; m++) {
+            bench_fig_t f = {"mf_bm_copy",
+                             JOIN_NAMES[k],
+                             JOIN_FORMS[k],
+                             "latency",
+                             "ns",
+                             m + 1,
+                             0,
+                             "host-pool",
+                             BENCH_PAGE,
+                             0,
+                             0,
+                             0,
+                             1,
+                             opt.trials};
+            bench_emit(&f, bench_stats(per[k][m], opt.trials));
+        }
 }
 
 int main(int argc, char **argv) {

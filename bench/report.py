@@ -642,11 +642,14 @@ def sec_mf_bm(d):
                 ["size"] + list(MF_OPS) + ["memcpy"], lat))
     joins = sorted(k["npes"] for k in d.keys("ours", bench=MF_BM, name="join"))
     if joins:
-        rows = [[m, cell(d.get("ours", MF_BM, "join", m, 0, "host-pool"), "ms")] for m in joins]
+        rows = [[m] + [cell(d.get("ours", MF_BM, name, m, 0, "host-pool"), "ms")
+                       for name in ("join", "join_next")] for m in joins]
         out.append("`smem_bm_join` of the member at each position (the members already in take "
-                   "part without a call), ms; %d processes on %s CPUs:\n\n" % (
+                   "part without a call), ms; %d processes on %s CPUs. First object: the "
+                   "process's first join, which sets up its host transport; second object: a "
+                   "join of the same processes to another object:\n\n" % (
                        max(joins), d.env.get("cpus_online", "?")) +
-                   table(["member", "join (ms)"], rows))
+                   table(["member", "first object", "second object"], rows))
     if not out:
         return "No mf_bm_copy records in this run."
     return ("memfabric_hybrid's `smem_bm_copy` (libmf_smem.so) between the host pools of ranks "
@@ -1012,10 +1015,17 @@ def plots(d, out):
         legend(ax)
         ax = axes[1]
         if joins:
-            gs = [d.get("ours", MF_BM, "join", m, 0, "host-pool") for m in joins]
-            ax.bar(joins, [g["median"] / 1e6 for g in gs],
-                   yerr=[[(g["median"] - g["lo"]) / 1e6 for g in gs],
-                         [(g["hi"] - g["median"]) / 1e6 for g in gs]], capsize=3, color="tab:blue")
+            for name, shift, color, label in (("join", -0.2, "tab:blue", "first object"),
+                                              ("join_next", 0.2, "tab:green", "second object")):
+                ms = [m for m in joins if d.get("ours", MF_BM, name, m, 0, "host-pool")]
+                gs = [d.get("ours", MF_BM, name, m, 0, "host-pool") for m in ms]
+                if not gs:
+                    continue
+                ax.bar([m + shift for m in ms], [g["median"] / 1e6 for g in gs], width=0.4,
+                       yerr=[[(g["median"] - g["lo"]) / 1e6 for g in gs],
+                             [(g["hi"] - g["median"]) / 1e6 for g in gs]], capsize=3,
+                       color=color, label=label)
+            legend(ax)
             ax.set_xlabel("member position (members already in: position - 1)")
             ax.set_ylabel("smem_bm_join, ms (median, bars: round range)")
             ax.set_title("join latency, %d processes on %s CPUs" % (max(joins), d.env.get("cpus_online", "?")))

@@ -313,6 +313,40 @@ class Report:
         return table(["target", "figures met", "verdict", "missed", "no figure"], rows)
 
 
+def plot_memfabric(d, out):
+    """mf_bm_copy.png: smem_bm_copy between two nodes beside ucx_perftest, GB/s by size."""
+    series = [("mf", "mf_bm_copy", op, "smem_bm_copy %s" % op, dict(marker=m))
+              for op, m in (("H2G", "o"), ("G2H", "s"), ("G2G", "^"))]
+    series += [("perftest", "perftest", t, "ucx_perftest %s" % t, dict(linestyle=":", marker="."))
+               for t in ("ucp_put_bw", "ucp_get_bw")]
+    sizes = sorted({k[5] for k in d.per_round if k[0] == "mf" and k[6] == "bandwidth"})
+    if not sizes:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for v, bench, name, label, st in series:
+        pts = [(n, d.get(*key(v, bench, name, 2, 1, n, "bandwidth"))) for n in sizes]
+        pts = [(n, g) for n, g in pts if g]
+        if pts:
+            ax.errorbar([n for n, _ in pts], [g["median"] for _, g in pts],
+                        yerr=[[g["median"] - g["lo"] for _, g in pts],
+                              [g["hi"] - g["median"] for _, g in pts]],
+                        label=label, capsize=2, markersize=4, **st)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("bytes")
+    ax.set_ylabel("GB/s (median, bars: round range)")
+    ax.set_title("smem_bm_copy between two nodes (namespaces), UCX_TLS=%s" % d.env.get("ucx_tls", "?"))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "mf_bm_copy.png"), dpi=110)
+    plt.close(fig)
+    return "mf_bm_copy.png"
+
+
 def cmd_render(a):
     d = Data(a.dir)
     if not d.records and not d.failures:
@@ -355,7 +389,12 @@ def cmd_render(a):
     with open(os.path.join(a.dir, "summary.json"), "w") as f:
         json.dump({"env": env, "targets": [dict(zip(("target", "figure", "value", "limit", "ok"), t))
                                            for t in rep.targets]}, f, indent=1)
-    print("report: %s/table.md, summary.json" % a.dir)
+    made = None
+    try:
+        made = plot_memfabric(d, a.dir)
+    except ImportError:  # matplotlib: bench-multinode.sh does not install it
+        print("report: no matplotlib, no plot", file=sys.stderr)
+    print("report: %s/table.md, summary.json%s" % (a.dir, ", " + made if made else ""))
     if a.docs:
         rel = os.path.relpath(os.path.abspath(a.dir), os.path.dirname(os.path.abspath(a.docs)))
         block = "%s\n\nMade by `%s` (results: [`%s/`](%s/), raw JSON in `%s/raw/`).\n\n%s%s" % (

@@ -404,12 +404,12 @@ run_perftest() {
         # Bandwidth over TCP needs a long run: ucx_perftest's put_bw pays about half a second
         # whatever the count (64 x 1 MiB gave a third of 1000 x 1 MiB), so large messages get
         # at least 1000 (--quick 500) of them.
-        # From 8 MiB a run moves about 4 GiB (--quick 2 GiB), at least 100 (50) messages.
+        # From 8 MiB a run moves about 2 GiB (--quick 1 GiB), at least 32 (16) messages.
         case $mode in
             full) iters=$((bytes >= 65536 ? 1000 : 20000))
-                ((bytes >= 8 << 20)) && iters=$(((4 << 30) / bytes > 100 ? (4 << 30) / bytes : 100)) ;;
+                ((bytes >= 8 << 20)) && iters=$(((2 << 30) / bytes > 32 ? (2 << 30) / bytes : 32)) ;;
             quick) iters=$((bytes >= 65536 ? 500 : 5000))
-                ((bytes >= 8 << 20)) && iters=$(((2 << 30) / bytes > 50 ? (2 << 30) / bytes : 50)) ;;
+                ((bytes >= 8 << 20)) && iters=$(((1 << 30) / bytes > 16 ? (1 << 30) / bytes : 16)) ;;
             smoke) iters=$((bytes >= 65536 ? 4 : 100)) ;;
         esac
         perftest_port=$((perftest_port + 1))
