@@ -2,6 +2,7 @@
 // the runtime: each passes its arguments to the runtime's bridge and its reasons back as text,
 // for libmf_smem.so to log to memfabric's logger and keep as the last error.
 #include "memfabric.h"
+#include "memfabric_bm.h"
 
 #include <cstring>
 #include <stdexcept>
@@ -11,7 +12,7 @@
 #include "rust/cxx.h"
 #include "shmem-core/src/ffi.rs.h"
 
-namespace {
+namespace shmemi_mf {
 
 void copy_reason(const std::string &reason, char *why, size_t why_len) {
     if (why == nullptr || why_len == 0) {
@@ -22,7 +23,9 @@ void copy_reason(const std::string &reason, char *why, size_t why_len) {
     why[n] = '\0';
 }
 
-}  // namespace
+}  // namespace shmemi_mf
+
+using shmemi_mf::copy_reason;
 
 SHMEM_EXPORT int32_t shmemi_mf_config_store_open(const char *url, char *why, size_t why_len) {
     if (url == nullptr) {

@@ -16,14 +16,7 @@
 
 namespace {
 
-void copy_reason(const std::string &reason, char *why, size_t why_len) {
-    if (why == nullptr || why_len == 0) {
-        return;
-    }
-    size_t n = reason.size() < why_len - 1 ? reason.size() : why_len - 1;
-    std::memcpy(why, reason.data(), n);
-    why[n] = '\0';
-}
+using shmemi_mf::copy_reason;
 
 // Text of the caller as the bridge's &str; false (with the reason) when it is not UTF-8.
 bool text(const char *s, const char *arg, rust::Str &out, char *why, size_t why_len) {
@@ -53,8 +46,8 @@ int32_t query(uint32_t what, void *handle, uint32_t mem_type, uint64_t arg, uint
               char *why, size_t why_len) {
     rust::String reason;
     uint64_t v = 0;
-    int32_t rc = shmem::core::mf_bm_query(what, reinterpret_cast<size_t>(handle), mem_type, arg,
-                                          v, reason);
+    int32_t rc =
+        shmem::core::mf_bm_query(what, reinterpret_cast<size_t>(handle), mem_type, arg, v, reason);
     if (rc == 0) {
         *out = v;
     }
@@ -79,9 +72,8 @@ SHMEM_EXPORT int32_t shmemi_mf_bm_init(const struct shmemi_mf_bm_init_args *a, i
     rust::String reason;
     bool is_plain = false, is_repeat = false;
     int32_t rc = shmem::core::mf_bm_init(
-        url, a->world_size, a->device_id, {a->init_timeout, a->control_timeout},
-        a->start_server, a->auto_ranking, a->rank_id, hcom, tls, a->tls_enable, is_plain,
-        is_repeat, reason);
+        url, a->world_size, a->device_id, {a->init_timeout, a->control_timeout}, a->start_server,
+        a->auto_ranking, a->rank_id, hcom, tls, a->tls_enable, is_plain, is_repeat, reason);
     *plain = is_plain ? 1 : 0;
     *repeat = is_repeat ? 1 : 0;
     return answer(rc, reason, why, why_len);
@@ -125,8 +117,8 @@ SHMEM_EXPORT int32_t shmemi_mf_bm_local_size(void *handle, uint32_t mem_type, ui
     return query(0, handle, mem_type, 0, out, why, why_len);
 }
 
-SHMEM_EXPORT int32_t shmemi_mf_bm_ptr(void *handle, uint32_t mem_type, uint32_t peer,
-                                      uint64_t *out, char *why, size_t why_len) {
+SHMEM_EXPORT int32_t shmemi_mf_bm_ptr(void *handle, uint32_t mem_type, uint32_t peer, uint64_t *out,
+                                      char *why, size_t why_len) {
     return query(1, handle, mem_type, peer, out, why, why_len);
 }
 
@@ -135,10 +127,9 @@ SHMEM_EXPORT int32_t shmemi_mf_bm_rank_by_gva(void *handle, const void *gva, uin
     return query(2, handle, 0, reinterpret_cast<uint64_t>(gva), out, why, why_len);
 }
 
-SHMEM_EXPORT int32_t shmemi_mf_bm_copy(void *handle, const void *const *srcs,
-                                       void *const *dests, const uint64_t *sizes,
-                                       uint32_t count, uint32_t type, uint32_t flags, int batch,
-                                       char *why, size_t why_len) {
+SHMEM_EXPORT int32_t shmemi_mf_bm_copy(void *handle, const void *const *srcs, void *const *dests,
+                                       const uint64_t *sizes, uint32_t count, uint32_t type,
+                                       uint32_t flags, int batch, char *why, size_t why_len) {
     std::vector<size_t> s(count), d(count);
     for (uint32_t i = 0; i < count; i++) {
         s[i] = reinterpret_cast<size_t>(srcs[i]);
@@ -147,15 +138,15 @@ SHMEM_EXPORT int32_t shmemi_mf_bm_copy(void *handle, const void *const *srcs,
     rust::String reason;
     int32_t rc = shmem::core::mf_bm_copy(
         reinterpret_cast<size_t>(handle), rust::Slice<const size_t>(s.data(), s.size()),
-        rust::Slice<const size_t>(d.data(), d.size()),
-        rust::Slice<const uint64_t>(sizes, count), type, flags, batch != 0, reason);
+        rust::Slice<const size_t>(d.data(), d.size()), rust::Slice<const uint64_t>(sizes, count),
+        type, flags, batch != 0, reason);
     return answer(rc, reason, why, why_len);
 }
 
 SHMEM_EXPORT int32_t shmemi_mf_bm_user_mem(void *handle, int add, uint64_t addr, uint64_t size,
                                            char *why, size_t why_len) {
     rust::String reason;
-    int32_t rc = shmem::core::mf_bm_user_mem(reinterpret_cast<size_t>(handle), add != 0, addr,
-                                             size, reason);
+    int32_t rc =
+        shmem::core::mf_bm_user_mem(reinterpret_cast<size_t>(handle), add != 0, addr, size, reason);
     return answer(rc, reason, why, why_len);
 }

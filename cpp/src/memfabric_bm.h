@@ -7,6 +7,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+
+namespace shmemi_mf {
+// Writes `reason`, NUL-terminated and truncated to fit, into `why` (`why_len` bytes); the
+// facade's memfabric files share it (defined in memfabric.cpp).
+void copy_reason(const std::string &reason, char *why, size_t why_len);
+}  // namespace shmemi_mf
 
 extern "C" {
 
@@ -39,9 +46,8 @@ int shmemi_mf_bm_uninit(void);
 // smem_bm_get_rank_id (0 before init).
 uint32_t shmemi_mf_bm_rank(void);
 // smem_bm_create2: sizes[4] = maxDram, maxHbm, localDram, localHbm; the handle in *handle.
-int32_t shmemi_mf_bm_create(uint32_t id, const uint64_t sizes[4], uint32_t data_op,
-                            uint32_t flags, int shm_fd, void **handle, char *why,
-                            size_t why_len);
+int32_t shmemi_mf_bm_create(uint32_t id, const uint64_t sizes[4], uint32_t data_op, uint32_t flags,
+                            int shm_fd, void **handle, char *why, size_t why_len);
 // smem_bm_destroy, smem_bm_join, smem_bm_leave, smem_bm_wait.
 int32_t shmemi_mf_bm_destroy(void *handle, char *why, size_t why_len);
 int32_t shmemi_mf_bm_join(void *handle, char *why, size_t why_len);
@@ -51,8 +57,8 @@ int32_t shmemi_mf_bm_wait(void *handle, char *why, size_t why_len);
 // address of peer's segment), smem_bm_get_rank_id_by_gva (*out = rank, UINT32_MAX outside).
 int32_t shmemi_mf_bm_local_size(void *handle, uint32_t mem_type, uint64_t *out, char *why,
                                 size_t why_len);
-int32_t shmemi_mf_bm_ptr(void *handle, uint32_t mem_type, uint32_t peer, uint64_t *out,
-                         char *why, size_t why_len);
+int32_t shmemi_mf_bm_ptr(void *handle, uint32_t mem_type, uint32_t peer, uint64_t *out, char *why,
+                         size_t why_len);
 int32_t shmemi_mf_bm_rank_by_gva(void *handle, const void *gva, uint64_t *out, char *why,
                                  size_t why_len);
 // smem_bm_copy (batch 0, count 1) and smem_bm_copy_batch: count elements of the arrays.

@@ -10,8 +10,9 @@
  *
  * SCENARIO: basic (layout, every copy type, batch, async, rank by address), late (the last
  * rank joins while the others copy), leave (the last rank leaves), kill (the last rank is
- * killed), killhost (the store's host is killed; explicit ranking). Ranks meet through files
- * in SYNCDIR (a directory every rank reaches); TLSDIR holds ca.pem, pe.pem, pe.key and pass
+ * killed), killhost (the store's host is killed; explicit ranking), tlsrefused (2 explicit
+ * ranks: rank 0 serves the store over TLS, rank 1 without TLS is refused). Ranks meet through
+ * files in SYNCDIR (a directory every rank reaches); TLSDIR holds ca.pem, pe.pem, pe.key and pass
  * (store TLS on; "-": plain TCP). MAX and LOCAL are the pool's per-rank stride and what each
  * rank backs, in bytes (multiples of 2 MiB, LOCAL at least 2 MiB; default 4 MiB and 2 MiB).
  * proc takes the store URL, so ranks of several hosts or network namespaces run it.
@@ -35,7 +36,7 @@
 
 #define MIB2 (2ULL << 20)
 static unsigned long long max_size = 2 * MIB2; /* per-rank stride of the host pool */
-static unsigned long long local_size = MIB2;    /* what each rank backs (max >= local) */
+static unsigned long long local_size = MIB2;   /* what each rank backs (max >= local) */
 #define CHUNK 4096
 #define WATCHDOG_S 90
 
@@ -46,7 +47,7 @@ static const char *syncdir;
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL [%d] %s:%d: %s (last error: '%s')\n", index_, __FILE__,         \
+            fprintf(stderr, "FAIL [%d] %s:%d: %s (last error: '%s')\n", index_, __FILE__,          \
                     __LINE__, #cond, smem_get_last_err_msg());                                     \
             failures++;                                                                            \
         }                                                                                          \
@@ -249,6 +250,11 @@ static void basic(smem_bm_t h, int n) {
 
     /* The own segment is ordinary memory. */
     fill(own + AT_OWN, CHUNK, me, 9);
+    /* With a large segment, a large area after the first 2 MiB, copied from peer to peer. */
+    size_t big = local_size >= 6 * MIB2 ? (size_t)((local_size - MIB2) / 2) & ~(size_t)4095 : 0;
+    if (big != 0) {
+        fill(own + MIB2, big, me, 50);
+    }
     int fd = memfd_create("bm-user", 0);
     CHECK(fd >= 0);
     barrier("b1", n);
@@ -284,6 +290,9 @@ static void basic(smem_bm_t h, int n) {
     /* Own segment to the next rank's, and the previous rank's to the next rank's. */
     CHECK(copy(h, own + AT_OWN, peer + AT_G2G, CHUNK, SMEMB_COPY_G2G, 0) == 0);
     CHECK(copy(h, from + AT_OWN, peer + AT_BOUNCE, CHUNK, SMEMB_COPY_G2G, 0) == 0);
+    if (big != 0) {
+        CHECK(copy(h, from + MIB2, peer + MIB2 + big, big, SMEMB_COPY_G2G, 0) == 0);
+    }
     barrier("b2", n);
 
     /* What the previous rank wrote here, read directly. */
@@ -301,6 +310,7 @@ static void basic(smem_bm_t h, int n) {
     CHECK(holds(own + AT_ASYNC, CHUNK, prev, 6));
     CHECK(holds(own + AT_G2G, CHUNK, prev, 9));
     CHECK(holds(own + AT_BOUNCE, CHUNK, (prev + n - 1) % n, 9));
+    CHECK(big == 0 || holds(own + MIB2 + big, big, (prev + n - 1) % n, 50));
 
     /* The next rank's segment, read back by each copy type that reads the pool. */
     smem_bm_copy_type reads[] = {SMEMB_COPY_G2H, SMEMB_COPY_G2L, SMEMB_COPY_GH2H, SMEMB_COPY_AUTO};
@@ -522,6 +532,26 @@ static void gone(const struct run *r, int how) {
     smem_bm_destroy(h);
 }
 
+/* Rank 0 serves the store over TLS; rank 1, without TLS, is refused (-1, within its
+ * initTimeout). */
+static void tls_refused(const struct run *r) {
+    if (index_ == 0) {
+        init(r);
+        barrier("refused", 2);
+        return;
+    }
+    smem_bm_config_t c;
+    CHECK(smem_bm_config_init(&c) == 0);
+    c.autoRanking = false;
+    c.rankId = 1;
+    c.initTimeout = 3;
+    time_t start = time(NULL);
+    CHECK(smem_bm_init(r->url, (uint32_t)r->n, 0, &c) == -1);
+    CHECK(last_error_has("smem_bm_init", r->url));
+    CHECK(time(NULL) - start < 30);
+    barrier("refused", 2);
+}
+
 static int rank_main(const struct run *r) {
     alarm(WATCHDOG_S);
     smem_set_extern_logger(logger);
@@ -534,6 +564,8 @@ static int rank_main(const struct run *r) {
             with_shm(r->n);
             smem_bm_destroy(h);
         }
+    } else if (strcmp(r->scenario, "tlsrefused") == 0) {
+        tls_refused(r);
     } else if (strcmp(r->scenario, "late") == 0) {
         late(r);
     } else if (strcmp(r->scenario, "leave") == 0) {
@@ -610,8 +642,18 @@ static int launch(int spawn, char **argv, int n, const char *ranking, const char
             snprintf(ibuf, sizeof ibuf, "%d", i);
             snprintf(maxbuf, sizeof maxbuf, "%llu", max_size);
             snprintf(localbuf, sizeof localbuf, "%llu", local_size);
-            char *args[] = {argv[0], "proc", url, nbuf, (char *)ranking, ibuf, (char *)scenario,
-                            dir, tlsdir ? (char *)tlsdir : "-", maxbuf, localbuf, NULL};
+            char *args[] = {argv[0],
+                            "proc",
+                            url,
+                            nbuf,
+                            (char *)ranking,
+                            ibuf,
+                            (char *)scenario,
+                            dir,
+                            tlsdir ? (char *)tlsdir : "-",
+                            maxbuf,
+                            localbuf,
+                            NULL};
             execv("/proc/self/exe", args);
             perror("exec");
             _exit(2);
@@ -634,8 +676,7 @@ static int launch(int spawn, char **argv, int n, const char *ranking, const char
             }
             if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
                 fprintf(stderr, "rank process %d: %s %d\n", (int)p,
-                        WIFEXITED(st) ? "exit" : "signal",
-                        WIFEXITED(st) ? WEXITSTATUS(st) : sig);
+                        WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : sig);
                 bad = 1;
             }
             continue;
@@ -715,6 +756,8 @@ static int errors(void) {
     CHECK(smem_bm_init(url, 1, 0, &c) == -1);
     CHECK(last_error_has("smem_bm_init", "/nonexistent/ca.pem"));
     c.storeTlsConfig.tlsEnable = false;
+    /* The store this process serves already (smem_create_config_store) is Big Memory's too. */
+    CHECK(smem_create_config_store(url) == 0);
     CHECK(smem_bm_init(url, 1, 0, &c) == 0);
     CHECK(smem_bm_get_rank_id() == 0);
 
@@ -769,7 +812,14 @@ static int errors(void) {
         CHECK(holds(own + 100, sizeof buf, 0, 40));
         CHECK(copy(real, own + 100, in, sizeof in, SMEMB_COPY_G2H, 0) == 0);
         CHECK(holds(in, sizeof in, 0, 40));
+        CHECK(smem_bm_join(real, 0) == 0);
         smem_bm_destroy(real);
+        /* The id is free again, and so is this rank in its group (destroy did not leave). */
+        smem_bm_t again = smem_bm_create2(0, &o);
+        CHECK(again != NULL);
+        CHECK(again == NULL || smem_bm_join(again, 0) == 0);
+        CHECK(again == NULL || smem_bm_ptr_by_mem_type(again, SMEM_MEM_TYPE_HOST, 0) == own);
+        smem_bm_destroy(again);
     }
     CHECK(smem_bm_join(real, 0) == -2000); /* destroyed */
     smem_bm_uninit(0);

@@ -94,8 +94,7 @@ MF_EXPORT int32_t smem_bm_init(const char *storeURL, uint32_t worldSize, uint16_
     }
     const smem_tls_config &tls = config->storeTlsConfig;
     std::string hcom = field(config->hcomUrl), ca = field(tls.caPath), crl = field(tls.crlPath),
-                cert = field(tls.certPath), key = field(tls.keyPath),
-                pass = field(tls.keyPassPath);
+                cert = field(tls.certPath), key = field(tls.keyPath), pass = field(tls.keyPassPath);
     shmemi_mf_bm_init_args args{};
     args.url = storeURL;
     args.world_size = worldSize;
@@ -211,10 +210,10 @@ MF_EXPORT uint64_t smem_bm_get_local_mem_size_by_mem_type(smem_bm_t handle,
     }
     uint64_t size = 0;
     char why[kWhy] = "";
-    if (answer(call,
-               shmemi_mf_bm_local_size(handle, static_cast<uint32_t>(memType), &size, why,
-                                       sizeof why),
-               why) != mf::kOk) {
+    if (answer(
+            call,
+            shmemi_mf_bm_local_size(handle, static_cast<uint32_t>(memType), &size, why, sizeof why),
+            why) != mf::kOk) {
         return 0;
     }
     return size;
@@ -255,8 +254,8 @@ MF_EXPORT int32_t smem_bm_copy(smem_bm_t handle, smem_copy_params *params, smem_
     uint64_t size = params->dataSize;
     char why[kWhy] = "";
     return answer(call,
-                  shmemi_mf_bm_copy(handle, &src, &dest, &size, 1, static_cast<uint32_t>(t),
-                                    flags, 0, why, sizeof why),
+                  shmemi_mf_bm_copy(handle, &src, &dest, &size, 1, static_cast<uint32_t>(t), flags,
+                                    0, why, sizeof why),
                   why);
 }
 
@@ -277,11 +276,11 @@ MF_EXPORT int32_t smem_bm_copy_batch(smem_bm_t handle, smem_batch_copy_params *p
                         static_cast<const void *>(params->dataSizes), params->batchSize);
     }
     char why[kWhy] = "";
-    return answer(call,
-                  shmemi_mf_bm_copy(handle, params->sources, params->destinations,
-                                    params->dataSizes, params->batchSize,
-                                    static_cast<uint32_t>(t), flags, 1, why, sizeof why),
-                  why);
+    return answer(
+        call,
+        shmemi_mf_bm_copy(handle, params->sources, params->destinations, params->dataSizes,
+                          params->batchSize, static_cast<uint32_t>(t), flags, 1, why, sizeof why),
+        why);
 }
 
 MF_EXPORT int32_t smem_bm_wait(smem_bm_t handle) {

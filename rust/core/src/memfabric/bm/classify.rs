@@ -153,6 +153,60 @@ pub fn resolve(
     Ok((s, d))
 }
 
+/// Resolves the `(src, dest, size)` elements of a copy (`batch` false: one element) or a
+/// batch with copy type `t` ([`resolve`] for each); a batch's direction is element 0's, and
+/// an element going another way is refused naming its index, as are NULL addresses and size
+/// 0. Returns each element's sides and length.
+pub fn resolve_batch(
+    pool: &Pool,
+    elements: &[(usize, usize, u64)],
+    t: u32,
+    batch: bool,
+) -> Result<Vec<(Side, Side, usize)>, BmError> {
+    let mut ops = Vec::with_capacity(elements.len());
+    let mut first: Option<(bool, bool)> = None;
+    for (i, &(src, dest, len)) in elements.iter().enumerate() {
+        let what = if batch {
+            format!("params->[{i}].")
+        } else {
+            "params->".to_string()
+        };
+        if src == 0 || dest == 0 || len == 0 {
+            return Err(BmError::invalid(format!(
+                "invalid argument {what}src={src:#x} dest={dest:#x} dataSize={len}: neither \
+                 may be 0"
+            )));
+        }
+        let (s, d) = resolve(pool, t, src, dest, len, &what)?;
+        let shape = (
+            matches!(s, Side::Pool { .. }),
+            matches!(d, Side::Pool { .. }),
+        );
+        match first {
+            None => first = Some(shape),
+            Some(f) if f != shape => {
+                return Err(BmError::invalid(format!(
+                    "invalid argument {what}: its direction ({}) differs from element 0's ({}); \
+                     a batch copies in one direction",
+                    direction(shape),
+                    direction(f)
+                )))
+            }
+            Some(_) => {}
+        }
+        ops.push((s, d, len as usize));
+    }
+    Ok(ops)
+}
+
+fn direction((s, d): (bool, bool)) -> &'static str {
+    match (s, d) {
+        (false, true) => "local to pool",
+        (true, false) => "pool to local",
+        _ => "pool to pool",
+    }
+}
+
 /// memfabric's hcomUrl, parsed: `tcp://<ip>[/<prefix>]:<port>` (IPv6 in brackets); `None`
 /// when empty (any interface).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -329,6 +383,41 @@ mod tests {
         );
         // AUTO answers the lower layer's -2.
         assert_eq!(resolve(&p, COPY_AUTO, h, end, 8, "").unwrap_err().code, -2);
+    }
+
+    #[test]
+    fn a_batch_goes_the_way_of_its_first_element() {
+        let p = pool();
+        let h = 0x1234_5000usize;
+        let ok = resolve_batch(
+            &p,
+            &[(h, at(1, 0), 8), (h + 8, at(2, 8), 8)],
+            COPY_H2G,
+            true,
+        )
+        .unwrap();
+        assert_eq!(ok.len(), 2);
+        assert_eq!(
+            ok[1],
+            (Side::Local(h + 8), Side::Pool { rank: 2, offset: 8 }, 8)
+        );
+        // AUTO reads element 1 as pool to local: refused, naming it.
+        let e =
+            resolve_batch(&p, &[(h, at(1, 0), 8), (at(2, 0), h, 8)], COPY_AUTO, true).unwrap_err();
+        assert_eq!(e.code, -2000);
+        assert!(e.message.contains("params->[1]."), "{}", e.message);
+        assert!(
+            e.message.contains("element 0's (local to pool)"),
+            "{}",
+            e.message
+        );
+        // Each element's pool side is checked.
+        let e =
+            resolve_batch(&p, &[(h, at(1, 0), 8), (h, p.end(), 8)], COPY_H2G, true).unwrap_err();
+        assert!(e.message.contains("params->[1].dest="), "{}", e.message);
+        let e = resolve_batch(&p, &[(h, at(1, 0), 0)], COPY_H2G, false).unwrap_err();
+        assert!(e.message.contains("params->src="), "{}", e.message);
+        assert!(e.message.contains("dataSize=0"), "{}", e.message);
     }
 
     #[test]

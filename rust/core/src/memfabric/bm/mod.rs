@@ -17,10 +17,10 @@
 //!   create a new object to come back); `destroy` does not leave (the others see this member
 //!   down, as memfabric's peers see a destroyed object only when its process goes).
 //! - **Copies** ([`classify`]): each side is local memory or a place in a rank's segment; the
-//!   own segment is copied with memcpy, a peer's through the group's put and get, a peer to
-//!   another peer through a bounce buffer. A batch issues non-blocking operations and flushes
-//!   each rank once. `ASYNC_COPY_FLAG` leaves the flush to `smem_bm_wait`. A member gone makes
-//!   its copies fail naming its rank.
+//!   own segment is copied with memcpy, a peer's through the group's non-blocking put and get,
+//!   a peer to another peer through a bounce buffer (4 MiB at a time). A copy or a
+//!   batch flushes each rank it touched once before returning; with `ASYNC_COPY_FLAG` the
+//!   flush is left to `smem_bm_wait`. A member gone makes its copies fail naming its rank.
 
 pub mod classify;
 pub mod va;
@@ -30,7 +30,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
-use classify::{resolve, Pool, Side};
+use classify::{Pool, Side};
 use shmem_store::addr::StoreAddr;
 use shmem_store::tls::{load_user_identity, TlsInfo};
 use shmem_store::{Client, Member, Server, Store, TcpDial};
@@ -66,6 +66,8 @@ const MAX_LOCAL_DRAM: u64 = 2 << 40;
 const MAX_ID: u32 = 254;
 /// Clients a store served by Big Memory admits.
 const MAX_CLIENTS: usize = 4096;
+/// Largest piece of a copy between two peers held in this process at once.
+const BOUNCE: usize = 4 << 20;
 /// The name of a segment's registration in its object's group.
 const SEGMENT: &str = "dram";
 
@@ -719,14 +721,21 @@ struct Op {
     len: usize,
 }
 
+/// A side of a copy as the copy reaches it.
+#[derive(Clone, Copy)]
+enum At {
+    /// An address of this process: local memory or the own segment.
+    Here(usize),
+    /// (rank, offset) of a peer's segment.
+    Peer(u32, u64),
+}
+
 /// What a copy to or from peers needs.
 struct Copier<'a> {
     o: &'a Object,
     group: Option<&'a Group>,
     /// Ranks with non-blocking operations issued.
     touched: BTreeSet<u32>,
-    /// Bounce buffers of peer-to-peer copies, kept until the flush.
-    bounces: Vec<Vec<u8>>,
 }
 
 impl Copier<'_> {
@@ -752,130 +761,105 @@ impl Copier<'_> {
     }
 
     fn failed(&self, rank: u32, e: crate::group::GroupError) -> BmError {
+        let why = match e {
+            crate::group::GroupError::NoMember { .. } => format!(
+                "rank {rank} is not a member of object {}'s group: it left, its process ended, \
+                 or it has not joined ({e})",
+                self.o.id
+            ),
+            _ => e.to_string(),
+        };
         BmError::error(format!(
-            "copy with rank {rank}'s segment of object {} failed: {e}",
+            "copy with rank {rank}'s segment of object {} failed: {why}",
             self.o.id
         ))
     }
 
+    /// Where a side of `op` is: an address of this process (local memory, or the own segment
+    /// checked against what this rank backs), or a place in a peer's segment.
+    fn place(&self, side: Side, len: usize, what: &str) -> Result<At> {
+        Ok(match side {
+            Side::Local(addr) => At::Here(addr),
+            Side::Pool { rank, offset } if rank == self.o.rank => {
+                At::Here(self.own(offset, len, what)?)
+            }
+            Side::Pool { rank, offset } => At::Peer(rank, offset),
+        })
+    }
+
     /// Runs `op`; `nb`: peers' parts non-blocking, completed by [`Copier::flush`].
     fn run(&mut self, op: &Op, nb: bool, what: &str) -> Result<()> {
-        let me = self.o.rank;
         let len = op.len;
-        match (op.src, op.dest) {
-            (Side::Local(src), Side::Pool { rank, offset }) if rank == me => {
-                let at = self.own(offset, len, what)?;
-                // SAFETY: the user's buffer is theirs to name; the segment range is checked.
-                unsafe { std::ptr::copy(src as *const u8, at as *mut u8, len) };
+        match (
+            self.place(op.src, len, what)?,
+            self.place(op.dest, len, what)?,
+        ) {
+            (At::Here(src), At::Here(dest)) => {
+                // SAFETY: the user's buffers are theirs to name; a range of the own segment
+                // is checked against what this rank maps.
+                unsafe { std::ptr::copy(src as *const u8, dest as *mut u8, len) };
             }
-            (Side::Pool { rank, offset }, Side::Local(dest)) if rank == me => {
-                let at = self.own(offset, len, what)?;
-                // SAFETY: as above.
-                unsafe { std::ptr::copy(at as *const u8, dest as *mut u8, len) };
+            (At::Here(src), At::Peer(rank, offset)) => self.put(rank, offset, src, len, nb)?,
+            (At::Peer(rank, offset), At::Here(dest)) => self.get(rank, offset, dest, len, nb)?,
+            (At::Peer(a, oa), At::Peer(b, ob)) => {
+                // Between two peers: through a buffer of this process, a piece at a time.
+                let mut bounce = vec![0u8; len.min(BOUNCE)];
+                let mut done = 0;
+                while done < len {
+                    let n = bounce.len().min(len - done);
+                    let at = bounce.as_mut_ptr() as usize;
+                    self.get(a, oa + done as u64, at, n, false)?;
+                    self.put(b, ob + done as u64, at, n, false)?;
+                    done += n;
+                }
             }
-            (
-                Side::Pool {
-                    rank: a,
-                    offset: oa,
-                },
-                Side::Pool {
-                    rank: b,
-                    offset: ob,
-                },
-            ) if a == me && b == me => {
-                let from = self.own(oa, len, what)?;
-                let to = self.own(ob, len, what)?;
-                // SAFETY: both ranges lie in this rank's mapped segment.
-                unsafe { std::ptr::copy(from as *const u8, to as *mut u8, len) };
-            }
-            (Side::Local(src), Side::Pool { rank, offset }) => {
-                self.put(rank, offset, src, len, nb)?
-            }
-            (
-                Side::Pool {
-                    rank: a,
-                    offset: oa,
-                },
-                Side::Pool {
-                    rank: b,
-                    offset: ob,
-                },
-            ) if a == me => {
-                let from = self.own(oa, len, what)?;
-                self.put(b, ob, from, len, nb)?
-            }
-            (Side::Pool { rank, offset }, Side::Local(dest)) => {
-                self.get(rank, offset, dest, len, nb)?
-            }
-            (
-                Side::Pool {
-                    rank: a,
-                    offset: oa,
-                },
-                Side::Pool {
-                    rank: b,
-                    offset: ob,
-                },
-            ) if b == me => {
-                let to = self.own(ob, len, what)?;
-                self.get(a, oa, to, len, nb)?
-            }
-            (
-                Side::Pool {
-                    rank: a,
-                    offset: oa,
-                },
-                Side::Pool {
-                    rank: b,
-                    offset: ob,
-                },
-            ) => {
-                // Between two peers: through a buffer of this process.
-                let mut bounce = vec![0u8; len];
-                let g = self.group(a)?;
-                g.get(a, SEGMENT, oa, &mut bounce)
-                    .map_err(|e| self.failed(a, e))?;
-                let src = bounce.as_ptr() as usize;
-                self.bounces.push(bounce);
-                self.put(b, ob, src, len, nb)?
-            }
-            (Side::Local(_), Side::Local(_)) => unreachable!("refused by resolve"),
         }
         Ok(())
     }
 
     fn put(&mut self, rank: u32, offset: u64, src: usize, len: usize, nb: bool) -> Result<()> {
-        let g = self.group(rank)?;
-        let done = if nb {
-            // SAFETY: the source stays valid until the flush: the user's buffer by memfabric's
-            // contract, a bounce buffer kept in `bounces`.
-            unsafe { g.put_nb(rank, SEGMENT, offset, src as *const u8, len) }
-        } else {
-            // SAFETY: the user's buffer of `len` bytes.
-            g.put(rank, SEGMENT, offset, unsafe {
-                std::slice::from_raw_parts(src as *const u8, len)
-            })
-        };
-        done.map_err(|e| self.failed(rank, e))?;
-        if nb {
-            self.touched.insert(rank);
-        }
-        Ok(())
+        self.transfer(true, rank, offset, src, len, nb)
     }
 
     fn get(&mut self, rank: u32, offset: u64, dest: usize, len: usize, nb: bool) -> Result<()> {
+        self.transfer(false, rank, offset, dest, len, nb)
+    }
+
+    /// Writes (`put`) `len` bytes at `local` to `offset` of `rank`'s segment, or reads them
+    /// from there into `local`; `nb`: non-blocking. Non-blocking operations, and every put,
+    /// are complete at the peer after [`Copier::flush`] of the ranks in `touched`.
+    fn transfer(
+        &mut self,
+        put: bool,
+        rank: u32,
+        offset: u64,
+        local: usize,
+        len: usize,
+        nb: bool,
+    ) -> Result<()> {
         let g = self.group(rank)?;
+        // `local` is `len` bytes the caller names: the user's buffer by memfabric's contract
+        // (valid until the flush for a non-blocking operation), or a bounce buffer (blocking).
         let done = if nb {
-            // SAFETY: the destination stays valid until the flush, by memfabric's contract.
-            unsafe { g.get_nb(rank, SEGMENT, offset, dest as *mut u8, len) }
+            if put {
+                // SAFETY: `local` stays valid and unchanged until the flush (above).
+                unsafe { g.put_nb(rank, SEGMENT, offset, local as *const u8, len) }
+            } else {
+                // SAFETY: `local` stays valid and untouched until the flush (above).
+                unsafe { g.get_nb(rank, SEGMENT, offset, local as *mut u8, len) }
+            }
+        } else if put {
+            // SAFETY: `local` is `len` readable bytes (above).
+            let src = unsafe { std::slice::from_raw_parts(local as *const u8, len) };
+            g.put(rank, SEGMENT, offset, src)
         } else {
-            // SAFETY: the user's buffer of `len` bytes.
-            g.get(rank, SEGMENT, offset, unsafe {
-                std::slice::from_raw_parts_mut(dest as *mut u8, len)
-            })
+            // SAFETY: `local` is `len` writable bytes no one else uses during the call (above).
+            let dst = unsafe { std::slice::from_raw_parts_mut(local as *mut u8, len) };
+            g.get(rank, SEGMENT, offset, dst)
         };
         done.map_err(|e| self.failed(rank, e))?;
-        if nb {
+        // A put, even a blocking one, is visible at the peer after a flush of its rank.
+        if nb || put {
             self.touched.insert(rank);
         }
         Ok(())
@@ -907,55 +891,23 @@ pub fn copy(
     batch: bool,
 ) -> Result<()> {
     let (_, o) = object(handle)?;
-    let mut ops = Vec::with_capacity(elements.len());
-    let mut first: Option<(bool, bool)> = None;
-    for (i, &(src, dest, len)) in elements.iter().enumerate() {
-        let what = if batch {
-            format!("params->[{i}].")
-        } else {
-            "params->".to_string()
-        };
-        if src == 0 || dest == 0 || len == 0 {
-            return Err(BmError::invalid(format!(
-                "invalid argument {what}src={src:#x} dest={dest:#x} dataSize={len}: neither \
-                 may be 0"
-            )));
-        }
-        let (s, d) = resolve(&o.pool, t, src, dest, len, &what)?;
-        let shape = (
-            matches!(s, Side::Pool { .. }),
-            matches!(d, Side::Pool { .. }),
-        );
-        match first {
-            None => first = Some(shape),
-            Some(f) if f != shape => {
-                return Err(BmError::invalid(format!(
-                    "invalid argument {what}: its direction ({}) differs from element 0's ({}); \
-                     a batch copies in one direction",
-                    direction(shape),
-                    direction(f)
-                )))
-            }
-            Some(_) => {}
-        }
-        ops.push(Op {
-            src: s,
-            dest: d,
-            len: len as usize,
-        });
-    }
+    let ops: Vec<Op> = classify::resolve_batch(&o.pool, elements, t, batch)?
+        .into_iter()
+        .map(|(src, dest, len)| Op { src, dest, len })
+        .collect();
     let m = o.membership.read().unwrap_or_else(|e| e.into_inner());
     let group = match &*m {
         Membership::Joined(g) => Some(g),
         _ => None,
     };
     let asynchronous = flags & ASYNC_COPY_FLAG != 0;
-    let nb = asynchronous || ops.len() > 1;
+    // Every operation is issued non-blocking and completed once per rank at the end (or at
+    // smem_bm_wait): one wait for a copy, as for a batch.
+    let nb = true;
     let mut c = Copier {
         o: &o,
         group,
         touched: BTreeSet::new(),
-        bounces: Vec::new(),
     };
     let mut result = Ok(());
     for (i, op) in ops.iter().enumerate() {
@@ -964,32 +916,18 @@ pub fn copy(
         } else {
             "params".to_string()
         };
-        // Bounced operations complete before the call returns (their buffers are this call's).
-        let op_nb = nb && !(asynchronous && is_bounce(op, o.rank));
-        if let Err(e) = c.run(op, op_nb, &what) {
+        if let Err(e) = c.run(op, nb, &what) {
             result = Err(e);
             break;
         }
     }
     let touched = std::mem::take(&mut c.touched);
-    if asynchronous && c.bounces.is_empty() {
+    if asynchronous {
         lock(&o.pending).extend(touched);
         return result;
     }
     let flushed = c.flush(&touched);
     result.and(flushed)
-}
-
-fn is_bounce(op: &Op, me: u32) -> bool {
-    matches!((op.src, op.dest), (Side::Pool { rank: a, .. }, Side::Pool { rank: b, .. }) if a != me && b != me)
-}
-
-fn direction((s, d): (bool, bool)) -> &'static str {
-    match (s, d) {
-        (false, true) => "local to pool",
-        (true, false) => "pool to local",
-        _ => "pool to pool",
-    }
 }
 
 /// `smem_bm_wait`: completes this object's copies made with `ASYNC_COPY_FLAG`.
@@ -1005,7 +943,6 @@ pub fn wait(handle: usize) -> Result<()> {
         o: &o,
         group,
         touched: BTreeSet::new(),
-        bounces: Vec::new(),
     };
     c.flush(&ranks)
 }
