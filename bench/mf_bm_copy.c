@@ -571,7 +571,9 @@ int main(int argc, char **argv) {
     if (cfg.rank >= cfg.world) bench_die("--rank %d: not below --world %d", cfg.rank, cfg.world);
     if (!cfg.store[0]) {
         if (!cfg.fork) bench_die("--store tcp://IP:PORT is needed without --fork");
-        snprintf(cfg.store, sizeof cfg.store, "tcp://127.0.0.1:%d", 20000 + getpid() % 20000);
+        /* Below Linux's ephemeral ports (32768 and up), where a connection's own port can
+         * take the one the store binds. */
+        snprintf(cfg.store, sizeof cfg.store, "tcp://127.0.0.1:%d", 20000 + getpid() % 10000);
     }
     if (!strcmp(opt.mode, "join")) {
         if (!cfg.fork)

@@ -346,7 +346,7 @@ run_prog() {
 # mf_bm_copy across nodes: $1 nodes, $2 ppn, $3 round, args. Rank r runs in namespace
 # node r / ppn + 1 as its own process; rank 0 hosts the store at node 1's address; rank 0's
 # records are kept. A failed rank ends the others (a rank exits on its watchdog otherwise).
-mf_port=$((30000 + $$ % 20000))
+mf_port=$((10000 + $$ % 9000)) # below the ephemeral ports (32768 and up), apart from perftest's
 run_mf() {
     local nodes=$1 ppn=$2 round=$3
     shift 3
