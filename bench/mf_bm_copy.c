@@ -380,12 +380,11 @@ static void run_copies(pool_t *p, size_t max_n) {
                              0,
                              iters,
                              opt.trials};
-            double bw[BENCH_MAX_TRIALS];
-            for (int i = 0; i < opt.trials; i++) bw[i] = (double)n / samples[i];
             bench_emit(&f, bench_stats(samples, opt.trials));
+            bench_to_rate(samples, opt.trials, (double)n); /* bytes per ns = GB/s */
             f.metric = "bandwidth";
             f.unit = "GB/s";
-            bench_emit(&f, bench_stats(bw, opt.trials));
+            bench_emit(&f, bench_stats(samples, opt.trials));
         }
     }
     /* What rank 1 holds now, for its own check: into rank 1's control area, then the epoch. */

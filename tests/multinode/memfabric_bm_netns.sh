@@ -25,10 +25,7 @@ n=${3:?usage: $me SCENARIO RANKING N PROGRAM}
 program=${4:?usage: $me SCENARIO RANKING N PROGRAM}
 . "$(dirname "$0")/netns_pair.sh"
 netns_require_root
-if ! ldconfig -p 2>/dev/null | grep -q 'libucp\.so\.0 '; then
-    echo "SKIP: UCX (libucp.so.0) is not installed here"
-    exit 77
-fi
+netns_require_ucx
 netns_pair_up mb shmem0
 export UCX_TLS=${UCX_TLS:-tcp} UCX_NET_DEVICES=${UCX_NET_DEVICES:-shmem0}
 
