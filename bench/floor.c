@@ -10,9 +10,9 @@
  *                     after it, sent as memcpy + release store of the flag, received as acquire
  *                     loads of the flag + a check of the data's first word -- the layout
  *                     pingpong.c's putmem+p uses in the symmetric heap.
- *   --mode memcpy     one process pinned to CPU 0: glibc memcpy of --sizes bytes between two
- *                     page-aligned shared mappings at --offsets SRC:DST, `window` copies per
- *                     iteration like rma_bw.c; reported as ns per copy and as GB/s.
+ *   --mode memcpy     one process pinned to CPU 0: glibc memcpy of --sizes bytes (up to 1 GiB)
+ *                     between two page-aligned shared mappings at --offsets SRC:DST, `window`
+ *                     copies per iteration like rma_bw.c; reported as ns per copy and as GB/s.
  *
  * Atomics are the compiler's __atomic builtins (plain loads/stores on x86-64), spinning
  * without pause: the fastest a flag can go. Sweep: floor.sweep.
@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 
 #define MAX_PING_BYTES (64u << 10)
-#define MAX_COPY_BYTES (4u << 20)
+#define MAX_COPY_BYTES (1u << 30)
 
 static bench_opts_t opt;
 static double samples[BENCH_MAX_TRIALS];
@@ -165,15 +165,20 @@ static void run_pingpong(void) {
 
 static void run_memcpy(void) {
     pin_cpu(0);
-    char *src_region = shared_map(MAX_COPY_BYTES + 2 * BENCH_PAGE);
-    char *dst_region = shared_map(MAX_COPY_BYTES + 2 * BENCH_PAGE);
+    size_t max_n = 0; /* the regions fit the largest size (mf_bm_copy.sweep goes to 64 MiB) */
+    for (int s = 0; s < opt.nsizes; s++) {
+        if (opt.sizes[s] > MAX_COPY_BYTES)
+            bench_die("size %zu is above %u", opt.sizes[s], MAX_COPY_BYTES);
+        if (opt.sizes[s] > max_n) max_n = opt.sizes[s];
+    }
+    char *src_region = shared_map(max_n + 2 * BENCH_PAGE);
+    char *dst_region = shared_map(max_n + 2 * BENCH_PAGE);
     void *(*volatile copy)(void *, const void *, size_t) = memcpy; /* glibc's, never inlined */
     for (int o = 0; o < opt.noffsets; o++) {
         const bench_offsets_t off = opt.offsets[o];
         char *src = src_region + off.src_off, *dst = dst_region + off.dst_off;
         for (int s = 0; s < opt.nsizes; s++) {
             const size_t n = opt.sizes[s];
-            if (n > MAX_COPY_BYTES) bench_die("size %zu is above %u", n, MAX_COPY_BYTES);
             int window = opt.window;
             if ((size_t)window * n > opt.budget)
                 window = n >= opt.budget ? 1 : (int)(opt.budget / n);

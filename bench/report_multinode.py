@@ -60,7 +60,7 @@ class Data:
     def __init__(self, result_dir):
         raw = os.path.join(result_dir, "raw")
         self.records = [r for r in load_jsonl(os.path.join(raw, "round*.jsonl"))
-                        if r.get("placement", "heap") == "heap"]
+                        if r.get("placement", "heap") in ("heap", "host-pool")]
         self.failures = load_jsonl(os.path.join(raw, "failures.jsonl"))
         envp = os.path.join(raw, "env.json")
         self.env = json.load(open(envp)) if os.path.exists(envp) else {}
@@ -248,6 +248,49 @@ class Report:
             "\n\nThe one-node job has its 2 PEs on node 1 and no transport; the other has PEs 2 "
             "and 3 on node 2, reached over UCX. Both are started by shmemrun the same way.")
 
+    def memfabric(self):
+        """mf_bm_copy between two nodes (rank 0 on node 1, rank 1 on node 2) against
+        ucx_perftest: put bandwidth for H2G and G2G, get bandwidth for G2H."""
+        d, title = self.d, "memfabric"
+        ops = (("H2G", "ucp_put_bw"), ("G2H", "ucp_get_bw"), ("G2G", "ucp_put_bw"))
+        sizes = sorted({k[5] for k in d.per_round if k[0] == "mf" and k[3] == 2 and k[4] == 1
+                        and k[6] == "bandwidth"})
+        rows, lat = [], []
+        for n in sizes:
+            big = n >= 1 << 20
+            row, oks = [size_s(n)], []
+            for op, test in ops:
+                o = key("mf", "mf_bm_copy", op, 2, 1, n, "bandwidth")
+                fk = key("perftest", "perftest", test, 2, 1, n, "bandwidth")
+                r = d.paired(o, fk)
+                row += [cell(d.get(*o), "GB/s"), fr(r)]
+                self.note(title, "%s %s" % (op, size_s(n)), "mf", d.val(*o))
+                self.note(title, "%s %s" % (test, size_s(n)), "perftest", d.val(*fk))
+                if big:
+                    ok = None if r is None else r >= 0.9
+                    oks.append(ok)
+                    self.targets.append(("smem_bm_copy ≥ 0.9 × ucx_perftest (from 1 MiB)",
+                                         "%s %s" % (op, size_s(n)), d.val(*o), "0.9 × floor", ok))
+            for test in ("ucp_put_bw", "ucp_get_bw"):
+                row.append(cell(d.get(*key("perftest", "perftest", test, 2, 1, n, "bandwidth")), "GB/s"))
+            row.append(mark(None if not big or None in oks else all(oks)))
+            rows.append(row)
+            if n <= 64 << 10:
+                lat.append([size_s(n)] + [cell(d.get(*key("mf", "mf_bm_copy", op, 2, 1, n)), "ns")
+                                          for op, _ in ops])
+        self.rows[title] = rows
+        if not rows:
+            return "No mf_bm_copy records in this run."
+        return (table(["size", "H2G", "H2G/put_bw", "G2H", "G2H/get_bw", "G2G", "G2G/put_bw",
+                       "ucx_perftest put_bw", "ucx_perftest get_bw",
+                       "≥ 0.9 × perftest (from 1 MiB)"], rows) +
+                "\n\nGB/s; ratios: median over rounds of the in-round ratio. Rank 0 (node 1) times "
+                "`smem_bm_copy` into and out of rank 1's host segment (node 2); ucx_perftest runs "
+                "between the same namespaces: `ucp_put_bw` for H2G and G2G, `ucp_get` (its "
+                "bandwidth figure) for G2H." + (
+                    "\n\nLatency of one blocking `smem_bm_copy` (ns):\n\n" +
+                    table(["size", "H2G", "G2H", "G2G"], lat) if lat else ""))
+
     def failures(self):
         if not self.d.failures:
             return "None."
@@ -270,6 +313,40 @@ class Report:
         return table(["target", "figures met", "verdict", "missed", "no figure"], rows)
 
 
+def plot_memfabric(d, out):
+    """mf_bm_copy.png: smem_bm_copy between two nodes beside ucx_perftest, GB/s by size."""
+    series = [("mf", "mf_bm_copy", op, "smem_bm_copy %s" % op, dict(marker=m))
+              for op, m in (("H2G", "o"), ("G2H", "s"), ("G2G", "^"))]
+    series += [("perftest", "perftest", t, "ucx_perftest %s" % t, dict(linestyle=":", marker="."))
+               for t in ("ucp_put_bw", "ucp_get_bw")]
+    sizes = sorted({k[5] for k in d.per_round if k[0] == "mf" and k[6] == "bandwidth"})
+    if not sizes:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for v, bench, name, label, st in series:
+        pts = [(n, d.get(*key(v, bench, name, 2, 1, n, "bandwidth"))) for n in sizes]
+        pts = [(n, g) for n, g in pts if g]
+        if pts:
+            ax.errorbar([n for n, _ in pts], [g["median"] for _, g in pts],
+                        yerr=[[g["median"] - g["lo"] for _, g in pts],
+                              [g["hi"] - g["median"] for _, g in pts]],
+                        label=label, capsize=2, markersize=4, **st)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("bytes")
+    ax.set_ylabel("GB/s (median, bars: round range)")
+    ax.set_title("smem_bm_copy between two nodes (namespaces), UCX_TLS=%s" % d.env.get("ucx_tls", "?"))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "mf_bm_copy.png"), dpi=110)
+    plt.close(fig)
+    return "mf_bm_copy.png"
+
+
 def cmd_render(a):
     d = Data(a.dir)
     if not d.records and not d.failures:
@@ -279,7 +356,8 @@ def cmd_render(a):
     sections = [("Latency between two nodes (1 PE per node)", rep.latency()),
                 ("Bandwidth between two nodes (PE 0 to PE 1, 1 PE per node)", rep.bandwidth()),
                 ("barrier_all across nodes", rep.barrier()),
-                ("Same-node figures in a job that spans nodes", rep.same_node())]
+                ("Same-node figures in a job that spans nodes", rep.same_node()),
+                ("memfabric Big Memory copies between two nodes (smem_bm_copy)", rep.memfabric())]
     head = ("Machine: %s, %s CPUs online, Linux %s (load when it started: %s). Nodes: %s. "
             "UCX %s (Debian), `UCX_TLS=%s` on every side, `UCX_NET_DEVICES=%s`. Library commit "
             "`%s`%s; Open MPI %s (Debian), oshrun `--mca spml ucx`. %d round(s), mode `%s`, run "
@@ -311,7 +389,12 @@ def cmd_render(a):
     with open(os.path.join(a.dir, "summary.json"), "w") as f:
         json.dump({"env": env, "targets": [dict(zip(("target", "figure", "value", "limit", "ok"), t))
                                            for t in rep.targets]}, f, indent=1)
-    print("report: %s/table.md, summary.json" % a.dir)
+    made = None
+    try:
+        made = plot_memfabric(d, a.dir)
+    except ImportError:  # matplotlib: bench-multinode.sh does not install it
+        print("report: no matplotlib, no plot", file=sys.stderr)
+    print("report: %s/table.md, summary.json%s" % (a.dir, ", " + made if made else ""))
     if a.docs:
         rel = os.path.relpath(os.path.abspath(a.dir), os.path.dirname(os.path.abspath(a.docs)))
         block = "%s\n\nMade by `%s` (results: [`%s/`](%s/), raw JSON in `%s/raw/`).\n\n%s%s" % (
@@ -329,7 +412,7 @@ def cmd_render(a):
 
 # The variants each table compares: an empty table is a failure only where one of them ran.
 TABLE_VARIANTS = {"latency": {"ours", "oshmem", "perftest"}, "bandwidth": {"ours", "oshmem", "perftest"},
-                  "barrier": {"ours", "oshmem"}, "same-node": {"ours"}}
+                  "barrier": {"ours", "oshmem"}, "same-node": {"ours"}, "memfabric": {"mf"}}
 
 
 def check(rep, variants):

@@ -11,6 +11,10 @@
 #   ours      the same programs built with this tree's oshcc, under
 #             `shmemrun --store tcp://<bridge address>:0 -n N`; each PE enters its node's
 #             namespace through this script's --pe wrapper
+#   mf        bench/mf_bm_copy.c (memfabric_hybrid's smem_bm_copy over libmf_smem.so): one
+#             process per rank started in its node's namespace (`--rank R --world N`), rank 0
+#             hosting the store at its node's address; ucx_perftest's put_bw (H2G, G2G) and
+#             get bandwidth (G2H, the sweep's test "ucp_get_bw") are its floor
 # then writes bench/results/<date>-<host>-multinode/ (raw JSON lines, table.md) and the
 # "Across nodes (UCX)" section of docs/performance.md (bench/report_multinode.py).
 #
@@ -25,7 +29,7 @@
 #   --prefix DIR      our library's install tree (default ./install)
 #   --no-lib-build    do not rebuild/install the library first
 #   --ucx-tls LIST    UCX_TLS for every side (default tcp,self: see below)
-#   --variants LIST   only these of ours,oshmem,perftest
+#   --variants LIST   only these of ours,oshmem,perftest,mf
 #   --sweep FILE      another sweep file (default bench/multinode.sweep)
 #   --no-docs         leave docs/performance.md alone
 #   -h, --help        this text
@@ -69,7 +73,7 @@ out=
 prefix=$ROOT/install
 lib_build=1
 ucx_tls=tcp,self
-variants_opt=ours,oshmem,perftest
+variants_opt=ours,oshmem,perftest,mf
 with_docs=1
 sweep=$BENCH/multinode.sweep
 bin_dir=
@@ -110,8 +114,8 @@ esac
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive number, got '$rounds'"
 IFS=, read -r -a VARIANTS <<<"$variants_opt"
 for v in "${VARIANTS[@]}"; do
-    [[ $v == ours || $v == oshmem || $v == perftest ]] ||
-        die "--variants: '$v' is none of ours, oshmem, perftest"
+    [[ $v == ours || $v == oshmem || $v == perftest || $v == mf ]] ||
+        die "--variants: '$v' is none of ours, oshmem, perftest, mf"
 done
 want() { [[ " ${VARIANTS[*]} " == *" $1 "* ]]; }
 
@@ -136,6 +140,7 @@ fi
 
 if [[ $mode == smoke ]]; then
     want ours && { [[ -n $bin_dir && -n $smoke_shmemrun ]] || die "--smoke needs --bin-dir and --shmemrun"; }
+    want mf && { [[ -n $bin_dir ]] || die "--smoke needs --bin-dir"; }
     OURS_RUN=$smoke_shmemrun
 else
     OURS_RUN=$prefix/bin/shmemrun
@@ -182,12 +187,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Programs the sweep needs (bench/*.c names).
+# Programs the sweep needs (bench/*.c names) for ours and oshmem; mf's is mf_bm_copy.
 mapfile -t PROGS < <(awk -v mode="$mode" '!/^[[:space:]]*(#|$)/ {
-    n = split($1, m, ","); for (i = 1; i <= n; i++) if (m[i] == mode && $4 != "perftest") print $5
+    n = split($1, m, ","); for (i = 1; i <= n; i++) if (m[i] == mode && $4 != "perftest" && $4 != "mf") print $5
 }' "$sweep" | sort -u)
 
-if want ours && [[ $mode != smoke ]]; then
+if { want ours || want mf; } && [[ $mode != smoke ]]; then
     if ((lib_build)); then
         log "library: build and install into $prefix"
         if [[ -d $ROOT/build ]]; then
@@ -196,7 +201,13 @@ if want ours && [[ $mode != smoke ]]; then
             "$ROOT/scripts/build.sh" --prefix "$prefix"
         fi
     fi
-    [[ -x $prefix/bin/oshcc && -x $OURS_RUN ]] || die "no $prefix/bin/oshcc or shmemrun (build and install the library, or --prefix)"
+    if want ours; then
+        [[ -x $prefix/bin/oshcc && -x $OURS_RUN ]] || die "no $prefix/bin/oshcc or shmemrun (build and install the library, or --prefix)"
+    fi
+    if want mf; then
+        [[ -f $prefix/lib/libmf_smem.so && -f $prefix/include/smem/host/smem_bm.h ]] ||
+            die "no $prefix/lib/libmf_smem.so or include/smem/host/smem_bm.h (build and install the library, or --prefix)"
+    fi
 fi
 OURS_BIN=$tmp/bin-ours
 OSH_BIN=$tmp/bin-oshmem
@@ -219,6 +230,17 @@ if want ours; then
     fi
 fi
 want oshmem && build_variant "$OSH_CC" "$OSH_BIN"
+MF_BIN=$tmp/bin-mf/mf_bm_copy
+if want mf; then
+    mkdir -p "$(dirname "$MF_BIN")"
+    if [[ $mode == smoke ]]; then
+        [[ -x $bin_dir/mf_bm_copy ]] || die "--bin-dir $bin_dir has no mf_bm_copy"
+        ln -s "$bin_dir/mf_bm_copy" "$MF_BIN"
+    else
+        cc -O2 -Wall -Wextra "-I$prefix/include" -o "$MF_BIN" "$BENCH/mf_bm_copy.c" \
+            "-L$prefix/lib" "-Wl,-rpath,$prefix/lib" -lmf_smem
+    fi
+fi
 
 # --- the nodes -----------------------------------------------------------------------------------
 
@@ -321,6 +343,47 @@ run_prog() {
     reap
 }
 
+# mf_bm_copy across nodes: $1 nodes, $2 ppn, $3 round, args. Rank r runs in namespace
+# node r / ppn + 1 as its own process; rank 0 hosts the store at node 1's address; rank 0's
+# records are kept. A failed rank ends the others (a rank exits on its watchdog otherwise).
+mf_port=$((10000 + $$ % 9000)) # below the ephemeral ports (32768 and up), apart from perftest's
+run_mf() {
+    local nodes=$1 ppn=$2 round=$3
+    shift 3
+    local npes=$((nodes * ppn)) r node rc=0 pids=() failed=
+    mf_port=$((mf_port + npes + 1))
+    local url="tcp://$subnet.1:$mf_port"
+    printf '[round %s] mf       %sx%s %s --store %s --world %s --rank R %s\n' "$round" "$nodes" "$ppn" "$MF_BIN" "$url" "$npes" "$*" >>"$LOG"
+    for ((r = 0; r < npes; r++)); do
+        node=$((r / ppn + 1))
+        timeout -k 5 "$RUN_TIMEOUT" ip netns exec "$NS_PREFIX$node" "$MF_BIN" --store "$url" \
+            --world "$npes" --rank "$r" --hcom "tcp://$subnet.$node/24:$((mf_port + 1 + r))" \
+            --timeout "$RUN_TIMEOUT" "$@" </dev/null >"$tmp/mf.out.$r" 2>"$tmp/mf.err.$r" &
+        pids+=($!)
+    done
+    local -A rank_of=()
+    for ((r = 0; r < npes; r++)); do rank_of[${pids[r]}]=$r; done
+    local running=("${pids[@]}") done_pid
+    while ((${#running[@]})); do # the first to fail, whichever it is, ends the others
+        rc=0 done_pid=
+        wait -n -p done_pid "${running[@]}" || rc=$?
+        [[ -n $done_pid ]] || break
+        mapfile -t running < <(printf '%s\n' "${running[@]}" | grep -vx "$done_pid")
+        if ((rc != 0)) && [[ -z $failed ]]; then
+            failed=$rc r=${rank_of[$done_pid]}
+            kill "${running[@]}" 2>/dev/null || true
+            cat "$tmp/mf.err.$r" >"$tmp/stderr"
+            printf 'rank %s exited with %s\n' "$r" "$rc" >>"$tmp/stderr"
+        fi
+    done
+    sed -n "s/^{\"bench\"/{\"variant\":\"mf\",\"round\":$round,\"nodes\":$nodes,\"ppn\":$ppn,\"bench\"/p" \
+        "$tmp/mf.out.0" >>"$raw/round$round.jsonl"
+    cat "$tmp"/mf.err.* >>"$LOG"
+    rm -f "$tmp"/mf.out.* "$tmp"/mf.err.*
+    [[ -z $failed ]] || record_failure mf mf_bm_copy "$nodes" "$ppn" "$round" "$failed" "$*" "$tmp/stderr"
+    reap
+}
+
 # Whatever a run left in the namespaces (an orted after a killed oshrun) goes before the next.
 reap() {
     local i
@@ -341,15 +404,21 @@ run_perftest() {
         # Bandwidth over TCP needs a long run: ucx_perftest's put_bw pays about half a second
         # whatever the count (64 x 1 MiB gave a third of 1000 x 1 MiB), so large messages get
         # at least 1000 (--quick 500) of them.
+        # From 8 MiB a run moves about 2 GiB (--quick 1 GiB), at least 32 (16) messages.
         case $mode in
-            full) iters=$((bytes >= 65536 ? 1000 : 20000)) ;;
-            quick) iters=$((bytes >= 65536 ? 500 : 5000)) ;;
+            full) iters=$((bytes >= 65536 ? 1000 : 20000))
+                ((bytes >= 8 << 20)) && iters=$(((2 << 30) / bytes > 32 ? (2 << 30) / bytes : 32)) ;;
+            quick) iters=$((bytes >= 65536 ? 500 : 5000))
+                ((bytes >= 8 << 20)) && iters=$(((1 << 30) / bytes > 16 ? (1 << 30) / bytes : 16)) ;;
             smoke) iters=$((bytes >= 65536 ? 4 : 100)) ;;
         esac
         perftest_port=$((perftest_port + 1))
         local srv=(timeout -k 5 "$RUN_TIMEOUT" ip netns exec "${NS_PREFIX}2" "$PERFTEST" -p "$perftest_port" -c "$(cpu_of 1)")
+        # "ucp_get_bw": ucp_get's bandwidth figure (the test reports latency and bandwidth).
+        local ptest=$test
+        [[ $test == ucp_get_bw ]] && ptest=ucp_get
         local cli=(timeout -k 5 "$RUN_TIMEOUT" ip netns exec "${NS_PREFIX}1" "$PERFTEST" "$subnet.2"
-            -p "$perftest_port" -c "$(cpu_of 0)" -t "$test" -s "$bytes" -n "$iters" -w $((iters / 10 + 1)) -v)
+            -p "$perftest_port" -c "$(cpu_of 0)" -t "$ptest" -s "$bytes" -n "$iters" -w $((iters / 10 + 1)) -v)
         printf '[round %s] perftest 2x1 %s & %s\n' "$round" "${srv[*]}" "${cli[*]}" >>"$LOG"
         "${srv[@]}" >"$tmp/perf-srv" 2>&1 &
         srv_pid=$!
@@ -428,6 +497,8 @@ for ((round = 1; round <= rounds; round++)); do
             # shellcheck disable=SC2086 # args are the sweep line's words
             if [[ $v == perftest ]]; then
                 run_perftest "$prog" "$args" "$round"
+            elif [[ $v == mf ]]; then
+                run_mf "$nodes" "$ppn" "$round" $args
             else
                 run_prog "$v" "$prog" "$nodes" "$ppn" "$round" $args
             fi

@@ -24,7 +24,7 @@
 #                      the library that valgrind can run, if the default one cannot)
 #   --no-docs          leave docs/performance.md alone
 #   --only P1,P2       only these programs (rma_lat pingpong rma_bw amo sync floor hello kernel
-#                      matmul)
+#                      matmul mf_bm_copy)
 #   --smoke            the "smoke" lines, our library only, one round, no report: the bench.smoke
 #                      ctest. With --bin-dir DIR (prebuilt programs) and --shmemrun PATH.
 #   -h, --help         this text
@@ -43,6 +43,10 @@
 # MPI_Allreduce (bench/matmul_mpi.c, built with mpicc and run with mpirun under oshrun's flags,
 # as the variant "mpi"); ours and mpi alternate like ours and OSHMEM. Both link OpenBLAS
 # (pkg-config openblas) and run one BLAS thread per PE.
+# mf_bm_copy (memfabric_hybrid's smem_bm_copy and smem_bm_join over libmf_smem.so, ours only)
+# is built with cc against the install's libmf_smem and starts its own ranks (--fork --world
+# NPES, no launcher); its sweep's "floor" lines run bench/floor.c's memcpy at its sizes right
+# before its copies (tagged "before"), so that both are in the same round.
 # A program that exits non-zero (a failed data check, a crash) is recorded in
 # raw/failures.jsonl with its stderr and the run goes on.
 set -euo pipefail
@@ -53,11 +57,12 @@ OSH_CC=/usr/bin/oshcc
 OSH_RUN=/usr/bin/oshrun
 OSH_FLAGS=(--allow-run-as-root --oversubscribe --mca osc ^rdma -x UCX_TLS=self,sm
     --bind-to core:overload-allowed)
-ALL_PROGRAMS=(floor pingpong rma_lat rma_bw amo sync hello kernel matmul)
+ALL_PROGRAMS=(floor pingpong rma_lat rma_bw amo sync hello kernel matmul mf_bm_copy)
 # Programs of this library's own API (kernel.c: the kernel-side API, which OpenSHMEM lacks;
-# matmul.c: the fused kernel): built and run for ours only, never for OSHMEM or --baseline (an
-# older tree may lack it too). matmul's other side is matmul_mpi (variant "mpi").
-OURS_ONLY=(kernel matmul)
+# matmul.c: the fused kernel; mf_bm_copy.c: memfabric's API): built and run for ours only, never
+# for OSHMEM or --baseline (an older tree may lack it too). matmul's other side is matmul_mpi
+# (variant "mpi").
+OURS_ONLY=(kernel matmul mf_bm_copy)
 MPI_CC=/usr/bin/mpicc
 MPI_RUN=/usr/bin/mpirun
 ours_only() { [[ " ${OURS_ONLY[*]} " == *" $1 "* ]]; }
@@ -237,6 +242,12 @@ EOF
         for prog in "${ALL_PROGRAMS[@]}"; do
             [[ $prog == floor ]] && continue
             [[ $1 != ours ]] && ours_only "$prog" && continue
+            if [[ $prog == mf_bm_copy ]]; then
+                cc -O2 -Wall -Wextra "-I$prefix/include" -o "$3/$prog" "$BENCH/$prog.c" \
+                    "-L$prefix/lib" "-Wl,-rpath,$prefix/lib" -lmf_smem
+                built+=("$prog")
+                continue
+            fi
             mapfile -t extra < <(prog_flags "$prog")
             mapfile -t libs < <(prog_libs "$prog")
             "$2" -O2 -Wall -Wextra "${teams[@]}" "${extra[@]}" -o "$3/$prog" "$BENCH/$prog.c" "${libs[@]}"
@@ -322,7 +333,11 @@ run_line() {
     shift 5
     local cmd=() errf=$tmp/stderr outf=$tmp/stdout rc=0
     case $variant in
-        ours) cmd=("$OURS_RUN" -n "$npes" --timeout "$RUN_TIMEOUT" "$OURS_BIN/$prog") ;;
+        ours) if [[ $prog == mf_bm_copy ]]; then # its own ranks: --fork --world N
+                cmd=(timeout "$RUN_TIMEOUT" "$OURS_BIN/$prog" --world "$npes")
+            else
+                cmd=("$OURS_RUN" -n "$npes" --timeout "$RUN_TIMEOUT" "$OURS_BIN/$prog")
+            fi ;;
         oshmem) if [[ -n $baseline ]]; then
                 cmd=("$baseline/bin/shmemrun" -n "$npes" --timeout "$RUN_TIMEOUT" "$OSH_BIN/$prog")
             else
@@ -429,6 +444,13 @@ for ((round = 1; round <= rounds; round++)); do
             if [[ $prog == floor ]]; then
                 [[ $args == *"--mode pingpong"* ]] ||
                     run_line floor floor - "round$round.jsonl" "$round" $args
+                continue
+            fi
+            if [[ $prog == mf_bm_copy && $npes == floor ]]; then
+                TAG_EXTRA=',"before":"mf_bm_copy"'
+                # shellcheck disable=SC2086
+                run_line floor floor - "round$round.jsonl" "$round" $args
+                TAG_EXTRA=
                 continue
             fi
             line_variants=("${variants[@]}")

@@ -19,10 +19,7 @@ set -u
 me=group_api_netns.sh
 . "$(dirname "$0")/netns_pair.sh"
 netns_require_root
-if ! ldconfig -p 2>/dev/null | grep -q 'libucp\.so\.0 '; then
-    echo "SKIP: UCX (libucp.so.0) is not installed here"
-    exit 77
-fi
+netns_require_ucx
 bin=$(test_binary shmem-core group "$@")
 if [ -z "$bin" ] || [ ! -x "$bin" ]; then
     echo "$me: FAILED: cannot build or find the group test binary"

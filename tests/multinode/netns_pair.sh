@@ -1,7 +1,8 @@
-# netns_pair.sh: sourced by the group scripts of tests/multinode (store_groups_netns.sh,
-# group_api_netns.sh), which run a cargo test binary with a store in one network namespace
-# and members in another. Defines:
+# netns_pair.sh: sourced by the scripts of tests/multinode that run a store in one network
+# namespace and members in another (store_groups_netns.sh, group_api_netns.sh: a cargo test
+# binary; memfabric_bm_netns.sh: the ranks of a Big Memory program). Defines:
 #   netns_require_root         exits 77 (ctest's SKIP_RETURN_CODE) without root or `ip`
+#   netns_require_ucx          exits 77 without UCX (libucp.so.0)
 #   test_binary PKG TEST CARGO...
 #                              builds the integration test TEST of crate PKG with the cargo
 #                              command CARGO... and prints its executable's path
@@ -15,6 +16,13 @@
 netns_require_root() {
     if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
         echo "SKIP: needs root and iproute2's ip (network namespaces)"
+        exit 77
+    fi
+}
+
+netns_require_ucx() {
+    if ! ldconfig -p 2>/dev/null | grep -q 'libucp\.so\.0 '; then
+        echo "SKIP: UCX (libucp.so.0) is not installed here"
         exit 77
     fi
 }
