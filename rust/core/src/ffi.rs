@@ -628,15 +628,6 @@ fn mf_bm_code<T>(
         Err(e) => {
             *why = e.message;
             (e.code, None)
-// memfabric Share Memory: the bridge's functions over `memfabric::shm`.
-
-/// 0, or the error's code with its message in `why`.
-fn mf_code(r: Result<(), shm::ShmError>, why: &mut String) -> i32 {
-    match r {
-        Ok(()) => 0,
-        Err(e) => {
-            *why = e.message;
-            e.code
         }
     }
 }
@@ -785,6 +776,21 @@ fn mf_bm_user_mem(handle: usize, add: bool, addr: u64, size: u64, why: &mut Stri
         bm::unregister_user_mem(handle, addr)
     };
     mf_bm_code(r, why).0
+}
+
+// memfabric Share Memory: the bridge's functions over `memfabric::shm`.
+
+/// 0, or the error's code with its message in `why`.
+fn mf_code(r: Result<(), shm::ShmError>, why: &mut String) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            *why = e.message;
+            e.code
+        }
+    }
+}
+
 fn mf_shm_init(
     url: &str,
     world_size: u32,
