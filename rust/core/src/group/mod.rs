@@ -157,10 +157,11 @@ struct Peer {
     ep: Endpoint,
 }
 
-/// Remote keys looked up, by (rank, registration name), and a count of their invalidations.
+/// Remote keys looked up, by rank and registration name (the member that registered each, its
+/// key), and a count of their invalidations.
 #[derive(Default)]
 struct KeyCache {
-    keys: HashMap<(u32, String), (String, Vec<u8>)>,
+    keys: HashMap<u32, HashMap<String, (String, Vec<u8>)>>,
     generation: u64,
 }
 
@@ -286,7 +287,9 @@ impl Inner {
             }
         }
         let mut keys = self.keys.write().unwrap_or_else(|e| e.into_inner());
-        keys.keys.retain(|(r, _), (m, _)| !(*r == rank && m == id));
+        if let Some(k) = keys.keys.get_mut(&rank) {
+            k.retain(|_, (m, _)| m != id);
+        }
         keys.generation += 1;
     }
 

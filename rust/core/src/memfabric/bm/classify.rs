@@ -98,7 +98,7 @@ pub fn resolve(
     src: usize,
     dest: usize,
     len: u64,
-    what: &str,
+    what: impl std::fmt::Display + Copy,
 ) -> Result<(Side, Side), BmError> {
     if t >= COPY_BUTT {
         return Err(BmError::invalid(format!(
@@ -153,6 +153,24 @@ pub fn resolve(
     Ok((s, d))
 }
 
+/// How messages name an element's argument: `params->` (a copy) or `params->[i].` (a
+/// batch), written only when a message is.
+#[derive(Clone, Copy)]
+struct Element {
+    batch: bool,
+    i: usize,
+}
+
+impl std::fmt::Display for Element {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.batch {
+            write!(f, "params->[{}].", self.i)
+        } else {
+            f.write_str("params->")
+        }
+    }
+}
+
 /// Resolves the `(src, dest, size)` elements of a copy (`batch` false: one element) or a
 /// batch with copy type `t` ([`resolve`] for each); a batch's direction is element 0's, and
 /// an element going another way is refused naming its index, as are NULL addresses and size
@@ -166,18 +184,14 @@ pub fn resolve_batch(
     let mut ops = Vec::with_capacity(elements.len());
     let mut first: Option<(bool, bool)> = None;
     for (i, &(src, dest, len)) in elements.iter().enumerate() {
-        let what = if batch {
-            format!("params->[{i}].")
-        } else {
-            "params->".to_string()
-        };
+        let what = Element { batch, i };
         if src == 0 || dest == 0 || len == 0 {
             return Err(BmError::invalid(format!(
                 "invalid argument {what}src={src:#x} dest={dest:#x} dataSize={len}: neither \
                  may be 0"
             )));
         }
-        let (s, d) = resolve(pool, t, src, dest, len, &what)?;
+        let (s, d) = resolve(pool, t, src, dest, len, what)?;
         let shape = (
             matches!(s, Side::Pool { .. }),
             matches!(d, Side::Pool { .. }),

@@ -730,16 +730,40 @@ enum At {
     Peer(u32, u64),
 }
 
+/// The ranks a copy issued operations to: the first inline, so that a copy with one peer
+/// allocates nothing.
+#[derive(Default)]
+struct Touched {
+    first: Option<u32>,
+    more: BTreeSet<u32>,
+}
+
+impl Touched {
+    fn insert(&mut self, rank: u32) {
+        match self.first {
+            None => self.first = Some(rank),
+            Some(f) if f == rank => {}
+            Some(_) => {
+                self.more.insert(rank);
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.first.into_iter().chain(self.more.iter().copied())
+    }
+}
+
 /// What a copy to or from peers needs.
 struct Copier<'a> {
     o: &'a Object,
     group: Option<&'a Group>,
     /// Ranks with non-blocking operations issued.
-    touched: BTreeSet<u32>,
+    touched: Touched,
 }
 
 impl Copier<'_> {
-    fn own(&self, offset: u64, len: usize, what: &str) -> Result<usize> {
+    fn own(&self, offset: u64, len: usize, what: Param) -> Result<usize> {
         if offset + len as u64 > self.o.local {
             return Err(BmError::invalid(format!(
                 "invalid argument {what}: [{offset}, +{len}) of this rank's ({}) segment is \
@@ -777,7 +801,7 @@ impl Copier<'_> {
 
     /// Where a side of `op` is: an address of this process (local memory, or the own segment
     /// checked against what this rank backs), or a place in a peer's segment.
-    fn place(&self, side: Side, len: usize, what: &str) -> Result<At> {
+    fn place(&self, side: Side, len: usize, what: Param) -> Result<At> {
         Ok(match side {
             Side::Local(addr) => At::Here(addr),
             Side::Pool { rank, offset } if rank == self.o.rank => {
@@ -788,7 +812,7 @@ impl Copier<'_> {
     }
 
     /// Runs `op`; `nb`: peers' parts non-blocking, completed by [`Copier::flush`].
-    fn run(&mut self, op: &Op, nb: bool, what: &str) -> Result<()> {
+    fn run(&mut self, op: &Op, nb: bool, what: Param) -> Result<()> {
         let len = op.len;
         match (
             self.place(op.src, len, what)?,
@@ -866,9 +890,9 @@ impl Copier<'_> {
     }
 
     /// Completes the non-blocking operations to every rank touched; the first error.
-    fn flush(&mut self, ranks: &BTreeSet<u32>) -> Result<()> {
+    fn flush(&mut self, ranks: impl Iterator<Item = u32>) -> Result<()> {
         let mut first = Ok(());
-        for &r in ranks {
+        for r in ranks {
             if let Some(g) = self.group {
                 if let Err(e) = g.flush(r) {
                     if first.is_ok() {
@@ -878,6 +902,24 @@ impl Copier<'_> {
             }
         }
         first
+    }
+}
+
+/// How messages name a copy's argument: `params` (a copy) or `params->[i]` (a batch),
+/// written only when a message is.
+#[derive(Clone, Copy)]
+struct Param {
+    batch: bool,
+    i: usize,
+}
+
+impl std::fmt::Display for Param {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.batch {
+            write!(f, "params->[{}]", self.i)
+        } else {
+            f.write_str("params")
+        }
     }
 }
 
@@ -907,26 +949,22 @@ pub fn copy(
     let mut c = Copier {
         o: &o,
         group,
-        touched: BTreeSet::new(),
+        touched: Touched::default(),
     };
     let mut result = Ok(());
     for (i, op) in ops.iter().enumerate() {
-        let what = if batch {
-            format!("params->[{i}]")
-        } else {
-            "params".to_string()
-        };
-        if let Err(e) = c.run(op, nb, &what) {
+        let what = Param { batch, i };
+        if let Err(e) = c.run(op, nb, what) {
             result = Err(e);
             break;
         }
     }
     let touched = std::mem::take(&mut c.touched);
     if asynchronous {
-        lock(&o.pending).extend(touched);
+        lock(&o.pending).extend(touched.iter());
         return result;
     }
-    let flushed = c.flush(&touched);
+    let flushed = c.flush(touched.iter());
     result.and(flushed)
 }
 
@@ -942,9 +980,9 @@ pub fn wait(handle: usize) -> Result<()> {
     let mut c = Copier {
         o: &o,
         group,
-        touched: BTreeSet::new(),
+        touched: Touched::default(),
     };
-    c.flush(&ranks)
+    c.flush(ranks.into_iter())
 }
 
 /// `smem_bm_register_user_mem`: records the buffer (the host transports need no
