@@ -171,6 +171,26 @@ impl std::fmt::Display for Element {
     }
 }
 
+/// Resolves element `i` (`src`, `dest`, `size`) of a copy (`batch` false: its only element)
+/// or a batch with copy type `t` ([`resolve`]); NULL addresses and size 0 are refused. Returns
+/// its sides and length.
+pub fn resolve_element(
+    pool: &Pool,
+    t: u32,
+    (src, dest, len): (usize, usize, u64),
+    batch: bool,
+    i: usize,
+) -> Result<(Side, Side, usize), BmError> {
+    let what = Element { batch, i };
+    if src == 0 || dest == 0 || len == 0 {
+        return Err(BmError::invalid(format!(
+            "invalid argument {what}src={src:#x} dest={dest:#x} dataSize={len}: neither may be 0"
+        )));
+    }
+    let (s, d) = resolve(pool, t, src, dest, len, what)?;
+    Ok((s, d, len as usize))
+}
+
 /// Resolves the `(src, dest, size)` elements of a copy (`batch` false: one element) or a
 /// batch with copy type `t` ([`resolve`] for each); a batch's direction is element 0's, and
 /// an element going another way is refused naming its index, as are NULL addresses and size
@@ -183,15 +203,9 @@ pub fn resolve_batch(
 ) -> Result<Vec<(Side, Side, usize)>, BmError> {
     let mut ops = Vec::with_capacity(elements.len());
     let mut first: Option<(bool, bool)> = None;
-    for (i, &(src, dest, len)) in elements.iter().enumerate() {
+    for (i, &element) in elements.iter().enumerate() {
+        let (s, d, len) = resolve_element(pool, t, element, batch, i)?;
         let what = Element { batch, i };
-        if src == 0 || dest == 0 || len == 0 {
-            return Err(BmError::invalid(format!(
-                "invalid argument {what}src={src:#x} dest={dest:#x} dataSize={len}: neither \
-                 may be 0"
-            )));
-        }
-        let (s, d) = resolve(pool, t, src, dest, len, what)?;
         let shape = (
             matches!(s, Side::Pool { .. }),
             matches!(d, Side::Pool { .. }),
@@ -208,7 +222,7 @@ pub fn resolve_batch(
             }
             Some(_) => {}
         }
-        ops.push((s, d, len as usize));
+        ops.push((s, d, len));
     }
     Ok(ops)
 }

@@ -933,10 +933,19 @@ pub fn copy(
     batch: bool,
 ) -> Result<()> {
     let (_, o) = object(handle)?;
-    let ops: Vec<Op> = classify::resolve_batch(&o.pool, elements, t, batch)?
-        .into_iter()
-        .map(|(src, dest, len)| Op { src, dest, len })
-        .collect();
+    // One element (every smem_bm_copy) resolved on the stack.
+    let one: [(Side, Side, usize); 1];
+    let many: Vec<(Side, Side, usize)>;
+    let ops: &[(Side, Side, usize)] = match elements {
+        [element] => {
+            one = [classify::resolve_element(&o.pool, t, *element, batch, 0)?];
+            &one
+        }
+        _ => {
+            many = classify::resolve_batch(&o.pool, elements, t, batch)?;
+            &many
+        }
+    };
     let m = o.membership.read().unwrap_or_else(|e| e.into_inner());
     let group = match &*m {
         Membership::Joined(g) => Some(g),
@@ -952,9 +961,9 @@ pub fn copy(
         touched: Touched::default(),
     };
     let mut result = Ok(());
-    for (i, op) in ops.iter().enumerate() {
+    for (i, &(src, dest, len)) in ops.iter().enumerate() {
         let what = Param { batch, i };
-        if let Err(e) = c.run(op, nb, what) {
+        if let Err(e) = c.run(&Op { src, dest, len }, nb, what) {
             result = Err(e);
             break;
         }
