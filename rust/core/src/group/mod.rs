@@ -75,6 +75,7 @@ pub use shmem_store::{MemberEvent, TcpDial};
 use crate::dynamic::node::{NodeWorker, SharedMemory};
 use crate::dynamic::ucx::UcxWorker;
 use crate::dynamic::{DynamicWorker, Endpoint, Registration};
+use crate::idmap::IdMap;
 use crate::transport::TransportError;
 
 /// Most events a group keeps for its application; older ones are dropped (and counted, see
@@ -161,7 +162,7 @@ struct Peer {
 /// key), and a count of their invalidations.
 #[derive(Default)]
 struct KeyCache {
-    keys: HashMap<u32, HashMap<String, (String, Vec<u8>)>>,
+    keys: IdMap<u32, IdMap<String, (String, Vec<u8>)>>,
     generation: u64,
 }
 
@@ -204,7 +205,7 @@ struct Inner {
     /// The group's connection for its calls (keys, collectives, the application's keys).
     client: Client,
     view: Mutex<View>,
-    peers: Mutex<HashMap<u32, Peer>>,
+    peers: Mutex<IdMap<u32, Peer>>,
     keys: RwLock<KeyCache>,
     regs: Mutex<HashMap<String, Held>>,
     events: EventQueue<MemberEvent>,
@@ -461,7 +462,7 @@ impl Group {
             worker,
             client,
             view: Mutex::new(View::default()),
-            peers: Mutex::new(HashMap::new()),
+            peers: Mutex::new(IdMap::default()),
             keys: RwLock::new(KeyCache::default()),
             regs: Mutex::new(HashMap::new()),
             events: EventQueue::new(GROUP_EVENT_QUEUE),

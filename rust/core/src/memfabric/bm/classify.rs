@@ -153,20 +153,34 @@ pub fn resolve(
     Ok((s, d))
 }
 
-/// How messages name an element's argument: `params->` (a copy) or `params->[i].` (a
+/// How messages name a copy's argument: `params` (a copy) or `params->[i]` (element `i` of a
 /// batch), written only when a message is.
 #[derive(Clone, Copy)]
-struct Element {
-    batch: bool,
-    i: usize,
+pub struct Param {
+    pub batch: bool,
+    pub i: usize,
 }
+
+impl std::fmt::Display for Param {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.batch {
+            write!(f, "params->[{}]", self.i)
+        } else {
+            f.write_str("params")
+        }
+    }
+}
+
+/// How messages name a field of an element: `params->` or `params->[i].`, before the field.
+#[derive(Clone, Copy)]
+struct Element(Param);
 
 impl std::fmt::Display for Element {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.batch {
-            write!(f, "params->[{}].", self.i)
+        if self.0.batch {
+            write!(f, "{}.", self.0)
         } else {
-            f.write_str("params->")
+            write!(f, "{}->", self.0)
         }
     }
 }
@@ -181,7 +195,7 @@ pub fn resolve_element(
     batch: bool,
     i: usize,
 ) -> Result<(Side, Side, usize), BmError> {
-    let what = Element { batch, i };
+    let what = Element(Param { batch, i });
     if src == 0 || dest == 0 || len == 0 {
         return Err(BmError::invalid(format!(
             "invalid argument {what}src={src:#x} dest={dest:#x} dataSize={len}: neither may be 0"
@@ -205,7 +219,7 @@ pub fn resolve_batch(
     let mut first: Option<(bool, bool)> = None;
     for (i, &element) in elements.iter().enumerate() {
         let (s, d, len) = resolve_element(pool, t, element, batch, i)?;
-        let what = Element { batch, i };
+        let what = Element(Param { batch, i });
         let shape = (
             matches!(s, Side::Pool { .. }),
             matches!(d, Side::Pool { .. }),

@@ -30,13 +30,14 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
-use classify::{Pool, Side};
+use classify::{Param, Pool, Side};
 use shmem_store::addr::StoreAddr;
 use shmem_store::tls::{load_user_identity, TlsInfo};
 use shmem_store::{Client, Member, Server, Store, TcpDial};
 
 use crate::dynamic::DynamicWorker;
 use crate::group::{default_worker, Group, GroupOptions};
+use crate::idmap::IdMap;
 use va::Reservation;
 
 /// memfabric's codes.
@@ -180,7 +181,7 @@ struct State {
     id: String,
     /// The worker the objects' groups share, made at the first join.
     worker: Mutex<Option<Arc<dyn DynamicWorker>>>,
-    objects: Mutex<HashMap<usize, Arc<Object>>>,
+    objects: Mutex<IdMap<usize, Arc<Object>>>,
 }
 
 static STATE: Mutex<Option<Arc<State>>> = Mutex::new(None);
@@ -414,7 +415,7 @@ pub fn init(args: &InitArgs) -> Result<Inited> {
         connect_timeout,
         id,
         worker: Mutex::new(None),
-        objects: Mutex::new(HashMap::new()),
+        objects: Mutex::new(IdMap::default()),
     }));
     Ok(Inited::Now { plain })
 }
@@ -902,24 +903,6 @@ impl Copier<'_> {
             }
         }
         first
-    }
-}
-
-/// How messages name a copy's argument: `params` (a copy) or `params->[i]` (a batch),
-/// written only when a message is.
-#[derive(Clone, Copy)]
-struct Param {
-    batch: bool,
-    i: usize,
-}
-
-impl std::fmt::Display for Param {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.batch {
-            write!(f, "params->[{}]", self.i)
-        } else {
-            f.write_str("params")
-        }
     }
 }
 

@@ -60,6 +60,8 @@ use super::{bad_key, key_name, worker_id, DynamicWorker, Endpoint, KeyHeader, Re
 use crate::bootstrap::bits::socket_name;
 use crate::bootstrap::node::locality::NodeId;
 use crate::bootstrap::node::meet::admit;
+use crate::clock::coarse_clock_ns;
+use crate::idmap::IdMap;
 use crate::mapping::{self, Mapping};
 use crate::transport::TransportError;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
@@ -119,19 +121,6 @@ fn page_size() -> u64 {
     } else {
         4096
     }
-}
-
-/// The coarse monotonic clock in nanoseconds (no system call: the vDSO reads it).
-fn coarse_now_ns() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a valid timespec to write; the clock id is a constant of Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut t) };
-    (t.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(t.tv_nsec as u64)
 }
 
 fn peer_label(id: u64) -> String {
@@ -238,7 +227,7 @@ struct Local {
 #[derive(Debug, Default)]
 struct Conn {
     /// Mapped registrations by id.
-    maps: HashMap<u64, Arc<Window>>,
+    maps: IdMap<u64, Arc<Window>>,
     /// Why the connection no longer serves, once it does not.
     broken: Option<String>,
     /// When (coarse clock, ns) the connection is to be polled next.
@@ -266,8 +255,8 @@ impl Local {
             if self.page.atomic_u64(STATE_WORD).load(Ordering::Acquire) == GONE {
                 conn.broken = Some("its worker was dropped".into());
             } else {
-                let now = coarse_now_ns();
-                if now < conn.next_poll {
+                let now = coarse_clock_ns();
+                if now != 0 && now < conn.next_poll {
                     return Ok(());
                 }
                 // Nothing arrives unasked (and no exchange runs: `conn` is locked), so a
@@ -390,7 +379,7 @@ pub struct NodeWorker {
     address: Vec<u8>,
     timeout: Duration,
     owned: Arc<Owned>,
-    eps: Mutex<HashMap<u64, Arc<Peer>>>,
+    eps: Mutex<IdMap<u64, Arc<Peer>>>,
     next_ep: AtomicU64,
     /// The socket thread and the end of its wake-up pair, whose closing stops it.
     server: Option<(UnixStream, JoinHandle<()>)>,
@@ -469,7 +458,7 @@ impl NodeWorker {
             address,
             timeout,
             owned,
-            eps: Mutex::new(HashMap::new()),
+            eps: Mutex::new(IdMap::default()),
             next_ep: AtomicU64::new(1),
             server: Some((wake, thread)),
             inner,
