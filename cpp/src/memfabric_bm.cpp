@@ -130,16 +130,25 @@ SHMEM_EXPORT int32_t shmemi_mf_bm_rank_by_gva(void *handle, const void *gva, uin
 SHMEM_EXPORT int32_t shmemi_mf_bm_copy(void *handle, const void *const *srcs, void *const *dests,
                                        const uint64_t *sizes, uint32_t count, uint32_t type,
                                        uint32_t flags, int batch, char *why, size_t why_len) {
-    std::vector<size_t> s(count), d(count);
+    // One element (every smem_bm_copy) on the stack; a batch's in vectors.
+    size_t s1 = 0, d1 = 0;
+    std::vector<size_t> sv, dv;
+    size_t *s = &s1, *d = &d1;
+    if (count > 1) {
+        sv.resize(count);
+        dv.resize(count);
+        s = sv.data();
+        d = dv.data();
+    }
     for (uint32_t i = 0; i < count; i++) {
         s[i] = reinterpret_cast<size_t>(srcs[i]);
         d[i] = reinterpret_cast<size_t>(dests[i]);
     }
     rust::String reason;
     int32_t rc = shmem::core::mf_bm_copy(
-        reinterpret_cast<size_t>(handle), rust::Slice<const size_t>(s.data(), s.size()),
-        rust::Slice<const size_t>(d.data(), d.size()), rust::Slice<const uint64_t>(sizes, count),
-        type, flags, batch != 0, reason);
+        reinterpret_cast<size_t>(handle), rust::Slice<const size_t>(s, count),
+        rust::Slice<const size_t>(d, count), rust::Slice<const uint64_t>(sizes, count), type, flags,
+        batch != 0, reason);
     return answer(rc, reason, why, why_len);
 }
 

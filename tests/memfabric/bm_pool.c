@@ -404,22 +404,58 @@ static void with_shm(int n) {
 }
 
 /* Polls a copy to `rank`'s segment until it fails with -1 naming the rank (it left or died). */
+static unsigned long long monotonic_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
+}
+
+/* The victim's "killed" mark: the CLOCK_MONOTONIC time (ns) of its SIGKILL; 0 if none. */
+static unsigned long long killed_at(void) {
+    DIR *d = opendir(syncdir);
+    struct dirent *e;
+    int idx = -1;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "killed.", 7) == 0) {
+            idx = atoi(e->d_name + 7);
+        }
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return idx < 0 ? 0 : read_mark("killed", idx);
+}
+
+/* A copy to a killed member of this node fails within this bound of its death. */
+#define KILLED_BOUND_NS 1000000000ull
+
 static void wait_gone(smem_bm_t h, unsigned rank) {
     unsigned char *seg = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)rank);
     unsigned char buf[64] = {0};
     char name[32];
     snprintf(name, sizeof name, "rank %u", rank);
     int rc = 0;
-    for (int i = 0; i < 400 && rc == 0; i++) {
+    for (int i = 0; i < 4000 && rc == 0; i++) {
         rc = copy(h, buf, seg, sizeof buf, SMEMB_COPY_H2G, 0);
         if (rc == 0) {
-            sleep_ms(50);
+            sleep_ms(5);
         }
     }
+    unsigned long long failed = monotonic_ns(), killed = killed_at();
     CHECK(rc == -1);
     CHECK(last_error_has("smem_bm_copy", name));
+    if (killed != 0) {
+        /* Killed: the first failing copy came within the bound (the copies above are 5 ms
+         * apart). */
+        if (failed - killed >= KILLED_BOUND_NS) {
+            fprintf(stderr, "[%d] a copy to the killed rank %u failed %llu ms after its death\n",
+                    index_, rank, (failed - killed) / 1000000ull);
+        }
+        CHECK(failed - killed < KILLED_BOUND_NS);
+    }
     if (rc != -1 || !last_error_has("smem_bm_copy", name) || getenv("BM_POOL_VERBOSE") != NULL) {
-        fprintf(stderr, "[%d] copy to the gone rank %u: %d: %s\n", index_, rank, rc,
+        fprintf(stderr, "[%d] copy to the gone rank %u: %d (%.1f ms after a kill): %s\n", index_,
+                rank, rc, killed != 0 ? (double)(failed - killed) / 1e6 : 0.0,
                 smem_get_last_err_msg());
     }
 }
@@ -480,6 +516,13 @@ static void gone(const struct run *r, int how) {
     unsigned me = smem_bm_get_rank_id();
     unsigned victim = how == 2 ? 0 : (unsigned)(n - 1);
     barrier("g1", n);
+    if (me != victim) {
+        /* Reached before it goes: its going is then seen by the copy path itself. */
+        unsigned char buf[64] = {0};
+        unsigned char *seg = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)victim);
+        CHECK(copy(h, buf, seg, sizeof buf, SMEMB_COPY_H2G, 0) == 0);
+    }
+    barrier("reached", n);
     if (me == victim) {
         if (how == 0) {
             CHECK(smem_bm_leave(h, 0) == 0);
@@ -490,6 +533,9 @@ static void gone(const struct run *r, int how) {
             smem_bm_destroy(h);
             return;
         }
+        char at[32];
+        snprintf(at, sizeof at, "%llx", monotonic_ns());
+        mark("killed", at);
         raise(SIGKILL);
     }
     if (how == 0) {

@@ -252,7 +252,8 @@ MF_EXPORT int32_t smem_bm_copy(smem_bm_t handle, smem_copy_params *params, smem_
     const void *src = params->src;
     void *dest = params->dest;
     uint64_t size = params->dataSize;
-    char why[kWhy] = "";
+    char why[kWhy];  // written when the copy fails (not cleared: a copy is a hot path)
+    why[0] = '\0';
     return answer(call,
                   shmemi_mf_bm_copy(handle, &src, &dest, &size, 1, static_cast<uint32_t>(t), flags,
                                     0, why, sizeof why),

@@ -765,17 +765,16 @@ fn mf_bm_copy(
     batch: bool,
     why: &mut String,
 ) -> i32 {
-    let elements: Vec<(usize, usize, u64)> = srcs
-        .iter()
-        .zip(dests)
-        .zip(sizes)
-        .map(|((&s, &d), &n)| (s, d, n))
-        .collect();
-    mf_bm_code(
-        crate::memfabric::bm::copy(handle, &elements, t, flags, batch),
-        why,
-    )
-    .0
+    let element = |i: usize| (srcs[i], dests[i], sizes[i]);
+    let n = srcs.len().min(dests.len()).min(sizes.len());
+    let r = if n == 1 {
+        // One element (every smem_bm_copy): on the stack.
+        crate::memfabric::bm::copy(handle, &[element(0)], t, flags, batch)
+    } else {
+        let elements: Vec<(usize, usize, u64)> = (0..n).map(element).collect();
+        crate::memfabric::bm::copy(handle, &elements, t, flags, batch)
+    };
+    mf_bm_code(r, why).0
 }
 
 fn mf_bm_user_mem(handle: usize, add: bool, addr: u64, size: u64, why: &mut String) -> i32 {

@@ -26,6 +26,7 @@ pub mod error;
 mod ffi;
 pub mod group;
 mod heap;
+mod idmap;
 mod job_state;
 mod layout;
 pub mod log;

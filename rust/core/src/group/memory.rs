@@ -223,13 +223,26 @@ impl Inner {
         name: &str,
         f: impl FnOnce(Endpoint, &[u8]) -> Result<R, TransportError>,
     ) -> Result<R, GroupError> {
+        {
+            // The common case, without allocating: the key is cached and its member is the
+            // one connected.
+            let keys = self.keys.read().unwrap_or_else(|e| e.into_inner());
+            if let Some((m, key)) = keys.keys.get(&rank).and_then(|k| k.get(name)) {
+                let ep = lock(&self.peers)
+                    .get(&rank)
+                    .filter(|p| p.member == *m)
+                    .map(|p| p.ep);
+                if let Some(ep) = ep {
+                    return f(ep, key).map_err(|e| self.op_err(op, rank, m, e));
+                }
+            }
+        }
         let (id, ep) = self.endpoint(op, rank)?;
         let deadline = Instant::now() + self.timeout;
-        let wanted = (rank, name.to_string());
         loop {
             let generation = {
                 let keys = self.keys.read().unwrap_or_else(|e| e.into_inner());
-                match keys.keys.get(&wanted) {
+                match keys.keys.get(&rank).and_then(|k| k.get(name)) {
                     Some((m, key)) if *m == id => {
                         return f(ep, key).map_err(|e| self.op_err(op, rank, &id, e));
                     }
@@ -258,7 +271,10 @@ impl Inner {
             let mut keys = self.keys.write().unwrap_or_else(|e| e.into_inner());
             // A key looked up across a withdrawal may be the withdrawn one: look again.
             if keys.generation == generation {
-                keys.keys.insert(wanted.clone(), (id.clone(), key));
+                keys.keys
+                    .entry(rank)
+                    .or_default()
+                    .insert(name.to_string(), (id.clone(), key));
             } else if Instant::now() >= deadline {
                 return Err(GroupError::Timeout {
                     op: format!("{op}: the key '{name}' of rank {rank}"),

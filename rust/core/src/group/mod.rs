@@ -75,6 +75,7 @@ pub use shmem_store::{MemberEvent, TcpDial};
 use crate::dynamic::node::{NodeWorker, SharedMemory};
 use crate::dynamic::ucx::UcxWorker;
 use crate::dynamic::{DynamicWorker, Endpoint, Registration};
+use crate::idmap::IdMap;
 use crate::transport::TransportError;
 
 /// Most events a group keeps for its application; older ones are dropped (and counted, see
@@ -157,10 +158,11 @@ struct Peer {
     ep: Endpoint,
 }
 
-/// Remote keys looked up, by (rank, registration name), and a count of their invalidations.
+/// Remote keys looked up, by rank and registration name (the member that registered each, its
+/// key), and a count of their invalidations.
 #[derive(Default)]
 struct KeyCache {
-    keys: HashMap<(u32, String), (String, Vec<u8>)>,
+    keys: IdMap<u32, IdMap<String, (String, Vec<u8>)>>,
     generation: u64,
 }
 
@@ -203,7 +205,7 @@ struct Inner {
     /// The group's connection for its calls (keys, collectives, the application's keys).
     client: Client,
     view: Mutex<View>,
-    peers: Mutex<HashMap<u32, Peer>>,
+    peers: Mutex<IdMap<u32, Peer>>,
     keys: RwLock<KeyCache>,
     regs: Mutex<HashMap<String, Held>>,
     events: EventQueue<MemberEvent>,
@@ -286,7 +288,9 @@ impl Inner {
             }
         }
         let mut keys = self.keys.write().unwrap_or_else(|e| e.into_inner());
-        keys.keys.retain(|(r, _), (m, _)| !(*r == rank && m == id));
+        if let Some(k) = keys.keys.get_mut(&rank) {
+            k.retain(|_, (m, _)| m != id);
+        }
         keys.generation += 1;
     }
 
@@ -458,7 +462,7 @@ impl Group {
             worker,
             client,
             view: Mutex::new(View::default()),
-            peers: Mutex::new(HashMap::new()),
+            peers: Mutex::new(IdMap::default()),
             keys: RwLock::new(KeyCache::default()),
             regs: Mutex::new(HashMap::new()),
             events: EventQueue::new(GROUP_EVENT_QUEUE),

@@ -98,7 +98,7 @@ pub fn resolve(
     src: usize,
     dest: usize,
     len: u64,
-    what: &str,
+    what: impl std::fmt::Display + Copy,
 ) -> Result<(Side, Side), BmError> {
     if t >= COPY_BUTT {
         return Err(BmError::invalid(format!(
@@ -153,6 +153,58 @@ pub fn resolve(
     Ok((s, d))
 }
 
+/// How messages name a copy's argument: `params` (a copy) or `params->[i]` (element `i` of a
+/// batch), written only when a message is.
+#[derive(Clone, Copy)]
+pub struct Param {
+    pub batch: bool,
+    pub i: usize,
+}
+
+impl std::fmt::Display for Param {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.batch {
+            write!(f, "params->[{}]", self.i)
+        } else {
+            f.write_str("params")
+        }
+    }
+}
+
+/// How messages name a field of an element: `params->` or `params->[i].`, before the field.
+#[derive(Clone, Copy)]
+struct Element(Param);
+
+impl std::fmt::Display for Element {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.batch {
+            write!(f, "{}.", self.0)
+        } else {
+            write!(f, "{}->", self.0)
+        }
+    }
+}
+
+/// Resolves element `i` (`src`, `dest`, `size`) of a copy (`batch` false: its only element)
+/// or a batch with copy type `t` ([`resolve`]); NULL addresses and size 0 are refused. Returns
+/// its sides and length.
+pub fn resolve_element(
+    pool: &Pool,
+    t: u32,
+    (src, dest, len): (usize, usize, u64),
+    batch: bool,
+    i: usize,
+) -> Result<(Side, Side, usize), BmError> {
+    let what = Element(Param { batch, i });
+    if src == 0 || dest == 0 || len == 0 {
+        return Err(BmError::invalid(format!(
+            "invalid argument {what}src={src:#x} dest={dest:#x} dataSize={len}: neither may be 0"
+        )));
+    }
+    let (s, d) = resolve(pool, t, src, dest, len, what)?;
+    Ok((s, d, len as usize))
+}
+
 /// Resolves the `(src, dest, size)` elements of a copy (`batch` false: one element) or a
 /// batch with copy type `t` ([`resolve`] for each); a batch's direction is element 0's, and
 /// an element going another way is refused naming its index, as are NULL addresses and size
@@ -165,19 +217,9 @@ pub fn resolve_batch(
 ) -> Result<Vec<(Side, Side, usize)>, BmError> {
     let mut ops = Vec::with_capacity(elements.len());
     let mut first: Option<(bool, bool)> = None;
-    for (i, &(src, dest, len)) in elements.iter().enumerate() {
-        let what = if batch {
-            format!("params->[{i}].")
-        } else {
-            "params->".to_string()
-        };
-        if src == 0 || dest == 0 || len == 0 {
-            return Err(BmError::invalid(format!(
-                "invalid argument {what}src={src:#x} dest={dest:#x} dataSize={len}: neither \
-                 may be 0"
-            )));
-        }
-        let (s, d) = resolve(pool, t, src, dest, len, &what)?;
+    for (i, &element) in elements.iter().enumerate() {
+        let (s, d, len) = resolve_element(pool, t, element, batch, i)?;
+        let what = Element(Param { batch, i });
         let shape = (
             matches!(s, Side::Pool { .. }),
             matches!(d, Side::Pool { .. }),
@@ -194,7 +236,7 @@ pub fn resolve_batch(
             }
             Some(_) => {}
         }
-        ops.push((s, d, len as usize));
+        ops.push((s, d, len));
     }
     Ok(ops)
 }

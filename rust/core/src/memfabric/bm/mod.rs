@@ -30,13 +30,14 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
-use classify::{Pool, Side};
+use classify::{Param, Pool, Side};
 use shmem_store::addr::StoreAddr;
 use shmem_store::tls::{load_user_identity, TlsInfo};
 use shmem_store::{Client, Member, Store, TcpDial};
 
 use crate::dynamic::DynamicWorker;
 use crate::group::{default_worker, Group, GroupOptions};
+use crate::idmap::IdMap;
 use va::Reservation;
 
 /// memfabric's codes.
@@ -180,7 +181,7 @@ struct State {
     id: String,
     /// The worker the objects' groups share, made at the first join.
     worker: Mutex<Option<Arc<dyn DynamicWorker>>>,
-    objects: Mutex<HashMap<usize, Arc<Object>>>,
+    objects: Mutex<IdMap<usize, Arc<Object>>>,
 }
 
 static STATE: Mutex<Option<Arc<State>>> = Mutex::new(None);
@@ -411,7 +412,7 @@ pub fn init(args: &InitArgs) -> Result<Inited> {
         connect_timeout,
         id,
         worker: Mutex::new(None),
-        objects: Mutex::new(HashMap::new()),
+        objects: Mutex::new(IdMap::default()),
     }));
     Ok(Inited::Now { plain })
 }
@@ -727,16 +728,40 @@ enum At {
     Peer(u32, u64),
 }
 
+/// The ranks a copy issued operations to: the first inline, so that a copy with one peer
+/// allocates nothing.
+#[derive(Default)]
+struct Touched {
+    first: Option<u32>,
+    more: BTreeSet<u32>,
+}
+
+impl Touched {
+    fn insert(&mut self, rank: u32) {
+        match self.first {
+            None => self.first = Some(rank),
+            Some(f) if f == rank => {}
+            Some(_) => {
+                self.more.insert(rank);
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.first.into_iter().chain(self.more.iter().copied())
+    }
+}
+
 /// What a copy to or from peers needs.
 struct Copier<'a> {
     o: &'a Object,
     group: Option<&'a Group>,
     /// Ranks with non-blocking operations issued.
-    touched: BTreeSet<u32>,
+    touched: Touched,
 }
 
 impl Copier<'_> {
-    fn own(&self, offset: u64, len: usize, what: &str) -> Result<usize> {
+    fn own(&self, offset: u64, len: usize, what: Param) -> Result<usize> {
         if offset + len as u64 > self.o.local {
             return Err(BmError::invalid(format!(
                 "invalid argument {what}: [{offset}, +{len}) of this rank's ({}) segment is \
@@ -774,7 +799,7 @@ impl Copier<'_> {
 
     /// Where a side of `op` is: an address of this process (local memory, or the own segment
     /// checked against what this rank backs), or a place in a peer's segment.
-    fn place(&self, side: Side, len: usize, what: &str) -> Result<At> {
+    fn place(&self, side: Side, len: usize, what: Param) -> Result<At> {
         Ok(match side {
             Side::Local(addr) => At::Here(addr),
             Side::Pool { rank, offset } if rank == self.o.rank => {
@@ -785,7 +810,7 @@ impl Copier<'_> {
     }
 
     /// Runs `op`; `nb`: peers' parts non-blocking, completed by [`Copier::flush`].
-    fn run(&mut self, op: &Op, nb: bool, what: &str) -> Result<()> {
+    fn run(&mut self, op: &Op, nb: bool, what: Param) -> Result<()> {
         let len = op.len;
         match (
             self.place(op.src, len, what)?,
@@ -863,9 +888,9 @@ impl Copier<'_> {
     }
 
     /// Completes the non-blocking operations to every rank touched; the first error.
-    fn flush(&mut self, ranks: &BTreeSet<u32>) -> Result<()> {
+    fn flush(&mut self, ranks: impl Iterator<Item = u32>) -> Result<()> {
         let mut first = Ok(());
-        for &r in ranks {
+        for r in ranks {
             if let Some(g) = self.group {
                 if let Err(e) = g.flush(r) {
                     if first.is_ok() {
@@ -888,10 +913,19 @@ pub fn copy(
     batch: bool,
 ) -> Result<()> {
     let (_, o) = object(handle)?;
-    let ops: Vec<Op> = classify::resolve_batch(&o.pool, elements, t, batch)?
-        .into_iter()
-        .map(|(src, dest, len)| Op { src, dest, len })
-        .collect();
+    // One element (every smem_bm_copy) resolved on the stack.
+    let one: [(Side, Side, usize); 1];
+    let many: Vec<(Side, Side, usize)>;
+    let ops: &[(Side, Side, usize)] = match elements {
+        [element] => {
+            one = [classify::resolve_element(&o.pool, t, *element, batch, 0)?];
+            &one
+        }
+        _ => {
+            many = classify::resolve_batch(&o.pool, elements, t, batch)?;
+            &many
+        }
+    };
     let m = o.membership.read().unwrap_or_else(|e| e.into_inner());
     let group = match &*m {
         Membership::Joined(g) => Some(g),
@@ -904,26 +938,22 @@ pub fn copy(
     let mut c = Copier {
         o: &o,
         group,
-        touched: BTreeSet::new(),
+        touched: Touched::default(),
     };
     let mut result = Ok(());
-    for (i, op) in ops.iter().enumerate() {
-        let what = if batch {
-            format!("params->[{i}]")
-        } else {
-            "params".to_string()
-        };
-        if let Err(e) = c.run(op, nb, &what) {
+    for (i, &(src, dest, len)) in ops.iter().enumerate() {
+        let what = Param { batch, i };
+        if let Err(e) = c.run(&Op { src, dest, len }, nb, what) {
             result = Err(e);
             break;
         }
     }
     let touched = std::mem::take(&mut c.touched);
     if asynchronous {
-        lock(&o.pending).extend(touched);
+        lock(&o.pending).extend(touched.iter());
         return result;
     }
-    let flushed = c.flush(&touched);
+    let flushed = c.flush(touched.iter());
     result.and(flushed)
 }
 
@@ -939,9 +969,9 @@ pub fn wait(handle: usize) -> Result<()> {
     let mut c = Copier {
         o: &o,
         group,
-        touched: BTreeSet::new(),
+        touched: Touched::default(),
     };
-    c.flush(&ranks)
+    c.flush(ranks.into_iter())
 }
 
 /// `smem_bm_register_user_mem`: records the buffer (the host transports need no

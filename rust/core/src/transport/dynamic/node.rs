@@ -43,9 +43,14 @@
 //!   instead of writing into memory that is no longer exposed; a copy already past that check
 //!   when the owner unregisters is the caller's race, as over UCX. Ids are never reused, so a
 //!   slot taken again does not revive an old key.
-//! - **Peers that go.** Before each operation the endpoint polls its connection: when the owner's
-//!   process ended or its worker was dropped (which closes every connection), operations fail
-//!   with [`TransportError::PeerGone`] naming the peer, at once. [`DynamicWorker::disconnect`]
+//! - **Peers that go.** A worker being dropped first sets the word after the slots of its page:
+//!   its peers' operations fail from then on with [`TransportError::PeerGone`] naming it. A
+//!   process that ends sets nothing, but its connections close: an endpoint polls its
+//!   connection (`ppoll`, no wait) before an operation at most every 2 ms of the coarse
+//!   monotonic clock (no system call per operation), so operations to a killed peer fail with
+//!   [`TransportError::PeerGone`] within 2 ms and a clock tick (a few ms) of its death, and
+//!   fail for good once one did. Memory of a dead process stays mapped (its file lives while
+//!   mapped), so a copy in that interval lands harmlessly. [`DynamicWorker::disconnect`]
 //!   unmaps what the endpoint mapped, closes its connection and disconnects its inner endpoint.
 //!   Dropping the worker stops its thread, clears its page, withdraws its registrations and
 //!   closes its socket: nothing (descriptors, mappings, threads) is left.
@@ -55,6 +60,8 @@ use super::{bad_key, key_name, worker_id, DynamicWorker, Endpoint, KeyHeader, Re
 use crate::bootstrap::bits::socket_name;
 use crate::bootstrap::node::locality::NodeId;
 use crate::bootstrap::node::meet::admit;
+use crate::clock::coarse_clock_ns;
+use crate::idmap::IdMap;
 use crate::mapping::{self, Mapping};
 use crate::transport::TransportError;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
@@ -74,8 +81,19 @@ use std::time::Duration;
 const ADDRESS_PREFIX: &[u8] = b"dynnode:";
 /// Slots of a worker's registration page: shareable registrations live at once.
 pub const SLOTS: usize = 8192;
-/// Bytes of the registration page.
+/// Bytes of the registration slots.
 const PAGE_BYTES: usize = SLOTS * 8;
+/// The word after the slots: [`GONE`] once the owner's worker is being dropped.
+const STATE_WORD: usize = PAGE_BYTES;
+/// Bytes of the registration page: the slots and the state word.
+const PAGE_LEN: usize = PAGE_BYTES + 8;
+/// The state word of a worker being dropped.
+const GONE: u64 = 1;
+/// How often, at most, an endpoint polls its peer's socket to learn whether the peer's process
+/// ended (nanoseconds of the coarse monotonic clock): an operation within this interval of the
+/// last poll relies on it, so a process that dies is reported gone within this interval and
+/// the coarse clock's tick.
+const POLL_INTERVAL_NS: u64 = 2_000_000;
 /// The slot of a private registration's key.
 const PRIVATE: u64 = u64::MAX;
 /// The greeting: magic, the worker's id, its slots; the page's descriptor rides on it.
@@ -209,9 +227,11 @@ struct Local {
 #[derive(Debug, Default)]
 struct Conn {
     /// Mapped registrations by id.
-    maps: HashMap<u64, Arc<Window>>,
+    maps: IdMap<u64, Arc<Window>>,
     /// Why the connection no longer serves, once it does not.
     broken: Option<String>,
+    /// When (coarse clock, ns) the connection is to be polled next.
+    next_poll: u64,
 }
 
 /// A peer's registration as mapped here: `len` bytes from `skew` of the mapping.
@@ -227,24 +247,38 @@ impl Local {
         self.page.atomic_u64(slot * 8).load(Ordering::Acquire) == id
     }
 
-    /// Ok while the peer's socket is open and serves; `conn` is this connection's, locked.
+    /// Ok while the peer's worker serves: its page does not say it is being dropped, and its
+    /// socket, polled at most every [`POLL_INTERVAL_NS`], has not closed (its process did not
+    /// end). `conn` is this connection's, locked. Once it failed, it fails for good.
     fn alive(&self, conn: &mut Conn, op: &'static str, peer: &str) -> Result<(), TransportError> {
         if conn.broken.is_none() {
-            // Nothing arrives unasked (and no exchange runs: `conn` is locked), so a readable
-            // connection has ended.
-            let mut fds = [PollFd::new(&self.stream, PollFlags::IN | PollFlags::RDHUP)];
-            let now = Timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            match poll(&mut fds, Some(&now)) {
-                Ok(_) if fds[0].revents().is_empty() => return Ok(()),
-                Err(Errno::INTR) => return Ok(()),
-                _ => {
-                    conn.broken = Some(
-                        "its node socket closed: its process ended or its worker was dropped"
-                            .into(),
-                    )
+            if self.page.atomic_u64(STATE_WORD).load(Ordering::Acquire) == GONE {
+                conn.broken = Some("its worker was dropped".into());
+            } else {
+                let now = coarse_clock_ns();
+                if now != 0 && now < conn.next_poll {
+                    return Ok(());
+                }
+                // Nothing arrives unasked (and no exchange runs: `conn` is locked), so a
+                // readable connection has ended.
+                let mut fds = [PollFd::new(&self.stream, PollFlags::IN | PollFlags::RDHUP)];
+                let zero = Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                match poll(&mut fds, Some(&zero)) {
+                    Ok(_) if fds[0].revents().is_empty() => {
+                        conn.next_poll = now + POLL_INTERVAL_NS;
+                        return Ok(());
+                    }
+                    Err(Errno::INTR) => return Ok(()),
+                    _ => {
+                        conn.broken = Some(
+                            "its node socket closed: its process ended or its worker was \
+                             dropped"
+                                .into(),
+                        )
+                    }
                 }
             }
         }
@@ -345,7 +379,7 @@ pub struct NodeWorker {
     address: Vec<u8>,
     timeout: Duration,
     owned: Arc<Owned>,
-    eps: Mutex<HashMap<u64, Arc<Peer>>>,
+    eps: Mutex<IdMap<u64, Arc<Peer>>>,
     next_ep: AtomicU64,
     /// The socket thread and the end of its wake-up pair, whose closing stops it.
     server: Option<(UnixStream, JoinHandle<()>)>,
@@ -386,9 +420,9 @@ impl NodeWorker {
         listener
             .set_nonblocking(true)
             .map_err(|e| lib(format!("@{socket}: O_NONBLOCK"), &e))?;
-        let page_fd = mapping::memfd("shmem-dynamic-registrations", PAGE_BYTES)
+        let page_fd = mapping::memfd("shmem-dynamic-registrations", PAGE_LEN)
             .map_err(|e| lib("the node worker's registration page".into(), &e))?;
-        let page = Mapping::map_shared(&page_fd, PAGE_BYTES)
+        let page = Mapping::map_shared(&page_fd, PAGE_LEN)
             .map_err(|e| lib("the node worker's registration page".into(), &e))?;
         let id = worker_id();
         let owned = Arc::new(Owned {
@@ -424,7 +458,7 @@ impl NodeWorker {
             address,
             timeout,
             owned,
-            eps: Mutex::new(HashMap::new()),
+            eps: Mutex::new(IdMap::default()),
             next_ep: AtomicU64::new(1),
             server: Some((wake, thread)),
             inner,
@@ -542,10 +576,10 @@ impl NodeWorker {
             _ => return Err(bad(format!("a greeting of {slots} slots without its page"))),
         };
         match mapping::file_len(page_fd.as_fd()) {
-            Ok(n) if n >= PAGE_BYTES => {}
+            Ok(n) if n >= PAGE_LEN => {}
             _ => return Err(bad("its registration page is too short".into())),
         }
-        let page = Mapping::map_shared_at(&page_fd, 0, PAGE_BYTES)
+        let page = Mapping::map_shared_at(&page_fd, 0, PAGE_LEN)
             .map_err(|e| bad(format!("mapping its registration page: {e}")))?;
         Ok(Local {
             stream,
@@ -1211,6 +1245,12 @@ impl NodeWorker {
 
 impl Drop for NodeWorker {
     fn drop(&mut self) {
+        // Peers' operations fail from now on (before the slots are cleared below, so that
+        // they fail as gone, not as unregistered).
+        self.owned
+            .page
+            .atomic_u64(STATE_WORD)
+            .store(GONE, Ordering::Release);
         if let Some((wake, thread)) = self.server.take() {
             drop(wake);
             if thread.join().is_err() {
