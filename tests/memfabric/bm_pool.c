@@ -34,6 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mf_test.h"
+
 #define MIB2 (2ULL << 20)
 static unsigned long long max_size = 2 * MIB2; /* per-rank stride of the host pool */
 static unsigned long long local_size = MIB2;   /* what each rank backs (max >= local) */
@@ -630,24 +632,6 @@ static int rank_main(const struct run *r) {
         return 1;
     }
     return 0;
-}
-
-/* A port the system picks on 127.0.0.1, free again on return (another process could take it,
- * rarely). */
-static unsigned free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        perror("bind 127.0.0.1:0");
-        exit(2);
-    }
-    close(fd);
-    return ntohs(a.sin_port);
 }
 
 static void rmdir_all(const char *dir) {

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #define MAX_RANKS 8
+#define MF_TEST_MAX_RANKS MAX_RANKS
+#include "mf_test.h"
 #define WATCHDOG_S 90
 #define SEGMENT (2u << 20)
 
@@ -36,22 +38,6 @@ static int failures;
     } while (0)
 
 static uint32_t me;
-
-static unsigned free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        perror("bind 127.0.0.1:0");
-        exit(2);
-    }
-    close(fd);
-    return ntohs(a.sin_port);
-}
 
 static uint64_t word(uint32_t writer, uint32_t i) {
     return ((uint64_t)(writer + 1) << 32) | (i * 2654435761u);
@@ -139,22 +125,6 @@ static int run_rank(const char *url, uint32_t n, uint32_t rank) {
         printf("mf_both: rank %u: pool and window checked\n", rank);
     }
     return failures == 0 ? 0 : 1;
-}
-
-static pid_t children[MAX_RANKS];
-static uint32_t n_children;
-
-static void watchdog(int sig) {
-    (void)sig;
-    static const char msg[] = "mf_both: watchdog: the job hangs; killing its ranks\n";
-    ssize_t w = write(2, msg, sizeof msg - 1);
-    (void)w;
-    for (uint32_t i = 0; i < n_children; i++) {
-        if (children[i] > 0) {
-            kill(children[i], SIGKILL);
-        }
-    }
-    _exit(3);
 }
 
 int main(int argc, char **argv) {

@@ -49,6 +49,8 @@
 #define SLOT_BYTES (2u << 20)
 #define WATCHDOG_S 100
 #define MAX_RANKS 16
+#define MF_TEST_MAX_RANKS MAX_RANKS
+#include "mf_test.h"
 
 static int failures;
 static int my_rank = -1;
@@ -74,21 +76,6 @@ static double now_s(void) {
 }
 
 /* A port of 127.0.0.1 free a moment ago. */
-static unsigned free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        perror("bind 127.0.0.1:0");
-        exit(2);
-    }
-    close(fd);
-    return ntohs(a.sin_port);
-}
 
 /* Mappings and descriptors of this process that are an SHM object's slots (memfd "mf-shm-<id>"):
  * none once its objects are destroyed. */
@@ -526,22 +513,6 @@ static int run_errors(void) {
         printf("argument errors: OK\n");
     }
     return failures == 0 ? 0 : 1;
-}
-
-static pid_t children[MAX_RANKS];
-static uint32_t n_children;
-
-static void watchdog(int sig) {
-    (void)sig;
-    static const char msg[] = "mf_shm: watchdog: the job hangs; killing its ranks\n";
-    ssize_t w = write(2, msg, sizeof msg - 1);
-    (void)w;
-    for (uint32_t i = 0; i < n_children; i++) {
-        if (children[i] > 0) {
-            kill(children[i], SIGKILL);
-        }
-    }
-    _exit(3);
 }
 
 /* Waits for every child; 0 when each exited 0, or, for `victim`, was killed. */
