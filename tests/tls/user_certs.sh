@@ -4,18 +4,12 @@
 # runs PROGRAM MODE as NPES copies under hand-set Slurm variables with PE 0 serving the store
 # at tcp://127.0.0.1 on a port range of its own (tests/launchers/run.sh).
 set -euo pipefail
+. "$(dirname "$0")/test_ca.sh"
 run_sh=$1 program=$2 mode=$3 npes=$4
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$dir"
-quiet() { "$@" >/dev/null 2>&1 || { echo "user_certs.sh: failed: $*"; "$@"; exit 1; }; }
-quiet openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj /CN=test-ca -keyout ca.key -out ca.pem
-quiet openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=pe \
-    -keyout plain.key -out pe.csr
-printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >ext.cnf
-quiet openssl x509 -req -in pe.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
-    -extfile ext.cnf -out pe.pem
+make_test_ca pe
 password="secret-$$"
 if [ "$mode" = legacy ]; then
     quiet openssl ec -in plain.key -aes256 -passout "pass:$password" -out pe.key
