@@ -6,7 +6,8 @@
 // started the library (its PEs must be torch's ranks); else the launcher's way under shmemrun;
 // else the CANN way from torch's own rendezvous: rank 0 makes a unique id and hands it to the
 // others through the store torch gives the backend. A job this backend started finalizes at exit
-// (as every CANN-way job), so a program that never calls destroy_process_group exits 0.
+// (a CANN-way job by itself, shmemrun's through an atexit handler), so a program that never calls
+// destroy_process_group exits 0.
 //
 // Collectives run on ordinary CPU tensors, staged through symmetric scratch the backend owns: a
 // fixed area for the sizes some collectives exchange first, and a data area that grows (a
@@ -145,6 +146,11 @@ bool join_job(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size) 
         shmem_init();
         TORCH_CHECK(aclshmemx_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED,
                     "shmem backend: shmem_init failed under shmemrun");
+        // shmemrun counts a PE that leaves without shmem_finalize as failed: the job this
+        // backend started ends with the process, as a CANN-way job does by itself.
+        std::atexit([] {
+            if (aclshmemx_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED) shmem_finalize();
+        });
         return true;
     }
     aclshmemx_uniqueid_t uid;
