@@ -28,11 +28,11 @@
 #include <shmemx.h>
 
 #include <pybind11/chrono.h>
+#include <torch/python.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
-#include <torch/python.h>
 
 #include <algorithm>
 #include <atomic>
@@ -60,7 +60,7 @@ constexpr const char *kName = "shmem";
 // A Work that is done when made: the collectives here complete on the calling thread. Its
 // future holds the output tensors (DDP's reducer reads them through get_future()).
 class DoneWork : public Work {
-  public:
+public:
     DoneWork(int rank, OpType type, std::vector<at::Tensor> outputs)
         : Work(rank, type),
           future_(c10::make_intrusive<c10::ivalue::Future>(
@@ -72,13 +72,13 @@ class DoneWork : public Work {
     bool wait(std::chrono::milliseconds /*timeout*/) override { return true; }
     c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
-  private:
+private:
     c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
 // A recv: the thread that waits for the message completes the future (or sets its error).
 class RecvWork : public Work {
-  public:
+public:
     RecvWork(int rank, OpType type, at::Tensor tensor)
         : Work(rank, type),
           tensor_(std::move(tensor)),
@@ -107,7 +107,7 @@ class RecvWork : public Work {
     int sourceRank() const override { return source_; }
     c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
-  private:
+private:
     at::Tensor tensor_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
     std::atomic<int> source_{-1};
@@ -124,10 +124,14 @@ uint64_t heap_bytes() {
     double scale = 1;
     if (end != nullptr && *end != '\0') {
         switch (*end) {
-        case 'k': case 'K': scale = 1024.0; break;
-        case 'm': case 'M': scale = 1024.0 * 1024; break;
-        case 'g': case 'G': scale = 1024.0 * 1024 * 1024; break;
-        case 't': case 'T': scale = 1024.0 * 1024 * 1024 * 1024; break;
+        case 'k':
+        case 'K': scale = 1024.0; break;
+        case 'm':
+        case 'M': scale = 1024.0 * 1024; break;
+        case 'g':
+        case 'G': scale = 1024.0 * 1024 * 1024; break;
+        case 't':
+        case 'T': scale = 1024.0 * 1024 * 1024 * 1024; break;
         default: scale = 0;
         }
         if (scale != 0 && end[1] != '\0' && !((end[1] == 'b' || end[1] == 'B') && end[2] == '\0'))
@@ -164,8 +168,9 @@ bool join_job(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size) 
         store->set(key, std::vector<uint8_t>(bytes, bytes + sizeof(uid)));
     } else {
         const std::vector<uint8_t> bytes = store->get(key);
-        TORCH_CHECK(bytes.size() == sizeof(uid), "shmem backend: the unique id in torch's store has ",
-                    bytes.size(), " bytes, not ", sizeof(uid));
+        TORCH_CHECK(bytes.size() == sizeof(uid),
+                    "shmem backend: the unique id in torch's store has ", bytes.size(),
+                    " bytes, not ", sizeof(uid));
         std::memcpy(&uid, bytes.data(), sizeof(uid));
     }
     const uint64_t heap = heap_bytes();
@@ -186,23 +191,23 @@ bool join_job(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size) 
 // has): dest[i] = op over PEs of src[i], in place allowed.
 int reduce_call(at::ScalarType dtype, ReduceOp::RedOpType op, void *dest, size_t n) {
     const shmem_team_t w = SHMEM_TEAM_WORLD;
-#define SHMEM_TORCH_OP(T, NAME, OPNAME)                                                           \
+#define SHMEM_TORCH_OP(T, NAME, OPNAME)                                                            \
     return shmem_##NAME##_##OPNAME##_reduce(w, static_cast<T *>(dest), static_cast<T *>(dest), n)
-#define SHMEM_TORCH_ARITH(T, NAME)                                                                \
-    switch (op) {                                                                                 \
+#define SHMEM_TORCH_ARITH(T, NAME)                                                                 \
+    switch (op) {                                                                                  \
     case ReduceOp::SUM: SHMEM_TORCH_OP(T, NAME, sum);                                              \
     case ReduceOp::PRODUCT: SHMEM_TORCH_OP(T, NAME, prod);                                         \
     case ReduceOp::MIN: SHMEM_TORCH_OP(T, NAME, min);                                              \
     case ReduceOp::MAX: SHMEM_TORCH_OP(T, NAME, max);                                              \
-    default: break;                                                                               \
+    default: break;                                                                                \
     }
-#define SHMEM_TORCH_INTEGER(T, NAME)                                                              \
-    SHMEM_TORCH_ARITH(T, NAME)                                                                    \
-    switch (op) {                                                                                 \
+#define SHMEM_TORCH_INTEGER(T, NAME)                                                               \
+    SHMEM_TORCH_ARITH(T, NAME)                                                                     \
+    switch (op) {                                                                                  \
     case ReduceOp::BAND: SHMEM_TORCH_OP(T, NAME, and);                                             \
     case ReduceOp::BOR: SHMEM_TORCH_OP(T, NAME, or);                                               \
     case ReduceOp::BXOR: SHMEM_TORCH_OP(T, NAME, xor);                                             \
-    default: break;                                                                               \
+    default: break;                                                                                \
     }
     switch (dtype) {
     case at::kFloat: SHMEM_TORCH_ARITH(float, float) break;
@@ -263,11 +268,15 @@ ReducePlan plan_reduce(const char *call, at::ScalarType dtype, ReduceOp::RedOpTy
         return {dtype == at::kDouble ? at::kDouble : at::kFloat, ReduceOp::SUM, true};
     }
     switch (dtype) {
-    case at::kFloat: case at::kDouble: case at::kChar: case at::kShort: case at::kInt:
-    case at::kLong: case at::kByte:
-        return {dtype, op};
-    case at::kHalf: case at::kBFloat16:
-        return {at::kFloat, op};
+    case at::kFloat:
+    case at::kDouble:
+    case at::kChar:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
+    case at::kByte: return {dtype, op};
+    case at::kHalf:
+    case at::kBFloat16: return {at::kFloat, op};
     case at::kBool: {
         // bool as uint8 0/1: SUM is OR, PRODUCT is AND (torch's CPU backends do the same).
         ReduceOp::RedOpType as = op;
@@ -275,13 +284,12 @@ ReducePlan plan_reduce(const char *call, at::ScalarType dtype, ReduceOp::RedOpTy
         if (op == ReduceOp::PRODUCT) as = ReduceOp::BAND;
         return {at::kByte, as};
     }
-    default:
-        TORCH_CHECK(false, "shmem backend: ", call, ": dtype ", dtype, " is not supported");
+    default: TORCH_CHECK(false, "shmem backend: ", call, ": dtype ", dtype, " is not supported");
     }
 }
 
 class ShmemBackend final : public c10d::Backend {
-  public:
+public:
     ShmemBackend(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
                  std::chrono::milliseconds timeout)
         : Backend(rank, size),
@@ -386,8 +394,8 @@ class ShmemBackend final : public c10d::Backend {
         check_cpu("_allgather_base", input);
         check_cpu("_allgather_base", output);
         check_same_dtype("_allgather_base", output, input);
-        TORCH_CHECK(output.numel() == input.numel() * getSize(), "shmem backend: ",
-                    "all_gather_into_tensor: the output has ", output.numel(),
+        TORCH_CHECK(output.numel() == input.numel() * getSize(),
+                    "shmem backend: ", "all_gather_into_tensor: the output has ", output.numel(),
                     " elements, not the input's ", input.numel(), " times the group's ", getSize());
         std::lock_guard<std::mutex> lock(mutex_);
         char *dst = gather_all("all_gather_into_tensor", input, input.nbytes());
@@ -400,16 +408,16 @@ class ShmemBackend final : public c10d::Backend {
     WorkPtr allgather_coalesced(std::vector<std::vector<at::Tensor>> &outputs,
                                 std::vector<at::Tensor> &inputs,
                                 const c10d::AllgatherOptions &opts) override {
-        TORCH_CHECK(static_cast<int>(outputs.size()) == getSize(), "shmem backend: ",
-                    "allgather_coalesced: ", outputs.size(), " output lists, not the group's ",
-                    getSize());
+        TORCH_CHECK(static_cast<int>(outputs.size()) == getSize(),
+                    "shmem backend: ", "allgather_coalesced: ", outputs.size(),
+                    " output lists, not the group's ", getSize());
         std::vector<at::Tensor> all;
         for (size_t k = 0; k < inputs.size(); ++k) {
             std::vector<std::vector<at::Tensor>> out(1);
             for (auto &list : outputs) {
-                TORCH_CHECK(list.size() == inputs.size(), "shmem backend: allgather_coalesced: ",
-                            "an output list has ", list.size(), " tensors for ", inputs.size(),
-                            " inputs");
+                TORCH_CHECK(list.size() == inputs.size(),
+                            "shmem backend: allgather_coalesced: ", "an output list has ",
+                            list.size(), " tensors for ", inputs.size(), " inputs");
                 out[0].push_back(list[k]);
             }
             std::vector<at::Tensor> in{inputs[k]};
@@ -422,9 +430,9 @@ class ShmemBackend final : public c10d::Backend {
     WorkPtr allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
                                             std::vector<at::Tensor> &inputs,
                                             const c10d::AllgatherOptions &opts) override {
-        TORCH_CHECK(outputs.size() == inputs.size(), "shmem backend: ",
-                    "allgather_into_tensor_coalesced: ", outputs.size(), " outputs for ",
-                    inputs.size(), " inputs");
+        TORCH_CHECK(outputs.size() == inputs.size(),
+                    "shmem backend: ", "allgather_into_tensor_coalesced: ", outputs.size(),
+                    " outputs for ", inputs.size(), " inputs");
         for (size_t k = 0; k < inputs.size(); ++k) _allgather_base(outputs[k], inputs[k], opts);
         return done(OpType::COALESCED, outputs);
     }
@@ -447,38 +455,37 @@ class ShmemBackend final : public c10d::Backend {
         check_cpu("_reduce_scatter_base", input);
         check_cpu("_reduce_scatter_base", output);
         check_same_dtype("reduce_scatter_tensor", output, input);
-        TORCH_CHECK(input.numel() == output.numel() * getSize(), "shmem backend: ",
-                    "reduce_scatter_tensor: the input has ", input.numel(),
+        TORCH_CHECK(input.numel() == output.numel() * getSize(),
+                    "shmem backend: ", "reduce_scatter_tensor: the input has ", input.numel(),
                     " elements, not the output's ", output.numel(), " times the group's ",
                     getSize());
         at::Tensor flat = input.reshape({-1}).clone();
         reduce_all("reduce_scatter_tensor", flat, opts.reduceOp.op_, -1);
-        output.copy_(flat.narrow(0, getRank() * output.numel(), output.numel())
-                         .view(output.sizes()));
+        output.copy_(
+            flat.narrow(0, getRank() * output.numel(), output.numel()).view(output.sizes()));
         return done(OpType::_REDUCE_SCATTER_BASE, {output});
     }
 
     WorkPtr reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs,
                                             std::vector<at::Tensor> &inputs,
                                             const c10d::ReduceScatterOptions &opts) override {
-        TORCH_CHECK(outputs.size() == inputs.size(), "shmem backend: ",
-                    "reduce_scatter_tensor_coalesced: ", outputs.size(), " outputs for ",
-                    inputs.size(), " inputs");
+        TORCH_CHECK(outputs.size() == inputs.size(),
+                    "shmem backend: ", "reduce_scatter_tensor_coalesced: ", outputs.size(),
+                    " outputs for ", inputs.size(), " inputs");
         for (size_t k = 0; k < inputs.size(); ++k)
             _reduce_scatter_base(outputs[k], inputs[k], opts);
         return done(OpType::COALESCED, outputs);
     }
 
-    WorkPtr alltoall_base(at::Tensor &output, at::Tensor &input,
-                          std::vector<int64_t> &outputSplits, std::vector<int64_t> &inputSplits,
+    WorkPtr alltoall_base(at::Tensor &output, at::Tensor &input, std::vector<int64_t> &outputSplits,
+                          std::vector<int64_t> &inputSplits,
                           const c10d::AllToAllOptions &) override {
         static constexpr const char *kCall = "all_to_all_single";
         check_cpu(kCall, input);
         check_cpu(kCall, output);
         check_same_dtype(kCall, output, input);
         const int n = getSize();
-        const auto rows = [&](const at::Tensor &t, std::vector<int64_t> &splits,
-                              const char *what) {
+        const auto rows = [&](const at::Tensor &t, std::vector<int64_t> &splits, const char *what) {
             const int64_t dim0 = t.dim() == 0 ? 1 : t.size(0);
             if (splits.empty()) {
                 TORCH_CHECK(dim0 % n == 0, "shmem backend: ", kCall, ": the ", what,
@@ -486,8 +493,8 @@ class ShmemBackend final : public c10d::Backend {
                             " ranks");
                 return std::vector<int64_t>(n, dim0 / n);
             }
-            TORCH_CHECK(static_cast<int>(splits.size()) == n, "shmem backend: ", kCall, ": ",
-                        what, "_split_sizes has ", splits.size(), " entries, not ", n);
+            TORCH_CHECK(static_cast<int>(splits.size()) == n, "shmem backend: ", kCall, ": ", what,
+                        "_split_sizes has ", splits.size(), " entries, not ", n);
             int64_t sum = 0;
             for (int64_t s : splits) {
                 TORCH_CHECK(s >= 0, "shmem backend: ", kCall, ": ", what,
@@ -540,7 +547,8 @@ class ShmemBackend final : public c10d::Backend {
             check_same_dtype(kCall, outputs[j], inputs[j]);
             ins[j] = inputs[j].contiguous();
             outs[j] = outputs[j].contiguous();
-            send[j] = {static_cast<char *>(ins[j].data_ptr()), static_cast<int64_t>(ins[j].nbytes())};
+            send[j] = {static_cast<char *>(ins[j].data_ptr()),
+                       static_cast<int64_t>(ins[j].nbytes())};
             recv[j] = {static_cast<char *>(outs[j].data_ptr()),
                        static_cast<int64_t>(outs[j].nbytes())};
         }
@@ -566,8 +574,8 @@ class ShmemBackend final : public c10d::Backend {
                         "on the root, got ", outputs.size());
             check_list(kCall, "gather_list", outputs[0], in);
         } else {
-            TORCH_CHECK(outputs.empty() || outputs[0].empty(), "shmem backend: gather: ",
-                        "gather_list must be empty on non-root ranks");
+            TORCH_CHECK(outputs.empty() || outputs[0].empty(),
+                        "shmem backend: gather: ", "gather_list must be empty on non-root ranks");
         }
         at::Tensor c = in.contiguous();
         std::vector<Block> send(n), recv(n);
@@ -603,8 +611,8 @@ class ShmemBackend final : public c10d::Backend {
                         "the root, got ", inputs.size());
             check_list(kCall, "scatter_list", inputs[0], out);
         } else {
-            TORCH_CHECK(inputs.empty() || inputs[0].empty(), "shmem backend: scatter: ",
-                        "scatter_list must be empty on non-root ranks");
+            TORCH_CHECK(inputs.empty() || inputs[0].empty(),
+                        "shmem backend: scatter: ", "scatter_list must be empty on non-root ranks");
         }
         at::Tensor o = out.contiguous();
         std::vector<Block> send(n), recv(n);
@@ -696,7 +704,7 @@ class ShmemBackend final : public c10d::Backend {
         return work;
     }
 
-  private:
+private:
     struct Block {
         char *data = nullptr;
         int64_t bytes = 0;
@@ -725,13 +733,13 @@ class ShmemBackend final : public c10d::Backend {
 
     void check_list(const char *call, const char *name, const std::vector<at::Tensor> &list,
                     const at::Tensor &like) {
-        TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "shmem backend: ", call, ": ",
-                    name, " has ", list.size(), " tensors, not the group's ", getSize());
+        TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "shmem backend: ", call, ": ", name,
+                    " has ", list.size(), " tensors, not the group's ", getSize());
         for (const auto &t : list) {
             check_cpu(call, t);
             check_same_dtype(call, t, like);
-            TORCH_CHECK(t.numel() == like.numel(), "shmem backend: ", call, ": a tensor of ",
-                        name, " has ", t.numel(), " elements, not ", like.numel());
+            TORCH_CHECK(t.numel() == like.numel(), "shmem backend: ", call, ": a tensor of ", name,
+                        " has ", t.numel(), " elements, not ", like.numel());
         }
     }
 
@@ -830,7 +838,8 @@ class ShmemBackend final : public c10d::Backend {
     // Every rank sends send[j] to rank j, which receives it into its recv[i] (sizes must agree).
     // The sizes go round first (one fcollect), then each block is put into the receiver's
     // scratch at the offset every rank computes alike, and a barrier completes them.
-    void exchange(const char *call, const std::vector<Block> &send, const std::vector<Block> &recv) {
+    void exchange(const char *call, const std::vector<Block> &send,
+                  const std::vector<Block> &recv) {
         const int n = getSize();
         const int me = getRank();
         int64_t *mine = meta_;
@@ -888,8 +897,8 @@ class ShmemBackend final : public c10d::Backend {
         const auto deadline = std::chrono::steady_clock::now() + options_->timeout;
         auto pause = std::chrono::microseconds(200);
         while (!store_->check(keys)) {
-            TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "shmem backend: ", call,
-                        ": ", keys[0], " did not come within the group's timeout of ",
+            TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "shmem backend: ", call, ": ",
+                        keys[0], " did not come within the group's timeout of ",
                         options_->timeout.count(), " ms");
             std::this_thread::sleep_for(pause);
             pause = std::min(pause * 2, std::chrono::microseconds(10000));
