@@ -524,10 +524,7 @@ public:
             so += send[j].bytes;
             ro += recv[j].bytes;
         }
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            exchange(kCall, send, recv);
-        }
+        locked_exchange(kCall, send, recv);
         if (!out.is_same(output)) output.copy_(out);
         return done(OpType::ALLTOALL_BASE, {output});
     }
@@ -539,25 +536,16 @@ public:
         TORCH_CHECK(static_cast<int>(outputs.size()) == n && static_cast<int>(inputs.size()) == n,
                     "shmem backend: ", kCall, ": expected ", n, " outputs and inputs, got ",
                     outputs.size(), " and ", inputs.size());
-        std::vector<at::Tensor> ins(n), outs(n);
-        std::vector<Block> send(n), recv(n);
         for (int j = 0; j < n; ++j) {
             check_cpu(kCall, inputs[j]);
             check_cpu(kCall, outputs[j]);
             check_same_dtype(kCall, outputs[j], inputs[j]);
-            ins[j] = inputs[j].contiguous();
-            outs[j] = outputs[j].contiguous();
-            send[j] = {static_cast<char *>(ins[j].data_ptr()),
-                       static_cast<int64_t>(ins[j].nbytes())};
-            recv[j] = {static_cast<char *>(outs[j].data_ptr()),
-                       static_cast<int64_t>(outs[j].nbytes())};
         }
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            exchange(kCall, send, recv);
-        }
-        for (int j = 0; j < n; ++j)
-            if (!outs[j].is_same(outputs[j])) outputs[j].copy_(outs[j]);
+        std::vector<Block> send(n), recv(n);
+        const std::vector<at::Tensor> ins = contiguous(inputs, send);
+        const std::vector<at::Tensor> outs = contiguous(outputs, recv);
+        locked_exchange(kCall, send, recv);
+        copy_back(outputs, outs);
         return done(OpType::ALLTOALL, outputs);
     }
 
@@ -565,71 +553,31 @@ public:
                    const c10d::GatherOptions &opts) override {
         static constexpr const char *kCall = "gather";
         const at::Tensor &in = one(inputs, kCall);
-        check_root(kCall, opts.rootRank);
-        const int n = getSize();
         const int root = static_cast<int>(opts.rootRank);
-        const bool is_root = getRank() == root;
-        if (is_root) {
-            TORCH_CHECK(outputs.size() == 1, "shmem backend: gather: expected one output list ",
-                        "on the root, got ", outputs.size());
-            check_list(kCall, "gather_list", outputs[0], in);
-        } else {
-            TORCH_CHECK(outputs.empty() || outputs[0].empty(),
-                        "shmem backend: gather: ", "gather_list must be empty on non-root ranks");
-        }
-        at::Tensor c = in.contiguous();
-        std::vector<Block> send(n), recv(n);
-        std::vector<at::Tensor> outs;
-        send[root] = {static_cast<char *>(c.data_ptr()), static_cast<int64_t>(c.nbytes())};
-        if (is_root) {
-            for (int j = 0; j < n; ++j) {
-                outs.push_back(outputs[0][j].contiguous());
-                recv[j] = {static_cast<char *>(outs[j].data_ptr()),
-                           static_cast<int64_t>(outs[j].nbytes())};
-            }
-        }
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            exchange(kCall, send, recv);
-        }
-        if (is_root)
-            for (int j = 0; j < n; ++j)
-                if (!outs[j].is_same(outputs[0][j])) outputs[0][j].copy_(outs[j]);
-        return done(OpType::GATHER, is_root ? outputs[0] : std::vector<at::Tensor>{});
+        std::vector<at::Tensor> *list = root_list(kCall, "gather_list", outputs, in, root);
+        std::vector<Block> send(getSize()), recv(getSize());
+        const at::Tensor c = in.contiguous();
+        send[root] = block(c);
+        const std::vector<at::Tensor> outs =
+            list ? contiguous(*list, recv) : std::vector<at::Tensor>{};
+        locked_exchange(kCall, send, recv);
+        if (list) copy_back(*list, outs);
+        return done(OpType::GATHER, list ? *list : std::vector<at::Tensor>{});
     }
 
     WorkPtr scatter(std::vector<at::Tensor> &outputs, std::vector<std::vector<at::Tensor>> &inputs,
                     const c10d::ScatterOptions &opts) override {
         static constexpr const char *kCall = "scatter";
         const at::Tensor &out = one(outputs, kCall);
-        check_root(kCall, opts.rootRank);
-        const int n = getSize();
         const int root = static_cast<int>(opts.rootRank);
-        const bool is_root = getRank() == root;
-        if (is_root) {
-            TORCH_CHECK(inputs.size() == 1, "shmem backend: scatter: expected one input list on ",
-                        "the root, got ", inputs.size());
-            check_list(kCall, "scatter_list", inputs[0], out);
-        } else {
-            TORCH_CHECK(inputs.empty() || inputs[0].empty(),
-                        "shmem backend: scatter: ", "scatter_list must be empty on non-root ranks");
-        }
-        at::Tensor o = out.contiguous();
-        std::vector<Block> send(n), recv(n);
-        std::vector<at::Tensor> ins;
-        recv[root] = {static_cast<char *>(o.data_ptr()), static_cast<int64_t>(o.nbytes())};
-        if (is_root) {
-            for (int j = 0; j < n; ++j) {
-                ins.push_back(inputs[0][j].contiguous());
-                send[j] = {static_cast<char *>(ins[j].data_ptr()),
-                           static_cast<int64_t>(ins[j].nbytes())};
-            }
-        }
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            exchange(kCall, send, recv);
-        }
-        if (!o.is_same(out)) outputs[0].copy_(o);
+        std::vector<at::Tensor> *list = root_list(kCall, "scatter_list", inputs, out, root);
+        std::vector<Block> send(getSize()), recv(getSize());
+        const at::Tensor o = out.contiguous();
+        recv[root] = block(o);
+        const std::vector<at::Tensor> ins =
+            list ? contiguous(*list, send) : std::vector<at::Tensor>{};
+        locked_exchange(kCall, send, recv);
+        copy_back(outputs, {o});
         return done(OpType::SCATTER, outputs);
     }
 
@@ -709,6 +657,52 @@ private:
         char *data = nullptr;
         int64_t bytes = 0;
     };
+
+    static Block block(const at::Tensor &contiguous) {
+        return {static_cast<char *>(contiguous.data_ptr()),
+                static_cast<int64_t>(contiguous.nbytes())};
+    }
+
+    // The contiguous forms of `list` (the tensors themselves where they are), their blocks into
+    // `blocks`.
+    static std::vector<at::Tensor> contiguous(const std::vector<at::Tensor> &list,
+                                              std::vector<Block> &blocks) {
+        std::vector<at::Tensor> out;
+        for (size_t j = 0; j < list.size(); ++j) {
+            out.push_back(list[j].contiguous());
+            blocks[j] = block(out[j]);
+        }
+        return out;
+    }
+
+    // Back into `list` where contiguous() had to copy.
+    static void copy_back(std::vector<at::Tensor> &list, const std::vector<at::Tensor> &from) {
+        for (size_t j = 0; j < list.size(); ++j)
+            if (!from[j].is_same(list[j])) list[j].copy_(from[j]);
+    }
+
+    // gather's and scatter's list: the root's one list (checked against `like`), nullptr on the
+    // other ranks, which must give none.
+    std::vector<at::Tensor> *root_list(const char *call, const char *name,
+                                       std::vector<std::vector<at::Tensor>> &lists,
+                                       const at::Tensor &like, int root) {
+        check_root(call, root);
+        if (getRank() != root) {
+            TORCH_CHECK(lists.empty() || lists[0].empty(), "shmem backend: ", call, ": ", name,
+                        " must be empty on non-root ranks");
+            return nullptr;
+        }
+        TORCH_CHECK(lists.size() == 1, "shmem backend: ", call, ": expected one ", name,
+                    " on the root, got ", lists.size());
+        check_list(call, name, lists[0], like);
+        return &lists[0];
+    }
+
+    void locked_exchange(const char *call, const std::vector<Block> &send,
+                         const std::vector<Block> &recv) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        exchange(call, send, recv);
+    }
 
     const at::Tensor &one(std::vector<at::Tensor> &tensors, const char *call) {
         TORCH_CHECK(tensors.size() == 1, "shmem backend: ", call, ": expected one tensor, got ",
