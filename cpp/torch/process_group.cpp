@@ -806,6 +806,9 @@ private:
                               : t.reshape({-1});
         if (work.scalar_type() != plan.work) work = work.to(plan.work);
         work = work.contiguous();
+        // `work` is `t`'s own memory (a contiguous tensor of a type the library reduces): the
+        // result goes straight back into it.
+        const bool in_t = work.data_ptr() == t.data_ptr();
         const size_t bytes = work.nbytes();
         if (bytes > 0) {
             std::lock_guard<std::mutex> lock(mutex_);
@@ -814,13 +817,13 @@ private:
             check_rc(call, reduce_call(plan.work, plan.op, buf, work.numel()));
             if (root >= 0 && root != getRank()) return;
             // The scratch may be reused by the next collective once this returns: copy out.
-            at::Tensor result = at::empty_like(work);
-            std::memcpy(result.data_ptr(), buf, bytes);
-            work = result;
+            if (!in_t) work = at::empty_like(work);
+            std::memcpy(work.data_ptr(), buf, bytes);
         } else if (root >= 0 && root != getRank()) {
             return;
         }
         if (plan.divide) work.div_(getSize());
+        if (in_t) return;
         at::Tensor &dest = const_cast<at::Tensor &>(t);
         if (at::isComplexType(t.scalar_type())) {
             dest.copy_(at::view_as_complex(work.view({-1, 2})).view(t.sizes()));
