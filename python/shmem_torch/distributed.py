@@ -61,6 +61,6 @@ def register() -> None:
     happens where torch is built without distributed support."""
     if not dist.is_available():
         return
-    if BACKEND_NAME.upper() in dist.Backend._plugins:  # noqa: SLF001 (torch keeps no other list)
+    if BACKEND_NAME in dist.Backend.backend_list:
         return
     dist.Backend.register_backend(BACKEND_NAME, _create, extended_api=True, devices=["cpu"])

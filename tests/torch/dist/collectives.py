@@ -5,6 +5,7 @@ against SUM scaled), async_op with get_future, point to point, and the errors it
 
 import functools
 import time
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -322,6 +323,22 @@ if world > 1:
     for w in dist.batch_isend_irecv(ops):
         w.wait()
     same("batch_isend_irecv", big, data(prv, 1 << 16, torch.float64))
+
+# a second group of every rank, with its own timeout: its collectives work, and a recv that
+# nobody answers fails within that timeout, naming what it waited for
+short = dist.new_group(backend="shmem", timeout=timedelta(seconds=2))
+t = data(rank, 10, torch.float32)
+dist.all_reduce(t, group=short)
+same("all_reduce on a second group", t, reference(10, torch.float32, "SUM"))
+if world > 1:
+    waited = time.monotonic()
+    try:
+        dist.recv(torch.empty(1), src=(rank + 1) % world, group=short, tag=7)
+    except RuntimeError as exc:
+        if "did not come within" not in str(exc) or time.monotonic() - waited > 30:
+            fail(f"recv timeout: unclear error or too late: {exc}")
+    else:
+        fail("a recv nobody answers did not fail")
 
 dist.barrier()
 elapsed = time.monotonic() - t0
