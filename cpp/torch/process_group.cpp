@@ -444,9 +444,7 @@ public:
         TORCH_CHECK(inputs.size() == 1, "shmem backend: reduce_scatter: expected one input list, ",
                     "got ", inputs.size());
         check_list("reduce_scatter", "input_list", inputs[0], out);
-        at::Tensor flat = at::cat(flatten_all(inputs[0]));
-        reduce_all("reduce_scatter", flat, opts.reduceOp.op_, -1);
-        out.copy_(flat.narrow(0, getRank() * out.numel(), out.numel()).view(out.sizes()));
+        reduce_slice("reduce_scatter", at::cat(flatten_all(inputs[0])), out, opts.reduceOp.op_);
         return done(OpType::REDUCE_SCATTER, outputs);
     }
 
@@ -459,10 +457,7 @@ public:
                     "shmem backend: ", "reduce_scatter_tensor: the input has ", input.numel(),
                     " elements, not the output's ", output.numel(), " times the group's ",
                     getSize());
-        at::Tensor flat = input.reshape({-1}).clone();
-        reduce_all("reduce_scatter_tensor", flat, opts.reduceOp.op_, -1);
-        output.copy_(
-            flat.narrow(0, getRank() * output.numel(), output.numel()).view(output.sizes()));
+        reduce_slice("reduce_scatter_tensor", input, output, opts.reduceOp.op_);
         return done(OpType::_REDUCE_SCATTER_BASE, {output});
     }
 
@@ -830,6 +825,32 @@ private:
         } else {
             dest.copy_(work.view(t.sizes()));
         }
+    }
+
+    // Reduces `in` over the group with `op` in the scratch and copies this rank's slice (the
+    // out.numel() elements from rank * out.numel()) into `out`: reduce_scatter.
+    void reduce_slice(const char *call, const at::Tensor &in, const at::Tensor &out,
+                      ReduceOp::RedOpType op) {
+        const ReducePlan plan = plan_reduce(call, in.scalar_type(), op);
+        const bool complex = at::isComplexType(in.scalar_type());
+        at::Tensor work =
+            complex ? at::view_as_real(in.contiguous()).reshape({-1}) : in.reshape({-1});
+        if (work.scalar_type() != plan.work) work = work.to(plan.work);
+        work = work.contiguous();
+        const int64_t per = complex ? 2 : 1;  // reals per element
+        const int64_t count = out.numel() * per;
+        const size_t bytes = work.nbytes();
+        if (bytes == 0) return;
+        std::lock_guard<std::mutex> lock(mutex_);
+        char *buf = scratch(call, bytes);
+        std::memcpy(buf, work.data_ptr(), bytes);
+        check_rc(call, reduce_call(plan.work, plan.op, buf, work.numel()));
+        at::Tensor mine =
+            at::from_blob(buf + getRank() * count * work.element_size(), {count}, work.options());
+        if (plan.divide) mine = mine / getSize();
+        if (complex) mine = at::view_as_complex(mine.view({-1, 2}));
+        // Copied (and converted back to out's dtype) before the scratch is released.
+        const_cast<at::Tensor &>(out).copy_(mine.view(out.sizes()));
     }
 
     // Every rank sends send[j] to rank j, which receives it into its recv[i] (sizes must agree).
