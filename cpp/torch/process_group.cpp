@@ -793,14 +793,20 @@ private:
         if (!c.is_same(t)) const_cast<at::Tensor &>(t).copy_(c);
     }
 
-    // Reduces `t` over the group with `op`, into `t` on every rank (root < 0) or on `root`.
-    void reduce_all(const char *call, const at::Tensor &t, ReduceOp::RedOpType op, int root) {
-        const ReducePlan plan = plan_reduce(call, t.scalar_type(), op);
+    // `t` flattened and contiguous in the dtype the library reduces (complex as pairs of reals):
+    // `t`'s own memory where it already is that.
+    static at::Tensor reduce_input(const at::Tensor &t, const ReducePlan &plan) {
         at::Tensor work = at::isComplexType(t.scalar_type())
                               ? at::view_as_real(t.contiguous()).reshape({-1})
                               : t.reshape({-1});
         if (work.scalar_type() != plan.work) work = work.to(plan.work);
-        work = work.contiguous();
+        return work.contiguous();
+    }
+
+    // Reduces `t` over the group with `op`, into `t` on every rank (root < 0) or on `root`.
+    void reduce_all(const char *call, const at::Tensor &t, ReduceOp::RedOpType op, int root) {
+        const ReducePlan plan = plan_reduce(call, t.scalar_type(), op);
+        at::Tensor work = reduce_input(t, plan);
         // `work` is `t`'s own memory (a contiguous tensor of a type the library reduces): the
         // result goes straight back into it.
         const bool in_t = work.data_ptr() == t.data_ptr();
@@ -833,10 +839,7 @@ private:
                       ReduceOp::RedOpType op) {
         const ReducePlan plan = plan_reduce(call, in.scalar_type(), op);
         const bool complex = at::isComplexType(in.scalar_type());
-        at::Tensor work =
-            complex ? at::view_as_real(in.contiguous()).reshape({-1}) : in.reshape({-1});
-        if (work.scalar_type() != plan.work) work = work.to(plan.work);
-        work = work.contiguous();
+        const at::Tensor work = reduce_input(in, plan);
         const int64_t per = complex ? 2 : 1;  // reals per element
         const int64_t count = out.numel() * per;
         const size_t bytes = work.nbytes();
