@@ -1,0 +1,666 @@
+//! Big Memory's device (HBM) pools, on the npu device (`SHMEM_DEVICE=npu`, or `auto` where ACL
+//! loads and reports a device; init opens NPU `deviceId`, [`super::super::npu::open`]).
+//!
+//! - **Create** reserves `worldSize * maxHbmSize` bytes of the NPU's address space and maps
+//!   `localHBMSize` bytes of new device memory at `base + rank * maxHbmSize`
+//!   ([`DeviceWindow`]). The base is a device address of this process: ranks find each
+//!   other's segments with `smem_bm_ptr_by_mem_type(SMEM_MEM_TYPE_DEVICE)`.
+//! - **Join** exports this rank's segment as a shareable handle and publishes it with its
+//!   process, device and node under the group's key `dev/<rank>`. Each pair of members of one
+//!   node then runs the same exchange, from the joiner's `smem_bm_join` and from the listener
+//!   thread of each member already joined (nothing for them to call): each reads the other's
+//!   key, lets the other's process import its own segment, says so under `ok/<rank>/<peer>`,
+//!   waits for the other's word, and imports the other's segment at its place. Members of
+//!   other nodes are recorded as such: their device segments are not reachable by this
+//!   library's host transports, and copies to them are refused naming the rank.
+//! - **Leave and death** (the group's events, read by the listener): a member that left or
+//!   went down has its segment unmapped here; later copies to it fail naming its rank and why.
+//!   `smem_bm_leave` stops the listener and unmaps every imported segment; destroy and uninit
+//!   also free this rank's own.
+//! - **Copies** of an object with a device pool run here: sides in this process (local
+//!   memory, the own host segment, the own and imported device segments) are copied with
+//!   ACL's `aclrtMemcpy` ([`Npu::copy`]), which tells host from device memory;
+//!   a peer's host segment is reached through the group (device data through a host buffer,
+//!   4 MiB at a time). Every copy is complete on return, with `ASYNC_COPY_FLAG` too
+//!   (`smem_bm_wait` then has nothing left to wait for).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::classify::{self, Kind, Place, Pool};
+use super::{lock, BmError, Membership, Object, Result, BOUNCE, SEGMENT};
+use crate::device::npu::Npu;
+use crate::group::{Group, GroupError, MemberEvent};
+use crate::memfabric::npu::{DeviceWindow, NpuPeer};
+
+/// Longest single wait of the exchange and the listener, between looks at their stop flag.
+const SLICE: Duration = Duration::from_millis(100);
+
+/// An object's device pool.
+pub(super) struct DevicePool {
+    pub pool: Pool,
+    /// Bytes this rank backs at the start of its segment.
+    pub local: u64,
+    id: u32,
+    rank: u32,
+    /// This rank's export (0 until joined, or when it backs nothing).
+    shareable: Mutex<u64>,
+    npu: Npu,
+    peers: RwLock<Peers>,
+    /// One exchange at a time (the join's and the listener's).
+    pairing: Mutex<()>,
+    stop: Arc<AtomicBool>,
+    listener: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What this rank reaches of the others' segments.
+struct Peers {
+    window: DeviceWindow,
+    /// Ranks whose segment is mapped here: their member id and the bytes they back.
+    mapped: HashMap<u32, (String, u64)>,
+    /// Ranks of other nodes, by member id.
+    remote: HashMap<u32, String>,
+    /// Why a rank's segment is not (or no longer) mapped here.
+    gone: HashMap<u32, String>,
+}
+
+/// A member's published segment (`dev/<rank>`).
+struct Published {
+    member: String,
+    shareable: u64,
+    local: u64,
+    max: u64,
+    peer: NpuPeer,
+}
+
+impl Published {
+    fn encode(&self) -> Vec<u8> {
+        let mut v = (self.member.len() as u32).to_le_bytes().to_vec();
+        v.extend_from_slice(self.member.as_bytes());
+        for w in [self.shareable, self.local, self.max] {
+            v.extend_from_slice(&w.to_le_bytes());
+        }
+        v.extend_from_slice(&self.peer.encode());
+        v
+    }
+
+    fn decode(v: &[u8]) -> Option<Published> {
+        let n = u32::from_le_bytes(v.get(..4)?.try_into().ok()?) as usize;
+        let member = std::str::from_utf8(v.get(4..4 + n)?).ok()?.to_string();
+        let word = |i: usize| {
+            let at = 4 + n + 8 * i;
+            Some(u64::from_le_bytes(v.get(at..at + 8)?.try_into().ok()?))
+        };
+        Some(Published {
+            member,
+            shareable: word(0)?,
+            local: word(1)?,
+            max: word(2)?,
+            peer: NpuPeer::decode(v.get(4 + n + 24..)?)?,
+        })
+    }
+}
+
+fn dev_key(rank: u32) -> String {
+    format!("dev/{rank}")
+}
+
+fn ok_key(from: u32, to: u32) -> String {
+    format!("ok/{from}/{to}")
+}
+
+impl DevicePool {
+    /// Reserves the pool's device range and maps this rank's segment.
+    pub fn create(
+        npu: &Npu,
+        id: u32,
+        rank: u32,
+        world: u32,
+        max: u64,
+        local: u64,
+    ) -> Result<DevicePool> {
+        let g = npu.granularity() as u64;
+        for (arg, v) in [("maxHbmSize", max), ("localHBMSize", local)] {
+            if v % g != 0 {
+                return Err(BmError::invalid(format!(
+                    "invalid argument {arg}={v}: not a multiple of the npu device's \
+                     granularity ({g} bytes)"
+                )));
+            }
+        }
+        let total = (max as usize).checked_mul(world as usize).ok_or_else(|| {
+            BmError::invalid(format!("maxHbmSize={max} * worldSize={world}: too large"))
+        })?;
+        let window = DeviceWindow::new(npu, total, rank as usize * max as usize, local as usize)
+            .map_err(|e| {
+                BmError::error(format!(
+                    "object {id}: this rank's device segment (maxHbmSize={max}, \
+                     localHBMSize={local}): {e}"
+                ))
+            })?;
+        Ok(DevicePool {
+            pool: Pool {
+                base: window.base,
+                max,
+                world,
+            },
+            local,
+            id,
+            rank,
+            shareable: Mutex::new(0),
+            npu: npu.clone(),
+            peers: RwLock::new(Peers {
+                window,
+                mapped: HashMap::new(),
+                remote: HashMap::new(),
+                gone: HashMap::new(),
+            }),
+            pairing: Mutex::new(()),
+            stop: Arc::new(AtomicBool::new(false)),
+            listener: Mutex::new(None),
+        })
+    }
+
+    fn failed(&self, what: &str, e: impl std::fmt::Display) -> BmError {
+        BmError::error(format!(
+            "object {}: rank {}'s device pool: {what}: {e}",
+            self.id, self.rank
+        ))
+    }
+
+    /// The join's part: exports and publishes this rank's segment, then runs the exchange
+    /// with every member there.
+    pub fn join(&self, group: &Group, timeout: Duration) -> Result<()> {
+        let shareable = if self.local == 0 {
+            0
+        } else {
+            let own = self
+                .peers
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .window
+                .own;
+            self.npu
+                .share_handle(own, &[])
+                .map_err(|e| self.failed("exporting this rank's segment", e))?
+        };
+        *lock(&self.shareable) = shareable;
+        let peer = NpuPeer::this(&self.npu).map_err(|e| self.failed("this rank's node", e))?;
+        let mine = Published {
+            member: group.id().to_string(),
+            shareable,
+            local: self.local,
+            max: self.pool.max,
+            peer,
+        };
+        group
+            .set(&dev_key(self.rank), &mine.encode())
+            .map_err(|e| self.failed("publishing this rank's segment", e))?;
+        let members = group
+            .members()
+            .map_err(|e| self.failed("reading the members", e))?;
+        for (r, member) in members {
+            if r != self.rank {
+                self.pair(group, r, &member, timeout)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until the group's `key` holds a value `accept` takes, at most `timeout`.
+    fn wait_for<T>(
+        &self,
+        group: &Group,
+        key: &str,
+        timeout: Duration,
+        accept: impl Fn(&[u8]) -> Option<T>,
+    ) -> Result<T> {
+        let deadline = Instant::now() + timeout;
+        let mut seen: Option<Vec<u8>> = None;
+        loop {
+            if self.stop.load(Ordering::SeqCst) {
+                return Err(self.failed(key, "stopped (the object left or went)"));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(self.failed(
+                    key,
+                    format!(
+                        "no answer within controlOperationTimeout={}s",
+                        timeout.as_secs()
+                    ),
+                ));
+            }
+            match group.watch(key, seen.as_deref(), left.min(SLICE)) {
+                Ok(Some(v)) => {
+                    if let Some(t) = accept(&v) {
+                        return Ok(t);
+                    }
+                    seen = Some(v);
+                }
+                Ok(None) => seen = None,
+                Err(GroupError::Store { .. }) => {}
+                Err(e) => return Err(self.failed(key, e)),
+            }
+        }
+    }
+
+    /// The exchange with member `member` of rank `r` (see the module's documentation).
+    fn pair(&self, group: &Group, r: u32, member: &str, timeout: Duration) -> Result<()> {
+        let _one = lock(&self.pairing);
+        {
+            let p = self.peers.read().unwrap_or_else(|e| e.into_inner());
+            let known = p.mapped.get(&r).map(|m| &m.0).or_else(|| p.remote.get(&r));
+            if known.is_some_and(|m| m == member) {
+                return Ok(());
+            }
+        }
+        let theirs = self.wait_for(group, &dev_key(r), timeout, |v| {
+            Published::decode(v).filter(|p| p.member == member)
+        })?;
+        if theirs.max != self.pool.max {
+            return Err(self.failed(
+                &format!("rank {r}'s segment"),
+                format!(
+                    "its maxHbmSize is {}, this rank's {}: every rank must pass the same",
+                    theirs.max, self.pool.max
+                ),
+            ));
+        }
+        let me = NpuPeer::this(&self.npu).map_err(|e| self.failed("this rank's node", e))?;
+        if !theirs.peer.same_node(&me) {
+            let mut p = self.peers.write().unwrap_or_else(|e| e.into_inner());
+            p.remote.insert(r, member.to_string());
+            p.gone.remove(&r);
+            return Ok(());
+        }
+        let shareable = *lock(&self.shareable);
+        if shareable != 0 {
+            self.npu
+                .allow(shareable, &[theirs.peer.pid])
+                .map_err(|e| self.failed(&format!("letting rank {r} import"), e))?;
+        }
+        group
+            .set(&ok_key(self.rank, r), member.as_bytes())
+            .map_err(|e| self.failed(&format!("telling rank {r}"), e))?;
+        let my_id = group.id().as_bytes().to_vec();
+        self.wait_for(group, &ok_key(r, self.rank), timeout, |v| {
+            (v == my_id.as_slice()).then_some(())
+        })?;
+        let mut p = self.peers.write().unwrap_or_else(|e| e.into_inner());
+        let offset = r as usize * self.pool.max as usize;
+        p.window
+            .unmap(offset)
+            .map_err(|e| self.failed(&format!("unmapping rank {r}'s old segment"), e))?;
+        p.mapped.remove(&r);
+        if theirs.local != 0 {
+            p.window
+                .import(
+                    theirs.peer.device,
+                    theirs.shareable,
+                    offset,
+                    theirs.local as usize,
+                )
+                .map_err(|e| {
+                    self.failed(
+                        &format!("mapping rank {r}'s segment (device {})", theirs.peer.device),
+                        e,
+                    )
+                })?;
+        }
+        p.mapped.insert(r, (member.to_string(), theirs.local));
+        p.gone.remove(&r);
+        p.remote.remove(&r);
+        Ok(())
+    }
+
+    /// Forgets rank `r` (member `member`), which left or went down (`why`): its segment is
+    /// unmapped here.
+    fn drop_rank(&self, r: u32, member: &str, why: String) {
+        let mut p = self.peers.write().unwrap_or_else(|e| e.into_inner());
+        let ours = p.mapped.get(&r).map(|m| &m.0).or_else(|| p.remote.get(&r));
+        if ours.is_some_and(|m| m != member) {
+            return;
+        }
+        p.remote.remove(&r);
+        if p.mapped.remove(&r).is_some() {
+            let offset = r as usize * self.pool.max as usize;
+            if let Err(e) = p.window.unmap(offset) {
+                tracing::warn!(
+                    "object {}: unmapping rank {r}'s device segment: {e}",
+                    self.id
+                );
+            }
+        }
+        p.gone.insert(r, why);
+    }
+
+    /// Stops the listener; its exchange in flight gives up.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = lock(&self.listener).take() {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    /// Unmaps every segment imported here (leave).
+    pub fn unmap_peers(&self) {
+        let mut p = self.peers.write().unwrap_or_else(|e| e.into_inner());
+        let ranks: Vec<u32> = p.mapped.keys().copied().collect();
+        for r in ranks {
+            p.mapped.remove(&r);
+            if let Err(e) = p.window.unmap(r as usize * self.pool.max as usize) {
+                tracing::warn!(
+                    "object {}: unmapping rank {r}'s device segment: {e}",
+                    self.id
+                );
+            }
+            p.gone.insert(r, "this rank left the object".into());
+        }
+    }
+}
+
+impl Drop for DevicePool {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Starts `o`'s listener, once it joined: the group's events make it run the exchange with a
+/// member that joins, and unmap a member that leaves or goes down.
+pub(super) fn listen(o: &Arc<Object>, timeout: Duration) -> Result<()> {
+    let Some(d) = &o.device else {
+        return Ok(());
+    };
+    let weak: Weak<Object> = Arc::downgrade(o);
+    let stop = Arc::clone(&d.stop);
+    let t = std::thread::Builder::new()
+        .name(format!("smem-bm-{}-dev", o.id))
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let Some(o) = weak.upgrade() else {
+                    return;
+                };
+                let Some(d) = &o.device else {
+                    return;
+                };
+                let m = o.membership.read().unwrap_or_else(|e| e.into_inner());
+                let Membership::Joined(g) = &*m else {
+                    return;
+                };
+                match g.next_event(SLICE) {
+                    Some(MemberEvent::Joined { rank, member }) => {
+                        if let Err(e) = d.pair(g, rank, &member, timeout) {
+                            tracing::warn!("{}", e.message);
+                            let mut p = d.peers.write().unwrap_or_else(|e| e.into_inner());
+                            p.gone.insert(
+                                rank,
+                                format!("its segment could not be mapped ({})", e.message),
+                            );
+                        }
+                    }
+                    Some(MemberEvent::Left { rank, member }) => {
+                        d.drop_rank(rank, &member, "it left the object".into())
+                    }
+                    Some(MemberEvent::Down {
+                        rank,
+                        member,
+                        reason,
+                    }) => d.drop_rank(rank, &member, format!("it is down ({reason})")),
+                    _ => {}
+                }
+            }
+        })
+        .map_err(|e| BmError::error(format!("object {}: the device pool's listener: {e}", o.id)))?;
+    *lock(&d.listener) = Some(t);
+    Ok(())
+}
+
+/// Where a copy reaches one of its sides.
+#[derive(Clone, Copy)]
+enum At {
+    /// An address of this process; `device`: device memory.
+    Here { addr: usize, device: bool },
+    /// (rank, offset) of a peer's host segment.
+    HostPeer(u32, u64),
+}
+
+/// What a copy on an object with a device pool needs.
+struct DeviceCopy<'a> {
+    o: &'a Object,
+    d: &'a DevicePool,
+    peers: &'a Peers,
+    group: Option<&'a Group>,
+}
+
+impl DeviceCopy<'_> {
+    fn beyond(
+        &self,
+        what: classify::Param,
+        pool: &str,
+        r: u32,
+        offset: u64,
+        len: usize,
+        backed: u64,
+    ) -> BmError {
+        BmError::invalid(format!(
+            "invalid argument {what}: [{offset}, +{len}) of rank {r}'s {pool} segment is beyond \
+             the {backed} bytes it backs"
+        ))
+    }
+
+    fn at(&self, p: Place, len: usize, what: classify::Param) -> Result<At> {
+        let (o, d) = (self.o, self.d);
+        Ok(match p {
+            Place::Local { addr, device } => At::Here { addr, device },
+            Place::Pool {
+                kind: Kind::Host,
+                rank,
+                offset,
+            } if rank == o.rank => {
+                if offset + len as u64 > o.local {
+                    return Err(self.beyond(what, "host", rank, offset, len, o.local));
+                }
+                At::Here {
+                    addr: super::seg_ptr(o) + offset as usize,
+                    device: false,
+                }
+            }
+            Place::Pool {
+                kind: Kind::Host,
+                rank,
+                offset,
+            } => At::HostPeer(rank, offset),
+            Place::Pool {
+                kind: Kind::Device,
+                rank,
+                offset,
+            } => {
+                let backed = if rank == o.rank {
+                    d.local
+                } else if let Some((_, backed)) = self.peers.mapped.get(&rank) {
+                    *backed
+                } else {
+                    let why = if self.peers.remote.contains_key(&rank) {
+                        "it runs on another node: device pools are reached between ranks of one \
+                         node only"
+                            .to_string()
+                    } else if let Some(why) = self.peers.gone.get(&rank) {
+                        why.clone()
+                    } else {
+                        "it has not joined the object (or this rank has not: call smem_bm_join)"
+                            .to_string()
+                    };
+                    return Err(BmError::error(format!(
+                        "rank {rank}'s device segment of object {} is not reachable from rank \
+                         {}: {why}",
+                        o.id, o.rank
+                    )));
+                };
+                if offset + len as u64 > backed {
+                    return Err(self.beyond(what, "device", rank, offset, len, backed));
+                }
+                At::Here {
+                    addr: d.pool.base + rank as usize * d.pool.max as usize + offset as usize,
+                    device: true,
+                }
+            }
+        })
+    }
+
+    fn group(&self, rank: u32) -> Result<&Group> {
+        self.group.ok_or_else(|| {
+            BmError::error(format!(
+                "rank {rank}'s host segment of object {} is reached once this rank joined (call \
+                 smem_bm_join)",
+                self.o.id
+            ))
+        })
+    }
+
+    fn peer_failed(&self, rank: u32, e: GroupError) -> BmError {
+        BmError::error(format!(
+            "copy with rank {rank}'s host segment of object {} failed: {e}",
+            self.o.id
+        ))
+    }
+
+    /// Copies `len` bytes between two addresses of this process.
+    fn here(&self, src: usize, dest: usize, len: usize, device: bool) -> Result<()> {
+        if !device {
+            // SAFETY: host memory: the user's buffers, or the own host segment checked against
+            // what this rank backs.
+            unsafe { std::ptr::copy(src as *const u8, dest as *mut u8, len) };
+            return Ok(());
+        }
+        // SAFETY: as above; device sides are this rank's or imported segments, checked
+        // against what they back, or the user's device buffers.
+        unsafe { self.d.npu.copy(dest, src, len) }
+            .map_err(|e| BmError::error(format!("object {}: copy: {e}", self.o.id)))
+    }
+
+    fn run(&self, src: At, dest: At, len: usize) -> Result<()> {
+        match (src, dest) {
+            (At::Here { addr: s, device: a }, At::Here { addr: d, device: b }) => {
+                self.here(s, d, len, a || b)
+            }
+            (At::Here { addr, device }, At::HostPeer(rank, offset)) => {
+                let g = self.group(rank)?;
+                let mut bounce = Vec::new();
+                let mut done = 0;
+                while done < len {
+                    let n = if device {
+                        BOUNCE.min(len - done)
+                    } else {
+                        len - done
+                    };
+                    let piece = if device {
+                        bounce.resize(n, 0u8);
+                        self.here(addr + done, bounce.as_mut_ptr() as usize, n, true)?;
+                        &bounce[..n]
+                    } else {
+                        // SAFETY: the user's host buffer of `len` bytes.
+                        unsafe { std::slice::from_raw_parts((addr + done) as *const u8, n) }
+                    };
+                    g.put(rank, SEGMENT, offset + done as u64, piece)
+                        .map_err(|e| self.peer_failed(rank, e))?;
+                    done += n;
+                }
+                g.flush(rank).map_err(|e| self.peer_failed(rank, e))
+            }
+            (At::HostPeer(rank, offset), At::Here { addr, device }) => {
+                let g = self.group(rank)?;
+                let mut bounce = Vec::new();
+                let mut done = 0;
+                while done < len {
+                    let n = if device {
+                        BOUNCE.min(len - done)
+                    } else {
+                        len - done
+                    };
+                    if device {
+                        bounce.resize(n, 0u8);
+                        g.get(rank, SEGMENT, offset + done as u64, &mut bounce[..n])
+                            .map_err(|e| self.peer_failed(rank, e))?;
+                        self.here(bounce.as_ptr() as usize, addr + done, n, true)?;
+                    } else {
+                        // SAFETY: the user's host buffer of `len` bytes, ours during the call.
+                        let dst =
+                            unsafe { std::slice::from_raw_parts_mut((addr + done) as *mut u8, n) };
+                        g.get(rank, SEGMENT, offset + done as u64, dst)
+                            .map_err(|e| self.peer_failed(rank, e))?;
+                    }
+                    done += n;
+                }
+                Ok(())
+            }
+            (At::HostPeer(a, oa), At::HostPeer(b, ob)) => {
+                let mut bounce = vec![0u8; len.min(BOUNCE)];
+                let mut done = 0;
+                while done < len {
+                    let n = bounce.len().min(len - done);
+                    let at = bounce.as_mut_ptr() as usize;
+                    self.run(
+                        At::HostPeer(a, oa + done as u64),
+                        At::Here {
+                            addr: at,
+                            device: false,
+                        },
+                        n,
+                    )?;
+                    self.run(
+                        At::Here {
+                            addr: at,
+                            device: false,
+                        },
+                        At::HostPeer(b, ob + done as u64),
+                        n,
+                    )?;
+                    done += n;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `smem_bm_copy` and `smem_bm_copy_batch` on an object with a device pool (see the module's
+/// documentation); every copy is complete on return.
+pub(super) fn copy(
+    o: &Object,
+    d: &DevicePool,
+    elements: &[(usize, usize, u64)],
+    t: u32,
+    batch: bool,
+) -> Result<()> {
+    let mut pools = Vec::with_capacity(2);
+    if o.pool.max != 0 {
+        pools.push((Kind::Host, o.pool));
+    }
+    pools.push((Kind::Device, d.pool));
+    let ops = classify::resolve_places(&pools, elements, t, batch)?;
+    let m = o.membership.read().unwrap_or_else(|e| e.into_inner());
+    let group = match &*m {
+        Membership::Joined(g) => Some(g),
+        _ => None,
+    };
+    let peers = d.peers.read().unwrap_or_else(|e| e.into_inner());
+    let c = DeviceCopy {
+        o,
+        d,
+        peers: &peers,
+        group,
+    };
+    for (i, &(src, dest, len)) in ops.iter().enumerate() {
+        let what = classify::Param { batch, i };
+        let (s, t) = (c.at(src, len, what)?, c.at(dest, len, what)?);
+        c.run(s, t, len)?;
+    }
+    Ok(())
+}
