@@ -604,4 +604,86 @@ mod tests {
             assert!(e.message.contains(bad), "{bad}: {}", e.message);
         }
     }
+
+    #[test]
+    fn two_pools_and_local_device_memory() {
+        let host = Pool {
+            base: 0x10_0000_0000,
+            max: MIB2,
+            world: 2,
+        };
+        let device = Pool {
+            base: 0x20_0000_0000,
+            max: 2 * MIB2,
+            world: 2,
+        };
+        let pools = [(Kind::Host, host), (Kind::Device, device)];
+        let at = |s: usize, d: usize, t: u32| resolve_in(&pools, t, s, d, 64, "params");
+        let buf = 0x7000_0000usize;
+        let dev = DEVICE_VA.start + 0x1000;
+        // L2G: the source is local device memory, the destination either pool.
+        assert_eq!(
+            at(buf, device.base + 2 * MIB2 as usize + 8, COPY_L2G).unwrap(),
+            (
+                Place::Local {
+                    addr: buf,
+                    device: true
+                },
+                Place::Pool {
+                    kind: Kind::Device,
+                    rank: 1,
+                    offset: 8
+                }
+            )
+        );
+        // G2G between the pools, each way.
+        let (s, d) = at(host.base, device.base, COPY_G2G).unwrap();
+        assert!(matches!(
+            s,
+            Place::Pool {
+                kind: Kind::Host,
+                rank: 0,
+                ..
+            }
+        ));
+        assert!(matches!(
+            d,
+            Place::Pool {
+                kind: Kind::Device,
+                rank: 0,
+                ..
+            }
+        ));
+        // AUTO: the NPU's address window is local device memory, the rest local host memory.
+        let (s, _) = at(dev, device.base, COPY_AUTO).unwrap();
+        assert_eq!(
+            s,
+            Place::Local {
+                addr: dev,
+                device: true
+            }
+        );
+        let (s, _) = at(buf, device.base, COPY_AUTO).unwrap();
+        assert_eq!(
+            s,
+            Place::Local {
+                addr: buf,
+                device: false
+            }
+        );
+        // H2G outside both pools: the message names both.
+        let e = at(buf, buf + 64, COPY_H2G).unwrap_err();
+        assert_eq!(e.code, -2000);
+        assert!(e.message.contains("(host) and"), "{}", e.message);
+        // A batch keeps one direction, pool kinds included.
+        let e = resolve_places(
+            &pools,
+            &[(buf, host.base, 64), (buf, device.base, 64)],
+            COPY_H2G,
+            true,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("params->[1]"), "{}", e.message);
+        assert!(e.message.contains("device pool"), "{}", e.message);
+    }
 }
