@@ -10,7 +10,8 @@
  * again within the stand-in's device memory), both (a device and a host pool: the same, plus
  * copies between the two pools), late (the last rank joins while the others copy; the others
  * import its segment and it imports theirs without their calling anything), leave (the last
- * rank leaves; copies to it fail naming it), kill (the last rank is killed; the same), devid
+ * rank leaves; copies to it fail naming it), kill (the last rank is killed; the same: with
+ * explicit ranks, so that the store's host, rank 0, lives), devid
  * (one rank: Share Memory given another deviceId than Big Memory fails). Device buffers and
  * checks of device memory use ACL's aclrtMalloc/aclrtMemcpy from the library the runtime
  * loads (SHMEM_ACL_LIBRARY). Exit 0 when every check held. */

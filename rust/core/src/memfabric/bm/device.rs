@@ -7,10 +7,13 @@
 //!   other's segments with `smem_bm_ptr_by_mem_type(SMEM_MEM_TYPE_DEVICE)`.
 //! - **Join** exports this rank's segment as a shareable handle and publishes it with its
 //!   process, device and node under the group's key `dev/<rank>`. Each pair of members of one
-//!   node then runs the same exchange, from the joiner's `smem_bm_join` and from the listener
-//!   thread of each member already joined (nothing for them to call): each reads the other's
-//!   key, lets the other's process import its own segment, says so under `ok/<rank>/<peer>`,
-//!   waits for the other's word, and imports the other's segment at its place. Members of
+//!   node then runs the same exchange, from the joiner's `smem_bm_join` and, in each member
+//!   already joined, from a thread its listener starts for the newcomer (nothing for them to
+//!   call): each reads the other's key, lets the other's process import its own segment, says
+//!   so under `ok/<rank>/<peer>`, waits for the other's word, and imports the other's segment
+//!   at its place. The joiner tells every member before it waits for any, and no exchange
+//!   waits for another, so members joining at once never wait for each other in a circle;
+//!   the listener also looks for members it has not reached every second. Members of
 //!   other nodes are recorded as such: their device segments are not reachable by this
 //!   library's host transports, and copies to them are refused naming the rank.
 //! - **Leave and death** (the group's events, read by the listener): a member that left or
@@ -24,7 +27,7 @@
 //!   4 MiB at a time). Every copy is complete on return, with `ASYNC_COPY_FLAG` too
 //!   (`smem_bm_wait` then has nothing left to wait for).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::thread::JoinHandle;
@@ -50,8 +53,8 @@ pub(super) struct DevicePool {
     shareable: Mutex<u64>,
     npu: Npu,
     peers: RwLock<Peers>,
-    /// One exchange at a time (the join's and the listener's).
-    pairing: Mutex<()>,
+    /// Ranks the listener runs an exchange with now, each on a thread of its own.
+    in_flight: Mutex<HashSet<u32>>,
     stop: Arc<AtomicBool>,
     listener: Mutex<Option<JoinHandle<()>>>,
 }
@@ -158,7 +161,7 @@ impl DevicePool {
                 remote: HashMap::new(),
                 gone: HashMap::new(),
             }),
-            pairing: Mutex::new(()),
+            in_flight: Mutex::new(HashSet::new()),
             stop: Arc::new(AtomicBool::new(false)),
             listener: Mutex::new(None),
         })
@@ -199,15 +202,36 @@ impl DevicePool {
         group
             .set(&dev_key(self.rank), &mine.encode())
             .map_err(|e| self.failed("publishing this rank's segment", e))?;
+        // Every member is told first, then waited for: a member that waits for this one
+        // meanwhile is answered whatever the order.
+        let mut told = Vec::new();
+        for (r, member) in self.unknown(group)? {
+            if let Some(theirs) = self.announce(group, r, &member, timeout)? {
+                told.push((r, member, theirs));
+            }
+        }
+        for (r, member, theirs) in told {
+            self.complete(group, r, &member, theirs, timeout)?;
+        }
+        Ok(())
+    }
+
+    /// The members not reached yet.
+    fn unknown(&self, group: &Group) -> Result<Vec<(u32, String)>> {
         let members = group
             .members()
             .map_err(|e| self.failed("reading the members", e))?;
-        for (r, member) in members {
-            if r != self.rank {
-                self.pair(group, r, &member, timeout)?;
-            }
-        }
-        Ok(())
+        Ok(members
+            .into_iter()
+            .filter(|(r, member)| *r != self.rank && !self.knows(*r, member))
+            .collect())
+    }
+
+    /// Whether member `member` of rank `r` is reached (mapped here, or known on another node).
+    fn knows(&self, r: u32, member: &str) -> bool {
+        let p = self.peers.read().unwrap_or_else(|e| e.into_inner());
+        let known = p.mapped.get(&r).map(|m| &m.0).or_else(|| p.remote.get(&r));
+        known.is_some_and(|m| m == member)
     }
 
     /// Waits until the group's `key` holds a value `accept` takes, at most `timeout`.
@@ -250,14 +274,24 @@ impl DevicePool {
 
     /// The exchange with member `member` of rank `r` (see the module's documentation).
     fn pair(&self, group: &Group, r: u32, member: &str, timeout: Duration) -> Result<()> {
-        let _one = lock(&self.pairing);
-        {
-            let p = self.peers.read().unwrap_or_else(|e| e.into_inner());
-            let known = p.mapped.get(&r).map(|m| &m.0).or_else(|| p.remote.get(&r));
-            if known.is_some_and(|m| m == member) {
-                return Ok(());
-            }
+        if self.knows(r, member) {
+            return Ok(());
         }
+        match self.announce(group, r, member, timeout)? {
+            Some(theirs) => self.complete(group, r, member, theirs, timeout),
+            None => Ok(()),
+        }
+    }
+
+    /// The exchange's first half: reads the member's segment, lets its process import this
+    /// rank's and tells it so. `None`: it runs on another node (recorded as such).
+    fn announce(
+        &self,
+        group: &Group,
+        r: u32,
+        member: &str,
+        timeout: Duration,
+    ) -> Result<Option<Published>> {
         let theirs = self.wait_for(group, &dev_key(r), timeout, |v| {
             Published::decode(v).filter(|p| p.member == member)
         })?;
@@ -275,7 +309,7 @@ impl DevicePool {
             let mut p = self.peers.write().unwrap_or_else(|e| e.into_inner());
             p.remote.insert(r, member.to_string());
             p.gone.remove(&r);
-            return Ok(());
+            return Ok(None);
         }
         let shareable = *lock(&self.shareable);
         if shareable != 0 {
@@ -286,6 +320,19 @@ impl DevicePool {
         group
             .set(&ok_key(self.rank, r), member.as_bytes())
             .map_err(|e| self.failed(&format!("telling rank {r}"), e))?;
+        Ok(Some(theirs))
+    }
+
+    /// The exchange's second half: waits until the member let this rank import its segment,
+    /// then maps it.
+    fn complete(
+        &self,
+        group: &Group,
+        r: u32,
+        member: &str,
+        theirs: Published,
+        timeout: Duration,
+    ) -> Result<()> {
         let my_id = group.id().as_bytes().to_vec();
         self.wait_for(group, &ok_key(r, self.rank), timeout, |v| {
             (v == my_id.as_slice()).then_some(())
@@ -338,13 +385,19 @@ impl DevicePool {
         p.gone.insert(r, why);
     }
 
-    /// Stops the listener; its exchange in flight gives up.
+    /// Stops the listener; its exchanges in flight give up (waited for, a few slices at
+    /// most, unless this is one of their threads).
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(t) = lock(&self.listener).take() {
             if t.thread().id() != std::thread::current().id() {
                 let _ = t.join();
             }
+        }
+        let on_pair_thread = std::thread::current().name() == Some(PAIR_THREAD);
+        let deadline = Instant::now() + 20 * SLICE;
+        while !on_pair_thread && !lock(&self.in_flight).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(SLICE / 20);
         }
     }
 
@@ -371,8 +424,55 @@ impl Drop for DevicePool {
     }
 }
 
+/// How often the listener, without events, looks for members it has not reached (a member
+/// whose join it saw no event for, an exchange that failed).
+const RESCAN: Duration = Duration::from_secs(1);
+
+/// The name of the threads that run the listener's exchanges.
+const PAIR_THREAD: &str = "smem-bm-pair";
+
+/// Runs the exchange with member `member` of rank `r` on a thread of its own (none when one
+/// runs with that rank already), so that exchanges waiting for their members do not wait for
+/// each other.
+fn spawn_pair(weak: &Weak<Object>, d: &DevicePool, r: u32, member: String, timeout: Duration) {
+    if !lock(&d.in_flight).insert(r) {
+        return;
+    }
+    let weak = Weak::clone(weak);
+    let spawned = std::thread::Builder::new()
+        .name(PAIR_THREAD.into())
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let Some(o) = weak.upgrade() else {
+                return;
+            };
+            let Some(d) = &o.device else {
+                return;
+            };
+            {
+                let m = o.membership.read().unwrap_or_else(|e| e.into_inner());
+                if let Membership::Joined(g) = &*m {
+                    if let Err(e) = d.pair(g, r, &member, timeout) {
+                        tracing::warn!("{}", e.message);
+                        let mut p = d.peers.write().unwrap_or_else(|e| e.into_inner());
+                        p.gone.insert(
+                            r,
+                            format!("its segment could not be mapped ({})", e.message),
+                        );
+                    }
+                }
+            }
+            lock(&d.in_flight).remove(&r);
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("object's device pool: an exchange's thread: {e}");
+        lock(&d.in_flight).remove(&r);
+    }
+}
+
 /// Starts `o`'s listener, once it joined: the group's events make it run the exchange with a
-/// member that joins, and unmap a member that leaves or goes down.
+/// member that joins, and unmap a member that leaves or goes down; between events it runs the
+/// exchange with any member not reached yet.
 pub(super) fn listen(o: &Arc<Object>, timeout: Duration) -> Result<()> {
     let Some(d) = &o.device else {
         return Ok(());
@@ -383,6 +483,7 @@ pub(super) fn listen(o: &Arc<Object>, timeout: Duration) -> Result<()> {
         .name(format!("smem-bm-{}-dev", o.id))
         .stack_size(256 * 1024)
         .spawn(move || {
+            let mut scanned = Instant::now();
             while !stop.load(Ordering::SeqCst) {
                 let Some(o) = weak.upgrade() else {
                     return;
@@ -396,14 +497,7 @@ pub(super) fn listen(o: &Arc<Object>, timeout: Duration) -> Result<()> {
                 };
                 match g.next_event(SLICE) {
                     Some(MemberEvent::Joined { rank, member }) => {
-                        if let Err(e) = d.pair(g, rank, &member, timeout) {
-                            tracing::warn!("{}", e.message);
-                            let mut p = d.peers.write().unwrap_or_else(|e| e.into_inner());
-                            p.gone.insert(
-                                rank,
-                                format!("its segment could not be mapped ({})", e.message),
-                            );
-                        }
+                        spawn_pair(&weak, d, rank, member, timeout)
                     }
                     Some(MemberEvent::Left { rank, member }) => {
                         d.drop_rank(rank, &member, "it left the object".into())
@@ -413,7 +507,19 @@ pub(super) fn listen(o: &Arc<Object>, timeout: Duration) -> Result<()> {
                         member,
                         reason,
                     }) => d.drop_rank(rank, &member, format!("it is down ({reason})")),
-                    _ => {}
+                    Some(_) => {}
+                    None if scanned.elapsed() >= RESCAN => {
+                        scanned = Instant::now();
+                        match d.unknown(g) {
+                            Ok(members) => {
+                                for (r, member) in members {
+                                    spawn_pair(&weak, d, r, member, timeout);
+                                }
+                            }
+                            Err(e) => tracing::debug!("{}", e.message),
+                        }
+                    }
+                    None => {}
                 }
             }
         })
