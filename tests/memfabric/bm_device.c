@@ -39,49 +39,8 @@
 #define CHUNK 4096
 #define WATCHDOG_S 90
 
-static int failures;
-static int index_;
-static char syncdir[] = "/tmp/bm_device.XXXXXX";
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL [%d] %s:%d: %s (last error: '%s')\n", index_, __FILE__,          \
-                    __LINE__, #cond, smem_get_last_err_msg());                                     \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-static int last_error_has(const char *a, const char *b) {
-    const char *m = smem_get_last_err_msg();
-    return strstr(m, a) != NULL && (b == NULL || strstr(m, b) != NULL);
-}
-
-static unsigned char pattern(unsigned rank, size_t at, unsigned salt) {
-    return (unsigned char)(rank * 31u + at * 7u + salt * 13u + 1u);
-}
-
-static void fill(unsigned char *p, size_t n, unsigned rank, unsigned salt) {
-    for (size_t i = 0; i < n; i++) {
-        p[i] = pattern(rank, i, salt);
-    }
-}
-
-static int holds(const unsigned char *p, size_t n, unsigned rank, unsigned salt) {
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] != pattern(rank, i, salt)) {
-            fprintf(stderr, "[%d] byte %zu is %u, not rank %u's %u (salt %u)\n", index_, i, p[i],
-                    rank, pattern(rank, i, salt), salt);
-            return 0;
-        }
-    }
-    return 1;
-}
-
-static void sleep_ms(long ms) {
-    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
-}
+static char syncdir_template[] = "/tmp/bm_device.XXXXXX";
+#include "mf_ranks.h"
 
 /* ---- ACL, as the program sees it --------------------------------------------------------- */
 
@@ -106,41 +65,6 @@ static void acl_load(void) {
     if (acl_memcpy == NULL || acl_malloc == NULL || acl_free == NULL) {
         fprintf(stderr, "bm_device: ACL lacks aclrtMemcpy/aclrtMalloc/aclrtFree\n");
         exit(2);
-    }
-}
-
-/* ---- ranks meet through files in syncdir --------------------------------------------------- */
-
-static int count(const char *name) {
-    DIR *d = opendir(syncdir);
-    int n = 0;
-    size_t len = strlen(name);
-    struct dirent *e;
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, name, len) == 0 && e->d_name[len] == '.') {
-            n++;
-        }
-    }
-    if (d != NULL) {
-        closedir(d);
-    }
-    return n;
-}
-
-static void barrier(const char *name, int n) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.%d", syncdir, name, index_);
-    FILE *f = fopen(path, "w");
-    if (f == NULL || fclose(f) != 0) {
-        perror(path);
-        exit(2);
-    }
-    for (int i = 0; count(name) < n; i++) {
-        if (i > 60 * 200) {
-            fprintf(stderr, "[%d] barrier %s: %d of %d after 60 s\n", index_, name, count(name), n);
-            exit(2);
-        }
-        sleep_ms(5);
     }
 }
 
@@ -245,7 +169,7 @@ static void pools(int with_host) {
     CHECK(smem_bm_wait(h) == 0);
     fill(buf, CHUNK, me, 5);
     {
-        const void *srcs[2] = {buf, buf + CHUNK / 2};
+        void *srcs[2] = {buf, buf + CHUNK / 2};
         void *dests[2] = {peer + AT_BATCH, peer + AT_BATCH + CHUNK / 2};
         uint64_t sizes[2] = {CHUNK / 2, CHUNK / 2};
         smem_batch_copy_params b = {srcs, dests, sizes, 2};
@@ -482,7 +406,7 @@ int main(int argc, char **argv) {
     n_ranks = atoi(argv[1]);
     auto_ranking = strcmp(argv[2], "auto") == 0;
     const char *scenario = argv[3];
-    if (n_ranks < 1 || n_ranks > MF_TEST_MAX_RANKS || mkdtemp(syncdir) == NULL) {
+    if (n_ranks < 1 || n_ranks > MF_TEST_MAX_RANKS || (syncdir = mkdtemp(syncdir_template)) == NULL) {
         return 2;
     }
     char u[64];

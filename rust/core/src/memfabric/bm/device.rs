@@ -657,82 +657,78 @@ impl DeviceCopy<'_> {
                 self.here(s, d, len, a || b)
             }
             (At::Here { addr, device }, At::HostPeer(rank, offset)) => {
-                let g = self.group(rank)?;
-                let mut bounce = Vec::new();
-                let mut done = 0;
-                while done < len {
-                    let n = if device {
-                        BOUNCE.min(len - done)
-                    } else {
-                        len - done
-                    };
-                    let piece = if device {
-                        bounce.resize(n, 0u8);
-                        self.here(addr + done, bounce.as_mut_ptr() as usize, n, true)?;
-                        &bounce[..n]
-                    } else {
-                        // SAFETY: the user's host buffer of `len` bytes.
-                        unsafe { std::slice::from_raw_parts((addr + done) as *const u8, n) }
-                    };
-                    g.put(rank, SEGMENT, offset + done as u64, piece)
-                        .map_err(|e| self.peer_failed(rank, e))?;
-                    done += n;
-                }
-                g.flush(rank).map_err(|e| self.peer_failed(rank, e))
+                self.peer(true, rank, offset, addr, device, len)
             }
             (At::HostPeer(rank, offset), At::Here { addr, device }) => {
-                let g = self.group(rank)?;
-                let mut bounce = Vec::new();
-                let mut done = 0;
-                while done < len {
-                    let n = if device {
-                        BOUNCE.min(len - done)
-                    } else {
-                        len - done
-                    };
-                    if device {
-                        bounce.resize(n, 0u8);
-                        g.get(rank, SEGMENT, offset + done as u64, &mut bounce[..n])
-                            .map_err(|e| self.peer_failed(rank, e))?;
-                        self.here(bounce.as_ptr() as usize, addr + done, n, true)?;
-                    } else {
-                        // SAFETY: the user's host buffer of `len` bytes, ours during the call.
-                        let dst =
-                            unsafe { std::slice::from_raw_parts_mut((addr + done) as *mut u8, n) };
-                        g.get(rank, SEGMENT, offset + done as u64, dst)
-                            .map_err(|e| self.peer_failed(rank, e))?;
-                    }
-                    done += n;
-                }
-                Ok(())
+                self.peer(false, rank, offset, addr, device, len)
             }
             (At::HostPeer(a, oa), At::HostPeer(b, ob)) => {
+                // Between two peers: through a buffer of this process, a piece at a time.
                 let mut bounce = vec![0u8; len.min(BOUNCE)];
+                let at = bounce.as_mut_ptr() as usize;
                 let mut done = 0;
                 while done < len {
                     let n = bounce.len().min(len - done);
-                    let at = bounce.as_mut_ptr() as usize;
-                    self.run(
-                        At::HostPeer(a, oa + done as u64),
-                        At::Here {
-                            addr: at,
-                            device: false,
-                        },
-                        n,
-                    )?;
-                    self.run(
-                        At::Here {
-                            addr: at,
-                            device: false,
-                        },
-                        At::HostPeer(b, ob + done as u64),
-                        n,
-                    )?;
+                    self.peer(false, a, oa + done as u64, at, false, n)?;
+                    self.peer(true, b, ob + done as u64, at, false, n)?;
                     done += n;
                 }
                 Ok(())
             }
         }
+    }
+
+    /// Moves `len` bytes between `addr` of this process (device memory when `device`) and
+    /// `offset` of `rank`'s host segment: `put` writes the segment (complete at the peer on
+    /// return), else reads it. Device memory goes through a buffer of this process, a piece
+    /// at a time.
+    fn peer(
+        &self,
+        put: bool,
+        rank: u32,
+        offset: u64,
+        addr: usize,
+        device: bool,
+        len: usize,
+    ) -> Result<()> {
+        let g = self.group(rank)?;
+        let mut bounce = if device {
+            vec![0u8; len.min(BOUNCE)]
+        } else {
+            Vec::new()
+        };
+        let piece = if device { BOUNCE } else { len };
+        let mut done = 0;
+        while done < len {
+            let n = piece.min(len - done);
+            let at = offset + done as u64;
+            let local = if device {
+                bounce.as_mut_ptr() as usize
+            } else {
+                addr + done
+            };
+            if put && device {
+                self.here(addr + done, local, n, true)?;
+            }
+            let moved = if put {
+                // SAFETY: `local` is `n` readable bytes: the user's buffer or the bounce buffer.
+                let src = unsafe { std::slice::from_raw_parts(local as *const u8, n) };
+                g.put(rank, SEGMENT, at, src)
+            } else {
+                // SAFETY: `local` is `n` writable bytes no one else uses during the call.
+                let dst = unsafe { std::slice::from_raw_parts_mut(local as *mut u8, n) };
+                g.get(rank, SEGMENT, at, dst)
+            };
+            moved.map_err(|e| self.peer_failed(rank, e))?;
+            if !put && device {
+                self.here(local, addr + done, n, true)?;
+            }
+            done += n;
+        }
+        if put {
+            g.flush(rank).map_err(|e| self.peer_failed(rank, e))?;
+        }
+        Ok(())
     }
 }
 
