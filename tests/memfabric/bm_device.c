@@ -406,7 +406,8 @@ int main(int argc, char **argv) {
     n_ranks = atoi(argv[1]);
     auto_ranking = strcmp(argv[2], "auto") == 0;
     const char *scenario = argv[3];
-    if (n_ranks < 1 || n_ranks > MF_TEST_MAX_RANKS || (syncdir = mkdtemp(syncdir_template)) == NULL) {
+    if (n_ranks < 1 || n_ranks > MF_TEST_MAX_RANKS ||
+        (syncdir = mkdtemp(syncdir_template)) == NULL) {
         return 2;
     }
     char u[64];
@@ -434,8 +435,7 @@ int main(int argc, char **argv) {
             continue;
         }
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            fprintf(stderr, "rank process %d: %s %d\n", (int)p,
-                    WIFEXITED(st) ? "exit" : "signal",
+            fprintf(stderr, "rank process %d: %s %d\n", (int)p, WIFEXITED(st) ? "exit" : "signal",
                     WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
             bad = 1;
         }
