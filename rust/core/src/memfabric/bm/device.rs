@@ -766,3 +766,37 @@ pub(super) fn copy(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bootstrap::node::locality::NodeId;
+
+    #[test]
+    fn a_published_segment_round_trips() {
+        let p = Published {
+            member: "host-42".into(),
+            shareable: 0x1234_5678_9abc,
+            local: 2 << 20,
+            max: 4 << 20,
+            peer: NpuPeer {
+                pid: 42,
+                device: 3,
+                node: NodeId::this().unwrap(),
+            },
+        };
+        let back = Published::decode(&p.encode()).unwrap();
+        assert_eq!(back.member, p.member);
+        assert_eq!(
+            (back.shareable, back.local, back.max),
+            (p.shareable, p.local, p.max)
+        );
+        assert_eq!((back.peer.pid, back.peer.device), (42, 3));
+        assert!(back.peer.same_node(&p.peer));
+        // Cut short before the node's host name: not a segment.
+        let bytes = p.encode();
+        for n in [0, 3, 10, 30, 45] {
+            assert!(Published::decode(&bytes[..n]).is_none(), "{n}");
+        }
+    }
+}
