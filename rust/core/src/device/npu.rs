@@ -336,14 +336,22 @@ impl Npu {
                 &mut h,
             )
         })?;
-        if !pids.is_empty() {
-            let mut pids = pids.to_vec();
-            // SAFETY: `pids` holds `pids.len()` process ids.
-            check(acl, "aclrtMemSetPidToShareableHandle", unsafe {
-                (acl.aclrtMemSetPidToShareableHandle)(h, pids.as_mut_ptr(), pids.len())
-            })?;
-        }
+        self.allow(h, pids)?;
         Ok(h)
+    }
+
+    /// Lets the processes `pids` (bare tgids) import `shareable`, an export of this process
+    /// ([`Npu::share_handle`]), besides those it allowed before; none: nothing to do.
+    pub fn allow(&self, shareable: u64, pids: &[i32]) -> Result<()> {
+        if pids.is_empty() {
+            return Ok(());
+        }
+        let acl = self.acl()?;
+        let mut pids = pids.to_vec();
+        // SAFETY: `pids` holds `pids.len()` process ids.
+        check(acl, "aclrtMemSetPidToShareableHandle", unsafe {
+            (acl.aclrtMemSetPidToShareableHandle)(shareable, pids.as_mut_ptr(), pids.len())
+        })
     }
 
     /// Imports a peer's shareable handle and maps `len` bytes of it at `at` in a reserved
@@ -363,6 +371,29 @@ impl Npu {
             return Err(err);
         }
         Ok(handle)
+    }
+
+    /// Copies `len` bytes from `src` to `dst`, each host memory or device memory mapped here
+    /// (ACL tells them apart); complete on return.
+    ///
+    /// # Safety
+    /// `src..src+len` must be readable and `dst..dst+len` writable, and no one else may
+    /// write them during the call.
+    pub unsafe fn copy(&self, dst: usize, src: usize, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let acl = self.acl()?;
+        // SAFETY: the caller's contract; ACL tells host from device memory (DEFAULT).
+        check(acl, "aclrtMemcpy", unsafe {
+            (acl.aclrtMemcpy)(
+                dst as *mut c_void,
+                len,
+                src as *const c_void,
+                len,
+                acl::ACL_MEMCPY_DEFAULT,
+            )
+        })
     }
 
     /// ACL's entry points, with this PE's context bound to the calling thread.
@@ -442,20 +473,8 @@ impl DeviceMemory for Npu {
     /// # Safety
     /// `src` must be readable for `len` bytes; `to..to+len` must be device memory mapped here.
     unsafe fn write(&self, to: usize, src: *const u8, len: usize) -> Result<()> {
-        if len == 0 {
-            return Ok(());
-        }
-        let acl = self.acl()?;
-        // SAFETY: the caller's contract; ACL tells host from device memory (DEFAULT).
-        check(acl, "aclrtMemcpy", unsafe {
-            (acl.aclrtMemcpy)(
-                to as *mut c_void,
-                len,
-                src.cast(),
-                len,
-                acl::ACL_MEMCPY_DEFAULT,
-            )
-        })
+        // SAFETY: the caller's contract.
+        unsafe { self.copy(to, src as usize, len) }
     }
 
     /// Copies `len` bytes from the device address `from` to `dest` (host memory or this
@@ -465,20 +484,8 @@ impl DeviceMemory for Npu {
     /// `dest` must be writable for `len` bytes; `from..from+len` must be device memory mapped
     /// here.
     unsafe fn read(&self, dest: *mut u8, from: usize, len: usize) -> Result<()> {
-        if len == 0 {
-            return Ok(());
-        }
-        let acl = self.acl()?;
         // SAFETY: the caller's contract.
-        check(acl, "aclrtMemcpy", unsafe {
-            (acl.aclrtMemcpy)(
-                dest.cast(),
-                len,
-                from as *const c_void,
-                len,
-                acl::ACL_MEMCPY_DEFAULT,
-            )
-        })
+        unsafe { self.copy(dest as usize, from, len) }
     }
 
     fn memory_name(&self) -> &'static str {

@@ -5,9 +5,13 @@
 //! families built on it (Big Memory, Share Memory) reach it as clients.
 //!
 //! Reached from `libmf_smem.so` through the facade (`cpp/src/memfabric.cpp`), so that a process
-//! using SHMEM and memfabric's API has one runtime. The families: [`bm`], Big Memory pools.
+//! using SHMEM and memfabric's API has one runtime. The families: [`bm`], Big Memory pools;
+//! [`shm`], Share Memory windows; on the npu device both place their device memory through
+//! [`npu`], which holds the process's one NPU.
 
 pub mod bm;
+
+pub mod npu;
 
 pub mod shm;
 

@@ -47,9 +47,9 @@ use std::time::{Duration, Instant};
 use shmem_store::addr::StoreAddr;
 use shmem_store::{BootstrapError, Client};
 
+use super::npu::{self, DeviceWindow, NpuPeer};
 use super::{parse_url, ERROR, INVALID_PARAM};
-use crate::bootstrap::node::locality::NodeId;
-use crate::device::npu::{self, Npu};
+use crate::device::npu::Npu;
 use crate::device::{Accelerator, DeviceMemory};
 use crate::dynamic::DynamicWorker;
 use crate::group::{default_worker, Group, GroupError, GroupOptions, MemberEvent, TcpDial};
@@ -223,32 +223,20 @@ pub fn init(url: &str, world_size: u32, rank: u32, device_id: u16, config: Confi
     Ok(true)
 }
 
-/// The NPU `SHMEM_DEVICE` chooses for the windows, as a SHMEM job chooses its heap's: `npu`,
-/// or `auto` where ACL loads and reports a device; device `device_id` (memfabric's
-/// `deviceId`). `None`: host memory (`host`, or `auto` without ACL).
+/// The NPU `SHMEM_DEVICE` chooses for the windows, as a SHMEM job chooses its heap's
+/// ([`npu::choice`]): device `device_id` (memfabric's `deviceId`), shared with the process's
+/// other families ([`npu::open`]). `None`: host memory (`host`, or `auto` without ACL).
 fn open_npu(device_id: u16) -> Result<Option<Npu>> {
-    let choice = crate::env::device().map_err(|e| ShmError::new(ERROR, e.to_string()))?;
-    let acl =
-        crate::env::text(crate::env::ACL_LIBRARY).unwrap_or_else(|| ascend_sys::LIBRARY.into());
-    let choice = match choice {
-        "auto" if npu::present(&acl) => "npu",
-        "auto" => "host",
-        other => other,
-    };
-    match choice {
-        "npu" => Npu::attach(&acl, Some(i32::from(device_id)), 0)
+    match npu::choice().map_err(|e| ShmError::new(ERROR, e))? {
+        npu::Choice::Npu => npu::open(device_id)
             .map(Some)
-            .map_err(|e| {
-                ShmError::new(
-                    ERROR,
-                    format!("deviceId={device_id}: opening the npu device: {e}"),
-                )
-            }),
-        "host" => Ok(None),
-        other => Err(ShmError::new(
+            .map_err(|e| ShmError::new(ERROR, e)),
+        npu::Choice::Host => Ok(None),
+        npu::Choice::Other(other) => Err(ShmError::new(
             ERROR,
             format!(
-                "SHMEM_DEVICE={other}: Share Memory windows live in host memory or on the npu                  device only (set SHMEM_DEVICE=host or npu)"
+                "SHMEM_DEVICE={other}: Share Memory windows live in host memory or on the npu \
+                 device only (set SHMEM_DEVICE=host or npu)"
             ),
         )),
     }
@@ -474,50 +462,6 @@ impl Window {
             Window::Host(r) => r.addr(),
             Window::Npu(d) => d.base,
         }
-    }
-}
-
-/// A window in an NPU's address space (`gva` is a device address): this rank's slot is
-/// physical memory of its own, the slots of the ranks of its node are their memory imported
-/// through shareable handles. The CPU never touches it. Dropping it unmaps every slot, lets
-/// go of their memory and releases the range.
-struct DeviceWindow {
-    npu: Npu,
-    base: usize,
-    /// This rank's physical memory (for its export).
-    own: usize,
-    /// What is mapped in the range: (address, ACL handle), this rank's first.
-    slots: Vec<(usize, usize)>,
-}
-
-impl DeviceWindow {
-    /// Reserves `total` bytes of device address space and maps a new slot of `slot` bytes at
-    /// `own` bytes in.
-    fn new(npu: &Npu, total: usize, own: usize, slot: usize) -> crate::error::Result<DeviceWindow> {
-        let base = npu.reserve_range(total)?;
-        match npu.map_new(base + own, slot) {
-            Ok(h) => Ok(DeviceWindow {
-                npu: npu.clone(),
-                base,
-                own: h,
-                slots: vec![(base + own, h)],
-            }),
-            Err(e) => {
-                npu.release_range(base);
-                Err(e)
-            }
-        }
-    }
-}
-
-impl Drop for DeviceWindow {
-    fn drop(&mut self) {
-        for &(at, handle) in self.slots.iter().rev() {
-            if let Err(e) = self.npu.unmap_and_free(at, handle) {
-                tracing::warn!("Share Memory window at {:#x}: {e}", self.base);
-            }
-        }
-        self.npu.release_range(self.base);
     }
 }
 
@@ -777,36 +721,24 @@ impl Object {
         let fail = |what: String, e: crate::error::Error| {
             ShmError::new(ERROR, format!("SHM object {id}: {what}: {e}"))
         };
-        let node = NodeId::this().map_err(|e| fail("this rank's node".into(), e))?;
-        let mut mine = npu.pid().to_le_bytes().to_vec();
-        mine.extend_from_slice(&npu.device_id().to_le_bytes());
-        mine.extend_from_slice(&node.encode());
-        let all = self.gather(&mine)?;
+        let me = NpuPeer::this(&npu).map_err(|e| fail("this rank's node".into(), e))?;
+        let all = self.gather(&me.encode())?;
         // Ranks of this node: (rank, pid, device).
         let mut peers = Vec::new();
         for (r, bytes) in all.iter().enumerate() {
             let r = r as u32;
-            let word = |at: usize| {
-                bytes
-                    .get(at..at + 4)
-                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                    .map(i32::from_le_bytes)
-            };
-            let (Some(pid), Some(device), Ok(their)) = (
-                word(0),
-                word(4),
-                NodeId::decode(bytes.get(8..).unwrap_or_default()),
-            ) else {
+            let Some(their) = NpuPeer::decode(bytes) else {
                 return Err(ShmError::new(
                     ERROR,
                     format!(
-                        "SHM object {}: rank {r}'s NPU process id is malformed (is                          SHMEM_DEVICE=npu set for every rank?)",
+                        "SHM object {}: rank {r}'s NPU process id is malformed (is \
+                         SHMEM_DEVICE=npu set for every rank?)",
                         self.id
                     ),
                 ));
             };
-            if r != self.rank && their.same_node(&node) {
-                peers.push((r, pid, device));
+            if r != self.rank && their.same_node(&me) {
+                peers.push((r, their.pid, their.device));
             }
         }
         let pids: Vec<i32> = peers.iter().map(|p| p.1).collect();
@@ -841,19 +773,15 @@ impl Object {
                 return Err(ShmError::new(
                     ERROR,
                     format!(
-                        "SHM object {}: rank {r}'s slot is {len} bytes, this rank's                          symmetricSize is {}: every rank must pass the same",
+                        "SHM object {}: rank {r}'s slot is {len} bytes, this rank's \
+                         symmetricSize is {}: every rank must pass the same",
                         self.id, self.symmetric
                     ),
                 ));
             }
-            npu.reach(device)
-                .map_err(|e| fail(format!("reaching rank {r}'s device {device}"), e))?;
-            let at = self.window.addr() + r as usize * slot;
-            let imported = npu
-                .map_shared(handle, at, slot)
-                .map_err(|e| fail(format!("mapping rank {r}'s slot"), e))?;
             if let Window::Npu(w) = &mut self.window {
-                w.slots.push((at, imported));
+                w.import(device, handle, r as usize * slot, slot)
+                    .map_err(|e| fail(format!("mapping rank {r}'s slot (device {device})"), e))?;
             }
             self.mapped[r as usize] = true;
         }

@@ -86,6 +86,52 @@ fn reads(t: u32) -> (Read, Read) {
     }
 }
 
+/// Which of an object's pools a place lies in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The host (DRAM) pool.
+    Host,
+    /// The device (HBM) pool.
+    Device,
+}
+
+/// One side of a copy on an object with a device pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Memory of this process outside the pools; `device`: local device memory (memfabric's
+    /// L: the type forces it, or AUTO finds it in [`DEVICE_VA`]), else local host memory (H).
+    Local { addr: usize, device: bool },
+    /// `offset` in the segment of `rank` of the pool `kind`.
+    Pool { kind: Kind, rank: u32, offset: u64 },
+}
+
+/// The NPU's device address window: an AUTO copy's address outside the pools that lies here is
+/// local device memory, any other local host memory.
+pub const DEVICE_VA: std::ops::Range<usize> = 0x1000_0000_0000..0x1800_0000_0000;
+
+/// How a message names the pools: `the pool [b, e)`, or each with its kind.
+struct Ranges<'a>(&'a [(Kind, Pool)]);
+
+impl std::fmt::Display for Ranges<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            [(_, p)] => write!(f, "the pool [{:#x}, {:#x})", p.base, p.end()),
+            pools => {
+                f.write_str("the pools")?;
+                for (i, (kind, p)) in pools.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { " and" };
+                    let kind = match kind {
+                        Kind::Host => "host",
+                        Kind::Device => "device",
+                    };
+                    write!(f, "{sep} [{:#x}, {:#x}) ({kind})", p.base, p.end())?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Resolves a copy of `len` bytes from `src` to `dest` with copy type `t`, as memfabric does:
 /// a side read by range that lies outside the pool, or a pool side that does not fit in one
 /// rank's segment, is refused with -2000 (AUTO: -2, the lower layer's code); local to local
@@ -100,6 +146,25 @@ pub fn resolve(
     len: u64,
     what: impl std::fmt::Display + Copy,
 ) -> Result<(Side, Side), BmError> {
+    let side = |p: Place| match p {
+        Place::Local { addr, .. } => Side::Local(addr),
+        Place::Pool { rank, offset, .. } => Side::Pool { rank, offset },
+    };
+    let (s, d) = resolve_in(&[(Kind::Host, *pool)], t, src, dest, len, what)?;
+    Ok((side(s), side(d)))
+}
+
+/// [`resolve`] over an object's pools (a host pool, a device pool, or both): each side read by
+/// range lies in one of them; a local side is local device memory where the type forces it
+/// (L2G's source, G2L's destination) or, with AUTO, where it lies in [`DEVICE_VA`].
+pub fn resolve_in(
+    pools: &[(Kind, Pool)],
+    t: u32,
+    src: usize,
+    dest: usize,
+    len: u64,
+    what: impl std::fmt::Display + Copy,
+) -> Result<(Place, Place), BmError> {
     if t >= COPY_BUTT {
         return Err(BmError::invalid(format!(
             "invalid argument t={t}: not below {COPY_BUTT}"
@@ -107,47 +172,46 @@ pub fn resolve(
     }
     let name = copy_type_name(t);
     let (rs, rd) = reads(t);
-    let side = |addr: usize, read: Read, arg: &str| -> Result<Side, BmError> {
-        let in_pool = pool.contains(addr);
-        if !in_pool {
-            if read == Read::Pool {
-                return Err(BmError::invalid(format!(
-                    "invalid argument {what}{arg}={addr:#x}: copy type {name} reads it as a \
-                     place in the pool [{:#x}, {:#x}), and it lies outside",
-                    pool.base,
-                    pool.end()
-                )));
-            }
-            return Ok(Side::Local(addr));
-        }
-        let rank = pool.rank_of(addr).expect("inside the pool");
-        let offset = (addr - pool.base) as u64 - u64::from(rank) * pool.max;
-        if offset.checked_add(len).is_none_or(|e| e > pool.max) {
-            let code = if read == Read::Auto {
-                super::LOWER_INVALID_PARAM
-            } else {
-                super::INVALID_PARAM
+    let side =
+        |addr: usize, read: Read, arg: &str, forced_device: bool| -> Result<Place, BmError> {
+            let Some(&(kind, pool)) = pools.iter().find(|(_, p)| p.contains(addr)) else {
+                if read == Read::Pool {
+                    return Err(BmError::invalid(format!(
+                        "invalid argument {what}{arg}={addr:#x}: copy type {name} reads it as a \
+                     place in {}, and it lies outside",
+                        Ranges(pools)
+                    )));
+                }
+                let device = forced_device || (read == Read::Auto && DEVICE_VA.contains(&addr));
+                return Ok(Place::Local { addr, device });
             };
-            return Err(BmError::new(
-                code,
-                format!(
-                    "invalid argument {what}{arg}={addr:#x} with dataSize={len}: [{addr:#x}, \
+            let rank = pool.rank_of(addr).expect("inside the pool");
+            let offset = (addr - pool.base) as u64 - u64::from(rank) * pool.max;
+            if offset.checked_add(len).is_none_or(|e| e > pool.max) {
+                let code = if read == Read::Auto {
+                    super::LOWER_INVALID_PARAM
+                } else {
+                    super::INVALID_PARAM
+                };
+                return Err(BmError::new(
+                    code,
+                    format!(
+                        "invalid argument {what}{arg}={addr:#x} with dataSize={len}: [{addr:#x}, \
                      +{len}) does not fit in rank {rank}'s segment of {} bytes (from offset \
                      {offset})",
-                    pool.max
-                ),
-            ));
-        }
-        Ok(Side::Pool { rank, offset })
-    };
-    let s = side(src, rs, "src")?;
-    let d = side(dest, rd, "dest")?;
-    if let (Side::Local(_), Side::Local(_)) = (s, d) {
+                        pool.max
+                    ),
+                ));
+            }
+            Ok(Place::Pool { kind, rank, offset })
+        };
+    let s = side(src, rs, "src", t == COPY_L2G)?;
+    let d = side(dest, rd, "dest", t == COPY_G2L)?;
+    if let (Place::Local { .. }, Place::Local { .. }) = (s, d) {
         return Err(BmError::invalid(format!(
-            "invalid argument {what}: src={src:#x} and dest={dest:#x} both lie outside the pool \
-             [{:#x}, {:#x}) (copy type {name}): local to local is not a pool copy",
-            pool.base,
-            pool.end()
+            "invalid argument {what}: src={src:#x} and dest={dest:#x} both lie outside {} \
+             (copy type {name}): local to local is not a pool copy",
+            Ranges(pools)
         )));
     }
     Ok((s, d))
@@ -196,13 +260,60 @@ pub fn resolve_element(
     i: usize,
 ) -> Result<(Side, Side, usize), BmError> {
     let what = Element(Param { batch, i });
+    nonzero(what, src, dest, len)?;
+    let (s, d) = resolve(pool, t, src, dest, len, what)?;
+    Ok((s, d, len as usize))
+}
+
+/// Refuses a NULL address or size 0 of an element.
+fn nonzero(what: Element, src: usize, dest: usize, len: u64) -> Result<(), BmError> {
     if src == 0 || dest == 0 || len == 0 {
         return Err(BmError::invalid(format!(
             "invalid argument {what}src={src:#x} dest={dest:#x} dataSize={len}: neither may be 0"
         )));
     }
-    let (s, d) = resolve(pool, t, src, dest, len, what)?;
-    Ok((s, d, len as usize))
+    Ok(())
+}
+
+/// [`resolve_batch`] over an object's pools ([`resolve_in`]): every element goes the way of
+/// element 0, pool kinds included. Returns each element's sides and length.
+pub fn resolve_places(
+    pools: &[(Kind, Pool)],
+    elements: &[(usize, usize, u64)],
+    t: u32,
+    batch: bool,
+) -> Result<Vec<(Place, Place, usize)>, BmError> {
+    let kind = |p: Place| match p {
+        Place::Local { device: true, .. } => "local device",
+        Place::Local { device: false, .. } => "local host",
+        Place::Pool {
+            kind: Kind::Host, ..
+        } => "host pool",
+        Place::Pool {
+            kind: Kind::Device, ..
+        } => "device pool",
+    };
+    let mut ops = Vec::with_capacity(elements.len());
+    let mut first = None;
+    for (i, &(src, dest, len)) in elements.iter().enumerate() {
+        let what = Element(Param { batch, i });
+        nonzero(what, src, dest, len)?;
+        let (s, d) = resolve_in(pools, t, src, dest, len, what)?;
+        let shape = (kind(s), kind(d));
+        match first {
+            None => first = Some(shape),
+            Some(f) if f != shape => {
+                return Err(BmError::invalid(format!(
+                    "invalid argument {what}: its direction ({} to {}) differs from element \
+                     0's ({} to {}); a batch copies in one direction",
+                    shape.0, shape.1, f.0, f.1
+                )))
+            }
+            Some(_) => {}
+        }
+        ops.push((s, d, len as usize));
+    }
+    Ok(ops)
 }
 
 /// Resolves the `(src, dest, size)` elements of a copy (`batch` false: one element) or a
@@ -492,5 +603,87 @@ mod tests {
             assert_eq!(e.code, -2000, "{bad}");
             assert!(e.message.contains(bad), "{bad}: {}", e.message);
         }
+    }
+
+    #[test]
+    fn two_pools_and_local_device_memory() {
+        let host = Pool {
+            base: 0x10_0000_0000,
+            max: MIB2,
+            world: 2,
+        };
+        let device = Pool {
+            base: 0x20_0000_0000,
+            max: 2 * MIB2,
+            world: 2,
+        };
+        let pools = [(Kind::Host, host), (Kind::Device, device)];
+        let at = |s: usize, d: usize, t: u32| resolve_in(&pools, t, s, d, 64, "params");
+        let buf = 0x7000_0000usize;
+        let dev = DEVICE_VA.start + 0x1000;
+        // L2G: the source is local device memory, the destination either pool.
+        assert_eq!(
+            at(buf, device.base + 2 * MIB2 as usize + 8, COPY_L2G).unwrap(),
+            (
+                Place::Local {
+                    addr: buf,
+                    device: true
+                },
+                Place::Pool {
+                    kind: Kind::Device,
+                    rank: 1,
+                    offset: 8
+                }
+            )
+        );
+        // G2G between the pools, each way.
+        let (s, d) = at(host.base, device.base, COPY_G2G).unwrap();
+        assert!(matches!(
+            s,
+            Place::Pool {
+                kind: Kind::Host,
+                rank: 0,
+                ..
+            }
+        ));
+        assert!(matches!(
+            d,
+            Place::Pool {
+                kind: Kind::Device,
+                rank: 0,
+                ..
+            }
+        ));
+        // AUTO: the NPU's address window is local device memory, the rest local host memory.
+        let (s, _) = at(dev, device.base, COPY_AUTO).unwrap();
+        assert_eq!(
+            s,
+            Place::Local {
+                addr: dev,
+                device: true
+            }
+        );
+        let (s, _) = at(buf, device.base, COPY_AUTO).unwrap();
+        assert_eq!(
+            s,
+            Place::Local {
+                addr: buf,
+                device: false
+            }
+        );
+        // H2G outside both pools: the message names both.
+        let e = at(buf, buf + 64, COPY_H2G).unwrap_err();
+        assert_eq!(e.code, -2000);
+        assert!(e.message.contains("(host) and"), "{}", e.message);
+        // A batch keeps one direction, pool kinds included.
+        let e = resolve_places(
+            &pools,
+            &[(buf, host.base, 64), (buf, device.base, 64)],
+            COPY_H2G,
+            true,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("params->[1]"), "{}", e.message);
+        assert!(e.message.contains("device pool"), "{}", e.message);
     }
 }

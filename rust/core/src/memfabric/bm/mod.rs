@@ -21,8 +21,13 @@
 //!   a peer to another peer through a bounce buffer (4 MiB at a time). A copy or a
 //!   batch flushes each rank it touched once before returning; with `ASYNC_COPY_FLAG` the
 //!   flush is left to `smem_bm_wait`. A member gone makes its copies fail naming its rank.
+//! - **Device pools** ([`device`]): on the npu device (`SHMEM_DEVICE=npu`, or `auto` where ACL
+//!   loads; init opens NPU `deviceId`, shared with Share Memory) `maxHbmSize` makes a pool in
+//!   the NPU's address space, whose segments members of one node import from each other;
+//!   copies touching it run with ACL's copies. On the host device it is refused.
 
 pub mod classify;
+mod device;
 pub mod va;
 
 use std::collections::{BTreeSet, HashMap};
@@ -35,6 +40,7 @@ use shmem_store::addr::StoreAddr;
 use shmem_store::tls::{load_user_identity, TlsInfo};
 use shmem_store::{Client, Member, Store, TcpDial};
 
+use crate::device::npu::Npu;
 use crate::dynamic::DynamicWorker;
 use crate::group::{default_worker, Group, GroupOptions};
 use crate::idmap::IdMap;
@@ -63,6 +69,8 @@ pub const MEM_TYPE_HOST: u32 = 3;
 const SIZE_UNIT: u64 = 2 << 20;
 /// Largest local DRAM contribution (memfabric's limit).
 const MAX_LOCAL_DRAM: u64 = 2 << 40;
+/// Largest local HBM contribution (memfabric's limit).
+const MAX_LOCAL_HBM: u64 = 64 << 30;
 /// Object ids memfabric accepts: 0..=254.
 const MAX_ID: u32 = 254;
 /// Clients a store served by Big Memory admits.
@@ -154,6 +162,8 @@ enum Membership {
 struct Object {
     /// The object's membership; dropped before the segment is unmapped (fields drop in order).
     membership: RwLock<Membership>,
+    /// The device pool, on the npu device when `maxHbmSize` is not 0.
+    device: Option<device::DevicePool>,
     /// Ranks with non-blocking operations to flush at `smem_bm_wait`.
     pending: Mutex<BTreeSet<u32>>,
     /// Buffers registered by `smem_bm_register_user_mem`: address to size.
@@ -164,8 +174,8 @@ struct Object {
     local: u64,
     /// The file behind this rank's segment (a memfd, or a duplicate of the user's).
     fd: Option<OwnedFd>,
-    /// The pool's address range; its drop unmaps the segment.
-    reservation: Reservation,
+    /// The host pool's address range (none without a host pool); its drop unmaps the segment.
+    _reservation: Option<Reservation>,
 }
 
 /// This process's Big Memory, between init and uninit.
@@ -181,6 +191,8 @@ struct State {
     id: String,
     /// The worker the objects' groups share, made at the first join.
     worker: Mutex<Option<Arc<dyn DynamicWorker>>>,
+    /// The NPU of the device pools (`None`: the host device, host pools only).
+    npu: Option<Npu>,
     objects: Mutex<IdMap<usize, Arc<Object>>>,
 }
 
@@ -361,6 +373,10 @@ pub fn init(args: &InitArgs) -> Result<Inited> {
     }
     let (dial, server_tls) = dial_for(&args.url, &args.tls)?;
     let plain = dial.tls.is_none();
+    let npu = match super::npu::choice().map_err(BmError::error)? {
+        super::npu::Choice::Npu => Some(super::npu::open(args.device_id).map_err(BmError::error)?),
+        super::npu::Choice::Host | super::npu::Choice::Other(_) => None,
+    };
     let store_err =
         |e: shmem_store::BootstrapError| BmError::error(format!("config store {}: {e}", args.url));
     let serves = args.start_server && (args.auto_ranking || args.rank_id == 0);
@@ -412,6 +428,7 @@ pub fn init(args: &InitArgs) -> Result<Inited> {
         connect_timeout,
         id,
         worker: Mutex::new(None),
+        npu,
         objects: Mutex::new(IdMap::default()),
     }));
     Ok(Inited::Now { plain })
@@ -424,6 +441,9 @@ pub fn uninit() -> bool {
         return false;
     };
     let objects: Vec<Arc<Object>> = lock(&s.objects).drain().map(|(_, o)| o).collect();
+    for d in objects.iter().filter_map(|o| o.device.as_ref()) {
+        d.stop();
+    }
     drop(objects);
     if let Ok(s) = Arc::try_unwrap(s) {
         if let Err(e) = s.member.leave() {
@@ -501,11 +521,10 @@ fn check_create(id: u32, a: &CreateArgs) -> Result<()> {
             ));
         }
     }
-    if a.max_hbm != 0 || a.local_hbm != 0 {
-        return Err(BmError::error(format!(
-            "maxHbmSize={} localHBMSize={}: a device pool needs the npu device, which Big \
-             Memory does not drive yet; use a host pool (maxDramSize/localDRAMSize)",
-            a.max_hbm, a.local_hbm
+    if a.local_hbm > MAX_LOCAL_HBM {
+        return Err(BmError::invalid(format!(
+            "invalid argument localHBMSize={}: more than 64 GiB",
+            a.local_hbm
         )));
     }
     Ok(())
@@ -522,12 +541,37 @@ pub fn create(id: u32, a: &CreateArgs) -> Result<usize> {
             format!("invalid argument id={id}: this process has an object of that id"),
         ));
     }
+    let device = if a.max_hbm == 0 {
+        None
+    } else {
+        let Some(npu) = &s.npu else {
+            return Err(BmError::error(format!(
+                "invalid argument maxHbmSize={} (localHBMSize={}): a device pool needs the npu \
+                 device, and this process runs on the host device; set SHMEM_DEVICE=npu (or \
+                 auto where ACL loads), or use a host pool (maxDramSize/localDRAMSize)",
+                a.max_hbm, a.local_hbm
+            )));
+        };
+        Some(device::DevicePool::create(
+            npu,
+            id,
+            s.rank,
+            s.world,
+            a.max_hbm,
+            a.local_hbm,
+        )?)
+    };
     let world = s.world as usize;
     let max = a.max_dram as usize;
     let len = max.checked_mul(world).ok_or_else(|| {
         BmError::invalid(format!("maxDramSize={max} * worldSize={world}: too large"))
     })?;
-    let reservation = Reservation::take(len)?;
+    let reservation = if max == 0 {
+        None
+    } else {
+        Some(Reservation::take(len)?)
+    };
+    let base = reservation.as_ref().map_or(0, |r| r.base);
     let local = a.local_dram as usize;
     let fd = if local == 0 {
         None
@@ -555,24 +599,25 @@ pub fn create(id: u32, a: &CreateArgs) -> Result<usize> {
                 .map_err(|e| BmError::error(e.to_string()))?,
         )
     };
-    let seg = reservation.base + s.rank as usize * max;
-    if let Some(fd) = &fd {
+    let seg = base + s.rank as usize * max;
+    if let (Some(fd), Some(reservation)) = (&fd, &reservation) {
         reservation.map_fd(seg, local, fd.as_fd())?;
     }
     let object = Arc::new(Object {
         membership: RwLock::new(Membership::NotJoined),
+        device,
         pending: Mutex::new(BTreeSet::new()),
         user_mem: Mutex::new(HashMap::new()),
         id,
         pool: Pool {
-            base: reservation.base,
+            base,
             max: a.max_dram,
             world: s.world,
         },
         rank: s.rank,
         local: a.local_dram,
         fd,
-        reservation,
+        _reservation: reservation,
     });
     let handle = Arc::as_ptr(&object) as usize;
     lock(&s.objects).insert(handle, object);
@@ -585,6 +630,9 @@ pub fn destroy(handle: usize) -> Result<()> {
     let (s, _) = object(handle)?;
     // Dropped (its group ended, its range unmapped) once no call uses it, outside the lock.
     let removed = lock(&s.objects).remove(&handle);
+    if let Some(d) = removed.as_ref().and_then(|o| o.device.as_ref()) {
+        d.stop();
+    }
     drop(removed);
     Ok(())
 }
@@ -636,18 +684,33 @@ pub fn join(handle: usize) -> Result<()> {
         unsafe { group.register_fd(SEGMENT, fd.as_fd(), 0, seg as *mut u8, o.local as usize) }
             .map_err(|e| group_failed("cannot publish this rank's segment", e))?;
     }
+    if let Some(d) = &o.device {
+        d.join(&group, s.control_timeout)?;
+    }
     *m = Membership::Joined(group);
-    Ok(())
+    drop(m);
+    device::listen(&o, s.control_timeout)
 }
 
 /// `smem_bm_leave`: leaves the object's group for good. Not joined: -2003.
 pub fn leave(handle: usize) -> Result<()> {
     let (_, o) = object(handle)?;
+    let joined = matches!(
+        *o.membership.read().unwrap_or_else(|e| e.into_inner()),
+        Membership::Joined(_)
+    );
+    if let (true, Some(d)) = (joined, &o.device) {
+        d.stop();
+    }
     let mut m = o.membership.write().unwrap_or_else(|e| e.into_inner());
     match std::mem::replace(&mut *m, Membership::Left) {
-        Membership::Joined(g) => g
-            .leave()
-            .map_err(|e| group_failed(&format!("leaving object {}", o.id), e)),
+        Membership::Joined(g) => {
+            if let Some(d) = &o.device {
+                d.unmap_peers();
+            }
+            g.leave()
+                .map_err(|e| group_failed(&format!("leaving object {}", o.id), e))
+        }
         other => {
             *m = other;
             Err(BmError::new(
@@ -662,7 +725,7 @@ pub fn leave(handle: usize) -> Result<()> {
 }
 
 fn seg_ptr(o: &Object) -> usize {
-    o.reservation.base + (o.rank as usize) * (o.pool.max as usize)
+    o.pool.base + (o.rank as usize) * (o.pool.max as usize)
 }
 
 fn check_mem_type(mem_type: u32) -> Result<()> {
@@ -674,15 +737,15 @@ fn check_mem_type(mem_type: u32) -> Result<()> {
     }
 }
 
-/// `smem_bm_get_local_mem_size_by_mem_type`: this rank's bytes of the pool (0 for the device
-/// pool, which is never there).
+/// `smem_bm_get_local_mem_size_by_mem_type`: this rank's bytes of the pool of that type (0
+/// without one).
 pub fn local_size(handle: usize, mem_type: u32) -> Result<u64> {
     let (_, o) = object(handle)?;
     check_mem_type(mem_type)?;
     Ok(if mem_type == MEM_TYPE_HOST {
         o.local
     } else {
-        0
+        o.device.as_ref().map_or(0, |d| d.local)
     })
 }
 
@@ -696,20 +759,31 @@ pub fn ptr(handle: usize, mem_type: u32, peer: u32) -> Result<usize> {
             o.pool.world
         )));
     }
-    if mem_type == MEM_TYPE_DEVICE {
+    let pool = if mem_type == MEM_TYPE_DEVICE {
+        o.device.as_ref().map(|d| d.pool).ok_or_else(|| {
+            BmError::invalid(format!(
+                "invalid argument memType=SMEM_MEM_TYPE_DEVICE: object {} has no device pool",
+                o.id
+            ))
+        })?
+    } else if o.pool.max == 0 {
         return Err(BmError::invalid(format!(
-            "invalid argument memType=SMEM_MEM_TYPE_DEVICE: object {} has no device pool",
+            "invalid argument memType=SMEM_MEM_TYPE_HOST: object {} has no host pool",
             o.id
         )));
-    }
-    Ok(o.pool.base + peer as usize * o.pool.max as usize)
+    } else {
+        o.pool
+    };
+    Ok(pool.base + peer as usize * pool.max as usize)
 }
 
 /// `smem_bm_get_rank_id_by_gva`: the rank whose segment holds `gva` (the offset divided by
-/// the per-rank stride, `max`); `None` outside the pool.
+/// the per-rank stride, `max`), in the host or the device pool; `None` outside both.
 pub fn rank_by_gva(handle: usize, gva: usize) -> Result<Option<u32>> {
     let (_, o) = object(handle)?;
-    Ok(o.pool.rank_of(gva))
+    Ok(o.pool
+        .rank_of(gva)
+        .or_else(|| o.device.as_ref().and_then(|d| d.pool.rank_of(gva))))
 }
 
 /// One resolved copy.
@@ -913,6 +987,9 @@ pub fn copy(
     batch: bool,
 ) -> Result<()> {
     let (_, o) = object(handle)?;
+    if let Some(d) = &o.device {
+        return device::copy(&o, d, elements, t, batch);
+    }
     // One element (every smem_bm_copy) resolved on the stack.
     let one: [(Side, Side, usize); 1];
     let many: Vec<(Side, Side, usize)>;
