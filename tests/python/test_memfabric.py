@@ -312,3 +312,25 @@ def test_launch_ascend_mf_store():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_calls_release_the_gil():
+    # bm.initialize with no store to reach blocks in C for init_timeout seconds; meanwhile this
+    # thread keeps running Python code.
+    import threading
+    import time
+
+    cfg = bm.BmConfig()
+    cfg.start_store, cfg.init_timeout = False, 2
+    result = []
+    t = threading.Thread(target=lambda: result.append(
+        bm.initialize(f"tcp://127.0.0.1:{free_port()}", 2, 0, cfg)))
+    start = time.monotonic()
+    t.start()
+    spins = 0
+    while t.is_alive() and time.monotonic() - start < 60:
+        spins += 1
+        time.sleep(0.01)
+    t.join()
+    assert result == [-1], (result, mf.get_last_err_msg())
+    assert time.monotonic() - start >= 1 and spins >= 50, spins

@@ -1,25 +1,26 @@
-"""memfabric_hybrid's Python package over this library's libmf_smem.so.
-
-The names, defaults and return conventions are memfabric_hybrid 1.0.0's: functions return the C
-function's code (0 success, -2000 invalid argument, -2008 not initialised, ...) and do not raise;
-``TypeError`` only for a value the C parameter cannot hold. After a non-zero code,
-``get_last_err_msg()`` names the call, the argument and its value::
-
-    import memfabric_hybrid as mf
-    from memfabric_hybrid import bm
-
-    mf.initialize()
-    cfg = bm.BmConfig()
-    bm.initialize(store_url="tcp://127.0.0.1:7000", world_size=2, device_id=0, config=cfg)
-    h = bm.create(id=0, local_dram_size=64 << 20, local_hbm_size=0,
-                  data_op_type=bm.BmDataOpType.HOST_TCP)
-    h.join()
-
-Modules: ``memfabric_hybrid.bm`` (Big Memory pools), ``memfabric_hybrid.shm`` (Share Memory),
-and the transfer engine (``TransferEngine``, also in the package ``mf_adapter``). One runtime
-per process: the package calls the installed libmf_smem.so through ctypes, so C code of the
-same process using ``smem_*`` or SHMEM shares its state.
-"""
+# memfabric_hybrid's Python package over this library's libmf_smem.so.
+#
+# The names, defaults and return conventions are memfabric_hybrid 1.0.0's: functions return the C
+# function's code (0 success, -2000 invalid argument, -2008 not initialised, ...) and do not raise;
+# ``TypeError`` only for a value the C parameter cannot hold. After a non-zero code,
+# ``get_last_err_msg()`` names the call, the argument and its value::
+#
+#     import memfabric_hybrid as mf
+#     from memfabric_hybrid import bm
+#
+#     mf.initialize()
+#     cfg = bm.BmConfig()
+#     bm.initialize(store_url="tcp://127.0.0.1:7000", world_size=2, device_id=0, config=cfg)
+#     h = bm.create(id=0, local_dram_size=64 << 20, local_hbm_size=0,
+#                   data_op_type=bm.BmDataOpType.HOST_TCP)
+#     h.join()
+#
+# Modules: ``memfabric_hybrid.bm`` (Big Memory pools), ``memfabric_hybrid.shm`` (Share Memory),
+# and the transfer engine (``TransferEngine``, also in the package ``mf_adapter``). One runtime
+# per process: the package calls the installed libmf_smem.so through ctypes, so C code of the
+# same process using ``smem_*`` or SHMEM shares its state.
+#
+# The module's docstring is the version, as memfabric's.
 
 import os as _os
 

@@ -43,7 +43,7 @@ def _load():
 lib = _load()
 
 c_u16, c_u32, c_u64, c_i32 = ctypes.c_uint16, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int32
-c_ptr, c_str = ctypes.c_void_p, ctypes.c_char_p
+c_ptr, c_str, c_size = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p)
 
 # name: (result, arguments). The smem_bm_* / smem_shm_* config structs are declared by their
@@ -96,17 +96,19 @@ _TRANS_PROTOTYPES = {
     "smem_trans_uninit": (None, [c_u32]),
     "smem_trans_create": (c_ptr, [c_str, c_str, c_ptr]),
     "smem_trans_destroy": (None, [c_ptr, c_u32]),
-    "smem_trans_register_mem": (c_i32, [c_ptr, c_ptr, ctypes.c_size_t, c_u32]),
+    "smem_trans_register_mem": (c_i32, [c_ptr, c_ptr, c_size, c_u32]),
     "smem_trans_batch_register_mem": (c_i32, [c_ptr, c_ptr, c_ptr, c_u32, c_u32]),
     "smem_trans_deregister_mem": (c_i32, [c_ptr, c_ptr]),
-    "smem_trans_write": (c_i32, [c_ptr, c_ptr, c_str, c_ptr, ctypes.c_size_t, c_u32]),
-    "smem_trans_read": (c_i32, [c_ptr, c_ptr, c_str, c_ptr, ctypes.c_size_t, c_u32]),
+    "smem_trans_write": (c_i32, [c_ptr, c_ptr, c_str, c_ptr, c_size, c_u32]),
+    "smem_trans_read": (c_i32, [c_ptr, c_ptr, c_str, c_ptr, c_size, c_u32]),
     "smem_trans_batch_write": (c_i32, [c_ptr, c_ptr, c_str, c_ptr, c_ptr, c_u32, c_u32]),
     "smem_trans_batch_read": (c_i32, [c_ptr, c_ptr, c_str, c_ptr, c_ptr, c_u32, c_u32]),
-    "smem_trans_write_submit": (c_i32, [c_ptr, c_ptr, c_str, c_ptr, ctypes.c_size_t, c_ptr, c_u32]),
-    "smem_trans_read_submit": (c_i32, [c_ptr, c_ptr, c_str, c_ptr, ctypes.c_size_t, c_ptr, c_u32]),
-    "smem_trans_batch_write_submit": (c_i32, [c_ptr, c_ptr, c_str, c_ptr, c_ptr, c_u32, c_ptr, c_u32]),
-    "smem_trans_batch_read_submit": (c_i32, [c_ptr, c_ptr, c_str, c_ptr, c_ptr, c_u32, c_ptr, c_u32]),
+    "smem_trans_write_submit": (c_i32, [c_ptr, c_ptr, c_str, c_ptr, c_size, c_ptr, c_u32]),
+    "smem_trans_read_submit": (c_i32, [c_ptr, c_ptr, c_str, c_ptr, c_size, c_ptr, c_u32]),
+    "smem_trans_batch_write_submit": (c_i32, [c_ptr, c_ptr, c_str, c_ptr, c_ptr, c_u32, c_ptr,
+                                              c_u32]),
+    "smem_trans_batch_read_submit": (c_i32, [c_ptr, c_ptr, c_str, c_ptr, c_ptr, c_u32, c_ptr,
+                                             c_u32]),
 }
 
 

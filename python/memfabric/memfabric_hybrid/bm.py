@@ -99,8 +99,8 @@ def _field(attr, field, kind):
 class BmConfig:
     """smem_bm_config_t, made with ``smem_bm_config_init``'s defaults (timeouts 120 s,
     ``start_store`` and ``unified_address_space`` and ``auto_ranking`` True, ``rank_id`` 65535,
-    the rest 0/False). ``set_nic(url)`` sets ``hcomUrl`` (memfabric's ``tcp://<ip>/<prefix>:<port>``).
-    TLS settings are not exposed (as in memfabric's package)."""
+    the rest 0/False). ``set_nic(url)`` sets ``hcomUrl`` (memfabric's
+    ``tcp://<ip>/<prefix>:<port>``). TLS settings are not exposed (as in memfabric's package)."""
 
     init_timeout = _field("init_timeout", "initTimeout", "u32")
     create_timeout = _field("create_timeout", "createTimeout", "u32")
