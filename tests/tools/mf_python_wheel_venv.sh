@@ -24,7 +24,9 @@ run "$work/venv/bin/python" -m pip --disable-pip-version-check -q install --no-i
     --no-deps "$wheel"
 
 cd "$work"
-lib=$(run "$work/venv/bin/python" -c 'from memfabric_hybrid import _build_info as b; print(b.LIB_DIR)')
+# Read without importing the package (its import loads the library).
+info=$(ls "$work"/venv/lib/python*/site-packages/memfabric_hybrid/_build_info.py)
+lib=$("$python" -c 'import sys; d = {}; exec(open(sys.argv[1]).read(), d); print(d["LIB_DIR"])' "$info")
 if [[ ! -e $lib/libmf_smem.so ]]; then
     echo "SKIP: the wheel loads libmf_smem.so from $lib, which is not installed yet (cmake --install)"
     exit 77
