@@ -14,7 +14,10 @@
  *   denied              the kernel refuses cross-process copies (a seccomp filter, as a
  *                       container's): transfers still work (the network transport) and the
  *                       data arrives
- *   perf                bandwidth of the engine's paths on this node, 4 KiB..64 MiB
+ *   perf [denied]       bandwidth of the engine's paths on this node, 4 KiB..64 MiB
+ *   node <url> <id> <peer id> <sender|receiver> <dir> [serve]
+ *                       one side of a pair started apart (tests/multinode/memfabric_trans_netns.sh:
+ *                       two network namespaces, data over UCX); addresses pass through files
  *
  * A watchdog ends a job that hangs. */
 #define _GNU_SOURCE
@@ -718,11 +721,142 @@ static int scenario_perf(int denied) {
     return reap(1) || failures ? 1 : 0;
 }
 
+/* ---- node ---------------------------------------------------------------------------------- */
+
+/* One side of a job whose sides are started apart (two namespaces, as two nodes): files in a
+ * folder both see carry the addresses, as SGLang's bootstrap server does. */
+
+static void put_file(const char *dir, const char *name, const msg_t *m) {
+    char tmp[512], path[512];
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(tmp, "wb");
+    if (f == NULL || fwrite(m, sizeof *m, 1, f) != 1 || fclose(f) != 0 || rename(tmp, path) != 0) {
+        perror(path);
+        exit(2);
+    }
+}
+
+/* Waits (up to 60 s) for the other side's file. */
+static int get_file(const char *dir, const char *name, msg_t *m) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    for (int i = 0; i < 6000; i++) {
+        FILE *f = fopen(path, "rb");
+        if (f != NULL) {
+            size_t n = fread(m, sizeof *m, 1, f);
+            fclose(f);
+            if (n == 1) {
+                return 1;
+            }
+        }
+        usleep(10000);
+    }
+    fprintf(stderr, "trans_engine: %s: no %s\n", who, path);
+    return 0;
+}
+
+/* node <url> <own id> <peer id> <sender|receiver> <dir> [serve]: the receiver registers its
+ * KV layers in one batch and mallocs a buffer; the sender writes every layer in one batch
+ * write and the buffer, reads them back, and is refused out of range; the receiver checks
+ * what arrived and reads the sender's buffer. */
+static int scenario_node(char **argv, int argc) {
+    const char *store = argv[2], *peer = argv[4], *dir = argv[6];
+    int sender = strcmp(argv[5], "sender") == 0;
+    who = sender ? "sender" : "receiver";
+    snprintf(url, sizeof url, "%s", store);
+    snprintf(ids[0], sizeof ids[0], "%s", argv[3]);
+    start_watchdog();
+    if (argc > 7 && strcmp(argv[7], "serve") == 0) {
+        CHECK(smem_create_config_store(url) == 0);
+    }
+    smem_trans_t t = engine(0, sender ? SMEM_TRANS_SENDER : SMEM_TRANS_RECEIVER);
+    msg_t m;
+    memset(&m, 0, sizeof m);
+    if (!sender) {
+        void *kv[LAYERS];
+        size_t lens[LAYERS];
+        for (int l = 0; l < LAYERS; l++) {
+            kv[l] = calloc(1, LAYER_BYTES);
+            lens[l] = LAYER_BYTES;
+            m.a[l] = (uint64_t)kv[l];
+        }
+        CHECK(smem_trans_batch_register_mem(t, kv, lens, LAYERS, 0) == 0);
+        uint8_t *buf = smem_trans_malloc(t, 2u << 20);
+        CHECK(buf != NULL);
+        m.a[LAYERS] = (uint64_t)buf;
+        put_file(dir, "receiver", &m);
+        msg_t in;
+        CHECK(get_file(dir, "sent", &in));
+        for (int l = 0; l < LAYERS; l++) {
+            CHECK(holds(kv[l], LAYER_BYTES, 300 + (uint32_t)l));
+        }
+        if (buf != NULL) {
+            CHECK(holds(buf + 4096, 65536, 400));
+        }
+        /* Across the nodes the other way: the receiver reads the sender's registration. */
+        uint8_t *got = malloc(1u << 20);
+        CHECK(smem_trans_read(t, got, peer, (void *)(uintptr_t)in.a[0], 1u << 20, 0) == 0);
+        CHECK(holds(got, 1u << 20, 500));
+        put_file(dir, "checked", &m);
+        CHECK(get_file(dir, "done", &in));
+        if (buf != NULL) {
+            CHECK(smem_trans_free(t, buf) == 0);
+        }
+        free(got);
+    } else {
+        uint8_t *src = malloc((size_t)LAYERS * LAYER_BYTES), *mine = malloc(1u << 20);
+        fill(mine, 1u << 20, 500);
+        CHECK(smem_trans_register_mem(t, mine, 1u << 20, 0) == 0);
+        msg_t in;
+        CHECK(get_file(dir, "receiver", &in));
+        const void *l[LAYERS];
+        void *r[LAYERS];
+        size_t sz[LAYERS];
+        for (int k = 0; k < LAYERS; k++) {
+            fill(src + (size_t)k * LAYER_BYTES, LAYER_BYTES, 300 + (uint32_t)k);
+            l[k] = src + (size_t)k * LAYER_BYTES;
+            r[k] = (void *)(uintptr_t)in.a[k];
+            sz[k] = LAYER_BYTES;
+        }
+        double t0 = now_s();
+        CHECK(smem_trans_batch_write(t, l, peer, r, sz, LAYERS, 0) == 0);
+        printf("node: one batch write of %d x %u KiB over the network took %.3f s\n", LAYERS,
+               LAYER_BYTES >> 10, now_s() - t0);
+        uint8_t *small = malloc(65536);
+        fill(small, 65536, 400);
+        CHECK(smem_trans_write(t, small, peer, (uint8_t *)(uintptr_t)in.a[LAYERS] + 4096, 65536,
+                               0) == 0);
+        /* Read back every layer in one batch. */
+        uint8_t *back = calloc(1, (size_t)LAYERS * LAYER_BYTES);
+        void *lb[LAYERS];
+        const void *rb[LAYERS];
+        for (int k = 0; k < LAYERS; k++) {
+            lb[k] = back + (size_t)k * LAYER_BYTES;
+            rb[k] = r[k];
+        }
+        CHECK(smem_trans_batch_read(t, lb, peer, rb, sz, LAYERS, 0) == 0);
+        CHECK(memcmp(back, src, (size_t)LAYERS * LAYER_BYTES) == 0);
+        CHECK(smem_trans_write(t, small, peer, (uint8_t *)r[0] + LAYER_BYTES - 8, 16, 0) == -2000);
+        msg_t out = {{(uint64_t)mine}};
+        put_file(dir, "sent", &out);
+        CHECK(get_file(dir, "checked", &in));
+        put_file(dir, "done", &out);
+        free(src);
+        free(small);
+        free(back);
+    }
+    smem_trans_destroy(t, 0);
+    smem_trans_uninit(0);
+    printf("node %s: %s\n", who, failures ? "FAILED" : "OK");
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr,
                 "usage: trans_engine errors|pair v4|v6|sglang <n>|kill sender|receiver|"
-                "denied|perf [denied]\n");
+                "denied|perf [denied]|node <url> <id> <peer id> <role> <dir> [serve]\n");
         return 2;
     }
     const char *s = argv[1];
@@ -740,6 +874,9 @@ int main(int argc, char **argv) {
     }
     if (strcmp(s, "denied") == 0) {
         return scenario_denied();
+    }
+    if (strcmp(s, "node") == 0 && argc > 6) {
+        return scenario_node(argv, argc);
     }
     if (strcmp(s, "perf") == 0) {
         return scenario_perf(argc > 2 && strcmp(argv[2], "denied") == 0);
