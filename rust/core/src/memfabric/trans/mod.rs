@@ -16,7 +16,7 @@
 //! - **Discovery.** A transfer finds the peer's record in the store: at once when it is there
 //!   (published before the peer's create or register returned), else it waits on the key (a
 //!   watch of the store, no polling) for up to the peer timeout (5 s,
-//!   `SHMEM_TRANS_PEER_TIMEOUT_MS`), then fails. A remote range in none of the record's
+//!   `SHMEM_TRANS_PEER_TIMEOUT`), then fails. A remote range in none of the record's
 //!   registrations is looked up once more (the peer may have registered since) and refused
 //!   before anything moves.
 //! - **Data.** A private registration of a peer of this node is copied by the kernel
@@ -63,10 +63,6 @@ const GROUP: &str = "smem-trans";
 const MAX_ENGINES: u32 = 512;
 /// `smem_trans_malloc` sizes are multiples of this.
 const MALLOC_UNIT: u64 = 2 << 20;
-/// How long a transfer waits for an unknown peer by default.
-const PEER_TIMEOUT: Duration = Duration::from_secs(5);
-/// The variable that sets it, in milliseconds.
-const PEER_TIMEOUT_ENV: &str = "SHMEM_TRANS_PEER_TIMEOUT_MS";
 /// Bound of the group's waits (a withdrawal's confirmations, a newcomer's address) and of
 /// its transport's operations.
 const GROUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -330,11 +326,9 @@ fn group_err(what: &str, e: GroupError) -> TransError {
     TransError::error(format!("{what}: {e}"))
 }
 
-fn peer_timeout() -> Duration {
-    std::env::var(PEER_TIMEOUT_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map_or(PEER_TIMEOUT, Duration::from_millis)
+/// How long a transfer waits for a peer the store does not know yet (`SHMEM_TRANS_PEER_TIMEOUT`).
+fn peer_timeout() -> Result<Duration> {
+    shmem_base::env::trans_peer_timeout().map_err(|e| TransError::invalid(e.to_string()))
 }
 
 /// `smem_trans_create`: joins the store's engines as `unique_id`; the handle.
@@ -369,6 +363,7 @@ pub fn create(
     }
     parse_unique_id(unique_id)?;
     let addr = super::parse_url(url).map_err(|e| TransError::invalid(e.message()))?;
+    let peer_timeout = peer_timeout()?;
     if init_timeout_s == 0 {
         return Err(TransError::invalid(
             "invalid argument config->initTimeout=0: a timeout is at least 1 s",
@@ -429,7 +424,7 @@ pub fn create(
         allocated: Mutex::new(HashMap::new()),
         next_name: AtomicU64::new(0),
         peers: Mutex::new(HashMap::new()),
-        peer_timeout: peer_timeout(),
+        peer_timeout,
         ended: AtomicBool::new(false),
         group,
     });
