@@ -11,6 +11,7 @@
  *                       the sender writes all layers of each in one batch write; senders and
  *                       receivers addressing their own role are refused
  *   kill <sender|receiver>  one side killed (SIGKILL): the other's transfers fail in bounded time
+ *   kill store          the store's process killed: every later call returns in bounded time
  *   denied              the kernel refuses cross-process copies (a seccomp filter, as a
  *                       container's): transfers still work (the network transport) and the
  *                       data arrives
@@ -270,9 +271,19 @@ static int scenario_errors(void) {
     CHECK(strstr(smem_get_last_err_msg(), ids[3]) != NULL);
     CHECK(waited >= 4.5 && waited < 8.0);
     printf("errors: an unknown peer failed after %.2f s: %s\n", waited, smem_get_last_err_msg());
+    /* A peer destroyed: the next transfer to it fails at once, naming it. */
+    static uint8_t kept[4096];
+    CHECK(smem_trans_register_mem(r, kept, sizeof kept, 0) == 0);
+    CHECK(smem_trans_write(s, other, ids[1], kept, 16, 0) == 0);
+    smem_trans_destroy(r, 0);
+    t0 = now_s();
+    CHECK(smem_trans_write(s, other, ids[1], kept, 16, 0) == -1);
+    CHECK(now_s() - t0 < 1.0);
+    CHECK(strstr(smem_get_last_err_msg(), "gone") != NULL);
+    printf("errors: a write to a destroyed peer: %s\n", smem_get_last_err_msg());
+    smem_trans_destroy(r, 0); /* no longer an engine: logged */
     smem_trans_destroy(s2, 0);
     smem_trans_destroy(s, 0);
-    smem_trans_destroy(r, 0);
     smem_trans_destroy(NULL, 0);
     smem_trans_uninit(0);
     printf("errors: %s\n", failures ? "FAILED" : "ok");
@@ -602,6 +613,63 @@ static int scenario_kill(int kill_receiver) {
     return failures ? 1 : 0;
 }
 
+/* ---- kill store ---------------------------------------------------------------------------- */
+
+static int store_child(int to_parent, int from_parent) {
+    who = "store";
+    CHECK(smem_create_config_store(url) == 0);
+    msg_t m = {{0}};
+    send_msg(to_parent, &m);
+    recv_msg(from_parent, &m); /* killed meanwhile */
+    return 0;
+}
+
+/* The store's process killed (SIGKILL) while a sender and a receiver work: every later call
+ * returns (a transfer between engines that know each other may still succeed), in bounded
+ * time, and destroy ends both engines. */
+static int scenario_kill_store(void) {
+    make_ids(0, 2);
+    start_watchdog();
+    int sfrom, sto, from, to;
+    children[n_children++] = fork_child(store_child, &sfrom, &sto);
+    msg_t m;
+    CHECK(recv_msg(sfrom, &m));
+    children[n_children++] = fork_child(kill_receiver_child, &from, &to);
+    who = "sender";
+    smem_trans_t t = engine(0, SMEM_TRANS_SENDER);
+    CHECK(recv_msg(from, &m));
+    uint8_t *peer = (uint8_t *)(uintptr_t)m.a[0];
+    uint8_t *mine = malloc(1 << 20);
+    fill(mine, 1 << 20, 8);
+    CHECK(smem_trans_write(t, mine, ids[1], peer, 1 << 20, 0) == 0);
+    kill(children[0], SIGKILL);
+    int st;
+    waitpid(children[0], &st, 0);
+    children[0] = 0;
+    double t0 = now_s();
+    int rc = smem_trans_write(t, mine, ids[1], peer, 1 << 20, 0);
+    printf("kill store: a write to a known peer returned %d after %.3f s%s%s\n", rc, now_s() - t0,
+           rc ? ": " : "", rc ? smem_get_last_err_msg() : "");
+    CHECK(now_s() - t0 < 15.0);
+    t0 = now_s();
+    rc = smem_trans_write(t, mine, "127.0.0.1:1999", peer, 16, 0);
+    CHECK(rc != 0);
+    printf("kill store: a write to an unknown peer failed with %d after %.3f s: %s\n", rc,
+           now_s() - t0, smem_get_last_err_msg());
+    CHECK(now_s() - t0 < 15.0);
+    t0 = now_s();
+    smem_trans_destroy(t, 0);
+    smem_trans_uninit(0);
+    printf("kill store: destroy took %.3f s\n", now_s() - t0);
+    CHECK(now_s() - t0 < 30.0);
+    kill(children[1], SIGKILL);
+    waitpid(children[1], &st, 0);
+    children[1] = 0;
+    free(mine);
+    printf("kill store: %s\n", failures ? "FAILED" : "ok");
+    return failures ? 1 : 0;
+}
+
 /* ---- denied -------------------------------------------------------------------------------- */
 
 /* Makes process_vm_writev and process_vm_readv fail with EPERM in this process, as a
@@ -868,6 +936,9 @@ int main(int argc, char **argv) {
     }
     if (strcmp(s, "sglang") == 0 && argc > 2) {
         return scenario_sglang((uint32_t)atoi(argv[2]));
+    }
+    if (strcmp(s, "kill") == 0 && argc > 2 && strcmp(argv[2], "store") == 0) {
+        return scenario_kill_store();
     }
     if (strcmp(s, "kill") == 0 && argc > 2) {
         return scenario_kill(strcmp(argv[2], "receiver") == 0);
