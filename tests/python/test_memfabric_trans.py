@@ -131,7 +131,7 @@ SENDER = COMMON + textwrap.dedent("""
 
 
 def start(code, *args):
-    env = dict(os.environ, SHMEM_TRANS_PEER_TIMEOUT_MS="1000")
+    env = dict(os.environ, SHMEM_TRANS_PEER_TIMEOUT="1")
     return subprocess.Popen([sys.executable, "-c", code, *map(str, args)], env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)

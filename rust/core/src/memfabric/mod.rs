@@ -5,11 +5,14 @@
 //! families built on it (Big Memory, Share Memory) reach it as clients.
 //!
 //! Reached from `libmf_smem.so` through the facade (`cpp/src/memfabric.cpp`), so that a process
-//! using SHMEM and memfabric's API has one runtime. The families: [`bm`], Big Memory pools.
+//! using SHMEM and memfabric's API has one runtime. The families: [`bm`], Big Memory pools;
+//! [`shm`], Share Memory; [`trans`], the transfer engine.
 
 pub mod bm;
 
 pub mod shm;
+
+pub mod trans;
 
 use crate::bootstrap::store::Server;
 use std::net::{IpAddr, SocketAddr, TcpListener};
