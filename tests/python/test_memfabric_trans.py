@@ -63,8 +63,9 @@ COMMON = textwrap.dedent("""
 """ % SIZE)
 
 RECEIVER = COMMON + textwrap.dedent("""
-    url, host = sys.argv[1], sys.argv[2]
-    assert create_config_store(url) == 0, mf.get_last_err_msg()
+    url, host, store = sys.argv[1], sys.argv[2], sys.argv[3]
+    if store == "here":  # else served by python -m mf_adapter.launch_ascend_mf_store
+        assert create_config_store(url) == 0, mf.get_last_err_msg()
     set_conf_store_tls(False, "")
     e = TransferEngine()
     sid = session(host, e)
@@ -150,13 +151,21 @@ def finish(p, timeout):
 
 
 @needs_trans
-@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
-def test_prefill_writes_decode_sees(host):
+@pytest.mark.parametrize("host,store", [("127.0.0.1", "here"), ("::1", "here"),
+                                        ("127.0.0.1", "launcher")])
+def test_prefill_writes_decode_sees(host, store):
+    """`store`: "here", the receiver serves it (create_config_store); "launcher", SGLang's way:
+    ``python -m mf_adapter.launch_ascend_mf_store`` with ``ASCEND_MF_STORE_URL``."""
     if host == "::1" and not ipv6_loopback():
         pytest.skip("no IPv6 loopback")
     url = f"tcp://[{host}]:{free_port(host)}" if ":" in host else f"tcp://{host}:{free_port(host)}"
-    receiver = start(RECEIVER, url, host)
-    sender = None
+    launcher = receiver = sender = None
+    if store == "launcher":
+        launcher = subprocess.Popen([sys.executable, "-m", "mf_adapter.launch_ascend_mf_store"],
+                                    env=dict(os.environ, ASCEND_MF_STORE_URL=url),
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    start_new_session=True)
+    receiver = start(RECEIVER, url, host, store)
     try:
         ready, _, _ = select.select([receiver.stdout], [], [], TIMEOUT)
         line = receiver.stdout.readline() if ready else ""
@@ -172,8 +181,11 @@ def test_prefill_writes_decode_sees(host):
         receiver.stdin.flush()
         rc, out = finish(receiver, TIMEOUT)
         assert rc == 0 and "RECEIVER OK" in out, out
+        if launcher is not None:
+            launcher.send_signal(signal.SIGTERM)
+            assert finish(launcher, 30)[0] == 0
     finally:
-        for p in (receiver, sender):
+        for p in (launcher, receiver, sender):
             if p is not None and p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
