@@ -1,19 +1,20 @@
-"""memfabric_hybrid's Big Memory Python example (its example/bm/BmPython/smem_bm_example.py),
-host variant: the NPU tensor becomes a second host buffer, the rest is memfabric's call
-sequence. ``python smem_bm_example.py --world-size N --url tcp://127.0.0.1:PORT [--auto]``:
-N forked ranks each write a pattern into the next rank's host segment (H2G, and L2G 4 KiB
-further), then read their own segment back (G2H, G2L) and check the previous rank's pattern.
-Exit status 0 only if every rank saw it. Needs nothing beyond the standard library and
+"""memfabric_hybrid's Big Memory Python example (its example/bm/BmPython/smem_bm_example.py), host
+variant: the NPU tensor becomes a second host buffer, the rest is memfabric's call sequence.
+``python smem_bm_example.py --world-size N --url tcp://127.0.0.1:PORT [--auto]``: N forked ranks
+each write a pattern into the next rank's host segment (H2G, and L2G 4 KiB further), then read
+their own segment back (G2H, G2L) and check the previous rank's pattern. Exit status 0 only if
+every rank saw it. Needs nothing beyond the standard library, mf_ranks.py (beside it) and
 memfabric_hybrid.
 """
 
 import argparse
 import ctypes
 import multiprocessing
-import sys
 
 import memfabric_hybrid
 from memfabric_hybrid import bm
+
+from mf_ranks import run_ranks  # beside this file
 
 SIZE = 4096
 TIMEOUT = 60
@@ -73,21 +74,8 @@ def main():
     parser.add_argument("--auto", action="store_true", help="auto ranking")
     args = parser.parse_args()
     barriers = [multiprocessing.Barrier(args.world_size) for _ in range(3)]
-    procs = [multiprocessing.Process(target=worker, args=(i, args.world_size, args.url,
-                                                          args.auto, barriers))
-             for i in range(args.world_size)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(TIMEOUT * 2)
-    failed = [i for i, p in enumerate(procs) if p.exitcode != 0]
-    for p in procs:
-        if p.exitcode is None:
-            p.kill()
-    if failed:
-        print(f"smem_bm_example: processes {failed} failed", file=sys.stderr)
-        sys.exit(1)
-    print(f"smem_bm_example: {args.world_size} ranks ok")
+    run_ranks("smem_bm_example", worker, args.world_size, (args.url, args.auto, barriers),
+              TIMEOUT * 2)
 
 
 if __name__ == "__main__":

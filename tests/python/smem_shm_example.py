@@ -1,19 +1,19 @@
-"""memfabric_hybrid's Share Memory example (its example/shm/ShiftPutGet) in Python, host
-variant: the kernel's store into the next rank's slot becomes a CPU store into
-``gva + next * size``. ``python smem_shm_example.py --world-size N --url tcp://127.0.0.1:PORT``:
-N forked ranks (rank 0 serves the store), each checks the previous rank's number in its own
-slot, the rank-ordered all_gather, and the reach of its neighbour. Exit status 0 only if every
-rank saw them. Needs nothing beyond the standard library and memfabric_hybrid.
+"""memfabric_hybrid's Share Memory example (its example/shm/ShiftPutGet) in Python, host variant:
+the kernel's store into the next rank's slot becomes a CPU store into ``gva + next * size``.
+``python smem_shm_example.py --world-size N --url tcp://127.0.0.1:PORT``: N forked ranks (rank 0
+serves the store), each checks the previous rank's number in its own slot, the rank-ordered
+all_gather, and the reach of its neighbour. Exit status 0 only if every rank saw them. Needs
+nothing beyond the standard library, mf_ranks.py (beside it) and memfabric_hybrid.
 """
 
 import argparse
 import ctypes
-import multiprocessing
 import struct
-import sys
 
 import memfabric_hybrid
 from memfabric_hybrid import shm
+
+from mf_ranks import run_ranks  # beside this file
 
 SIZE = 64 << 20
 TIMEOUT = 60
@@ -52,20 +52,7 @@ def main():
     parser.add_argument("--world-size", type=int, default=2)
     parser.add_argument("--url", default="tcp://127.0.0.1:10006")
     args = parser.parse_args()
-    procs = [multiprocessing.Process(target=worker, args=(i, args.world_size, args.url))
-             for i in range(args.world_size)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(TIMEOUT * 2)
-    failed = [i for i, p in enumerate(procs) if p.exitcode != 0]
-    for p in procs:
-        if p.exitcode is None:
-            p.kill()
-    if failed:
-        print(f"smem_shm_example: processes {failed} failed", file=sys.stderr)
-        sys.exit(1)
-    print(f"smem_shm_example: {args.world_size} ranks ok")
+    run_ranks("smem_shm_example", worker, args.world_size, (args.url,), TIMEOUT * 2)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ that lives in libmf_smem.so and the libshmem.so it links, shared with C code of 
 """
 
 import ctypes
+import enum
 import operator
 import os
 import sys
@@ -196,6 +197,31 @@ def to_int_list(call, name, values, kind):
         raise TypeError(f"{call}(): argument {name} must be a list of ints, not "
                         f"{type(values).__name__}")
     return [to_int(call, f"{name}[{i}]", v, kind) for i, v in enumerate(values)]
+
+
+class CEnum(enum.Enum):
+    """memfabric's enums (pybind11's, not arithmetic): members with ``name`` and ``value``,
+    ``int(member)`` is the value, and a member never equals a plain int."""
+
+    def __int__(self):
+        return self.value
+
+    def __index__(self):
+        return self.value
+
+
+def config_attr(owner, attr, field, kind):
+    """A read/write attribute `attr` of config class `owner` over its C struct's `field`
+    (``self._c``); `kind` is a C integer type (u16, u32) or "bool" (any truth value)."""
+
+    def get(self):
+        return getattr(self._c, field)
+
+    def set_(self, value):
+        value = bool(value) if kind == "bool" else to_int(f"{owner}.{attr}", "value", value, kind)
+        setattr(self._c, field, value)
+
+    return property(get, set_)
 
 
 def array(ctype, values):

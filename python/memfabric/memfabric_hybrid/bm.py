@@ -5,24 +5,13 @@ when the C call returns NULL, as memfabric's does); addresses are ints.
 """
 
 import ctypes
-import enum
+import functools
 
-from ._lib import SM_INVALID_PARAM, array, fail, lib as _c
+from ._lib import SM_INVALID_PARAM, CEnum as _CEnum, array, config_attr, fail, lib as _c
 from ._lib import to_addr, to_int, to_int_list, to_member, to_str
 
 __all__ = ["BmConfig", "BmMemType", "BmCopyType", "BmDataOpType", "BigMemory", "initialize",
            "uninitialize", "bm_rank_id", "create"]
-
-
-class _CEnum(enum.Enum):
-    """memfabric's enums: members with ``name`` and ``value``, ``int(member)`` is the value,
-    and a member never equals a plain int."""
-
-    def __int__(self):
-        return self.value
-
-    def __index__(self):
-        return self.value
 
 
 class BmMemType(_CEnum):
@@ -79,21 +68,7 @@ class _Config(ctypes.Structure):
     ]
 
 
-def _field(attr, field, kind):
-    """A read/write attribute of BmConfig over the C struct's `field` (kind: a C integer type,
-    or "bool")."""
-
-    def get(self):
-        return getattr(self._c, field)
-
-    def set_(self, value):
-        if kind == "bool":
-            value = bool(value)
-        else:
-            value = to_int(f"BmConfig.{attr}", "value", value, kind)
-        setattr(self._c, field, value)
-
-    return property(get, set_)
+_field = functools.partial(config_attr, "BmConfig")
 
 
 class BmConfig:

@@ -5,9 +5,9 @@ when the C call returns NULL, as memfabric's does); the window's base ``gva`` is
 """
 
 import ctypes
+import functools
 
-from ._lib import lib as _c, to_bytes, to_int, to_member, to_str
-from .bm import _CEnum
+from ._lib import CEnum as _CEnum, config_attr, lib as _c, to_bytes, to_int, to_member, to_str
 
 __all__ = ["ShmConfig", "ShmDataOpType", "ShareMemory", "initialize", "uninitialize", "create"]
 
@@ -26,15 +26,7 @@ class _Config(ctypes.Structure):
                 ("startConfigStoreServer", ctypes.c_bool), ("flags", ctypes.c_uint32)]
 
 
-def _field(attr, field, kind):
-    def get(self):
-        return getattr(self._c, field)
-
-    def set_(self, value):
-        value = bool(value) if kind == "bool" else to_int(f"ShmConfig.{attr}", "value", value, kind)
-        setattr(self._c, field, value)
-
-    return property(get, set_)
+_field = functools.partial(config_attr, "ShmConfig")
 
 
 class ShmConfig:
