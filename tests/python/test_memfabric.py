@@ -334,3 +334,16 @@ def test_calls_release_the_gil():
     t.join()
     assert result == [-1], (result, mf.get_last_err_msg())
     assert time.monotonic() - start >= 1 and spins >= 50, spins
+
+
+def test_one_runtime_with_shmem():
+    # The shmem package and memfabric_hybrid in one process load one libshmem.so.
+    pytest.importorskip("shmem")
+    code = ("import shmem, memfabric_hybrid\n"
+            "maps = open('/proc/self/maps').read().splitlines()\n"
+            "libs = {l.split()[-1] for l in maps if 'libshmem.so' in l}\n"
+            "assert len(libs) == 1, libs\n"
+            "assert any('libmf_smem.so' in l for l in maps)\n"
+            "print('one runtime:', libs.pop())")
+    rc, out = run(["-c", code], timeout=60)
+    assert rc == 0 and "one runtime" in out, out
