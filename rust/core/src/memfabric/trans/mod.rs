@@ -315,7 +315,6 @@ pub struct Engine {
     record: Mutex<Record>,
     /// Registrations made by `malloc`, by address.
     allocated: Mutex<HashMap<u64, String>>,
-    next_name: AtomicU64,
     /// Peers looked up, by unique id.
     peers: Mutex<HashMap<String, Arc<Peer>>>,
     peer_timeout: Duration,
@@ -422,7 +421,6 @@ pub fn create(
         node: record.node.clone(),
         record: Mutex::new(record),
         allocated: Mutex::new(HashMap::new()),
-        next_name: AtomicU64::new(0),
         peers: Mutex::new(HashMap::new()),
         peer_timeout,
         ended: AtomicBool::new(false),
@@ -503,8 +501,11 @@ impl Engine {
         }
     }
 
+    /// A registration's name, never given twice by this process (an engine made again with
+    /// the same id and rank must not revive a name a peer still caches with another range).
     fn name(&self, kind: char) -> String {
-        let n = self.next_name.fetch_add(1, Ordering::Relaxed);
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
         format!("{kind}{:x}-{n}", std::process::id())
     }
 
