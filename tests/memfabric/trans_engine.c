@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <smem/host/smem.h>
 #include <smem/host/smem_trans.h>
@@ -339,6 +340,27 @@ static int pair_receiver(int to_sender, int from_sender) {
     return failures ? 1 : 0;
 }
 
+/* A quarter of a buffer written by one thread, as a batch of two pieces. */
+struct quarter {
+    smem_trans_t t;
+    const uint8_t *src;
+    uint8_t *dst;
+    size_t at;
+    int rc;
+};
+
+static void *write_quarter(void *arg) {
+    struct quarter *q = arg;
+    const size_t half = PAIR_BYTES / 8;
+    for (int round = 0; round < 10 && q->rc == 0; round++) {
+        const void *l[2] = {q->src + q->at, q->src + q->at + half};
+        void *r[2] = {q->dst + q->at, q->dst + q->at + half};
+        size_t sz[2] = {half, half};
+        q->rc = smem_trans_batch_write(q->t, l, ids[1], r, sz, 2, 0);
+    }
+    return NULL;
+}
+
 static int pair_sender(int from_receiver, int to_receiver) {
     who = "sender";
     smem_trans_t t = engine(0, SMEM_TRANS_SENDER);
@@ -352,8 +374,20 @@ static int pair_sender(int from_receiver, int to_receiver) {
     uint8_t *c = (uint8_t *)(uintptr_t)in.a[2], *m = (uint8_t *)(uintptr_t)in.a[3];
     /* Registered: succeeds at once (no wait for discovery). */
     double t0 = now_s();
-    CHECK(smem_trans_write(t, src, ids[1], a, PAIR_BYTES, 0) == 0);
-    printf("pair: the first write of 1 MiB returned after %.3f s\n", now_s() - t0);
+    CHECK(smem_trans_write(t, src, ids[1], a, 4096, 0) == 0);
+    printf("pair: the first write returned after %.3f s\n", now_s() - t0);
+    /* A written by four threads at once, a batch of two pieces each (memfabric's perf
+     * example writes from several threads). */
+    pthread_t th[4];
+    struct quarter q[4];
+    for (int i = 0; i < 4; i++) {
+        q[i] = (struct quarter){t, src, a, (size_t)i * (PAIR_BYTES / 4), 0};
+        CHECK(pthread_create(&th[i], NULL, write_quarter, &q[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(q[i].rc == 0);
+    }
     CHECK(smem_trans_read(t, got, ids[1], b, PAIR_BYTES, 0) == 0);
     CHECK(holds(got, PAIR_BYTES, 2));
     /* A batch write: two halves of C from two buffers. */
