@@ -773,7 +773,7 @@ static int perf_receiver(int to_parent, int from_parent) {
 }
 
 static double bw(smem_trans_t t, const uint8_t *src, void *dst, size_t n, int memcpy_only) {
-    int iters = n <= (64u << 10) ? 2000 : n <= (4u << 20) ? 100 : 10;
+    int iters = n <= (64u << 10) ? 1000 : n <= (4u << 20) ? 40 : 4;
     for (int w = 0; w < 3; w++) {
         if (memcpy_only) {
             memcpy(dst, src, n);
@@ -781,16 +781,22 @@ static double bw(smem_trans_t t, const uint8_t *src, void *dst, size_t n, int me
             CHECK(smem_trans_write(t, src, ids[1], dst, n, 0) == 0);
         }
     }
-    double t0 = now_s();
-    for (int i = 0; i < iters; i++) {
-        if (memcpy_only) {
-            memcpy(dst, src, n);
-            __asm__ volatile("" ::: "memory");
-        } else if (smem_trans_write(t, src, ids[1], dst, n, 0) != 0) {
-            return 0;
+    /* The best of 5 timed rounds: the machine is shared. */
+    double best = 0;
+    for (int round = 0; round < 5; round++) {
+        double t0 = now_s();
+        for (int i = 0; i < iters; i++) {
+            if (memcpy_only) {
+                memcpy(dst, src, n);
+                __asm__ volatile("" ::: "memory");
+            } else if (smem_trans_write(t, src, ids[1], dst, n, 0) != 0) {
+                return 0;
+            }
         }
+        double gbs = (double)n * iters / (now_s() - t0) / 1e9;
+        best = gbs > best ? gbs : best;
     }
-    return (double)n * iters / (now_s() - t0) / 1e9;
+    return best;
 }
 
 static int scenario_perf(int denied) {
