@@ -312,6 +312,12 @@ static int pair_receiver(int to_sender, int from_sender) {
     send_msg(to_sender, &out);
     msg_t in;
     CHECK(recv_msg(from_sender, &in)); /* the sender wrote A, C and M */
+    /* The sender's id, live in another process: refused. */
+    smem_trans_config_t dup;
+    CHECK(smem_trans_config_init(&dup) == 0);
+    dup.initTimeout = 30;
+    CHECK(smem_trans_create(url, ids[0], &dup) == NULL);
+    CHECK(strstr(smem_get_last_err_msg(), "another engine") != NULL);
     CHECK(holds(a, PAIR_BYTES, 1));
     CHECK(holds(c, PAIR_BYTES / 2, 3));
     CHECK(holds(c + PAIR_BYTES / 2, PAIR_BYTES / 2, 4));

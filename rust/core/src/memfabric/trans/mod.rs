@@ -385,7 +385,20 @@ pub fn create(
     options.connect_timeout = Duration::from_secs(u64::from(init_timeout_s));
     options.timeout = GROUP_TIMEOUT;
     options.member.control_timeout = GROUP_TIMEOUT;
+    let duplicate = || {
+        TransError::new(
+            DUPLICATED_OBJECT,
+            format!(
+                "invalid argument uniqueId='{unique_id}': another engine of the store {url} has \
+                 that id"
+            ),
+        )
+    };
     let group = Group::join(&dial, GROUP, unique_id, options).map_err(|e| {
+        // The store refuses a member id a live member holds (its reason says so).
+        if e.to_string().contains("holds rank") {
+            return duplicate();
+        }
         TransError::error(format!(
             "engine '{unique_id}' cannot join the engines of the store {url}: {e}"
         ))
@@ -398,13 +411,7 @@ pub fn create(
         .any(|(r, id)| id == unique_id && *r != group.rank())
     {
         let _ = group.leave();
-        return Err(TransError::new(
-            DUPLICATED_OBJECT,
-            format!(
-                "invalid argument uniqueId='{unique_id}': another engine of the store {url} \
-                 has that id"
-            ),
-        ));
+        return Err(duplicate());
     }
     let pid = std::process::id();
     let record = Record {
