@@ -16,7 +16,7 @@
  *                       container's): transfers still work (the network transport) and the
  *                       data arrives
  *   perf [denied]       bandwidth of the engine's paths on this node, 4 KiB..64 MiB
- *   node <url> <id> <peer id> <sender|receiver> <dir> [serve]
+ *   node <url> <id> <peer id> <sender|receiver> <dir> [serve] [kill]
  *                       one side of a pair started apart (tests/multinode/memfabric_trans_netns.sh:
  *                       two network namespaces, data over UCX); addresses pass through files
  *
@@ -870,10 +870,11 @@ static int get_file(const char *dir, const char *name, msg_t *m) {
     return 0;
 }
 
-/* node <url> <own id> <peer id> <sender|receiver> <dir> [serve]: the receiver registers its
- * KV layers in one batch and mallocs a buffer; the sender writes every layer in one batch
+/* node <url> <own id> <peer id> <sender|receiver> <dir> [serve] [kill]: the receiver registers
+ * its KV layers in one batch and mallocs a buffer; the sender writes every layer in one batch
  * write and the buffer, reads them back, and is refused out of range; the receiver checks
- * what arrived and reads the sender's buffer. */
+ * what arrived and reads the sender's buffer. With "kill" (the sender's), the job then kills
+ * the receiver and writes "killed": the sender's next batch write fails in bounded time. */
 static int scenario_node(char **argv, int argc) {
     const char *store = argv[2], *peer = argv[4], *dir = argv[6];
     int sender = strcmp(argv[5], "sender") == 0;
@@ -881,8 +882,13 @@ static int scenario_node(char **argv, int argc) {
     snprintf(url, sizeof url, "%s", store);
     snprintf(ids[0], sizeof ids[0], "%s", argv[3]);
     start_watchdog();
-    if (argc > 7 && strcmp(argv[7], "serve") == 0) {
-        CHECK(smem_create_config_store(url) == 0);
+    int kill_phase = 0;
+    for (int i = 7; i < argc; i++) {
+        if (strcmp(argv[i], "serve") == 0) {
+            CHECK(smem_create_config_store(url) == 0);
+        } else if (strcmp(argv[i], "kill") == 0) {
+            kill_phase = 1;
+        }
     }
     smem_trans_t t = engine(0, sender ? SMEM_TRANS_SENDER : SMEM_TRANS_RECEIVER);
     msg_t m;
@@ -913,6 +919,7 @@ static int scenario_node(char **argv, int argc) {
         CHECK(smem_trans_read(t, got, peer, (void *)(uintptr_t)in.a[0], 1u << 20, 0) == 0);
         CHECK(holds(got, 1u << 20, 500));
         put_file(dir, "checked", &m);
+        /* With "kill", the job kills this process here (SIGKILL) and the sender sees it. */
         CHECK(get_file(dir, "done", &in));
         if (buf != NULL) {
             CHECK(smem_trans_free(t, buf) == 0);
@@ -955,7 +962,19 @@ static int scenario_node(char **argv, int argc) {
         msg_t out = {{(uint64_t)mine}};
         put_file(dir, "sent", &out);
         CHECK(get_file(dir, "checked", &in));
-        put_file(dir, "done", &out);
+        if (kill_phase) {
+            /* The job killed the receiver: transfers to it fail in bounded time. */
+            CHECK(get_file(dir, "killed", &in));
+            t0 = now_s();
+            int rc = smem_trans_batch_write(t, l, peer, r, sz, LAYERS, 0);
+            double took = now_s() - t0;
+            CHECK(rc != 0);
+            CHECK(took < 15.0);
+            printf("node: a batch write to the killed receiver failed after %.3f s: %s\n", took,
+                   smem_get_last_err_msg());
+        } else {
+            put_file(dir, "done", &out);
+        }
         free(src);
         free(small);
         free(back);
@@ -970,7 +989,7 @@ int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr,
                 "usage: trans_engine errors|pair v4|v6|sglang <n>|kill sender|receiver|"
-                "denied|perf [denied]|node <url> <id> <peer id> <role> <dir> [serve]\n");
+                "denied|perf [denied]|node <url> <id> <peer id> <role> <dir> [serve] [kill]\n");
         return 2;
     }
     const char *s = argv[1];
