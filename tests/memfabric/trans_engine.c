@@ -419,6 +419,17 @@ static int pair_sender(int from_receiver, int to_receiver) {
     /* Malloc'ed memory of the receiver. */
     fill(got, 4096, 5);
     CHECK(smem_trans_write(t, got, ids[1], m, 4096, 0) == 0);
+    /* A batch mixing malloc'ed and registered memory of the peer, written and read back. */
+    const void *ml[2] = {got, got};
+    void *mr[2] = {m + 8192, b + PAIR_BYTES - 4096};
+    size_t ms[2] = {4096, 4096};
+    CHECK(smem_trans_batch_write(t, ml, ids[1], mr, ms, 2, 0) == 0);
+    uint8_t *chk = got + 65536;
+    memset(chk, 0, 8192);
+    void *cl[2] = {chk, chk + 4096};
+    const void *cr[2] = {m + 8192, b + PAIR_BYTES - 4096};
+    CHECK(smem_trans_batch_read(t, cl, ids[1], cr, ms, 2, 0) == 0);
+    CHECK(holds(chk, 4096, 5) && holds(chk + 4096, 4096, 5));
     /* Out of range: past A's end, and an address never registered. */
     CHECK(smem_trans_write(t, src, ids[1], a + PAIR_BYTES - 10, 100, 0) == -2000);
     CHECK(smem_trans_write(t, src, ids[1], (void *)(uintptr_t)0x1000, 100, 0) == -2000);
