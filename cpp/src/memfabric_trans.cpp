@@ -4,36 +4,20 @@
 // memfabric's logger and keep as the last error.
 #include "memfabric_trans.h"
 
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "internal.h"
 #include "memfabric_bm.h"
+#include "memfabric_bridge.h"
 #include "rust/cxx.h"
 #include "shmem-core/src/ffi.rs.h"
 
 namespace {
 
+using shmemi_mf::answer;
 using shmemi_mf::copy_reason;
-
-// Text of the caller as the bridge's &str; false (with the reason) when it is not UTF-8.
-bool text(const char *s, const char *arg, rust::Str &out, char *why, size_t why_len) {
-    try {
-        out = rust::Str(s == nullptr ? "" : s);
-        return true;
-    } catch (const std::invalid_argument &) {
-        copy_reason(std::string("invalid argument ") + arg + ": not UTF-8 text", why, why_len);
-        return false;
-    }
-}
-
-int32_t answer(int32_t rc, const rust::String &reason, char *why, size_t why_len) {
-    if (rc != 0) {
-        copy_reason(std::string(reason), why, why_len);
-    }
-    return rc;
-}
+using shmemi_mf::text;
 
 size_t h(void *handle) { return reinterpret_cast<size_t>(handle); }
 

@@ -16,7 +16,7 @@
  *                       container's): transfers still work (the network transport) and the
  *                       data arrives
  *   perf [denied]       bandwidth of the engine's paths on this node, 4 KiB..64 MiB
- *   node <url> <id> <peer id> <sender|receiver> <dir> [serve]
+ *   node <url> <id> <peer id> <sender|receiver> <dir> [serve] [kill]
  *                       one side of a pair started apart (tests/multinode/memfabric_trans_netns.sh:
  *                       two network namespaces, data over UCX); addresses pass through files
  *
@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <smem/host/smem.h>
 #include <smem/host/smem_trans.h>
@@ -311,6 +312,12 @@ static int pair_receiver(int to_sender, int from_sender) {
     send_msg(to_sender, &out);
     msg_t in;
     CHECK(recv_msg(from_sender, &in)); /* the sender wrote A, C and M */
+    /* The sender's id, live in another process: refused. */
+    smem_trans_config_t dup;
+    CHECK(smem_trans_config_init(&dup) == 0);
+    dup.initTimeout = 30;
+    CHECK(smem_trans_create(url, ids[0], &dup) == NULL);
+    CHECK(strstr(smem_get_last_err_msg(), "another engine") != NULL);
     CHECK(holds(a, PAIR_BYTES, 1));
     CHECK(holds(c, PAIR_BYTES / 2, 3));
     CHECK(holds(c + PAIR_BYTES / 2, PAIR_BYTES / 2, 4));
@@ -339,6 +346,27 @@ static int pair_receiver(int to_sender, int from_sender) {
     return failures ? 1 : 0;
 }
 
+/* A quarter of a buffer written by one thread, as a batch of two pieces. */
+struct quarter {
+    smem_trans_t t;
+    const uint8_t *src;
+    uint8_t *dst;
+    size_t at;
+    int rc;
+};
+
+static void *write_quarter(void *arg) {
+    struct quarter *q = arg;
+    const size_t half = PAIR_BYTES / 8;
+    for (int round = 0; round < 10 && q->rc == 0; round++) {
+        const void *l[2] = {q->src + q->at, q->src + q->at + half};
+        void *r[2] = {q->dst + q->at, q->dst + q->at + half};
+        size_t sz[2] = {half, half};
+        q->rc = smem_trans_batch_write(q->t, l, ids[1], r, sz, 2, 0);
+    }
+    return NULL;
+}
+
 static int pair_sender(int from_receiver, int to_receiver) {
     who = "sender";
     smem_trans_t t = engine(0, SMEM_TRANS_SENDER);
@@ -352,8 +380,20 @@ static int pair_sender(int from_receiver, int to_receiver) {
     uint8_t *c = (uint8_t *)(uintptr_t)in.a[2], *m = (uint8_t *)(uintptr_t)in.a[3];
     /* Registered: succeeds at once (no wait for discovery). */
     double t0 = now_s();
-    CHECK(smem_trans_write(t, src, ids[1], a, PAIR_BYTES, 0) == 0);
-    printf("pair: the first write of 1 MiB returned after %.3f s\n", now_s() - t0);
+    CHECK(smem_trans_write(t, src, ids[1], a, 4096, 0) == 0);
+    printf("pair: the first write returned after %.3f s\n", now_s() - t0);
+    /* A written by four threads at once, a batch of two pieces each (memfabric's perf
+     * example writes from several threads). */
+    pthread_t th[4];
+    struct quarter q[4];
+    for (int i = 0; i < 4; i++) {
+        q[i] = (struct quarter){t, src, a, (size_t)i * (PAIR_BYTES / 4), 0};
+        CHECK(pthread_create(&th[i], NULL, write_quarter, &q[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(q[i].rc == 0);
+    }
     CHECK(smem_trans_read(t, got, ids[1], b, PAIR_BYTES, 0) == 0);
     CHECK(holds(got, PAIR_BYTES, 2));
     /* A batch write: two halves of C from two buffers. */
@@ -379,6 +419,17 @@ static int pair_sender(int from_receiver, int to_receiver) {
     /* Malloc'ed memory of the receiver. */
     fill(got, 4096, 5);
     CHECK(smem_trans_write(t, got, ids[1], m, 4096, 0) == 0);
+    /* A batch mixing malloc'ed and registered memory of the peer, written and read back. */
+    const void *ml[2] = {got, got};
+    void *mr[2] = {m + 8192, b + PAIR_BYTES - 4096};
+    size_t ms[2] = {4096, 4096};
+    CHECK(smem_trans_batch_write(t, ml, ids[1], mr, ms, 2, 0) == 0);
+    uint8_t *chk = got + 65536;
+    memset(chk, 0, 8192);
+    void *cl[2] = {chk, chk + 4096};
+    const void *cr[2] = {m + 8192, b + PAIR_BYTES - 4096};
+    CHECK(smem_trans_batch_read(t, cl, ids[1], cr, ms, 2, 0) == 0);
+    CHECK(holds(chk, 4096, 5) && holds(chk + 4096, 4096, 5));
     /* Out of range: past A's end, and an address never registered. */
     CHECK(smem_trans_write(t, src, ids[1], a + PAIR_BYTES - 10, 100, 0) == -2000);
     CHECK(smem_trans_write(t, src, ids[1], (void *)(uintptr_t)0x1000, 100, 0) == -2000);
@@ -739,7 +790,7 @@ static int perf_receiver(int to_parent, int from_parent) {
 }
 
 static double bw(smem_trans_t t, const uint8_t *src, void *dst, size_t n, int memcpy_only) {
-    int iters = n <= (64u << 10) ? 2000 : n <= (4u << 20) ? 100 : 10;
+    int iters = n <= (64u << 10) ? 1000 : n <= (4u << 20) ? 40 : 4;
     for (int w = 0; w < 3; w++) {
         if (memcpy_only) {
             memcpy(dst, src, n);
@@ -747,16 +798,22 @@ static double bw(smem_trans_t t, const uint8_t *src, void *dst, size_t n, int me
             CHECK(smem_trans_write(t, src, ids[1], dst, n, 0) == 0);
         }
     }
-    double t0 = now_s();
-    for (int i = 0; i < iters; i++) {
-        if (memcpy_only) {
-            memcpy(dst, src, n);
-            __asm__ volatile("" ::: "memory");
-        } else if (smem_trans_write(t, src, ids[1], dst, n, 0) != 0) {
-            return 0;
+    /* The best of 5 timed rounds: the machine is shared. */
+    double best = 0;
+    for (int round = 0; round < 5; round++) {
+        double t0 = now_s();
+        for (int i = 0; i < iters; i++) {
+            if (memcpy_only) {
+                memcpy(dst, src, n);
+                __asm__ volatile("" ::: "memory");
+            } else if (smem_trans_write(t, src, ids[1], dst, n, 0) != 0) {
+                return 0;
+            }
         }
+        double gbs = (double)n * iters / (now_s() - t0) / 1e9;
+        best = gbs > best ? gbs : best;
     }
-    return (double)n * iters / (now_s() - t0) / 1e9;
+    return best;
 }
 
 static int scenario_perf(int denied) {
@@ -824,10 +881,11 @@ static int get_file(const char *dir, const char *name, msg_t *m) {
     return 0;
 }
 
-/* node <url> <own id> <peer id> <sender|receiver> <dir> [serve]: the receiver registers its
- * KV layers in one batch and mallocs a buffer; the sender writes every layer in one batch
+/* node <url> <own id> <peer id> <sender|receiver> <dir> [serve] [kill]: the receiver registers
+ * its KV layers in one batch and mallocs a buffer; the sender writes every layer in one batch
  * write and the buffer, reads them back, and is refused out of range; the receiver checks
- * what arrived and reads the sender's buffer. */
+ * what arrived and reads the sender's buffer. With "kill" (the sender's), the job then kills
+ * the receiver and writes "killed": the sender's next batch write fails in bounded time. */
 static int scenario_node(char **argv, int argc) {
     const char *store = argv[2], *peer = argv[4], *dir = argv[6];
     int sender = strcmp(argv[5], "sender") == 0;
@@ -835,8 +893,13 @@ static int scenario_node(char **argv, int argc) {
     snprintf(url, sizeof url, "%s", store);
     snprintf(ids[0], sizeof ids[0], "%s", argv[3]);
     start_watchdog();
-    if (argc > 7 && strcmp(argv[7], "serve") == 0) {
-        CHECK(smem_create_config_store(url) == 0);
+    int kill_phase = 0;
+    for (int i = 7; i < argc; i++) {
+        if (strcmp(argv[i], "serve") == 0) {
+            CHECK(smem_create_config_store(url) == 0);
+        } else if (strcmp(argv[i], "kill") == 0) {
+            kill_phase = 1;
+        }
     }
     smem_trans_t t = engine(0, sender ? SMEM_TRANS_SENDER : SMEM_TRANS_RECEIVER);
     msg_t m;
@@ -867,6 +930,7 @@ static int scenario_node(char **argv, int argc) {
         CHECK(smem_trans_read(t, got, peer, (void *)(uintptr_t)in.a[0], 1u << 20, 0) == 0);
         CHECK(holds(got, 1u << 20, 500));
         put_file(dir, "checked", &m);
+        /* With "kill", the job kills this process here (SIGKILL) and the sender sees it. */
         CHECK(get_file(dir, "done", &in));
         if (buf != NULL) {
             CHECK(smem_trans_free(t, buf) == 0);
@@ -909,7 +973,19 @@ static int scenario_node(char **argv, int argc) {
         msg_t out = {{(uint64_t)mine}};
         put_file(dir, "sent", &out);
         CHECK(get_file(dir, "checked", &in));
-        put_file(dir, "done", &out);
+        if (kill_phase) {
+            /* The job killed the receiver: transfers to it fail in bounded time. */
+            CHECK(get_file(dir, "killed", &in));
+            t0 = now_s();
+            int rc = smem_trans_batch_write(t, l, peer, r, sz, LAYERS, 0);
+            double took = now_s() - t0;
+            CHECK(rc != 0);
+            CHECK(took < 15.0);
+            printf("node: a batch write to the killed receiver failed after %.3f s: %s\n", took,
+                   smem_get_last_err_msg());
+        } else {
+            put_file(dir, "done", &out);
+        }
         free(src);
         free(small);
         free(back);
@@ -924,7 +1000,7 @@ int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr,
                 "usage: trans_engine errors|pair v4|v6|sglang <n>|kill sender|receiver|"
-                "denied|perf [denied]|node <url> <id> <peer id> <role> <dir> [serve]\n");
+                "denied|perf [denied]|node <url> <id> <peer id> <role> <dir> [serve] [kill]\n");
         return 2;
     }
     const char *s = argv[1];

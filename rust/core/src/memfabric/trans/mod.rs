@@ -315,7 +315,6 @@ pub struct Engine {
     record: Mutex<Record>,
     /// Registrations made by `malloc`, by address.
     allocated: Mutex<HashMap<u64, String>>,
-    next_name: AtomicU64,
     /// Peers looked up, by unique id.
     peers: Mutex<HashMap<String, Arc<Peer>>>,
     peer_timeout: Duration,
@@ -386,7 +385,20 @@ pub fn create(
     options.connect_timeout = Duration::from_secs(u64::from(init_timeout_s));
     options.timeout = GROUP_TIMEOUT;
     options.member.control_timeout = GROUP_TIMEOUT;
+    let duplicate = || {
+        TransError::new(
+            DUPLICATED_OBJECT,
+            format!(
+                "invalid argument uniqueId='{unique_id}': another engine of the store {url} has \
+                 that id"
+            ),
+        )
+    };
     let group = Group::join(&dial, GROUP, unique_id, options).map_err(|e| {
+        // The store refuses a member id a live member holds (its reason says so).
+        if e.to_string().contains("holds rank") {
+            return duplicate();
+        }
         TransError::error(format!(
             "engine '{unique_id}' cannot join the engines of the store {url}: {e}"
         ))
@@ -399,13 +411,7 @@ pub fn create(
         .any(|(r, id)| id == unique_id && *r != group.rank())
     {
         let _ = group.leave();
-        return Err(TransError::new(
-            DUPLICATED_OBJECT,
-            format!(
-                "invalid argument uniqueId='{unique_id}': another engine of the store {url} \
-                 has that id"
-            ),
-        ));
+        return Err(duplicate());
     }
     let pid = std::process::id();
     let record = Record {
@@ -422,7 +428,6 @@ pub fn create(
         node: record.node.clone(),
         record: Mutex::new(record),
         allocated: Mutex::new(HashMap::new()),
-        next_name: AtomicU64::new(0),
         peers: Mutex::new(HashMap::new()),
         peer_timeout,
         ended: AtomicBool::new(false),
@@ -503,8 +508,11 @@ impl Engine {
         }
     }
 
+    /// A registration's name, never given twice by this process (an engine made again with
+    /// the same id and rank must not revive a name a peer still caches with another range).
     fn name(&self, kind: char) -> String {
-        let n = self.next_name.fetch_add(1, Ordering::Relaxed);
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
         format!("{kind}{:x}-{n}", std::process::id())
     }
 
@@ -756,7 +764,7 @@ impl Engine {
         for i in 0..t.locals.len() {
             let (remote, len) = (t.remotes[i] as u64, t.sizes[i]);
             match rec.region_of(remote, len) {
-                Some(place) => places.push(place),
+                Some((start, r)) => places.push((i, start, r)),
                 None => {
                     return Attempt::Stale(TransError::invalid(format!(
                         "invalid argument remoteAddr{}={remote:#x} dataSize={len}: \
@@ -773,16 +781,25 @@ impl Engine {
                 }
             }
         }
-        let kernel = rec.node == self.node
-            && !VM_DENIED.load(Ordering::Relaxed)
-            && places.iter().all(|(_, r)| !r.shared);
-        if kernel {
-            match self.kernel_copy(peer, t, &places) {
-                Attempt::Fallback => {}
-                done => return done,
+        // A peer of this node: its private memory by the kernel's copy, its shareable memory
+        // (and, where the kernel refuses, everything) through the group.
+        let (kernel, mut group): (Vec<Place<'_>>, Vec<Place<'_>>) =
+            if rec.node == self.node && !VM_DENIED.load(Ordering::Relaxed) {
+                places.into_iter().partition(|(_, _, r)| !r.shared)
+            } else {
+                (Vec::new(), places)
+            };
+        if !kernel.is_empty() {
+            match self.kernel_copy(peer, t, &kernel) {
+                Attempt::Fallback => group.extend(kernel),
+                Attempt::Done(Ok(())) => {}
+                other => return other,
             }
         }
-        self.group_copy(rec, t, &places)
+        if group.is_empty() {
+            return Attempt::Done(Ok(()));
+        }
+        self.group_copy(rec, t, &group)
     }
 
     /// A group error with `rec`'s peer: a registration or member gone is stale (looked up
@@ -809,8 +826,8 @@ impl Engine {
     }
 
     /// Through the group's transport: every element non-blocking, one flush.
-    fn group_copy(&self, rec: &Record, t: &Transfer<'_>, places: &[(u64, &Region)]) -> Attempt {
-        for (i, &(start, r)) in places.iter().enumerate() {
+    fn group_copy(&self, rec: &Record, t: &Transfer<'_>, places: &[Place<'_>]) -> Attempt {
+        for &(i, start, r) in places {
             let offset = t.remotes[i] as u64 - start;
             let len = t.sizes[i] as usize;
             // SAFETY: memfabric's contract: the local buffers stay valid and untouched (a
@@ -838,10 +855,10 @@ impl Engine {
 
     /// By the kernel's cross-process copy, each registration confirmed published first.
     /// [`Attempt::Fallback`]: the kernel refused (said once in the log).
-    fn kernel_copy(&self, peer: &Peer, t: &Transfer<'_>, places: &[(u64, &Region)]) -> Attempt {
+    fn kernel_copy(&self, peer: &Peer, t: &Transfer<'_>, places: &[Place<'_>]) -> Attempt {
         let rec = &peer.record;
         let mut checked: Vec<&str> = Vec::new();
-        for &(start, r) in places {
+        for &(_, start, r) in places {
             if checked.contains(&r.name.as_str()) {
                 continue;
             }
@@ -874,8 +891,9 @@ impl Engine {
                 },
             }
         };
-        let pieces: Vec<(usize, usize, usize)> = (0..t.locals.len())
-            .map(|i| (t.locals[i], t.remotes[i], t.sizes[i] as usize))
+        let pieces: Vec<(usize, usize, usize)> = places
+            .iter()
+            .map(|&(i, _, _)| (t.locals[i], t.remotes[i], t.sizes[i] as usize))
             .collect();
         match process.copy(t.write, &pieces) {
             Ok(()) => Attempt::Done(Ok(())),
@@ -907,6 +925,10 @@ impl Engine {
         }
     }
 }
+
+/// An element of a transfer placed: its index, and the start and registration of the peer
+/// that hold its remote range.
+type Place<'a> = (usize, u64, &'a Region);
 
 /// How an attempt of a transfer ended.
 enum Attempt {

@@ -4,9 +4,14 @@
 //!
 //! A peer is named by its process id, checked against the start time it published (so a
 //! process id taken again by another process is never written), and held by a pidfd where
-//! the kernel has them: a process that ended is seen before anything is copied.
+//! the kernel has them, polled before a copy at most every 2 ms: a process that ended is
+//! seen within that interval (the kernel hands its id out again only after going round the
+//! other free ids).
 
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::clock::coarse_clock_ns;
 
 /// Most pieces the kernel takes in one call (`IOV_MAX`).
 const IOV_MAX: usize = 1024;
@@ -31,11 +36,18 @@ pub fn start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// How often, at most, a copy polls the peer's pidfd (nanoseconds of the coarse monotonic
+/// clock): a process that ended is seen within this interval and a clock tick, and its id is
+/// not handed to another process in that time.
+const POLL_INTERVAL_NS: u64 = 2_000_000;
+
 /// A peer process of this node.
 pub struct Process {
     pid: u32,
     /// Readable once the process ended; `None` where the kernel has no pidfds.
     pidfd: Option<OwnedFd>,
+    /// When the pidfd was last seen not readable (coarse clock, ns).
+    alive_at: AtomicU64,
 }
 
 impl Process {
@@ -54,17 +66,30 @@ impl Process {
                 "process {pid} has ended (its id names another process now)"
             )));
         }
-        Ok(Process { pid, pidfd })
+        Ok(Process {
+            pid,
+            pidfd,
+            alive_at: AtomicU64::new(0),
+        })
     }
 
-    /// Whether the process has ended (its pidfd is readable).
+    /// Whether the process has ended (its pidfd is readable), polled at most every
+    /// [`POLL_INTERVAL_NS`].
     fn ended(&self) -> bool {
         let Some(fd) = &self.pidfd else {
             return false;
         };
+        let now = coarse_clock_ns();
+        if now.saturating_sub(self.alive_at.load(Ordering::Relaxed)) < POLL_INTERVAL_NS {
+            return false;
+        }
         let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
-        matches!(rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default())), Ok(n) if n > 0)
-            && !fds[0].revents().is_empty()
+        let ended = matches!(rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default())), Ok(n) if n > 0)
+            && !fds[0].revents().is_empty();
+        if !ended {
+            self.alive_at.store(now, Ordering::Relaxed);
+        }
+        ended
     }
 
     /// Copies each `(local, remote, len)` piece: to the peer (`write`) or from it. The
