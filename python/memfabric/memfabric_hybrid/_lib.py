@@ -26,7 +26,7 @@ def library_path():
     directory this package was built for."""
     for d in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
         if d and os.path.isfile(os.path.join(d, LIB_NAME)):
-            return os.path.join(d, LIB_NAME)
+            return os.path.abspath(os.path.join(d, LIB_NAME))
     return os.path.join(_build_info.LIB_DIR, LIB_NAME)
 
 
