@@ -186,18 +186,25 @@ pub fn parse_unique_id(id: &str) -> Result<()> {
     Ok(())
 }
 
-/// This process's node as engines compare it: boot, network namespace, process namespace
-/// (a kernel copy needs the peer's process id to mean the same process here).
+/// This process's node as engines compare it: boot, network namespace, process namespace (a
+/// kernel copy needs the peer's process id to mean the same process here). Where they cannot
+/// be read, a name no other process has: such an engine reaches its peers by the network.
 fn node_id() -> String {
     use std::os::unix::fs::MetadataExt;
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let ns = |p: &str| std::fs::metadata(p).map(|m| m.ino()).unwrap_or(0);
-    format!(
-        "{}/{}/{}",
+    let ns = |p: &str| std::fs::metadata(p).map(|m| m.ino()).ok();
+    match (
         boot.trim(),
         ns("/proc/self/ns/net"),
-        ns("/proc/self/ns/pid")
-    )
+        ns("/proc/self/ns/pid"),
+    ) {
+        (boot, Some(net), Some(pid)) if !boot.is_empty() => format!("{boot}/{net}/{pid}"),
+        _ => format!(
+            "unknown-{}-{}",
+            std::process::id(),
+            vm::start_time(std::process::id()).unwrap_or(0)
+        ),
+    }
 }
 
 fn role_name(role: u32) -> &'static str {
@@ -807,10 +814,23 @@ impl Engine {
     fn group_failed(&self, peer_id: &str, rec: &Record, e: GroupError) -> Attempt {
         match e {
             GroupError::NoRegistration { name, .. } => {
-                Attempt::Stale(TransError::invalid(format!(
-                    "engine '{peer_id}' withdrew the registration the range lies in ({name}): it \
-                 was deregistered or freed"
-                )))
+                // Its record outlives an engine killed: the rank's holder says which it is.
+                let alive = self
+                    .group
+                    .members()
+                    .map(|m| m.iter().any(|(r, id)| *r == rec.rank && id == peer_id))
+                    .unwrap_or(true);
+                Attempt::Stale(if alive {
+                    TransError::invalid(format!(
+                        "engine '{peer_id}' withdrew the registration the range lies in \
+                         ({name}): it was deregistered or freed"
+                    ))
+                } else {
+                    TransError::error(format!(
+                        "engine '{peer_id}' (rank {}) is gone: its process ended",
+                        rec.rank
+                    ))
+                })
             }
             GroupError::Gone { .. } | GroupError::NoMember { .. } => {
                 Attempt::Stale(TransError::error(format!(
