@@ -15,10 +15,12 @@
 #                      install, then run the demo (examples/allgather.c) on 4 PEs with the
 #                      freshly built shmemrun. A new build dir is configured without tests
 #                      (no googletest needed); one configured with tests keeps them.
-#   -python_extension  also build the `shmem` Python wheel (maturin; SHMEM_BUILD_PYTHON=ON) into
-#                      <build>/python/wheels and install it into the build's virtual environment
-#                      <build>/venv (scripts/python-env.sh: maturin, numpy, pytest), which the
-#                      Python tests use; `pip install` that wheel anywhere after the install.
+#   -python_extension  also build the `shmem` Python wheel (maturin; SHMEM_BUILD_PYTHON=ON) and
+#                      memfabric_hybrid's (packages memfabric_hybrid and mf_adapter, over
+#                      libmf_smem.so) into <build>/python/wheels and install them into the
+#                      build's virtual environment <build>/venv (scripts/python-env.sh: maturin,
+#                      numpy, pytest), which the Python tests use; `pip install` those wheels
+#                      anywhere after the install.
 #                      Alone, it builds the library, shmemrun and the wheel (no tests); -uttests
 #                      implies it, so the Python tests run with the others.
 #   -torch             also build libshmem_torch.so (PyTorch symmetric memory) against torch
@@ -322,7 +324,7 @@ else
     # tests and benchmarks are left out.
     targets=(shmem mf_smem)
     ((do_examples)) && targets+=("shmem_example_$MAIN_DEMO")
-    ((do_python)) && targets+=(shmem_python_wheel)
+    ((do_python)) && targets+=(shmem_python_wheel memfabric_python_wheel)
     log "build ${targets[*]} (-j $jobs)"
     cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
 fi
@@ -379,8 +381,9 @@ fi
 
 if ((do_python)); then
     wheel=$(ls "$build_dir"/python/wheels/shmem-*.whl)
-    log "python: $wheel"
-    echo "installed in $build_dir/venv; elsewhere: pip install $wheel (it loads $prefix's libshmem.so)"
+    mf_wheel=$(ls "$build_dir"/python/wheels/memfabric_hybrid-*.whl)
+    log "python: $wheel $mf_wheel"
+    echo "installed in $build_dir/venv; elsewhere: pip install $wheel $mf_wheel (they load $prefix's libshmem.so, libmf_smem.so)"
 fi
 
 if ((torch_tests_only)); then

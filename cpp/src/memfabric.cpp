@@ -3,6 +3,7 @@
 // for libmf_smem.so to log to memfabric's logger and keep as the last error.
 #include "memfabric.h"
 #include "memfabric_bm.h"
+#include "memfabric_bridge.h"
 
 #include <cstring>
 #include <stdexcept>
@@ -21,6 +22,23 @@ void copy_reason(const std::string &reason, char *why, size_t why_len) {
     size_t n = reason.size() < why_len - 1 ? reason.size() : why_len - 1;
     std::memcpy(why, reason.data(), n);
     why[n] = '\0';
+}
+
+bool text(const char *s, const char *arg, rust::Str &out, char *why, size_t why_len) {
+    try {
+        out = rust::Str(s == nullptr ? "" : s);
+        return true;
+    } catch (const std::invalid_argument &) {
+        copy_reason(std::string("invalid argument ") + arg + ": not UTF-8 text", why, why_len);
+        return false;
+    }
+}
+
+int32_t answer(int32_t rc, const rust::String &reason, char *why, size_t why_len) {
+    if (rc != 0) {
+        copy_reason(std::string(reason), why, why_len);
+    }
+    return rc;
 }
 
 }  // namespace shmemi_mf

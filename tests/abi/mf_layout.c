@@ -5,6 +5,7 @@
  * exits 1 on any difference. */
 #include <smem/host/smem_bm.h>
 #include <smem/host/smem_shm.h>
+#include <smem/host/smem_trans.h>
 #include <smem/host/smemx_shm.h> /* this library's extension: compiles as C and C++ too */
 
 #include "layout_check.h"
@@ -80,6 +81,19 @@ static void layouts(void) {
     SIZE(smem_shm_t, 8);
 }
 
+static void trans_layouts(void) {
+    SIZE(smem_trans_config_t, 24);
+    ALIGN(smem_trans_config_t, 4);
+    OFFSET(smem_trans_config_t, role, 0);
+    OFFSET(smem_trans_config_t, initTimeout, 4);
+    OFFSET(smem_trans_config_t, deviceId, 8);
+    OFFSET(smem_trans_config_t, flags, 12);
+    OFFSET(smem_trans_config_t, dataOpType, 16);
+    OFFSET(smem_trans_config_t, startConfigServer, 20);
+    SIZE(smem_trans_role_t, 4);
+    SIZE(smem_trans_t, 8);
+}
+
 static void values(void) {
     VALUE(ASYNC_COPY_FLAG, 1);
     VALUE(COPY_EXTEND_FLAG, 2);
@@ -120,9 +134,15 @@ static void values(void) {
     VALUE(SMEMS_DATA_OP_MTE, 1);
     VALUE(SMEMS_DATA_OP_SDMA, 2);
     VALUE(SMEMS_DATA_OP_RDMA, 4);
+    VALUE(SMEM_TRANS_NONE, 0);
+    VALUE(SMEM_TRANS_SENDER, 1);
+    VALUE(SMEM_TRANS_RECEIVER, 2);
+    VALUE(SMEM_TRANS_BOTH, 3);
+    VALUE(SMEM_TRANS_BUTT, 4);
 }
 
-/* Every function the headers declare (memfabric's 9 general, 17 Big Memory, 18 Share Memory):
+/* Every function the headers declare (memfabric's 9 general, 17 Big Memory, 18 Share Memory,
+ * 18 transfer engine):
  * the link fails if libmf_smem.so lacks one. */
 static void (*const functions[])(void) = {
     (void (*)(void))smem_init,
@@ -169,15 +189,34 @@ static void (*const functions[])(void) = {
     (void (*)(void))smem_shm_atomic_release_value,
     (void (*)(void))smem_shm_register_exit,
     (void (*)(void))smem_shm_global_exit,
+    (void (*)(void))smem_trans_config_init,
+    (void (*)(void))smem_trans_init,
+    (void (*)(void))smem_trans_uninit,
+    (void (*)(void))smem_trans_create,
+    (void (*)(void))smem_trans_destroy,
+    (void (*)(void))smem_trans_malloc,
+    (void (*)(void))smem_trans_free,
+    (void (*)(void))smem_trans_register_mem,
+    (void (*)(void))smem_trans_batch_register_mem,
+    (void (*)(void))smem_trans_deregister_mem,
+    (void (*)(void))smem_trans_write,
+    (void (*)(void))smem_trans_batch_write,
+    (void (*)(void))smem_trans_read,
+    (void (*)(void))smem_trans_batch_read,
+    (void (*)(void))smem_trans_read_submit,
+    (void (*)(void))smem_trans_write_submit,
+    (void (*)(void))smem_trans_batch_read_submit,
+    (void (*)(void))smem_trans_batch_write_submit,
 };
 
 int main(void) {
     smem_decrypt_handler handler = decrypt;
     (void)handler;
     layouts();
+    trans_layouts();
     values();
     expect("functions declared and defined", (long long)(sizeof functions / sizeof functions[0]),
-           44);
+           62);
     return finish("memfabric_hybrid's layout",
                   "every layout, enum value and macro is memfabric_hybrid's");
 }

@@ -61,6 +61,8 @@ pub const LOG_LEVEL: &str = "SHMEM_LOG_LEVEL";
 pub const INIT_TIMEOUT: &str = "SHMEM_INIT_TIMEOUT";
 /// `SHMEM_HEARTBEAT_TIMEOUT`: see its row of [`VARS`].
 pub const HEARTBEAT_TIMEOUT: &str = "SHMEM_HEARTBEAT_TIMEOUT";
+/// `SHMEM_TRANS_PEER_TIMEOUT`: see its row of [`VARS`].
+pub const TRANS_PEER_TIMEOUT: &str = "SHMEM_TRANS_PEER_TIMEOUT";
 /// `SHMEM_BARRIER`: see its row of [`VARS`].
 pub const BARRIER: &str = "SHMEM_BARRIER";
 /// `SHMEM_SYMMETRIC_DATA`: see its row of [`VARS`].
@@ -161,6 +163,14 @@ pub static VARS: &[Var] = &[
         default: "15",
         help: "Seconds without a heartbeat after which a job across nodes takes a node for cut \
                off and ends (one heartbeat every third of it, from a thread of each PE)",
+    },
+    Var {
+        name: TRANS_PEER_TIMEOUT,
+        alias: None,
+        kind: Kind::Seconds,
+        default: "5",
+        help: "Seconds a transfer of memfabric's transfer engine (smem_trans_*) waits for a \
+               peer engine the store does not know yet before it fails",
     },
     Var {
         name: BARRIER,
@@ -606,6 +616,11 @@ pub fn heartbeat_timeout() -> Result<Duration> {
     parse_seconds(var(HEARTBEAT_TIMEOUT)).map(Duration::from_secs)
 }
 
+/// `SHMEM_TRANS_PEER_TIMEOUT`: how long memfabric's transfer engine waits for an unknown peer.
+pub fn trans_peer_timeout() -> Result<Duration> {
+    parse_seconds(var(TRANS_PEER_TIMEOUT)).map(Duration::from_secs)
+}
+
 /// `SHMEM_INSTANCE_PORT_RANGE`, parsed (also read by `shmemrun`).
 pub fn port_range() -> Result<Option<(u16, u16)>> {
     let v = var(INSTANCE_PORT_RANGE);
@@ -1014,6 +1029,7 @@ mod tests {
             LOG_LEVEL,
             INIT_TIMEOUT,
             HEARTBEAT_TIMEOUT,
+            TRANS_PEER_TIMEOUT,
             BARRIER,
             SYMMETRIC_DATA,
             JOB_ID,

@@ -917,3 +917,157 @@ fn mf_shm_meta() -> usize {
 fn mf_shm_meta_kernels() -> usize {
     shm::meta_for_kernels()
 }
+
+// memfabric's transfer engine: `smem_trans_*` of `libmf_smem.so` through the facade's
+// `shmemi_mf_trans_*` (`cpp/src/memfabric_trans.cpp`), over `memfabric::trans`. Each returns 0
+// or memfabric's code with the reason in `why`; not logged here (`libmf_smem.so` logs it to
+// memfabric's logger and keeps it as the last error).
+#[cxx::bridge(namespace = "shmem::core")]
+mod trans_bridge {
+    extern "Rust" {
+        /// `smem_trans_init`: false when it was initialised already (nothing changed).
+        fn mf_trans_init(device_id: u32) -> bool;
+        /// `smem_trans_uninit`: false when it was not initialised.
+        fn mf_trans_uninit() -> bool;
+        /// `smem_trans_create`; the handle in `handle`.
+        #[allow(clippy::too_many_arguments)]
+        fn mf_trans_create(
+            url: &str,
+            unique_id: &str,
+            role: u32,
+            init_timeout: u32,
+            start_server: bool,
+            handle: &mut usize,
+            why: &mut String,
+        ) -> i32;
+        /// `smem_trans_destroy`.
+        fn mf_trans_destroy(handle: usize, why: &mut String) -> i32;
+        /// `smem_trans_malloc`; the address in `addr`.
+        fn mf_trans_malloc(handle: usize, size: u64, addr: &mut u64, why: &mut String) -> i32;
+        /// `smem_trans_free`.
+        fn mf_trans_free(handle: usize, addr: u64, why: &mut String) -> i32;
+        /// `smem_trans_register_mem` (one range) and `smem_trans_batch_register_mem`.
+        fn mf_trans_register(handle: usize, addrs: &[u64], sizes: &[u64], why: &mut String) -> i32;
+        /// `smem_trans_deregister_mem`.
+        fn mf_trans_deregister(handle: usize, addr: u64, why: &mut String) -> i32;
+        /// `smem_trans_write` (`write`) and `smem_trans_read`, their batches and submits. On
+        /// success `why` may hold a line for memfabric's log at warning level.
+        #[allow(clippy::too_many_arguments)]
+        fn mf_trans_transfer(
+            handle: usize,
+            write: bool,
+            peer: &str,
+            locals: &[usize],
+            remotes: &[usize],
+            sizes: &[u64],
+            flags: u32,
+            why: &mut String,
+        ) -> i32;
+    }
+}
+
+/// 0 and the value, or memfabric's code with the reason in `why`.
+fn mf_trans_code<T>(
+    r: Result<T, crate::memfabric::trans::TransError>,
+    why: &mut String,
+) -> (i32, Option<T>) {
+    match r {
+        Ok(v) => (0, Some(v)),
+        Err(e) => {
+            *why = e.message;
+            (e.code, None)
+        }
+    }
+}
+
+fn mf_trans_init(device_id: u32) -> bool {
+    crate::memfabric::trans::init(device_id)
+}
+
+fn mf_trans_uninit() -> bool {
+    crate::memfabric::trans::uninit()
+}
+
+fn mf_trans_create(
+    url: &str,
+    unique_id: &str,
+    role: u32,
+    init_timeout: u32,
+    start_server: bool,
+    handle: &mut usize,
+    why: &mut String,
+) -> i32 {
+    let r = crate::memfabric::trans::create(url, unique_id, role, init_timeout, start_server);
+    let (rc, h) = mf_trans_code(r, why);
+    if let Some(h) = h {
+        *handle = h;
+    }
+    rc
+}
+
+fn mf_trans_destroy(handle: usize, why: &mut String) -> i32 {
+    mf_trans_code(crate::memfabric::trans::destroy(handle), why).0
+}
+
+fn mf_trans_malloc(handle: usize, size: u64, addr: &mut u64, why: &mut String) -> i32 {
+    let r = crate::memfabric::trans::with(handle, |e| e.malloc(size));
+    let (rc, a) = mf_trans_code(r, why);
+    if let Some(a) = a {
+        *addr = a;
+    }
+    rc
+}
+
+fn mf_trans_free(handle: usize, addr: u64, why: &mut String) -> i32 {
+    mf_trans_code(crate::memfabric::trans::with(handle, |e| e.free(addr)), why).0
+}
+
+fn mf_trans_register(handle: usize, addrs: &[u64], sizes: &[u64], why: &mut String) -> i32 {
+    let ranges: Vec<(u64, u64)> = addrs.iter().copied().zip(sizes.iter().copied()).collect();
+    mf_trans_code(
+        crate::memfabric::trans::with(handle, |e| e.register(&ranges)),
+        why,
+    )
+    .0
+}
+
+fn mf_trans_deregister(handle: usize, addr: u64, why: &mut String) -> i32 {
+    mf_trans_code(
+        crate::memfabric::trans::with(handle, |e| e.deregister(addr)),
+        why,
+    )
+    .0
+}
+
+#[allow(clippy::too_many_arguments)]
+fn mf_trans_transfer(
+    handle: usize,
+    write: bool,
+    peer: &str,
+    locals: &[usize],
+    remotes: &[usize],
+    sizes: &[u64],
+    flags: u32,
+    why: &mut String,
+) -> i32 {
+    let n = locals.len().min(remotes.len()).min(sizes.len());
+    let t = crate::memfabric::trans::Transfer {
+        write,
+        peer,
+        locals: &locals[..n],
+        remotes: &remotes[..n],
+        sizes: &sizes[..n],
+        flags,
+    };
+    let rc = mf_trans_code(
+        crate::memfabric::trans::with(handle, |e| e.transfer(&t)),
+        why,
+    )
+    .0;
+    if rc == 0 {
+        if let Some(note) = crate::memfabric::trans::take_note() {
+            *why = note;
+        }
+    }
+    rc
+}

@@ -651,6 +651,28 @@ impl Group {
             .with_key("shared_file", rank, name, |ep, key| w.shared_file(ep, key))
     }
 
+    /// Runs `f` with the range (base and length in the owner's process) of registration
+    /// `name` of the member holding `rank`, while it is published and this member's worker
+    /// reaches that member (an endpoint is made the first time), under the key cache's lock:
+    /// a withdrawal of the registration waits for `f`. For a caller that moves the data by
+    /// other means (memfabric's transfer engine copies a same-node member's private memory
+    /// with `process_vm_writev`): the key's publication is the authority that the memory is
+    /// still exposed. Fails as a put would: [`GroupError::NoRegistration`] once withdrawn,
+    /// [`GroupError::Gone`] or [`GroupError::NoMember`] once the member is gone.
+    pub(crate) fn with_registration<R>(
+        &self,
+        rank: u32,
+        name: &str,
+        f: impl FnOnce(u64, u64) -> R,
+    ) -> Result<R, GroupError> {
+        let op = "with_registration";
+        self.inner.with_key(op, rank, name, |_, key| {
+            let (h, _) = crate::dynamic::KeyHeader::decode(key)
+                .map_err(|why| crate::dynamic::bad_key(op, &rank.to_string(), key, why))?;
+            Ok(f(h.base, h.len))
+        })
+    }
+
     /// Completes every operation issued to the member holding `rank`, or fails (it is gone,
     /// the worker's timeout).
     pub fn flush(&self, rank: u32) -> Result<(), GroupError> {

@@ -6,14 +6,16 @@
 //!
 //! Reached from `libmf_smem.so` through the facade (`cpp/src/memfabric.cpp`), so that a process
 //! using SHMEM and memfabric's API has one runtime. The families: [`bm`], Big Memory pools;
-//! [`shm`], Share Memory windows; on the npu device both place their device memory through
-//! [`npu`], which holds the process's one NPU.
+//! [`shm`], Share Memory windows; [`trans`], the transfer engine. On the npu device Big Memory
+//! and Share Memory place their device memory through [`npu`], which holds the process's one NPU.
 
 pub mod bm;
 
 pub mod npu;
 
 pub mod shm;
+
+pub mod trans;
 
 use crate::bootstrap::store::Server;
 use std::net::{IpAddr, SocketAddr, TcpListener};
