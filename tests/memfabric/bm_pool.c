@@ -146,6 +146,41 @@ static int copy(smem_bm_t h, const void *src, void *dest, size_t n, smem_bm_copy
     return smem_bm_copy(h, &p, t, flags);
 }
 
+/* Whether this process maps a segment's memfd at `at` (/proc/self/maps): this library maps the
+ * segment of a peer of the same node at its place in the pool once a copy reached it, and makes
+ * the place inaccessible again once the peer left or died. */
+static int segment_mapped_at(const void *at) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int found = 0;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        if (strtoull(line, NULL, 16) == (unsigned long long)(uintptr_t)at) {
+            found = strstr(line, "memfd:smem-bm-") != NULL;
+            break;
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return found;
+}
+
+/* Copies to `seg` (a peer's segment) until this process maps it there: the first copy goes
+ * through the transport, the mapping follows. Returns whether it is mapped. */
+static int reach_mapped(smem_bm_t h, unsigned char *seg) {
+    unsigned char buf[64] = {0};
+    for (int i = 0; i < 100; i++) {
+        if (copy(h, seg, buf, sizeof buf, SMEMB_COPY_G2H, 0) != 0) {
+            return 0;
+        }
+        if (segment_mapped_at(seg)) {
+            return 1;
+        }
+        sleep_ms(1);
+    }
+    return 0;
+}
+
 static int plain_lines;
 static void logger(int level, const char *msg) {
     if (level == 2 && strstr(msg, "plain TCP") != NULL) {
@@ -482,6 +517,10 @@ static void late(const struct run *r) {
         }
         barrier("written", n);
         barrier("checked", n);
+        unsigned char *mine = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)me);
+        for (int p = 0; p < early; p++) {
+            CHECK(holds(mine + AT_H2G + (size_t)p * CHUNK, CHUNK, (unsigned)p, 22));
+        }
         smem_bm_destroy(h);
         return;
     }
@@ -504,9 +543,16 @@ static void late(const struct run *r) {
     barrier("written", n);
     unsigned char *own = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)me);
     CHECK(holds(own + AT_OWN, CHUNK, (unsigned)(n - 1), 21));
-    /* And the late rank's segment is reachable. */
+    /* And the late rank's segment is reachable, mapped here once reached, and copies through
+     * the mapping land (read back through the late rank's own copy below). */
     unsigned char *last = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)(n - 1));
     CHECK(copy(h, buf, last + AT_H2G + (size_t)me * CHUNK, CHUNK, SMEMB_COPY_H2G, 0) == 0);
+    CHECK(reach_mapped(h, last));
+    CHECK(segment_mapped_at(peer));
+    fill(buf, sizeof buf, me, 22);
+    CHECK(copy(h, buf, last + AT_H2G + (size_t)me * CHUNK, CHUNK, SMEMB_COPY_H2G, 0) == 0);
+    CHECK(copy(h, last + AT_H2G + (size_t)me * CHUNK, in, CHUNK, SMEMB_COPY_G2H, 0) == 0);
+    CHECK(holds(in, CHUNK, me, 22));
     barrier("checked", n);
     smem_bm_destroy(h);
 }
@@ -519,10 +565,12 @@ static void gone(const struct run *r, int how) {
     unsigned victim = how == 2 ? 0 : (unsigned)(n - 1);
     barrier("g1", n);
     if (me != victim) {
-        /* Reached before it goes: its going is then seen by the copy path itself. */
+        /* Reached before it goes, and mapped here: its going is then seen by the copy path
+         * itself, the direct one. */
         unsigned char buf[64] = {0};
         unsigned char *seg = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)victim);
         CHECK(copy(h, buf, seg, sizeof buf, SMEMB_COPY_H2G, 0) == 0);
+        CHECK(reach_mapped(h, seg));
     }
     barrier("reached", n);
     if (me == victim) {
@@ -544,6 +592,21 @@ static void gone(const struct run *r, int how) {
         barrier("g2", n);
     }
     wait_gone(h, victim);
+    if (how != 2) {
+        /* Once the store reported it gone, the next copy makes its place inaccessible again;
+         * copies to it go on failing naming it. */
+        unsigned char *seg = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)victim);
+        unsigned char buf[64] = {0};
+        char name[32];
+        snprintf(name, sizeof name, "rank %u", victim);
+        for (int i = 0; i < 400 && segment_mapped_at(seg); i++) {
+            CHECK(copy(h, buf, seg, sizeof buf, SMEMB_COPY_H2G, 0) == -1);
+            sleep_ms(5);
+        }
+        CHECK(!segment_mapped_at(seg));
+        CHECK(copy(h, buf, seg, sizeof buf, SMEMB_COPY_H2G, 0) == -1);
+        CHECK(last_error_has("smem_bm_copy", name));
+    }
     /* The others still reach each other. */
     int survivors = n - 1;
     if (survivors >= 2) {

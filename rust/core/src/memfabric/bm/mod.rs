@@ -17,12 +17,15 @@
 //!   create a new object to come back); `destroy` does not leave (the others see this member
 //!   down, as memfabric's peers see a destroyed object only when its process goes).
 //! - **Copies** ([`classify`]): each side is local memory or a place in a rank's segment; the
-//!   own segment is copied with memcpy, a peer's through the group's non-blocking put and get,
-//!   a peer to another peer through a bounce buffer (4 MiB at a time). A copy or a
-//!   batch flushes each rank it touched once before returning; with `ASYNC_COPY_FLAG` the
-//!   flush is left to `smem_bm_wait`. A member gone makes its copies fail naming its rank.
+//!   own segment is copied with memcpy, and so is the segment of a peer of this node once it
+//!   is mapped at its place ([`direct`]: no call of the group, nothing to flush); any other
+//!   peer's through the group's non-blocking put and get, a peer to another peer through a
+//!   bounce buffer (4 MiB at a time). A copy or a batch flushes each rank it reached through
+//!   the group once before returning; with `ASYNC_COPY_FLAG` the flush is left to
+//!   `smem_bm_wait`. A member gone makes its copies fail naming its rank.
 
 pub mod classify;
+pub mod direct;
 pub mod va;
 
 use std::collections::{BTreeSet, HashMap};
@@ -31,6 +34,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 use classify::{Param, Pool, Side};
+use direct::{Direct, Peers};
 use shmem_store::addr::StoreAddr;
 use shmem_store::tls::{load_user_identity, TlsInfo};
 use shmem_store::{Client, Member, Store, TcpDial};
@@ -164,7 +168,9 @@ struct Object {
     local: u64,
     /// The file behind this rank's segment (a memfd, or a duplicate of the user's).
     fd: Option<OwnedFd>,
-    /// The pool's address range; its drop unmaps the segment.
+    /// The segments of peers of this node mapped in the pool's range.
+    direct: Direct,
+    /// The pool's address range; its drop unmaps the segment (and the peers' mapped there).
     reservation: Reservation,
 }
 
@@ -572,6 +578,7 @@ pub fn create(id: u32, a: &CreateArgs) -> Result<usize> {
         rank: s.rank,
         local: a.local_dram,
         fd,
+        direct: Direct::new(s.world),
         reservation,
     });
     let handle = Arc::as_ptr(&object) as usize;
@@ -645,9 +652,11 @@ pub fn leave(handle: usize) -> Result<()> {
     let (_, o) = object(handle)?;
     let mut m = o.membership.write().unwrap_or_else(|e| e.into_inner());
     match std::mem::replace(&mut *m, Membership::Left) {
-        Membership::Joined(g) => g
-            .leave()
-            .map_err(|e| group_failed(&format!("leaving object {}", o.id), e)),
+        Membership::Joined(g) => {
+            o.direct.release_all(&o.reservation, &o.pool);
+            g.leave()
+                .map_err(|e| group_failed(&format!("leaving object {}", o.id), e))
+        }
         other => {
             *m = other;
             Err(BmError::new(
@@ -724,7 +733,9 @@ struct Op {
 enum At {
     /// An address of this process: local memory or the own segment.
     Here(usize),
-    /// (rank, offset) of a peer's segment.
+    /// The address of a place in a peer's segment mapped here ([`direct`]).
+    Mapped(usize),
+    /// (rank, offset) of a peer's segment reached through the group.
     Peer(u32, u64),
 }
 
@@ -733,7 +744,8 @@ enum At {
 #[derive(Default)]
 struct Touched {
     first: Option<u32>,
-    more: BTreeSet<u32>,
+    /// The others, once there are (so that an empty set costs nothing to drop).
+    more: Option<BTreeSet<u32>>,
 }
 
 impl Touched {
@@ -742,13 +754,15 @@ impl Touched {
             None => self.first = Some(rank),
             Some(f) if f == rank => {}
             Some(_) => {
-                self.more.insert(rank);
+                self.more.get_or_insert_with(BTreeSet::new).insert(rank);
             }
         }
     }
 
     fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.first.into_iter().chain(self.more.iter().copied())
+        self.first
+            .into_iter()
+            .chain(self.more.iter().flat_map(|m| m.iter().copied()))
     }
 }
 
@@ -756,8 +770,14 @@ impl Touched {
 struct Copier<'a> {
     o: &'a Object,
     group: Option<&'a Group>,
+    /// The peers of this node mapped here (once joined), held until the copy is done.
+    peers: Option<Peers<'a>>,
     /// Ranks with non-blocking operations issued.
     touched: Touched,
+    /// Ranks the group's operations reached (their mappings renewed or made after the copy).
+    reached: Touched,
+    /// Whether a peer's mapped segment was written.
+    wrote_direct: bool,
 }
 
 impl Copier<'_> {
@@ -797,32 +817,50 @@ impl Copier<'_> {
         ))
     }
 
-    /// Where a side of `op` is: an address of this process (local memory, or the own segment
-    /// checked against what this rank backs), or a place in a peer's segment.
-    fn place(&self, side: Side, len: usize, what: Param) -> Result<At> {
+    /// Where a side of `op` is: an address of this process (local memory, the own segment
+    /// checked against what this rank backs, or a peer's segment mapped here and checked,
+    /// [`direct`]), or a place in a peer's segment reached through the group.
+    fn place(&mut self, side: Side, len: usize, what: Param) -> Result<At> {
         Ok(match side {
             Side::Local(addr) => At::Here(addr),
             Side::Pool { rank, offset } if rank == self.o.rank => {
                 At::Here(self.own(offset, len, what)?)
             }
-            Side::Pool { rank, offset } => At::Peer(rank, offset),
+            Side::Pool { rank, offset } => {
+                let pool = &self.o.pool;
+                match self
+                    .peers
+                    .as_mut()
+                    .and_then(|p| p.at(pool, rank, offset, len))
+                {
+                    Some(at) => At::Mapped(at),
+                    None => At::Peer(rank, offset),
+                }
+            }
         })
     }
 
     /// Runs `op`; `nb`: peers' parts non-blocking, completed by [`Copier::flush`].
     fn run(&mut self, op: &Op, nb: bool, what: Param) -> Result<()> {
         let len = op.len;
-        match (
-            self.place(op.src, len, what)?,
-            self.place(op.dest, len, what)?,
-        ) {
-            (At::Here(src), At::Here(dest)) => {
+        let from = self.place(op.src, len, what)?;
+        let to = self.place(op.dest, len, what)?;
+        match (from, to) {
+            (At::Here(src) | At::Mapped(src), At::Here(dest) | At::Mapped(dest)) => {
                 // SAFETY: the user's buffers are theirs to name; a range of the own segment
-                // is checked against what this rank maps.
+                // is checked against what this rank maps, one of a peer's mapped segment
+                // against what it backs (mapped while `peers` is held).
                 unsafe { std::ptr::copy(src as *const u8, dest as *mut u8, len) };
+                self.wrote_direct |= matches!(to, At::Mapped(_));
             }
             (At::Here(src), At::Peer(rank, offset)) => self.put(rank, offset, src, len, nb)?,
             (At::Peer(rank, offset), At::Here(dest)) => self.get(rank, offset, dest, len, nb)?,
+            // Between a mapped peer and one reached through the group: blocking, so that no
+            // operation still uses the mapping once the copy returns (it may be unmapped then).
+            (At::Mapped(src), At::Peer(rank, offset)) => self.put(rank, offset, src, len, false)?,
+            (At::Peer(rank, offset), At::Mapped(dest)) => {
+                self.get(rank, offset, dest, len, false)?
+            }
             (At::Peer(a, oa), At::Peer(b, ob)) => {
                 // Between two peers: through a buffer of this process, a piece at a time.
                 let mut bounce = vec![0u8; len.min(BOUNCE)];
@@ -880,6 +918,7 @@ impl Copier<'_> {
             g.get(rank, SEGMENT, offset, dst)
         };
         done.map_err(|e| self.failed(rank, e))?;
+        self.reached.insert(rank);
         // A put, even a blocking one, is visible at the peer after a flush of its rank.
         if nb || put {
             self.touched.insert(rank);
@@ -935,10 +974,14 @@ pub fn copy(
     // Every operation is issued non-blocking and completed once per rank at the end (or at
     // smem_bm_wait): one wait for a copy, as for a batch.
     let nb = true;
+    let changes = group.map(|g| o.direct.sweep(g, &o.reservation, &o.pool));
     let mut c = Copier {
         o: &o,
         group,
+        peers: changes.map(|n| o.direct.peers(n)),
         touched: Touched::default(),
+        reached: Touched::default(),
+        wrote_direct: false,
     };
     let mut result = Ok(());
     for (i, &(src, dest, len)) in ops.iter().enumerate() {
@@ -948,13 +991,36 @@ pub fn copy(
             break;
         }
     }
-    let touched = std::mem::take(&mut c.touched);
-    if asynchronous {
-        lock(&o.pending).extend(touched.iter());
-        return result;
+    if c.wrote_direct {
+        // As the node transport's flush: the stores are ordered before what follows.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     }
-    let flushed = c.flush(touched.iter());
-    result.and(flushed)
+    let touched = std::mem::take(&mut c.touched);
+    if !asynchronous {
+        let flushed = c.flush(touched.iter());
+        result = result.and(flushed);
+    } else {
+        lock(&o.pending).extend(touched.iter());
+    }
+    // Peers the group reached: mapped ones go directly again; others are mapped now.
+    let reached = std::mem::take(&mut c.reached);
+    let mut unmapped = Touched::default();
+    if result.is_ok() {
+        if let Some(p) = &c.peers {
+            for r in reached.iter() {
+                if p.reached(r) {
+                    unmapped.insert(r);
+                }
+            }
+        }
+    }
+    drop(c);
+    if let (Some(g), Some(n)) = (group, changes) {
+        for r in unmapped.iter() {
+            o.direct.map(g, &o.reservation, &o.pool, r, n);
+        }
+    }
+    result
 }
 
 /// `smem_bm_wait`: completes this object's copies made with `ASYNC_COPY_FLAG`.
@@ -969,7 +1035,10 @@ pub fn wait(handle: usize) -> Result<()> {
     let mut c = Copier {
         o: &o,
         group,
+        peers: None,
         touched: Touched::default(),
+        reached: Touched::default(),
+        wrote_direct: false,
     };
     c.flush(ranks.into_iter())
 }
