@@ -196,23 +196,36 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+fn not_initialized() -> BmError {
+    BmError::new(
+        NOT_INITIALIZED,
+        "Big Memory is not initialised (call smem_bm_init first)",
+    )
+}
+
 fn state() -> Result<Arc<State>> {
-    lock(&STATE).clone().ok_or_else(|| {
-        BmError::new(
-            NOT_INITIALIZED,
-            "Big Memory is not initialised (call smem_bm_init first)",
-        )
-    })
+    lock(&STATE).clone().ok_or_else(not_initialized)
 }
 
 fn object(handle: usize) -> Result<(Arc<State>, Arc<Object>)> {
     let s = state()?;
-    let o = lock(&s.objects).get(&handle).cloned().ok_or_else(|| {
-        BmError::invalid(format!(
-            "invalid argument handle={handle:#x}: no Big Memory object of this process has it"
-        ))
-    })?;
+    let o = lock(&s.objects).get(&handle).cloned().ok_or_else(|| no_object(handle))?;
     Ok((s, o))
+}
+
+fn no_object(handle: usize) -> BmError {
+    BmError::invalid(format!(
+        "invalid argument handle={handle:#x}: no Big Memory object of this process has it"
+    ))
+}
+
+/// The object alone, for the copies: looked up under the state's lock, without taking a
+/// reference to the state.
+fn object_only(handle: usize) -> Result<Arc<Object>> {
+    let slot = lock(&STATE);
+    let s = slot.as_ref().ok_or_else(not_initialized)?;
+    let o = lock(&s.objects).get(&handle).cloned();
+    o.ok_or_else(|| no_object(handle))
 }
 
 /// The store's dial for `url` (memfabric's `tcp://<ip>:<port>`), with the user's TLS files
@@ -951,7 +964,7 @@ pub fn copy(
     flags: u32,
     batch: bool,
 ) -> Result<()> {
-    let (_, o) = object(handle)?;
+    let o = object_only(handle)?;
     // One element (every smem_bm_copy) resolved on the stack.
     let one: [(Side, Side, usize); 1];
     let many: Vec<(Side, Side, usize)>;
