@@ -601,8 +601,8 @@ static void gone(const struct run *r, int how) {
     }
     wait_gone(h, victim);
     if (how != 2 && one_node()) {
-        /* Once the store reported it gone, the next copy makes its place inaccessible again;
-         * copies to it go on failing naming it. */
+        /* Once a copy failed to reach it, or the store reported it gone, its place is made
+         * inaccessible again; copies to it go on failing naming it. */
         unsigned char *seg = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)victim);
         unsigned char buf[64] = {0};
         char name[32];

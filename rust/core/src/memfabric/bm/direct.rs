@@ -16,10 +16,11 @@
 //!   death (the lease, the node transport's poll, the coarse clock's tick), as through the
 //!   transport alone; a copy in that interval lands in memory the dead process no longer uses
 //!   (its file lives while mapped).
-//! - **Unmapping.** When the count moved, the next copy reads the group's events first: a
-//!   member that left or went down has its place made inaccessible again
-//!   ([`Reservation::release`]) under the table's write lock, which waits for copies using it
-//!   (they hold the read lock throughout). A mapping is installed only if the count did not
+//! - **Unmapping.** A peer the transport failed to reach (its process ended, its registration
+//!   withdrawn) has its place made inaccessible again ([`Reservation::release`]) after that
+//!   copy; so has, when the count moved, each member that left or went down, by the group's
+//!   events, which the next copy reads first. Both under the table's write lock, which waits
+//!   for copies using it (they hold the read lock throughout). A mapping is installed only if the count did not
 //!   move since its file was asked for, so a file of a member that went meanwhile is never
 //!   mapped.
 //!
@@ -36,10 +37,11 @@ use super::va::Reservation;
 use super::SEGMENT;
 use crate::clock::coarse_clock_ns;
 use crate::group::{Group, MemberEvent};
+use crate::mapping::page_size;
 
 /// How long, after the transport reached a mapped peer, copies go to it directly
 /// (nanoseconds of the coarse monotonic clock): the node transport's liveness poll interval.
-pub const LEASE_NS: u64 = 2_000_000;
+pub const LEASE_NS: u64 = crate::dynamic::node::POLL_INTERVAL_NS;
 
 /// How a peer's segment is reached.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -67,12 +69,6 @@ pub struct Direct {
     table: RwLock<Vec<Entry>>,
     /// The group's change count whose events were read.
     seen: AtomicU64,
-}
-
-fn page_size() -> u64 {
-    // SAFETY: sysconf reads a constant of the system.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    u64::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
 }
 
 /// The place of `rank`'s segment in the pool.
@@ -184,6 +180,12 @@ impl Direct {
             coarse_clock_ns().saturating_add(LEASE_NS),
             Ordering::Relaxed,
         );
+    }
+
+    /// Unmaps `rank`'s segment, if mapped (the transport failed to reach it). Call without
+    /// holding [`Peers`].
+    pub fn release(&self, res: &Reservation, pool: &Pool, rank: u32) {
+        Self::forget(&mut self.write(), res, pool, rank);
     }
 
     /// Unmaps every peer (this rank left its group).

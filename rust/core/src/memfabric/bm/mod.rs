@@ -209,7 +209,10 @@ fn state() -> Result<Arc<State>> {
 
 fn object(handle: usize) -> Result<(Arc<State>, Arc<Object>)> {
     let s = state()?;
-    let o = lock(&s.objects).get(&handle).cloned().ok_or_else(|| no_object(handle))?;
+    let o = lock(&s.objects)
+        .get(&handle)
+        .cloned()
+        .ok_or_else(|| no_object(handle))?;
     Ok((s, o))
 }
 
@@ -791,6 +794,8 @@ struct Copier<'a> {
     reached: Touched,
     /// Whether a peer's mapped segment was written.
     wrote_direct: bool,
+    /// The first rank the group failed to reach: its mapping, if any, goes after the copy.
+    lost: Option<u32>,
 }
 
 impl Copier<'_> {
@@ -815,7 +820,8 @@ impl Copier<'_> {
         })
     }
 
-    fn failed(&self, rank: u32, e: crate::group::GroupError) -> BmError {
+    fn failed(&mut self, rank: u32, e: crate::group::GroupError) -> BmError {
+        self.lost.get_or_insert(rank);
         let why = match e {
             crate::group::GroupError::NoMember { .. } => format!(
                 "rank {rank} is not a member of object {}'s group: it left, its process ended, \
@@ -995,6 +1001,7 @@ pub fn copy(
         touched: Touched::default(),
         reached: Touched::default(),
         wrote_direct: false,
+        lost: None,
     };
     let mut result = Ok(());
     for (i, &(src, dest, len)) in ops.iter().enumerate() {
@@ -1027,11 +1034,17 @@ pub fn copy(
             }
         }
     }
+    let lost = c.lost;
     drop(c);
     if let (Some(g), Some(n)) = (group, changes) {
         for r in unmapped.iter() {
             o.direct.map(g, &o.reservation, &o.pool, r, n);
         }
+    }
+    if let Some(r) = lost {
+        // The transport failed to reach it (gone, its registration withdrawn): its mapping is
+        // of no more use; a member taking its rank is mapped anew.
+        o.direct.release(&o.reservation, &o.pool, r);
     }
     result
 }
@@ -1052,8 +1065,13 @@ pub fn wait(handle: usize) -> Result<()> {
         touched: Touched::default(),
         reached: Touched::default(),
         wrote_direct: false,
+        lost: None,
     };
-    c.flush(ranks.into_iter())
+    let done = c.flush(ranks.into_iter());
+    if let Some(r) = c.lost {
+        o.direct.release(&o.reservation, &o.pool, r);
+    }
+    done
 }
 
 /// `smem_bm_register_user_mem`: records the buffer (the host transports need no
