@@ -37,7 +37,9 @@
 //!   operations fail with [`GroupError::NoRegistration`].
 //! - **Events.** The application reads the group's events (members joined, left, down; this
 //!   member's connection lost) with [`Group::next_event`], after the group's own bookkeeping
-//!   for them is done.
+//!   for them is done. [`Group::changes`] counts, in one atomic word, what may stale a caller's
+//!   own view of the others' memory (a member gone, once its event is queued; a withdrawal,
+//!   before this member confirms it): a hot path checks it with one load.
 //! - **Collectives.** [`Group::barrier`] and [`Group::allgather`] run through the store (small
 //!   data: each member's contribution is one value of the store), in rounds numbered across the
 //!   group. A round's members are the group's members when its first caller began it; each
