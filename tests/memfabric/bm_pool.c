@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <smem/host/smem_bm.h>
 #include <stdio.h>
@@ -565,6 +566,29 @@ static void late(const struct run *r) {
     smem_bm_destroy(h);
 }
 
+/* A thread copying to and from a peer's segment until a copy fails (the peer is gone) or
+ * `stop`: it races the main thread's copies that unmap the gone peer. */
+struct hammer {
+    smem_bm_t h;
+    unsigned char *seg;
+    volatile int stop;
+    int rc;
+    long copies;
+};
+
+static void *hammer_main(void *arg) {
+    struct hammer *w = arg;
+    unsigned char buf[256] = {0};
+    while (!w->stop && w->rc == 0) {
+        w->rc = copy(w->h, buf, w->seg + 4096, sizeof buf, SMEMB_COPY_H2G, 0);
+        if (w->rc == 0) {
+            w->rc = copy(w->h, w->seg + 4096, buf, sizeof buf, SMEMB_COPY_G2H, 0);
+        }
+        w->copies++;
+    }
+    return NULL;
+}
+
 static void gone(const struct run *r, int how) {
     int n = r->n;
     init(r);
@@ -596,6 +620,10 @@ static void gone(const struct run *r, int how) {
         mark("killed", at);
         raise(SIGKILL);
     }
+    struct hammer w = {h, smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)victim), 0, 0,
+                       0};
+    pthread_t thread;
+    int hammering = how != 2 && pthread_create(&thread, NULL, hammer_main, &w) == 0;
     if (how == 0) {
         barrier("g2", n);
     }
@@ -614,6 +642,16 @@ static void gone(const struct run *r, int how) {
         CHECK(!segment_mapped_at(seg));
         CHECK(copy(h, buf, seg, sizeof buf, SMEMB_COPY_H2G, 0) == -1);
         CHECK(last_error_has("smem_bm_copy", name));
+    }
+    if (hammering) {
+        /* The other thread's copies, racing the release of the mapping, ended failing. */
+        for (int i = 0; i < 2000 && w.rc == 0; i++) {
+            sleep_ms(1);
+        }
+        w.stop = 1;
+        pthread_join(thread, NULL);
+        CHECK(w.rc == -1);
+        CHECK(w.copies > 0);
     }
     /* The others still reach each other. */
     int survivors = n - 1;
