@@ -69,7 +69,8 @@ TEST_RUN_PACKAGES=(clang-format # scripts/format-check.sh
     python3)                    # gen_data.py, verify_result.py of the operators (examples/*/)
 PYTHON_PACKAGES=(python3 # the shmem wheel: maturin, numpy and pytest come from PyPI into
     python3-venv)        # <build>/venv (scripts/python-env.sh)
-TORCH_PACKAGES=(python3 python3-venv) # the virtual environment torch is installed into
+TORCH_PACKAGES=(python3 python3-venv # the virtual environment torch is installed into
+    python3-dev)                      # Python.h, for the torch.distributed backend's module
 
 build_type=Release
 prefix=$ROOT/install

@@ -191,11 +191,28 @@ impl Inner {
         Ok((id, ep))
     }
 
+    /// No member holds `rank` now: [`GroupError::Gone`] naming the last member that held it
+    /// when this group saw one go, else [`GroupError::NoMember`].
     fn no_member(&self, op: &'static str, rank: u32) -> GroupError {
-        GroupError::NoMember {
-            op,
-            group: self.name.clone(),
-            rank,
+        let last = lock(&self.view)
+            .gone
+            .iter()
+            .rev()
+            .find(|(r, _, _)| *r == rank)
+            .map(|(_, m, why)| (m.clone(), why.clone()));
+        match last {
+            Some((member, why)) => GroupError::Gone {
+                op,
+                group: self.name.clone(),
+                rank,
+                member,
+                why,
+            },
+            None => GroupError::NoMember {
+                op,
+                group: self.name.clone(),
+                rank,
+            },
         }
     }
 

@@ -1,0 +1,970 @@
+// shmem_torch._c10d: the torch.distributed backend "shmem", a c10d::Backend over libshmem's C
+// ABI, and its Python binding (`import shmem_torch` registers it with
+// torch.distributed.Backend.register_backend; python/shmem_torch/distributed.py).
+//
+// Start-up (ShmemBackend's constructor): the process's one SHMEM job when the program already
+// started the library (its PEs must be torch's ranks); else the launcher's way under shmemrun;
+// else the CANN way from torch's own rendezvous: rank 0 makes a unique id and hands it to the
+// others through the store torch gives the backend. A job this backend started finalizes at exit
+// (a CANN-way job by itself, shmemrun's through an atexit handler), so a program that never calls
+// destroy_process_group exits 0.
+//
+// Collectives run on ordinary CPU tensors, staged through symmetric scratch the backend owns: a
+// fixed area for the sizes some collectives exchange first, and a data area that grows (a
+// collective shmem_malloc, at the same point of the same collective on every rank) to the
+// largest collective seen. They run to completion on the calling thread over the library's team
+// collectives (SHMEM_TEAM_WORLD) and puts, and return a Work whose future is already complete.
+// Reductions run in the tensor's dtype where the library has it (float32/64, int8..64, uint8),
+// bool as uint8 (SUM is OR, PRODUCT AND, as torch's CPU backends), float16/bfloat16 in float32,
+// complex (SUM, AVG) as pairs of reals. send/recv go through torch's store (correct, not fast):
+// a send sets one key and returns; a recv waits for it on a thread of its own, so exchanges in
+// either order complete.
+//
+// Groups: the group of all ranks only (torch's default group, or new_group of every rank). A
+// subgroup of some ranks needs a team its members alone can make (the library's splits are
+// collective over the parent team), so it is refused with a message naming the ranks.
+#include <aclshmem.h>
+#include <shmem.h>
+#include <shmemx.h>
+
+#include <pybind11/chrono.h>
+#include <torch/python.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace shmem_torch {
+namespace {
+
+using c10d::OpType;
+using c10d::ReduceOp;
+using c10d::Work;
+using WorkPtr = c10::intrusive_ptr<Work>;
+
+constexpr const char *kName = "shmem";
+
+// A Work that is done when made: the collectives here complete on the calling thread. Its
+// future holds the output tensors (DDP's reducer reads them through get_future()).
+class DoneWork : public Work {
+public:
+    DoneWork(int rank, OpType type, std::vector<at::Tensor> outputs)
+        : Work(rank, type),
+          future_(c10::make_intrusive<c10::ivalue::Future>(
+              c10::ListType::create(c10::TensorType::get()))) {
+        future_->markCompleted(c10::IValue(std::move(outputs)));
+    }
+    bool isCompleted() override { return true; }
+    bool isSuccess() const override { return true; }
+    bool wait(std::chrono::milliseconds /*timeout*/) override { return true; }
+    c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+private:
+    c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// A recv: the thread that waits for the message completes the future (or sets its error).
+class RecvWork : public Work {
+public:
+    RecvWork(int rank, OpType type, at::Tensor tensor)
+        : Work(rank, type),
+          tensor_(std::move(tensor)),
+          future_(c10::make_intrusive<c10::ivalue::Future>(
+              c10::ListType::create(c10::TensorType::get()))) {}
+    ~RecvWork() override {
+        if (thread_.joinable()) thread_.join();
+    }
+    void start(std::function<int()> body) {
+        thread_ = std::thread([this, body = std::move(body)] {
+            try {
+                source_ = body();
+                future_->markCompleted(c10::IValue(std::vector<at::Tensor>{tensor_}));
+            } catch (...) {
+                future_->setError(std::current_exception());
+            }
+        });
+    }
+    bool isCompleted() override { return future_->completed(); }
+    bool isSuccess() const override { return future_->completed() && !future_->hasError(); }
+    bool wait(std::chrono::milliseconds /*timeout*/) override {
+        future_->wait();
+        if (future_->hasError()) std::rethrow_exception(future_->exception_ptr());
+        return true;
+    }
+    int sourceRank() const override { return source_; }
+    c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+private:
+    at::Tensor tensor_;
+    c10::intrusive_ptr<c10::ivalue::Future> future_;
+    std::atomic<int> source_{-1};
+    std::thread thread_;
+};
+
+// Bytes of heap for a job this backend starts: SHMEM_SYMMETRIC_SIZE (a number with an optional
+// K/M/G/T suffix, powers of 1024), else 1 GiB.
+uint64_t heap_bytes() {
+    const char *env = std::getenv("SHMEM_SYMMETRIC_SIZE");
+    if (env == nullptr || *env == '\0') return uint64_t{1} << 30;
+    char *end = nullptr;
+    const double value = std::strtod(env, &end);
+    double scale = 1;
+    if (end != nullptr && *end != '\0') {
+        switch (*end) {
+        case 'k':
+        case 'K': scale = 1024.0; break;
+        case 'm':
+        case 'M': scale = 1024.0 * 1024; break;
+        case 'g':
+        case 'G': scale = 1024.0 * 1024 * 1024; break;
+        case 't':
+        case 'T': scale = 1024.0 * 1024 * 1024 * 1024; break;
+        default: scale = 0;
+        }
+        if (scale != 0 && end[1] != '\0' && !((end[1] == 'b' || end[1] == 'B') && end[2] == '\0'))
+            scale = 0;
+    }
+    TORCH_CHECK(value > 0 && scale > 0, "shmem backend: SHMEM_SYMMETRIC_SIZE='", env,
+                "' is not a size in bytes (e.g. 1073741824, 512M, 2G)");
+    return static_cast<uint64_t>(value * scale);
+}
+
+// Joins the process's SHMEM job (see the top of this file). Returns whether this call started
+// it (a job started here finalizes at exit).
+bool join_job(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size) {
+    if (aclshmemx_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED) return false;
+    if (std::getenv("SHMEM_RUN_RANK") != nullptr) {
+        shmem_init();
+        TORCH_CHECK(aclshmemx_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED,
+                    "shmem backend: shmem_init failed under shmemrun");
+        // shmemrun counts a PE that leaves without shmem_finalize as failed: the job this
+        // backend started ends with the process, as a CANN-way job does by itself.
+        std::atexit([] {
+            if (aclshmemx_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED) shmem_finalize();
+        });
+        return true;
+    }
+    aclshmemx_uniqueid_t uid;
+    static_assert(sizeof(uid) == 136, "aclshmemx_uniqueid_t is 136 bytes");
+    const std::string key = "shmem_backend/uniqueid";
+    if (rank == 0) {
+        const int rc = aclshmemx_get_uniqueid(&uid);
+        TORCH_CHECK(rc == 0, "shmem backend: aclshmemx_get_uniqueid failed (", rc,
+                    "): see SHMEM_UID_SOCK_IFNAME / SHMEM_UID_SESSION_ID in docs/environment.md");
+        const auto *bytes = reinterpret_cast<const uint8_t *>(&uid);
+        store->set(key, std::vector<uint8_t>(bytes, bytes + sizeof(uid)));
+    } else {
+        const std::vector<uint8_t> bytes = store->get(key);
+        TORCH_CHECK(bytes.size() == sizeof(uid),
+                    "shmem backend: the unique id in torch's store has ", bytes.size(),
+                    " bytes, not ", sizeof(uid));
+        std::memcpy(&uid, bytes.data(), sizeof(uid));
+    }
+    const uint64_t heap = heap_bytes();
+    aclshmemx_init_attr_t *attr = nullptr;
+    TORCH_CHECK(aclshmemx_set_attr(rank, size, heap, nullptr, &attr) == 0 &&
+                    aclshmemx_set_attr_uniqueid_args(rank, size, static_cast<int64_t>(heap), &uid,
+                                                     attr) == 0,
+                "shmem backend: bad start-up attributes (rank ", rank, ", size ", size, ", heap ",
+                heap, " bytes)");
+    const int rc = aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_UNIQUEID, attr);
+    TORCH_CHECK(rc == 0 && aclshmemx_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED,
+                "shmem backend: starting the job from torch's rendezvous failed (",
+                "aclshmemx_init_attr returned ", rc, ")");
+    return true;
+}
+
+// The library's reduction for `op` on elements of `dtype` (already mapped to a type the library
+// has): dest[i] = op over PEs of src[i], in place allowed.
+int reduce_call(at::ScalarType dtype, ReduceOp::RedOpType op, void *dest, size_t n) {
+    const shmem_team_t w = SHMEM_TEAM_WORLD;
+#define SHMEM_TORCH_OP(T, NAME, OPNAME)                                                            \
+    return shmem_##NAME##_##OPNAME##_reduce(w, static_cast<T *>(dest), static_cast<T *>(dest), n)
+#define SHMEM_TORCH_ARITH(T, NAME)                                                                 \
+    switch (op) {                                                                                  \
+    case ReduceOp::SUM: SHMEM_TORCH_OP(T, NAME, sum);                                              \
+    case ReduceOp::PRODUCT: SHMEM_TORCH_OP(T, NAME, prod);                                         \
+    case ReduceOp::MIN: SHMEM_TORCH_OP(T, NAME, min);                                              \
+    case ReduceOp::MAX: SHMEM_TORCH_OP(T, NAME, max);                                              \
+    default: break;                                                                                \
+    }
+#define SHMEM_TORCH_INTEGER(T, NAME)                                                               \
+    SHMEM_TORCH_ARITH(T, NAME)                                                                     \
+    switch (op) {                                                                                  \
+    case ReduceOp::BAND: SHMEM_TORCH_OP(T, NAME, and);                                             \
+    case ReduceOp::BOR: SHMEM_TORCH_OP(T, NAME, or);                                               \
+    case ReduceOp::BXOR: SHMEM_TORCH_OP(T, NAME, xor);                                             \
+    default: break;                                                                                \
+    }
+    switch (dtype) {
+    case at::kFloat: SHMEM_TORCH_ARITH(float, float) break;
+    case at::kDouble: SHMEM_TORCH_ARITH(double, double) break;
+    case at::kChar: SHMEM_TORCH_INTEGER(int8_t, int8) break;
+    case at::kShort: SHMEM_TORCH_INTEGER(int16_t, int16) break;
+    case at::kInt: SHMEM_TORCH_INTEGER(int32_t, int32) break;
+    case at::kLong: SHMEM_TORCH_INTEGER(int64_t, int64) break;
+    case at::kByte: SHMEM_TORCH_INTEGER(uint8_t, uint8) break;
+    default: break;
+    }
+#undef SHMEM_TORCH_INTEGER
+#undef SHMEM_TORCH_ARITH
+#undef SHMEM_TORCH_OP
+    TORCH_CHECK(false, "shmem backend: no reduction ", static_cast<int>(op), " for ", dtype);
+}
+
+const char *op_name(ReduceOp::RedOpType op) {
+    switch (op) {
+    case ReduceOp::SUM: return "SUM";
+    case ReduceOp::AVG: return "AVG";
+    case ReduceOp::PRODUCT: return "PRODUCT";
+    case ReduceOp::MIN: return "MIN";
+    case ReduceOp::MAX: return "MAX";
+    case ReduceOp::BAND: return "BAND";
+    case ReduceOp::BOR: return "BOR";
+    case ReduceOp::BXOR: return "BXOR";
+    case ReduceOp::PREMUL_SUM: return "PREMUL_SUM";
+    default: return "UNUSED";
+    }
+}
+
+// How a tensor of `dtype` is reduced with `op`: the dtype the library reduces (`work`) and the
+// operation it applies; `divide` for AVG (a SUM, then a division by the group's size).
+struct ReducePlan {
+    at::ScalarType work;
+    ReduceOp::RedOpType op;
+    bool divide = false;
+};
+
+ReducePlan plan_reduce(const char *call, at::ScalarType dtype, ReduceOp::RedOpType op) {
+    TORCH_CHECK(op != ReduceOp::PREMUL_SUM && op <= ReduceOp::BXOR, "shmem backend: ", call,
+                ": ReduceOp.", op_name(op), " is not supported yet");
+    const bool floating = at::isFloatingType(dtype);
+    const bool complex = at::isComplexType(dtype);
+    const bool bitwise = op == ReduceOp::BAND || op == ReduceOp::BOR || op == ReduceOp::BXOR;
+    TORCH_CHECK(!(bitwise && (floating || complex)), "shmem backend: ", call, ": ReduceOp.",
+                op_name(op), " needs an integer or bool tensor, got ", dtype);
+    if (complex) {
+        TORCH_CHECK(op == ReduceOp::SUM || op == ReduceOp::AVG, "shmem backend: ", call,
+                    ": ReduceOp.", op_name(op), " is not defined for ", dtype);
+        return {dtype == at::kComplexFloat ? at::kFloat : at::kDouble, ReduceOp::SUM,
+                op == ReduceOp::AVG};
+    }
+    if (op == ReduceOp::AVG) {
+        TORCH_CHECK(floating, "shmem backend: ", call, ": ReduceOp.AVG needs a floating-point ",
+                    "tensor, got ", dtype);
+        return {dtype == at::kDouble ? at::kDouble : at::kFloat, ReduceOp::SUM, true};
+    }
+    switch (dtype) {
+    case at::kFloat:
+    case at::kDouble:
+    case at::kChar:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
+    case at::kByte: return {dtype, op};
+    case at::kHalf:
+    case at::kBFloat16: return {at::kFloat, op};
+    case at::kBool: {
+        // bool as uint8 0/1: SUM is OR, PRODUCT is AND (torch's CPU backends do the same).
+        ReduceOp::RedOpType as = op;
+        if (op == ReduceOp::SUM) as = ReduceOp::BOR;
+        if (op == ReduceOp::PRODUCT) as = ReduceOp::BAND;
+        return {at::kByte, as};
+    }
+    default: TORCH_CHECK(false, "shmem backend: ", call, ": dtype ", dtype, " is not supported");
+    }
+}
+
+class ShmemBackend final : public c10d::Backend {
+public:
+    ShmemBackend(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
+                 std::chrono::milliseconds timeout)
+        : Backend(rank, size),
+          store_(store),
+          options_(c10::make_intrusive<Backend::Options>(kName, timeout)) {
+        join_job(store, rank, size);
+        int device = -1;
+        TORCH_CHECK(shmemx_heap_device(&device) == SHMEMX_HEAP_HOST,
+                    "shmem backend: the symmetric heap must be in host memory (the backend takes ",
+                    "CPU tensors); unset SHMEM_DEVICE");
+        TORCH_CHECK(shmem_n_pes() == size && shmem_my_pe() == rank,
+                    "shmem backend: only the group of all ranks is supported yet: this group ",
+                    "has ", size, " ranks (this one ", rank, ") but the job has ", shmem_n_pes(),
+                    " PEs (this one ", shmem_my_pe(), "); create a group of some ranks with ",
+                    "backend=\"gloo\"");
+        // The sizes area: 2n int64 from every PE gathered into 2n*n.
+        const size_t n = static_cast<size_t>(size);
+        meta_bytes_ = 2 * n * sizeof(int64_t);
+        meta_ = static_cast<int64_t *>(shmem_malloc(meta_bytes_ * (n + 1)));
+        TORCH_CHECK(meta_ != nullptr, "shmem backend: the symmetric heap has no room for ",
+                    meta_bytes_ * (n + 1), " bytes");
+    }
+
+    ~ShmemBackend() override = default;
+
+    const std::string getBackendName() const override { return kName; }
+    c10::intrusive_ptr<Options> getBackendOptions() override { return options_; }
+    void setTimeout(std::chrono::milliseconds timeout) override { options_->timeout = timeout; }
+
+    // destroy_process_group, on every rank: the scratch goes back to the heap.
+    void shutdown() override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (meta_ == nullptr) return;
+        shmem_barrier_all();
+        if (data_ != nullptr) shmem_free(data_);
+        shmem_free(meta_);
+        data_ = nullptr;
+        data_bytes_ = 0;
+        meta_ = nullptr;
+    }
+
+    WorkPtr allreduce(std::vector<at::Tensor> &tensors,
+                      const c10d::AllreduceOptions &opts) override {
+        const at::Tensor &t = one(tensors, "allreduce");
+        reduce_all("allreduce", t, opts.reduceOp.op_, /*root=*/-1);
+        return done(OpType::ALLREDUCE, tensors);
+    }
+
+    WorkPtr allreduce_coalesced(std::vector<at::Tensor> &tensors,
+                                const c10d::AllreduceCoalescedOptions &opts) override {
+        for (auto &t : tensors) {
+            check_cpu("allreduce_coalesced", t);
+            reduce_all("allreduce_coalesced", t, opts.reduceOp.op_, -1);
+        }
+        return done(OpType::ALLREDUCE_COALESCED, tensors);
+    }
+
+    WorkPtr reduce(std::vector<at::Tensor> &tensors, const c10d::ReduceOptions &opts) override {
+        const at::Tensor &t = one(tensors, "reduce");
+        check_root("reduce", opts.rootRank);
+        reduce_all("reduce", t, opts.reduceOp.op_, static_cast<int>(opts.rootRank));
+        return done(OpType::REDUCE, tensors);
+    }
+
+    WorkPtr broadcast(std::vector<at::Tensor> &tensors,
+                      const c10d::BroadcastOptions &opts) override {
+        const at::Tensor &t = one(tensors, "broadcast");
+        check_root("broadcast", opts.rootRank);
+        std::lock_guard<std::mutex> lock(mutex_);
+        const size_t bytes = t.nbytes();
+        if (bytes > 0) {
+            char *src = scratch("broadcast", 2 * bytes);
+            char *dst = src + bytes;
+            at::Tensor c = t.contiguous();
+            if (getRank() == opts.rootRank) std::memcpy(src, c.data_ptr(), bytes);
+            check_rc("broadcast", shmem_broadcastmem(SHMEM_TEAM_WORLD, dst, src, bytes,
+                                                     static_cast<int>(opts.rootRank)));
+            if (getRank() != opts.rootRank) copy_out(t, c, dst);
+        }
+        return done(OpType::BROADCAST, tensors);
+    }
+
+    WorkPtr allgather(std::vector<std::vector<at::Tensor>> &outputs,
+                      std::vector<at::Tensor> &inputs, const c10d::AllgatherOptions &) override {
+        const at::Tensor &in = one(inputs, "allgather");
+        TORCH_CHECK(outputs.size() == 1, "shmem backend: allgather: expected one output list, got ",
+                    outputs.size());
+        auto &list = outputs[0];
+        check_list("allgather", "output_tensor_list", list, in);
+        std::lock_guard<std::mutex> lock(mutex_);
+        const size_t bytes = in.nbytes();
+        char *dst = gather_all("allgather", in, bytes);
+        for (int i = 0; i < getSize(); ++i) {
+            at::Tensor c = list[i].contiguous();
+            copy_out(list[i], c, dst + i * bytes);
+        }
+        return done(OpType::ALLGATHER, list);
+    }
+
+    WorkPtr _allgather_base(at::Tensor &output, at::Tensor &input,
+                            const c10d::AllgatherOptions &) override {
+        check_cpu("_allgather_base", input);
+        check_cpu("_allgather_base", output);
+        check_same_dtype("_allgather_base", output, input);
+        TORCH_CHECK(output.numel() == input.numel() * getSize(),
+                    "shmem backend: ", "all_gather_into_tensor: the output has ", output.numel(),
+                    " elements, not the input's ", input.numel(), " times the group's ", getSize());
+        std::lock_guard<std::mutex> lock(mutex_);
+        char *dst = gather_all("all_gather_into_tensor", input, input.nbytes());
+        at::Tensor c = output.contiguous();
+        copy_out(output, c, dst);
+        return done(OpType::_ALLGATHER_BASE, {output});
+    }
+
+    // outputs[r][k]: rank r's tensor k (gloo's layout).
+    WorkPtr allgather_coalesced(std::vector<std::vector<at::Tensor>> &outputs,
+                                std::vector<at::Tensor> &inputs,
+                                const c10d::AllgatherOptions &opts) override {
+        TORCH_CHECK(static_cast<int>(outputs.size()) == getSize(),
+                    "shmem backend: ", "allgather_coalesced: ", outputs.size(),
+                    " output lists, not the group's ", getSize());
+        std::vector<at::Tensor> all;
+        for (size_t k = 0; k < inputs.size(); ++k) {
+            std::vector<std::vector<at::Tensor>> out(1);
+            for (auto &list : outputs) {
+                TORCH_CHECK(list.size() == inputs.size(),
+                            "shmem backend: allgather_coalesced: ", "an output list has ",
+                            list.size(), " tensors for ", inputs.size(), " inputs");
+                out[0].push_back(list[k]);
+            }
+            std::vector<at::Tensor> in{inputs[k]};
+            allgather(out, in, opts);
+        }
+        for (auto &list : outputs) all.insert(all.end(), list.begin(), list.end());
+        return done(OpType::ALLGATHER_COALESCED, all);
+    }
+
+    WorkPtr allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                            std::vector<at::Tensor> &inputs,
+                                            const c10d::AllgatherOptions &opts) override {
+        TORCH_CHECK(outputs.size() == inputs.size(),
+                    "shmem backend: ", "allgather_into_tensor_coalesced: ", outputs.size(),
+                    " outputs for ", inputs.size(), " inputs");
+        for (size_t k = 0; k < inputs.size(); ++k) _allgather_base(outputs[k], inputs[k], opts);
+        return done(OpType::COALESCED, outputs);
+    }
+
+    WorkPtr reduce_scatter(std::vector<at::Tensor> &outputs,
+                           std::vector<std::vector<at::Tensor>> &inputs,
+                           const c10d::ReduceScatterOptions &opts) override {
+        const at::Tensor &out = one(outputs, "reduce_scatter");
+        TORCH_CHECK(inputs.size() == 1, "shmem backend: reduce_scatter: expected one input list, ",
+                    "got ", inputs.size());
+        check_list("reduce_scatter", "input_list", inputs[0], out);
+        reduce_slice("reduce_scatter", at::cat(flatten_all(inputs[0])), out, opts.reduceOp.op_);
+        return done(OpType::REDUCE_SCATTER, outputs);
+    }
+
+    WorkPtr _reduce_scatter_base(at::Tensor &output, at::Tensor &input,
+                                 const c10d::ReduceScatterOptions &opts) override {
+        check_cpu("_reduce_scatter_base", input);
+        check_cpu("_reduce_scatter_base", output);
+        check_same_dtype("reduce_scatter_tensor", output, input);
+        TORCH_CHECK(input.numel() == output.numel() * getSize(),
+                    "shmem backend: ", "reduce_scatter_tensor: the input has ", input.numel(),
+                    " elements, not the output's ", output.numel(), " times the group's ",
+                    getSize());
+        reduce_slice("reduce_scatter_tensor", input, output, opts.reduceOp.op_);
+        return done(OpType::_REDUCE_SCATTER_BASE, {output});
+    }
+
+    WorkPtr reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                            std::vector<at::Tensor> &inputs,
+                                            const c10d::ReduceScatterOptions &opts) override {
+        TORCH_CHECK(outputs.size() == inputs.size(),
+                    "shmem backend: ", "reduce_scatter_tensor_coalesced: ", outputs.size(),
+                    " outputs for ", inputs.size(), " inputs");
+        for (size_t k = 0; k < inputs.size(); ++k)
+            _reduce_scatter_base(outputs[k], inputs[k], opts);
+        return done(OpType::COALESCED, outputs);
+    }
+
+    WorkPtr alltoall_base(at::Tensor &output, at::Tensor &input, std::vector<int64_t> &outputSplits,
+                          std::vector<int64_t> &inputSplits,
+                          const c10d::AllToAllOptions &) override {
+        static constexpr const char *kCall = "all_to_all_single";
+        check_cpu(kCall, input);
+        check_cpu(kCall, output);
+        check_same_dtype(kCall, output, input);
+        const int n = getSize();
+        const auto rows = [&](const at::Tensor &t, std::vector<int64_t> &splits, const char *what) {
+            const int64_t dim0 = t.dim() == 0 ? 1 : t.size(0);
+            if (splits.empty()) {
+                TORCH_CHECK(dim0 % n == 0, "shmem backend: ", kCall, ": the ", what,
+                            "'s first dimension ", dim0, " does not split evenly over ", n,
+                            " ranks");
+                return std::vector<int64_t>(n, dim0 / n);
+            }
+            TORCH_CHECK(static_cast<int>(splits.size()) == n, "shmem backend: ", kCall, ": ", what,
+                        "_split_sizes has ", splits.size(), " entries, not ", n);
+            int64_t sum = 0;
+            for (int64_t s : splits) {
+                TORCH_CHECK(s >= 0, "shmem backend: ", kCall, ": ", what,
+                            "_split_sizes holds a negative size ", s);
+                sum += s;
+            }
+            TORCH_CHECK(sum == dim0, "shmem backend: ", kCall, ": ", what,
+                        "_split_sizes adds up to ", sum, " but the ", what,
+                        "'s first dimension is ", dim0);
+            return splits;
+        };
+        const std::vector<int64_t> in_rows = rows(input, inputSplits, "input");
+        const std::vector<int64_t> out_rows = rows(output, outputSplits, "output");
+        const int64_t in_row = input.dim() == 0 || input.size(0) == 0
+                                   ? 0
+                                   : static_cast<int64_t>(input.nbytes()) / input.size(0);
+        const int64_t out_row = output.dim() == 0 || output.size(0) == 0
+                                    ? 0
+                                    : static_cast<int64_t>(output.nbytes()) / output.size(0);
+        at::Tensor in = input.contiguous();
+        at::Tensor out = output.contiguous();
+        std::vector<Block> send(n), recv(n);
+        int64_t so = 0, ro = 0;
+        for (int j = 0; j < n; ++j) {
+            send[j] = {static_cast<char *>(in.data_ptr()) + so, in_rows[j] * in_row};
+            recv[j] = {static_cast<char *>(out.data_ptr()) + ro, out_rows[j] * out_row};
+            so += send[j].bytes;
+            ro += recv[j].bytes;
+        }
+        locked_exchange(kCall, send, recv);
+        if (!out.is_same(output)) output.copy_(out);
+        return done(OpType::ALLTOALL_BASE, {output});
+    }
+
+    WorkPtr alltoall(std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+                     const c10d::AllToAllOptions &) override {
+        static constexpr const char *kCall = "all_to_all";
+        const int n = getSize();
+        TORCH_CHECK(static_cast<int>(outputs.size()) == n && static_cast<int>(inputs.size()) == n,
+                    "shmem backend: ", kCall, ": expected ", n, " outputs and inputs, got ",
+                    outputs.size(), " and ", inputs.size());
+        for (int j = 0; j < n; ++j) {
+            check_cpu(kCall, inputs[j]);
+            check_cpu(kCall, outputs[j]);
+            check_same_dtype(kCall, outputs[j], inputs[j]);
+        }
+        std::vector<Block> send(n), recv(n);
+        const std::vector<at::Tensor> ins = contiguous(inputs, send);
+        const std::vector<at::Tensor> outs = contiguous(outputs, recv);
+        locked_exchange(kCall, send, recv);
+        copy_back(outputs, outs);
+        return done(OpType::ALLTOALL, outputs);
+    }
+
+    WorkPtr gather(std::vector<std::vector<at::Tensor>> &outputs, std::vector<at::Tensor> &inputs,
+                   const c10d::GatherOptions &opts) override {
+        static constexpr const char *kCall = "gather";
+        const at::Tensor &in = one(inputs, kCall);
+        const int root = static_cast<int>(opts.rootRank);
+        std::vector<at::Tensor> *list = root_list(kCall, "gather_list", outputs, in, root);
+        std::vector<Block> send(getSize()), recv(getSize());
+        const at::Tensor c = in.contiguous();
+        send[root] = block(c);
+        const std::vector<at::Tensor> outs =
+            list ? contiguous(*list, recv) : std::vector<at::Tensor>{};
+        locked_exchange(kCall, send, recv);
+        if (list) copy_back(*list, outs);
+        return done(OpType::GATHER, list ? *list : std::vector<at::Tensor>{});
+    }
+
+    WorkPtr scatter(std::vector<at::Tensor> &outputs, std::vector<std::vector<at::Tensor>> &inputs,
+                    const c10d::ScatterOptions &opts) override {
+        static constexpr const char *kCall = "scatter";
+        const at::Tensor &out = one(outputs, kCall);
+        const int root = static_cast<int>(opts.rootRank);
+        std::vector<at::Tensor> *list = root_list(kCall, "scatter_list", inputs, out, root);
+        std::vector<Block> send(getSize()), recv(getSize());
+        const at::Tensor o = out.contiguous();
+        recv[root] = block(o);
+        const std::vector<at::Tensor> ins =
+            list ? contiguous(*list, send) : std::vector<at::Tensor>{};
+        locked_exchange(kCall, send, recv);
+        copy_back(outputs, {o});
+        return done(OpType::SCATTER, outputs);
+    }
+
+    WorkPtr barrier(const c10d::BarrierOptions &) override {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            shmem_barrier_all();
+        }
+        return done(OpType::BARRIER, {});
+    }
+
+    // Point to point, through torch's store: key p2p/<src>/<dst>/<tag>/<seq>, seq counting the
+    // messages of that pair and tag.
+    WorkPtr send(std::vector<at::Tensor> &tensors, int dst, int tag) override {
+        const at::Tensor &t = one(tensors, "send");
+        check_peer("send", "dst", dst);
+        int64_t seq;
+        {
+            std::lock_guard<std::mutex> lock(p2p_mutex_);
+            seq = sent_[{dst, tag}]++;
+        }
+        at::Tensor c = t.contiguous();
+        const auto *p = static_cast<const uint8_t *>(c.data_ptr());
+        store_->set(p2p_key(getRank(), dst, tag, seq), std::vector<uint8_t>(p, p + c.nbytes()));
+        return done(OpType::SEND, tensors);
+    }
+
+    WorkPtr recv(std::vector<at::Tensor> &tensors, int src, int tag) override {
+        const at::Tensor &t = one(tensors, "recv");
+        check_peer("recv", "src", src);
+        int64_t seq;
+        {
+            std::lock_guard<std::mutex> lock(p2p_mutex_);
+            seq = received_[{src, tag}]++;
+        }
+        auto work = c10::make_intrusive<RecvWork>(getRank(), OpType::RECV, t);
+        const std::string key = p2p_key(src, getRank(), tag, seq);
+        work->start([this, t, key, src] {
+            wait_key("recv", {key});
+            deliver(t, key, src);
+            return src;
+        });
+        return work;
+    }
+
+    WorkPtr recvAnysource(std::vector<at::Tensor> &tensors, int tag) override {
+        const at::Tensor &t = one(tensors, "recv");
+        auto work = c10::make_intrusive<RecvWork>(getRank(), OpType::RECVANYSOURCE, t);
+        work->start([this, t, tag] {
+            const auto deadline = std::chrono::steady_clock::now() + options_->timeout;
+            auto pause = std::chrono::microseconds(200);
+            for (;;) {
+                for (int src = 0; src < getSize(); ++src) {
+                    if (src == getRank()) continue;
+                    std::string key;
+                    {
+                        std::lock_guard<std::mutex> lock(p2p_mutex_);
+                        key = p2p_key(src, getRank(), tag, received_[{src, tag}]);
+                        if (!store_->check({key})) continue;
+                        ++received_[{src, tag}];
+                    }
+                    deliver(t, key, src);
+                    return src;
+                }
+                TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "shmem backend: recv ",
+                            "from any source (tag ", tag, "): nothing came within the group's ",
+                            "timeout of ", options_->timeout.count(), " ms");
+                std::this_thread::sleep_for(pause);
+                pause = std::min(pause * 2, std::chrono::microseconds(10000));
+            }
+        });
+        return work;
+    }
+
+private:
+    struct Block {
+        char *data = nullptr;
+        int64_t bytes = 0;
+    };
+
+    static Block block(const at::Tensor &contiguous) {
+        return {static_cast<char *>(contiguous.data_ptr()),
+                static_cast<int64_t>(contiguous.nbytes())};
+    }
+
+    // The contiguous forms of `list` (the tensors themselves where they are), their blocks into
+    // `blocks`.
+    static std::vector<at::Tensor> contiguous(const std::vector<at::Tensor> &list,
+                                              std::vector<Block> &blocks) {
+        std::vector<at::Tensor> out;
+        for (size_t j = 0; j < list.size(); ++j) {
+            out.push_back(list[j].contiguous());
+            blocks[j] = block(out[j]);
+        }
+        return out;
+    }
+
+    // Back into `list` where contiguous() had to copy.
+    static void copy_back(std::vector<at::Tensor> &list, const std::vector<at::Tensor> &from) {
+        for (size_t j = 0; j < list.size(); ++j)
+            if (!from[j].is_same(list[j])) list[j].copy_(from[j]);
+    }
+
+    // gather's and scatter's list: the root's one list (checked against `like`), nullptr on the
+    // other ranks, which must give none.
+    std::vector<at::Tensor> *root_list(const char *call, const char *name,
+                                       std::vector<std::vector<at::Tensor>> &lists,
+                                       const at::Tensor &like, int root) {
+        check_root(call, root);
+        if (getRank() != root) {
+            TORCH_CHECK(lists.empty() || lists[0].empty(), "shmem backend: ", call, ": ", name,
+                        " must be empty on non-root ranks");
+            return nullptr;
+        }
+        TORCH_CHECK(lists.size() == 1, "shmem backend: ", call, ": expected one ", name,
+                    " on the root, got ", lists.size());
+        check_list(call, name, lists[0], like);
+        return &lists[0];
+    }
+
+    void locked_exchange(const char *call, const std::vector<Block> &send,
+                         const std::vector<Block> &recv) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        exchange(call, send, recv);
+    }
+
+    const at::Tensor &one(std::vector<at::Tensor> &tensors, const char *call) {
+        TORCH_CHECK(tensors.size() == 1, "shmem backend: ", call, ": expected one tensor, got ",
+                    tensors.size());
+        check_cpu(call, tensors[0]);
+        return tensors[0];
+    }
+
+    static void check_cpu(const char *call, const at::Tensor &t) {
+        TORCH_CHECK(t.defined(), "shmem backend: ", call, ": undefined tensor");
+        TORCH_CHECK(t.device().is_cpu(), "shmem backend: ", call, ": tensors must be on the CPU, ",
+                    "got one on ", t.device());
+        TORCH_CHECK(t.layout() == at::kStrided, "shmem backend: ", call,
+                    ": only dense tensors are supported, got ", t.layout());
+    }
+
+    static void check_same_dtype(const char *call, const at::Tensor &a, const at::Tensor &b) {
+        TORCH_CHECK(a.scalar_type() == b.scalar_type(), "shmem backend: ", call,
+                    ": the output's dtype ", a.scalar_type(), " differs from the input's ",
+                    b.scalar_type());
+    }
+
+    void check_list(const char *call, const char *name, const std::vector<at::Tensor> &list,
+                    const at::Tensor &like) {
+        TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "shmem backend: ", call, ": ", name,
+                    " has ", list.size(), " tensors, not the group's ", getSize());
+        for (const auto &t : list) {
+            check_cpu(call, t);
+            check_same_dtype(call, t, like);
+            TORCH_CHECK(t.numel() == like.numel(), "shmem backend: ", call, ": a tensor of ", name,
+                        " has ", t.numel(), " elements, not ", like.numel());
+        }
+    }
+
+    void check_root(const char *call, int64_t root) const {
+        TORCH_CHECK(root >= 0 && root < getSize(), "shmem backend: ", call, ": root rank ", root,
+                    " is outside [0, ", getSize() - 1, "]");
+    }
+
+    void check_peer(const char *call, const char *name, int peer) const {
+        TORCH_CHECK(peer >= 0 && peer < getSize(), "shmem backend: ", call, ": ", name, " ", peer,
+                    " is outside [0, ", getSize() - 1, "]");
+    }
+
+    static void check_rc(const char *call, int rc) {
+        TORCH_CHECK(rc == 0, "shmem backend: ", call, ": the library's collective returned ", rc);
+    }
+
+    static std::vector<at::Tensor> flatten_all(const std::vector<at::Tensor> &list) {
+        std::vector<at::Tensor> flat;
+        for (const auto &t : list) flat.push_back(t.reshape({-1}));
+        return flat;
+    }
+
+    WorkPtr done(OpType type, std::vector<at::Tensor> outputs) {
+        return c10::make_intrusive<DoneWork>(getRank(), type, std::move(outputs));
+    }
+
+    // The data scratch, at least `bytes` long. Collective: every rank asks for the same size at
+    // the same point (true of every collective here); growing frees and reallocates.
+    char *scratch(const char *call, size_t bytes) {
+        if (bytes <= data_bytes_) return data_;
+        size_t want = std::max<size_t>(bytes, std::max<size_t>(2 * data_bytes_, 1 << 20));
+        want = (want + 4095) & ~size_t{4095};
+        if (data_ != nullptr) shmem_free(data_);
+        data_ = static_cast<char *>(shmem_malloc(want));
+        if (data_ == nullptr) {
+            // Ask for no more than needed before giving up.
+            want = (bytes + 4095) & ~size_t{4095};
+            data_ = static_cast<char *>(shmem_malloc(want));
+        }
+        data_bytes_ = data_ == nullptr ? 0 : want;
+        TORCH_CHECK(data_ != nullptr, "shmem backend: ", call, ": the symmetric heap has no room ",
+                    "for ", bytes, " bytes of scratch (raise SHMEM_SYMMETRIC_SIZE)");
+        return data_;
+    }
+
+    // Every rank's `in` (bytes each), gathered in rank order into the scratch; returns where.
+    char *gather_all(const char *call, const at::Tensor &in, size_t bytes) {
+        char *src = scratch(call, bytes * (getSize() + 1));
+        char *dst = src + bytes;
+        if (bytes > 0) {
+            at::Tensor c = in.contiguous();
+            std::memcpy(src, c.data_ptr(), bytes);
+            check_rc(call, shmem_fcollectmem(SHMEM_TEAM_WORLD, dst, src, bytes));
+        }
+        return dst;
+    }
+
+    // `t` (whose contiguous form is `c`) gets the bytes at `from`.
+    static void copy_out(const at::Tensor &t, at::Tensor &c, const char *from) {
+        std::memcpy(c.data_ptr(), from, c.nbytes());
+        if (!c.is_same(t)) const_cast<at::Tensor &>(t).copy_(c);
+    }
+
+    // `t` flattened and contiguous in the dtype the library reduces (complex as pairs of reals):
+    // `t`'s own memory where it already is that.
+    static at::Tensor reduce_input(const at::Tensor &t, const ReducePlan &plan) {
+        at::Tensor work = at::isComplexType(t.scalar_type())
+                              ? at::view_as_real(t.contiguous()).reshape({-1})
+                              : t.reshape({-1});
+        if (work.scalar_type() != plan.work) work = work.to(plan.work);
+        return work.contiguous();
+    }
+
+    // Reduces `t` over the group with `op`, into `t` on every rank (root < 0) or on `root`.
+    void reduce_all(const char *call, const at::Tensor &t, ReduceOp::RedOpType op, int root) {
+        const ReducePlan plan = plan_reduce(call, t.scalar_type(), op);
+        at::Tensor work = reduce_input(t, plan);
+        // `work` is `t`'s own memory (a contiguous tensor of a type the library reduces): the
+        // result goes straight back into it.
+        const bool in_t = work.data_ptr() == t.data_ptr();
+        const size_t bytes = work.nbytes();
+        if (bytes > 0) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            char *buf = scratch(call, bytes);
+            std::memcpy(buf, work.data_ptr(), bytes);
+            check_rc(call, reduce_call(plan.work, plan.op, buf, work.numel()));
+            if (root >= 0 && root != getRank()) return;
+            // The scratch may be reused by the next collective once this returns: copy out.
+            if (!in_t) work = at::empty_like(work);
+            std::memcpy(work.data_ptr(), buf, bytes);
+        } else if (root >= 0 && root != getRank()) {
+            return;
+        }
+        if (plan.divide) work.div_(getSize());
+        if (in_t) return;
+        at::Tensor &dest = const_cast<at::Tensor &>(t);
+        if (at::isComplexType(t.scalar_type())) {
+            dest.copy_(at::view_as_complex(work.view({-1, 2})).view(t.sizes()));
+        } else {
+            dest.copy_(work.view(t.sizes()));
+        }
+    }
+
+    // Reduces `in` over the group with `op` in the scratch and copies this rank's slice (the
+    // out.numel() elements from rank * out.numel()) into `out`: reduce_scatter.
+    void reduce_slice(const char *call, const at::Tensor &in, const at::Tensor &out,
+                      ReduceOp::RedOpType op) {
+        const ReducePlan plan = plan_reduce(call, in.scalar_type(), op);
+        const bool complex = at::isComplexType(in.scalar_type());
+        const at::Tensor work = reduce_input(in, plan);
+        const int64_t per = complex ? 2 : 1;  // reals per element
+        const int64_t count = out.numel() * per;
+        const size_t bytes = work.nbytes();
+        if (bytes == 0) return;
+        std::lock_guard<std::mutex> lock(mutex_);
+        char *buf = scratch(call, bytes);
+        std::memcpy(buf, work.data_ptr(), bytes);
+        check_rc(call, reduce_call(plan.work, plan.op, buf, work.numel()));
+        at::Tensor mine =
+            at::from_blob(buf + getRank() * count * work.element_size(), {count}, work.options());
+        if (plan.divide) mine = mine / getSize();
+        if (complex) mine = at::view_as_complex(mine.view({-1, 2}));
+        // Copied (and converted back to out's dtype) before the scratch is released.
+        const_cast<at::Tensor &>(out).copy_(mine.view(out.sizes()));
+    }
+
+    // Every rank sends send[j] to rank j, which receives it into its recv[i] (sizes must agree).
+    // The sizes go round first (one fcollect), then each block is put into the receiver's
+    // scratch at the offset every rank computes alike, and a barrier completes them.
+    void exchange(const char *call, const std::vector<Block> &send,
+                  const std::vector<Block> &recv) {
+        const int n = getSize();
+        const int me = getRank();
+        int64_t *mine = meta_;
+        int64_t *all = meta_ + 2 * n;
+        for (int j = 0; j < n; ++j) {
+            mine[j] = send[j].bytes;
+            mine[n + j] = recv[j].bytes;
+        }
+        check_rc(call, shmem_fcollectmem(SHMEM_TEAM_WORLD, all, mine, meta_bytes_));
+        const auto sent = [&](int i, int j) { return all[i * 2 * n + j]; };
+        const auto expected = [&](int i, int j) { return all[i * 2 * n + n + j]; };
+        // Every rank checks every pair, so all raise the same error together.
+        for (int i = 0; i < n; ++i)
+            for (int j = 0; j < n; ++j)
+                TORCH_CHECK(sent(i, j) == expected(j, i), "shmem backend: ", call, ": rank ", i,
+                            " sends ", sent(i, j), " bytes to rank ", j, ", which expects ",
+                            expected(j, i), " from it");
+        // Offsets in each receiver's area (blocks from other ranks, in rank order).
+        size_t area = 0;
+        std::vector<int64_t> offset(n, 0);  // where my block lands at rank j
+        for (int j = 0; j < n; ++j) {
+            int64_t total = 0;
+            for (int i = 0; i < n; ++i) {
+                if (i == j) continue;
+                if (i == me) offset[j] = total;
+                total += sent(i, j);
+            }
+            area = std::max(area, static_cast<size_t>(total));
+        }
+        char *buf = area > 0 ? scratch(call, area) : nullptr;
+        // Each rank has finished with its scratch (it is in this collective): put.
+        for (int j = 0; j < n; ++j) {
+            if (j == me || send[j].bytes == 0) continue;
+            shmem_putmem(buf + offset[j], send[j].data, send[j].bytes, j);
+        }
+        if (send[me].bytes > 0) std::memcpy(recv[me].data, send[me].data, send[me].bytes);
+        shmem_barrier_all();
+        int64_t at = 0;
+        for (int i = 0; i < n; ++i) {
+            if (i == me) continue;
+            if (recv[i].bytes > 0) std::memcpy(recv[i].data, buf + at, recv[i].bytes);
+            at += recv[i].bytes;
+        }
+        // Nobody puts into this scratch again before everyone has read theirs.
+        shmem_barrier_all();
+    }
+
+    static std::string p2p_key(int src, int dst, int tag, int64_t seq) {
+        return "shmem_backend/p2p/" + std::to_string(src) + "/" + std::to_string(dst) + "/" +
+               std::to_string(tag) + "/" + std::to_string(seq);
+    }
+
+    // Waits (polling, so the store stays free for sends on other threads) until `keys` exist.
+    void wait_key(const char *call, const std::vector<std::string> &keys) {
+        const auto deadline = std::chrono::steady_clock::now() + options_->timeout;
+        auto pause = std::chrono::microseconds(200);
+        while (!store_->check(keys)) {
+            TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "shmem backend: ", call, ": ",
+                        keys[0], " did not come within the group's timeout of ",
+                        options_->timeout.count(), " ms");
+            std::this_thread::sleep_for(pause);
+            pause = std::min(pause * 2, std::chrono::microseconds(10000));
+        }
+    }
+
+    void deliver(const at::Tensor &t, const std::string &key, int src) {
+        const std::vector<uint8_t> bytes = store_->get(key);
+        store_->deleteKey(key);
+        TORCH_CHECK(bytes.size() == t.nbytes(), "shmem backend: recv: rank ", src, " sent ",
+                    bytes.size(), " bytes, the receiving tensor holds ", t.nbytes());
+        at::Tensor c = t.contiguous();
+        copy_out(t, c, reinterpret_cast<const char *>(bytes.data()));
+    }
+
+    c10::intrusive_ptr<c10d::Store> store_;
+    c10::intrusive_ptr<Options> options_;
+    std::mutex mutex_;  // one collective at a time on the scratch
+    int64_t *meta_ = nullptr;
+    size_t meta_bytes_ = 0;
+    char *data_ = nullptr;
+    size_t data_bytes_ = 0;
+    std::mutex p2p_mutex_;
+    std::map<std::pair<int, int>, int64_t> sent_, received_;
+};
+
+c10::intrusive_ptr<c10d::Backend> create(const c10::intrusive_ptr<c10d::Store> &store, int rank,
+                                         int size, std::chrono::milliseconds timeout) {
+    return c10::make_intrusive<ShmemBackend>(store, rank, size, timeout);
+}
+
+}  // namespace
+}  // namespace shmem_torch
+
+PYBIND11_MODULE(_c10d, m) {
+    m.doc() = "The torch.distributed backend \"shmem\" (registered by import shmem_torch)";
+    m.def(
+        "create_backend",
+        [](const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
+           std::chrono::milliseconds timeout) {
+            return shmem_torch::create(store, rank, size, timeout);
+        },
+        pybind11::arg("store"), pybind11::arg("rank"), pybind11::arg("size"),
+        pybind11::arg("timeout"), pybind11::call_guard<pybind11::gil_scoped_release>());
+    m.def("n_pes", [] {
+        return aclshmemx_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED ? shmem_n_pes() : -1;
+    });
+}

@@ -1,0 +1,347 @@
+"""Every collective of the "shmem" backend against gloo's result on the same data in the same
+job (and, for reductions, against a reference computed from every rank's data, which every rank
+can make): dtypes, sizes up to a few Mi elements, uneven all-to-all splits, every ReduceOp (AVG
+against SUM scaled), async_op with get_future, point to point, and the errors it raises."""
+
+import functools
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch.distributed import ReduceOp
+
+from common import fail, init, same
+
+rank, world, gloo = init()
+assert dist.get_backend() == "shmem", dist.get_backend()
+t0 = time.monotonic()
+
+OPS = {
+    "SUM": ReduceOp.SUM, "AVG": ReduceOp.AVG, "PRODUCT": ReduceOp.PRODUCT, "MIN": ReduceOp.MIN,
+    "MAX": ReduceOp.MAX, "BAND": ReduceOp.BAND, "BOR": ReduceOp.BOR, "BXOR": ReduceOp.BXOR,
+}
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+INTS = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
+
+
+def data(r, n, dtype, op="SUM"):
+    """Rank r's tensor: small integers, exact in every dtype and op (products stay in -1..1)."""
+    i = torch.arange(n, dtype=torch.int64)
+    if dtype == torch.bool:
+        return (i + r) % 3 == 0
+    if op == "PRODUCT":
+        v = (i + r) % 3 - (0 if dtype == torch.uint8 else 1)
+    elif dtype == torch.uint8:
+        v = (i * 7 + r * 3) % 11
+    else:
+        v = (i * 7 + r * 3) % 11 - 5
+    return v.to(dtype)
+
+
+def reference(n, dtype, op):
+    stack = torch.stack([data(r, n, dtype, op).to(torch.int64 if not dtype.is_floating_point
+                                                    else torch.float64) for r in range(world)])
+    if op in ("SUM", "AVG"):
+        out = stack.sum(0)
+        if dtype == torch.bool:
+            out = out != 0
+        if op == "AVG":
+            out = out / world
+    elif op == "PRODUCT":
+        out = stack.prod(0)
+        if dtype == torch.bool:
+            out = out != 0
+    elif op == "MIN":
+        out = stack.amin(0)
+    elif op == "MAX":
+        out = stack.amax(0)
+    else:
+        f = {"BAND": torch.bitwise_and, "BOR": torch.bitwise_or, "BXOR": torch.bitwise_xor}[op]
+        out = functools.reduce(f, list(stack))
+    return out.to(dtype)
+
+
+def gloo_ok(fn):
+    """Runs fn(gloo); False where gloo refuses the dtype or op (before any communication)."""
+    try:
+        fn(gloo)
+        return True
+    except (RuntimeError, ValueError):
+        return False
+
+
+checked = 0
+gloo_checked = 0
+
+
+def check_allreduce(n, dtype, opname):
+    global checked, gloo_checked
+    t = data(rank, n, dtype, opname)
+    dist.all_reduce(t, op=OPS[opname])
+    want = reference(n, dtype, opname)
+    exact = opname != "AVG"
+    same(f"all_reduce {opname} {dtype} n={n}", t, want, exact)
+    g = data(rank, n, dtype, opname)
+    gop = ReduceOp.SUM if opname == "AVG" else OPS[opname]
+    if gloo_ok(lambda grp: dist.all_reduce(g, op=gop, group=grp)):
+        if opname == "AVG":
+            g = (g.double() / world).to(dtype)
+        same(f"all_reduce {opname} {dtype} n={n} vs gloo", t, g, exact)
+        gloo_checked += 1
+    checked += 1
+
+
+# all_reduce: every dtype and every op torch defines for it.
+for dtype in FLOATS + INTS + [torch.bool]:
+    for opname in OPS:
+        bitwise = opname in ("BAND", "BOR", "BXOR")
+        if (bitwise and dtype.is_floating_point) or (opname == "AVG" and not dtype.is_floating_point):
+            continue
+        check_allreduce(37, dtype, opname)
+# sizes
+for n in (0, 1, 1000, 65537):
+    check_allreduce(n, torch.float32, "SUM")
+check_allreduce(3 << 20, torch.float32, "SUM")
+check_allreduce(1 << 20, torch.int64, "MAX")
+
+# errors: AVG on integers, bitwise on floats, PREMUL_SUM; never a silent wrong answer.
+for bad, op, what in ((torch.zeros(3, dtype=torch.int32), ReduceOp.AVG, "AVG"),
+                      (torch.zeros(3), ReduceOp.BAND, "BAND")):
+    try:
+        dist.all_reduce(bad, op=op)
+    except RuntimeError as exc:
+        if "shmem backend" not in str(exc) or what not in str(exc):
+            fail(f"all_reduce {what}: unclear error {exc}")
+    else:
+        fail(f"all_reduce {what} on {bad.dtype} did not raise")
+try:
+    dist.all_reduce(torch.ones(3), op=dist._make_nccl_premul_sum(2.0))
+except (RuntimeError, ValueError, AttributeError) as exc:
+    if isinstance(exc, RuntimeError) and "PREMUL_SUM" not in str(exc):
+        fail(f"PREMUL_SUM: unclear error {exc}")
+else:
+    fail("PREMUL_SUM did not raise")
+
+# complex SUM
+z = torch.complex(data(rank, 9, torch.float32), data(rank + 1, 9, torch.float32))
+zg = z.clone()
+dist.all_reduce(z)
+dist.all_reduce(zg, group=gloo)
+same("all_reduce complex64", z, zg)
+
+# async_op and get_future
+t = data(rank, 1000, torch.float32)
+work = dist.all_reduce(t, async_op=True)
+fut = work.get_future()
+got = fut.wait()
+work.wait()
+if not work.is_completed():
+    fail("all_reduce async: work not completed after wait")
+same("all_reduce async", t, reference(1000, torch.float32, "SUM"))
+same("all_reduce async future value", got[0], t)
+chained = fut.then(lambda f: f.value()[0] * 2).wait()
+same("all_reduce future.then", chained, t * 2)
+
+# all_reduce_coalesced (the deprecated API torch still routes to the backend)
+if hasattr(dist, "all_reduce_coalesced"):
+    ts = [data(rank, 5, torch.float32), data(rank, 7, torch.float32)]
+    dist.all_reduce_coalesced(ts)
+    same("all_reduce_coalesced[0]", ts[0], reference(5, torch.float32, "SUM"))
+    same("all_reduce_coalesced[1]", ts[1], reference(7, torch.float32, "SUM"))
+
+
+def both(name, fn, exact=True):
+    """fn(group) returns the outputs to compare; run on shmem and gloo."""
+    global gloo_checked
+    got = fn(None)
+    want = fn(gloo)
+    for k, (a, b) in enumerate(zip(got, want)):
+        same(f"{name}[{k}] vs gloo", a, b, exact)
+    gloo_checked += 1
+
+
+for dtype in (torch.float32, torch.int64, torch.bfloat16, torch.uint8):
+    for n in (1, 1000, 1 << 18):
+        def bcast(g, root=world - 1):
+            t = data(rank, n, dtype)
+            dist.broadcast(t, src=root, group=g)
+            return [t]
+        both(f"broadcast {dtype} {n}", bcast)
+
+        def allgather(g):
+            out = [torch.empty(n, dtype=dtype) for _ in range(world)]
+            dist.all_gather(out, data(rank, n, dtype), group=g)
+            return out
+        both(f"all_gather {dtype} {n}", allgather)
+
+        def allgather_base(g):
+            out = torch.empty(world * n, dtype=dtype)
+            dist.all_gather_into_tensor(out, data(rank, n, dtype), group=g)
+            return [out]
+        both(f"all_gather_into_tensor {dtype} {n}", allgather_base)
+
+        def gather(g, root=0):
+            out = [torch.empty(n, dtype=dtype) for _ in range(world)] if rank == root else None
+            dist.gather(data(rank, n, dtype), out, dst=root, group=g)
+            return out or []
+        both(f"gather {dtype} {n}", gather)
+
+        def scatter(g, root=world - 1):
+            ins = [data(r, n, dtype) for r in range(world)] if rank == root else None
+            out = torch.empty(n, dtype=dtype)
+            dist.scatter(out, ins, src=root, group=g)
+            return [out]
+        both(f"scatter {dtype} {n}", scatter)
+
+        def a2a_single(g):
+            out = torch.empty(world * n, dtype=dtype)
+            dist.all_to_all_single(out, data(rank, world * n, dtype), group=g)
+            return [out]
+        both(f"all_to_all_single {dtype} {n}", a2a_single)
+
+        def a2a(g):
+            ins = [data(rank * world + j, n, dtype) for j in range(world)]
+            outs = [torch.empty(n, dtype=dtype) for _ in range(world)]
+            dist.all_to_all(outs, ins, group=g)
+            return outs
+        both(f"all_to_all {dtype} {n}", a2a)
+        # tensors of different sizes (gloo takes equal ones only): against what was sent
+        outs = [torch.empty(n + rank, dtype=dtype) for _ in range(world)]
+        dist.all_to_all(outs, [data(rank * world + j, n + j, dtype) for j in range(world)])
+        for i in range(world):
+            same(f"all_to_all uneven {dtype} {n} from {i}", outs[i],
+                 data(i * world + rank, n + rank, dtype))
+
+    for opname in ("SUM", "MAX", "PRODUCT"):
+        n = 513
+
+        def reduce(g, root=world // 2):
+            t = data(rank, n, dtype, opname)
+            dist.reduce(t, dst=root, op=OPS[opname], group=g)
+            return [t] if rank == root else []
+        both(f"reduce {opname} {dtype}", reduce)
+
+        def rs(g):
+            out = torch.empty(n, dtype=dtype)
+            dist.reduce_scatter(out, [data(rank * world + j, n, dtype, opname)
+                                      for j in range(world)], op=OPS[opname], group=g)
+            return [out]
+        if gloo_ok(rs):
+            both(f"reduce_scatter {opname} {dtype}", rs)
+        else:
+            rs(None)
+
+        def rs_base(g):
+            out = torch.empty(n, dtype=dtype)
+            dist.reduce_scatter_tensor(out, data(rank, world * n, dtype, opname),
+                                       op=OPS[opname], group=g)
+            return [out]
+        if gloo_ok(rs_base):
+            both(f"reduce_scatter_tensor {opname} {dtype}", rs_base)
+        else:
+            # gloo lacks it on the CPU for some dtypes: against a reduce.
+            full = data(rank, world * n, dtype, opname)
+            dist.all_reduce(full, op=OPS[opname], group=gloo)
+            same(f"reduce_scatter_tensor {opname} {dtype}", rs_base(None)[0],
+                 full[rank * n:(rank + 1) * n])
+
+# reduce_scatter_tensor with AVG against gloo's SUM scaled
+out = torch.empty(100)
+dist.reduce_scatter_tensor(out, data(rank, world * 100, torch.float32), op=ReduceOp.AVG)
+full = data(rank, world * 100, torch.float32)
+dist.all_reduce(full, group=gloo)
+same("reduce_scatter_tensor AVG", out, full[rank * 100:(rank + 1) * 100] / world, exact=False)
+
+
+# uneven all_to_all_single: rank i sends (i + j) % 3 * k rows of width 3 to rank j
+def splits(i, j):
+    return ((i + j) % 3) * (1 + i)
+
+
+for width in (3, 4096):
+    def a2a_uneven(g):
+        ins = [splits(rank, j) for j in range(world)]
+        outs = [splits(i, rank) for i in range(world)]
+        inp = data(rank, sum(ins) * width, torch.float32).view(-1, width)
+        out = torch.empty(sum(outs), width)
+        dist.all_to_all_single(out, inp, output_split_sizes=outs, input_split_sizes=ins, group=g)
+        return [out]
+    both(f"all_to_all_single uneven width {width}", a2a_uneven)
+
+# a mismatch in splits: every rank raises the same clear error
+if world > 1:
+    try:
+        ins = [1] * world
+        outs = [1] * world
+        outs[0] = 2 if rank == 0 else 1
+        dist.all_to_all_single(torch.empty(sum(outs)), torch.zeros(sum(ins)),
+                               output_split_sizes=outs, input_split_sizes=ins)
+    except RuntimeError as exc:
+        if "shmem backend" not in str(exc) or "expects" not in str(exc):
+            fail(f"all_to_all_single mismatch: unclear error {exc}")
+    else:
+        fail("all_to_all_single with mismatched splits did not raise")
+
+# all_gather_coalesced (deprecated API)
+if hasattr(dist, "all_gather_coalesced"):
+    def agc(g):
+        outs = [[torch.empty(4), torch.empty(2)] for _ in range(world)]
+        dist.all_gather_coalesced(outs, [data(rank, 4, torch.float32),
+                                         data(rank, 2, torch.float32)], group=g)
+        return [t for ts in outs for t in ts]
+    both("all_gather_coalesced", agc)
+
+dist.barrier()
+work = dist.barrier(async_op=True)
+work.wait()
+
+# point to point: a ring both ways (isend/irecv in either order), blocking send/recv,
+# recv from any source, batch_isend_irecv
+if world > 1:
+    nxt, prv = (rank + 1) % world, (rank - 1) % world
+    got = torch.empty(1000)
+    r = dist.irecv(got, src=prv)
+    s = dist.isend(data(rank, 1000, torch.float32), dst=nxt)
+    s.wait()
+    r.wait()
+    same("isend/irecv ring", got, data(prv, 1000, torch.float32))
+    if rank == 0:
+        seen = set()
+        for _ in range(world - 1):
+            t = torch.empty(3, dtype=torch.int64)
+            src = dist.recv(t)
+            same(f"recv any source from {src}", t, data(src, 3, torch.int64))
+            seen.add(src)
+        if seen != set(range(1, world)):
+            fail(f"recv from any source: got senders {sorted(seen)}")
+    else:
+        dist.send(data(rank, 3, torch.int64), dst=0)
+    big = torch.empty(1 << 16, dtype=torch.float64)
+    ops = [dist.P2POp(dist.irecv, big, prv),
+           dist.P2POp(dist.isend, data(rank, 1 << 16, torch.float64), nxt)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    same("batch_isend_irecv", big, data(prv, 1 << 16, torch.float64))
+
+# a second group of every rank, with its own timeout: its collectives work, and a recv that
+# nobody answers fails within that timeout, naming what it waited for
+short = dist.new_group(backend="shmem", timeout=timedelta(seconds=2))
+t = data(rank, 10, torch.float32)
+dist.all_reduce(t, group=short)
+same("all_reduce on a second group", t, reference(10, torch.float32, "SUM"))
+if world > 1:
+    waited = time.monotonic()
+    try:
+        dist.recv(torch.empty(1), src=(rank + 1) % world, group=short, tag=7)
+    except RuntimeError as exc:
+        if "did not come within" not in str(exc) or time.monotonic() - waited > 30:
+            fail(f"recv timeout: unclear error or too late: {exc}")
+    else:
+        fail("a recv nobody answers did not fail")
+
+dist.barrier()
+elapsed = time.monotonic() - t0
+dist.destroy_process_group()
+print(f"rank {rank} of {world}: OK ({checked} all_reduce checks, {gloo_checked} against gloo, "
+      f"{elapsed:.1f} s)", flush=True)

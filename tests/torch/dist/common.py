@@ -1,0 +1,45 @@
+"""Start-up shared by the torch.distributed backend's test programs: the default group is
+"shmem", started from torch's rendezvous (torchrun's env://, or under shmemrun the one line
+docs/pytorch.md gives, with SHMEM_DIST_TEST_PORT naming the port), and a gloo group of the same
+ranks for reference results."""
+
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+import shmem_torch  # noqa: F401  (registers "shmem")
+
+
+def init():
+    if "SHMEM_RUN_RANK" in os.environ and "RANK" not in os.environ:
+        port = os.environ["SHMEM_DIST_TEST_PORT"]
+        dist.init_process_group(
+            "shmem",
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=int(os.environ["SHMEM_RUN_RANK"]),
+            world_size=int(os.environ["SHMEM_RUN_SIZE"]),
+        )
+    else:
+        dist.init_process_group("shmem")
+    gloo = dist.new_group(backend="gloo")
+    return dist.get_rank(), dist.get_world_size(), gloo
+
+
+def fail(msg):
+    print(f"rank {dist.get_rank()}: FAIL: {msg}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def same(name, got, want, exact=True):
+    if got.dtype != want.dtype or got.shape != want.shape:
+        fail(f"{name}: got {got.dtype} {tuple(got.shape)}, want {want.dtype} {tuple(want.shape)}")
+    if exact:
+        ok = torch.equal(got, want)
+    else:
+        ok = torch.allclose(got.double(), want.double(), rtol=1e-2, atol=1e-2)
+    if not ok:
+        diff = (got != want).nonzero()[:5].flatten().tolist()
+        fail(f"{name}: differs (first indices {diff}): got {got.flatten()[:8].tolist()}, "
+             f"want {want.flatten()[:8].tolist()}")
