@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <smem/host/smem_bm.h>
 #include <stdio.h>
@@ -62,6 +63,49 @@ static int copy(smem_bm_t h, const void *src, void *dest, size_t n, smem_bm_copy
                 uint32_t flags) {
     smem_copy_params p = {src, dest, n};
     return smem_bm_copy(h, &p, t, flags);
+}
+
+/* Whether this process maps a segment's memfd at `at` (/proc/self/maps): this library maps the
+ * segment of a peer of the same node at its place in the pool once a copy reached it, and makes
+ * the place inaccessible again once the peer left or died. */
+static int segment_mapped_at(const void *at) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int found = 0;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        if (strtoull(line, NULL, 16) == (unsigned long long)(uintptr_t)at) {
+            found = strstr(line, "memfd:smem-bm-") != NULL;
+            break;
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return found;
+}
+
+/* Whether every rank runs on this node (fork and spawn; proc's ranks may be on other nodes,
+ * whose segments are reached through the network, not mapped). */
+static int one_node(void) { return getenv("BM_POOL_ONE_NODE") != NULL; }
+
+/* Copies to `seg` (a peer's segment) until this process maps it there: the first copy goes
+ * through the transport, the mapping follows. Returns whether it is mapped; with ranks on
+ * other nodes, whether the copies succeeded. */
+static int reach_mapped(smem_bm_t h, unsigned char *seg) {
+    unsigned char buf[64] = {0};
+    if (!one_node()) {
+        return copy(h, seg, buf, sizeof buf, SMEMB_COPY_G2H, 0) == 0;
+    }
+    for (int i = 0; i < 100; i++) {
+        if (copy(h, seg, buf, sizeof buf, SMEMB_COPY_G2H, 0) != 0) {
+            return 0;
+        }
+        if (segment_mapped_at(seg)) {
+            return 1;
+        }
+        sleep_ms(1);
+    }
+    return 0;
 }
 
 static int plain_lines;
@@ -400,6 +444,10 @@ static void late(const struct run *r) {
         }
         barrier("written", n);
         barrier("checked", n);
+        unsigned char *mine = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)me);
+        for (int p = 0; p < early; p++) {
+            CHECK(holds(mine + AT_H2G + (size_t)p * CHUNK, CHUNK, (unsigned)p, 22));
+        }
         smem_bm_destroy(h);
         return;
     }
@@ -422,11 +470,41 @@ static void late(const struct run *r) {
     barrier("written", n);
     unsigned char *own = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)me);
     CHECK(holds(own + AT_OWN, CHUNK, (unsigned)(n - 1), 21));
-    /* And the late rank's segment is reachable. */
+    /* And the late rank's segment is reachable, mapped here once reached, and copies through
+     * the mapping land (read back through the late rank's own copy below). */
     unsigned char *last = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)(n - 1));
     CHECK(copy(h, buf, last + AT_H2G + (size_t)me * CHUNK, CHUNK, SMEMB_COPY_H2G, 0) == 0);
+    CHECK(reach_mapped(h, last));
+    CHECK(!one_node() || segment_mapped_at(peer));
+    fill(buf, sizeof buf, me, 22);
+    CHECK(copy(h, buf, last + AT_H2G + (size_t)me * CHUNK, CHUNK, SMEMB_COPY_H2G, 0) == 0);
+    CHECK(copy(h, last + AT_H2G + (size_t)me * CHUNK, in, CHUNK, SMEMB_COPY_G2H, 0) == 0);
+    CHECK(holds(in, CHUNK, me, 22));
     barrier("checked", n);
     smem_bm_destroy(h);
+}
+
+/* A thread copying to and from a peer's segment until a copy fails (the peer is gone) or
+ * `stop`: it races the main thread's copies that unmap the gone peer. */
+struct hammer {
+    smem_bm_t h;
+    unsigned char *seg;
+    volatile int stop;
+    int rc;
+    long copies;
+};
+
+static void *hammer_main(void *arg) {
+    struct hammer *w = arg;
+    unsigned char buf[256] = {0};
+    while (!w->stop && w->rc == 0) {
+        w->rc = copy(w->h, buf, w->seg + 4096, sizeof buf, SMEMB_COPY_H2G, 0);
+        if (w->rc == 0) {
+            w->rc = copy(w->h, w->seg + 4096, buf, sizeof buf, SMEMB_COPY_G2H, 0);
+        }
+        w->copies++;
+    }
+    return NULL;
 }
 
 static void gone(const struct run *r, int how) {
@@ -437,10 +515,12 @@ static void gone(const struct run *r, int how) {
     unsigned victim = how == 2 ? 0 : (unsigned)(n - 1);
     barrier("g1", n);
     if (me != victim) {
-        /* Reached before it goes: its going is then seen by the copy path itself. */
+        /* Reached before it goes, and mapped here: its going is then seen by the copy path
+         * itself, the direct one. */
         unsigned char buf[64] = {0};
         unsigned char *seg = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)victim);
         CHECK(copy(h, buf, seg, sizeof buf, SMEMB_COPY_H2G, 0) == 0);
+        CHECK(reach_mapped(h, seg));
     }
     barrier("reached", n);
     if (me == victim) {
@@ -458,10 +538,39 @@ static void gone(const struct run *r, int how) {
         mark("killed", at);
         raise(SIGKILL);
     }
+    struct hammer w = {h, smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)victim), 0, 0,
+                       0};
+    pthread_t thread;
+    int hammering = how != 2 && pthread_create(&thread, NULL, hammer_main, &w) == 0;
     if (how == 0) {
         barrier("g2", n);
     }
     wait_gone(h, victim);
+    if (how != 2 && one_node()) {
+        /* Once a copy failed to reach it, or the store reported it gone, its place is made
+         * inaccessible again; copies to it go on failing naming it. */
+        unsigned char *seg = smem_bm_ptr_by_mem_type(h, SMEM_MEM_TYPE_HOST, (uint16_t)victim);
+        unsigned char buf[64] = {0};
+        char name[32];
+        snprintf(name, sizeof name, "rank %u", victim);
+        for (int i = 0; i < 400 && segment_mapped_at(seg); i++) {
+            CHECK(copy(h, buf, seg, sizeof buf, SMEMB_COPY_H2G, 0) == -1);
+            sleep_ms(5);
+        }
+        CHECK(!segment_mapped_at(seg));
+        CHECK(copy(h, buf, seg, sizeof buf, SMEMB_COPY_H2G, 0) == -1);
+        CHECK(last_error_has("smem_bm_copy", name));
+    }
+    if (hammering) {
+        /* The other thread's copies, racing the release of the mapping, ended failing. */
+        for (int i = 0; i < 2000 && w.rc == 0; i++) {
+            sleep_ms(1);
+        }
+        w.stop = 1;
+        pthread_join(thread, NULL);
+        CHECK(w.rc == -1);
+        CHECK(w.copies > 0);
+    }
     /* The others still reach each other. */
     int survivors = n - 1;
     if (survivors >= 2) {
@@ -805,6 +914,8 @@ int main(int argc, char **argv) {
             return 2;
         }
         const char *tlsdir = options(argc, argv, 5);
+        /* Every rank on this node: each maps the others' segments (checked by the scenarios). */
+        setenv("BM_POOL_ONE_NODE", "1", 1);
         return launch(argv[1][0] == 's', argv, n, argv[3], argv[4], tlsdir);
     }
     if (argc >= 8 && strcmp(argv[1], "proc") == 0) {

@@ -20,6 +20,13 @@ pub fn memfd(name: &str, len: usize) -> Result<OwnedFd> {
     Ok(fd)
 }
 
+/// The system's page size in bytes (4096 if it cannot be read).
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf reads a constant of the system.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
+}
+
 /// Size in bytes of the file behind `fd`.
 pub fn file_len(fd: BorrowedFd<'_>) -> Result<usize> {
     let st = fstat(fd).map_err(|e| Error::os("fstat of a peer's heap", e))?;

@@ -83,6 +83,7 @@ impl Inner {
             let mut keys = self.keys.write().unwrap_or_else(|e| e.into_inner());
             keys.keys.clear();
             keys.generation += 1;
+            self.changes.fetch_add(1, Ordering::Release);
         }
         let eps: Vec<(u32, Endpoint)> = lock(&self.peers).iter().map(|(r, p)| (*r, p.ep)).collect();
         for (rank, ep) in eps {

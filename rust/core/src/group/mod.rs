@@ -37,7 +37,9 @@
 //!   operations fail with [`GroupError::NoRegistration`].
 //! - **Events.** The application reads the group's events (members joined, left, down; this
 //!   member's connection lost) with [`Group::next_event`], after the group's own bookkeeping
-//!   for them is done.
+//!   for them is done. [`Group::changes`] counts, in one atomic word, what may stale a caller's
+//!   own view of the others' memory (a member gone, once its event is queued; a withdrawal,
+//!   before this member confirms it): a hot path checks it with one load.
 //! - **Collectives.** [`Group::barrier`] and [`Group::allgather`] run through the store (small
 //!   data: each member's contribution is one value of the store), in rounds numbered across the
 //!   group. A round's members are the group's members when its first caller began it; each
@@ -60,7 +62,7 @@ mod memory;
 mod tests;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -209,6 +211,10 @@ struct Inner {
     keys: RwLock<KeyCache>,
     regs: Mutex<HashMap<String, Held>>,
     events: EventQueue<MemberEvent>,
+    /// Counts the times what this member knows of the others' memory may have gone stale: a
+    /// member gone (moved once its event is queued), a withdrawal seen (moved before this
+    /// member confirms it). [`Group::changes`].
+    changes: AtomicU64,
     /// The next collective round this member takes part in; held while one runs.
     round: Mutex<u64>,
 }
@@ -257,7 +263,15 @@ impl Inner {
             }
             MemberEvent::Changed(_) | MemberEvent::Lost(_) => {}
         }
+        let gone = matches!(
+            event,
+            MemberEvent::Left { .. } | MemberEvent::Down { .. } | MemberEvent::Lost(_)
+        );
         self.events.push(event);
+        if gone {
+            // After the push: whoever sees the count move finds the event queued.
+            self.changes.fetch_add(1, Ordering::Release);
+        }
     }
 
     /// Member (`rank`, `id`) is gone: its endpoint is torn down, its keys forgotten.
@@ -466,6 +480,7 @@ impl Group {
             keys: RwLock::new(KeyCache::default()),
             regs: Mutex::new(HashMap::new()),
             events: EventQueue::new(GROUP_EVENT_QUEUE),
+            changes: AtomicU64::new(0),
             round: Mutex::new(head),
         });
         let mut group = Group {
@@ -558,6 +573,16 @@ impl Group {
     /// is torn down, its keys forgotten).
     pub fn next_event(&self, timeout: Duration) -> Option<MemberEvent> {
         self.inner.events.next(timeout)
+    }
+
+    /// A count that moves whenever what this member knows of the others' memory may have gone
+    /// stale: a member left or went down (or the store was lost), once the group did its part
+    /// and queued the event; a withdrawal of a registration, before this member confirms it
+    /// (so before the withdrawing member unregisters). A caller keeping something of its own
+    /// per member (a mapping of a member's memory, say) checks it again when the count moved:
+    /// reading it is one atomic load.
+    pub fn changes(&self) -> u64 {
+        self.inner.changes.load(Ordering::Acquire)
     }
 
     /// Events dropped because the application did not read them ([`GROUP_EVENT_QUEUE`]).

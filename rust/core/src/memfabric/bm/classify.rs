@@ -136,7 +136,7 @@ impl std::fmt::Display for Ranges<'_> {
 /// a side read by range that lies outside the pool, or a pool side that does not fit in one
 /// rank's segment, is refused with -2000 (AUTO: -2, the lower layer's code); local to local
 /// is refused. A side the type forces local that lies in the pool is taken as what it is (a
-/// place in the pool), so a copy never touches another rank's reserved range directly.
+/// place in the pool), so a copy never touches another rank's reserved range unchecked.
 /// `what` names the argument in messages (`params`, `params->...[3]`).
 pub fn resolve(
     pool: &Pool,

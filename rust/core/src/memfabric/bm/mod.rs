@@ -17,10 +17,12 @@
 //!   create a new object to come back); `destroy` does not leave (the others see this member
 //!   down, as memfabric's peers see a destroyed object only when its process goes).
 //! - **Copies** ([`classify`]): each side is local memory or a place in a rank's segment; the
-//!   own segment is copied with memcpy, a peer's through the group's non-blocking put and get,
-//!   a peer to another peer through a bounce buffer (4 MiB at a time). A copy or a
-//!   batch flushes each rank it touched once before returning; with `ASYNC_COPY_FLAG` the
-//!   flush is left to `smem_bm_wait`. A member gone makes its copies fail naming its rank.
+//!   own segment is copied with memcpy, and so is the segment of a peer of this node once it
+//!   is mapped at its place ([`direct`]: no call of the group, nothing to flush); any other
+//!   peer's through the group's non-blocking put and get, a peer to another peer through a
+//!   bounce buffer (4 MiB at a time). A copy or a batch flushes each rank it reached through
+//!   the group once before returning; with `ASYNC_COPY_FLAG` the flush is left to
+//!   `smem_bm_wait`. A member gone makes its copies fail naming its rank.
 //! - **Device pools** ([`device`]): on the npu device (`SHMEM_DEVICE=npu`, or `auto` where ACL
 //!   loads; init opens NPU `deviceId`, shared with Share Memory) `maxHbmSize` makes a pool in
 //!   the NPU's address space, whose segments members of one node import from each other;
@@ -28,6 +30,7 @@
 
 pub mod classify;
 mod device;
+pub mod direct;
 pub mod va;
 
 use std::collections::{BTreeSet, HashMap};
@@ -36,6 +39,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 use classify::{Param, Pool, Side};
+use direct::{Direct, Peers};
 use shmem_store::addr::StoreAddr;
 use shmem_store::tls::{load_user_identity, TlsInfo};
 use shmem_store::{Client, Member, Store, TcpDial};
@@ -174,8 +178,11 @@ struct Object {
     local: u64,
     /// The file behind this rank's segment (a memfd, or a duplicate of the user's).
     fd: Option<OwnedFd>,
-    /// The host pool's address range (none without a host pool); its drop unmaps the segment.
-    _reservation: Option<Reservation>,
+    /// The segments of peers of this node mapped in the host pool's range.
+    direct: Direct,
+    /// The host pool's address range (none without a host pool); its drop unmaps the segment
+    /// (and the peers' mapped there).
+    reservation: Option<Reservation>,
 }
 
 /// This process's Big Memory, between init and uninit.
@@ -202,23 +209,39 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+fn not_initialized() -> BmError {
+    BmError::new(
+        NOT_INITIALIZED,
+        "Big Memory is not initialised (call smem_bm_init first)",
+    )
+}
+
 fn state() -> Result<Arc<State>> {
-    lock(&STATE).clone().ok_or_else(|| {
-        BmError::new(
-            NOT_INITIALIZED,
-            "Big Memory is not initialised (call smem_bm_init first)",
-        )
-    })
+    lock(&STATE).clone().ok_or_else(not_initialized)
 }
 
 fn object(handle: usize) -> Result<(Arc<State>, Arc<Object>)> {
     let s = state()?;
-    let o = lock(&s.objects).get(&handle).cloned().ok_or_else(|| {
-        BmError::invalid(format!(
-            "invalid argument handle={handle:#x}: no Big Memory object of this process has it"
-        ))
-    })?;
+    let o = lock(&s.objects)
+        .get(&handle)
+        .cloned()
+        .ok_or_else(|| no_object(handle))?;
     Ok((s, o))
+}
+
+fn no_object(handle: usize) -> BmError {
+    BmError::invalid(format!(
+        "invalid argument handle={handle:#x}: no Big Memory object of this process has it"
+    ))
+}
+
+/// The object alone, for the copies: looked up under the state's lock, without taking a
+/// reference to the state.
+fn object_only(handle: usize) -> Result<Arc<Object>> {
+    let slot = lock(&STATE);
+    let s = slot.as_ref().ok_or_else(not_initialized)?;
+    let o = lock(&s.objects).get(&handle).cloned();
+    o.ok_or_else(|| no_object(handle))
 }
 
 /// The store's dial for `url` (memfabric's `tcp://<ip>:<port>`), with the user's TLS files
@@ -617,7 +640,8 @@ pub fn create(id: u32, a: &CreateArgs) -> Result<usize> {
         rank: s.rank,
         local: a.local_dram,
         fd,
-        _reservation: reservation,
+        direct: Direct::new(s.world),
+        reservation,
     });
     let handle = Arc::as_ptr(&object) as usize;
     lock(&s.objects).insert(handle, object);
@@ -707,6 +731,9 @@ pub fn leave(handle: usize) -> Result<()> {
         Membership::Joined(g) => {
             if let Some(d) = &o.device {
                 d.unmap_peers();
+            }
+            if let Some(res) = &o.reservation {
+                o.direct.release_all(res, &o.pool);
             }
             g.leave()
                 .map_err(|e| group_failed(&format!("leaving object {}", o.id), e))
@@ -798,7 +825,9 @@ struct Op {
 enum At {
     /// An address of this process: local memory or the own segment.
     Here(usize),
-    /// (rank, offset) of a peer's segment.
+    /// The address of a place in a peer's segment mapped here ([`direct`]).
+    Mapped(usize),
+    /// (rank, offset) of a peer's segment reached through the group.
     Peer(u32, u64),
 }
 
@@ -807,7 +836,8 @@ enum At {
 #[derive(Default)]
 struct Touched {
     first: Option<u32>,
-    more: BTreeSet<u32>,
+    /// The others, once there are (so that an empty set costs nothing to drop).
+    more: Option<BTreeSet<u32>>,
 }
 
 impl Touched {
@@ -816,13 +846,15 @@ impl Touched {
             None => self.first = Some(rank),
             Some(f) if f == rank => {}
             Some(_) => {
-                self.more.insert(rank);
+                self.more.get_or_insert_with(BTreeSet::new).insert(rank);
             }
         }
     }
 
     fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.first.into_iter().chain(self.more.iter().copied())
+        self.first
+            .into_iter()
+            .chain(self.more.iter().flat_map(|m| m.iter().copied()))
     }
 }
 
@@ -830,8 +862,16 @@ impl Touched {
 struct Copier<'a> {
     o: &'a Object,
     group: Option<&'a Group>,
+    /// The peers of this node mapped here (once joined), held until the copy is done.
+    peers: Option<Peers<'a>>,
     /// Ranks with non-blocking operations issued.
     touched: Touched,
+    /// Ranks the group's operations reached (their mappings renewed or made after the copy).
+    reached: Touched,
+    /// Whether a peer's mapped segment was written.
+    wrote_direct: bool,
+    /// The first rank the group failed to reach: its mapping, if any, goes after the copy.
+    lost: Option<u32>,
 }
 
 impl Copier<'_> {
@@ -856,7 +896,8 @@ impl Copier<'_> {
         })
     }
 
-    fn failed(&self, rank: u32, e: crate::group::GroupError) -> BmError {
+    fn failed(&mut self, rank: u32, e: crate::group::GroupError) -> BmError {
+        self.lost.get_or_insert(rank);
         let why = match e {
             crate::group::GroupError::NoMember { .. } => format!(
                 "rank {rank} is not a member of object {}'s group: it left, its process ended, \
@@ -871,32 +912,50 @@ impl Copier<'_> {
         ))
     }
 
-    /// Where a side of `op` is: an address of this process (local memory, or the own segment
-    /// checked against what this rank backs), or a place in a peer's segment.
-    fn place(&self, side: Side, len: usize, what: Param) -> Result<At> {
+    /// Where a side of `op` is: an address of this process (local memory, the own segment
+    /// checked against what this rank backs, or a peer's segment mapped here and checked,
+    /// [`direct`]), or a place in a peer's segment reached through the group.
+    fn place(&mut self, side: Side, len: usize, what: Param) -> Result<At> {
         Ok(match side {
             Side::Local(addr) => At::Here(addr),
             Side::Pool { rank, offset } if rank == self.o.rank => {
                 At::Here(self.own(offset, len, what)?)
             }
-            Side::Pool { rank, offset } => At::Peer(rank, offset),
+            Side::Pool { rank, offset } => {
+                let pool = &self.o.pool;
+                match self
+                    .peers
+                    .as_mut()
+                    .and_then(|p| p.at(pool, rank, offset, len))
+                {
+                    Some(at) => At::Mapped(at),
+                    None => At::Peer(rank, offset),
+                }
+            }
         })
     }
 
     /// Runs `op`; `nb`: peers' parts non-blocking, completed by [`Copier::flush`].
     fn run(&mut self, op: &Op, nb: bool, what: Param) -> Result<()> {
         let len = op.len;
-        match (
-            self.place(op.src, len, what)?,
-            self.place(op.dest, len, what)?,
-        ) {
-            (At::Here(src), At::Here(dest)) => {
+        let from = self.place(op.src, len, what)?;
+        let to = self.place(op.dest, len, what)?;
+        match (from, to) {
+            (At::Here(src) | At::Mapped(src), At::Here(dest) | At::Mapped(dest)) => {
                 // SAFETY: the user's buffers are theirs to name; a range of the own segment
-                // is checked against what this rank maps.
+                // is checked against what this rank maps, one of a peer's mapped segment
+                // against what it backs (mapped while `peers` is held).
                 unsafe { std::ptr::copy(src as *const u8, dest as *mut u8, len) };
+                self.wrote_direct |= matches!(to, At::Mapped(_));
             }
             (At::Here(src), At::Peer(rank, offset)) => self.put(rank, offset, src, len, nb)?,
             (At::Peer(rank, offset), At::Here(dest)) => self.get(rank, offset, dest, len, nb)?,
+            // Between a mapped peer and one reached through the group: blocking, so that no
+            // operation still uses the mapping once the copy returns (it may be unmapped then).
+            (At::Mapped(src), At::Peer(rank, offset)) => self.put(rank, offset, src, len, false)?,
+            (At::Peer(rank, offset), At::Mapped(dest)) => {
+                self.get(rank, offset, dest, len, false)?
+            }
             (At::Peer(a, oa), At::Peer(b, ob)) => {
                 // Between two peers: through a buffer of this process, a piece at a time.
                 let mut bounce = vec![0u8; len.min(BOUNCE)];
@@ -954,6 +1013,7 @@ impl Copier<'_> {
             g.get(rank, SEGMENT, offset, dst)
         };
         done.map_err(|e| self.failed(rank, e))?;
+        self.reached.insert(rank);
         // A put, even a blocking one, is visible at the peer after a flush of its rank.
         if nb || put {
             self.touched.insert(rank);
@@ -986,10 +1046,16 @@ pub fn copy(
     flags: u32,
     batch: bool,
 ) -> Result<()> {
-    let (_, o) = object(handle)?;
+    let o = object_only(handle)?;
     if let Some(d) = &o.device {
         return device::copy(&o, d, elements, t, batch);
     }
+    let Some(res) = o.reservation.as_ref() else {
+        return Err(BmError::invalid(format!(
+            "object {}: it has neither a host nor a device pool to copy with",
+            o.id
+        )));
+    };
     // One element (every smem_bm_copy) resolved on the stack.
     let one: [(Side, Side, usize); 1];
     let many: Vec<(Side, Side, usize)>;
@@ -1012,10 +1078,15 @@ pub fn copy(
     // Every operation is issued non-blocking and completed once per rank at the end (or at
     // smem_bm_wait): one wait for a copy, as for a batch.
     let nb = true;
+    let changes = group.map(|g| o.direct.sweep(g, res, &o.pool));
     let mut c = Copier {
         o: &o,
         group,
+        peers: changes.map(|n| o.direct.peers(n)),
         touched: Touched::default(),
+        reached: Touched::default(),
+        wrote_direct: false,
+        lost: None,
     };
     let mut result = Ok(());
     for (i, &(src, dest, len)) in ops.iter().enumerate() {
@@ -1025,13 +1096,42 @@ pub fn copy(
             break;
         }
     }
-    let touched = std::mem::take(&mut c.touched);
-    if asynchronous {
-        lock(&o.pending).extend(touched.iter());
-        return result;
+    if c.wrote_direct {
+        // As the node transport's flush: the stores are ordered before what follows.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     }
-    let flushed = c.flush(touched.iter());
-    result.and(flushed)
+    let touched = std::mem::take(&mut c.touched);
+    if !asynchronous {
+        let flushed = c.flush(touched.iter());
+        result = result.and(flushed);
+    } else {
+        lock(&o.pending).extend(touched.iter());
+    }
+    // Peers the group reached: mapped ones go directly again; others are mapped now.
+    let reached = std::mem::take(&mut c.reached);
+    let mut unmapped = Touched::default();
+    if result.is_ok() {
+        if let Some(p) = &c.peers {
+            for r in reached.iter() {
+                if p.reached(r) {
+                    unmapped.insert(r);
+                }
+            }
+        }
+    }
+    let lost = c.lost;
+    drop(c);
+    if let (Some(g), Some(n)) = (group, changes) {
+        for r in unmapped.iter() {
+            o.direct.map(g, res, &o.pool, r, n);
+        }
+    }
+    if let Some(r) = lost {
+        // The transport failed to reach it (gone, its registration withdrawn): its mapping is
+        // of no more use; a member taking its rank is mapped anew.
+        o.direct.release(res, &o.pool, r);
+    }
+    result
 }
 
 /// `smem_bm_wait`: completes this object's copies made with `ASYNC_COPY_FLAG`.
@@ -1046,9 +1146,17 @@ pub fn wait(handle: usize) -> Result<()> {
     let mut c = Copier {
         o: &o,
         group,
+        peers: None,
         touched: Touched::default(),
+        reached: Touched::default(),
+        wrote_direct: false,
+        lost: None,
     };
-    c.flush(ranks.into_iter())
+    let done = c.flush(ranks.into_iter());
+    if let (Some(r), Some(res)) = (c.lost, &o.reservation) {
+        o.direct.release(res, &o.pool, r);
+    }
+    done
 }
 
 /// `smem_bm_register_user_mem`: records the buffer (the host transports need no

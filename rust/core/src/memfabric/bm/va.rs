@@ -98,10 +98,25 @@ impl Reservation {
         len: usize,
         fd: std::os::fd::BorrowedFd<'_>,
     ) -> Result<(), BmError> {
+        self.map_fd_at(at, len, fd, 0)
+    }
+
+    /// Maps `len` bytes of `fd` from `fd_offset` (a multiple of the page size) shared and
+    /// read-write at `at` (a page), inside the reservation, replacing what was mapped there.
+    pub fn map_fd_at(
+        &self,
+        at: usize,
+        len: usize,
+        fd: std::os::fd::BorrowedFd<'_>,
+        fd_offset: u64,
+    ) -> Result<(), BmError> {
         assert!(at >= self.base && at + len <= self.base + self.len);
         use std::os::fd::AsRawFd;
+        let offset = libc::off_t::try_from(fd_offset).map_err(|_| {
+            BmError::error(format!("cannot map offset {fd_offset} of a segment's file"))
+        })?;
         // SAFETY: [at, at+len) lies in this reservation, which only this object hands out;
-        // MAP_FIXED replaces its inaccessible pages with the file's.
+        // MAP_FIXED replaces what was mapped there with the file's pages.
         let got = unsafe {
             libc::mmap(
                 at as *mut libc::c_void,
@@ -109,7 +124,7 @@ impl Reservation {
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED | libc::MAP_FIXED,
                 fd.as_raw_fd(),
-                0,
+                offset,
             )
         };
         if got == libc::MAP_FAILED {
@@ -119,6 +134,32 @@ impl Reservation {
             )));
         }
         Ok(())
+    }
+
+    /// Makes `[at, at+len)` of the reservation inaccessible again (no backing), dropping what
+    /// was mapped there; the caller makes sure nothing uses that range meanwhile.
+    pub fn release(&self, at: usize, len: usize) {
+        assert!(at >= self.base && at + len <= self.base + self.len);
+        // SAFETY: the range lies in this reservation; MAP_FIXED replaces its mapping with
+        // inaccessible anonymous pages, so the place stays reserved.
+        let got = unsafe {
+            libc::mmap(
+                at as *mut libc::c_void,
+                len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+        if got == libc::MAP_FAILED {
+            // Left mapped: the file's pages stay valid, only held longer.
+            tracing::warn!(
+                "cannot release [{at:#x}, {:#x}) of a pool's range: {}",
+                at + len,
+                std::io::Error::last_os_error()
+            );
+        }
     }
 }
 

@@ -62,7 +62,7 @@ use crate::bootstrap::node::locality::NodeId;
 use crate::bootstrap::node::meet::admit;
 use crate::clock::coarse_clock_ns;
 use crate::idmap::IdMap;
-use crate::mapping::{self, Mapping};
+use crate::mapping::{self, page_size, Mapping};
 use crate::transport::TransportError;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
@@ -93,7 +93,7 @@ const GONE: u64 = 1;
 /// ended (nanoseconds of the coarse monotonic clock): an operation within this interval of the
 /// last poll relies on it, so a process that dies is reported gone within this interval and
 /// the coarse clock's tick.
-const POLL_INTERVAL_NS: u64 = 2_000_000;
+pub(crate) const POLL_INTERVAL_NS: u64 = 2_000_000;
 /// The slot of a private registration's key.
 const PRIVATE: u64 = u64::MAX;
 /// The greeting: magic, the worker's id, its slots; the page's descriptor rides on it.
@@ -111,16 +111,6 @@ const MAP_PRIVATE: u8 = 2;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn page_size() -> u64 {
-    // SAFETY: sysconf reads a constant of the system.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 {
-        n as u64
-    } else {
-        4096
-    }
 }
 
 fn peer_label(id: u64) -> String {
