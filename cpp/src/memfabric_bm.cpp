@@ -5,36 +5,17 @@
 #include "memfabric_bm.h"
 
 #include <array>
-#include <cstring>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "internal.h"
+#include "memfabric_bridge.h"
 #include "rust/cxx.h"
 #include "shmem-core/src/ffi.rs.h"
 
 namespace {
 
-using shmemi_mf::copy_reason;
-
-// Text of the caller as the bridge's &str; false (with the reason) when it is not UTF-8.
-bool text(const char *s, const char *arg, rust::Str &out, char *why, size_t why_len) {
-    try {
-        out = rust::Str(s == nullptr ? "" : s);
-        return true;
-    } catch (const std::invalid_argument &) {
-        copy_reason(std::string("invalid argument ") + arg + ": not UTF-8 text", why, why_len);
-        return false;
-    }
-}
-
-int32_t answer(int32_t rc, const rust::String &reason, char *why, size_t why_len) {
-    if (rc != 0) {
-        copy_reason(std::string(reason), why, why_len);
-    }
-    return rc;
-}
+using shmemi_mf::answer;
+using shmemi_mf::text;
 
 int32_t handle_call(uint32_t what, void *handle, char *why, size_t why_len) {
     rust::String reason;

@@ -2,36 +2,17 @@
 // libmf_smem.so (cpp/smem/src/shm.cpp) calls once its argument checks passed: each passes its
 // arguments to the runtime's bridge (rust/core/src/memfabric/shm.rs) and the reason of a
 // failure back as text, for libmf_smem.so to log and keep as the last error.
-#include <cstring>
-#include <stdexcept>
-#include <string>
 
 #include "internal.h"
 #include "memfabric.h"
+#include "memfabric_bridge.h"
 #include "rust/cxx.h"
 #include "shmem-core/src/ffi.rs.h"
 
 namespace {
 
-// The call's code; its reason into `why` when it failed.
-int32_t done(int32_t rc, const rust::String &reason, char *why, size_t why_len) {
-    if (rc != 0) {
-        shmemi_mf::copy_reason(std::string(reason), why, why_len);
-    }
-    return rc;
-}
-
-// `text` as the bridge's UTF-8 string; false (with the reason in `why`) when it is not UTF-8.
-bool utf8(const char *arg, const char *text, rust::Str &out, char *why, size_t why_len) {
-    try {
-        out = rust::Str(text);
-        return true;
-    } catch (const std::invalid_argument &) {
-        shmemi_mf::copy_reason(std::string("invalid argument ") + arg + ": not UTF-8 text", why,
-                               why_len);
-        return false;
-    }
-}
+using shmemi_mf::answer;
+using shmemi_mf::text;
 
 rust::Slice<const uint8_t> bytes(const void *p, uint32_t n) {
     return rust::Slice<const uint8_t>(n == 0 ? nullptr : static_cast<const uint8_t *>(p), n);
@@ -47,17 +28,17 @@ SHMEM_EXPORT int32_t shmemi_mf_shm_init(const char *url, uint32_t world_size, ui
                                         uint16_t device_id, uint32_t init_timeout_s,
                                         uint32_t control_timeout_s, bool start_store, bool *did,
                                         char *why, size_t why_len) {
-    rust::Str text;
-    if (!utf8("configStoreIpPort", url, text, why, why_len)) {
+    rust::Str url_text;
+    if (!text(url, "configStoreIpPort", url_text, why, why_len)) {
         return -2000;
     }
     rust::String reason;
     shmem::core::MfShmConfig config{device_id, init_timeout_s, control_timeout_s, start_store};
-    int32_t rc = shmem::core::mf_shm_init(text, world_size, rank, config, reason);
+    int32_t rc = shmem::core::mf_shm_init(url_text, world_size, rank, config, reason);
     if (did != nullptr) {
         *did = rc == 0;
     }
-    return done(rc == 1 ? 0 : rc, reason, why, why_len);
+    return answer(rc == 1 ? 0 : rc, reason, why, why_len);
 }
 
 SHMEM_EXPORT bool shmemi_mf_shm_uninit(void) { return shmem::core::mf_shm_uninit(); }
@@ -73,25 +54,25 @@ SHMEM_EXPORT int32_t shmemi_mf_shm_create(uint32_t id, uint32_t rank_size, uint3
         *handle = h;
         *gva = reinterpret_cast<void *>(base);
     }
-    return done(rc, reason, why, why_len);
+    return answer(rc, reason, why, why_len);
 }
 
 SHMEM_EXPORT int32_t shmemi_mf_shm_destroy(uint64_t handle, char *why, size_t why_len) {
     rust::String reason;
-    return done(shmem::core::mf_shm_destroy(handle, reason), reason, why, why_len);
+    return answer(shmem::core::mf_shm_destroy(handle, reason), reason, why, why_len);
 }
 
 SHMEM_EXPORT int32_t shmemi_mf_shm_set_extra_context(uint64_t handle, const void *context,
                                                      uint32_t size, char *why, size_t why_len) {
     rust::String reason;
     int32_t rc = shmem::core::mf_shm_set_extra_context(handle, bytes(context, size), reason);
-    return done(rc, reason, why, why_len);
+    return answer(rc, reason, why, why_len);
 }
 
 SHMEM_EXPORT int32_t shmemi_mf_shm_rank(uint64_t handle, uint32_t *rank, uint32_t *size, char *why,
                                         size_t why_len) {
     rust::String reason;
-    return done(shmem::core::mf_shm_rank(handle, *rank, *size, reason), reason, why, why_len);
+    return answer(shmem::core::mf_shm_rank(handle, *rank, *size, reason), reason, why, why_len);
 }
 
 SHMEM_EXPORT int32_t shmemi_mf_shm_allgather(uint64_t handle, const void *send, uint32_t send_size,
@@ -100,21 +81,22 @@ SHMEM_EXPORT int32_t shmemi_mf_shm_allgather(uint64_t handle, const void *send, 
     rust::String reason;
     int32_t rc = shmem::core::mf_shm_allgather(handle, bytes(send, send_size),
                                                bytes_mut(recv, recv_size), reason);
-    return done(rc, reason, why, why_len);
+    return answer(rc, reason, why, why_len);
 }
 
 SHMEM_EXPORT int32_t shmemi_mf_shm_subgroup(uint64_t handle, const char *key, uint32_t rank_size,
                                             uint32_t rank, const void *send, uint32_t send_size,
                                             void *recv, uint32_t recv_size, char *why,
                                             size_t why_len) {
-    rust::Str text;
-    if (!utf8("key", key, text, why, why_len)) {
+    rust::Str key_text;
+    if (!text(key, "key", key_text, why, why_len)) {
         return -2000;
     }
     rust::String reason;
-    int32_t rc = shmem::core::mf_shm_subgroup(handle, text, rank_size, rank, bytes(send, send_size),
-                                              bytes_mut(recv, recv_size), reason);
-    return done(rc, reason, why, why_len);
+    int32_t rc =
+        shmem::core::mf_shm_subgroup(handle, key_text, rank_size, rank, bytes(send, send_size),
+                                     bytes_mut(recv, recv_size), reason);
+    return answer(rc, reason, why, why_len);
 }
 
 SHMEM_EXPORT int32_t shmemi_mf_shm_can_reach(uint64_t handle, uint32_t remote, uint32_t *reach,
@@ -125,7 +107,7 @@ SHMEM_EXPORT int32_t shmemi_mf_shm_can_reach(uint64_t handle, uint32_t remote, u
     if (rc == 0) {
         *reach = r;
     }
-    return done(rc, reason, why, why_len);
+    return answer(rc, reason, why, why_len);
 }
 
 SHMEM_EXPORT int32_t shmemi_mf_shm_atomic_alloc(uint64_t handle, uint32_t limit, uint32_t *value,
@@ -136,13 +118,13 @@ SHMEM_EXPORT int32_t shmemi_mf_shm_atomic_alloc(uint64_t handle, uint32_t limit,
     if (rc == 0) {
         *value = v;
     }
-    return done(rc, reason, why, why_len);
+    return answer(rc, reason, why, why_len);
 }
 
 SHMEM_EXPORT int32_t shmemi_mf_shm_atomic_release(uint64_t handle, int32_t value, char *why,
                                                   size_t why_len) {
     rust::String reason;
-    return done(shmem::core::mf_shm_atomic_release(handle, value, reason), reason, why, why_len);
+    return answer(shmem::core::mf_shm_atomic_release(handle, value, reason), reason, why, why_len);
 }
 
 SHMEM_EXPORT int32_t shmemi_mf_shm_register_exit(uint64_t handle, void (*handler)(int), char *why,
@@ -150,13 +132,13 @@ SHMEM_EXPORT int32_t shmemi_mf_shm_register_exit(uint64_t handle, void (*handler
     rust::String reason;
     int32_t rc =
         shmem::core::mf_shm_register_exit(handle, reinterpret_cast<size_t>(handler), reason);
-    return done(rc, reason, why, why_len);
+    return answer(rc, reason, why, why_len);
 }
 
 SHMEM_EXPORT int32_t shmemi_mf_shm_global_exit(uint64_t handle, int status, char *why,
                                                size_t why_len) {
     rust::String reason;
-    return done(shmem::core::mf_shm_global_exit(handle, status, reason), reason, why, why_len);
+    return answer(shmem::core::mf_shm_global_exit(handle, status, reason), reason, why, why_len);
 }
 
 SHMEM_EXPORT const void *shmemi_mf_shm_meta(void) {
