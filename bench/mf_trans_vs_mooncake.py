@@ -98,14 +98,14 @@ def touched(fill):
 class Ours:
     name = "ours"
 
-    def __init__(self, role, url, buf, extra=()):
+    def __init__(self, role, url, host, buf, extra=()):
         import memfabric_hybrid as mf
         from mf_adapter import TransferEngine, create_config_store
         self.mf = mf
         if role == "Decode":
             self.check(create_config_store(url), "create_config_store", url)
         self.e = TransferEngine()
-        self.sid = f"127.0.0.1:{self.e.get_rpc_port()}"
+        self.sid = f"{host}:{self.e.get_rpc_port()}"
         self.check(self.e.initialize(url, self.sid, role, 0), "initialize", url)
         for b in (buf, *extra):
             self.check(self.e.register_memory(b.ctypes.data, b.nbytes), "register_memory", b.nbytes)
@@ -122,13 +122,13 @@ class Ours:
 class Mooncake:
     name = "mooncake"
 
-    def __init__(self, buf, extra=()):
+    def __init__(self, host, buf, extra=()):
         from mooncake.engine import TransferEngine
         self.e = TransferEngine()
-        rc = self.e.initialize("127.0.0.1", "P2PHANDSHAKE", "tcp", "")
+        rc = self.e.initialize(host, "P2PHANDSHAKE", "tcp", "")
         if rc != 0:
-            raise SystemExit(f"mooncake: initialize('127.0.0.1', 'P2PHANDSHAKE', 'tcp') returned {rc}")
-        self.sid = f"127.0.0.1:{self.e.get_rpc_port()}"
+            raise SystemExit(f"mooncake: initialize({host!r}, 'P2PHANDSHAKE', 'tcp') returned {rc}")
+        self.sid = f"{host}:{self.e.get_rpc_port()}"
         for b in (buf, *extra):
             rc = self.e.register_memory(b.ctypes.data, b.nbytes)
             if rc != 0:
@@ -139,9 +139,9 @@ def receiver(args):
     dst = touched(0)
     engines = []
     if "ours" in args.engines:
-        engines.append(Ours("Decode", args.url, dst))
+        engines.append(Ours("Decode", args.url, args.hosts[0], dst))
     if "mooncake" in args.engines:
-        engines.append(Mooncake(dst))
+        engines.append(Mooncake(args.hosts[0], dst))
     print("READY", dst.ctypes.data, *[f"{e.name}={e.sid}" for e in engines], flush=True)
     sys.stdin.readline()  # the driver writes a line when the sender is done
     for e in engines:
@@ -166,9 +166,9 @@ def sender(args):
     peers = dict(p.split("=", 1) for p in args.peers)
     engines = []
     if "ours" in peers:
-        engines.append(Ours("Prefill", args.url, src, (scratch,)))
+        engines.append(Ours("Prefill", args.url, args.hosts[1], src, (scratch,)))
     if "mooncake" in peers:
-        engines.append(Mooncake(src, (scratch,)))
+        engines.append(Mooncake(args.hosts[1], src, (scratch,)))
     s, d = src.ctypes.data, args.dst
     stamp = 0
     for kind, bs, n in cases(args):
@@ -230,7 +230,10 @@ def sender(args):
 
 
 def start(args, role, *extra):
-    cmd = [sys.executable, os.path.abspath(__file__), "--role", role, "--url", args.url,
+    ns = args.netns[0 if role == "receiver" else 1] if args.netns else None
+    cmd = ["ip", "netns", "exec", ns] if ns else []
+    cmd += [sys.executable, os.path.abspath(__file__), "--role", role, "--url", args.url,
+           "--hosts", ",".join(args.hosts),
            "--engines", ",".join(args.engines), "--rounds", str(args.rounds),
            "--iters", str(args.iters),
            "--blocks", ",".join(map(str, args.blocks)),
@@ -278,7 +281,8 @@ def driver(args):
         args.engines = ["ours"] + (["mooncake"] if have_mooncake() else [])
         if "mooncake" not in args.engines:
             print("mooncake: not importable in this Python (mooncake.engine); our engine alone")
-    args.url = f"tcp://127.0.0.1:{free_port()}"
+    port = free_port() if not args.netns else 20000 + os.getpid() % 20000
+    args.url = f"tcp://{args.hosts[0]}:{port}"
     recv = start(args, "receiver")
     send = None
     try:
@@ -332,6 +336,10 @@ def main():
     ap.add_argument("--counts", type=lambda t: [int(x) for x in t.split(",")], default=COUNTS,
                     help="blocks per batch")
     ap.add_argument("--singles", type=size_list, default=SINGLES, help="single write sizes")
+    ap.add_argument("--hosts", type=lambda t: t.split(","), default=["127.0.0.1"] * 2,
+                    help="RECEIVER_IP,SENDER_IP the engines use (default 127.0.0.1 both)")
+    ap.add_argument("--netns", type=lambda t: t.split(","),
+                    help="RECEIVER_NS,SENDER_NS: start the two sides in these network namespaces")
     ap.add_argument("--smoke", action="store_true", help="a few cases, one round (ctest)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--verbose", action="store_true", help="the engines' own output too")
