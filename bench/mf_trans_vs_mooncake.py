@@ -29,7 +29,8 @@ Setup (Mooncake in its own virtual environment, our wheel beside it):
         install mooncake-transfer-engine-non-cuda numpy build/python/wheels/memfabric_hybrid-*.whl
     ~/.cache/shmem/mooncake-venv/bin/python bench/mf_trans_vs_mooncake.py --json out.json
 
-Without Mooncake importable, only our engine runs (and the table says so). --smoke: two block
+Without Mooncake importable, only our engine runs (and the table says so). --table-from
+redraws the table of a --json file. --smoke: two block
 sizes, two counts, two single sizes, one round, every stamp checked (ctest
 python.bench_mf_trans_smoke).
 """
@@ -342,6 +343,8 @@ def main():
                     help="RECEIVER_NS,SENDER_NS: start the two sides in these network namespaces")
     ap.add_argument("--smoke", action="store_true", help="a few cases, one round (ctest)")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--table-from", metavar="JSON",
+                    help="print the table of a --json file and exit (nothing is run)")
     ap.add_argument("--verbose", action="store_true", help="the engines' own output too")
     ap.add_argument("--role", choices=["receiver", "sender"], help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
@@ -354,7 +357,11 @@ def main():
     for name in args.engines or []:
         if name not in ("ours", "mooncake"):
             ap.error(f"--engines: {name!r} is not ours or mooncake")
-    if args.role == "receiver":
+    if args.table_from:
+        with open(args.table_from) as f:
+            saved = json.load(f)
+        print(table(saved["results"], saved["engines"]))
+    elif args.role == "receiver":
         receiver(args)
     elif args.role == "sender":
         sender(args)
