@@ -19,9 +19,9 @@ The sender times, for every case and engine, blocking writes into the receiver's
 A round is ITERS calls back to back (ITERS chosen so a round moves about 64 MiB, 1 to 50
 calls), preceded by one untimed call; the engines alternate within a round, the one going
 first alternating between rounds. A figure is the median over rounds of the time per call
-(per-batch latency) and the bytes per call over it (GB/s = 1e9 B/s). After each case's rounds
-the sender reads back, with the same engine, a stamp it wrote into the first and last block
-just before them, so a figure always belongs to bytes that arrived.
+(per-batch latency) and the bytes per call over it (GB/s = 1e9 B/s). After each round the
+sender reads back, with the same engine, the stamp (one per case and engine) it wrote into the
+first and last source block just before it, so a figure always belongs to bytes that arrived.
 
 Setup (Mooncake in its own virtual environment, our wheel beside it):
 
