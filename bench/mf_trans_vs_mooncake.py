@@ -43,6 +43,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -297,16 +298,20 @@ def driver(args):
         _, dst, *peers = line.split()
         send = start(args, "sender", "--dst", dst, "--peers", *peers)
         results = []
-        deadline = time.monotonic() + TIMEOUT
-        for line in send.stdout:
-            if line.startswith("RESULT "):
-                results.append(json.loads(line[7:]))
-            elif args.verbose or not line.startswith("SENDER OK"):
-                print(line, end="")
-            if time.monotonic() > deadline:
-                raise SystemExit(f"sender still running after {TIMEOUT} s")
+        # A sender that hangs silently is killed after TIMEOUT s; its output then ends.
+        watchdog = threading.Timer(TIMEOUT, stop, [send])
+        watchdog.start()
+        try:
+            for line in send.stdout:
+                if line.startswith("RESULT "):
+                    results.append(json.loads(line[7:]))
+                elif args.verbose or not line.startswith("SENDER OK"):
+                    print(line, end="")
+        finally:
+            watchdog.cancel()
         if send.wait() != 0:
-            raise SystemExit(f"sender failed (rc {send.returncode})")
+            raise SystemExit(f"sender failed (rc {send.returncode}; killed after {TIMEOUT} s "
+                             "if it was still running)")
         recv.stdin.write("done\n")
         recv.stdin.flush()
         out, _ = recv.communicate(timeout=60)
@@ -321,10 +326,10 @@ def driver(args):
         with open(args.json, "w") as f:
             json.dump({"engines": args.engines, "rounds": args.rounds,
                        "load": os.getloadavg(), "results": results}, f, indent=1)
-    missing = {(r["kind"], r["block"], r["count"]) for r in results}
+    got = {(r["kind"], r["block"], r["count"]) for r in results}
     want = set(cases(args))
-    if missing != want:
-        raise SystemExit(f"cases without figures: {sorted(want - missing)}")
+    if got != want:
+        raise SystemExit(f"cases without figures: {sorted(want - got)}")
 
 
 def main():
