@@ -1,0 +1,379 @@
+"""mf_trans_vs_mooncake.py: memfabric's transfer engine against Mooncake's, same run, same buffers.
+
+Two processes on this node, started by this script: a receiver and a sender. Each holds one
+NumPy buffer (256 MiB, pages touched before any timing) and registers that same buffer with
+both engines:
+
+  ours      memfabric_hybrid.TransferEngine (libmf_smem.so's smem_trans_*), the receiver a
+            "Decode" engine that also serves the config store, the sender a "Prefill" engine
+  mooncake  mooncake.engine.TransferEngine (PyPI mooncake-transfer-engine-non-cuda), protocol
+            "tcp", peer-to-peer handshake metadata ("P2PHANDSHAKE": no metadata server)
+
+The sender times, for every case and engine, blocking writes into the receiver's buffer:
+
+  batch     batch_transfer_sync_write of COUNT blocks of BLOCK bytes (KV-cache-like: block i
+            of the source to block COUNT-1-i of the destination, so no two neighbours touch),
+            at most 256 MiB a batch
+  single    transfer_sync_write of SIZE bytes
+
+A round is ITERS calls back to back (ITERS chosen so a round moves about 64 MiB, 1 to 50
+calls), preceded by one untimed call; the engines alternate within a round, the one going
+first alternating between rounds. A figure is the median over rounds of the time per call
+(per-batch latency) and the bytes per call over it (GB/s = 1e9 B/s). After each round the
+sender reads back, with the same engine, the stamp (one per case and engine) it wrote into the
+first and last source block just before it, so a figure always belongs to bytes that arrived.
+
+Setup (Mooncake in its own virtual environment, our wheel beside it):
+
+    python3 -m venv ~/.cache/shmem/mooncake-venv && ~/.cache/shmem/mooncake-venv/bin/pip \
+        install mooncake-transfer-engine-non-cuda numpy build/python/wheels/memfabric_hybrid-*.whl
+    ~/.cache/shmem/mooncake-venv/bin/python bench/mf_trans_vs_mooncake.py --json out.json
+
+Without Mooncake importable, only our engine runs (and the table says so). --table-from
+redraws the table of a --json file. --smoke: two block
+sizes, two counts, two single sizes, one round, every stamp checked (ctest
+python.bench_mf_trans_smoke).
+"""
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+BUF = 256 << 20
+KIB, MIB = 1 << 10, 1 << 20
+BLOCKS = [16 * KIB, 64 * KIB, 256 * KIB, MIB, 4 * MIB]
+COUNTS = [1, 16, 128, 1024]
+SINGLES = [4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, MIB, 4 * MIB, 16 * MIB, 64 * MIB]
+ROUND_BYTES = 64 * MIB
+TIMEOUT = 1800
+
+
+def size_arg(text):
+    """16K, 4M, 4096 -> bytes."""
+    mult = {"K": KIB, "M": MIB, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    try:
+        return int(text[:-1] if mult > 1 else text) * mult
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4096, 16K, 4M)")
+
+
+def size_list(text):
+    return [size_arg(t) for t in text.split(",") if t]
+
+
+def human(n):
+    for unit, m in (("M", MIB), ("K", KIB)):
+        if n >= m and n % m == 0:
+            return f"{n // m}{unit}"
+    return str(n)
+
+
+def have_mooncake():
+    try:
+        from mooncake.engine import TransferEngine  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def touched(fill):
+    buf = np.empty(BUF, dtype=np.uint8)
+    buf.fill(fill)  # every page faulted in before anything is timed
+    return buf
+
+
+class Ours:
+    name = "ours"
+
+    def __init__(self, role, url, host, buf, extra=()):
+        import memfabric_hybrid as mf
+        from mf_adapter import TransferEngine, create_config_store
+        self.mf = mf
+        if role == "Decode":
+            self.check(create_config_store(url), "create_config_store", url)
+        self.e = TransferEngine()
+        self.sid = f"{host}:{self.e.get_rpc_port()}"
+        self.check(self.e.initialize(url, self.sid, role, 0), "initialize", url)
+        for b in (buf, *extra):
+            self.check(self.e.register_memory(b.ctypes.data, b.nbytes), "register_memory", b.nbytes)
+
+    def check(self, rc, call, arg):
+        if rc != 0:
+            raise SystemExit(f"ours: {call}({arg}) returned {rc}: {self.mf.get_last_err_msg()}")
+
+    def close(self):
+        self.e.destroy()
+        self.e.unInitialize()
+
+
+class Mooncake:
+    name = "mooncake"
+
+    def __init__(self, host, buf, extra=()):
+        from mooncake.engine import TransferEngine
+        self.e = TransferEngine()
+        rc = self.e.initialize(host, "P2PHANDSHAKE", "tcp", "")
+        if rc != 0:
+            raise SystemExit(f"mooncake: initialize({host!r}, 'P2PHANDSHAKE', 'tcp') returned {rc}")
+        self.sid = f"{host}:{self.e.get_rpc_port()}"
+        for b in (buf, *extra):
+            rc = self.e.register_memory(b.ctypes.data, b.nbytes)
+            if rc != 0:
+                raise SystemExit(f"mooncake: register_memory({b.nbytes}) returned {rc}")
+
+
+def receiver(args):
+    dst = touched(0)
+    engines = []
+    if "ours" in args.engines:
+        engines.append(Ours("Decode", args.url, args.hosts[0], dst))
+    if "mooncake" in args.engines:
+        engines.append(Mooncake(args.hosts[0], dst))
+    print("READY", dst.ctypes.data, *[f"{e.name}={e.sid}" for e in engines], flush=True)
+    sys.stdin.readline()  # the driver writes a line when the sender is done
+    for e in engines:
+        if e.name == "ours":
+            e.close()
+    print("RECEIVER OK", flush=True)
+
+
+def cases(args):
+    for bs in args.blocks:
+        for n in args.counts:
+            if bs * n <= BUF:
+                yield "batch", bs, n
+    for size in args.singles:
+        if size <= BUF:
+            yield "single", size, 1
+
+
+def sender(args):
+    src = touched(1)
+    scratch = np.zeros(4096, dtype=np.uint8)
+    peers = dict(p.split("=", 1) for p in args.peers)
+    engines = []
+    if "ours" in peers:
+        engines.append(Ours("Prefill", args.url, args.hosts[1], src, (scratch,)))
+    if "mooncake" in peers:
+        engines.append(Mooncake(args.hosts[1], src, (scratch,)))
+    s, d = src.ctypes.data, args.dst
+    stamp = 0
+    for kind, bs, n in cases(args):
+        total = bs * n
+        iters = args.iters or max(1, min(50, ROUND_BYTES // total))
+        if kind == "batch":
+            srcs = [s + i * bs for i in range(n)]
+            dsts = [d + (n - 1 - i) * bs for i in range(n)]
+            lens = [bs] * n
+            calls = {e.name: (lambda e=e: e.e.batch_transfer_sync_write(
+                peers[e.name], srcs, dsts, lens)) for e in engines}
+            marks = [(0, n - 1), (n - 1, 0)]  # (source block, destination block)
+        else:
+            calls = {e.name: (lambda e=e: e.e.transfer_sync_write(peers[e.name], s, d, bs))
+                     for e in engines}
+            marks = [(0, 0)]
+        times = {e.name: [] for e in engines}
+        stamps = {}
+        for e in engines:  # one stamp per engine, written before its first call of this case
+            stamp += 1
+            stamps[e.name] = stamp
+        for r in range(args.rounds):
+            order = engines if r % 2 == 0 else engines[::-1]
+            for e in order:
+                for sb, _ in marks:
+                    src[sb * bs:sb * bs + 8] = np.frombuffer(
+                        stamps[e.name].to_bytes(8, "little"), dtype=np.uint8)
+                call = calls[e.name]
+                rc = call()  # untimed
+                if rc != 0:
+                    raise SystemExit(f"{e.name}: {kind} write of {n} x {bs} B returned {rc}")
+                t0 = time.perf_counter()
+                failed = sum(call() != 0 for _ in range(iters))
+                t1 = time.perf_counter()
+                if failed:
+                    raise SystemExit(f"{e.name}: {kind} write of {n} x {bs} B: {failed} of "
+                                     f"{iters} calls returned non-zero")
+                times[e.name].append((t1 - t0) / iters)
+                for _, db in marks:  # the stamp is at the receiver, read back by this engine
+                    scratch[:8] = 0
+                    rc = e.e.transfer_sync_read(peers[e.name], scratch.ctypes.data,
+                                                d + db * bs, 8)
+                    got = int.from_bytes(scratch[:8].tobytes(), "little")
+                    if rc != 0 or got != stamps[e.name]:
+                        raise SystemExit(f"{e.name}: {kind} {n} x {bs} B: destination block "
+                                         f"{db} holds stamp {got}, expected {stamps[e.name]} "
+                                         f"(read rc {rc})")
+        for e in engines:
+            t = times[e.name]
+            med = statistics.median(t)
+            print("RESULT", json.dumps({
+                "kind": kind, "block": bs, "count": n, "bytes": total, "engine": e.name,
+                "iters": iters, "rounds": len(t), "us": med * 1e6,
+                "gbps": total / med / 1e9, "gbps_min": total / max(t) / 1e9,
+                "gbps_max": total / min(t) / 1e9}), flush=True)
+    for e in engines:
+        if e.name == "ours":
+            e.close()
+    print("SENDER OK", flush=True)
+
+
+def start(args, role, *extra):
+    ns = args.netns[0 if role == "receiver" else 1] if args.netns else None
+    cmd = ["ip", "netns", "exec", ns] if ns else []
+    cmd += [sys.executable, os.path.abspath(__file__), "--role", role, "--url", args.url,
+           "--hosts", ",".join(args.hosts),
+           "--engines", ",".join(args.engines), "--rounds", str(args.rounds),
+           "--iters", str(args.iters),
+           "--blocks", ",".join(map(str, args.blocks)),
+           "--counts", ",".join(map(str, args.counts)),
+           "--singles", ",".join(map(str, args.singles)), *extra]
+    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT if args.verbose else subprocess.DEVNULL,
+                            text=True, start_new_session=True)
+
+
+def stop(p):
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+
+
+def table(results, engines):
+    rows = {}
+    for r in results:
+        rows.setdefault((r["kind"], r["block"], r["count"]), {})[r["engine"]] = r
+    head = "| kind | block | blocks | bytes |"
+    sep = "|---|---|---|---|"
+    for e in engines:
+        head += f" {e} µs | {e} GB/s |"
+        sep += "---|---|"
+    both = len(engines) == 2
+    if both:
+        head += " ours/mooncake |"
+        sep += "---|"
+    lines = [head, sep]
+    for (kind, bs, n), per in rows.items():
+        line = f"| {kind} | {human(bs)} | {n} | {human(bs * n)} |"
+        for e in engines:
+            r = per[e]
+            line += (f" {r['us']:.1f} | {r['gbps']:.2f} "
+                     f"<sub>{r['gbps_min']:.2f}–{r['gbps_max']:.2f}</sub> |")
+        if both:
+            line += f" {per['ours']['gbps'] / per['mooncake']['gbps']:.2f}× |"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def driver(args):
+    if args.engines is None:
+        args.engines = ["ours"] + (["mooncake"] if have_mooncake() else [])
+        if "mooncake" not in args.engines:
+            print("mooncake: not importable in this Python (mooncake.engine); our engine alone")
+    port = free_port() if not args.netns else 20000 + os.getpid() % 20000
+    args.url = f"tcp://{args.hosts[0]}:{port}"
+    recv = start(args, "receiver")
+    send = None
+    try:
+        line = recv.stdout.readline()
+        while line and not line.startswith("READY"):
+            print(line, end="") if args.verbose else None
+            line = recv.stdout.readline()
+        if not line:
+            raise SystemExit(f"receiver exited (rc {recv.wait()}) before it was ready")
+        _, dst, *peers = line.split()
+        send = start(args, "sender", "--dst", dst, "--peers", *peers)
+        results = []
+        # A sender that hangs silently is killed after TIMEOUT s; its output then ends.
+        watchdog = threading.Timer(TIMEOUT, stop, [send])
+        watchdog.start()
+        try:
+            for line in send.stdout:
+                if line.startswith("RESULT "):
+                    results.append(json.loads(line[7:]))
+                elif args.verbose or not line.startswith("SENDER OK"):
+                    print(line, end="")
+        finally:
+            watchdog.cancel()
+        if send.wait() != 0:
+            raise SystemExit(f"sender failed (rc {send.returncode}; killed after {TIMEOUT} s "
+                             "if it was still running)")
+        recv.stdin.write("done\n")
+        recv.stdin.flush()
+        out, _ = recv.communicate(timeout=60)
+        if recv.returncode != 0 or "RECEIVER OK" not in out:
+            raise SystemExit(f"receiver failed (rc {recv.returncode}):\n{out}")
+    finally:
+        for p in (send, recv):
+            if p is not None:
+                stop(p)
+    print(table(results, args.engines))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"engines": args.engines, "rounds": args.rounds,
+                       "load": os.getloadavg(), "results": results}, f, indent=1)
+    got = {(r["kind"], r["block"], r["count"]) for r in results}
+    want = set(cases(args))
+    if got != want:
+        raise SystemExit(f"cases without figures: {sorted(want - got)}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--engines", type=lambda t: t.split(","), default=None,
+                    help="ours,mooncake (default: both where Mooncake imports)")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds; medians over them (5)")
+    ap.add_argument("--iters", type=int, default=0,
+                    help="calls per round (default: about 64 MiB a round, 1 to 50)")
+    ap.add_argument("--blocks", type=size_list, default=BLOCKS, help="batch block sizes")
+    ap.add_argument("--counts", type=lambda t: [int(x) for x in t.split(",")], default=COUNTS,
+                    help="blocks per batch")
+    ap.add_argument("--singles", type=size_list, default=SINGLES, help="single write sizes")
+    ap.add_argument("--hosts", type=lambda t: t.split(","), default=["127.0.0.1"] * 2,
+                    help="RECEIVER_IP,SENDER_IP the engines use (default 127.0.0.1 both)")
+    ap.add_argument("--netns", type=lambda t: t.split(","),
+                    help="RECEIVER_NS,SENDER_NS: start the two sides in these network namespaces")
+    ap.add_argument("--smoke", action="store_true", help="a few cases, one round (ctest)")
+    ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--table-from", metavar="JSON",
+                    help="print the table of a --json file and exit (nothing is run)")
+    ap.add_argument("--verbose", action="store_true", help="the engines' own output too")
+    ap.add_argument("--role", choices=["receiver", "sender"], help=argparse.SUPPRESS)
+    ap.add_argument("--url", help=argparse.SUPPRESS)
+    ap.add_argument("--dst", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--peers", nargs="*", default=[], help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.smoke:
+        args.blocks, args.counts = [16 * KIB, MIB], [1, 4]
+        args.singles, args.rounds, args.iters = [4 * KIB, MIB], 1, 2
+    for name in args.engines or []:
+        if name not in ("ours", "mooncake"):
+            ap.error(f"--engines: {name!r} is not ours or mooncake")
+    if args.table_from:
+        with open(args.table_from) as f:
+            saved = json.load(f)
+        print(table(saved["results"], saved["engines"]))
+    elif args.role == "receiver":
+        receiver(args)
+    elif args.role == "sender":
+        sender(args)
+    else:
+        driver(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# bench-mf-trans-netns.sh PYTHON [ARGS...]
+#
+# bench/mf_trans_vs_mooncake.py with its receiver and sender in two network namespaces joined
+# by a veth pair (tests/multinode/netns_pair.sh), as on two nodes: our engine over UCX
+# (UCX_TLS=tcp over the veth, named shmem0 in both), Mooncake's over its TCP transport. PYTHON
+# is the interpreter holding both engines (e.g. ~/.cache/shmem/mooncake-venv/bin/python); ARGS
+# go to the script (--rounds, --json, --engines, ...). Then, between the same namespaces,
+# ucx_perftest's ucp_put_bw (server on the receiver's side) at 1, 4, 16 and 64 MiB, a line of
+# GB/s each (bench/report_multinode.py reads its output), unless PERFTEST=0 or there is no
+# ucx_perftest. Needs root and iproute2 (status 77 otherwise); the namespaces and their
+# processes are removed on exit, whatever happens.
+set -u
+me=bench-mf-trans-netns.sh
+python=${1:?usage: $me PYTHON [ARGS...]}
+shift
+root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/tests/multinode/netns_pair.sh"
+netns_require_root
+netns_require_ucx
+netns_pair_up mfb shmem0
+export UCX_TLS=${UCX_TLS:-tcp} UCX_NET_DEVICES=${UCX_NET_DEVICES:-shmem0}
+"$python" "$root/bench/mf_trans_vs_mooncake.py" --netns "$b,$a" --hosts "$net.2,$net.1" "$@" || exit
+perftest=$(command -v ucx_perftest) || exit 0
+[ "${PERFTEST:-1}" = 0 ] && exit 0
+port=$((20000 + $$ % 20000))
+for mib in 1 4 16 64; do
+    bytes=$((mib << 20)) port=$((port + 1))
+    # Over TCP a put_bw run pays about half a second whatever its count: 512 MiB at least.
+    iters=$(((512 << 20) / bytes > 16 ? (512 << 20) / bytes : 16))
+    timeout 120 ip netns exec "$b" "$perftest" -p "$port" >"$tmp/perf-srv" 2>&1 &
+    srv=$!
+    for _ in $(seq 100); do
+        ip netns exec "$b" ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+        sleep 0.05
+    done
+    timeout 120 ip netns exec "$a" "$perftest" "$net.2" -p "$port" -t ucp_put_bw -s "$bytes" \
+        -n "$iters" -w $((iters / 10 + 1)) -v >"$tmp/perf-cli" 2>&1
+    wait "$srv"
+    python3 "$root/bench/report_multinode.py" perftest "$tmp/perf-cli" --test ucp_put_bw \
+        --size "$bytes" --round 1 --iters "$iters" |
+        python3 -c 'import json, sys; r = json.load(sys.stdin)
+print("ucx_perftest ucp_put_bw %d MiB: %.3f GB/s" % (r["size"] >> 20, r["median"]))'
+done
