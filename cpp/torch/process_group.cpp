@@ -12,8 +12,13 @@
 // Collectives run on ordinary CPU tensors, staged through symmetric scratch the backend owns: a
 // fixed area for the sizes some collectives exchange first, and a data area that grows (a
 // collective shmem_malloc, at the same point of the same collective on every rank) to the
-// largest collective seen. They run to completion on the calling thread over the library's team
-// collectives (SHMEM_TEAM_WORLD) and puts, and return a Work whose future is already complete.
+// largest collective seen; and a staging area for the exchanges (all_to_all, all_to_all_single,
+// gather, scatter), two halves used in turn so that each exchange is puts into the receivers'
+// half and one barrier. An exchange whose sizes every rank knows alike (equal splits, gather's
+// and scatter's tensors, each checked against this rank's shapes) skips the size exchange;
+// uneven splits send the sizes round first (one fcollect) and check every pair. They run to
+// completion on the calling thread over the library's team collectives (SHMEM_TEAM_WORLD) and
+// puts, and return a Work whose future is already complete.
 // Reductions run in the tensor's dtype where the library has it (float32/64, int8..64, uint8),
 // bool as uint8 (SUM is OR, PRODUCT AND, as torch's CPU backends), float16/bfloat16 in float32,
 // complex (SUM, AVG) as pairs of reals. send/recv go through torch's store (correct, not fast):
@@ -325,9 +330,12 @@ public:
         if (meta_ == nullptr) return;
         shmem_barrier_all();
         if (data_ != nullptr) shmem_free(data_);
+        if (staging_ != nullptr) shmem_free(staging_);
         shmem_free(meta_);
         data_ = nullptr;
         data_bytes_ = 0;
+        staging_ = nullptr;
+        staging_bytes_ = 0;
         meta_ = nullptr;
     }
 
@@ -509,6 +517,12 @@ public:
         const int64_t out_row = output.dim() == 0 || output.size(0) == 0
                                     ? 0
                                     : static_cast<int64_t>(output.nbytes()) / output.size(0);
+        // Equal splits (none given): every rank sends and receives dim0 / n rows to and from
+        // every rank, so the sizes are known alike everywhere once this rank's agree.
+        const bool even = inputSplits.empty() && outputSplits.empty();
+        TORCH_CHECK(!even || input.nbytes() == output.nbytes(), "shmem backend: ", kCall,
+                    ": without split sizes the output must be as large as the input, got ",
+                    output.nbytes(), " and ", input.nbytes(), " bytes");
         at::Tensor in = input.contiguous();
         at::Tensor out = output.contiguous();
         std::vector<Block> send(n), recv(n);
@@ -519,7 +533,12 @@ public:
             so += send[j].bytes;
             ro += recv[j].bytes;
         }
-        locked_exchange(kCall, send, recv);
+        if (even) {
+            const int64_t b = n == 0 ? 0 : static_cast<int64_t>(input.nbytes()) / n;
+            locked_transfer(kCall, std::vector<int64_t>(static_cast<size_t>(n) * n, b), send, recv);
+        } else {
+            locked_exchange(kCall, send, recv);
+        }
         if (!out.is_same(output)) output.copy_(out);
         return done(OpType::ALLTOALL_BASE, {output});
     }
@@ -555,7 +574,11 @@ public:
         send[root] = block(c);
         const std::vector<at::Tensor> outs =
             list ? contiguous(*list, recv) : std::vector<at::Tensor>{};
-        locked_exchange(kCall, send, recv);
+        // Every rank sends the root a tensor like its own (the root's list holds tensors like
+        // its input): sent(i, root) is this rank's size on every rank.
+        std::vector<int64_t> sizes(static_cast<size_t>(getSize()) * getSize(), 0);
+        for (int i = 0; i < getSize(); ++i) sizes[i * getSize() + root] = send[root].bytes;
+        locked_transfer(kCall, sizes, send, recv);
         if (list) copy_back(*list, outs);
         return done(OpType::GATHER, list ? *list : std::vector<at::Tensor>{});
     }
@@ -571,7 +594,10 @@ public:
         recv[root] = block(o);
         const std::vector<at::Tensor> ins =
             list ? contiguous(*list, send) : std::vector<at::Tensor>{};
-        locked_exchange(kCall, send, recv);
+        // The root sends every rank a tensor like its output: sent(root, j) is this rank's size.
+        std::vector<int64_t> sizes(static_cast<size_t>(getSize()) * getSize(), 0);
+        for (int j = 0; j < getSize(); ++j) sizes[root * getSize() + j] = recv[root].bytes;
+        locked_transfer(kCall, sizes, send, recv);
         copy_back(outputs, {o});
         return done(OpType::SCATTER, outputs);
     }
@@ -699,6 +725,12 @@ private:
         exchange(call, send, recv);
     }
 
+    void locked_transfer(const char *call, const std::vector<int64_t> &sent,
+                         const std::vector<Block> &send, const std::vector<Block> &recv) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        transfer(call, sent, send, recv);
+    }
+
     const at::Tensor &one(std::vector<at::Tensor> &tensors, const char *call) {
         TORCH_CHECK(tensors.size() == 1, "shmem backend: ", call, ": expected one tensor, got ",
                     tensors.size());
@@ -759,20 +791,39 @@ private:
     // The data scratch, at least `bytes` long. Collective: every rank asks for the same size at
     // the same point (true of every collective here); growing frees and reallocates.
     char *scratch(const char *call, size_t bytes) {
-        if (bytes <= data_bytes_) return data_;
-        size_t want = std::max<size_t>(bytes, std::max<size_t>(2 * data_bytes_, 1 << 20));
-        want = (want + 4095) & ~size_t{4095};
-        if (data_ != nullptr) shmem_free(data_);
-        data_ = static_cast<char *>(shmem_malloc(want));
-        if (data_ == nullptr) {
-            // Ask for no more than needed before giving up.
-            want = (bytes + 4095) & ~size_t{4095};
-            data_ = static_cast<char *>(shmem_malloc(want));
-        }
-        data_bytes_ = data_ == nullptr ? 0 : want;
-        TORCH_CHECK(data_ != nullptr, "shmem backend: ", call, ": the symmetric heap has no room ",
-                    "for ", bytes, " bytes of scratch (raise SHMEM_SYMMETRIC_SIZE)");
+        grow(call, data_, data_bytes_, bytes);
         return data_;
+    }
+
+    // The exchanges' staging area: two halves used in turn, so that a call's puts never land
+    // where a rank may still read the call before (every rank has passed the barrier of the call
+    // in between, which it reaches after its reads): one barrier per exchange, after the puts.
+    // The same sequence of calls on every rank picks the same half.
+    char *staging(const char *call, size_t bytes) {
+        const size_t half = (bytes + 4095) & ~size_t{4095};
+        if (grow(call, staging_, staging_bytes_, 2 * half)) staging_turn_ = 0;
+        char *buf = staging_ + staging_turn_ * (staging_bytes_ / 2);
+        staging_turn_ ^= 1;
+        return buf;
+    }
+
+    // Grows `area` (a collective shmem_malloc, so at the same point on every rank) to at least
+    // `bytes`, rounded to 8 KiB; returns whether it moved.
+    static bool grow(const char *call, char *&area, size_t &have, size_t bytes) {
+        if (bytes <= have) return false;
+        size_t want = std::max<size_t>(bytes, std::max<size_t>(2 * have, 1 << 20));
+        want = (want + 8191) & ~size_t{8191};
+        if (area != nullptr) shmem_free(area);
+        area = static_cast<char *>(shmem_malloc(want));
+        if (area == nullptr) {
+            // Ask for no more than needed before giving up.
+            want = (bytes + 8191) & ~size_t{8191};
+            area = static_cast<char *>(shmem_malloc(want));
+        }
+        have = area == nullptr ? 0 : want;
+        TORCH_CHECK(area != nullptr, "shmem backend: ", call, ": the symmetric heap has no room ",
+                    "for ", bytes, " bytes of scratch (raise SHMEM_SYMMETRIC_SIZE)");
+        return true;
     }
 
     // Every rank's `in` (bytes each), gathered in rank order into the scratch; returns where.
@@ -857,12 +908,10 @@ private:
     }
 
     // Every rank sends send[j] to rank j, which receives it into its recv[i] (sizes must agree).
-    // The sizes go round first (one fcollect), then each block is put into the receiver's
-    // scratch at the offset every rank computes alike, and a barrier completes them.
+    // The sizes go round first (one fcollect) and are checked on every rank, then transfer().
     void exchange(const char *call, const std::vector<Block> &send,
                   const std::vector<Block> &recv) {
         const int n = getSize();
-        const int me = getRank();
         int64_t *mine = meta_;
         int64_t *all = meta_ + 2 * n;
         for (int j = 0; j < n; ++j) {
@@ -870,14 +919,29 @@ private:
             mine[n + j] = recv[j].bytes;
         }
         check_rc(call, shmem_fcollectmem(SHMEM_TEAM_WORLD, all, mine, meta_bytes_));
-        const auto sent = [&](int i, int j) { return all[i * 2 * n + j]; };
         const auto expected = [&](int i, int j) { return all[i * 2 * n + n + j]; };
+        std::vector<int64_t> sent(static_cast<size_t>(n) * n);
+        for (int i = 0; i < n; ++i)
+            for (int j = 0; j < n; ++j) sent[i * n + j] = all[i * 2 * n + j];
         // Every rank checks every pair, so all raise the same error together.
         for (int i = 0; i < n; ++i)
             for (int j = 0; j < n; ++j)
-                TORCH_CHECK(sent(i, j) == expected(j, i), "shmem backend: ", call, ": rank ", i,
-                            " sends ", sent(i, j), " bytes to rank ", j, ", which expects ",
+                TORCH_CHECK(sent[i * n + j] == expected(j, i), "shmem backend: ", call, ": rank ",
+                            i, " sends ", sent[i * n + j], " bytes to rank ", j, ", which expects ",
                             expected(j, i), " from it");
+        // The sizes area is read: nobody gathers into it again before every rank is past it
+        // (transfer's barrier, or this one where nothing moves between ranks).
+        if (!transfer(call, sent, send, recv)) shmem_barrier_all();
+    }
+
+    // The exchange itself, with `sent` (n x n, row i: the bytes rank i sends to each rank) alike
+    // on every rank, as this rank's send/recv blocks: each block is put into its receiver's
+    // staging half at the offset every rank computes alike, one barrier completes them, and each
+    // rank copies its blocks out. Returns whether it synchronised (not when nothing moves).
+    bool transfer(const char *call, const std::vector<int64_t> &sent,
+                  const std::vector<Block> &send, const std::vector<Block> &recv) {
+        const int n = getSize();
+        const int me = getRank();
         // Offsets in each receiver's area (blocks from other ranks, in rank order).
         size_t area = 0;
         std::vector<int64_t> offset(n, 0);  // where my block lands at rank j
@@ -886,26 +950,25 @@ private:
             for (int i = 0; i < n; ++i) {
                 if (i == j) continue;
                 if (i == me) offset[j] = total;
-                total += sent(i, j);
+                total += sent[i * n + j];
             }
             area = std::max(area, static_cast<size_t>(total));
         }
-        char *buf = area > 0 ? scratch(call, area) : nullptr;
-        // Each rank has finished with its scratch (it is in this collective): put.
+        if (send[me].bytes > 0) std::memcpy(recv[me].data, send[me].data, send[me].bytes);
+        if (area == 0) return false;
+        char *buf = staging(call, area);
         for (int j = 0; j < n; ++j) {
             if (j == me || send[j].bytes == 0) continue;
             shmem_putmem(buf + offset[j], send[j].data, send[j].bytes, j);
         }
-        if (send[me].bytes > 0) std::memcpy(recv[me].data, send[me].data, send[me].bytes);
         shmem_barrier_all();
         int64_t at = 0;
         for (int i = 0; i < n; ++i) {
             if (i == me) continue;
             if (recv[i].bytes > 0) std::memcpy(recv[i].data, buf + at, recv[i].bytes);
-            at += recv[i].bytes;
+            at += sent[i * n + me];
         }
-        // Nobody puts into this scratch again before everyone has read theirs.
-        shmem_barrier_all();
+        return true;
     }
 
     static std::string p2p_key(int src, int dst, int tag, int64_t seq) {
@@ -942,6 +1005,9 @@ private:
     size_t meta_bytes_ = 0;
     char *data_ = nullptr;
     size_t data_bytes_ = 0;
+    char *staging_ = nullptr;
+    size_t staging_bytes_ = 0;
+    int staging_turn_ = 0;
     std::mutex p2p_mutex_;
     std::map<std::pair<int, int>, int64_t> sent_, received_;
 };

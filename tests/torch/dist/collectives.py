@@ -283,6 +283,47 @@ if world > 1:
     else:
         fail("all_to_all_single with mismatched splits did not raise")
 
+# exchanges back to back, no barrier between (each one's puts must never land on data a rank
+# is still reading from the one before), sizes growing and shrinking (the staging area grows
+# mid-sequence): equal-split all_to_all_single, gather, scatter and uneven all_to_all_single in
+# turn, each against what was sent
+for step, n in enumerate((10, 1 << 17, 3, 1 << 19, 7, 1 << 17)):
+    out = torch.empty(world * n)
+    dist.all_to_all_single(out, data(rank * 7 + step, world * n, torch.float32))
+    for i in range(world):
+        same(f"all_to_all_single back to back {step} from {i}", out[i * n:(i + 1) * n],
+             data(i * 7 + step, world * n, torch.float32)[rank * n:(rank + 1) * n])
+    root = step % world
+    got = [torch.empty(n) for _ in range(world)] if rank == root else None
+    dist.gather(data(rank + step, n, torch.float32), got, dst=root)
+    for i in range(world if rank == root else 0):
+        same(f"gather back to back {step} from {i}", got[i], data(i + step, n, torch.float32))
+    one = torch.empty(n)
+    dist.scatter(one, [data(j * 3 + step, n, torch.float32) for j in range(world)]
+                 if rank == root else None, src=root)
+    same(f"scatter back to back {step}", one, data(rank * 3 + step, n, torch.float32))
+    ins = [splits(rank, j) * (step + 1) for j in range(world)]
+    outs = [splits(i, rank) * (step + 1) for i in range(world)]
+    out = torch.empty(sum(outs))
+    dist.all_to_all_single(out, data(rank + step, sum(ins), torch.float32),
+                           output_split_sizes=outs, input_split_sizes=ins)
+    at = 0
+    for i in range(world):
+        sent = [splits(i, j) * (step + 1) for j in range(world)]
+        start = sum(sent[:rank])
+        same(f"all_to_all_single uneven back to back {step} from {i}", out[at:at + outs[i]],
+             data(i + step, sum(sent), torch.float32)[start:start + outs[i]])
+        at += outs[i]
+
+# equal splits: the output must be as large as the input (checked on each rank)
+try:
+    dist.all_to_all_single(torch.empty(2 * world), torch.zeros(world))
+except (RuntimeError, ValueError) as exc:
+    if "as large as the input" not in str(exc) and "shmem backend" in str(exc):
+        fail(f"all_to_all_single of unequal sizes: unclear error {exc}")
+else:
+    fail("all_to_all_single without splits and of unequal sizes did not raise")
+
 # all_gather_coalesced (deprecated API)
 if hasattr(dist, "all_gather_coalesced"):
     def agc(g):
