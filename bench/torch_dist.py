@@ -4,7 +4,7 @@ own per-call floor: a group of a backend that returns at once ("floor", register
 the same way, which bounds any ratio at small sizes.
 
     torchrun --standalone --nproc-per-node 2 bench/torch_dist.py [--min-bytes 4K] [--max-bytes 64M]
-        [--ddp-steps 20] [--no-ddp]
+        [--only all_to_all_single] [--ddp-steps 20] [--no-ddp] [--no-collectives]
 
 with shmem_torch importable (PYTHONPATH=install/python). Rank 0 prints one line per
 collective and size: the median time per call over the iterations of each backend (after
@@ -96,6 +96,8 @@ def main():
     parser.add_argument("--no-ddp", action="store_true", help="leave out the DDP step")
     parser.add_argument("--no-collectives", action="store_true",
                         help="leave out the collectives")
+    parser.add_argument("--only", action="append", default=[], metavar="COLLECTIVE",
+                        help="time this collective only (repeatable; e.g. all_to_all_single)")
     args = parser.parse_args()
     dist.init_process_group("shmem")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -150,6 +152,8 @@ def collectives(args, rank, world, groups, gloo):
     for name, fn in (("all_reduce", all_reduce), ("all_gather_into_tensor", all_gather),
                      ("reduce_scatter_tensor", reduce_scatter),
                      ("all_to_all_single", all_to_all)):
+        if args.only and name not in args.only:
+            continue
         nbytes = args.min
         while nbytes <= args.max:
             n = max(world, nbytes // 4 // world * world)
