@@ -21,9 +21,17 @@
 // puts, and return a Work whose future is already complete.
 // Reductions run in the tensor's dtype where the library has it (float32/64, int8..64, uint8),
 // bool as uint8 (SUM is OR, PRODUCT AND, as torch's CPU backends), float16/bfloat16 in float32,
-// complex (SUM, AVG) as pairs of reals. send/recv go through torch's store (correct, not fast):
-// a send sets one key and returns; a recv waits for it on a thread of its own, so exchanges in
-// either order complete.
+// complex (SUM, AVG) as pairs of reals.
+//
+// Point to point goes through the heap: every rank has a mailbox per sender (a header and up to
+// kMailChunk bytes of a message) and a signal per sender counting the chunks put there; every
+// sender has an acknowledgement per receiver counting the chunks taken out. A chunk is put (with
+// the signal, after its header) once the receiver has taken the one before, so a message of any
+// size goes through its one mailbox in turn. A send runs on a thread of its own, after the sends
+// to the same rank posted before it; a recv runs on a thread of its own, reads every chunk that
+// has come from its sender and takes the first whole message of its tag (a message of another
+// tag waits for the recv that wants it), recvs of one sender and tag in the order posted. Both
+// give up with an error after the group's timeout.
 //
 // Groups: the group of all ranks only (torch's default group, or new_group of every rank). A
 // subgroup of some ranks needs a team its members alone can make (the library's splits are
@@ -42,9 +50,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -81,15 +91,15 @@ private:
     c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-// A recv: the thread that waits for the message completes the future (or sets its error).
-class RecvWork : public Work {
+// A send or recv: the thread that moves the message completes the future (or sets its error).
+class ThreadWork : public Work {
 public:
-    RecvWork(int rank, OpType type, at::Tensor tensor)
+    ThreadWork(int rank, OpType type, at::Tensor tensor)
         : Work(rank, type),
           tensor_(std::move(tensor)),
           future_(c10::make_intrusive<c10::ivalue::Future>(
               c10::ListType::create(c10::TensorType::get()))) {}
-    ~RecvWork() override {
+    ~ThreadWork() override {
         if (thread_.joinable()) thread_.join();
     }
     void start(std::function<int()> body) {
@@ -298,7 +308,6 @@ public:
     ShmemBackend(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
                  std::chrono::milliseconds timeout)
         : Backend(rank, size),
-          store_(store),
           options_(c10::make_intrusive<Backend::Options>(kName, timeout)) {
         join_job(store, rank, size);
         int device = -1;
@@ -316,6 +325,19 @@ public:
         meta_ = static_cast<int64_t *>(shmem_malloc(meta_bytes_ * (n + 1)));
         TORCH_CHECK(meta_ != nullptr, "shmem backend: the symmetric heap has no room for ",
                     meta_bytes_ * (n + 1), " bytes");
+        // The mailboxes (zeroed, their signals and acknowledgements with them).
+        const size_t mail_bytes = n * (kMailHeader + kMailChunk) + 2 * n * sizeof(uint64_t);
+        mail_ = static_cast<char *>(shmem_calloc(mail_bytes, 1));
+        TORCH_CHECK(mail_ != nullptr, "shmem backend: the symmetric heap has no room for ",
+                    mail_bytes, " bytes of mailboxes");
+        mail_sig_ = reinterpret_cast<uint64_t *>(mail_ + n * (kMailHeader + kMailChunk));
+        mail_ack_ = mail_sig_ + n;
+        chunks_sent_.assign(n, 0);
+        chunks_taken_.assign(n, 0);
+        partial_.resize(n);
+        stash_.resize(n);
+        send_posted_.assign(n, 0);
+        send_served_.assign(n, 0);
     }
 
     ~ShmemBackend() override = default;
@@ -331,6 +353,8 @@ public:
         shmem_barrier_all();
         if (data_ != nullptr) shmem_free(data_);
         if (staging_ != nullptr) shmem_free(staging_);
+        shmem_free(mail_);
+        mail_ = nullptr;
         shmem_free(meta_);
         data_ = nullptr;
         data_bytes_ = 0;
@@ -610,35 +634,58 @@ public:
         return done(OpType::BARRIER, {});
     }
 
-    // Point to point, through torch's store: key p2p/<src>/<dst>/<tag>/<seq>, seq counting the
-    // messages of that pair and tag.
+    // Point to point, through the mailboxes (see the top).
     WorkPtr send(std::vector<at::Tensor> &tensors, int dst, int tag) override {
         const at::Tensor &t = one(tensors, "send");
         check_peer("send", "dst", dst);
-        int64_t seq;
+        int64_t ticket;
         {
             std::lock_guard<std::mutex> lock(p2p_mutex_);
-            seq = sent_[{dst, tag}]++;
+            ticket = send_posted_[dst]++;
         }
         at::Tensor c = t.contiguous();
-        const auto *p = static_cast<const uint8_t *>(c.data_ptr());
-        store_->set(p2p_key(getRank(), dst, tag, seq), std::vector<uint8_t>(p, p + c.nbytes()));
-        return done(OpType::SEND, tensors);
+        auto work = c10::make_intrusive<ThreadWork>(getRank(), OpType::SEND, t);
+        work->start([this, c, dst, tag, ticket] {
+            const auto deadline = std::chrono::steady_clock::now() + options_->timeout;
+            {
+                std::unique_lock<std::mutex> lock(p2p_mutex_);
+                const bool turn = send_cv_.wait_until(lock, deadline,
+                                                      [&] { return send_served_[dst] == ticket; });
+                TORCH_CHECK(turn, "shmem backend: send to rank ", dst, " (tag ", tag,
+                            "): the sends before it did not finish within the group's timeout of ",
+                            options_->timeout.count(), " ms");
+            }
+            try {
+                put_message(dst, tag, static_cast<const char *>(c.data_ptr()), c.nbytes(),
+                            deadline);
+            } catch (...) {
+                finish_send(dst);
+                throw;
+            }
+            finish_send(dst);
+            return dst;
+        });
+        return work;
     }
 
     WorkPtr recv(std::vector<at::Tensor> &tensors, int src, int tag) override {
         const at::Tensor &t = one(tensors, "recv");
         check_peer("recv", "src", src);
-        int64_t seq;
+        int64_t ticket;
         {
             std::lock_guard<std::mutex> lock(p2p_mutex_);
-            seq = received_[{src, tag}]++;
+            ticket = recv_posted_[{src, tag}]++;
         }
-        auto work = c10::make_intrusive<RecvWork>(getRank(), OpType::RECV, t);
-        const std::string key = p2p_key(src, getRank(), tag, seq);
-        work->start([this, t, key, src] {
-            wait_key("recv", {key});
-            deliver(t, key, src);
+        auto work = c10::make_intrusive<ThreadWork>(getRank(), OpType::RECV, t);
+        work->start([this, t, src, tag, ticket] {
+            std::vector<char> bytes;
+            await("recv from rank " + std::to_string(src), tag, [&] {
+                take_progress(src);
+                if (recv_taken_[{src, tag}] != ticket || !take(src, tag, bytes)) return false;
+                ++recv_taken_[{src, tag}];
+                return true;
+            });
+            deliver(t, bytes, src);
             return src;
         });
         return work;
@@ -646,29 +693,22 @@ public:
 
     WorkPtr recvAnysource(std::vector<at::Tensor> &tensors, int tag) override {
         const at::Tensor &t = one(tensors, "recv");
-        auto work = c10::make_intrusive<RecvWork>(getRank(), OpType::RECVANYSOURCE, t);
+        auto work = c10::make_intrusive<ThreadWork>(getRank(), OpType::RECVANYSOURCE, t);
         work->start([this, t, tag] {
-            const auto deadline = std::chrono::steady_clock::now() + options_->timeout;
-            auto pause = std::chrono::microseconds(200);
-            for (;;) {
+            std::vector<char> bytes;
+            int from = -1;
+            await("recv from any source", tag, [&] {
                 for (int src = 0; src < getSize(); ++src) {
-                    if (src == getRank()) continue;
-                    std::string key;
-                    {
-                        std::lock_guard<std::mutex> lock(p2p_mutex_);
-                        key = p2p_key(src, getRank(), tag, received_[{src, tag}]);
-                        if (!store_->check({key})) continue;
-                        ++received_[{src, tag}];
+                    take_progress(src);
+                    if (take(src, tag, bytes)) {
+                        from = src;
+                        return true;
                     }
-                    deliver(t, key, src);
-                    return src;
                 }
-                TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "shmem backend: recv ",
-                            "from any source (tag ", tag, "): nothing came within the group's ",
-                            "timeout of ", options_->timeout.count(), " ms");
-                std::this_thread::sleep_for(pause);
-                pause = std::min(pause * 2, std::chrono::microseconds(10000));
-            }
+                return false;
+            });
+            deliver(t, bytes, from);
+            return from;
         });
         return work;
     }
@@ -971,34 +1011,127 @@ private:
         return true;
     }
 
-    static std::string p2p_key(int src, int dst, int tag, int64_t seq) {
-        return "shmem_backend/p2p/" + std::to_string(src) + "/" + std::to_string(dst) + "/" +
-               std::to_string(tag) + "/" + std::to_string(seq);
+    struct MailHeader {
+        int64_t tag;
+        int64_t bytes;  // the whole message's
+    };
+
+    char *mailbox(int from) const { return mail_ + from * (kMailHeader + kMailChunk); }
+
+    // Puts one message into `dst`'s mailbox for this rank, chunk by chunk, each once `dst` has
+    // taken the one before.
+    void put_message(int dst, int tag, const char *data, size_t bytes,
+                     std::chrono::steady_clock::time_point deadline) {
+        const int me = getRank();
+        const MailHeader header{tag, static_cast<int64_t>(bytes)};
+        size_t at = 0;
+        do {
+            const uint64_t chunk = chunks_sent_[dst];
+            auto pause = std::chrono::microseconds(1);
+            while (shmem_signal_fetch(&mail_ack_[dst]) < chunk) {
+                {
+                    // Take what has come meanwhile, so two ranks sending to each other before
+                    // either receives both go on.
+                    std::lock_guard<std::mutex> lock(p2p_mutex_);
+                    for (int src = 0; src < getSize(); ++src) take_progress(src);
+                }
+                TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "shmem backend: send ",
+                            "to rank ", dst, " (tag ", tag, ", ", bytes, " bytes): rank ", dst,
+                            " took nothing within the group's timeout of ",
+                            options_->timeout.count(), " ms");
+                pause = backoff(pause);
+            }
+            const size_t len = std::min(kMailChunk, bytes - at);
+            shmem_putmem(mailbox(me), &header, sizeof header, dst);
+            shmem_fence();
+            shmem_putmem_signal(mailbox(me) + kMailHeader, data + at, len, &mail_sig_[me],
+                                chunk + 1, SHMEM_SIGNAL_SET, dst);
+            chunks_sent_[dst] = chunk + 1;
+            at += len;
+        } while (at < bytes);
     }
 
-    // Waits (polling, so the store stays free for sends on other threads) until `keys` exist.
-    void wait_key(const char *call, const std::vector<std::string> &keys) {
-        const auto deadline = std::chrono::steady_clock::now() + options_->timeout;
-        auto pause = std::chrono::microseconds(200);
-        while (!store_->check(keys)) {
-            TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "shmem backend: ", call, ": ",
-                        keys[0], " did not come within the group's timeout of ",
-                        options_->timeout.count(), " ms");
-            std::this_thread::sleep_for(pause);
-            pause = std::min(pause * 2, std::chrono::microseconds(10000));
+    void finish_send(int dst) {
+        {
+            std::lock_guard<std::mutex> lock(p2p_mutex_);
+            ++send_served_[dst];
+        }
+        send_cv_.notify_all();
+    }
+
+    // Takes every chunk that has come from `src` (under p2p_mutex_): whole messages go to
+    // stash_[src], in the order sent; `src` may put the next chunk once this one is taken.
+    void take_progress(int src) {
+        const int me = getRank();
+        while (shmem_signal_fetch(&mail_sig_[src]) > chunks_taken_[src]) {
+            MailHeader header;
+            std::memcpy(&header, mailbox(src), sizeof header);
+            Partial &p = partial_[src];
+            if (!p.open) {
+                p.open = true;
+                p.tag = static_cast<int>(header.tag);
+                p.bytes.assign(static_cast<size_t>(header.bytes), 0);
+                p.got = 0;
+            }
+            const size_t len = std::min(kMailChunk, p.bytes.size() - p.got);
+            if (len > 0) std::memcpy(p.bytes.data() + p.got, mailbox(src) + kMailHeader, len);
+            p.got += len;
+            ++chunks_taken_[src];
+            shmem_uint64_atomic_set(&mail_ack_[me], chunks_taken_[src], src);
+            if (p.got == p.bytes.size()) {
+                stash_[src].push_back({p.tag, std::move(p.bytes)});
+                p = Partial{};
+            }
         }
     }
 
-    void deliver(const at::Tensor &t, const std::string &key, int src) {
-        const std::vector<uint8_t> bytes = store_->get(key);
-        store_->deleteKey(key);
+    // The first whole message of `tag` from `src` into `bytes` (under p2p_mutex_).
+    bool take(int src, int tag, std::vector<char> &bytes) {
+        auto &queue = stash_[src];
+        for (auto it = queue.begin(); it != queue.end(); ++it) {
+            if (it->first != tag) continue;
+            bytes = std::move(it->second);
+            queue.erase(it);
+            return true;
+        }
+        return false;
+    }
+
+    // Calls `ready` under p2p_mutex_ until it says true, pausing between tries, within the
+    // group's timeout.
+    template <typename Ready>
+    void await(const std::string &what, int tag, Ready ready) {
+        const auto deadline = std::chrono::steady_clock::now() + options_->timeout;
+        auto pause = std::chrono::microseconds(1);
+        for (;;) {
+            {
+                std::lock_guard<std::mutex> lock(p2p_mutex_);
+                if (ready()) return;
+            }
+            TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "shmem backend: ", what,
+                        " (tag ", tag, "): a message did not come within the group's timeout of ",
+                        options_->timeout.count(), " ms");
+            pause = backoff(pause);
+        }
+    }
+
+    // Yields for the first tries, then sleeps, twice as long each time up to a millisecond.
+    static std::chrono::microseconds backoff(std::chrono::microseconds pause) {
+        if (pause < std::chrono::microseconds(64)) {
+            std::this_thread::yield();
+        } else {
+            std::this_thread::sleep_for(pause);
+        }
+        return std::min(pause * 2, std::chrono::microseconds(1000));
+    }
+
+    void deliver(const at::Tensor &t, const std::vector<char> &bytes, int src) {
         TORCH_CHECK(bytes.size() == t.nbytes(), "shmem backend: recv: rank ", src, " sent ",
                     bytes.size(), " bytes, the receiving tensor holds ", t.nbytes());
         at::Tensor c = t.contiguous();
-        copy_out(t, c, reinterpret_cast<const char *>(bytes.data()));
+        copy_out(t, c, bytes.data());
     }
 
-    c10::intrusive_ptr<c10d::Store> store_;
     c10::intrusive_ptr<Options> options_;
     std::mutex mutex_;  // one collective at a time on the scratch
     int64_t *meta_ = nullptr;
@@ -1008,8 +1141,25 @@ private:
     char *staging_ = nullptr;
     size_t staging_bytes_ = 0;
     int staging_turn_ = 0;
-    std::mutex p2p_mutex_;
-    std::map<std::pair<int, int>, int64_t> sent_, received_;
+    // Point to point (see the top).
+    static constexpr size_t kMailHeader = 64;
+    static constexpr size_t kMailChunk = (size_t{256} << 10) - kMailHeader;
+    struct Partial {
+        bool open = false;
+        int tag = 0;
+        std::vector<char> bytes;
+        size_t got = 0;
+    };
+    char *mail_ = nullptr;          // n mailboxes, then the signals and acknowledgements
+    uint64_t *mail_sig_ = nullptr;  // [i]: chunks rank i has put into my mailbox for it
+    uint64_t *mail_ack_ = nullptr;  // [j]: chunks rank j has taken out of its mailbox for me
+    std::mutex p2p_mutex_;          // everything below
+    std::condition_variable send_cv_;
+    std::vector<uint64_t> chunks_sent_, chunks_taken_;
+    std::vector<Partial> partial_;
+    std::vector<std::deque<std::pair<int, std::vector<char>>>> stash_;
+    std::vector<int64_t> send_posted_, send_served_;
+    std::map<std::pair<int, int>, int64_t> recv_posted_, recv_taken_;
 };
 
 c10::intrusive_ptr<c10d::Backend> create(const c10::intrusive_ptr<c10d::Store> &store, int rank,
