@@ -307,8 +307,7 @@ class ShmemBackend final : public c10d::Backend {
 public:
     ShmemBackend(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
                  std::chrono::milliseconds timeout)
-        : Backend(rank, size),
-          options_(c10::make_intrusive<Backend::Options>(kName, timeout)) {
+        : Backend(rank, size), options_(c10::make_intrusive<Backend::Options>(kName, timeout)) {
         join_job(store, rank, size);
         int device = -1;
         TORCH_CHECK(shmemx_heap_device(&device) == SHMEMX_HEAP_HOST,
@@ -1077,6 +1076,7 @@ private:
             if (len > 0) std::memcpy(p.bytes.data() + p.got, mailbox(src) + kMailHeader, len);
             p.got += len;
             ++chunks_taken_[src];
+            ++taken_total_;
             shmem_uint64_atomic_set(&mail_ack_[me], chunks_taken_[src], src);
             if (p.got == p.bytes.size()) {
                 stash_[src].push_back({p.tag, std::move(p.bytes)});
@@ -1103,11 +1103,17 @@ private:
     void await(const std::string &what, int tag, Ready ready) {
         const auto deadline = std::chrono::steady_clock::now() + options_->timeout;
         auto pause = std::chrono::microseconds(1);
+        uint64_t seen = 0;
         for (;;) {
+            bool moved;
             {
                 std::lock_guard<std::mutex> lock(p2p_mutex_);
                 if (ready()) return;
+                // a chunk came: the next is likely close behind, so no long sleep
+                moved = taken_total_ != seen;
+                seen = taken_total_;
             }
+            if (moved) pause = std::chrono::microseconds(1);
             TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "shmem backend: ", what,
                         " (tag ", tag, "): a message did not come within the group's timeout of ",
                         options_->timeout.count(), " ms");
@@ -1156,6 +1162,7 @@ private:
     std::mutex p2p_mutex_;          // everything below
     std::condition_variable send_cv_;
     std::vector<uint64_t> chunks_sent_, chunks_taken_;
+    uint64_t taken_total_ = 0;  // chunks taken from every sender
     std::vector<Partial> partial_;
     std::vector<std::deque<std::pair<int, std::vector<char>>>> stash_;
     std::vector<int64_t> send_posted_, send_served_;
