@@ -12,13 +12,26 @@
 // Collectives run on ordinary CPU tensors, staged through symmetric scratch the backend owns: a
 // fixed area for the sizes some collectives exchange first, and a data area that grows (a
 // collective shmem_malloc, at the same point of the same collective on every rank) to the
-// largest collective seen. They run to completion on the calling thread over the library's team
-// collectives (SHMEM_TEAM_WORLD) and puts, and return a Work whose future is already complete.
+// largest collective seen; and a staging area for the exchanges (all_to_all, all_to_all_single,
+// gather, scatter), two halves used in turn so that each exchange is puts into the receivers'
+// half and one barrier. An exchange whose sizes every rank knows alike (equal splits, gather's
+// and scatter's tensors, each checked against this rank's shapes) skips the size exchange;
+// uneven splits send the sizes round first (one fcollect) and check every pair. They run to
+// completion on the calling thread over the library's team collectives (SHMEM_TEAM_WORLD) and
+// puts, and return a Work whose future is already complete.
 // Reductions run in the tensor's dtype where the library has it (float32/64, int8..64, uint8),
 // bool as uint8 (SUM is OR, PRODUCT AND, as torch's CPU backends), float16/bfloat16 in float32,
-// complex (SUM, AVG) as pairs of reals. send/recv go through torch's store (correct, not fast):
-// a send sets one key and returns; a recv waits for it on a thread of its own, so exchanges in
-// either order complete.
+// complex (SUM, AVG) as pairs of reals.
+//
+// Point to point goes through the heap: every rank has a mailbox per sender (a header and up to
+// kMailChunk bytes of a message) and a signal per sender counting the chunks put there; every
+// sender has an acknowledgement per receiver counting the chunks taken out. A chunk is put (with
+// the signal, after its header) once the receiver has taken the one before, so a message of any
+// size goes through its one mailbox in turn. A send runs on a thread of its own, after the sends
+// to the same rank posted before it; a recv runs on a thread of its own, reads every chunk that
+// has come from its sender and takes the first whole message of its tag (a message of another
+// tag waits for the recv that wants it), recvs of one sender and tag in the order posted. Both
+// give up with an error after the group's timeout.
 //
 // Groups: the group of all ranks only (torch's default group, or new_group of every rank). A
 // subgroup of some ranks needs a team its members alone can make (the library's splits are
@@ -37,9 +50,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -76,15 +91,15 @@ private:
     c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-// A recv: the thread that waits for the message completes the future (or sets its error).
-class RecvWork : public Work {
+// A send or recv: the thread that moves the message completes the future (or sets its error).
+class ThreadWork : public Work {
 public:
-    RecvWork(int rank, OpType type, at::Tensor tensor)
+    ThreadWork(int rank, OpType type, at::Tensor tensor)
         : Work(rank, type),
           tensor_(std::move(tensor)),
           future_(c10::make_intrusive<c10::ivalue::Future>(
               c10::ListType::create(c10::TensorType::get()))) {}
-    ~RecvWork() override {
+    ~ThreadWork() override {
         if (thread_.joinable()) thread_.join();
     }
     void start(std::function<int()> body) {
@@ -292,9 +307,7 @@ class ShmemBackend final : public c10d::Backend {
 public:
     ShmemBackend(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
                  std::chrono::milliseconds timeout)
-        : Backend(rank, size),
-          store_(store),
-          options_(c10::make_intrusive<Backend::Options>(kName, timeout)) {
+        : Backend(rank, size), options_(c10::make_intrusive<Backend::Options>(kName, timeout)) {
         join_job(store, rank, size);
         int device = -1;
         TORCH_CHECK(shmemx_heap_device(&device) == SHMEMX_HEAP_HOST,
@@ -311,6 +324,19 @@ public:
         meta_ = static_cast<int64_t *>(shmem_malloc(meta_bytes_ * (n + 1)));
         TORCH_CHECK(meta_ != nullptr, "shmem backend: the symmetric heap has no room for ",
                     meta_bytes_ * (n + 1), " bytes");
+        // The mailboxes (zeroed, their signals and acknowledgements with them).
+        const size_t mail_bytes = n * (kMailHeader + kMailChunk) + 2 * n * sizeof(uint64_t);
+        mail_ = static_cast<char *>(shmem_calloc(mail_bytes, 1));
+        TORCH_CHECK(mail_ != nullptr, "shmem backend: the symmetric heap has no room for ",
+                    mail_bytes, " bytes of mailboxes");
+        mail_sig_ = reinterpret_cast<uint64_t *>(mail_ + n * (kMailHeader + kMailChunk));
+        mail_ack_ = mail_sig_ + n;
+        chunks_sent_.assign(n, 0);
+        chunks_taken_.assign(n, 0);
+        partial_.resize(n);
+        stash_.resize(n);
+        send_posted_.assign(n, 0);
+        send_served_.assign(n, 0);
     }
 
     ~ShmemBackend() override = default;
@@ -325,9 +351,14 @@ public:
         if (meta_ == nullptr) return;
         shmem_barrier_all();
         if (data_ != nullptr) shmem_free(data_);
+        if (staging_ != nullptr) shmem_free(staging_);
+        shmem_free(mail_);
+        mail_ = nullptr;
         shmem_free(meta_);
         data_ = nullptr;
         data_bytes_ = 0;
+        staging_ = nullptr;
+        staging_bytes_ = 0;
         meta_ = nullptr;
     }
 
@@ -509,6 +540,12 @@ public:
         const int64_t out_row = output.dim() == 0 || output.size(0) == 0
                                     ? 0
                                     : static_cast<int64_t>(output.nbytes()) / output.size(0);
+        // Equal splits (none given): every rank sends and receives dim0 / n rows to and from
+        // every rank, so the sizes are known alike everywhere once this rank's agree.
+        const bool even = inputSplits.empty() && outputSplits.empty();
+        TORCH_CHECK(!even || input.nbytes() == output.nbytes(), "shmem backend: ", kCall,
+                    ": without split sizes the output must be as large as the input, got ",
+                    output.nbytes(), " and ", input.nbytes(), " bytes");
         at::Tensor in = input.contiguous();
         at::Tensor out = output.contiguous();
         std::vector<Block> send(n), recv(n);
@@ -519,7 +556,12 @@ public:
             so += send[j].bytes;
             ro += recv[j].bytes;
         }
-        locked_exchange(kCall, send, recv);
+        if (even) {
+            const int64_t b = n == 0 ? 0 : static_cast<int64_t>(input.nbytes()) / n;
+            locked_transfer(kCall, std::vector<int64_t>(static_cast<size_t>(n) * n, b), send, recv);
+        } else {
+            locked_exchange(kCall, send, recv);
+        }
         if (!out.is_same(output)) output.copy_(out);
         return done(OpType::ALLTOALL_BASE, {output});
     }
@@ -555,7 +597,11 @@ public:
         send[root] = block(c);
         const std::vector<at::Tensor> outs =
             list ? contiguous(*list, recv) : std::vector<at::Tensor>{};
-        locked_exchange(kCall, send, recv);
+        // Every rank sends the root a tensor like its own (the root's list holds tensors like
+        // its input): sent(i, root) is this rank's size on every rank.
+        std::vector<int64_t> sizes(static_cast<size_t>(getSize()) * getSize(), 0);
+        for (int i = 0; i < getSize(); ++i) sizes[i * getSize() + root] = send[root].bytes;
+        locked_transfer(kCall, sizes, send, recv);
         if (list) copy_back(*list, outs);
         return done(OpType::GATHER, list ? *list : std::vector<at::Tensor>{});
     }
@@ -571,7 +617,10 @@ public:
         recv[root] = block(o);
         const std::vector<at::Tensor> ins =
             list ? contiguous(*list, send) : std::vector<at::Tensor>{};
-        locked_exchange(kCall, send, recv);
+        // The root sends every rank a tensor like its output: sent(root, j) is this rank's size.
+        std::vector<int64_t> sizes(static_cast<size_t>(getSize()) * getSize(), 0);
+        for (int j = 0; j < getSize(); ++j) sizes[root * getSize() + j] = recv[root].bytes;
+        locked_transfer(kCall, sizes, send, recv);
         copy_back(outputs, {o});
         return done(OpType::SCATTER, outputs);
     }
@@ -584,35 +633,58 @@ public:
         return done(OpType::BARRIER, {});
     }
 
-    // Point to point, through torch's store: key p2p/<src>/<dst>/<tag>/<seq>, seq counting the
-    // messages of that pair and tag.
+    // Point to point, through the mailboxes (see the top).
     WorkPtr send(std::vector<at::Tensor> &tensors, int dst, int tag) override {
         const at::Tensor &t = one(tensors, "send");
         check_peer("send", "dst", dst);
-        int64_t seq;
+        int64_t ticket;
         {
             std::lock_guard<std::mutex> lock(p2p_mutex_);
-            seq = sent_[{dst, tag}]++;
+            ticket = send_posted_[dst]++;
         }
         at::Tensor c = t.contiguous();
-        const auto *p = static_cast<const uint8_t *>(c.data_ptr());
-        store_->set(p2p_key(getRank(), dst, tag, seq), std::vector<uint8_t>(p, p + c.nbytes()));
-        return done(OpType::SEND, tensors);
+        auto work = c10::make_intrusive<ThreadWork>(getRank(), OpType::SEND, t);
+        work->start([this, c, dst, tag, ticket] {
+            const auto deadline = std::chrono::steady_clock::now() + options_->timeout;
+            {
+                std::unique_lock<std::mutex> lock(p2p_mutex_);
+                const bool turn = send_cv_.wait_until(lock, deadline,
+                                                      [&] { return send_served_[dst] == ticket; });
+                TORCH_CHECK(turn, "shmem backend: send to rank ", dst, " (tag ", tag,
+                            "): the sends before it did not finish within the group's timeout of ",
+                            options_->timeout.count(), " ms");
+            }
+            try {
+                put_message(dst, tag, static_cast<const char *>(c.data_ptr()), c.nbytes(),
+                            deadline);
+            } catch (...) {
+                finish_send(dst);
+                throw;
+            }
+            finish_send(dst);
+            return dst;
+        });
+        return work;
     }
 
     WorkPtr recv(std::vector<at::Tensor> &tensors, int src, int tag) override {
         const at::Tensor &t = one(tensors, "recv");
         check_peer("recv", "src", src);
-        int64_t seq;
+        int64_t ticket;
         {
             std::lock_guard<std::mutex> lock(p2p_mutex_);
-            seq = received_[{src, tag}]++;
+            ticket = recv_posted_[{src, tag}]++;
         }
-        auto work = c10::make_intrusive<RecvWork>(getRank(), OpType::RECV, t);
-        const std::string key = p2p_key(src, getRank(), tag, seq);
-        work->start([this, t, key, src] {
-            wait_key("recv", {key});
-            deliver(t, key, src);
+        auto work = c10::make_intrusive<ThreadWork>(getRank(), OpType::RECV, t);
+        work->start([this, t, src, tag, ticket] {
+            std::vector<char> bytes;
+            await("recv from rank " + std::to_string(src), tag, [&] {
+                take_progress(src);
+                if (recv_taken_[{src, tag}] != ticket || !take(src, tag, bytes)) return false;
+                ++recv_taken_[{src, tag}];
+                return true;
+            });
+            deliver(t, bytes, src);
             return src;
         });
         return work;
@@ -620,29 +692,22 @@ public:
 
     WorkPtr recvAnysource(std::vector<at::Tensor> &tensors, int tag) override {
         const at::Tensor &t = one(tensors, "recv");
-        auto work = c10::make_intrusive<RecvWork>(getRank(), OpType::RECVANYSOURCE, t);
+        auto work = c10::make_intrusive<ThreadWork>(getRank(), OpType::RECVANYSOURCE, t);
         work->start([this, t, tag] {
-            const auto deadline = std::chrono::steady_clock::now() + options_->timeout;
-            auto pause = std::chrono::microseconds(200);
-            for (;;) {
+            std::vector<char> bytes;
+            int from = -1;
+            await("recv from any source", tag, [&] {
                 for (int src = 0; src < getSize(); ++src) {
-                    if (src == getRank()) continue;
-                    std::string key;
-                    {
-                        std::lock_guard<std::mutex> lock(p2p_mutex_);
-                        key = p2p_key(src, getRank(), tag, received_[{src, tag}]);
-                        if (!store_->check({key})) continue;
-                        ++received_[{src, tag}];
+                    take_progress(src);
+                    if (take(src, tag, bytes)) {
+                        from = src;
+                        return true;
                     }
-                    deliver(t, key, src);
-                    return src;
                 }
-                TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "shmem backend: recv ",
-                            "from any source (tag ", tag, "): nothing came within the group's ",
-                            "timeout of ", options_->timeout.count(), " ms");
-                std::this_thread::sleep_for(pause);
-                pause = std::min(pause * 2, std::chrono::microseconds(10000));
-            }
+                return false;
+            });
+            deliver(t, bytes, from);
+            return from;
         });
         return work;
     }
@@ -697,6 +762,12 @@ private:
                          const std::vector<Block> &recv) {
         std::lock_guard<std::mutex> lock(mutex_);
         exchange(call, send, recv);
+    }
+
+    void locked_transfer(const char *call, const std::vector<int64_t> &sent,
+                         const std::vector<Block> &send, const std::vector<Block> &recv) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        transfer(call, sent, send, recv);
     }
 
     const at::Tensor &one(std::vector<at::Tensor> &tensors, const char *call) {
@@ -759,20 +830,39 @@ private:
     // The data scratch, at least `bytes` long. Collective: every rank asks for the same size at
     // the same point (true of every collective here); growing frees and reallocates.
     char *scratch(const char *call, size_t bytes) {
-        if (bytes <= data_bytes_) return data_;
-        size_t want = std::max<size_t>(bytes, std::max<size_t>(2 * data_bytes_, 1 << 20));
-        want = (want + 4095) & ~size_t{4095};
-        if (data_ != nullptr) shmem_free(data_);
-        data_ = static_cast<char *>(shmem_malloc(want));
-        if (data_ == nullptr) {
-            // Ask for no more than needed before giving up.
-            want = (bytes + 4095) & ~size_t{4095};
-            data_ = static_cast<char *>(shmem_malloc(want));
-        }
-        data_bytes_ = data_ == nullptr ? 0 : want;
-        TORCH_CHECK(data_ != nullptr, "shmem backend: ", call, ": the symmetric heap has no room ",
-                    "for ", bytes, " bytes of scratch (raise SHMEM_SYMMETRIC_SIZE)");
+        grow(call, data_, data_bytes_, bytes);
         return data_;
+    }
+
+    // The exchanges' staging area: two halves used in turn, so that a call's puts never land
+    // where a rank may still read the call before (every rank has passed the barrier of the call
+    // in between, which it reaches after its reads): one barrier per exchange, after the puts.
+    // The same sequence of calls on every rank picks the same half.
+    char *staging(const char *call, size_t bytes) {
+        const size_t half = (bytes + 4095) & ~size_t{4095};
+        if (grow(call, staging_, staging_bytes_, 2 * half)) staging_turn_ = 0;
+        char *buf = staging_ + staging_turn_ * (staging_bytes_ / 2);
+        staging_turn_ ^= 1;
+        return buf;
+    }
+
+    // Grows `area` (a collective shmem_malloc, so at the same point on every rank) to at least
+    // `bytes`, rounded to 8 KiB; returns whether it moved.
+    static bool grow(const char *call, char *&area, size_t &have, size_t bytes) {
+        if (bytes <= have) return false;
+        size_t want = std::max<size_t>(bytes, std::max<size_t>(2 * have, 1 << 20));
+        want = (want + 8191) & ~size_t{8191};
+        if (area != nullptr) shmem_free(area);
+        area = static_cast<char *>(shmem_malloc(want));
+        if (area == nullptr) {
+            // Ask for no more than needed before giving up.
+            want = (bytes + 8191) & ~size_t{8191};
+            area = static_cast<char *>(shmem_malloc(want));
+        }
+        have = area == nullptr ? 0 : want;
+        TORCH_CHECK(area != nullptr, "shmem backend: ", call, ": the symmetric heap has no room ",
+                    "for ", bytes, " bytes of scratch (raise SHMEM_SYMMETRIC_SIZE)");
+        return true;
     }
 
     // Every rank's `in` (bytes each), gathered in rank order into the scratch; returns where.
@@ -857,12 +947,10 @@ private:
     }
 
     // Every rank sends send[j] to rank j, which receives it into its recv[i] (sizes must agree).
-    // The sizes go round first (one fcollect), then each block is put into the receiver's
-    // scratch at the offset every rank computes alike, and a barrier completes them.
+    // The sizes go round first (one fcollect) and are checked on every rank, then transfer().
     void exchange(const char *call, const std::vector<Block> &send,
                   const std::vector<Block> &recv) {
         const int n = getSize();
-        const int me = getRank();
         int64_t *mine = meta_;
         int64_t *all = meta_ + 2 * n;
         for (int j = 0; j < n; ++j) {
@@ -870,14 +958,29 @@ private:
             mine[n + j] = recv[j].bytes;
         }
         check_rc(call, shmem_fcollectmem(SHMEM_TEAM_WORLD, all, mine, meta_bytes_));
-        const auto sent = [&](int i, int j) { return all[i * 2 * n + j]; };
         const auto expected = [&](int i, int j) { return all[i * 2 * n + n + j]; };
+        std::vector<int64_t> sent(static_cast<size_t>(n) * n);
+        for (int i = 0; i < n; ++i)
+            for (int j = 0; j < n; ++j) sent[i * n + j] = all[i * 2 * n + j];
         // Every rank checks every pair, so all raise the same error together.
         for (int i = 0; i < n; ++i)
             for (int j = 0; j < n; ++j)
-                TORCH_CHECK(sent(i, j) == expected(j, i), "shmem backend: ", call, ": rank ", i,
-                            " sends ", sent(i, j), " bytes to rank ", j, ", which expects ",
+                TORCH_CHECK(sent[i * n + j] == expected(j, i), "shmem backend: ", call, ": rank ",
+                            i, " sends ", sent[i * n + j], " bytes to rank ", j, ", which expects ",
                             expected(j, i), " from it");
+        // The sizes area is read: nobody gathers into it again before every rank is past it
+        // (transfer's barrier, or this one where nothing moves between ranks).
+        if (!transfer(call, sent, send, recv)) shmem_barrier_all();
+    }
+
+    // The exchange itself, with `sent` (n x n, row i: the bytes rank i sends to each rank) alike
+    // on every rank, as this rank's send/recv blocks: each block is put into its receiver's
+    // staging half at the offset every rank computes alike, one barrier completes them, and each
+    // rank copies its blocks out. Returns whether it synchronised (not when nothing moves).
+    bool transfer(const char *call, const std::vector<int64_t> &sent,
+                  const std::vector<Block> &send, const std::vector<Block> &recv) {
+        const int n = getSize();
+        const int me = getRank();
         // Offsets in each receiver's area (blocks from other ranks, in rank order).
         size_t area = 0;
         std::vector<int64_t> offset(n, 0);  // where my block lands at rank j
@@ -886,64 +989,184 @@ private:
             for (int i = 0; i < n; ++i) {
                 if (i == j) continue;
                 if (i == me) offset[j] = total;
-                total += sent(i, j);
+                total += sent[i * n + j];
             }
             area = std::max(area, static_cast<size_t>(total));
         }
-        char *buf = area > 0 ? scratch(call, area) : nullptr;
-        // Each rank has finished with its scratch (it is in this collective): put.
+        if (send[me].bytes > 0) std::memcpy(recv[me].data, send[me].data, send[me].bytes);
+        if (area == 0) return false;
+        char *buf = staging(call, area);
         for (int j = 0; j < n; ++j) {
             if (j == me || send[j].bytes == 0) continue;
             shmem_putmem(buf + offset[j], send[j].data, send[j].bytes, j);
         }
-        if (send[me].bytes > 0) std::memcpy(recv[me].data, send[me].data, send[me].bytes);
         shmem_barrier_all();
         int64_t at = 0;
         for (int i = 0; i < n; ++i) {
             if (i == me) continue;
             if (recv[i].bytes > 0) std::memcpy(recv[i].data, buf + at, recv[i].bytes);
-            at += recv[i].bytes;
+            at += sent[i * n + me];
         }
-        // Nobody puts into this scratch again before everyone has read theirs.
-        shmem_barrier_all();
+        return true;
     }
 
-    static std::string p2p_key(int src, int dst, int tag, int64_t seq) {
-        return "shmem_backend/p2p/" + std::to_string(src) + "/" + std::to_string(dst) + "/" +
-               std::to_string(tag) + "/" + std::to_string(seq);
+    struct MailHeader {
+        int64_t tag;
+        int64_t bytes;  // the whole message's
+    };
+
+    char *mailbox(int from) const { return mail_ + from * (kMailHeader + kMailChunk); }
+
+    // Puts one message into `dst`'s mailbox for this rank, chunk by chunk, each once `dst` has
+    // taken the one before.
+    void put_message(int dst, int tag, const char *data, size_t bytes,
+                     std::chrono::steady_clock::time_point deadline) {
+        const int me = getRank();
+        const MailHeader header{tag, static_cast<int64_t>(bytes)};
+        size_t at = 0;
+        do {
+            const uint64_t chunk = chunks_sent_[dst];
+            auto pause = std::chrono::microseconds(1);
+            while (shmem_signal_fetch(&mail_ack_[dst]) < chunk) {
+                {
+                    // Take what has come meanwhile, so two ranks sending to each other before
+                    // either receives both go on.
+                    std::lock_guard<std::mutex> lock(p2p_mutex_);
+                    for (int src = 0; src < getSize(); ++src) take_progress(src);
+                }
+                TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "shmem backend: send ",
+                            "to rank ", dst, " (tag ", tag, ", ", bytes, " bytes): rank ", dst,
+                            " took nothing within the group's timeout of ",
+                            options_->timeout.count(), " ms");
+                pause = backoff(pause);
+            }
+            const size_t len = std::min(kMailChunk, bytes - at);
+            shmem_putmem(mailbox(me), &header, sizeof header, dst);
+            shmem_fence();
+            shmem_putmem_signal(mailbox(me) + kMailHeader, data + at, len, &mail_sig_[me],
+                                chunk + 1, SHMEM_SIGNAL_SET, dst);
+            chunks_sent_[dst] = chunk + 1;
+            at += len;
+        } while (at < bytes);
     }
 
-    // Waits (polling, so the store stays free for sends on other threads) until `keys` exist.
-    void wait_key(const char *call, const std::vector<std::string> &keys) {
+    void finish_send(int dst) {
+        {
+            std::lock_guard<std::mutex> lock(p2p_mutex_);
+            ++send_served_[dst];
+        }
+        send_cv_.notify_all();
+    }
+
+    // Takes every chunk that has come from `src` (under p2p_mutex_): whole messages go to
+    // stash_[src], in the order sent; `src` may put the next chunk once this one is taken.
+    void take_progress(int src) {
+        const int me = getRank();
+        while (shmem_signal_fetch(&mail_sig_[src]) > chunks_taken_[src]) {
+            MailHeader header;
+            std::memcpy(&header, mailbox(src), sizeof header);
+            Partial &p = partial_[src];
+            if (!p.open) {
+                p.open = true;
+                p.tag = static_cast<int>(header.tag);
+                p.bytes.assign(static_cast<size_t>(header.bytes), 0);
+                p.got = 0;
+            }
+            const size_t len = std::min(kMailChunk, p.bytes.size() - p.got);
+            if (len > 0) std::memcpy(p.bytes.data() + p.got, mailbox(src) + kMailHeader, len);
+            p.got += len;
+            ++chunks_taken_[src];
+            ++taken_total_;
+            shmem_uint64_atomic_set(&mail_ack_[me], chunks_taken_[src], src);
+            if (p.got == p.bytes.size()) {
+                stash_[src].push_back({p.tag, std::move(p.bytes)});
+                p = Partial{};
+            }
+        }
+    }
+
+    // The first whole message of `tag` from `src` into `bytes` (under p2p_mutex_).
+    bool take(int src, int tag, std::vector<char> &bytes) {
+        auto &queue = stash_[src];
+        for (auto it = queue.begin(); it != queue.end(); ++it) {
+            if (it->first != tag) continue;
+            bytes = std::move(it->second);
+            queue.erase(it);
+            return true;
+        }
+        return false;
+    }
+
+    // Calls `ready` under p2p_mutex_ until it says true, pausing between tries, within the
+    // group's timeout.
+    template <typename Ready>
+    void await(const std::string &what, int tag, Ready ready) {
         const auto deadline = std::chrono::steady_clock::now() + options_->timeout;
-        auto pause = std::chrono::microseconds(200);
-        while (!store_->check(keys)) {
-            TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "shmem backend: ", call, ": ",
-                        keys[0], " did not come within the group's timeout of ",
+        auto pause = std::chrono::microseconds(1);
+        uint64_t seen = 0;
+        for (;;) {
+            bool moved;
+            {
+                std::lock_guard<std::mutex> lock(p2p_mutex_);
+                if (ready()) return;
+                // a chunk came: the next is likely close behind, so no long sleep
+                moved = taken_total_ != seen;
+                seen = taken_total_;
+            }
+            if (moved) pause = std::chrono::microseconds(1);
+            TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "shmem backend: ", what,
+                        " (tag ", tag, "): a message did not come within the group's timeout of ",
                         options_->timeout.count(), " ms");
-            std::this_thread::sleep_for(pause);
-            pause = std::min(pause * 2, std::chrono::microseconds(10000));
+            pause = backoff(pause);
         }
     }
 
-    void deliver(const at::Tensor &t, const std::string &key, int src) {
-        const std::vector<uint8_t> bytes = store_->get(key);
-        store_->deleteKey(key);
+    // Yields for the first tries, then sleeps, twice as long each time up to a millisecond.
+    static std::chrono::microseconds backoff(std::chrono::microseconds pause) {
+        if (pause < std::chrono::microseconds(64)) {
+            std::this_thread::yield();
+        } else {
+            std::this_thread::sleep_for(pause);
+        }
+        return std::min(pause * 2, std::chrono::microseconds(1000));
+    }
+
+    void deliver(const at::Tensor &t, const std::vector<char> &bytes, int src) {
         TORCH_CHECK(bytes.size() == t.nbytes(), "shmem backend: recv: rank ", src, " sent ",
                     bytes.size(), " bytes, the receiving tensor holds ", t.nbytes());
         at::Tensor c = t.contiguous();
-        copy_out(t, c, reinterpret_cast<const char *>(bytes.data()));
+        copy_out(t, c, bytes.data());
     }
 
-    c10::intrusive_ptr<c10d::Store> store_;
     c10::intrusive_ptr<Options> options_;
     std::mutex mutex_;  // one collective at a time on the scratch
     int64_t *meta_ = nullptr;
     size_t meta_bytes_ = 0;
     char *data_ = nullptr;
     size_t data_bytes_ = 0;
-    std::mutex p2p_mutex_;
-    std::map<std::pair<int, int>, int64_t> sent_, received_;
+    char *staging_ = nullptr;
+    size_t staging_bytes_ = 0;
+    int staging_turn_ = 0;
+    // Point to point (see the top).
+    static constexpr size_t kMailHeader = 64;
+    static constexpr size_t kMailChunk = (size_t{256} << 10) - kMailHeader;
+    struct Partial {
+        bool open = false;
+        int tag = 0;
+        std::vector<char> bytes;
+        size_t got = 0;
+    };
+    char *mail_ = nullptr;          // n mailboxes, then the signals and acknowledgements
+    uint64_t *mail_sig_ = nullptr;  // [i]: chunks rank i has put into my mailbox for it
+    uint64_t *mail_ack_ = nullptr;  // [j]: chunks rank j has taken out of its mailbox for me
+    std::mutex p2p_mutex_;          // everything below
+    std::condition_variable send_cv_;
+    std::vector<uint64_t> chunks_sent_, chunks_taken_;
+    uint64_t taken_total_ = 0;  // chunks taken from every sender
+    std::vector<Partial> partial_;
+    std::vector<std::deque<std::pair<int, std::vector<char>>>> stash_;
+    std::vector<int64_t> send_posted_, send_served_;
+    std::map<std::pair<int, int>, int64_t> recv_posted_, recv_taken_;
 };
 
 c10::intrusive_ptr<c10d::Backend> create(const c10::intrusive_ptr<c10d::Store> &store, int rank,

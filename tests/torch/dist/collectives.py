@@ -283,6 +283,47 @@ if world > 1:
     else:
         fail("all_to_all_single with mismatched splits did not raise")
 
+# exchanges back to back, no barrier between (each one's puts must never land on data a rank
+# is still reading from the one before), sizes growing and shrinking (the staging area grows
+# mid-sequence): equal-split all_to_all_single, gather, scatter and uneven all_to_all_single in
+# turn, each against what was sent
+for step, n in enumerate((10, 1 << 17, 3, 1 << 19, 7, 1 << 17)):
+    out = torch.empty(world * n)
+    dist.all_to_all_single(out, data(rank * 7 + step, world * n, torch.float32))
+    for i in range(world):
+        same(f"all_to_all_single back to back {step} from {i}", out[i * n:(i + 1) * n],
+             data(i * 7 + step, world * n, torch.float32)[rank * n:(rank + 1) * n])
+    root = step % world
+    got = [torch.empty(n) for _ in range(world)] if rank == root else None
+    dist.gather(data(rank + step, n, torch.float32), got, dst=root)
+    for i in range(world if rank == root else 0):
+        same(f"gather back to back {step} from {i}", got[i], data(i + step, n, torch.float32))
+    one = torch.empty(n)
+    dist.scatter(one, [data(j * 3 + step, n, torch.float32) for j in range(world)]
+                 if rank == root else None, src=root)
+    same(f"scatter back to back {step}", one, data(rank * 3 + step, n, torch.float32))
+    ins = [splits(rank, j) * (step + 1) for j in range(world)]
+    outs = [splits(i, rank) * (step + 1) for i in range(world)]
+    out = torch.empty(sum(outs))
+    dist.all_to_all_single(out, data(rank + step, sum(ins), torch.float32),
+                           output_split_sizes=outs, input_split_sizes=ins)
+    at = 0
+    for i in range(world):
+        sent = [splits(i, j) * (step + 1) for j in range(world)]
+        start = sum(sent[:rank])
+        same(f"all_to_all_single uneven back to back {step} from {i}", out[at:at + outs[i]],
+             data(i + step, sum(sent), torch.float32)[start:start + outs[i]])
+        at += outs[i]
+
+# equal splits: the output must be as large as the input (checked on each rank)
+try:
+    dist.all_to_all_single(torch.empty(2 * world), torch.zeros(world))
+except (RuntimeError, ValueError) as exc:
+    if "as large as the input" not in str(exc) and "shmem backend" in str(exc):
+        fail(f"all_to_all_single of unequal sizes: unclear error {exc}")
+else:
+    fail("all_to_all_single without splits and of unequal sizes did not raise")
+
 # all_gather_coalesced (deprecated API)
 if hasattr(dist, "all_gather_coalesced"):
     def agc(g):
@@ -323,6 +364,47 @@ if world > 1:
     for w in dist.batch_isend_irecv(ops):
         w.wait()
     same("batch_isend_irecv", big, data(prv, 1 << 16, torch.float64))
+    # tags received out of the order sent
+    a = dist.isend(data(rank, 5, torch.float32), dst=nxt, tag=1)
+    b = dist.isend(data(rank + 1, 7, torch.float32), dst=nxt, tag=2)
+    t2, t1 = torch.empty(7), torch.empty(5)
+    dist.recv(t2, src=prv, tag=2)
+    dist.recv(t1, src=prv, tag=1)
+    a.wait()
+    b.wait()
+    same("recv by tag [2]", t2, data(prv + 1, 7, torch.float32))
+    same("recv by tag [1]", t1, data(prv, 5, torch.float32))
+    # a message of many chunks, a strided one, and an empty one
+    large = torch.empty(1 << 20)
+    r = dist.irecv(large, src=prv)
+    dist.send(data(rank, 1 << 20, torch.float32), dst=nxt)
+    r.wait()
+    same("send/recv of 4 MiB", large, data(prv, 1 << 20, torch.float32))
+    strided = torch.empty(6, 4)[:, 1]
+    r = dist.irecv(strided, src=prv)
+    dist.send(data(rank, 12, torch.float32).view(6, 2)[:, 0], dst=nxt)
+    r.wait()
+    same("send/recv strided", strided, data(prv, 12, torch.float32).view(6, 2)[:, 0])
+    r = dist.irecv(torch.empty(0), src=prv)
+    dist.send(torch.empty(0), dst=nxt)
+    r.wait()
+    # every rank sends twice (blocking) before it receives
+    for k in range(2):
+        dist.send(data(rank + k, 4, torch.float32), dst=nxt, tag=3)
+    for k in range(2):
+        t = torch.empty(4)
+        dist.recv(t, src=prv, tag=3)
+        same(f"sends before recvs [{k}]", t, data(prv + k, 4, torch.float32))
+    # the receiving tensor's size must match
+    s = dist.isend(torch.zeros(3), dst=nxt, tag=4)
+    try:
+        dist.recv(torch.empty(2), src=prv, tag=4)
+    except RuntimeError as exc:
+        if "sent 12 bytes" not in str(exc):
+            fail(f"recv of the wrong size: unclear error {exc}")
+    else:
+        fail("recv of the wrong size did not fail")
+    s.wait()
 
 # a second group of every rank, with its own timeout: its collectives work, and a recv that
 # nobody answers fails within that timeout, naming what it waited for
@@ -339,6 +421,16 @@ if world > 1:
             fail(f"recv timeout: unclear error or too late: {exc}")
     else:
         fail("a recv nobody answers did not fail")
+    # a message of several chunks that nobody receives: its send fails within the timeout
+    if rank == 0:
+        waited = time.monotonic()
+        try:
+            dist.isend(torch.zeros(1 << 18), dst=1, group=short, tag=8).wait()
+        except RuntimeError as exc:
+            if "within the group's timeout" not in str(exc) or time.monotonic() - waited > 30:
+                fail(f"send timeout: unclear error or too late: {exc}")
+        else:
+            fail("a send nobody receives did not fail")
 
 dist.barrier()
 elapsed = time.monotonic() - t0
