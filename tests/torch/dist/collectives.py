@@ -347,17 +347,19 @@ if world > 1:
     s.wait()
     r.wait()
     same("isend/irecv ring", got, data(prv, 1000, torch.float32))
+    # (its own tag: an any-source recv may match any message sent to this rank with its tag,
+    # and the last rank's batch_isend_irecv below sends to rank 0 with the default tag)
     if rank == 0:
         seen = set()
         for _ in range(world - 1):
             t = torch.empty(3, dtype=torch.int64)
-            src = dist.recv(t)
+            src = dist.recv(t, tag=9)
             same(f"recv any source from {src}", t, data(src, 3, torch.int64))
             seen.add(src)
         if seen != set(range(1, world)):
             fail(f"recv from any source: got senders {sorted(seen)}")
     else:
-        dist.send(data(rank, 3, torch.int64), dst=0)
+        dist.send(data(rank, 3, torch.int64), dst=0, tag=9)
     big = torch.empty(1 << 16, dtype=torch.float64)
     ops = [dist.P2POp(dist.irecv, big, prv),
            dist.P2POp(dist.isend, data(rank, 1 << 16, torch.float64), nxt)]
