@@ -1094,16 +1094,31 @@ def cmd_render(a):
     if a.docs:
         rel = os.path.relpath(os.path.abspath(a.dir), os.path.dirname(os.path.abspath(a.docs)))
         imgs = "\n\n".join("![%s](%s/%s)" % (m[:-4], rel, m) for m in made)
-        block = ("%s\n\nMade by `%s` (results: [`%s/`](%s/), raw JSON in `%s/raw/`).\n\n%s\n\n"
-                 "### Plots\n\n%s\n%s" % (BEGIN, env.get("command", "?"), rel, rel, rel, md, imgs, END))
-        text = open(a.docs).read() if os.path.exists(a.docs) else "# Performance\n\n%s\n%s\n" % (BEGIN, END)
-        if BEGIN not in text or END not in text:
-            sys.exit("report.py: %s lacks the GENERATED markers" % a.docs)
-        pre, rest = text.split(BEGIN, 1)
-        post = rest.split(END, 1)[1]
-        with open(a.docs, "w") as f:
-            f.write(pre + block + post)
-        print("report: updated %s" % a.docs)
+        write_generated(a.docs, a.dir, env.get("command", "?"),
+                        "%s\n\n### Plots\n\n%s\n" % (md, imgs), BEGIN, END, "report.py",
+                        default="# Performance\n\n%s\n%s\n" % (BEGIN, END))
+
+
+def write_generated(docs, result_dir, command, body, begin, end, who, default=None):
+    """Replaces the part of the markdown file `docs` from the marker `begin` to the marker `end`
+    (both kept) with a line naming `command` and the results folder `result_dir`, then `body`.
+    `default` is the text of `docs` when it does not exist (else a missing file or marker is an
+    error, `who` naming the script that wanted it)."""
+    rel = os.path.relpath(os.path.abspath(result_dir), os.path.dirname(os.path.abspath(docs)))
+    block = "%s\n\nMade by `%s` (results: [`%s/`](%s/), raw JSON in `%s/raw/`).\n\n%s%s" % (
+        begin, command, rel, rel, rel, body, end)
+    if os.path.exists(docs):
+        text = open(docs).read()
+    elif default is not None:
+        text = default
+    else:
+        sys.exit("%s: %s does not exist" % (who, docs))
+    if begin not in text or end not in text.split(begin, 1)[1]:
+        sys.exit("%s: %s lacks the GENERATED markers %r ... %r" % (who, docs, begin, end))
+    pre, rest = text.split(begin, 1)
+    with open(docs, "w") as f:
+        f.write(pre + block + rest.split(end, 1)[1])
+    print("report: updated %s" % docs)
 
 
 def main():
