@@ -217,6 +217,24 @@ def mark(ok):
     return "–" if ok is None else ("✅ pass" if ok else "❌ fail")
 
 
+def verdict_table(targets):
+    """One row per target of `targets` ((target, figure, value, limit, ok) tuples, ok None where
+    the figure is missing): how many of its figures met it, the verdict, the figures that missed
+    it and those without a figure."""
+    by = {}
+    for t, fig, _, _, ok in targets:
+        by.setdefault(t, []).append((fig, ok))
+    rows = []
+    for t, figs in by.items():
+        met = [f for f, ok in figs if ok]
+        missed = [f for f, ok in figs if ok is False]
+        unknown = [f for f, ok in figs if ok is None]
+        verdict = mark(None if not met and not missed else not missed)
+        rows.append([t, "%d of %d" % (len(met), len(figs)), verdict,
+                     ", ".join(missed) or "–", ", ".join(unknown) or "–"])
+    return table(["target", "figures met", "verdict", "missed", "no figure"], rows)
+
+
 def missing(d, variant, bench, name=None, size=None):
     f = d.failed(variant, bench, name, size)
     if not f:
