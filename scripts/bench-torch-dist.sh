@@ -14,8 +14,8 @@
 # backend against gloo" section of docs/performance.md (bench/report_torch_dist.py).
 #
 # Usage: scripts/bench-torch-dist.sh [options]
-#   (no option)       3 rounds, 4 KiB..64 MiB, 20 DDP steps per backend (~25 min on 2 cores)
-#   --quick           1 round of 4 KiB, 64 KiB, 1 MiB and 16 MiB, 5 DDP steps (~5 min)
+#   (no option)       3 rounds, 4 KiB..64 MiB, 20 DDP steps per backend (~10 min on 2 cores)
+#   --quick           1 round of 4 KiB, 64 KiB, 1 MiB and 16 MiB, 5 DDP steps (~2 min)
 #   --smoke           1 round of 4 KiB, a few calls each, a tiny MLP; renders the table to a
 #                     temporary folder and checks that every row is there (the
 #                     bench.torch_dist ctest: rows, not timings)
@@ -53,12 +53,8 @@ py=${SHMEM_TORCH_PYTHON:-$HOME/.cache/shmem/venv/bin/python}
 with_docs=1
 cmdline="scripts/bench-torch-dist.sh${*:+ $*}"
 
-die() {
-    printf 'bench-torch-dist.sh: error: %s\n' "$*" >&2
-    exit 1
-}
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
-log() { printf '== %s\n' "$*"; }
+# die, usage, log
+source "$ROOT/scripts/lib/bench.sh"
 
 while (($#)); do
     case $1 in
