@@ -124,7 +124,7 @@ class Report:
         for ranks in d.ranks:
             g = {b: d.get("ddp", ranks, b) for b in BACKENDS}
             if not any(g.values()):
-                self.missing.append(("DDP", "%d ranks" % ranks, "any backend"))
+                self.missing.append(("DDP", "%d ranks" % ranks, "DDP step"))
                 continue
             for b in BACKENDS:
                 if not g[b]:
