@@ -5,12 +5,12 @@ the same way, which bounds any ratio at small sizes.
 
     torchrun --standalone --nproc-per-node 2 bench/torch_dist.py [--min-bytes 4K] [--max-bytes 64M]
         [--step 4] [--only all_to_all_single] [--ddp-steps 20] [--no-ddp] [--no-collectives]
-        [--json FILE --round N]
+        [--ddp-width 1600] [--budget 0.3] [--json FILE --round N]
 
 with shmem_torch importable (PYTHONPATH=install/python). Rank 0 prints one line per
 collective and size: the median time per call over the iterations of each backend (after
-warm-up) and the ratio gloo/shmem. Sizes are the bytes of each rank's input (float32), from
---min-bytes times --step, --step squared... up to --max-bytes.
+warm-up) and the ratio gloo/shmem. Sizes are the bytes of each rank's input (float32): from
+--min-bytes, multiplied by --step each time, up to --max-bytes.
 
 With --json FILE, rank 0 also appends one JSON line per collective, size and backend
 ({"kind": "collective", "collective", "bytes", "backend", "ranks", "round", "median_s",
