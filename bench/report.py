@@ -386,7 +386,7 @@ def targets(d):
         if k["name"] not in MF_OPS or k["size"] < MF_FROM:
             continue
         rr = d.paired(K("ours", MF_BM, k["name"], k["npes"], k["size"], "host-pool",
-                        metric="bandwidth"), mf_floor(k["npes"], k["size"]))
+                        metric="bandwidth"), mf_floor(d, k["name"], k["npes"], k["size"]))
         if rr is None:
             continue
         n_mf += 1
@@ -614,7 +614,13 @@ MF_FROM = 64 << 10  # the target: >= 0.9 x memcpy from 64 KiB
 MF_LAT_MAX = 64 << 10  # latency rows up to this size
 
 
-def mf_floor(npes, size, metric="bandwidth"):
+def mf_floor(d, op, npes, size, metric="bandwidth"):
+    """The memcpy floor of `op`'s copies: mf_bm_copy's own (memcpy_<op>, buffers of the same
+    kinds, timed in the same trials) where the run has it, else bench/floor.c's memcpy run right
+    before mf_bm_copy in the same round (results of earlier runs)."""
+    own = K("ours", MF_BM, "memcpy_" + op, npes, size, "host-pool", metric=metric)
+    if own in d.agg:
+        return own
     return K("floor@" + MF_BM, "floor", "memcpy", 1, size, "shared-page", metric=metric)
 
 
@@ -623,28 +629,34 @@ def sec_mf_bm(d):
     the join latency of each member position."""
     npes = sorted({k["npes"] for k in d.keys("ours", bench=MF_BM) if k["name"] in MF_OPS})
     out = []
+    own_any = False
     for n in npes:
         sizes = sorted({k["size"] for k in d.keys("ours", bench=MF_BM, npes=n, metric="bandwidth")
                         if k["name"] in MF_OPS})
         rows = []
+        own = any(mf_floor(d, op, n, size)[0] == "ours" for op in MF_OPS for size in sizes)
+        own_any |= own
         for size in sizes:
-            fl = d.get("floor@" + MF_BM, "floor", "memcpy", 1, size, "shared-page",
-                       metric="bandwidth")
             row = [size_s(size)]
             oks = []
             for op in MF_OPS:
                 row.append(vcell(d, "ours", MF_BM, op, n, size, "host-pool", metric="bandwidth"))
-            row.append(cell(fl) if fl else "n/a")
+            fls = [d.agg.get(mf_floor(d, op, n, size)) for op in MF_OPS]
+            if own:
+                row.append(" / ".join(fmt(f["median"], f["unit"]) if f else "n/a" for f in fls))
+            else:
+                row.append(cell(fls[0]) if fls[0] else "n/a")
             for op in MF_OPS:
                 r = d.paired(K("ours", MF_BM, op, n, size, "host-pool", metric="bandwidth"),
-                             mf_floor(n, size))
+                             mf_floor(d, op, n, size))
                 row.append(fr(r))
                 if size >= MF_FROM and r is not None:
                     oks.append(r >= 0.9)
             row.append(mark(all(oks)) if size >= MF_FROM and oks else "–")
             rows.append(row)
+        memcpy_head = "memcpy (%s)" % " / ".join(MF_OPS) if own else "memcpy"
         out.append("%d ranks, rank 0 to rank 1, GB/s:\n\n" % n + table(
-            ["size"] + ["%s" % op for op in MF_OPS] + ["memcpy"] +
+            ["size"] + ["%s" % op for op in MF_OPS] + [memcpy_head] +
             ["%s/memcpy" % op for op in MF_OPS] + ["≥ 0.9 × memcpy (from 64 KiB)"], rows))
         lat = []
         for size in [s for s in sizes if s <= MF_LAT_MAX]:
@@ -652,12 +664,15 @@ def sec_mf_bm(d):
             for op in MF_OPS:
                 g = d.get("ours", MF_BM, op, n, size, "host-pool")
                 row.append(cell(g, "µs") if g else "n/a")
-            fl = d.get("floor@" + MF_BM, "floor", "memcpy", 1, size, "shared-page")
-            row.append(cell(fl, "µs") if fl else "n/a")
+            fls = [d.agg.get(mf_floor(d, op, n, size, metric="latency")) for op in MF_OPS]
+            if own:
+                row.append(" / ".join(fmt(f["median"], "µs") if f else "n/a" for f in fls))
+            else:
+                row.append(cell(fls[0], "µs") if fls[0] else "n/a")
             lat.append(row)
         if lat:
             out.append("Latency of one blocking call, µs:\n\n" + table(
-                ["size"] + list(MF_OPS) + ["memcpy"], lat))
+                ["size"] + list(MF_OPS) + [memcpy_head], lat))
     joins = sorted(k["npes"] for k in d.keys("ours", bench=MF_BM, name="join"))
     if joins:
         rows = [[m] + [cell(d.get("ours", MF_BM, name, m, 0, "host-pool"), "ms")
@@ -673,9 +688,13 @@ def sec_mf_bm(d):
     return ("memfabric_hybrid's `smem_bm_copy` (libmf_smem.so) between the host pools of ranks "
             "on this machine, each a process started by `mf_bm_copy --fork`: G2H reads rank 1's "
             "segment into a local buffer of rank 0, H2G writes a local buffer into it, G2G copies "
-            "rank 0's own segment into it; every trial checked outside the timed loop. memcpy: "
-            "`bench/floor.c --mode memcpy` at the same sizes, run right before in the same "
-            "round; ratios: the median over rounds of the ratio within a round.\n\n" +
+            "rank 0's own segment into it; every trial checked outside the timed loop. memcpy: " +
+            ("glibc memcpy between buffers of the same kinds as each copy type's (a memfd mapped "
+             "shared standing for rank 1's segment), timed by mf_bm_copy in every trial right "
+             "before the copies with the same number of calls" if own_any else
+             "`bench/floor.c --mode memcpy` at the same sizes, run right before in the same "
+             "round") +
+            "; ratios: the median over rounds of the ratio within a round.\n\n" +
             "\n\n".join(out))
 
 
@@ -1022,8 +1041,18 @@ def plots(d, out):
                 series(ax, "ours", MF_BM, op, n, "host-pool", "bandwidth",
                        "smem_bm_copy %s, %d ranks" % (op, n), marker=marker,
                        color={"H2G": "tab:blue", "G2H": "tab:green", "G2G": "tab:purple"}[op])
-        series(ax, "floor@" + MF_BM, "floor", "memcpy", 1, "shared-page", "bandwidth",
-               "memcpy floor (same round)", zorder=3)
+        own_floor = False
+        for n in mf_n:
+            for op, marker in zip(MF_OPS, ("o", "s", "^")):
+                if any(d.keys("ours", bench=MF_BM, name="memcpy_" + op, npes=n,
+                              metric="bandwidth")):
+                    own_floor = True
+                    series(ax, "ours", MF_BM, "memcpy_" + op, n, "host-pool", "bandwidth",
+                           "memcpy as %s (same trials)" % op, marker=marker, color="gray",
+                           linestyle=":", zorder=3)
+        if not own_floor:
+            series(ax, "floor@" + MF_BM, "floor", "memcpy", 1, "shared-page", "bandwidth",
+                   "memcpy floor (same round)", zorder=3)
         ax.axvline(MF_FROM, color="gray", linestyle="--", linewidth=0.8)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("bytes")
