@@ -1,5 +1,5 @@
-// team.cpp: the predefined teams, the set of live teams, the team queries, and the splits that
-// make teams and destroy that ends them.
+// team.cpp: the predefined teams, the set of live teams, the team queries, the splits and
+// shmemx_team_create that make teams, and destroy that ends them.
 //
 // A split agrees on a slot (see team.h) over the parent: every parent member publishes the
 // slots it uses in its parent area, a parent barrier, everyone ORs all members' masks and takes
@@ -519,8 +519,8 @@ SHMEM_EXPORT int pshmem_team_split_2d(shmem_team_t parent_team, int xrange,
 // lowest free slot, zeroes its own area there and writes the odd key, and waits until no
 // member's key is the even one. A member rewrites its words (its next create) only after every
 // member wrote the odd key, which each does once it has read them all, and no member touches
-// the new team's areas before every member has zeroed its own. The key is a hash of the list and of how many
-// teams of that list this PE has created before, the same on every member that creates the
+// the new team's areas before every member has zeroed its own. The key is a hash of the list and of
+// how many teams of that list this PE has created before, the same on every member that creates the
 // teams it shares with others in the same order, so a member still in an earlier create
 // never takes a later one's words for its own. The waits are the library's (wait.rs's policy);
 // a member that never comes is the job's problem as in any collective.
@@ -585,7 +585,8 @@ SHMEM_EXPORT int shmemx_team_create(const int *pes, int npes, const shmem_team_c
         }
         for (int j = 0; j < i; j++) {
             if (list[j] == list[i]) {
-                log_call_error(call, "invalid argument pes: PE %d is listed twice (pes[%d], pes[%d])",
+                log_call_error(call,
+                               "invalid argument pes: PE %d is listed twice (pes[%d], pes[%d])",
                                list[i], j, i);
                 return -1;
             }

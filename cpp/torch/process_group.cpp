@@ -263,8 +263,8 @@ at::Tensor premultiplied(const char *call, at::Tensor work, const at::Tensor &t,
     if (work.data_ptr() == t.data_ptr()) work = work.clone();
     if (factor->tensor_factor.defined()) {
         const at::Tensor &f = factor->tensor_factor;
-        TORCH_CHECK(f.numel() == 1 && !at::isComplexType(f.scalar_type()), "shmem backend: ",
-                    call, ": PREMUL_SUM's factor must be a real number or a one-element real ",
+        TORCH_CHECK(f.numel() == 1 && !at::isComplexType(f.scalar_type()), "shmem backend: ", call,
+                    ": PREMUL_SUM's factor must be a real number or a one-element real ",
                     "tensor, got ", f.numel(), " elements of ", f.scalar_type());
         work.mul_(f.to(at::kCPU, work.scalar_type()).reshape({}));
     } else {
@@ -391,8 +391,8 @@ ReducePlan plan_reduce(const char *call, at::ScalarType dtype, ReduceOp::RedOpTy
                 op_name(op), " needs an integer or bool tensor, got ", dtype);
     if (complex) {
         TORCH_CHECK(op == ReduceOp::SUM || op == ReduceOp::AVG || op == ReduceOp::PREMUL_SUM,
-                    "shmem backend: ", call,
-                    ": ReduceOp.", op_name(op), " is not defined for ", dtype);
+                    "shmem backend: ", call, ": ReduceOp.", op_name(op), " is not defined for ",
+                    dtype);
         return {dtype == at::kComplexFloat ? at::kFloat : at::kDouble, ReduceOp::SUM,
                 op == ReduceOp::AVG, op == ReduceOp::PREMUL_SUM};
     }
@@ -543,8 +543,8 @@ public:
             char *dst = src + step;
             char *mine = static_cast<char *>(c.data_ptr()) + at;
             if (root) std::memcpy(src, mine, len);
-            check_rc("broadcast", shmem_broadcastmem(team_, dst, src, len,
-                                                     static_cast<int>(opts.rootRank)));
+            check_rc("broadcast",
+                     shmem_broadcastmem(team_, dst, src, len, static_cast<int>(opts.rootRank)));
             if (!root) std::memcpy(mine, dst, len);
         }
         if (bytes > 0 && !root && !c.is_same(t)) const_cast<at::Tensor &>(t).copy_(c);
@@ -911,8 +911,8 @@ private:
         const int stride = ranks.size() > 1 ? ranks[1] - ranks[0] : 1;
         for (size_t i = 2; i < ranks.size(); ++i) {
             TORCH_CHECK(ranks[i] - ranks[i - 1] == stride, "shmem backend: the group of ranks ",
-                        text, " is not an arithmetic progression (rank ", ranks[i],
-                        " after ", ranks[i - 1], "; a group's ranks become a team of the ",
+                        text, " is not an arithmetic progression (rank ", ranks[i], " after ",
+                        ranks[i - 1], "; a group's ranks become a team of the ",
                         "library, whose PEs are start, start + stride, ...): make it with ",
                         "backend=\"gloo\", or order or choose its ranks as one");
         }
@@ -1194,6 +1194,22 @@ private:
         return work.contiguous();
     }
 
+    // Reduces `work` over the group through the scratch, `step` bytes (whole elements) at a
+    // time, handing each reduced piece to `take(offset, piece, bytes)`.
+    template <typename Take>
+    void reduce_pieces(const char *call, const ReducePlan &plan, const at::Tensor &work,
+                       size_t step, Take take) {
+        const size_t bytes = work.nbytes(), unit = work.element_size();
+        const char *from = static_cast<const char *>(work.data_ptr());
+        for (size_t at = 0; at < bytes; at += step) {
+            const size_t len = std::min(step, bytes - at);
+            char *buf = scratch(call, step);
+            std::memcpy(buf, from + at, len);
+            check_rc(call, reduce_call(team_, plan.work, plan.op, buf, len / unit));
+            take(at, buf, len);
+        }
+    }
+
     // Reduces `t` over the group with `op`, into `t` on every rank (root < 0) or on `root`.
     void reduce_all(const char *call, const at::Tensor &t, const ReduceOp &op, int root) {
         const ReducePlan plan = plan_reduce(call, t.scalar_type(), op.op_);
@@ -1210,15 +1226,10 @@ private:
             const size_t step = step_of(bytes, unit, 1);
             // The scratch may be reused by the next collective once this returns: copy out.
             at::Tensor result = in_t || !keep ? work : at::empty_like(work);
-            const char *from = static_cast<const char *>(work.data_ptr());
             char *to = static_cast<char *>(result.data_ptr());
-            for (size_t at = 0; at < bytes; at += step) {
-                const size_t len = std::min(step, bytes - at);
-                char *buf = scratch(call, step);
-                std::memcpy(buf, from + at, len);
-                check_rc(call, reduce_call(team_, plan.work, plan.op, buf, len / unit));
-                if (keep) std::memcpy(to + at, buf, len);
-            }
+            reduce_pieces(call, plan, work, step, [&](size_t at, const char *piece, size_t len) {
+                if (keep) std::memcpy(to + at, piece, len);
+            });
             if (!keep) return;
             work = result;
         } else if (root >= 0 && root != getRank()) {
@@ -1259,16 +1270,11 @@ private:
         } else {
             // In pieces: every piece is reduced, this rank keeps the part in its slice.
             mine = at::empty({count}, work.options());
-            const char *from = static_cast<const char *>(work.data_ptr());
             char *to = static_cast<char *>(mine.data_ptr());
-            for (size_t at = 0; at < bytes; at += step) {
-                const size_t len = std::min(step, bytes - at);
-                char *buf = scratch(call, step);
-                std::memcpy(buf, from + at, len);
-                check_rc(call, reduce_call(team_, plan.work, plan.op, buf, len / unit));
+            reduce_pieces(call, plan, work, step, [&](size_t at, const char *piece, size_t len) {
                 const size_t lo = std::max(at, first), hi = std::min(at + len, last);
-                if (lo < hi) std::memcpy(to + (lo - first), buf + (lo - at), hi - lo);
-            }
+                if (lo < hi) std::memcpy(to + (lo - first), piece + (lo - at), hi - lo);
+            });
         }
         if (plan.divide) mine = mine / getSize();
         if (complex) mine = at::view_as_complex(mine.view({-1, 2}));
@@ -1352,9 +1358,8 @@ private:
         const int n = getSize();
         const int me = getRank();
         const size_t share = (staging_bytes_ / 2 / static_cast<size_t>(n)) & ~size_t{63};
-        TORCH_CHECK(share > 0, "shmem backend: ", call, ": the group's staging of ",
-                    staging_bytes_, " bytes is too small for ", n, " ranks: raise ",
-                    "SHMEM_TORCH_GROUP_SCRATCH");
+        TORCH_CHECK(share > 0, "shmem backend: ", call, ": the group's staging of ", staging_bytes_,
+                    " bytes is too small for ", n, " ranks: raise ", "SHMEM_TORCH_GROUP_SCRATCH");
         int64_t most = 0;
         for (int i = 0; i < n; ++i)
             for (int j = 0; j < n; ++j)
@@ -1504,10 +1509,10 @@ private:
     }
 
     c10::intrusive_ptr<Options> options_;
-    std::mutex mutex_;  // one collective at a time on the scratch
+    std::mutex mutex_;                        // one collective at a time on the scratch
     shmem_team_t team_ = SHMEM_TEAM_INVALID;  // the group's team
     std::vector<int> members_;                // world PE of each group rank
-    uint64_t made_ = 0;  // groups of these ranks this process made before this one
+    uint64_t made_ = 0;   // groups of these ranks this process made before this one
     bool fixed_ = false;  // the scratch is a region of the groups' arena: it never grows
     int64_t *meta_ = nullptr;
     size_t meta_bytes_ = 0;
