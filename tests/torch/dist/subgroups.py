@@ -97,14 +97,15 @@ def exercise(name, ranks, group, twin, salt):
     src = [data(r, 5, torch.float32, salt) for r in ranks] if rank == ranks[0] else None
     dist.scatter(out, src, src=ranks[0], group=group)
     same(f"{name}: scatter", out, data(rank, 5, torch.float32, salt))
-    # point to point along the group (torch translates group ranks to global ones), async
+    # point to point along the group (torch translates group ranks to global ones), async, a
+    # message of several of the group's mailbox chunks
     nxt, prv = ranks[(me + 1) % g], ranks[(me - 1) % g]
     if g > 1:
-        s = dist.isend(data(rank, 1001, torch.float32, salt), dst=nxt, group=group, tag=3)
-        r = torch.empty(1001)
+        s = dist.isend(data(rank, 50001, torch.float32, salt), dst=nxt, group=group, tag=3)
+        r = torch.empty(50001)
         dist.recv(r, src=prv, group=group, tag=3)
         s.wait()
-        same(f"{name}: send/recv", r, data(prv, 1001, torch.float32, salt))
+        same(f"{name}: send/recv", r, data(prv, 50001, torch.float32, salt))
     # PREMUL_SUM: a number and a one-element tensor, against gloo's SUM scaled
     for factor in (2.5, torch.tensor([0.5], dtype=torch.float64)):
         a = data(rank, 1003, torch.float32, salt)
