@@ -519,11 +519,12 @@ SHMEM_EXPORT int pshmem_team_split_2d(shmem_team_t parent_team, int xrange,
 // lowest free slot, zeroes its own area there and writes the odd key, and waits until no
 // member's key is the even one. A member rewrites its words (its next create) only after every
 // member wrote the odd key, which each does once it has read them all, and no member touches
-// the new team's areas before every member has zeroed its own. The key is a hash of the list and of
-// how many teams of that list this PE has created before, the same on every member that creates the
-// teams it shares with others in the same order, so a member still in an earlier create
-// never takes a later one's words for its own. The waits are the library's (wait.rs's policy);
-// a member that never comes is the job's problem as in any collective.
+// the new team's areas before every member has zeroed its own. The key is a hash of the list
+// and of how many teams of that list this PE has created before, the same on every member
+// that creates the teams it shares with others in the same order, so a member still in an
+// earlier create never takes a later one's words for its own. The waits are the library's
+// (wait.rs's policy, as in every collective): a member that dies ends the job through the
+// store's host; one that never calls leaves the others waiting, as a skipped collective would.
 
 namespace {
 
