@@ -186,14 +186,9 @@ struct GroupArena {
         std::lock_guard<std::mutex> lock(mutex);
         if (users++ > 0) return;
         region = (bytes_from_env("SHMEM_TORCH_GROUP_SCRATCH", 512 << 10) + 4095) & ~size_t{4095};
+        // A heap without room leaves the group of all ranks working as before: only groups of
+        // some ranks are refused then (region_of), naming the sizes.
         base = static_cast<char *>(shmem_malloc(region * (kSlots - kFirstSlot)));
-        if (base == nullptr) {
-            users = 0;
-            TORCH_CHECK(false, "shmem backend: the symmetric heap has no room for the groups' ",
-                        "scratch (", kSlots - kFirstSlot, " regions of ", region,
-                        " bytes, SHMEM_TORCH_GROUP_SCRATCH); lower it or raise ",
-                        "SHMEM_SYMMETRIC_SIZE");
-        }
     }
     // The last group of all ranks going: the retired groups' teams end (see retire), then the
     // arena goes back to the heap.
@@ -204,7 +199,7 @@ struct GroupArena {
                   [](const Retired &a, const Retired &b) { return a.key < b.key; });
         for (const Retired &r : retired) shmem_team_destroy(r.team);
         retired.clear();
-        shmem_free(base);
+        if (base != nullptr) shmem_free(base);
         base = nullptr;
     }
     // A group of some ranks that torch has shut down: its team ends when the last group of all
@@ -231,7 +226,8 @@ struct GroupArena {
     };
     std::vector<Retired> retired;
     std::map<std::vector<int>, uint64_t> made;
-    // The region of team slot `slot`, or nullptr when no group of all ranks holds the arena.
+    // The region of team slot `slot`, or nullptr when no group of all ranks holds the arena or
+    // the heap had no room for it.
     char *region_of(int slot) {
         std::lock_guard<std::mutex> lock(mutex);
         if (base == nullptr || slot < kFirstSlot || slot >= kSlots) return nullptr;
@@ -929,7 +925,10 @@ private:
             shmem_team_destroy(team_);
             team_ = SHMEM_TEAM_INVALID;
             TORCH_CHECK(false, "shmem backend: the group of ranks ", text, " has no scratch: ",
-                        "no group of all ranks with backend \"shmem\" is alive");
+                        "no group of all ranks with backend \"shmem\" is alive, or the heap had ",
+                        "no room for the groups' ", GroupArena::kSlots - GroupArena::kFirstSlot,
+                        " regions of SHMEM_TORCH_GROUP_SCRATCH bytes (", group_arena().region,
+                        " each) when it was made: lower that or raise SHMEM_SYMMETRIC_SIZE");
         }
         const size_t bytes = group_arena().region;
         const size_t n = members_.size();
