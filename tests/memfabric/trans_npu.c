@@ -6,8 +6,9 @@
  *           torch_npu's expandable segments map it (aclrtMallocPhysical + aclrtMapMem) and
  *           registered: write, read, batch write and batch read, NPU -> NPU, host -> NPU and
  *           NPU -> host (both ways); the *_submit forms on an ACL stream, synchronised; NPU memory
- *           deregistered, then refused; the receiver checks what the sender wrote, the sender
- *           what it read; once both ended, all of the receiver's device memory allocates again
+ *           deregistered, then refused; the receiver's engine destroyed, then refused; the
+ *           receiver checks what the sender wrote, the sender what it read; once both ended, all
+ *           of the receiver's device memory allocates again
  *   devid   Big Memory initialised with deviceId 0, then the transfer engine with deviceId 1: -1,
  *           naming both
  *
@@ -41,7 +42,7 @@ static const char *who = "main";
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "trans_npu: %s: %s:%d: %s failed (last error: %s)\n", who, __FILE__,  \
+            fprintf(stderr, "trans_npu: %s: %s:%d: %s failed (last error: %s)\n", who, __FILE__,   \
                     __LINE__, #cond, smem_get_last_err_msg());                                     \
             failures++;                                                                            \
         }                                                                                          \
@@ -231,8 +232,10 @@ static int pair_receiver(int to_sender, int from_sender) {
     CHECK(smem_trans_deregister_mem(t, e.va) == 0);
     send_msg(to_sender, &out);
     CHECK(recv_msg(from_sender, &in)); /* the sender is done */
-    CHECK(npu_holds(e.va, HALF, 4)); /* untouched since */
+    CHECK(npu_holds(e.va, HALF, 4));   /* untouched since */
     smem_trans_destroy(t, 0);
+    send_msg(to_sender, &out); /* destroyed: the sender's next write fails */
+    CHECK(recv_msg(from_sender, &in));
     smem_trans_uninit(0);
     npu_free(e);
     npu_free(d);
@@ -316,6 +319,12 @@ static int pair_sender(int to_receiver, int from_receiver) {
     /* D is still there. */
     CHECK(smem_trans_write(t, s.va, peer, d + Q_D2D * MIB, 16, 0) == 0);
     send_msg(to_receiver, &out);
+    /* The receiver destroyed its engine: refused, naming it. */
+    CHECK(recv_msg(from_receiver, &in));
+    CHECK(smem_trans_write(t, s.va, peer, d + Q_D2D * MIB, 16, 0) == -1);
+    CHECK(strstr(smem_get_last_err_msg(), "gone") != NULL);
+    printf("pair: a write to a destroyed peer's NPU memory: %s\n", smem_get_last_err_msg());
+    send_msg(to_receiver, &out);
     smem_trans_deregister_mem(t, s.va);
     smem_trans_destroy(t, 0);
     smem_trans_uninit(0);
@@ -349,8 +358,7 @@ static int scenario_pair(void) {
     int bad = 0;
     for (uint32_t i = 0; i < n_children; i++) {
         int st = 0;
-        if (waitpid(children[i], &st, 0) != children[i] || !WIFEXITED(st) ||
-            WEXITSTATUS(st) != 0) {
+        if (waitpid(children[i], &st, 0) != children[i] || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
             fprintf(stderr, "trans_npu: process %u ended with status %#x\n", i, st);
             bad = 1;
         }

@@ -402,16 +402,30 @@ impl Npu {
     /// `src..src+len` must stay readable and `dst..dst+len` writable until the stream has run
     /// the copy.
     pub unsafe fn copy_on(&self, dst: usize, src: usize, len: usize, stream: usize) -> Result<()> {
+        self.enqueue_copy(dst, src, len, acl::ACL_MEMCPY_DEFAULT, stream)
+    }
+
+    /// `aclrtMemcpyAsync` of `len` bytes, `kind`, on `stream`; ACL checks the addresses
+    /// against the kind and the stream, and answers with a code.
+    fn enqueue_copy(
+        &self,
+        dst: usize,
+        src: usize,
+        len: usize,
+        kind: acl::aclrtMemcpyKind,
+        stream: usize,
+    ) -> Result<()> {
         let acl = self.acl()?;
         self.used();
-        // SAFETY: the caller's contract; ACL checks the stream.
+        // SAFETY: ACL checks the addresses and the stream; the callers' contracts keep the
+        // memory valid until the stream ran the copy.
         check(acl, "aclrtMemcpyAsync", unsafe {
             (acl.aclrtMemcpyAsync)(
                 dst as *mut c_void,
                 len,
                 src as *const c_void,
                 len,
-                acl::ACL_MEMCPY_DEFAULT,
+                kind,
                 stream as acl::aclrtStream,
             )
         })
@@ -587,19 +601,7 @@ impl Accelerator for Npu {
     /// Enqueues a copy of `len` bytes from `src` to `dst` (both device memory) on `stream`
     /// (0: the default stream).
     fn copy_on_stream(&self, dst: usize, src: usize, len: usize, stream: usize) -> Result<()> {
-        let acl = self.acl()?;
-        self.used();
-        // SAFETY: ACL checks the addresses and the stream and answers with a code.
-        check(acl, "aclrtMemcpyAsync", unsafe {
-            (acl.aclrtMemcpyAsync)(
-                dst as *mut c_void,
-                len,
-                src as *const c_void,
-                len,
-                acl::ACL_MEMCPY_DEVICE_TO_DEVICE,
-                stream as acl::aclrtStream,
-            )
-        })
+        self.enqueue_copy(dst, src, len, acl::ACL_MEMCPY_DEVICE_TO_DEVICE, stream)
     }
 
     /// Enqueues `f(arg)` on `stream` (0: the default stream): it runs on ACL's thread once the

@@ -595,7 +595,7 @@ impl Engine {
                 continue;
             }
             let name = self.name('r');
-            let exported = match &self.device {
+            let device = match &self.device {
                 Some(d) => match d.export(addr, len) {
                     Ok(x) => x,
                     Err(e) => {
@@ -605,25 +605,14 @@ impl Engine {
                 },
                 None => None,
             };
-            if let Some(device) = exported {
-                record.regions.insert(
-                    addr,
-                    Region {
-                        len,
-                        name: name.clone(),
-                        shared: false,
-                        device: Some(device),
-                    },
-                );
-                added.push((addr, name));
-                continue;
-            }
-            // SAFETY: memfabric's contract: the user's range stays valid until it is
-            // deregistered or the engine destroyed, both of which withdraw it first.
-            let r = unsafe { self.group.register(&name, addr as *mut u8, len as usize) };
-            if let Err(e) = r {
-                self.unregister_added(&mut record, added);
-                return Err(group_err(&format!("registering [{addr:#x}, +{len})"), e));
+            if device.is_none() {
+                // SAFETY: memfabric's contract: the user's range stays valid until it is
+                // deregistered or the engine destroyed, both of which withdraw it first.
+                let r = unsafe { self.group.register(&name, addr as *mut u8, len as usize) };
+                if let Err(e) = r {
+                    self.unregister_added(&mut record, added);
+                    return Err(group_err(&format!("registering [{addr:#x}, +{len})"), e));
+                }
             }
             record.regions.insert(
                 addr,
@@ -631,7 +620,7 @@ impl Engine {
                     len,
                     name: name.clone(),
                     shared: false,
-                    device: None,
+                    device,
                 },
             );
             added.push((addr, name));
@@ -1021,11 +1010,12 @@ impl Engine {
         }
         let fresh = match self.fetch(t.peer, Duration::ZERO) {
             Ok(Some(p)) => p,
+            // Read afresh already: nothing to look up again.
             Ok(None) => {
-                return Attempt::Stale(TransError::error(format!(
+                return Attempt::Done(Err(TransError::error(format!(
                     "engine '{}' is gone: its record left the store (it was destroyed)",
                     t.peer
-                )))
+                ))))
             }
             Err(e) => return Attempt::Done(Err(e)),
         };
