@@ -285,9 +285,10 @@ impl NpuEngine {
                 .npu
                 .call_on_stream(stream, release_imports, arg as usize)
             {
-                // SAFETY: not enqueued: still ours, dropped once (after a synchronisation,
-                // so the copies enqueued before are done with the imports).
+                // Not enqueued: the box is still ours, dropped once the copies enqueued
+                // before are done with the imports.
                 let _ = self.npu.synchronize(stream);
+                // SAFETY: `arg` is the box made above, which the stream never received.
                 drop(unsafe { Box::from_raw(arg) });
                 return Err(e.to_string());
             }

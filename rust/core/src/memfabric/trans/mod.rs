@@ -922,9 +922,8 @@ impl Engine {
                 if t.write {
                     // SAFETY: the local range is the caller's NPU memory (memfabric's
                     // contract); the buffer is ours, `len` bytes.
-                    if let Err(e) =
-                        unsafe { d.npu.copy(buf.as_mut_ptr() as usize, t.locals[i], len) }
-                    {
+                    let r = unsafe { d.npu.copy(buf.as_mut_ptr() as usize, t.locals[i], len) };
+                    if let Err(e) = r {
                         return failed(&format!("reading local NPU memory {:#x}", t.locals[i]), e);
                     }
                 }
@@ -977,9 +976,8 @@ impl Engine {
             for (i, buf) in &staged {
                 // SAFETY: the local range is the caller's NPU memory, writable (memfabric's
                 // contract); the buffer holds what was read.
-                if let Err(e) =
-                    unsafe { d.npu.copy(t.locals[*i], buf.as_ptr() as usize, buf.len()) }
-                {
+                let r = unsafe { d.npu.copy(t.locals[*i], buf.as_ptr() as usize, buf.len()) };
+                if let Err(e) = r {
                     return failed(&format!("writing local NPU memory {:#x}", t.locals[*i]), e);
                 }
             }
