@@ -23,8 +23,13 @@ size_t h(void *handle) { return reinterpret_cast<size_t>(handle); }
 
 }  // namespace
 
-SHMEM_EXPORT int shmemi_mf_trans_init(uint32_t device_id) {
-    return shmem::core::mf_trans_init(device_id) ? 1 : 0;
+SHMEM_EXPORT int32_t shmemi_mf_trans_init(uint32_t device_id, char *why, size_t why_len) {
+    rust::String reason;
+    int32_t rc = shmem::core::mf_trans_init(device_id, reason);
+    if (rc < 0) {
+        return answer(rc, reason, why, why_len);
+    }
+    return rc;
 }
 
 SHMEM_EXPORT int shmemi_mf_trans_uninit(void) { return shmem::core::mf_trans_uninit() ? 1 : 0; }
@@ -94,7 +99,7 @@ SHMEM_EXPORT int32_t shmemi_mf_trans_deregister(void *handle, const void *addr, 
 SHMEM_EXPORT int32_t shmemi_mf_trans_transfer(void *handle, int write, const char *peer,
                                               const void *const *locals, const void *const *remotes,
                                               const size_t *sizes, uint32_t count, uint32_t flags,
-                                              char *why, size_t why_len) {
+                                              void *stream, char *why, size_t why_len) {
     rust::Str p;
     if (!text(peer, "remoteUniqueId", p, why, why_len)) {
         return -2000;
@@ -122,7 +127,8 @@ SHMEM_EXPORT int32_t shmemi_mf_trans_transfer(void *handle, int write, const cha
     rust::String reason;
     int32_t rc = shmem::core::mf_trans_transfer(
         h(handle), write != 0, p, rust::Slice<const size_t>(l, count),
-        rust::Slice<const size_t>(r, count), rust::Slice<const uint64_t>(s, count), flags, reason);
+        rust::Slice<const size_t>(r, count), rust::Slice<const uint64_t>(s, count), flags,
+        reinterpret_cast<size_t>(stream), reason);
     // A success may carry a line for the log.
     copy_reason(std::string(reason), why, why_len);
     return rc;

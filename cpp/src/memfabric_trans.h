@@ -11,8 +11,10 @@
 
 extern "C" {
 
-// smem_trans_init: 1 when initialised now, 0 when it was already (nothing changed).
-int shmemi_mf_trans_init(uint32_t device_id);
+// smem_trans_init: 1 when initialised now, 0 when it was already (nothing changed), or memfabric's
+// code (the npu device could not be opened: another deviceId than Big Memory's or Share
+// Memory's, say).
+int32_t shmemi_mf_trans_init(uint32_t device_id, char *why, size_t why_len);
 // smem_trans_uninit: 0 when it was not initialised, else 1.
 int shmemi_mf_trans_uninit(void);
 // smem_trans_create: the handle in *handle.
@@ -27,10 +29,11 @@ int32_t shmemi_mf_trans_free(void *handle, const void *addr, char *why, size_t w
 int32_t shmemi_mf_trans_register(void *handle, void *const *addrs, const size_t *sizes,
                                  uint32_t count, char *why, size_t why_len);
 int32_t shmemi_mf_trans_deregister(void *handle, const void *addr, char *why, size_t why_len);
-// smem_trans_write (write 1) and smem_trans_read, their batches and submits: `count` elements.
-// On success `why` holds a line for the log at warning level, or "".
+// smem_trans_write (write 1) and smem_trans_read, their batches and submits: `count` elements;
+// `stream` the submit's ACL stream (NULL: not a submit). On success `why` holds a line for the
+// log at warning level, or "".
 int32_t shmemi_mf_trans_transfer(void *handle, int write, const char *peer,
                                  const void *const *locals, const void *const *remotes,
-                                 const size_t *sizes, uint32_t count, uint32_t flags, char *why,
-                                 size_t why_len);
+                                 const size_t *sizes, uint32_t count, uint32_t flags, void *stream,
+                                 char *why, size_t why_len);
 }

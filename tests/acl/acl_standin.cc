@@ -301,6 +301,7 @@ struct Phys {
     int32_t device = 0;
     bool imported = false;
     int maps = 0;
+    int refs = 1;  // the allocation (or import) and each aclrtMemRetainAllocationHandle
     uint64_t shareable = 0;
 };
 
@@ -1232,6 +1233,10 @@ aclError aclrtFreePhysical(aclrtDrvMemHandle handle) {
     if (!r.phys.count(p))
         return fail(call, ACL_ERROR_RT_INVALID_HANDLE,
                     "handle=%p is not a live physical allocation", handle);
+    if (p->refs > 1) {  // a retained reference: the memory stays until the last goes
+        --p->refs;
+        return ACL_SUCCESS;
+    }
     if (p->maps)
         return fail(call, ACL_ERROR_RT_PARAM_INVALID,
                     "handle=%p is still mapped %d time(s) (aclrtUnmapMem first)", handle, p->maps);
@@ -1241,6 +1246,30 @@ aclError aclrtFreePhysical(aclrtDrvMemHandle handle) {
     r.phys.erase(p);
     delete p;
     return ACL_SUCCESS;
+}
+
+aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle) {
+    const char *call = "aclrtMemRetainAllocationHandle";
+    Context *c = nullptr;
+    if (aclError rc = enter_ctx(call, &c)) return rc;
+    if (!handle) return fail(call, ACL_ERROR_INVALID_PARAM, "handle=NULL");
+    Runtime &r = rt();
+    std::unique_lock<std::shared_mutex> lk(r.mem);
+    uintptr_t va = reinterpret_cast<uintptr_t>(virPtr);
+    auto it = r.ranges.find(va);
+    if (it != r.ranges.end() && it->second.phys) {
+        ++it->second.phys->refs;
+        *handle = it->second.phys;
+        return ACL_SUCCESS;
+    }
+    if (const Range *rg = range_at(r, va))
+        return fail(call, ACL_ERROR_RT_PARAM_INVALID,
+                    "virPtr=%p lies in the device block [%p, +%zu), which %s", virPtr,
+                    reinterpret_cast<void *>(rg->va), rg->size,
+                    rg->phys ? "aclrtMapMem mapped at its start, not here"
+                             : "aclrtMalloc allocated (no physical handle to retain)");
+    // Host memory: a query's answer, not misuse.
+    return quiet(call, ACL_ERROR_RT_PARAM_INVALID, "virPtr=%p is not device memory", virPtr);
 }
 
 aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,

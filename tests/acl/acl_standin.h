@@ -128,6 +128,7 @@ ACL_STANDIN_API aclError aclrtReleaseMemAddress(void *virPtr);
 ACL_STANDIN_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
                                              const aclrtPhysicalMemProp *prop, uint64_t flags);
 ACL_STANDIN_API aclError aclrtFreePhysical(aclrtDrvMemHandle handle);
+ACL_STANDIN_API aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle);
 ACL_STANDIN_API aclError aclrtMapMem(void *virPtr, size_t size, size_t offset,
                                      aclrtDrvMemHandle handle, uint64_t flags);
 ACL_STANDIN_API aclError aclrtUnmapMem(void *virPtr);

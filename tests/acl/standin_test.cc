@@ -310,6 +310,36 @@ TEST(Vmm, ReserveMapUnmapRules) {
     }
 }
 
+// aclrtMemRetainAllocationHandle: a reference to the memory mapped at a mapping's start, which
+// keeps it after its allocation is freed; anywhere else refused.
+TEST(Vmm, RetainKeepsPhysicalMemory) {
+    ASSERT_NO_FATAL_FAILURE(init_device(0));
+    Mapping m;
+    ASSERT_EQ(map_new(&m, kG), ACL_SUCCESS);
+    char *base = static_cast<char *>(m.va);
+    aclrtDrvMemHandle h = nullptr;
+    EXPECT_EQ(aclrtMemRetainAllocationHandle(base + 4096, &h), ACL_ERROR_RT_PARAM_INVALID);
+    int host = 0;
+    EXPECT_EQ(aclrtMemRetainAllocationHandle(&host, &h), ACL_ERROR_RT_PARAM_INVALID);
+    EXPECT_EQ(aclrtMemRetainAllocationHandle(base, nullptr), ACL_ERROR_INVALID_PARAM);
+    ASSERT_EQ(aclrtMemRetainAllocationHandle(base, &h), ACL_SUCCESS);
+    EXPECT_EQ(h, m.handle);
+    const char text[] = "retained";
+    ASSERT_EQ(aclrtMemcpy(base, sizeof text, text, sizeof text, ACL_MEMCPY_HOST_TO_DEVICE),
+              ACL_SUCCESS);
+    // The allocation's reference goes while mapped: the retained one keeps the memory.
+    ASSERT_EQ(aclrtFreePhysical(m.handle), ACL_SUCCESS);
+    char back[sizeof text] = {};
+    ASSERT_EQ(aclrtMemcpy(back, sizeof back, base, sizeof text, ACL_MEMCPY_DEVICE_TO_HOST),
+              ACL_SUCCESS);
+    EXPECT_STREQ(back, text);
+    EXPECT_EQ(aclrtFreePhysical(h), ACL_ERROR_RT_PARAM_INVALID);  // the last, still mapped
+    ASSERT_EQ(aclrtUnmapMem(base), ACL_SUCCESS);
+    ASSERT_EQ(aclrtFreePhysical(h), ACL_SUCCESS);
+    EXPECT_EQ(aclrtFreePhysical(h), ACL_ERROR_RT_INVALID_HANDLE);
+    ASSERT_EQ(aclrtReleaseMemAddress(m.va), ACL_SUCCESS);
+}
+
 // ---- copies ---------------------------------------------------------------------------------
 
 TEST(Copy, KindsAndRangesAreChecked) {

@@ -2,8 +2,11 @@
 // (libshmem.so's shmemi_mf_trans_*, rust/core/src/memfabric/trans/). Every function checks its
 // arguments first, as memfabric does (NULL handles, ids and pointers, zero sizes and counts:
 // -2000; create: NULL), then calls the runtime, which checks the rest and answers with
-// memfabric's code and a reason kept as the last error. On the host a stream of the *_submit
-// forms is a token of the caller's: the work is done, in call order, before the call returns.
+// memfabric's code and a reason kept as the last error. On the host device a stream of the
+// *_submit forms is a token of the caller's: the work is done, in call order, before the call
+// returns. On the npu device the copies into a peer's NPU memory are enqueued on that ACL stream
+// (done once it is synchronised); those into its host memory are done before the call returns,
+// after the stream's earlier work.
 #include <smem/host/smem_trans.h>
 
 #include <cstdint>
@@ -43,7 +46,7 @@ int32_t transfer_checks(const char *call, smem_trans_t handle, const char *peer)
 }
 
 int32_t one(const char *call, smem_trans_t handle, int write, const void *local, const char *peer,
-            const void *remote, size_t size, uint32_t flags) {
+            const void *remote, size_t size, uint32_t flags, void *stream = nullptr) {
     int32_t rc = transfer_checks(call, handle, peer);
     if (rc != mf::kOk) {
         return rc;
@@ -60,13 +63,13 @@ int32_t one(const char *call, smem_trans_t handle, int write, const void *local,
     char why[kWhy] = "";
     return answer(call,
                   shmemi_mf_trans_transfer(handle, write, peer, &local, &remote, &size, 1, flags,
-                                           why, sizeof why),
+                                           stream, why, sizeof why),
                   why);
 }
 
 int32_t batch(const char *call, smem_trans_t handle, int write, const void *const *locals,
               const char *peer, const void *const *remotes, const size_t *sizes, uint32_t count,
-              uint32_t flags) {
+              uint32_t flags, void *stream = nullptr) {
     int32_t rc = transfer_checks(call, handle, peer);
     if (rc != mf::kOk) {
         return rc;
@@ -94,7 +97,7 @@ int32_t batch(const char *call, smem_trans_t handle, int write, const void *cons
     char why[kWhy] = "";
     return answer(call,
                   shmemi_mf_trans_transfer(handle, write, peer, locals, remotes, sizes, count,
-                                           flags, why, sizeof why),
+                                           flags, stream, why, sizeof why),
                   why);
 }
 
@@ -118,7 +121,12 @@ MF_EXPORT int32_t smem_trans_init(const smem_trans_config_t *config) {
     if (config == nullptr) {
         return null_arg(call, "config");
     }
-    if (!shmemi_mf_trans_init(config->deviceId)) {
+    char why[kWhy] = "";
+    int32_t rc = shmemi_mf_trans_init(config->deviceId, why, sizeof why);
+    if (rc < 0) {
+        return mf::fail(rc, call, "%s", why);
+    }
+    if (rc == 0) {
         mf::log(mf::kWarn,
                 "%s: the transfer engine is initialised already: the new arguments "
                 "are ignored",
@@ -296,7 +304,7 @@ MF_EXPORT int32_t smem_trans_read_submit(smem_trans_t handle, void *localAddr,
     if (stream == nullptr) {
         return null_arg(call, "stream");
     }
-    return one(call, handle, 0, localAddr, remoteUniqueId, remoteAddr, dataSize, flags);
+    return one(call, handle, 0, localAddr, remoteUniqueId, remoteAddr, dataSize, flags, stream);
 }
 
 MF_EXPORT int32_t smem_trans_write_submit(smem_trans_t handle, const void *localAddr,
@@ -306,7 +314,7 @@ MF_EXPORT int32_t smem_trans_write_submit(smem_trans_t handle, const void *local
     if (stream == nullptr) {
         return null_arg(call, "stream");
     }
-    return one(call, handle, 1, localAddr, remoteUniqueId, remoteAddr, dataSize, flags);
+    return one(call, handle, 1, localAddr, remoteUniqueId, remoteAddr, dataSize, flags, stream);
 }
 
 MF_EXPORT int32_t smem_trans_batch_read_submit(smem_trans_t handle, void *localAddrs[],
@@ -318,7 +326,7 @@ MF_EXPORT int32_t smem_trans_batch_read_submit(smem_trans_t handle, void *localA
         return null_arg(call, "stream");
     }
     return batch(call, handle, 0, localAddrs, remoteUniqueId, remoteAddrs, dataSizes, batchSize,
-                 flags);
+                 flags, stream);
 }
 
 MF_EXPORT int32_t smem_trans_batch_write_submit(smem_trans_t handle, const void *localAddrs[],
@@ -330,5 +338,5 @@ MF_EXPORT int32_t smem_trans_batch_write_submit(smem_trans_t handle, const void 
         return null_arg(call, "stream");
     }
     return batch(call, handle, 1, localAddrs, remoteUniqueId, remoteAddrs, dataSizes, batchSize,
-                 flags);
+                 flags, stream);
 }

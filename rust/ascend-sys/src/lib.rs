@@ -159,6 +159,12 @@ sys_decl::functions! {
     /// Frees physical memory once no mapping uses it.
     fn aclrtFreePhysical(handle: aclrtDrvMemHandle => "aclrtDrvMemHandle")
         -> aclError => "aclError";
+    /// Writes a new reference to the physical memory mapped at `virPtr` (where `aclrtMapMem`
+    /// mapped it), released with `aclrtFreePhysical` as an allocation is.
+    fn aclrtMemRetainAllocationHandle(
+        virPtr: *mut c_void => "void *",
+        handle: *mut aclrtDrvMemHandle => "aclrtDrvMemHandle *",
+    ) -> aclError => "aclError";
     /// Maps `size` bytes of `handle`'s memory from `offset` at `virPtr`, inside a reserved
     /// range; `flags` is reserved, 0.
     fn aclrtMapMem(

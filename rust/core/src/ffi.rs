@@ -956,8 +956,9 @@ fn mf_shm_meta_kernels() -> usize {
 #[cxx::bridge(namespace = "shmem::core")]
 mod trans_bridge {
     extern "Rust" {
-        /// `smem_trans_init`: false when it was initialised already (nothing changed).
-        fn mf_trans_init(device_id: u32) -> bool;
+        /// `smem_trans_init`: 1 initialised now, 0 initialised already (nothing changed), or
+        /// memfabric's code with the reason in `why` (the npu device could not be opened).
+        fn mf_trans_init(device_id: u32, why: &mut String) -> i32;
         /// `smem_trans_uninit`: false when it was not initialised.
         fn mf_trans_uninit() -> bool;
         /// `smem_trans_create`; the handle in `handle`.
@@ -992,6 +993,7 @@ mod trans_bridge {
             remotes: &[usize],
             sizes: &[u64],
             flags: u32,
+            stream: usize,
             why: &mut String,
         ) -> i32;
     }
@@ -1011,8 +1013,11 @@ fn mf_trans_code<T>(
     }
 }
 
-fn mf_trans_init(device_id: u32) -> bool {
-    crate::memfabric::trans::init(device_id)
+fn mf_trans_init(device_id: u32, why: &mut String) -> i32 {
+    match mf_trans_code(crate::memfabric::trans::init(device_id), why) {
+        (0, Some(now)) => i32::from(now),
+        (rc, _) => rc,
+    }
 }
 
 fn mf_trans_uninit() -> bool {
@@ -1079,6 +1084,7 @@ fn mf_trans_transfer(
     remotes: &[usize],
     sizes: &[u64],
     flags: u32,
+    stream: usize,
     why: &mut String,
 ) -> i32 {
     let n = locals.len().min(remotes.len()).min(sizes.len());
@@ -1089,6 +1095,7 @@ fn mf_trans_transfer(
         remotes: &remotes[..n],
         sizes: &sizes[..n],
         flags,
+        stream,
     };
     let rc = mf_trans_code(
         crate::memfabric::trans::with(handle, |e| e.transfer(&t)),

@@ -373,6 +373,73 @@ impl Npu {
         Ok(handle)
     }
 
+    /// A new reference to the physical memory mapped at `at` (the address [`Npu::map_new`],
+    /// [`Npu::map_shared`] or the program's own `aclrtMapMem` mapped it at), which keeps that
+    /// memory while held, for [`Npu::share_handle`]; released with [`Npu::free_handle`].
+    pub fn retain(&self, at: usize) -> Result<usize> {
+        let acl = self.acl()?;
+        let mut handle: acl::aclrtDrvMemHandle = std::ptr::null_mut();
+        // SAFETY: ACL's query with a valid out-pointer; it checks the address.
+        check(acl, "aclrtMemRetainAllocationHandle", unsafe {
+            (acl.aclrtMemRetainAllocationHandle)(at as *mut c_void, &mut handle)
+        })?;
+        Ok(handle as usize)
+    }
+
+    /// Lets go of a reference of [`Npu::retain`].
+    pub fn free_handle(&self, handle: usize) -> Result<()> {
+        let acl = self.acl()?;
+        // SAFETY: `handle` is a reference this process holds, released once.
+        check(acl, "aclrtFreePhysical", unsafe {
+            (acl.aclrtFreePhysical)(handle as acl::aclrtDrvMemHandle)
+        })
+    }
+
+    /// Enqueues a copy of `len` bytes from `src` to `dst`, each host memory or device memory
+    /// mapped here (ACL tells them apart), on `stream`: done when the stream reaches it.
+    ///
+    /// # Safety
+    /// `src..src+len` must stay readable and `dst..dst+len` writable until the stream has run
+    /// the copy.
+    pub unsafe fn copy_on(&self, dst: usize, src: usize, len: usize, stream: usize) -> Result<()> {
+        self.enqueue_copy(dst, src, len, acl::ACL_MEMCPY_DEFAULT, stream)
+    }
+
+    /// `aclrtMemcpyAsync` of `len` bytes, `kind`, on `stream`; ACL checks the addresses
+    /// against the kind and the stream, and answers with a code.
+    fn enqueue_copy(
+        &self,
+        dst: usize,
+        src: usize,
+        len: usize,
+        kind: acl::aclrtMemcpyKind,
+        stream: usize,
+    ) -> Result<()> {
+        let acl = self.acl()?;
+        self.used();
+        // SAFETY: ACL checks the addresses and the stream; the callers' contracts keep the
+        // memory valid until the stream ran the copy.
+        check(acl, "aclrtMemcpyAsync", unsafe {
+            (acl.aclrtMemcpyAsync)(
+                dst as *mut c_void,
+                len,
+                src as *const c_void,
+                len,
+                kind,
+                stream as acl::aclrtStream,
+            )
+        })
+    }
+
+    /// Waits until `stream` has run everything queued on it.
+    pub fn synchronize(&self, stream: usize) -> Result<()> {
+        let acl = self.acl()?;
+        // SAFETY: ACL checks the stream and answers with a code.
+        check(acl, "aclrtSynchronizeStream", unsafe {
+            (acl.aclrtSynchronizeStream)(stream as acl::aclrtStream)
+        })
+    }
+
     /// Copies `len` bytes from `src` to `dst`, each host memory or device memory mapped here
     /// (ACL tells them apart); complete on return.
     ///
@@ -534,19 +601,7 @@ impl Accelerator for Npu {
     /// Enqueues a copy of `len` bytes from `src` to `dst` (both device memory) on `stream`
     /// (0: the default stream).
     fn copy_on_stream(&self, dst: usize, src: usize, len: usize, stream: usize) -> Result<()> {
-        let acl = self.acl()?;
-        self.used();
-        // SAFETY: ACL checks the addresses and the stream and answers with a code.
-        check(acl, "aclrtMemcpyAsync", unsafe {
-            (acl.aclrtMemcpyAsync)(
-                dst as *mut c_void,
-                len,
-                src as *const c_void,
-                len,
-                acl::ACL_MEMCPY_DEVICE_TO_DEVICE,
-                stream as acl::aclrtStream,
-            )
-        })
+        self.enqueue_copy(dst, src, len, acl::ACL_MEMCPY_DEVICE_TO_DEVICE, stream)
     }
 
     /// Enqueues `f(arg)` on `stream` (0: the default stream): it runs on ACL's thread once the

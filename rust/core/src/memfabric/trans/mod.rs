@@ -28,7 +28,11 @@
 //! - **Failure.** A peer whose engine ended, left or was killed is gone for the group (its
 //!   store connection closed): transfers to it fail at once naming it; a process that ended
 //!   is also seen by its pidfd before a kernel copy.
+//! - **NPU memory** ([`device`]): on the npu device, init opens the NPU; registrations of NPU
+//!   memory are exported to the engines of this node, which import them and copy by the NPU
+//!   (on a submit's ACL stream too); another node's NPU memory is refused.
 
+pub mod device;
 pub mod vm;
 
 use std::collections::{BTreeMap, HashMap};
@@ -40,8 +44,10 @@ use std::time::{Duration, Instant};
 use shmem_store::addr::StoreAddr;
 use shmem_store::{BootstrapError, TcpDial};
 
+use crate::device::npu::Npu;
 use crate::group::{Group, GroupError, GroupOptions};
 use crate::idmap::IdMap;
+use device::{DeviceElement, NpuEngine};
 use vm::{Process, VmError};
 
 /// memfabric's codes.
@@ -98,6 +104,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// What init set.
 struct State {
     device_id: u32,
+    /// The NPU, on the npu device.
+    npu: Option<Npu>,
     engines: IdMap<usize, Arc<Engine>>,
 }
 
@@ -116,19 +124,28 @@ pub fn take_note() -> Option<String> {
     lock(&NOTE).take()
 }
 
-/// `smem_trans_init`: records the device id; a second call changes nothing. Whether it was
-/// initialised now.
-pub fn init(device_id: u32) -> bool {
+/// `smem_trans_init`: records the device id and, on the npu device, opens that NPU
+/// ([`device::open`]); a second call changes nothing. Whether it was initialised now.
+pub fn init(device_id: u32) -> Result<bool> {
     let mut s = lock(&STATE);
     if s.is_some() {
-        return false;
+        return Ok(false);
     }
-    tracing::info!("smem_trans_init: device {device_id} (host memory)");
+    let npu = device::open(device_id)?;
+    tracing::info!(
+        "smem_trans_init: device {device_id} ({})",
+        if npu.is_some() {
+            "npu: NPU and host memory"
+        } else {
+            "host memory"
+        }
+    );
     *s = Some(State {
         device_id,
+        npu,
         engines: IdMap::default(),
     });
-    true
+    Ok(true)
 }
 
 /// `smem_trans_uninit`: destroys this process's engines. Whether it was initialised.
@@ -222,6 +239,8 @@ struct Region {
     name: String,
     /// Shareable memory (`smem_trans_malloc`), mapped by peers of its node.
     shared: bool,
+    /// NPU memory: its shareable handle and device (imported by peers of its node).
+    device: Option<(u64, i32)>,
 }
 
 /// An engine's record: what its peers need to reach it.
@@ -232,6 +251,8 @@ struct Record {
     pid: u32,
     start: u64,
     node: String,
+    /// Its NPU process id and device, on the npu device.
+    npu: Option<(i32, i32)>,
     /// By start address.
     regions: BTreeMap<u64, Region>,
 }
@@ -242,13 +263,19 @@ impl Record {
             "role {}\nrank {}\npid {} {}\nnode {}\n",
             self.role, self.rank, self.pid, self.start, self.node
         );
+        if let Some((pid, device)) = self.npu {
+            s.push_str(&format!("npu {pid} {device}\n"));
+        }
         for (addr, r) in &self.regions {
-            s.push_str(&format!(
-                "r {addr} {} {} {}\n",
-                r.len,
-                r.name,
-                if r.shared { 's' } else { 'p' }
-            ));
+            match r.device {
+                Some((h, d)) => s.push_str(&format!("r {addr} {} {} d {h} {d}\n", r.len, r.name)),
+                None => s.push_str(&format!(
+                    "r {addr} {} {} {}\n",
+                    r.len,
+                    r.name,
+                    if r.shared { 's' } else { 'p' }
+                )),
+            }
         }
         s.into_bytes()
     }
@@ -261,6 +288,7 @@ impl Record {
             pid: 0,
             start: 0,
             node: String::new(),
+            npu: None,
             regions: BTreeMap::new(),
         };
         for line in text.lines() {
@@ -273,12 +301,26 @@ impl Record {
                     r.start = w.next()?.parse().ok()?;
                 }
                 "node" => r.node = w.next()?.to_string(),
+                "npu" => r.npu = Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?)),
                 "r" => {
                     let addr = w.next()?.parse().ok()?;
                     let len = w.next()?.parse().ok()?;
                     let name = w.next()?.to_string();
-                    let shared = w.next()? == "s";
-                    r.regions.insert(addr, Region { len, name, shared });
+                    let kind = w.next()?;
+                    let device = if kind == "d" {
+                        Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+                    } else {
+                        None
+                    };
+                    r.regions.insert(
+                        addr,
+                        Region {
+                            len,
+                            name,
+                            shared: kind == "s",
+                            device,
+                        },
+                    );
                 }
                 _ => {}
             }
@@ -326,6 +368,8 @@ pub struct Engine {
     peers: Mutex<HashMap<String, Arc<Peer>>>,
     peer_timeout: Duration,
     ended: AtomicBool,
+    /// NPU memory, on the npu device.
+    device: Option<NpuEngine>,
 }
 
 fn group_err(what: &str, e: GroupError) -> TransError {
@@ -345,7 +389,7 @@ pub fn create(
     init_timeout_s: u32,
     start_server: bool,
 ) -> Result<usize> {
-    let device_id = {
+    let (device_id, npu) = {
         let s = lock(&STATE);
         let s = s.as_ref().ok_or_else(|| {
             TransError::new(
@@ -359,7 +403,7 @@ pub fn create(
                 format!("invalid argument uniqueId='{unique_id}': this process has an engine of that id"),
             ));
         }
-        s.device_id
+        (s.device_id, s.npu.clone())
     };
     if role != ROLE_SENDER && role != ROLE_RECEIVER {
         return Err(TransError::invalid(format!(
@@ -421,12 +465,14 @@ pub fn create(
         return Err(duplicate());
     }
     let pid = std::process::id();
+    let device = npu.map(NpuEngine::new);
     let record = Record {
         role,
         rank: group.rank(),
         pid,
         start: vm::start_time(pid).unwrap_or(0),
         node: node_id(),
+        npu: device.as_ref().map(NpuEngine::published),
         regions: BTreeMap::new(),
     };
     let engine = Arc::new(Engine {
@@ -438,9 +484,14 @@ pub fn create(
         peers: Mutex::new(HashMap::new()),
         peer_timeout,
         ended: AtomicBool::new(false),
+        device,
         group,
     });
     engine.publish(&lock(&engine.record))?;
+    if let Err(e) = device::listen(&engine) {
+        engine.end();
+        return Err(e);
+    }
     tracing::info!(
         "smem_trans_create: engine '{unique_id}' ({}, rank {} of the store {url}, device \
          {device_id})",
@@ -484,6 +535,8 @@ pub struct Transfer<'a> {
     pub remotes: &'a [usize],
     pub sizes: &'a [u64],
     pub flags: u32,
+    /// The ACL stream of a `*_submit` (0: not a submit).
+    pub stream: usize,
 }
 
 impl Engine {
@@ -506,12 +559,16 @@ impl Engine {
         let names: Vec<String> = lock(&self.record)
             .regions
             .values()
+            .filter(|r| r.device.is_none())
             .map(|r| r.name.clone())
             .collect();
         for n in names {
             if let Err(e) = self.group.unregister(&n) {
                 tracing::warn!("smem_trans_destroy: engine '{}': {e}", self.id);
             }
+        }
+        if let Some(d) = &self.device {
+            d.end();
         }
     }
 
@@ -538,15 +595,24 @@ impl Engine {
                 continue;
             }
             let name = self.name('r');
-            // SAFETY: memfabric's contract: the user's range stays valid until it is
-            // deregistered or the engine destroyed, both of which withdraw it first.
-            let r = unsafe { self.group.register(&name, addr as *mut u8, len as usize) };
-            if let Err(e) = r {
-                for (a, n) in added {
-                    let _ = self.group.unregister(&n);
-                    record.regions.remove(&a);
+            let device = match &self.device {
+                Some(d) => match d.export(addr, len) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        self.unregister_added(&mut record, added);
+                        return Err(e);
+                    }
+                },
+                None => None,
+            };
+            if device.is_none() {
+                // SAFETY: memfabric's contract: the user's range stays valid until it is
+                // deregistered or the engine destroyed, both of which withdraw it first.
+                let r = unsafe { self.group.register(&name, addr as *mut u8, len as usize) };
+                if let Err(e) = r {
+                    self.unregister_added(&mut record, added);
+                    return Err(group_err(&format!("registering [{addr:#x}, +{len})"), e));
                 }
-                return Err(group_err(&format!("registering [{addr:#x}, +{len})"), e));
             }
             record.regions.insert(
                 addr,
@@ -554,11 +620,30 @@ impl Engine {
                     len,
                     name: name.clone(),
                     shared: false,
+                    device,
                 },
             );
             added.push((addr, name));
         }
         self.publish(&record)
+    }
+
+    /// Undoes the registrations of a call that failed part way: `added`, (address, name).
+    fn unregister_added(&self, record: &mut Record, added: Vec<(u64, String)>) {
+        for (a, n) in added {
+            match record.regions.remove(&a) {
+                Some(Region {
+                    device: Some(_), ..
+                }) => {
+                    if let Some(d) = &self.device {
+                        d.withdraw(a);
+                    }
+                }
+                _ => {
+                    let _ = self.group.unregister(&n);
+                }
+            }
+        }
     }
 
     /// `smem_trans_deregister_mem`: withdraws the registration starting at `addr`; peers'
@@ -584,6 +669,12 @@ impl Engine {
         let region = record.regions.remove(&addr).expect("checked above");
         // Unpublished first: a peer looking the range up from now on does not find it.
         self.publish(&record)?;
+        if region.device.is_some() {
+            if let Some(d) = &self.device {
+                d.withdraw(addr);
+            }
+            return Ok(());
+        }
         self.group
             .unregister(&region.name)
             .map_err(|e| group_err(&format!("withdrawing [{addr:#x}, +{})", region.len), e))
@@ -608,6 +699,7 @@ impl Engine {
                 len: size,
                 name: name.clone(),
                 shared: true,
+                device: None,
             },
         );
         if let Err(e) = self.publish(&record) {
@@ -788,6 +880,77 @@ impl Engine {
                 }
             }
         }
+        // The peer's NPU memory by the NPU; its host memory as on the host device.
+        let (dev, places): (Vec<Place<'_>>, Vec<Place<'_>>) =
+            places.into_iter().partition(|(_, _, r)| r.device.is_some());
+        if !places.is_empty() {
+            match self.host_copy(peer, t, places) {
+                Attempt::Done(Ok(())) => {}
+                other => return other,
+            }
+        }
+        if dev.is_empty() {
+            return Attempt::Done(Ok(()));
+        }
+        self.device_copy(peer, t, &dev)
+    }
+
+    /// The elements into a peer's host memory. On the npu device, a submit's stream is
+    /// synchronised first (they are done before the call returns, after the stream's earlier
+    /// work), and local NPU memory goes through a host buffer of this process.
+    fn host_copy(&self, peer: &Peer, t: &Transfer<'_>, places: Vec<Place<'_>>) -> Attempt {
+        let rec = &peer.record;
+        let failed = |what: &str, e: crate::error::Error| {
+            Attempt::Done(Err(TransError::error(format!(
+                "transfer with engine '{}': {what}: {e}",
+                t.peer
+            ))))
+        };
+        let mut staged: Vec<(usize, Vec<u8>)> = Vec::new();
+        if let Some(d) = &self.device {
+            if t.stream != 0 {
+                if let Err(e) = d.npu.synchronize(t.stream) {
+                    return failed(&format!("synchronising stream {:#x}", t.stream), e);
+                }
+            }
+            for &(i, _, _) in &places {
+                let len = t.sizes[i] as usize;
+                if !d.is_device(t.locals[i], len) {
+                    continue;
+                }
+                let mut buf = vec![0u8; len];
+                if t.write {
+                    // SAFETY: the local range is the caller's NPU memory (memfabric's
+                    // contract); the buffer is ours, `len` bytes.
+                    let r = unsafe { d.npu.copy(buf.as_mut_ptr() as usize, t.locals[i], len) };
+                    if let Err(e) = r {
+                        return failed(&format!("reading local NPU memory {:#x}", t.locals[i]), e);
+                    }
+                }
+                staged.push((i, buf));
+            }
+        }
+        let locals: Vec<usize>;
+        let staged_t;
+        let ht = if staged.is_empty() {
+            t
+        } else {
+            let mut l = t.locals.to_vec();
+            for (i, buf) in &mut staged {
+                l[*i] = buf.as_mut_ptr() as usize;
+            }
+            locals = l;
+            staged_t = Transfer {
+                write: t.write,
+                peer: t.peer,
+                locals: &locals,
+                remotes: t.remotes,
+                sizes: t.sizes,
+                flags: t.flags,
+                stream: t.stream,
+            };
+            &staged_t
+        };
         // A peer of this node: its private memory by the kernel's copy, its shareable memory
         // (and, where the kernel refuses, everything) through the group.
         let (kernel, mut group): (Vec<Place<'_>>, Vec<Place<'_>>) =
@@ -797,16 +960,116 @@ impl Engine {
                 (Vec::new(), places)
             };
         if !kernel.is_empty() {
-            match self.kernel_copy(peer, t, &kernel) {
+            match self.kernel_copy(peer, ht, &kernel) {
                 Attempt::Fallback => group.extend(kernel),
                 Attempt::Done(Ok(())) => {}
                 other => return other,
             }
         }
-        if group.is_empty() {
-            return Attempt::Done(Ok(()));
+        if !group.is_empty() {
+            match self.group_copy(rec, ht, &group) {
+                Attempt::Done(Ok(())) => {}
+                other => return other,
+            }
         }
-        self.group_copy(rec, t, &group)
+        if let (Some(d), false) = (&self.device, t.write) {
+            for (i, buf) in &staged {
+                // SAFETY: the local range is the caller's NPU memory, writable (memfabric's
+                // contract); the buffer holds what was read.
+                let r = unsafe { d.npu.copy(t.locals[*i], buf.as_ptr() as usize, buf.len()) };
+                if let Err(e) = r {
+                    return failed(&format!("writing local NPU memory {:#x}", t.locals[*i]), e);
+                }
+            }
+        }
+        Attempt::Done(Ok(()))
+    }
+
+    /// The elements into a peer's NPU memory: by the NPU from this node (complete on return,
+    /// or enqueued on a submit's stream), refused from another. The registrations are
+    /// confirmed first in the peer's record read afresh, and the peer in the group.
+    fn device_copy(&self, peer: &Peer, t: &Transfer<'_>, places: &[Place<'_>]) -> Attempt {
+        let rec = &peer.record;
+        let (i0, start0, r0) = places[0];
+        let Some(d) = &self.device else {
+            return Attempt::Done(Err(TransError::error(format!(
+                "remoteAddr {:#x}: engine '{}' registered [{start0:#x}, +{}) as NPU memory, and \
+                 this engine runs on the host device (SHMEM_DEVICE): it reaches host memory only",
+                t.remotes[i0], t.peer, r0.len
+            ))));
+        };
+        if rec.node != self.node {
+            return Attempt::Done(Err(TransError::error(format!(
+                "remoteAddr {:#x}: engine '{}' registered [{start0:#x}, +{}) as NPU memory on \
+                 another node; the host transports do not reach NPU memory (only engines of its \
+                 node write and read it)",
+                t.remotes[i0], t.peer, r0.len
+            ))));
+        }
+        let fresh = match self.fetch(t.peer, Duration::ZERO) {
+            Ok(Some(p)) => p,
+            // Read afresh already: nothing to look up again.
+            Ok(None) => {
+                return Attempt::Done(Err(TransError::error(format!(
+                    "engine '{}' is gone: its record left the store (it was destroyed)",
+                    t.peer
+                ))))
+            }
+            Err(e) => return Attempt::Done(Err(e)),
+        };
+        d.prune(t.peer, |name, h| {
+            fresh
+                .record
+                .regions
+                .values()
+                .any(|r| r.name == name && r.device.map(|x| x.0) == Some(h))
+        });
+        for &(_, start, r) in places {
+            if fresh.record.regions.get(&start) != Some(r) {
+                return Attempt::Stale(TransError::invalid(format!(
+                    "engine '{}' withdrew the registration [{start:#x}, +{}) ({}): it was \
+                     deregistered",
+                    t.peer, r.len, r.name
+                )));
+            }
+        }
+        match self.group.members() {
+            Ok(m) if m.iter().any(|(r, id)| *r == rec.rank && id == t.peer) => {}
+            Ok(_) => {
+                return Attempt::Stale(TransError::error(format!(
+                    "engine '{}' (rank {}) is gone: its engine was destroyed or its process ended",
+                    t.peer, rec.rank
+                )))
+            }
+            Err(e) => return self.group_failed(t.peer, rec, e),
+        }
+        let deadline = Instant::now() + self.peer_timeout;
+        let mut held: Vec<Arc<device::Import>> = Vec::new();
+        let mut elements = Vec::with_capacity(places.len());
+        for &(i, start, r) in places {
+            let Some((shareable, dev)) = r.device else {
+                continue;
+            };
+            let import = match d.import(t.peer, &r.name, shareable, dev, r.len, deadline) {
+                Ok(x) => x,
+                Err(e) => return Attempt::Done(Err(e)),
+            };
+            elements.push(DeviceElement {
+                local: t.locals[i],
+                at: import.base() + (t.remotes[i] - start as usize),
+                len: t.sizes[i] as usize,
+            });
+            if !held.iter().any(|x| Arc::ptr_eq(x, &import)) {
+                held.push(import);
+            }
+        }
+        match d.copy(t.write, &elements, t.stream, held) {
+            Ok(()) => Attempt::Done(Ok(())),
+            Err(e) => Attempt::Done(Err(TransError::error(format!(
+                "transfer with engine '{}' by the NPU failed: {e}",
+                t.peer
+            )))),
+        }
     }
 
     /// A group error with `rec`'s peer: a registration or member gone is stale (looked up
@@ -1001,6 +1264,7 @@ mod tests {
             pid: 42,
             start: 7,
             node: "b/1/2".into(),
+            npu: Some((42, 3)),
             regions: BTreeMap::new(),
         };
         r.regions.insert(
@@ -1009,6 +1273,7 @@ mod tests {
                 len: 0x1000,
                 name: "r1-0".into(),
                 shared: false,
+                device: None,
             },
         );
         r.regions.insert(
@@ -1017,6 +1282,16 @@ mod tests {
                 len: 0x100,
                 name: "m1-1".into(),
                 shared: true,
+                device: None,
+            },
+        );
+        r.regions.insert(
+            0x4000,
+            Region {
+                len: 0x200000,
+                name: "r1-2".into(),
+                shared: false,
+                device: Some((0x1234_0000_0001, 3)),
             },
         );
         assert_eq!(Record::decode(&r.encode()).unwrap(), r);
