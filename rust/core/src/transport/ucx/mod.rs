@@ -3,9 +3,10 @@
 //! that uses it (the atomicity rule of [`super`]). UCX picks its own wires (shared memory, TCP,
 //! InfiniBand) from its own variables (`UCX_TLS`, `UCX_NET_DEVICES`); this module never chooses
 //! them. It sets one thing where the environment does not: UCX's TCP segments, 256 KiB each way
-//! ([`UCX_DEFAULTS`], `UCX_TCP_TX_SEG_SIZE` / `UCX_TCP_RX_SEG_SIZE` override it), because with
-//! UCX's 8 KiB a put or get of a MiB over TCP crosses in 128 segments, each one progressed by the
-//! peer's worker, and runs at a fraction of the wire (the dynamic worker's contexts take it too).
+//! ([`UCX_DEFAULTS`]; `UCX_TCP_TX_SEG_SIZE` or `UCX_TCP_RX_SEG_SIZE` in the environment keeps
+//! UCX's own values, and so does a `UCX_TLS` without TCP), because with UCX's 8 KiB a put or get
+//! of a MiB over TCP crosses in 128 segments, each one progressed by the peer's worker, and runs
+//! at a fraction of the wire (the dynamic worker's contexts, `open_worker`, take it too).
 //!
 //! Per PE: one UCP context (features RMA, AMO32, AMO64), one worker, one endpoint to every PE of
 //! the job (this one too: AMOs to every PE go through UCX), and each registered segment
@@ -553,22 +554,39 @@ pub(crate) fn load_api() -> Result<&'static Api, TransportError> {
     Ok(api)
 }
 
-/// UCX settings this library applies where the environment does not set them (`UCX_` and the
-/// name): UCX's TCP transport sends and receives in segments of 8 KiB by default, and its puts
-/// and gets of a MiB and more, which the peer's worker must progress segment by segment, then
-/// run at a fraction of what the wire carries; 256 KiB segments keep a large transfer to a few
-/// segments.
-pub const UCX_DEFAULTS: [(&str, &str); 2] =
-    [("TCP_TX_SEG_SIZE", "256k"), ("TCP_RX_SEG_SIZE", "256k")];
+/// UCX settings this library applies where the environment does not set them: the variable,
+/// the name `ucp_config_modify` takes (UCT's, without the transport's prefix) and the value.
+/// UCX's TCP transport sends and receives in segments of 8 KiB (64 KiB received) by default, so
+/// its puts and gets of a MiB and more, which the peer's worker must progress segment by
+/// segment, run at a fraction of what the wire carries; 256 KiB segments keep a large transfer
+/// to a few segments. The two go together (UCX refuses a receive segment smaller than the send
+/// one): where the environment sets either, neither is applied.
+pub const UCX_DEFAULTS: [(&str, &str, &str); 2] = [
+    ("UCX_TCP_TX_SEG_SIZE", "TX_SEG_SIZE", "256k"),
+    ("UCX_TCP_RX_SEG_SIZE", "RX_SEG_SIZE", "256k"),
+];
 
-/// Applies [`UCX_DEFAULTS`] to `config` (from `ucp_config_read`) where the environment does not
-/// set the variable. A UCX that does not know a setting keeps its own default (logged at debug
-/// level).
+/// Whether UCX's TCP transport may be used under `UCX_TLS` = `tls` (`None`: unset, every
+/// transport): a list naming `tcp` or `all`, or a `^` list not naming `tcp`.
+pub(crate) fn tls_has_tcp(tls: Option<&str>) -> bool {
+    let Some(tls) = tls else { return true };
+    match tls.trim().strip_prefix('^') {
+        Some(excluded) => !excluded.split(',').any(|t| t.trim() == "tcp"),
+        None => tls.split(',').any(|t| matches!(t.trim(), "tcp" | "all")),
+    }
+}
+
+/// Applies [`UCX_DEFAULTS`] to `config` (from `ucp_config_read`) unless the environment sets
+/// one of them or `UCX_TLS` leaves TCP out (UCX warns of a setting no transport took).
 fn apply_defaults(api: &'static Api, config: Handle) {
-    for (name, value) in UCX_DEFAULTS {
-        if std::env::var_os(format!("UCX_{name}")).is_some() {
-            continue;
-        }
+    if UCX_DEFAULTS
+        .iter()
+        .any(|(var, _, _)| std::env::var_os(var).is_some())
+        || !tls_has_tcp(std::env::var("UCX_TLS").ok().as_deref())
+    {
+        return;
+    }
+    for (var, name, value) in UCX_DEFAULTS {
         let (n, v) = (std::ffi::CString::new(name), std::ffi::CString::new(value));
         let (Ok(n), Ok(v)) = (n, v) else { continue };
         // SAFETY: `config` is live (ucp_config_read); both strings are NUL-terminated and read
@@ -576,7 +594,7 @@ fn apply_defaults(api: &'static Api, config: Handle) {
         let s = unsafe { (api.config_modify)(config, n.as_ptr(), v.as_ptr()) };
         if s != ffi::UCS_OK {
             tracing::debug!(
-                "ucx: ucp_config_modify({name}, {value}): {}; UCX's default stays",
+                "ucx: ucp_config_modify({name}, {value}) for {var}: {}; UCX's default stays",
                 api.describe(s)
             );
         }
