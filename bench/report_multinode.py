@@ -349,13 +349,16 @@ def cmd_render(a):
                 ("Same-node figures in a job that spans nodes", rep.same_node()),
                 ("memfabric Big Memory copies between two nodes (smem_bm_copy)", rep.memfabric())]
     head = ("Machine: %s, %s CPUs online, Linux %s (load when it started: %s). Nodes: %s. "
-            "UCX %s (Debian), `UCX_TLS=%s` on every side, `UCX_NET_DEVICES=%s`. Library commit "
+            "UCX %s (Debian), `UCX_TLS=%s` on every side, `UCX_NET_DEVICES=%s`%s. Library commit "
             "`%s`%s; Open MPI %s (Debian), oshrun `--mca spml ucx`. %d round(s), mode `%s`, run "
             "%s. Cells: median of the round medians <sub>range of the round medians</sub>; "
             "ratios: median over rounds of the in-round ratio.\n" % (
                 env.get("cpu", "?"), env.get("cpus_online", "?"), env.get("kernel", "?"),
                 env.get("load", "?"), env.get("nodes", "?"), env.get("ucx_deb_version", "?"),
                 env.get("ucx_tls", "?"), env.get("ucx_net_devices", "?"),
+                ("; ucx_perftest also with `%s`, what our library applies where the environment "
+                 "does not set it (oshrun keeps UCX's defaults)" % env["ucx_lib_settings"])
+                if env.get("ucx_lib_settings") else "",
                 str(env.get("shmem_commit", "?"))[:12],
                 " (+ uncommitted changes)" if env.get("shmem_tree_dirty") else "",
                 env.get("openmpi_deb_version", "?"), d.rounds, env.get("mode", "?"),

@@ -40,6 +40,11 @@
 # its shared-memory transports between them and the figures would not be a network path. Every
 # side gets the same UCX_TLS (default tcp,self) and UCX_NET_DEVICES=mn0, the node's bridge port.
 # --ucx-tls sm,self,tcp shows the other case (the report names the UCX_TLS it ran with).
+# UCX settings of the library: where the environment does not set them, our library applies
+# UCX_TCP_TX_SEG_SIZE=256k and UCX_TCP_RX_SEG_SIZE=256k (UCX_DEFAULTS in
+# rust/core/src/transport/ucx/mod.rs); ucx_perftest runs with the same values in its environment
+# (the environment's own where set), so its figures are UCX's over the same settings, and the
+# report says so. oshrun's OSHMEM keeps UCX's defaults: it is compared as its users run it.
 # Pinning: each PE pins itself to CPU (PE mod online CPUs) after shmem_init (bench/common.h)
 # under both launchers (oshrun gets --bind-to none so it does not pin first); ucx_perftest's
 # client runs on CPU 0 and its server on CPU 1 (-c), the CPUs PEs 0 and 1 take.
@@ -272,6 +277,8 @@ chmod +x "$AGENT"
 unset SHMEM_RUN_FD SHMEM_RUN_RANK SHMEM_RUN_SIZE SHMEM_RUN_JOBID SHMEM_RUN_STORE SHMEM_JOB_ID \
     OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID RANK WORLD_SIZE SHMEM_BOOTSTRAP_ADDR
 export UCX_TLS=$ucx_tls UCX_NET_DEVICES=$NS_IF
+# What our library applies where the environment does not set it (see the header).
+LIB_UCX=("UCX_TCP_TX_SEG_SIZE=${UCX_TCP_TX_SEG_SIZE:-256k}" "UCX_TCP_RX_SEG_SIZE=${UCX_TCP_RX_SEG_SIZE:-256k}")
 # Seconds a run may take (a hung one is tried up to twice more): RUN_TIMEOUT overrides.
 case $mode in full | quick) RUN_TIMEOUT=${RUN_TIMEOUT:-300} ;; smoke) RUN_TIMEOUT=${RUN_TIMEOUT:-30} ;; esac
 OSH_FLAGS=(--allow-run-as-root --oversubscribe --mca plm_rsh_agent "$AGENT"
@@ -409,11 +416,11 @@ run_perftest() {
             smoke) iters=$((bytes >= 65536 ? 4 : 100)) ;;
         esac
         perftest_port=$((perftest_port + 1))
-        local srv=(timeout -k 5 "$RUN_TIMEOUT" ip netns exec "${NS_PREFIX}2" "$PERFTEST" -p "$perftest_port" -c "$(cpu_of 1)")
+        local srv=(timeout -k 5 "$RUN_TIMEOUT" ip netns exec "${NS_PREFIX}2" env "${LIB_UCX[@]}" "$PERFTEST" -p "$perftest_port" -c "$(cpu_of 1)")
         # "ucp_get_bw": ucp_get's bandwidth figure (the test reports latency and bandwidth).
         local ptest=$test
         [[ $test == ucp_get_bw ]] && ptest=ucp_get
-        local cli=(timeout -k 5 "$RUN_TIMEOUT" ip netns exec "${NS_PREFIX}1" "$PERFTEST" "$subnet.2"
+        local cli=(timeout -k 5 "$RUN_TIMEOUT" ip netns exec "${NS_PREFIX}1" env "${LIB_UCX[@]}" "$PERFTEST" "$subnet.2"
             -p "$perftest_port" -c "$(cpu_of 0)" -t "$ptest" -s "$bytes" -n "$iters" -w $((iters / 10 + 1)) -v)
         printf '[round %s] perftest 2x1 %s & %s\n' "$round" "${srv[*]}" "${cli[*]}" >>"$LOG"
         "${srv[@]}" >"$tmp/perf-srv" 2>&1 &
@@ -459,10 +466,11 @@ write_env() {
     ucx=$(dpkg-query -W -f='${Version}' libucx0 2>/dev/null || echo unknown)
     python3 - "$raw/env.json" "$mode" "$rounds" "$cmdline" "$commit" "$dirty" "$ompi" "$ucx" \
         "$ucx_tls" "$host" "${VARIANTS[*]}" "$OURS_RUN --store tcp://$LAUNCH_IP:0 -n N" \
-        "$OSH_RUN ${OSH_FLAGS[*]} --hostfile H --map-by slot -np N" "${notes[*]+${notes[*]}}" <<'EOF'
+        "$OSH_RUN ${OSH_FLAGS[*]} --hostfile H --map-by slot -np N" "${notes[*]+${notes[*]}}" \
+        "${LIB_UCX[*]}" <<'EOF'
 import json, os, platform, subprocess, sys
 (path, mode, rounds, command, commit, dirty, ompi, ucx, tls, host, variants, ours, osh,
- notes) = sys.argv[1:]
+ notes, lib_ucx) = sys.argv[1:]
 def sh(c):
     return subprocess.run(c, shell=True, capture_output=True, text=True).stdout.strip()
 json.dump({
@@ -472,6 +480,7 @@ json.dump({
     "shmem_commit": commit, "shmem_tree_dirty": dirty == "true",
     "openmpi_deb_version": ompi, "ucx_deb_version": ucx, "ucx_tls": tls,
     "ucx_net_devices": "mn0 (each node's port on the bridge)", "variants": variants.split(),
+    "ucx_lib_settings": lib_ucx,
     "shmemrun": ours, "oshrun": osh, "notes": notes,
     "nodes": "network namespaces on this machine, one veth each on a Linux bridge",
     "pinning": "each PE: sched_setaffinity(PE mod online CPUs) after shmem_init; "

@@ -2,7 +2,7 @@
 //! `crate::transport::ucx::ffi` like the SHMEM job's UCX transport (whose context and worker
 //! set-up it shares), but with endpoints made on demand and no PE numbering.
 //!
-//! - A worker owns one UCP context (features RMA, AMO32, AMO64) and one worker. Its address is
+//! - A worker owns one UCP context (features RMA, AMO32, AMO64, WAKEUP) and one worker. Its address is
 //!   its worker id (8 bytes, little-endian; errors name the peer by it) then UCP's worker
 //!   address.
 //! - [`DynamicWorker::connect`] makes an endpoint (`ucp_ep_create` from the peer's worker
@@ -32,9 +32,14 @@
 //!   step is bounded by the timeout. [`DynamicWorker::disconnect_gone`], for a member that left
 //!   or was reported down, closes by force without a flush (what is in flight to it fails at
 //!   once). The endpoint's keys are destroyed once its close completed.
-//! - A progress thread of the worker progresses it while no call did for a nap (20 µs to 1 ms,
-//!   the static transport's loop, `crate::transport::ucx::spawn_progress`), so a member that
-//!   computes still answers its peers' wire-up and, over TCP, their puts and gets.
+//! - A progress thread of the worker progresses it while no call did for a nap, so a member that
+//!   computes (or sleeps) still answers its peers' wire-up and, over TCP, their puts and gets.
+//!   The context has UCP's WAKEUP feature: once a progress moves nothing, the thread arms the
+//!   worker and waits on its event descriptor (`ucp_worker_arm`, `ucp_worker_get_efd`), so a
+//!   peer's put, get or flush is served as soon as it arrives (a blocking 4 KiB copy to a member
+//!   of another node is then a round trip, not the thread's next nap away: a nap of 20 µs lasts
+//!   at least 70 µs with the kernel's timer slack). Where UCX gives no descriptor it naps
+//!   (20 µs to 1 ms), the static transport's loop (`crate::transport::ucx::spawn_progress`).
 //! - UCX 1.13 keeps the TCP connection of a closed endpoint until one of its two workers ends:
 //!   a worker that connects to the same peers again and again holds one more connection per
 //!   endpoint made (measured by the 100-cycle test); a member's leave ends its worker, and so
@@ -45,7 +50,7 @@
 use super::{bad_key, worker_id, DynamicWorker, Endpoint, KeyHeader, Registration};
 use crate::transport::ucx::ffi::{self, Api, Handle, RequestParam, StatusPtr};
 use crate::transport::ucx::{
-    endpoint_failed, load_api, open_worker, spawn_progress, Pace, ProgressThread,
+    endpoint_failed, load_api, open_worker, spawn_progress, Pace, ProgressThread, Stepped,
 };
 use crate::transport::TransportError;
 use std::collections::HashMap;
@@ -120,7 +125,8 @@ impl UcxWorker {
     /// [`TransportError::NotLoaded`] where UCX is not installed.
     pub fn open(timeout: Duration) -> Result<UcxWorker, TransportError> {
         let api = load_api()?;
-        let (context, worker, ucp_address) = open_worker(api)?;
+        let opened = open_worker(api, true)?;
+        let (context, worker, ucp_address) = (opened.context, opened.worker, opened.address);
         let id = worker_id();
         let mut address = id.to_le_bytes().to_vec();
         address.extend_from_slice(&ucp_address);
@@ -140,7 +146,7 @@ impl UcxWorker {
             last_progress: Arc::new(AtomicU64::new(0)),
             progress: None,
         };
-        w.progress = Some(w.start_progress()?);
+        w.progress = Some(w.start_progress(opened.efd)?);
         Ok(w)
     }
 
@@ -148,24 +154,43 @@ impl UcxWorker {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn start_progress(&self) -> Result<ProgressThread, TransportError> {
+    /// Starts the progress thread: it waits on the worker's event descriptor `efd` where UCX
+    /// gave one (a peer's operation wakes it at once), else naps ([`spawn_progress`]).
+    fn start_progress(
+        &self,
+        efd: Option<std::os::fd::RawFd>,
+    ) -> Result<ProgressThread, TransportError> {
         let api = self.api;
         let state = Arc::clone(&self.state);
         let last = Arc::clone(&self.last_progress);
         spawn_progress(
             "shmem-ucx-dyn",
             "the dynamic UCX worker's progress thread",
+            efd,
             move |nap| {
                 // A call that waits progresses the worker itself: the thread stays out of its
                 // way and steps in when nobody did for a nap.
                 let recent = crate::clock::node_clock_ns()
                     .saturating_sub(last.load(Ordering::Relaxed))
                     < nap.as_nanos() as u64;
-                match state.try_lock() {
-                    // SAFETY: the worker lives until the drop, which stops this thread first;
-                    // the lock is held.
-                    Ok(st) if !recent => unsafe { (api.worker_progress)(st.worker) },
-                    _ => 0,
+                let st = match state.try_lock() {
+                    Ok(st) if !recent => st,
+                    _ => return Stepped::Idle,
+                };
+                // SAFETY: the worker lives until the drop, which stops this thread first;
+                // the lock is held.
+                if unsafe { (api.worker_progress)(st.worker) } > 0 {
+                    return Stepped::Moved;
+                }
+                if efd.is_none() {
+                    return Stepped::Idle;
+                }
+                // SAFETY: as above; the worker was made with the wakeup feature (it has `efd`).
+                match unsafe { (api.worker_arm)(st.worker) } {
+                    ffi::UCS_OK => Stepped::Armed,
+                    // Events arrived since the progress: progress again.
+                    ffi::UCS_ERR_BUSY => Stepped::Moved,
+                    _ => Stepped::Idle,
                 }
             },
         )

@@ -67,6 +67,10 @@ pub const FEATURE_RMA: u64 = 1 << 1;
 pub const FEATURE_AMO32: u64 = 1 << 2;
 /// `UCP_FEATURE_AMO64`.
 pub const FEATURE_AMO64: u64 = 1 << 3;
+/// `UCP_FEATURE_WAKEUP`: the worker has an event descriptor ([`Api::worker_get_efd`]).
+pub const FEATURE_WAKEUP: u64 = 1 << 4;
+/// `UCS_ERR_BUSY`: what `ucp_worker_arm` returns while events are still to be progressed.
+pub const UCS_ERR_BUSY: Status = -15;
 
 /// `UCP_WORKER_PARAM_FIELD_THREAD_MODE`.
 pub const WORKER_PARAM_FIELD_THREAD_MODE: u64 = 1 << 0;
@@ -205,6 +209,7 @@ pub type Handle = *mut c_void;
 pub struct Api {
     pub config_read: unsafe extern "C" fn(*const c_char, *const c_char, *mut Handle) -> Status,
     pub config_release: unsafe extern "C" fn(Handle),
+    pub config_modify: unsafe extern "C" fn(Handle, *const c_char, *const c_char) -> Status,
     pub init_version:
         unsafe extern "C" fn(c_uint, c_uint, *const Params, Handle, *mut Handle) -> Status,
     pub cleanup: unsafe extern "C" fn(Handle),
@@ -249,6 +254,8 @@ pub struct Api {
     pub worker_fence: unsafe extern "C" fn(Handle) -> Status,
     pub worker_flush_nbx: unsafe extern "C" fn(Handle, *const RequestParam) -> StatusPtr,
     pub worker_progress: unsafe extern "C" fn(Handle) -> c_uint,
+    pub worker_get_efd: unsafe extern "C" fn(Handle, *mut c_int) -> Status,
+    pub worker_arm: unsafe extern "C" fn(Handle) -> Status,
     pub request_check_status: unsafe extern "C" fn(*mut c_void) -> Status,
     pub request_free: unsafe extern "C" fn(*mut c_void),
     pub status_string: unsafe extern "C" fn(Status) -> *const c_char,
@@ -342,6 +349,7 @@ pub fn load(name: &str) -> Result<Api, NotLoaded> {
     Ok(Api {
         config_read: symbol!("ucp_config_read"),
         config_release: symbol!("ucp_config_release"),
+        config_modify: symbol!("ucp_config_modify"),
         init_version: symbol!("ucp_init_version"),
         cleanup: symbol!("ucp_cleanup"),
         worker_create: symbol!("ucp_worker_create"),
@@ -363,6 +371,8 @@ pub fn load(name: &str) -> Result<Api, NotLoaded> {
         worker_fence: symbol!("ucp_worker_fence"),
         worker_flush_nbx: symbol!("ucp_worker_flush_nbx"),
         worker_progress: symbol!("ucp_worker_progress"),
+        worker_get_efd: symbol!("ucp_worker_get_efd"),
+        worker_arm: symbol!("ucp_worker_arm"),
         request_check_status: symbol!("ucp_request_check_status"),
         request_free: symbol!("ucp_request_free"),
         status_string: symbol!("ucs_status_string"),

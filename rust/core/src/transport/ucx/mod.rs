@@ -1,7 +1,12 @@
 //! The UCX transport: reaches PEs whose memory is not mapped here (those on other nodes) through
 //! UCX's UCP API, loaded at run time from `libucp.so.0` ([`ffi`]), and serves every AMO of a job
 //! that uses it (the atomicity rule of [`super`]). UCX picks its own wires (shared memory, TCP,
-//! InfiniBand) from its own variables (`UCX_TLS`, `UCX_NET_DEVICES`); this module never chooses.
+//! InfiniBand) from its own variables (`UCX_TLS`, `UCX_NET_DEVICES`); this module never chooses
+//! them. It sets one thing where the environment does not: UCX's TCP segments, 256 KiB each way
+//! ([`UCX_DEFAULTS`]; `UCX_TCP_TX_SEG_SIZE` or `UCX_TCP_RX_SEG_SIZE` in the environment keeps
+//! UCX's own values, and so does a `UCX_TLS` without TCP), because with UCX's 8 KiB a put or get
+//! of a MiB over TCP crosses in 128 segments, each one progressed by the peer's worker, and runs
+//! at a fraction of the wire (the dynamic worker's contexts, `open_worker`, take it too).
 //!
 //! Per PE: one UCP context (features RMA, AMO32, AMO64), one worker, one endpoint to every PE of
 //! the job (this one too: AMOs to every PE go through UCX), and each registered segment
@@ -152,7 +157,12 @@ impl Ucx {
         timeout: Duration,
     ) -> Result<Ucx, TransportError> {
         let api = load_api()?;
-        let (context, worker, address) = open_worker(api)?;
+        let Opened {
+            context,
+            worker,
+            address,
+            ..
+        } = open_worker(api, false)?;
         let n_pes = reach.len();
         Ok(Ucx {
             api,
@@ -365,7 +375,7 @@ impl Ucx {
         let api = self.api;
         let state = Arc::clone(&self.state);
         let last = Arc::clone(&self.last_progress);
-        let handle = spawn_progress("shmem-ucx", "the UCX progress thread", move |nap| {
+        let handle = spawn_progress("shmem-ucx", "the UCX progress thread", None, move |nap| {
             // A PE that waits in the library progresses the worker itself: the thread stays out
             // of its way and steps in when nobody did for a nap.
             let recent = crate::clock::node_clock_ns().saturating_sub(last.load(Ordering::Relaxed))
@@ -377,8 +387,10 @@ impl Ucx {
             };
             if moved > 0 {
                 super::moved();
+                Stepped::Moved
+            } else {
+                Stepped::Idle
             }
-            moved
         })?;
         *self
             .progress_thread
@@ -468,15 +480,30 @@ impl ProgressThread {
     }
 }
 
-/// Starts the thread `name` that calls `step` (given its current nap; it returns how much the
-/// worker's progress moved, 0 when it did not progress) until stopped, napping [`NAP_MIN`] after
-/// a step that moved something, doubling up to [`NAP_MAX`] while idle. `what` names the thread
-/// in the error of a failed start. The SHMEM job's transport and the dynamic worker run theirs
-/// through here.
+/// What a progress thread's step did ([`spawn_progress`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stepped {
+    /// The worker's progress moved something.
+    Moved,
+    /// It moved nothing and the worker is armed: its event descriptor wakes the thread.
+    Armed,
+    /// Nothing progressed (nothing to do, or another thread is progressing the worker).
+    Idle,
+}
+
+/// Starts the thread `name` that calls `step` (given its current nap) until stopped. Without an
+/// event descriptor (`efd`), it naps [`NAP_MIN`] after a step that moved something, doubling
+/// up to [`NAP_MAX`] while idle. With one, a step that moved something is followed by the next
+/// at once, and after a step that armed the worker the thread waits on the descriptor (up to
+/// [`NAP_MAX`]): a peer's put or get wakes it as soon as it arrives, where a nap (at least the
+/// kernel's timer slack, 50 µs, over 20 µs) would add its length to every round trip through
+/// this worker. `what` names the thread in the error of a failed start. The SHMEM job's
+/// transport and the dynamic worker run theirs through here.
 pub(crate) fn spawn_progress(
     name: &str,
     what: &str,
-    mut step: impl FnMut(Duration) -> u32 + Send + 'static,
+    efd: Option<std::os::fd::RawFd>,
+    mut step: impl FnMut(Duration) -> Stepped + Send + 'static,
 ) -> Result<ProgressThread, TransportError> {
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = Arc::clone(&stop);
@@ -485,12 +512,28 @@ pub(crate) fn spawn_progress(
         .spawn(move || {
             let mut nap = NAP_MIN;
             while !stopped.load(Ordering::Acquire) {
-                nap = if step(nap) > 0 {
-                    NAP_MIN
-                } else {
-                    (nap * 2).min(NAP_MAX)
-                };
-                std::thread::sleep(nap);
+                match (step(nap), efd) {
+                    (Stepped::Moved, Some(_)) => nap = NAP_MIN,
+                    (Stepped::Moved, None) => {
+                        nap = NAP_MIN;
+                        std::thread::sleep(nap);
+                    }
+                    (Stepped::Armed, Some(fd)) => {
+                        nap = NAP_MIN;
+                        let mut p = libc::pollfd {
+                            fd,
+                            events: libc::POLLIN,
+                            revents: 0,
+                        };
+                        // SAFETY: one pollfd, live for the call; the descriptor is the worker's,
+                        // open until the worker is destroyed, after this thread is stopped.
+                        unsafe { libc::poll(&mut p, 1, NAP_MAX.as_millis() as libc::c_int) };
+                    }
+                    (Stepped::Armed | Stepped::Idle, _) => {
+                        nap = (nap * 2).min(NAP_MAX);
+                        std::thread::sleep(nap);
+                    }
+                }
             }
         })
         .map_err(|e| TransportError::Library {
@@ -511,9 +554,79 @@ pub(crate) fn load_api() -> Result<&'static Api, TransportError> {
     Ok(api)
 }
 
-/// A UCP context (features RMA, AMO32, AMO64) and its worker (thread mode MULTI where UCX
-/// grants it), and the worker's address.
-pub(crate) fn open_worker(api: &'static Api) -> Result<(Handle, Handle, Vec<u8>), TransportError> {
+/// UCX settings this library applies where the environment does not set them: the variable,
+/// the name `ucp_config_modify` takes (UCT's, without the transport's prefix) and the value.
+/// UCX's TCP transport sends and receives in segments of 8 KiB (64 KiB received) by default, so
+/// its puts and gets of a MiB and more, which the peer's worker must progress segment by
+/// segment, run at a fraction of what the wire carries; 256 KiB segments keep a large transfer
+/// to a few segments. The two go together (UCX refuses a receive segment smaller than the send
+/// one): where the environment sets either, neither is applied.
+pub const UCX_DEFAULTS: [(&str, &str, &str); 2] = [
+    ("UCX_TCP_TX_SEG_SIZE", "TX_SEG_SIZE", "256k"),
+    ("UCX_TCP_RX_SEG_SIZE", "RX_SEG_SIZE", "256k"),
+];
+
+/// Whether UCX's TCP transport may be used under `UCX_TLS` = `tls` (`None`: unset, every
+/// transport): a list naming `tcp` or `all`, or a `^` list not naming `tcp`.
+pub(crate) fn tls_has_tcp(tls: Option<&str>) -> bool {
+    let Some(tls) = tls else { return true };
+    match tls.trim().strip_prefix('^') {
+        Some(excluded) => !excluded.split(',').any(|t| t.trim() == "tcp"),
+        None => tls.split(',').any(|t| matches!(t.trim(), "tcp" | "all")),
+    }
+}
+
+/// Applies [`UCX_DEFAULTS`] to `config` (from `ucp_config_read`) unless the environment sets
+/// one of them or `UCX_TLS` leaves TCP out (UCX warns of a setting no transport took).
+fn apply_defaults(api: &'static Api, config: Handle) {
+    if UCX_DEFAULTS
+        .iter()
+        .any(|(var, _, _)| std::env::var_os(var).is_some())
+        || !tls_has_tcp(std::env::var("UCX_TLS").ok().as_deref())
+    {
+        return;
+    }
+    for (var, name, value) in UCX_DEFAULTS {
+        let (n, v) = (std::ffi::CString::new(name), std::ffi::CString::new(value));
+        let (Ok(n), Ok(v)) = (n, v) else { continue };
+        // SAFETY: `config` is live (ucp_config_read); both strings are NUL-terminated and read
+        // during the call only.
+        let s = unsafe { (api.config_modify)(config, n.as_ptr(), v.as_ptr()) };
+        if s != ffi::UCS_OK {
+            tracing::debug!(
+                "ucx: ucp_config_modify({name}, {value}) for {var}: {}; UCX's default stays",
+                api.describe(s)
+            );
+        }
+    }
+}
+
+/// A UCP worker as [`open_worker`] made it.
+pub(crate) struct Opened {
+    pub context: Handle,
+    pub worker: Handle,
+    /// The worker's address.
+    pub address: Vec<u8>,
+    /// The worker's event descriptor (`wakeup` asked for, and UCX gave one).
+    pub efd: Option<std::os::fd::RawFd>,
+}
+
+/// A UCP context (features RMA, AMO32, AMO64, and WAKEUP when `wakeup`) and its worker (thread
+/// mode MULTI where UCX grants it), with [`UCX_DEFAULTS`] where the environment does not set
+/// them. With `wakeup`, the worker's event descriptor, which a progress thread waits on
+/// ([`spawn_progress`]); a context without one is made where UCX refuses the feature.
+pub(crate) fn open_worker(api: &'static Api, wakeup: bool) -> Result<Opened, TransportError> {
+    let opened = open_worker_with(api, wakeup);
+    match opened {
+        Err(e) if wakeup => {
+            tracing::debug!("ucx: a worker with wakeup: {e}; making one without");
+            open_worker_with(api, false)
+        }
+        r => r,
+    }
+}
+
+fn open_worker_with(api: &'static Api, wakeup: bool) -> Result<Opened, TransportError> {
     let fail = |call: &str, status: ffi::Status| TransportError::Library {
         call: call.to_string(),
         why: api.describe(status),
@@ -525,9 +638,13 @@ pub(crate) fn open_worker(api: &'static Api) -> Result<(Handle, Handle, Vec<u8>)
     if s != ffi::UCS_OK {
         return Err(fail("ucp_config_read", s));
     }
+    apply_defaults(api, config);
     let mut params = ffi::Params::zeroed();
     params.field_mask = ffi::PARAM_FIELD_FEATURES;
     params.features = ffi::FEATURE_RMA | ffi::FEATURE_AMO32 | ffi::FEATURE_AMO64;
+    if wakeup {
+        params.features |= ffi::FEATURE_WAKEUP;
+    }
     let mut context: Handle = std::ptr::null_mut();
     // SAFETY: `params` is a valid ucp_params_t whose mask names the fields set; `config`
     // came from ucp_config_read and is released right after, as UCP allows.
@@ -574,7 +691,16 @@ pub(crate) fn open_worker(api: &'static Api) -> Result<(Handle, Handle, Vec<u8>)
         (api.worker_release_address)(worker, addr);
         bytes
     };
-    Ok((context, worker, address))
+    let mut efd: std::ffi::c_int = -1;
+    // SAFETY: `worker` is live; `efd` is written on success.
+    let efd =
+        (wakeup && unsafe { (api.worker_get_efd)(worker, &mut efd) } == ffi::UCS_OK).then_some(efd);
+    Ok(Opened {
+        context,
+        worker,
+        address,
+        efd,
+    })
 }
 
 impl Transport for Ucx {

@@ -206,3 +206,12 @@ fn a_dead_peer_fails_the_requests_to_it_naming_it() {
     a.get(c, 0, Segment::Heap, 0, &mut out).unwrap();
     assert_eq!(u64::from_ne_bytes(out), 3);
 }
+
+#[test]
+fn the_tcp_segments_are_set_only_where_ucx_may_use_tcp() {
+    assert!(tls_has_tcp(None));
+    assert!(tls_has_tcp(Some("tcp,self")) && tls_has_tcp(Some("sm, tcp")));
+    assert!(tls_has_tcp(Some("all")) && tls_has_tcp(Some("^sm")));
+    assert!(!tls_has_tcp(Some("sm,self")) && !tls_has_tcp(Some("^tcp,sm")));
+    assert!(!tls_has_tcp(Some("tcp_sockcm")));
+}
