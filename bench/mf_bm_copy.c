@@ -13,7 +13,13 @@
  *                          one record per size for latency (ns per blocking call) and one for
  *                          bandwidth (GB/s). A trial of writes ends with an 8-byte copy with
  *                          ASYNC_COPY_FLAG and smem_bm_wait, so that it counts until the data is
- *                          at rank 1 on any transport. Outside the timed loops every trial is
+ *                          at rank 1 on any transport. The memcpy floor is timed in every trial,
+ *                          right before the copies, with the same iterations, between memory of
+ *                          the same kinds: records memcpy_G2H (a memfd mapping standing for rank
+ *                          1's segment -> the local buffer), memcpy_H2G (local buffer -> that
+ *                          mapping) and memcpy_G2G (own segment -> that mapping); the memfd is
+ *                          mapped shared as the library maps segments. Outside the timed loops
+ *                          every trial is
  * checked: G2H against the pattern rank 1 wrote, H2G and G2G by reading rank 1's segment back (G2H)
  * and comparing every byte. At the end rank 1 (and any further rank) checks in its own segment the
  * bytes rank 0 wrote last, so every process checks data another one wrote.
@@ -36,7 +42,9 @@
  * posts an epoch into every other rank's slot with smem_bm_copy (H2G, retried while the peer has
  * not joined yet) and waits for its own slots. Every process has a watchdog (--timeout).
  * Other options: bench/common.h (--sizes --ops --trials --warmup --iters --budget). Sweep:
- * mf_bm_copy.sweep.
+ * mf_bm_copy.sweep. Instructions per call: with BENCH_CALLGRIND=1 under valgrind
+ * --tool=callgrind --collect-atstart=no --trace-children=yes, rank 0 counts the timed
+ * smem_bm_copy loops only and dumps them per copy type and size (bench/report.py callgrind).
  */
 #define BENCH_NO_SHMEM
 #include "common.h"
@@ -297,12 +305,16 @@ static const struct {
     const char *name;
     smem_bm_copy_type type;
     const char *form;
+    const char *floor_name; /* the memcpy of the same kinds, timed in the same trials */
+    const char *floor_form;
 } OPS[] = {
     /* G2H first: it reads the pattern rank 1 wrote before H2G and G2G overwrite it. */
-    {"G2H", SMEMB_COPY_G2H, "smem_bm_copy(SMEMB_COPY_G2H): peer's host segment -> local malloc"},
-    {"H2G", SMEMB_COPY_H2G, "smem_bm_copy(SMEMB_COPY_H2G): local malloc -> peer's host segment"},
-    {"G2G", SMEMB_COPY_G2G,
-     "smem_bm_copy(SMEMB_COPY_G2G): own host segment -> peer's host segment"},
+    {"G2H", SMEMB_COPY_G2H, "smem_bm_copy(SMEMB_COPY_G2H): peer's host segment -> local malloc",
+     "memcpy_G2H", "glibc memcpy: memfd mapping -> local malloc, in the same trials as G2H"},
+    {"H2G", SMEMB_COPY_H2G, "smem_bm_copy(SMEMB_COPY_H2G): local malloc -> peer's host segment",
+     "memcpy_H2G", "glibc memcpy: local malloc -> memfd mapping, in the same trials as H2G"},
+    {"G2G", SMEMB_COPY_G2G, "smem_bm_copy(SMEMB_COPY_G2G): own host segment -> peer's host segment",
+     "memcpy_G2G", "glibc memcpy: own host segment -> memfd mapping, in the same trials as G2G"},
 };
 
 static void *page_buffer(size_t n) {
@@ -312,12 +324,47 @@ static void *page_buffer(size_t n) {
     return b;
 }
 
+/* The memcpy floor's stand-in for rank 1's segment: memory of the kind a host pool's segment
+ * is (a memfd mapped shared, as the library maps its segments and its peers'), written once
+ * so that no timed memcpy takes its page faults. */
+static void *segment_like_buffer(size_t n) {
+    int fd = memfd_create("mf_bm_copy-floor", MFD_CLOEXEC);
+    if (fd < 0) bench_die("memfd_create failed: %s", strerror(errno));
+    if (ftruncate(fd, (off_t)(n + BENCH_PAGE)) != 0)
+        bench_die("ftruncate of the floor's memfd to %zu bytes failed: %s", n, strerror(errno));
+    void *b = mmap(NULL, n + BENCH_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (b == MAP_FAILED) bench_die("mmap of the floor's memfd failed: %s", strerror(errno));
+    close(fd);
+    memset(b, 0, n + BENCH_PAGE);
+    return b;
+}
+
+/* ns per call of `iters` glibc memcpys of n bytes from `from` to `to`, after one untimed. */
+static double time_memcpy(const void *from, void *to, size_t n, long iters) {
+    void *(*volatile mc)(void *, const void *, size_t) = memcpy; /* glibc's, never inlined */
+    mc(to, from, n);
+    double t0 = bench_now_ns();
+    for (long i = 0; i < iters; i++) mc(to, from, n);
+    return (bench_now_ns() - t0) / (double)iters;
+}
+
+static void emit_both(bench_fig_t *f, double *s) {
+    f->metric = "latency";
+    f->unit = "ns";
+    bench_emit(f, bench_stats(s, opt.trials));
+    bench_to_rate(s, opt.trials, (double)f->size); /* bytes per ns = GB/s */
+    f->metric = "bandwidth";
+    f->unit = "GB/s";
+    bench_emit(f, bench_stats(s, opt.trials));
+}
+
 static void run_copies(pool_t *p, size_t max_n) {
     const int peer = 1;
-    char *src = page_buffer(max_n), *chk = page_buffer(max_n);
+    char *src = page_buffer(max_n), *chk = page_buffer(max_n), *twin = segment_like_buffer(max_n);
     char *own = data_of(p, p->rank), *remote = data_of(p, peer);
     uint64_t last[RESULT_WORDS] = {PEER_SEED_BASE + (unsigned)peer, max_n};
     unsigned serial = 0;
+    static double floor_samples[BENCH_MAX_TRIALS];
     for (size_t k = 0; k < sizeof OPS / sizeof OPS[0]; k++) {
         if (!bench_has_op(&opt, OPS[k].name)) continue;
         const smem_bm_copy_type t = OPS[k].type;
@@ -326,32 +373,42 @@ static void run_copies(pool_t *p, size_t max_n) {
             const long iters = bench_iters_for(&opt, n);
             const char *from = t == SMEMB_COPY_G2H ? remote : t == SMEMB_COPY_H2G ? src : own;
             char *to = t == SMEMB_COPY_G2H ? chk : remote;
+            /* The floor's memcpy: the same source and destination kinds, rank 1's segment
+             * stood in for by `twin` (a memfd mapping like it). */
+            const char *floor_from = t == SMEMB_COPY_G2H ? twin : from;
+            char *floor_to = t == SMEMB_COPY_G2H ? chk : twin;
             for (int tr = -opt.warmup; tr < opt.trials; tr++) {
                 unsigned seed = (unsigned)last[0];
+                if (t != SMEMB_COPY_G2H) {
+                    seed = 7919u * ++serial + (unsigned)n;
+                    bench_fill((void *)from, n, seed);
+                }
+                /* The floor, in this trial, right before the copies (seconds apart on a busy
+                 * machine would compare different machines). */
+                double floor_ns = time_memcpy(floor_from, floor_to, n, iters);
+                if (tr >= 0) floor_samples[tr] = floor_ns;
                 if (t == SMEMB_COPY_G2H) {
                     if (n > last[1])
                         bench_die("G2H of %zu bytes: only %llu known", n,
                                   (unsigned long long)last[1]);
                     memset(chk, 0, n);
-                } else {
-                    seed = 7919u * ++serial + (unsigned)n;
-                    bench_fill((void *)from, n, seed);
                 }
-                /* One untimed copy first, so that both sides start in the caches as the memcpy
-                 * floor's do (it fills its source and clears its destination right before
-                 * timing); otherwise the pool side starts cold after the previous trial's check,
-                 * which a trial of few iterations does not amortise where the two buffers are
-                 * about the last-level cache's size (8-16 MiB here). */
+                /* One untimed copy first, so that both sides start in the caches as the
+                 * floor's do (time_memcpy's untimed one); otherwise the pool side starts cold
+                 * after the previous trial's check, which a trial of few iterations does not
+                 * amortise where the two buffers are about the last-level cache's size. */
                 if (copy(p, from, to, n, t) != 0)
                     bench_die("untimed smem_bm_copy(%s, %zu bytes): %s", OPS[k].name, n,
                               smem_get_last_err_msg());
                 double t0 = bench_now_ns();
+                if (tr >= 0) BENCH_CG_TOGGLE();
                 for (long i = 0; i < iters; i++) {
                     int32_t rc = copy(p, from, to, n, t);
                     if (rc != 0)
                         bench_die("smem_bm_copy(%s, %zu bytes) returned %d: %s", OPS[k].name, n, rc,
                                   smem_get_last_err_msg());
                 }
+                if (tr >= 0) BENCH_CG_TOGGLE();
                 /* Writes: the trial ends when the data is at rank 1, whatever the transport's
                  * rule for a blocking copy's return. */
                 if (t != SMEMB_COPY_G2H) {
@@ -388,11 +445,11 @@ static void run_copies(pool_t *p, size_t max_n) {
                              0,
                              iters,
                              opt.trials};
-            bench_emit(&f, bench_stats(samples, opt.trials));
-            bench_to_rate(samples, opt.trials, (double)n); /* bytes per ns = GB/s */
-            f.metric = "bandwidth";
-            f.unit = "GB/s";
-            bench_emit(&f, bench_stats(samples, opt.trials));
+            bench_cg_dump(&f, iters * opt.trials);
+            emit_both(&f, samples);
+            f.name = OPS[k].floor_name;
+            f.form = OPS[k].floor_form;
+            emit_both(&f, floor_samples);
         }
     }
     /* What rank 1 holds now, for its own check: into rank 1's control area, then the epoch. */
@@ -401,6 +458,7 @@ static void run_copies(pool_t *p, size_t max_n) {
         bench_die("smem_bm_copy of the final seed returned %d: %s", rc, smem_get_last_err_msg());
     munmap(src, max_n + BENCH_PAGE);
     munmap(chk, max_n + BENCH_PAGE);
+    munmap(twin, max_n + BENCH_PAGE);
 }
 
 static size_t largest_size(void) {
@@ -573,6 +631,7 @@ static void run_join(const char *url) {
 int main(int argc, char **argv) {
     argc = parse_own(argc, argv);
     bench_parse(&opt, argc, argv, "G2H,H2G,G2G", "4K-64M", 256u << 20);
+    bench_cg_init();
     if (!opt.mode[0]) snprintf(opt.mode, sizeof opt.mode, "copy");
     snprintf(bench_lib, sizeof bench_lib, "memfabric smem_bm (libmf_smem)");
     if (cfg.rank >= cfg.world) bench_die("--rank %d: not below --world %d", cfg.rank, cfg.world);

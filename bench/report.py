@@ -217,6 +217,24 @@ def mark(ok):
     return "–" if ok is None else ("✅ pass" if ok else "❌ fail")
 
 
+def verdict_table(targets):
+    """One row per target of `targets` ((target, figure, value, limit, ok) tuples, ok None where
+    the figure is missing): how many of its figures met it, the verdict, the figures that missed
+    it and those without a figure."""
+    by = {}
+    for t, fig, _, _, ok in targets:
+        by.setdefault(t, []).append((fig, ok))
+    rows = []
+    for t, figs in by.items():
+        met = [f for f, ok in figs if ok]
+        missed = [f for f, ok in figs if ok is False]
+        unknown = [f for f, ok in figs if ok is None]
+        verdict = mark(None if not met and not missed else not missed)
+        rows.append([t, "%d of %d" % (len(met), len(figs)), verdict,
+                     ", ".join(missed) or "–", ", ".join(unknown) or "–"])
+    return table(["target", "figures met", "verdict", "missed", "no figure"], rows)
+
+
 def missing(d, variant, bench, name=None, size=None):
     f = d.failed(variant, bench, name, size)
     if not f:
@@ -368,7 +386,7 @@ def targets(d):
         if k["name"] not in MF_OPS or k["size"] < MF_FROM:
             continue
         rr = d.paired(K("ours", MF_BM, k["name"], k["npes"], k["size"], "host-pool",
-                        metric="bandwidth"), mf_floor(k["npes"], k["size"]))
+                        metric="bandwidth"), mf_floor(d, k["name"], k["npes"], k["size"]))
         if rr is None:
             continue
         n_mf += 1
@@ -596,7 +614,13 @@ MF_FROM = 64 << 10  # the target: >= 0.9 x memcpy from 64 KiB
 MF_LAT_MAX = 64 << 10  # latency rows up to this size
 
 
-def mf_floor(npes, size, metric="bandwidth"):
+def mf_floor(d, op, npes, size, metric="bandwidth"):
+    """The memcpy floor of `op`'s copies: mf_bm_copy's own (memcpy_<op>, buffers of the same
+    kinds, timed in the same trials) where the run has it, else bench/floor.c's memcpy run right
+    before mf_bm_copy in the same round (results of earlier runs)."""
+    own = K("ours", MF_BM, "memcpy_" + op, npes, size, "host-pool", metric=metric)
+    if own in d.agg:
+        return own
     return K("floor@" + MF_BM, "floor", "memcpy", 1, size, "shared-page", metric=metric)
 
 
@@ -605,28 +629,34 @@ def sec_mf_bm(d):
     the join latency of each member position."""
     npes = sorted({k["npes"] for k in d.keys("ours", bench=MF_BM) if k["name"] in MF_OPS})
     out = []
+    own_any = False
     for n in npes:
         sizes = sorted({k["size"] for k in d.keys("ours", bench=MF_BM, npes=n, metric="bandwidth")
                         if k["name"] in MF_OPS})
         rows = []
+        own = any(mf_floor(d, op, n, size)[0] == "ours" for op in MF_OPS for size in sizes)
+        own_any |= own
         for size in sizes:
-            fl = d.get("floor@" + MF_BM, "floor", "memcpy", 1, size, "shared-page",
-                       metric="bandwidth")
             row = [size_s(size)]
             oks = []
             for op in MF_OPS:
                 row.append(vcell(d, "ours", MF_BM, op, n, size, "host-pool", metric="bandwidth"))
-            row.append(cell(fl) if fl else "n/a")
+            fls = [d.agg.get(mf_floor(d, op, n, size)) for op in MF_OPS]
+            if own:
+                row.append(" / ".join(fmt(f["median"], f["unit"]) if f else "n/a" for f in fls))
+            else:
+                row.append(cell(fls[0]) if fls[0] else "n/a")
             for op in MF_OPS:
                 r = d.paired(K("ours", MF_BM, op, n, size, "host-pool", metric="bandwidth"),
-                             mf_floor(n, size))
+                             mf_floor(d, op, n, size))
                 row.append(fr(r))
                 if size >= MF_FROM and r is not None:
                     oks.append(r >= 0.9)
             row.append(mark(all(oks)) if size >= MF_FROM and oks else "–")
             rows.append(row)
+        memcpy_head = "memcpy (%s)" % " / ".join(MF_OPS) if own else "memcpy"
         out.append("%d ranks, rank 0 to rank 1, GB/s:\n\n" % n + table(
-            ["size"] + ["%s" % op for op in MF_OPS] + ["memcpy"] +
+            ["size"] + ["%s" % op for op in MF_OPS] + [memcpy_head] +
             ["%s/memcpy" % op for op in MF_OPS] + ["≥ 0.9 × memcpy (from 64 KiB)"], rows))
         lat = []
         for size in [s for s in sizes if s <= MF_LAT_MAX]:
@@ -634,12 +664,15 @@ def sec_mf_bm(d):
             for op in MF_OPS:
                 g = d.get("ours", MF_BM, op, n, size, "host-pool")
                 row.append(cell(g, "µs") if g else "n/a")
-            fl = d.get("floor@" + MF_BM, "floor", "memcpy", 1, size, "shared-page")
-            row.append(cell(fl, "µs") if fl else "n/a")
+            fls = [d.agg.get(mf_floor(d, op, n, size, metric="latency")) for op in MF_OPS]
+            if own:
+                row.append(" / ".join(fmt(f["median"], "µs") if f else "n/a" for f in fls))
+            else:
+                row.append(cell(fls[0], "µs") if fls[0] else "n/a")
             lat.append(row)
         if lat:
             out.append("Latency of one blocking call, µs:\n\n" + table(
-                ["size"] + list(MF_OPS) + ["memcpy"], lat))
+                ["size"] + list(MF_OPS) + [memcpy_head], lat))
     joins = sorted(k["npes"] for k in d.keys("ours", bench=MF_BM, name="join"))
     if joins:
         rows = [[m] + [cell(d.get("ours", MF_BM, name, m, 0, "host-pool"), "ms")
@@ -655,9 +688,13 @@ def sec_mf_bm(d):
     return ("memfabric_hybrid's `smem_bm_copy` (libmf_smem.so) between the host pools of ranks "
             "on this machine, each a process started by `mf_bm_copy --fork`: G2H reads rank 1's "
             "segment into a local buffer of rank 0, H2G writes a local buffer into it, G2G copies "
-            "rank 0's own segment into it; every trial checked outside the timed loop. memcpy: "
-            "`bench/floor.c --mode memcpy` at the same sizes, run right before in the same "
-            "round; ratios: the median over rounds of the ratio within a round.\n\n" +
+            "rank 0's own segment into it; every trial checked outside the timed loop. memcpy: " +
+            ("glibc memcpy between buffers of the same kinds as each copy type's (a memfd mapped "
+             "shared standing for rank 1's segment), timed by mf_bm_copy in every trial right "
+             "before the copies with the same number of calls" if own_any else
+             "`bench/floor.c --mode memcpy` at the same sizes, run right before in the same "
+             "round") +
+            "; ratios: the median over rounds of the ratio within a round.\n\n" +
             "\n\n".join(out))
 
 
@@ -1004,8 +1041,18 @@ def plots(d, out):
                 series(ax, "ours", MF_BM, op, n, "host-pool", "bandwidth",
                        "smem_bm_copy %s, %d ranks" % (op, n), marker=marker,
                        color={"H2G": "tab:blue", "G2H": "tab:green", "G2G": "tab:purple"}[op])
-        series(ax, "floor@" + MF_BM, "floor", "memcpy", 1, "shared-page", "bandwidth",
-               "memcpy floor (same round)", zorder=3)
+        own_floor = False
+        for n in mf_n:
+            for op, marker in zip(MF_OPS, ("o", "s", "^")):
+                if any(d.keys("ours", bench=MF_BM, name="memcpy_" + op, npes=n,
+                              metric="bandwidth")):
+                    own_floor = True
+                    series(ax, "ours", MF_BM, "memcpy_" + op, n, "host-pool", "bandwidth",
+                           "memcpy as %s (same trials)" % op, marker=marker, color="gray",
+                           linestyle=":", zorder=3)
+        if not own_floor:
+            series(ax, "floor@" + MF_BM, "floor", "memcpy", 1, "shared-page", "bandwidth",
+                   "memcpy floor (same round)", zorder=3)
         ax.axvline(MF_FROM, color="gray", linestyle="--", linewidth=0.8)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("bytes")
@@ -1094,16 +1141,31 @@ def cmd_render(a):
     if a.docs:
         rel = os.path.relpath(os.path.abspath(a.dir), os.path.dirname(os.path.abspath(a.docs)))
         imgs = "\n\n".join("![%s](%s/%s)" % (m[:-4], rel, m) for m in made)
-        block = ("%s\n\nMade by `%s` (results: [`%s/`](%s/), raw JSON in `%s/raw/`).\n\n%s\n\n"
-                 "### Plots\n\n%s\n%s" % (BEGIN, env.get("command", "?"), rel, rel, rel, md, imgs, END))
-        text = open(a.docs).read() if os.path.exists(a.docs) else "# Performance\n\n%s\n%s\n" % (BEGIN, END)
-        if BEGIN not in text or END not in text:
-            sys.exit("report.py: %s lacks the GENERATED markers" % a.docs)
-        pre, rest = text.split(BEGIN, 1)
-        post = rest.split(END, 1)[1]
-        with open(a.docs, "w") as f:
-            f.write(pre + block + post)
-        print("report: updated %s" % a.docs)
+        write_generated(a.docs, a.dir, env.get("command", "?"),
+                        "%s\n\n### Plots\n\n%s\n" % (md, imgs), BEGIN, END, "report.py",
+                        default="# Performance\n\n%s\n%s\n" % (BEGIN, END))
+
+
+def write_generated(docs, result_dir, command, body, begin, end, who, default=None):
+    """Replaces the part of the markdown file `docs` from the marker `begin` to the marker `end`
+    (both kept) with a line naming `command` and the results folder `result_dir`, then `body`.
+    `default` is the text of `docs` when it does not exist (else a missing file or marker is an
+    error, `who` naming the script that wanted it)."""
+    rel = os.path.relpath(os.path.abspath(result_dir), os.path.dirname(os.path.abspath(docs)))
+    block = "%s\n\nMade by `%s` (results: [`%s/`](%s/), raw JSON in `%s/raw/`).\n\n%s%s" % (
+        begin, command, rel, rel, rel, body, end)
+    if os.path.exists(docs):
+        text = open(docs).read()
+    elif default is not None:
+        text = default
+    else:
+        sys.exit("%s: %s does not exist" % (who, docs))
+    if begin not in text or end not in text.split(begin, 1)[1]:
+        sys.exit("%s: %s lacks the GENERATED markers %r ... %r" % (who, docs, begin, end))
+    pre, rest = text.split(begin, 1)
+    with open(docs, "w") as f:
+        f.write(pre + block + rest.split(end, 1)[1])
+    print("report: updated %s" % docs)
 
 
 def main():

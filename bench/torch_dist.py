@@ -4,11 +4,19 @@ own per-call floor: a group of a backend that returns at once ("floor", register
 the same way, which bounds any ratio at small sizes.
 
     torchrun --standalone --nproc-per-node 2 bench/torch_dist.py [--min-bytes 4K] [--max-bytes 64M]
-        [--only all_to_all_single] [--ddp-steps 20] [--no-ddp] [--no-collectives]
+        [--step 4] [--only all_to_all_single] [--ddp-steps 20] [--no-ddp] [--no-collectives]
+        [--ddp-width 1600] [--budget 0.3] [--json FILE --round N]
 
 with shmem_torch importable (PYTHONPATH=install/python). Rank 0 prints one line per
 collective and size: the median time per call over the iterations of each backend (after
-warm-up) and the ratio gloo/shmem. Sizes are the bytes of each rank's input (float32).
+warm-up) and the ratio gloo/shmem. Sizes are the bytes of each rank's input (float32): from
+--min-bytes, multiplied by --step each time, up to --max-bytes.
+
+With --json FILE, rank 0 also appends one JSON line per collective, size and backend
+({"kind": "collective", "collective", "bytes", "backend", "ranks", "round", "median_s",
+"iters"}) and one per backend for the DDP step ({"kind": "ddp", "backend", "ranks", "round",
+"median_s", "iters", "params", "comm_share"}); scripts/bench-torch-dist.sh runs it so and
+bench/report_torch_dist.py makes the tables and the plot from those lines.
 
 Then a DDP training step of an MLP of about 10M parameters (float32, CPU) with each backend:
 the median step time (forward, backward with DDP's gradient all_reduce, SGD step) and the share
@@ -17,6 +25,7 @@ floor backend (whose all_reduce costs nothing, so its step is the computation al
 """
 
 import argparse
+import json
 import statistics
 import time
 
@@ -89,31 +98,53 @@ def main():
     # --max alone is taken by torchrun (an abbreviation of its --max-restarts)
     parser.add_argument("--min-bytes", "--min", dest="min", type=size, default=4 << 10)
     parser.add_argument("--max-bytes", "--max", dest="max", type=size, default=64 << 20)
+    parser.add_argument("--step", type=int, default=4,
+                        help="each size is the previous one times this (at least 2)")
     parser.add_argument("--budget", type=float, default=0.3,
                         help="seconds of timed calls per backend and size (at least 3 calls)")
     parser.add_argument("--ddp-steps", type=int, default=20,
                         help="timed DDP training steps per backend")
+    parser.add_argument("--ddp-width", type=int, default=1600,
+                        help="features of each of the MLP's 4 Linear layers (1600: 10.2M "
+                             "parameters)")
+    parser.add_argument("--json", metavar="FILE",
+                        help="rank 0 appends one JSON line per figure to FILE")
+    parser.add_argument("--round", type=int, default=1,
+                        help="the round number the JSON lines carry")
     parser.add_argument("--no-ddp", action="store_true", help="leave out the DDP step")
     parser.add_argument("--no-collectives", action="store_true",
                         help="leave out the collectives")
     parser.add_argument("--only", action="append", default=[], metavar="COLLECTIVE",
                         help="time this collective only (repeatable; e.g. all_to_all_single)")
     args = parser.parse_args()
+    if args.step < 2:
+        parser.error(f"--step {args.step}: must be at least 2")
+    if args.min < 1 or args.max < args.min:
+        parser.error(f"--min-bytes {args.min} --max-bytes {args.max}: need 1 <= min <= max")
     dist.init_process_group("shmem")
     rank, world = dist.get_rank(), dist.get_world_size()
     gloo = dist.new_group(backend="gloo")
     floor = dist.new_group(backend="floor")
     groups = (("shmem", None), ("gloo", gloo), ("floor", floor))
+    out = open(args.json, "a") if args.json and rank == 0 else None
+
+    def record(**fields):
+        if out is not None:
+            out.write(json.dumps(dict(fields, ranks=world, round=args.round)) + "\n")
+            out.flush()
+
     if not args.no_collectives:
-        collectives(args, rank, world, groups, gloo)
+        collectives(args, rank, world, groups, gloo, record)
     if not args.no_ddp:
-        ddp_step(args, rank, world, groups)
+        ddp_step(args, rank, world, groups, record)
+    if out is not None:
+        out.close()
     dist.destroy_process_group()
 
 
 def timed(fn, g, gloo, budget):
     """The median seconds of fn(g) over calls that fill `budget` (the count agreed by all
-    ranks), after two warm-up calls."""
+    ranks), after two warm-up calls, and the number of calls."""
     for _ in range(2):
         fn(g)
     # the same number of calls on every rank: agree on it first
@@ -127,10 +158,10 @@ def timed(fn, g, gloo, budget):
         t0 = time.perf_counter()
         fn(g)
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return statistics.median(times), iters
 
 
-def collectives(args, rank, world, groups, gloo):
+def collectives(args, rank, world, groups, gloo, record):
 
     def all_reduce(x, out, g):
         dist.all_reduce(x, group=g)
@@ -159,19 +190,23 @@ def collectives(args, rank, world, groups, gloo):
             n = max(world, nbytes // 4 // world * world)
             x = torch.ones(n)
             out = torch.empty(n * world)
-            medians = [timed(lambda g: fn(x, out, g), g, gloo, args.budget) * 1e6
-                       for _, g in groups]
+            medians = []
+            for backend, g in groups:
+                median, iters = timed(lambda g: fn(x, out, g), g, gloo, args.budget)
+                record(kind="collective", collective=name, bytes=n * 4, backend=backend,
+                       median_s=median, iters=iters)
+                medians.append(median * 1e6)
             if rank == 0:
                 print(f"{name:<24}{n * 4:>10}{medians[0]:>12.1f}{medians[1]:>12.1f}"
                       f"{medians[2]:>10.1f}{medians[1] / medians[0]:>8.2f}", flush=True)
-            nbytes *= 4
+            nbytes *= args.step
 
 
-def ddp_step(args, rank, world, groups):
+def ddp_step(args, rank, world, groups, record):
     """The DDP training step of a ~10M-parameter MLP with each backend (see the top)."""
     from torch.nn.parallel import DistributedDataParallel
 
-    width, layers, batch = 1600, 4, 64
+    width, layers, batch = args.ddp_width, 4, 64
     torch.manual_seed(0)
     x = torch.randn(batch, width)
     y = torch.randn(batch, width)
@@ -206,6 +241,8 @@ def ddp_step(args, rank, world, groups):
         print(f"{'backend':<10}{'step (ms)':>12}{'communication':>16}", flush=True)
         for name, t in steps.items():
             share = max(0.0, t - steps["floor"]) / t
+            record(kind="ddp", backend=name, median_s=t, iters=args.ddp_steps, params=params,
+                   width=width, layers=layers, batch=batch, comm_share=share)
             print(f"{name:<10}{t * 1e3:>12.1f}{share * 100:>15.0f}%", flush=True)
 
 

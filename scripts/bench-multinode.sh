@@ -80,12 +80,8 @@ bin_dir=
 smoke_shmemrun=
 cmdline="scripts/bench-multinode.sh${*:+ $*}"
 
-die() {
-    printf 'bench-multinode.sh: error: %s\n' "$*" >&2
-    exit 1
-}
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
-log() { printf '== %s\n' "$*"; }
+# die, usage, log
+source "$ROOT/scripts/lib/bench.sh"
 
 while (($#)); do
     case $1 in

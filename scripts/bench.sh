@@ -45,8 +45,8 @@
 # (pkg-config openblas) and run one BLAS thread per PE.
 # mf_bm_copy (memfabric_hybrid's smem_bm_copy and smem_bm_join over libmf_smem.so, ours only)
 # is built with cc against the install's libmf_smem and starts its own ranks (--fork --world
-# NPES, no launcher); its sweep's "floor" lines run bench/floor.c's memcpy at its sizes right
-# before its copies (tagged "before"), so that both are in the same round.
+# NPES, no launcher) and times its own memcpy floor in every trial, between buffers of the same
+# kinds as each copy's (records memcpy_G2H, memcpy_H2G, memcpy_G2G).
 # A program that exits non-zero (a failed data check, a crash) is recorded in
 # raw/failures.jsonl with its stderr and the run goes on.
 set -euo pipefail
@@ -84,12 +84,8 @@ bin_dir=
 smoke_shmemrun=
 cmdline="scripts/bench.sh${*:+ $*}"
 
-die() {
-    printf 'bench.sh: error: %s\n' "$*" >&2
-    exit 1
-}
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
-log() { printf '== %s\n' "$*"; }
+# die, usage, log
+source "$ROOT/scripts/lib/bench.sh"
 
 while (($#)); do
     case $1 in
@@ -444,13 +440,6 @@ for ((round = 1; round <= rounds; round++)); do
             if [[ $prog == floor ]]; then
                 [[ $args == *"--mode pingpong"* ]] ||
                     run_line floor floor - "round$round.jsonl" "$round" $args
-                continue
-            fi
-            if [[ $prog == mf_bm_copy && $npes == floor ]]; then
-                TAG_EXTRA=',"before":"mf_bm_copy"'
-                # shellcheck disable=SC2086
-                run_line floor floor - "round$round.jsonl" "$round" $args
-                TAG_EXTRA=
                 continue
             fi
             line_variants=("${variants[@]}")

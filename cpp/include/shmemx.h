@@ -12,12 +12,17 @@
  *
  * Where the symmetric heap lives (shmemx_heap_device), for bindings that wrap heap memory in
  * their own objects (a torch tensor on the right device).
+ *
+ * Teams its members alone make (shmemx_team_create), for callers that cannot gather every PE
+ * of a parent team to split it: torch.distributed's subgroups, whose members alone create them.
  */
 #ifndef SHMEMX_H
 #define SHMEMX_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "shmem/constants.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -85,6 +90,34 @@ int32_t aclshmemx_set_config_store_tls_key(const char *tls_pk, const uint32_t tl
  * writes nothing when the library is not running. Never blocks.
  */
 int shmemx_heap_device(int *device_id);
+
+/*
+ * Makes a team of the npes world PEs pes[0], pes[1], ... (team PE i is world PE pes[i]),
+ * called by exactly those PEs and by no other: MPI_Comm_create_group's contract, without a
+ * parent team. The PEs must form an arithmetic progression in the order listed (pes[i] =
+ * pes[0] + i * stride, stride of either sign; any single PE), as every team of this library
+ * is one; other lists are refused. Every member passes the same list, and members that
+ * create several teams create those they share in the same order (as with any collective).
+ * config and config_mask as for shmem_team_split_strided. Blocks until every member has
+ * called it. Returns 0 with *new_team the team, or -1 with *new_team SHMEM_TEAM_INVALID and a
+ * logged error: a bad list (npes < 1, a PE outside [0, shmem_n_pes()), a PE twice, not a
+ * progression, the caller not in it), a bad config, or no team slot free on every member.
+ * List errors other than the caller's absence are found alike on every member; a member whose
+ * config is bad makes the call fail on every member. shmem_team_destroy ends the team
+ * (collective over its members, as for a split's team).
+ */
+int shmemx_team_create(const int *pes, int npes, const shmem_team_config_t *config,
+                       long config_mask, shmem_team_t *new_team);
+
+/*
+ * The team's synchronisation slot: the same number on every member, different for any two
+ * live teams that share a PE (0 SHMEM_TEAM_WORLD, 1 SHMEM_TEAM_SHARED, then 2 .. 63 for teams
+ * made by splits and shmemx_team_create); kernel-side code and CANN's API name a team by it.
+ * A binding that keeps per-team state in symmetric memory can index it by the slot without
+ * agreeing on anything more. -1 for SHMEM_TEAM_INVALID, a destroyed team, or when the library
+ * is not running. Never blocks.
+ */
+int shmemx_team_index(shmem_team_t team);
 
 #ifdef __cplusplus
 }

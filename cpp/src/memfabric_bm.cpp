@@ -111,7 +111,19 @@ SHMEM_EXPORT int32_t shmemi_mf_bm_rank_by_gva(void *handle, const void *gva, uin
 SHMEM_EXPORT int32_t shmemi_mf_bm_copy(void *handle, const void *const *srcs, void *const *dests,
                                        const uint64_t *sizes, uint32_t count, uint32_t type,
                                        uint32_t flags, int batch, char *why, size_t why_len) {
-    // One element (every smem_bm_copy) on the stack; a batch's in vectors.
+    if (count == 1 && batch == 0) {
+        // smem_bm_copy: no array, no string unless it fails.
+        int32_t rc = shmem::core::mf_bm_copy_one(
+            reinterpret_cast<size_t>(handle), reinterpret_cast<size_t>(srcs[0]),
+            reinterpret_cast<size_t>(dests[0]), sizes[0], type, flags);
+        if (rc == 0) {
+            return rc;
+        }
+        rust::String reason;
+        shmem::core::mf_bm_copy_why(reason);
+        return answer(rc, reason, why, why_len);
+    }
+    // A batch's elements in vectors (one on the stack).
     size_t s1 = 0, d1 = 0;
     std::vector<size_t> sv, dv;
     size_t *s = &s1, *d = &d1;

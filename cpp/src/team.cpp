@@ -1,5 +1,5 @@
-// team.cpp: the predefined teams, the set of live teams, the team queries, and the splits that
-// make teams and destroy that ends them.
+// team.cpp: the predefined teams, the set of live teams, the team queries, the splits and
+// shmemx_team_create that make teams, and destroy that ends them.
 //
 // A split agrees on a slot (see team.h) over the parent: every parent member publishes the
 // slots it uses in its parent area, a parent barrier, everyone ORs all members' masks and takes
@@ -13,11 +13,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <vector>
 
 #include "coll.h"
 #include "peer.h"
+#include "watch.h"
 
 using namespace shmem::detail;
 
@@ -42,6 +44,10 @@ std::vector<shmem_team_s *> live;
 // Slots used on this PE (bit s: slot s), the predefined teams' included. Changed by splits and
 // destroys, which every member makes in the same order.
 uint64_t used_slots = 0;
+// shmemx_team_create: one at a time on this PE, and how many teams of each list it has made
+// (part of the call's key).
+std::mutex create_mutex;
+std::map<std::vector<int>, uint64_t> create_count;
 
 bool predefined(const shmem_team_s *t) {
     return t == &shmem_internal_team_world || t == &shmem_internal_team_shared;
@@ -174,6 +180,8 @@ void teams_stop() {
         t->transport_members = 0;
     }
     used_slots = 0;
+    std::lock_guard<std::mutex> create_lock(create_mutex);
+    create_count.clear();
 }
 
 shmem_team_s *team_find(shmem_team_t team) {
@@ -257,6 +265,11 @@ SHMEM_EXPORT int pshmem_team_translate_pe(shmem_team_t src_team, int src_pe,
     return team_pe_of(dest, team_world_pe(src, src_pe));
 }
 
+SHMEM_EXPORT int shmemx_team_index(shmem_team_t team) {
+    const shmem_team_s *t = team_find(team);
+    return t == nullptr ? -1 : t->slot;
+}
+
 SHMEM_WEAK_ALIAS(shmem_team_my_pe)
 SHMEM_WEAK_ALIAS(shmem_team_n_pes)
 SHMEM_WEAK_ALIAS(shmem_team_get_config)
@@ -295,6 +308,35 @@ bool config_ok(const char *call, const NewTeam &d) {
         return false;
     }
     return true;
+}
+
+// The team object of world PEs start, start + stride, ... (d.size of them, this PE among them)
+// at `slot`, whose area every member has zeroed: registered, its slot marked used.
+shmem_team_s *make_team(int start, int stride, const NewTeam &d, int slot) {
+    auto *t = new shmem_team_s;
+    t->start = start;
+    t->stride = d.size == 1 ? 1 : stride;
+    t->size = d.size;
+    t->my_pe = team_pe_of(t, g.my_pe);
+    t->config = shmem_team_config_t{};
+    if (d.mask & SHMEM_TEAM_NUM_CONTEXTS) t->config.num_contexts = d.config->num_contexts;
+    t->config_mask = d.mask;
+    t->slot = slot;
+    count_transport_members(t);
+    {
+        std::lock_guard<std::mutex> lock(live_mutex);
+        used_slots |= uint64_t{1} << t->slot;
+    }
+    team_register(t);
+    return t;
+}
+
+// The lowest slot free in `used` (bit s: slot s used on some member), or -1.
+int lowest_free_slot(uint64_t used) {
+    for (int s = 0; s < g.team_slots && s < 64; s++) {
+        if (!(used & (uint64_t{1} << s))) return s;
+    }
+    return -1;
 }
 
 // Makes the `count` teams of `defs` (collective over `parent`): every team i of every member
@@ -351,22 +393,7 @@ int split(const char *call, shmem_team_s *parent, const NewTeam *defs, int count
     for (int i = 0; i < count; i++) {
         const NewTeam &d = defs[i];
         if (d.size <= 0) continue;
-        auto *t = new shmem_team_s;
-        t->start = team_world_pe(parent, d.start);
-        t->stride = d.size == 1 ? 1 : parent->stride * d.stride;
-        t->size = d.size;
-        t->my_pe = team_pe_of(t, g.my_pe);
-        t->config = shmem_team_config_t{};
-        if (d.mask & SHMEM_TEAM_NUM_CONTEXTS) t->config.num_contexts = d.config->num_contexts;
-        t->config_mask = d.mask;
-        t->slot = slots[i];
-        count_transport_members(t);
-        {
-            std::lock_guard<std::mutex> lock(live_mutex);
-            used_slots |= uint64_t{1} << t->slot;
-        }
-        team_register(t);
-        out[i] = t;
+        out[i] = make_team(team_world_pe(parent, d.start), parent->stride * d.stride, d, slots[i]);
     }
     return 0;
 }
@@ -480,6 +507,148 @@ SHMEM_EXPORT int pshmem_team_split_2d(shmem_team_t parent_team, int xrange,
     *xaxis_team = out[0];
     *yaxis_team = out[1];
     return rc;
+}
+
+// ---- teams their members alone make ------------------------------------------------------------
+//
+// shmemx_team_create has no parent team to agree over, so its members agree through words of
+// their own in the world team's area (slot 0, the spare words of its VALUE line: kCreate*),
+// which every PE has and which no other routine touches. Each member writes its used slots
+// and whether its config is good, then the call's key (even), and waits until every member's
+// key is this one (or its odd twin); every member then ORs the same masks and takes the same
+// lowest free slot, zeroes its own area there and writes the odd key, and waits until no
+// member's key is the even one. A member rewrites its words (its next create) only after every
+// member wrote the odd key, which each does once it has read them all, and no member touches
+// the new team's areas before every member has zeroed its own. The key is a hash of the list
+// and of how many teams of that list this PE has created before, the same on every member
+// that creates the teams it shares with others in the same order, so a member still in an
+// earlier create never takes a later one's words for its own. The waits are the library's
+// (wait.rs's policy, as in every collective): a member that dies ends the job through the
+// store's host; one that never calls leaves the others waiting, as a skipped collective would.
+
+namespace {
+
+// Words of a PE's world team area (slot 0) that shmemx_team_create uses, in the VALUE line
+// after its first word (the splits' and collectives' published value).
+Sym create_word(int word) { return team_word(0, SHMEM_TEAM_AREA_VALUE).plus(8 * word); }
+constexpr int kCreateKey = 1;    // the call's key: even while publishing, odd once zeroed
+constexpr int kCreateMask = 2;   // the member's used slots
+constexpr int kCreateError = 3;  // nonzero: the member's config is bad
+
+uint64_t create_key(const std::vector<int> &pes, uint64_t count) {
+    uint64_t h = 0x9e3779b97f4a7c15u ^ count;
+    for (int pe : pes) {
+        h = (h ^ static_cast<uint32_t>(pe)) * 0xbf58476d1ce4e5b9u;
+        h ^= h >> 29;
+    }
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
+    h ^= h >> 31;
+    h &= ~uint64_t{1};
+    return h == 0 ? 2 : h;
+}
+
+// Waits until every member has published for the call whose key is `key`: its key is `key` or
+// `key | 1`. With `zeroed`, until every member has passed that: its key is no longer `key`
+// (`key | 1`, or already a later call's, once it saw this PE's `key | 1`).
+void wait_keys(const char *call, const std::vector<int> &pes, uint64_t key, bool zeroed) {
+    for (int pe : pes) {
+        if (pe == g.my_pe) continue;
+        wait_for([&] {
+            uint64_t k = peer_load<uint64_t>(call, create_word(kCreateKey), pe);
+            return zeroed ? k != key : k == key || k == (key | 1);
+        });
+    }
+}
+
+}  // namespace
+
+SHMEM_EXPORT int shmemx_team_create(const int *pes, int npes, const shmem_team_config_t *config,
+                                    long config_mask, shmem_team_t *new_team) {
+    const char *call = "shmemx_team_create";
+    if (new_team == nullptr) fail(call, "invalid argument new_team=NULL");
+    *new_team = SHMEM_TEAM_INVALID;
+    require_running(call);
+    if (npes < 1) {
+        log_call_error(call, "invalid argument npes=%d: not positive", npes);
+        return -1;
+    }
+    if (pes == nullptr) {
+        log_call_error(call, "invalid argument pes=NULL with npes=%d", npes);
+        return -1;
+    }
+    std::vector<int> list(pes, pes + npes);
+    int me = -1;
+    for (int i = 0; i < npes; i++) {
+        if (list[i] < 0 || list[i] >= g.n_pes) {
+            log_call_error(call, "invalid argument pes[%d]=%d: not a PE of the job [0, %d)", i,
+                           list[i], g.n_pes);
+            return -1;
+        }
+        for (int j = 0; j < i; j++) {
+            if (list[j] == list[i]) {
+                log_call_error(call,
+                               "invalid argument pes: PE %d is listed twice (pes[%d], pes[%d])",
+                               list[i], j, i);
+                return -1;
+            }
+        }
+        if (list[i] == g.my_pe) me = i;
+    }
+    const int stride = npes > 1 ? list[1] - list[0] : 1;
+    for (int i = 2; i < npes; i++) {
+        if (list[i] - list[i - 1] != stride) {
+            log_call_error(call,
+                           "invalid argument pes: pes[%d]=%d does not follow the progression "
+                           "pes[0]=%d, stride %d (a team's PEs are an arithmetic progression)",
+                           i, list[i], list[0], stride);
+            return -1;
+        }
+    }
+    if (me < 0) {
+        log_call_error(call,
+                       "invalid argument pes: the calling PE %d is not in the list (only the "
+                       "listed PEs call it)",
+                       g.my_pe);
+        return -1;
+    }
+    NewTeam def;
+    def.size = npes;
+    def.config = config;
+    def.mask = config_mask;
+    const bool ok = config_ok(call, def);
+    std::lock_guard<std::mutex> create_lock(create_mutex);
+    const uint64_t key = create_key(list, create_count[list]++);
+    uint64_t mine;
+    {
+        std::lock_guard<std::mutex> lock(live_mutex);
+        mine = used_slots;
+    }
+    peer_store(call, create_word(kCreateMask), g.my_pe, mine);
+    peer_store(call, create_word(kCreateError), g.my_pe, uint64_t{ok ? 0u : 1u});
+    peer_store(call, create_word(kCreateKey), g.my_pe, key);
+    wait_keys(call, list, key, false);
+    uint64_t used = 0;
+    bool all_ok = true;
+    for (int pe : list) {
+        used |= peer_load<uint64_t>(call, create_word(kCreateMask), pe);
+        if (peer_load<uint64_t>(call, create_word(kCreateError), pe) != 0) all_ok = false;
+    }
+    const int slot = lowest_free_slot(used);
+    if (all_ok && slot < 0 && me == 0) {
+        log_call_error(call,
+                       "no team slot is free on every listed PE: a PE may belong to at most %d "
+                       "teams at once (SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED included); "
+                       "destroy a team first",
+                       std::min(g.team_slots, 64));
+    }
+    const bool made = all_ok && slot >= 0;
+    if (made) zero_own_area(slot);
+    peer_store(call, create_word(kCreateKey), g.my_pe, key | 1);
+    wait_keys(call, list, key, true);
+    if (!made) return -1;
+    // Every member's area of the slot is zeroed: the team is ready for its first barrier.
+    *new_team = make_team(list[0], stride, def, slot);
+    return 0;
 }
 
 SHMEM_EXPORT void pshmem_team_destroy(shmem_team_t team) {

@@ -17,11 +17,12 @@
 // half and one barrier. An exchange whose sizes every rank knows alike (equal splits, gather's
 // and scatter's tensors, each checked against this rank's shapes) skips the size exchange;
 // uneven splits send the sizes round first (one fcollect) and check every pair. They run to
-// completion on the calling thread over the library's team collectives (SHMEM_TEAM_WORLD) and
+// completion on the calling thread over the library's team collectives (the group's team) and
 // puts, and return a Work whose future is already complete.
 // Reductions run in the tensor's dtype where the library has it (float32/64, int8..64, uint8),
 // bool as uint8 (SUM is OR, PRODUCT AND, as torch's CPU backends), float16/bfloat16 in float32,
-// complex (SUM, AVG) as pairs of reals.
+// complex (SUM, AVG) as pairs of reals. PREMUL_SUM multiplies this rank's tensor by the factor
+// torch gives (a number, or a one-element tensor) before a SUM.
 //
 // Point to point goes through the heap: every rank has a mailbox per sender (a header and up to
 // kMailChunk bytes of a message) and a signal per sender counting the chunks put there; every
@@ -41,14 +42,22 @@
 // `timeout=`) is named on stderr with the timeout, and the job ends with status 1
 // (shmem_global_exit), as NCCL's watchdog ends the process; no rank is left waiting.
 //
-// Groups: the group of all ranks only (torch's default group, or new_group of every rank). A
-// subgroup of some ranks needs a team its members alone can make (the library's splits are
-// collective over the parent team), so it is refused with a message naming the ranks.
+// Groups: the group of all ranks (torch's default group, or new_group of every rank in rank
+// order) runs on SHMEM_TEAM_WORLD with the scratch above. A group of some ranks (new_group,
+// split_group, a DeviceMesh dimension) exists on its members only, as torch creates it: its
+// team is made by its members alone (shmemx_team_create), so its global ranks, in group-rank
+// order, must be an arithmetic progression (any stride, either sign); other lists are refused
+// naming them. Its symmetric scratch cannot grow (shmem_malloc is collective over every PE):
+// it is a fixed region of an arena the first group of all ranks allocates, the region of the
+// group's team slot (GroupArena), so two live groups that share a rank never share a region;
+// collectives larger than the region go through it in chunks. Every rank of a group is a PE:
+// puts, signals and atomics name members_[group rank].
 #include <aclshmem.h>
 #include <shmem.h>
 #include <shmemx.h>
 
 #include <pybind11/chrono.h>
+#include <pybind11/stl.h>
 #include <torch/python.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -194,11 +203,11 @@ private:
     std::thread thread_;
 };
 
-// Bytes of heap for a job this backend starts: SHMEM_SYMMETRIC_SIZE (a number with an optional
-// K/M/G/T suffix, powers of 1024), else 1 GiB.
-uint64_t heap_bytes() {
-    const char *env = std::getenv("SHMEM_SYMMETRIC_SIZE");
-    if (env == nullptr || *env == '\0') return uint64_t{1} << 30;
+// A size in bytes from environment variable `name` (a number with an optional K/M/G/T suffix,
+// powers of 1024), else `fallback`.
+uint64_t bytes_from_env(const char *name, uint64_t fallback) {
+    const char *env = std::getenv(name);
+    if (env == nullptr || *env == '\0') return fallback;
     char *end = nullptr;
     const double value = std::strtod(env, &end);
     double scale = 1;
@@ -217,9 +226,112 @@ uint64_t heap_bytes() {
         if (scale != 0 && end[1] != '\0' && !((end[1] == 'b' || end[1] == 'B') && end[2] == '\0'))
             scale = 0;
     }
-    TORCH_CHECK(value > 0 && scale > 0, "shmem backend: SHMEM_SYMMETRIC_SIZE='", env,
+    TORCH_CHECK(value > 0 && scale > 0, "shmem backend: ", name, "='", env,
                 "' is not a size in bytes (e.g. 1073741824, 512M, 2G)");
     return static_cast<uint64_t>(value * scale);
+}
+
+// Bytes of heap for a job this backend starts: SHMEM_SYMMETRIC_SIZE, else 1 GiB.
+uint64_t heap_bytes() { return bytes_from_env("SHMEM_SYMMETRIC_SIZE", uint64_t{1} << 30); }
+
+// The symmetric scratch of the groups of some ranks: one region per team slot (a team's slot is
+// the same on its members and differs between live teams sharing a PE, so a region is used by
+// one live group on each PE), SHMEM_TORCH_GROUP_SCRATCH bytes each (default 512 KiB). Allocated
+// by the first backend of a group of all ranks (collective over every PE, as its constructor
+// is), freed when the last such backend shuts down: the same sequence on every rank.
+struct GroupArena {
+    static constexpr int kFirstSlot = 2;  // slots 0 and 1 are the predefined teams'
+    static constexpr int kSlots = 64;
+    std::mutex mutex;
+    char *base = nullptr;
+    size_t region = 0;
+    int users = 0;
+
+    void acquire() {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (users++ > 0) return;
+        region = (bytes_from_env("SHMEM_TORCH_GROUP_SCRATCH", 512 << 10) + 4095) & ~size_t{4095};
+        // A heap without room leaves the group of all ranks working as before: only groups of
+        // some ranks are refused then (region_of), naming the sizes.
+        base = static_cast<char *>(shmem_malloc(region * (kSlots - kFirstSlot)));
+    }
+    // The last group of all ranks going: the retired groups' teams end (see retire), then the
+    // arena goes back to the heap.
+    void release() {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (users == 0 || --users > 0) return;
+        std::sort(retired.begin(), retired.end(),
+                  [](const Retired &a, const Retired &b) { return a.key < b.key; });
+        for (const Retired &r : retired) shmem_team_destroy(r.team);
+        retired.clear();
+        if (base != nullptr) shmem_free(base);
+        base = nullptr;
+    }
+    // A group of some ranks that torch has shut down: its team ends when the last group of all
+    // ranks does, since shmem_team_destroy is collective over the members and torch shuts
+    // groups down in an order of their names, which differ between ranks for the same group
+    // (split_group's, DeviceMesh's): destroying at once could wait on a member that shuts
+    // another group down first. The last group of all ranks shuts down after every other on
+    // every rank (the default group's name is the least), and there every rank ends its
+    // retired teams sorted by a key every member gives the same team (its ranks, and how many
+    // groups of those ranks this process made before), so ranks sharing two teams end them in
+    // the same order.
+    void retire(std::vector<int> ranks, uint64_t count, shmem_team_t team) {
+        std::lock_guard<std::mutex> lock(mutex);
+        retired.push_back({{std::move(ranks), count}, team});
+    }
+    // How many groups of `ranks` this process has made (their keys' second part).
+    uint64_t count_of(const std::vector<int> &ranks) {
+        std::lock_guard<std::mutex> lock(mutex);
+        return made[ranks]++;
+    }
+    struct Retired {
+        std::pair<std::vector<int>, uint64_t> key;
+        shmem_team_t team;
+    };
+    std::vector<Retired> retired;
+    std::map<std::vector<int>, uint64_t> made;
+    // The region of team slot `slot`, or nullptr when no group of all ranks holds the arena or
+    // the heap had no room for it.
+    char *region_of(int slot) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (base == nullptr || slot < kFirstSlot || slot >= kSlots) return nullptr;
+        return base + static_cast<size_t>(slot - kFirstSlot) * region;
+    }
+};
+
+GroupArena &group_arena() {
+    static GroupArena arena;
+    return arena;
+}
+
+std::string ranks_text(const std::vector<int> &ranks) {
+    std::string text = "[";
+    for (size_t i = 0; i < ranks.size(); ++i) {
+        if (i > 0) text += ", ";
+        text += std::to_string(ranks[i]);
+    }
+    return text + "]";
+}
+
+// `t`'s elements (as `work`: the dtype the library reduces, complex as pairs of reals)
+// multiplied by PREMUL_SUM's factor; a copy when `work` is `t`'s own memory.
+at::Tensor premultiplied(const char *call, at::Tensor work, const at::Tensor &t,
+                         const ReduceOp &op) {
+    const auto *factor = dynamic_cast<const c10d::PreMulSumSupplement *>(op.supplement_.get());
+    TORCH_CHECK(factor != nullptr, "shmem backend: ", call, ": ReduceOp.PREMUL_SUM without a ",
+                "factor (make it with torch.distributed._make_nccl_premul_sum(factor))");
+    if (work.data_ptr() == t.data_ptr()) work = work.clone();
+    if (factor->tensor_factor.defined()) {
+        const at::Tensor &f = factor->tensor_factor;
+        TORCH_CHECK(f.numel() == 1 && !at::isComplexType(f.scalar_type()), "shmem backend: ", call,
+                    ": PREMUL_SUM's factor must be a real number or a one-element real ",
+                    "tensor, got ", f.numel(), " elements of ", f.scalar_type());
+        work.mul_(f.to(at::kCPU, work.scalar_type()).reshape({}));
+    } else {
+        work.mul_(factor->double_factor);
+    }
+    return work;
 }
 
 // Joins the process's SHMEM job (see the top of this file). Returns whether this call started
@@ -268,9 +380,9 @@ bool join_job(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size) 
 }
 
 // The library's reduction for `op` on elements of `dtype` (already mapped to a type the library
-// has): dest[i] = op over PEs of src[i], in place allowed.
-int reduce_call(at::ScalarType dtype, ReduceOp::RedOpType op, void *dest, size_t n) {
-    const shmem_team_t w = SHMEM_TEAM_WORLD;
+// has) over team `w`: dest[i] = op over its PEs of src[i], in place allowed.
+int reduce_call(shmem_team_t w, at::ScalarType dtype, ReduceOp::RedOpType op, void *dest,
+                size_t n) {
 #define SHMEM_TORCH_OP(T, NAME, OPNAME)                                                            \
     return shmem_##NAME##_##OPNAME##_reduce(w, static_cast<T *>(dest), static_cast<T *>(dest), n)
 #define SHMEM_TORCH_ARITH(T, NAME)                                                                 \
@@ -321,31 +433,39 @@ const char *op_name(ReduceOp::RedOpType op) {
 }
 
 // How a tensor of `dtype` is reduced with `op`: the dtype the library reduces (`work`) and the
-// operation it applies; `divide` for AVG (a SUM, then a division by the group's size).
+// operation it applies; `divide` for AVG (a SUM, then a division by the group's size);
+// `premul` for PREMUL_SUM (a multiplication by the factor, then a SUM).
 struct ReducePlan {
     at::ScalarType work;
     ReduceOp::RedOpType op;
     bool divide = false;
+    bool premul = false;
 };
 
 ReducePlan plan_reduce(const char *call, at::ScalarType dtype, ReduceOp::RedOpType op) {
-    TORCH_CHECK(op != ReduceOp::PREMUL_SUM && op <= ReduceOp::BXOR, "shmem backend: ", call,
-                ": ReduceOp.", op_name(op), " is not supported yet");
+    TORCH_CHECK(op <= ReduceOp::BXOR || op == ReduceOp::PREMUL_SUM, "shmem backend: ", call,
+                ": ReduceOp.", op_name(op), " is not supported");
     const bool floating = at::isFloatingType(dtype);
     const bool complex = at::isComplexType(dtype);
     const bool bitwise = op == ReduceOp::BAND || op == ReduceOp::BOR || op == ReduceOp::BXOR;
     TORCH_CHECK(!(bitwise && (floating || complex)), "shmem backend: ", call, ": ReduceOp.",
                 op_name(op), " needs an integer or bool tensor, got ", dtype);
     if (complex) {
-        TORCH_CHECK(op == ReduceOp::SUM || op == ReduceOp::AVG, "shmem backend: ", call,
-                    ": ReduceOp.", op_name(op), " is not defined for ", dtype);
+        TORCH_CHECK(op == ReduceOp::SUM || op == ReduceOp::AVG || op == ReduceOp::PREMUL_SUM,
+                    "shmem backend: ", call, ": ReduceOp.", op_name(op), " is not defined for ",
+                    dtype);
         return {dtype == at::kComplexFloat ? at::kFloat : at::kDouble, ReduceOp::SUM,
-                op == ReduceOp::AVG};
+                op == ReduceOp::AVG, op == ReduceOp::PREMUL_SUM};
     }
     if (op == ReduceOp::AVG) {
         TORCH_CHECK(floating, "shmem backend: ", call, ": ReduceOp.AVG needs a floating-point ",
                     "tensor, got ", dtype);
         return {dtype == at::kDouble ? at::kDouble : at::kFloat, ReduceOp::SUM, true};
+    }
+    if (op == ReduceOp::PREMUL_SUM) {
+        TORCH_CHECK(floating, "shmem backend: ", call, ": ReduceOp.PREMUL_SUM needs a ",
+                    "floating-point or complex tensor, got ", dtype);
+        return {dtype == at::kDouble ? at::kDouble : at::kFloat, ReduceOp::SUM, false, true};
     }
     switch (dtype) {
     case at::kFloat:
@@ -370,34 +490,24 @@ ReducePlan plan_reduce(const char *call, at::ScalarType dtype, ReduceOp::RedOpTy
 
 class ShmemBackend final : public c10d::Backend {
 public:
+    // The group of global ranks `ranks` (in group-rank order; empty: torch's default group, all
+    // of them) of a world of `world` ranks, on its members only.
     ShmemBackend(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
-                 std::chrono::milliseconds timeout)
+                 std::chrono::milliseconds timeout, std::vector<int> ranks, int world)
         : Backend(rank, size),
           options_(c10::make_intrusive<Backend::Options>(kName, timeout)),
           watchdog_(rank) {
-        join_job(store, rank, size);
-        int device = -1;
-        TORCH_CHECK(shmemx_heap_device(&device) == SHMEMX_HEAP_HOST,
-                    "shmem backend: the symmetric heap must be in host memory (the backend takes ",
-                    "CPU tensors); unset SHMEM_DEVICE");
-        TORCH_CHECK(shmem_n_pes() == size && shmem_my_pe() == rank,
-                    "shmem backend: only the group of all ranks is supported yet: this group ",
-                    "has ", size, " ranks (this one ", rank, ") but the job has ", shmem_n_pes(),
-                    " PEs (this one ", shmem_my_pe(), "); create a group of some ranks with ",
-                    "backend=\"gloo\"");
-        // The sizes area: 2n int64 from every PE gathered into 2n*n.
+        bool all = ranks.empty();
+        if (!all && static_cast<int>(ranks.size()) == world) {
+            all = true;
+            for (int i = 0; i < world; ++i) all = all && ranks[i] == i;
+        }
+        if (all) {
+            join_world(store, rank, size);
+        } else {
+            join_group(std::move(ranks), world);
+        }
         const size_t n = static_cast<size_t>(size);
-        meta_bytes_ = 2 * n * sizeof(int64_t);
-        meta_ = static_cast<int64_t *>(shmem_malloc(meta_bytes_ * (n + 1)));
-        TORCH_CHECK(meta_ != nullptr, "shmem backend: the symmetric heap has no room for ",
-                    meta_bytes_ * (n + 1), " bytes");
-        // The mailboxes (zeroed, their signals and acknowledgements with them).
-        const size_t mail_bytes = n * (kMailHeader + kMailChunk) + 2 * n * sizeof(uint64_t);
-        mail_ = static_cast<char *>(shmem_calloc(mail_bytes, 1));
-        TORCH_CHECK(mail_ != nullptr, "shmem backend: the symmetric heap has no room for ",
-                    mail_bytes, " bytes of mailboxes");
-        mail_sig_ = reinterpret_cast<uint64_t *>(mail_ + n * (kMailHeader + kMailChunk));
-        mail_ack_ = mail_sig_ + n;
         chunks_sent_.assign(n, 0);
         chunks_taken_.assign(n, 0);
         partial_.resize(n);
@@ -405,6 +515,24 @@ public:
         send_posted_.assign(n, 0);
         send_served_.assign(n, 0);
     }
+
+    // A group of the parent's ranks `ranks` (split_group), on its members; nullptr elsewhere.
+    c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store> &store,
+                                            const std::vector<int> &ranks,
+                                            const c10::intrusive_ptr<Options> &opts) override {
+        auto it = std::find(ranks.begin(), ranks.end(), getRank());
+        if (it == ranks.end()) return nullptr;
+        std::vector<int> global;
+        for (int r : ranks) {
+            check_peer("split_group", "rank", r);
+            global.push_back(members_[r]);
+        }
+        const auto timeout = opts ? opts->timeout : options_->timeout;
+        return c10::make_intrusive<ShmemBackend>(store, static_cast<int>(it - ranks.begin()),
+                                                 static_cast<int>(ranks.size()), timeout,
+                                                 std::move(global), shmem_n_pes());
+    }
+    bool supportsSplitting() const override { return true; }
 
     ~ShmemBackend() override = default;
 
@@ -416,7 +544,18 @@ public:
     void shutdown() override {
         std::lock_guard<std::mutex> lock(mutex_);
         if (meta_ == nullptr) return;
+        if (team_ != SHMEM_TEAM_WORLD) {
+            // A group of some ranks: nothing collective here (see GroupArena::retire); its
+            // region goes back with its team's slot.
+            shmem_quiet();
+            group_arena().retire(members_, made_, team_);
+            team_ = SHMEM_TEAM_INVALID;
+            meta_ = nullptr;
+            mail_ = nullptr;
+            return;
+        }
         shmem_barrier_all();
+        group_arena().release();
         if (data_ != nullptr) shmem_free(data_);
         if (staging_ != nullptr) shmem_free(staging_);
         shmem_free(mail_);
@@ -432,7 +571,7 @@ public:
     WorkPtr allreduce(std::vector<at::Tensor> &tensors,
                       const c10d::AllreduceOptions &opts) override {
         const at::Tensor &t = one(tensors, "allreduce");
-        reduce_all("allreduce", t, opts.reduceOp.op_, /*root=*/-1);
+        reduce_all("allreduce", t, opts.reduceOp, /*root=*/-1);
         return done(OpType::ALLREDUCE, tensors);
     }
 
@@ -440,7 +579,7 @@ public:
                                 const c10d::AllreduceCoalescedOptions &opts) override {
         for (auto &t : tensors) {
             check_cpu("allreduce_coalesced", t);
-            reduce_all("allreduce_coalesced", t, opts.reduceOp.op_, -1);
+            reduce_all("allreduce_coalesced", t, opts.reduceOp, -1);
         }
         return done(OpType::ALLREDUCE_COALESCED, tensors);
     }
@@ -448,7 +587,7 @@ public:
     WorkPtr reduce(std::vector<at::Tensor> &tensors, const c10d::ReduceOptions &opts) override {
         const at::Tensor &t = one(tensors, "reduce");
         check_root("reduce", opts.rootRank);
-        reduce_all("reduce", t, opts.reduceOp.op_, static_cast<int>(opts.rootRank));
+        reduce_all("reduce", t, opts.reduceOp, static_cast<int>(opts.rootRank));
         return done(OpType::REDUCE, tensors);
     }
 
@@ -458,15 +597,20 @@ public:
         check_root("broadcast", opts.rootRank);
         const Collective lock(*this, "broadcast");
         const size_t bytes = t.nbytes();
-        if (bytes > 0) {
-            char *src = scratch("broadcast", 2 * bytes);
-            char *dst = src + bytes;
-            at::Tensor c = t.contiguous();
-            if (getRank() == opts.rootRank) std::memcpy(src, c.data_ptr(), bytes);
-            check_rc("broadcast", shmem_broadcastmem(SHMEM_TEAM_WORLD, dst, src, bytes,
-                                                     static_cast<int>(opts.rootRank)));
-            if (getRank() != opts.rootRank) copy_out(t, c, dst);
+        const bool root = getRank() == opts.rootRank;
+        at::Tensor c = bytes > 0 ? t.contiguous() : t;
+        const size_t step = step_of(bytes, 1, 2);
+        for (size_t at = 0; at < bytes; at += step) {
+            const size_t len = std::min(step, bytes - at);
+            char *src = scratch("broadcast", 2 * step);
+            char *dst = src + step;
+            char *mine = static_cast<char *>(c.data_ptr()) + at;
+            if (root) std::memcpy(src, mine, len);
+            check_rc("broadcast",
+                     shmem_broadcastmem(team_, dst, src, len, static_cast<int>(opts.rootRank)));
+            if (!root) std::memcpy(mine, dst, len);
         }
+        if (bytes > 0 && !root && !c.is_same(t)) const_cast<at::Tensor &>(t).copy_(c);
         return done(OpType::BROADCAST, tensors);
     }
 
@@ -479,7 +623,8 @@ public:
         check_list("allgather", "output_tensor_list", list, in);
         const Collective lock(*this, "allgather");
         const size_t bytes = in.nbytes();
-        char *dst = gather_all("allgather", in, bytes);
+        at::Tensor hold;
+        char *dst = gather_all("allgather", in, bytes, hold);
         for (int i = 0; i < getSize(); ++i) {
             at::Tensor c = list[i].contiguous();
             copy_out(list[i], c, dst + i * bytes);
@@ -496,7 +641,8 @@ public:
                     "shmem backend: ", "all_gather_into_tensor: the output has ", output.numel(),
                     " elements, not the input's ", input.numel(), " times the group's ", getSize());
         const Collective lock(*this, "all_gather_into_tensor");
-        char *dst = gather_all("all_gather_into_tensor", input, input.nbytes());
+        at::Tensor hold;
+        char *dst = gather_all("all_gather_into_tensor", input, input.nbytes(), hold);
         at::Tensor c = output.contiguous();
         copy_out(output, c, dst);
         return done(OpType::_ALLGATHER_BASE, {output});
@@ -542,7 +688,7 @@ public:
         TORCH_CHECK(inputs.size() == 1, "shmem backend: reduce_scatter: expected one input list, ",
                     "got ", inputs.size());
         check_list("reduce_scatter", "input_list", inputs[0], out);
-        reduce_slice("reduce_scatter", at::cat(flatten_all(inputs[0])), out, opts.reduceOp.op_);
+        reduce_slice("reduce_scatter", at::cat(flatten_all(inputs[0])), out, opts.reduceOp);
         return done(OpType::REDUCE_SCATTER, outputs);
     }
 
@@ -555,7 +701,7 @@ public:
                     "shmem backend: ", "reduce_scatter_tensor: the input has ", input.numel(),
                     " elements, not the output's ", output.numel(), " times the group's ",
                     getSize());
-        reduce_slice("reduce_scatter_tensor", input, output, opts.reduceOp.op_);
+        reduce_slice("reduce_scatter_tensor", input, output, opts.reduceOp);
         return done(OpType::_REDUCE_SCATTER_BASE, {output});
     }
 
@@ -695,7 +841,7 @@ public:
     WorkPtr barrier(const c10d::BarrierOptions &) override {
         {
             const Collective lock(*this, "barrier");
-            shmem_barrier_all();
+            sync();
         }
         return done(OpType::BARRIER, {});
     }
@@ -790,6 +936,133 @@ public:
     }
 
 private:
+    // The group of all ranks: the job (joined or started here), SHMEM_TEAM_WORLD, scratch that
+    // grows, and the groups' arena.
+    void join_world(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size) {
+        join_job(store, rank, size);
+        int device = -1;
+        TORCH_CHECK(shmemx_heap_device(&device) == SHMEMX_HEAP_HOST,
+                    "shmem backend: the symmetric heap must be in host memory (the backend takes ",
+                    "CPU tensors); unset SHMEM_DEVICE");
+        TORCH_CHECK(shmem_n_pes() == size && shmem_my_pe() == rank,
+                    "shmem backend: the group of all ", size, " ranks (this one ", rank,
+                    ") needs a job of as many PEs numbered as the ranks, but the job has ",
+                    shmem_n_pes(), " PEs (this one ", shmem_my_pe(), ")");
+        team_ = SHMEM_TEAM_WORLD;
+        members_.resize(size);
+        for (int i = 0; i < size; ++i) members_[i] = i;
+        // The sizes area: 2n int64 from every PE gathered into 2n*n.
+        const size_t n = static_cast<size_t>(size);
+        meta_bytes_ = 2 * n * sizeof(int64_t);
+        meta_ = static_cast<int64_t *>(shmem_malloc(meta_bytes_ * (n + 1)));
+        TORCH_CHECK(meta_ != nullptr, "shmem backend: the symmetric heap has no room for ",
+                    meta_bytes_ * (n + 1), " bytes");
+        // The mailboxes (zeroed, their signals and acknowledgements with them).
+        mail_chunk_ = kMailChunk;
+        const size_t mail_bytes = n * (kMailHeader + mail_chunk_) + 2 * n * sizeof(uint64_t);
+        mail_ = static_cast<char *>(shmem_calloc(mail_bytes, 1));
+        TORCH_CHECK(mail_ != nullptr, "shmem backend: the symmetric heap has no room for ",
+                    mail_bytes, " bytes of mailboxes");
+        mail_sig_ = reinterpret_cast<uint64_t *>(mail_ + n * (kMailHeader + mail_chunk_));
+        mail_ack_ = mail_sig_ + n;
+        group_arena().acquire();
+    }
+
+    // A group of some ranks (global ranks `ranks`, in group-rank order, of a world of `world`):
+    // its members make its team, and its scratch is the arena's region of the team's slot,
+    // laid out as: the sizes area, the mailboxes, the data area, the two staging halves.
+    void join_group(std::vector<int> ranks, int world) {
+        const std::string text = ranks_text(ranks);
+        TORCH_CHECK(aclshmemx_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED,
+                    "shmem backend: the group of ranks ", text, " needs the job that a group ",
+                    "of all ranks with backend \"shmem\" starts: make the default group (or ",
+                    "new_group of every rank) with the shmem backend first");
+        TORCH_CHECK(shmem_n_pes() == world && shmem_my_pe() == ranks[getRank()],
+                    "shmem backend: the group of ranks ", text, " (this rank ", ranks[getRank()],
+                    ") needs torch's global ranks to be the job's PEs, but the job has ",
+                    shmem_n_pes(), " PEs (this one ", shmem_my_pe(), ") for ", world, " ranks");
+        const int stride = ranks.size() > 1 ? ranks[1] - ranks[0] : 1;
+        for (size_t i = 2; i < ranks.size(); ++i) {
+            TORCH_CHECK(ranks[i] - ranks[i - 1] == stride, "shmem backend: the group of ranks ",
+                        text, " is not an arithmetic progression (rank ", ranks[i], " after ",
+                        ranks[i - 1], "; a group's ranks become a team of the ",
+                        "library, whose PEs are start, start + stride, ...): make it with ",
+                        "backend=\"gloo\", or order or choose its ranks as one");
+        }
+        shmem_team_t team = SHMEM_TEAM_INVALID;
+        TORCH_CHECK(shmemx_team_create(ranks.data(), static_cast<int>(ranks.size()), nullptr, 0,
+                                       &team) == 0,
+                    "shmem backend: making the team of ranks ", text, " failed (see the ",
+                    "library's message above; at most 62 teams at once per rank)");
+        team_ = team;
+        made_ = group_arena().count_of(ranks);
+        members_ = std::move(ranks);
+        char *region = group_arena().region_of(shmemx_team_index(team_));
+        if (region == nullptr) {
+            shmem_team_destroy(team_);
+            team_ = SHMEM_TEAM_INVALID;
+            TORCH_CHECK(false, "shmem backend: the group of ranks ", text, " has no scratch: ",
+                        "no group of all ranks with backend \"shmem\" is alive, or the heap had ",
+                        "no room for the groups' ", GroupArena::kSlots - GroupArena::kFirstSlot,
+                        " regions of SHMEM_TORCH_GROUP_SCRATCH bytes (", group_arena().region,
+                        " each) when it was made: lower that or raise SHMEM_SYMMETRIC_SIZE");
+        }
+        const size_t bytes = group_arena().region;
+        const size_t n = members_.size();
+        const auto up = [](size_t b) { return (b + 63) & ~size_t{63}; };
+        meta_bytes_ = 2 * n * sizeof(int64_t);
+        const size_t meta = up(meta_bytes_ * (n + 1));
+        // A mailbox per sender, a quarter of the region for all of them.
+        mail_chunk_ = std::min(kMailChunk, (bytes / 4 / n) & ~size_t{63});
+        mail_chunk_ = mail_chunk_ > kMailHeader ? mail_chunk_ - kMailHeader : 0;
+        const size_t mail = up(n * (kMailHeader + mail_chunk_) + 2 * n * sizeof(uint64_t));
+        const size_t rest = bytes > meta + mail ? bytes - meta - mail : 0;
+        data_bytes_ = (rest / 2) & ~size_t{63};
+        staging_bytes_ = (rest - data_bytes_) & ~size_t{127};
+        if (mail_chunk_ < 64 || data_bytes_ < 1024 || staging_bytes_ < 1024) {
+            shmem_team_destroy(team_);
+            team_ = SHMEM_TEAM_INVALID;
+            TORCH_CHECK(false, "shmem backend: SHMEM_TORCH_GROUP_SCRATCH=", bytes, " bytes is ",
+                        "too small for a group of ", n, " ranks: raise it");
+        }
+        meta_ = reinterpret_cast<int64_t *>(region);
+        mail_ = region + meta;
+        mail_sig_ = reinterpret_cast<uint64_t *>(mail_ + n * (kMailHeader + mail_chunk_));
+        mail_ack_ = mail_sig_ + n;
+        data_ = mail_ + mail;
+        staging_ = data_ + data_bytes_;
+        fixed_ = true;
+        // The region last served another team of this slot: zeroed (the mailboxes' counts)
+        // before any member puts into it.
+        std::memset(region, 0, bytes);
+        shmem_team_sync(team_);
+    }
+
+    // World PE of group rank `r`.
+    int pe(int r) const { return members_[static_cast<size_t>(r)]; }
+
+    // Completes this rank's puts and waits for every member's (a barrier over the group).
+    void sync() {
+        if (team_ == SHMEM_TEAM_WORLD) {
+            shmem_barrier_all();
+            return;
+        }
+        shmem_quiet();
+        shmem_team_sync(team_);
+    }
+
+    // Bytes of `bytes` a collective stages at once, in `parts` pieces of whole `unit`s: all of
+    // them where the scratch grows (the group of all ranks), else what the region's data area
+    // holds.
+    size_t step_of(size_t bytes, size_t unit, size_t parts) const {
+        if (!fixed_) return bytes;
+        const size_t fit = data_bytes_ / parts / unit * unit;
+        TORCH_CHECK(fit > 0, "shmem backend: a group's scratch of ", data_bytes_,
+                    " bytes cannot hold ", parts, " pieces of ", unit,
+                    " bytes: raise SHMEM_TORCH_GROUP_SCRATCH");
+        return std::min(bytes, fit);
+    }
+
     struct Block {
         char *data = nullptr;
         int64_t bytes = 0;
@@ -907,6 +1180,11 @@ private:
     // The data scratch, at least `bytes` long. Collective: every rank asks for the same size at
     // the same point (true of every collective here); growing frees and reallocates.
     char *scratch(const char *call, size_t bytes) {
+        if (fixed_) {
+            TORCH_CHECK(bytes <= data_bytes_, "shmem backend: ", call, ": ", bytes,
+                        " bytes of scratch, the group's holds ", data_bytes_);
+            return data_;
+        }
         grow(call, data_, data_bytes_, bytes);
         return data_;
     }
@@ -916,8 +1194,12 @@ private:
     // in between, which it reaches after its reads): one barrier per exchange, after the puts.
     // The same sequence of calls on every rank picks the same half.
     char *staging(const char *call, size_t bytes) {
-        const size_t half = (bytes + 4095) & ~size_t{4095};
-        if (grow(call, staging_, staging_bytes_, 2 * half)) staging_turn_ = 0;
+        if (fixed_) {
+            TORCH_CHECK(bytes <= staging_bytes_ / 2, "shmem backend: ", call, ": ", bytes,
+                        " bytes of staging, the group's holds ", staging_bytes_ / 2);
+        } else if (grow(call, staging_, staging_bytes_, 2 * ((bytes + 4095) & ~size_t{4095}))) {
+            staging_turn_ = 0;
+        }
         char *buf = staging_ + staging_turn_ * (staging_bytes_ / 2);
         staging_turn_ ^= 1;
         return buf;
@@ -942,16 +1224,34 @@ private:
         return true;
     }
 
-    // Every rank's `in` (bytes each), gathered in rank order into the scratch; returns where.
-    char *gather_all(const char *call, const at::Tensor &in, size_t bytes) {
-        char *src = scratch(call, bytes * (getSize() + 1));
-        char *dst = src + bytes;
-        if (bytes > 0) {
-            at::Tensor c = in.contiguous();
-            std::memcpy(src, c.data_ptr(), bytes);
-            check_rc(call, shmem_fcollectmem(SHMEM_TEAM_WORLD, dst, src, bytes));
+    // Every rank's `in` (bytes each), gathered in rank order into the scratch, or into `hold`
+    // when the group's scratch takes it in pieces; returns where.
+    char *gather_all(const char *call, const at::Tensor &in, size_t bytes, at::Tensor &hold) {
+        const size_t n = static_cast<size_t>(getSize());
+        const size_t step = step_of(bytes, 1, n + 1);
+        if (step == bytes) {
+            char *src = scratch(call, bytes * (n + 1));
+            char *dst = src + bytes;
+            if (bytes > 0) {
+                at::Tensor c = in.contiguous();
+                std::memcpy(src, c.data_ptr(), bytes);
+                check_rc(call, shmem_fcollectmem(team_, dst, src, bytes));
+            }
+            return dst;
         }
-        return dst;
+        hold = at::empty({static_cast<int64_t>(n * bytes)}, at::kByte);
+        char *all = static_cast<char *>(hold.data_ptr());
+        const at::Tensor c = in.contiguous();
+        const char *mine = static_cast<const char *>(c.data_ptr());
+        for (size_t at = 0; at < bytes; at += step) {
+            const size_t len = std::min(step, bytes - at);
+            char *src = scratch(call, step * (n + 1));
+            char *dst = src + step;
+            std::memcpy(src, mine + at, len);
+            check_rc(call, shmem_fcollectmem(team_, dst, src, len));
+            for (size_t i = 0; i < n; ++i) std::memcpy(all + i * bytes + at, dst + i * len, len);
+        }
+        return all;
     }
 
     // `t` (whose contiguous form is `c`) gets the bytes at `from`.
@@ -970,23 +1270,44 @@ private:
         return work.contiguous();
     }
 
+    // Reduces `work` over the group through the scratch, `step` bytes (whole elements) at a
+    // time, handing each reduced piece to `take(offset, piece, bytes)`.
+    template <typename Take>
+    void reduce_pieces(const char *call, const ReducePlan &plan, const at::Tensor &work,
+                       size_t step, Take take) {
+        const size_t bytes = work.nbytes(), unit = work.element_size();
+        const char *from = static_cast<const char *>(work.data_ptr());
+        for (size_t at = 0; at < bytes; at += step) {
+            const size_t len = std::min(step, bytes - at);
+            char *buf = scratch(call, step);
+            std::memcpy(buf, from + at, len);
+            check_rc(call, reduce_call(team_, plan.work, plan.op, buf, len / unit));
+            take(at, buf, len);
+        }
+    }
+
     // Reduces `t` over the group with `op`, into `t` on every rank (root < 0) or on `root`.
-    void reduce_all(const char *call, const at::Tensor &t, ReduceOp::RedOpType op, int root) {
-        const ReducePlan plan = plan_reduce(call, t.scalar_type(), op);
+    void reduce_all(const char *call, const at::Tensor &t, const ReduceOp &op, int root) {
+        const ReducePlan plan = plan_reduce(call, t.scalar_type(), op.op_);
         at::Tensor work = reduce_input(t, plan);
+        if (plan.premul) work = premultiplied(call, work, t, op);
         // `work` is `t`'s own memory (a contiguous tensor of a type the library reduces): the
         // result goes straight back into it.
         const bool in_t = work.data_ptr() == t.data_ptr();
         const size_t bytes = work.nbytes();
         if (bytes > 0) {
             const Collective lock(*this, call);
-            char *buf = scratch(call, bytes);
-            std::memcpy(buf, work.data_ptr(), bytes);
-            check_rc(call, reduce_call(plan.work, plan.op, buf, work.numel()));
-            if (root >= 0 && root != getRank()) return;
+            const bool keep = root < 0 || root == getRank();
+            const size_t unit = work.element_size();
+            const size_t step = step_of(bytes, unit, 1);
             // The scratch may be reused by the next collective once this returns: copy out.
-            if (!in_t) work = at::empty_like(work);
-            std::memcpy(work.data_ptr(), buf, bytes);
+            at::Tensor result = in_t || !keep ? work : at::empty_like(work);
+            char *to = static_cast<char *>(result.data_ptr());
+            reduce_pieces(call, plan, work, step, [&](size_t at, const char *piece, size_t len) {
+                if (keep) std::memcpy(to + at, piece, len);
+            });
+            if (!keep) return;
+            work = result;
         } else if (root >= 0 && root != getRank()) {
             return;
         }
@@ -1003,20 +1324,34 @@ private:
     // Reduces `in` over the group with `op` in the scratch and copies this rank's slice (the
     // out.numel() elements from rank * out.numel()) into `out`: reduce_scatter.
     void reduce_slice(const char *call, const at::Tensor &in, const at::Tensor &out,
-                      ReduceOp::RedOpType op) {
-        const ReducePlan plan = plan_reduce(call, in.scalar_type(), op);
+                      const ReduceOp &op) {
+        const ReducePlan plan = plan_reduce(call, in.scalar_type(), op.op_);
         const bool complex = at::isComplexType(in.scalar_type());
-        const at::Tensor work = reduce_input(in, plan);
+        at::Tensor work = reduce_input(in, plan);
+        if (plan.premul) work = premultiplied(call, work, in, op);
         const int64_t per = complex ? 2 : 1;  // reals per element
         const int64_t count = out.numel() * per;
         const size_t bytes = work.nbytes();
         if (bytes == 0) return;
         const Collective lock(*this, call);
-        char *buf = scratch(call, bytes);
-        std::memcpy(buf, work.data_ptr(), bytes);
-        check_rc(call, reduce_call(plan.work, plan.op, buf, work.numel()));
-        at::Tensor mine =
-            at::from_blob(buf + getRank() * count * work.element_size(), {count}, work.options());
+        const size_t unit = work.element_size();
+        const size_t step = step_of(bytes, unit, 1);
+        const size_t first = getRank() * count * unit, last = first + count * unit;
+        at::Tensor mine;
+        if (step == bytes) {
+            char *buf = scratch(call, bytes);
+            std::memcpy(buf, work.data_ptr(), bytes);
+            check_rc(call, reduce_call(team_, plan.work, plan.op, buf, work.numel()));
+            mine = at::from_blob(buf + first, {count}, work.options());
+        } else {
+            // In pieces: every piece is reduced, this rank keeps the part in its slice.
+            mine = at::empty({count}, work.options());
+            char *to = static_cast<char *>(mine.data_ptr());
+            reduce_pieces(call, plan, work, step, [&](size_t at, const char *piece, size_t len) {
+                const size_t lo = std::max(at, first), hi = std::min(at + len, last);
+                if (lo < hi) std::memcpy(to + (lo - first), piece + (lo - at), hi - lo);
+            });
+        }
         if (plan.divide) mine = mine / getSize();
         if (complex) mine = at::view_as_complex(mine.view({-1, 2}));
         // Copied (and converted back to out's dtype) before the scratch is released.
@@ -1034,7 +1369,7 @@ private:
             mine[j] = send[j].bytes;
             mine[n + j] = recv[j].bytes;
         }
-        check_rc(call, shmem_fcollectmem(SHMEM_TEAM_WORLD, all, mine, meta_bytes_));
+        check_rc(call, shmem_fcollectmem(team_, all, mine, meta_bytes_));
         const auto expected = [&](int i, int j) { return all[i * 2 * n + n + j]; };
         std::vector<int64_t> sent(static_cast<size_t>(n) * n);
         for (int i = 0; i < n; ++i)
@@ -1047,7 +1382,7 @@ private:
                             expected(j, i), " from it");
         // The sizes area is read: nobody gathers into it again before every rank is past it
         // (transfer's barrier, or this one where nothing moves between ranks).
-        if (!transfer(call, sent, send, recv)) shmem_barrier_all();
+        if (!transfer(call, sent, send, recv)) sync();
     }
 
     // The exchange itself, with `sent` (n x n, row i: the bytes rank i sends to each rank) alike
@@ -1072,12 +1407,16 @@ private:
         }
         if (send[me].bytes > 0) std::memcpy(recv[me].data, send[me].data, send[me].bytes);
         if (area == 0) return false;
+        if (fixed_ && area > staging_bytes_ / 2) {
+            transfer_rounds(call, sent, send, recv);
+            return true;
+        }
         char *buf = staging(call, area);
         for (int j = 0; j < n; ++j) {
             if (j == me || send[j].bytes == 0) continue;
-            shmem_putmem(buf + offset[j], send[j].data, send[j].bytes, j);
+            shmem_putmem(buf + offset[j], send[j].data, send[j].bytes, pe(j));
         }
-        shmem_barrier_all();
+        sync();
         int64_t at = 0;
         for (int i = 0; i < n; ++i) {
             if (i == me) continue;
@@ -1087,12 +1426,42 @@ private:
         return true;
     }
 
+    // transfer() through a group's staging halves when they cannot hold a call's blocks at
+    // once: in rounds, each moving the next piece of every block (at most a half's share per
+    // sender) into the receiver's half at the sender's place, then one barrier.
+    void transfer_rounds(const char *call, const std::vector<int64_t> &sent,
+                         const std::vector<Block> &send, const std::vector<Block> &recv) {
+        const int n = getSize();
+        const int me = getRank();
+        const size_t share = (staging_bytes_ / 2 / static_cast<size_t>(n)) & ~size_t{63};
+        TORCH_CHECK(share > 0, "shmem backend: ", call, ": the group's staging of ", staging_bytes_,
+                    " bytes is too small for ", n, " ranks: raise ", "SHMEM_TORCH_GROUP_SCRATCH");
+        int64_t most = 0;
+        for (int i = 0; i < n; ++i)
+            for (int j = 0; j < n; ++j)
+                if (i != j) most = std::max(most, sent[i * n + j]);
+        for (int64_t at = 0; at < most; at += static_cast<int64_t>(share)) {
+            char *buf = staging(call, share * n);
+            for (int j = 0; j < n; ++j) {
+                const int64_t len = std::min<int64_t>(share, send[j].bytes - at);
+                if (j == me || len <= 0) continue;
+                shmem_putmem(buf + static_cast<size_t>(me) * share, send[j].data + at, len, pe(j));
+            }
+            sync();
+            for (int i = 0; i < n; ++i) {
+                const int64_t len = std::min<int64_t>(share, recv[i].bytes - at);
+                if (i == me || len <= 0) continue;
+                std::memcpy(recv[i].data + at, buf + static_cast<size_t>(i) * share, len);
+            }
+        }
+    }
+
     struct MailHeader {
         int64_t tag;
         int64_t bytes;  // the whole message's
     };
 
-    char *mailbox(int from) const { return mail_ + from * (kMailHeader + kMailChunk); }
+    char *mailbox(int from) const { return mail_ + from * (kMailHeader + mail_chunk_); }
 
     // Puts one message into `dst`'s mailbox for this rank, chunk by chunk, each once `dst` has
     // taken the one before.
@@ -1117,11 +1486,11 @@ private:
                             options_->timeout.count(), " ms");
                 pause = backoff(pause);
             }
-            const size_t len = std::min(kMailChunk, bytes - at);
-            shmem_putmem(mailbox(me), &header, sizeof header, dst);
+            const size_t len = std::min(mail_chunk_, bytes - at);
+            shmem_putmem(mailbox(me), &header, sizeof header, pe(dst));
             shmem_fence();
             shmem_putmem_signal(mailbox(me) + kMailHeader, data + at, len, &mail_sig_[me],
-                                chunk + 1, SHMEM_SIGNAL_SET, dst);
+                                chunk + 1, SHMEM_SIGNAL_SET, pe(dst));
             chunks_sent_[dst] = chunk + 1;
             at += len;
         } while (at < bytes);
@@ -1149,12 +1518,12 @@ private:
                 p.bytes.assign(static_cast<size_t>(header.bytes), 0);
                 p.got = 0;
             }
-            const size_t len = std::min(kMailChunk, p.bytes.size() - p.got);
+            const size_t len = std::min(mail_chunk_, p.bytes.size() - p.got);
             if (len > 0) std::memcpy(p.bytes.data() + p.got, mailbox(src) + kMailHeader, len);
             p.got += len;
             ++chunks_taken_[src];
             ++taken_total_;
-            shmem_uint64_atomic_set(&mail_ack_[me], chunks_taken_[src], src);
+            shmem_uint64_atomic_set(&mail_ack_[me], chunks_taken_[src], pe(src));
             if (p.got == p.bytes.size()) {
                 stash_[src].push_back({p.tag, std::move(p.bytes)});
                 p = Partial{};
@@ -1243,6 +1612,10 @@ private:
     c10::intrusive_ptr<Options> options_;
     std::mutex mutex_;  // one collective at a time on the scratch (Collective)
     Watchdog watchdog_;
+    shmem_team_t team_ = SHMEM_TEAM_INVALID;  // the group's team
+    std::vector<int> members_;                // world PE of each group rank
+    uint64_t made_ = 0;   // groups of these ranks this process made before this one
+    bool fixed_ = false;  // the scratch is a region of the groups' arena: it never grows
     int64_t *meta_ = nullptr;
     size_t meta_bytes_ = 0;
     char *data_ = nullptr;
@@ -1253,6 +1626,7 @@ private:
     // Point to point (see the top).
     static constexpr size_t kMailHeader = 64;
     static constexpr size_t kMailChunk = (size_t{256} << 10) - kMailHeader;
+    size_t mail_chunk_ = kMailChunk;  // a group's region holds smaller mailboxes
     struct Partial {
         bool open = false;
         int tag = 0;
@@ -1274,8 +1648,9 @@ private:
 };
 
 c10::intrusive_ptr<c10d::Backend> create(const c10::intrusive_ptr<c10d::Store> &store, int rank,
-                                         int size, std::chrono::milliseconds timeout) {
-    return c10::make_intrusive<ShmemBackend>(store, rank, size, timeout);
+                                         int size, std::chrono::milliseconds timeout,
+                                         std::vector<int> ranks, int world) {
+    return c10::make_intrusive<ShmemBackend>(store, rank, size, timeout, std::move(ranks), world);
 }
 
 }  // namespace
@@ -1286,11 +1661,12 @@ PYBIND11_MODULE(_c10d, m) {
     m.def(
         "create_backend",
         [](const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
-           std::chrono::milliseconds timeout) {
-            return shmem_torch::create(store, rank, size, timeout);
+           std::chrono::milliseconds timeout, std::vector<int> ranks, int world) {
+            return shmem_torch::create(store, rank, size, timeout, std::move(ranks), world);
         },
         pybind11::arg("store"), pybind11::arg("rank"), pybind11::arg("size"),
-        pybind11::arg("timeout"), pybind11::call_guard<pybind11::gil_scoped_release>());
+        pybind11::arg("timeout"), pybind11::arg("ranks") = std::vector<int>{},
+        pybind11::arg("world") = 0, pybind11::call_guard<pybind11::gil_scoped_release>());
     m.def("n_pes", [] {
         return aclshmemx_init_status() == ACLSHMEM_STATUS_IS_INITIALIZED ? shmem_n_pes() : -1;
     });

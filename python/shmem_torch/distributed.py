@@ -50,9 +50,13 @@ def extension() -> ModuleType:
 
 
 def _create(options, backend_options=None):
-    """torch's creator (extended API): one backend per group, on its members."""
+    """torch's creator (extended API): one backend per group, on its members. A group of some
+    ranks names them (global ranks, in group-rank order) and the world's size; torch's default
+    group names none."""
+    ranks = list(options.global_ranks_in_group or [])
+    world = dist.get_world_size() if ranks else options.group_size
     return extension().create_backend(
-        options.store, options.group_rank, options.group_size, options.timeout
+        options.store, options.group_rank, options.group_size, options.timeout, ranks, world
     )
 
 

@@ -45,7 +45,8 @@ enum shmem_job_reach {
  * one layout of team areas, used by the barrier (the runtime's, for the world barrier too, whose
  * area has this layout), by the host facade's team collectives, and meant for kernel-side code.
  * The runtime reserves team_area_size bytes per slot and checks at build time that
- * SHMEM_TEAM_AREA_LINES lines fit. Epochs only grow; a split zeroes the area. */
+ * SHMEM_TEAM_AREA_LINES lines fit. Epochs only grow; a split or shmemx_team_create zeroes the
+ * area. */
 #define SHMEM_TEAM_AREA_LINE_BYTES 64
 enum shmem_job_team_area_line {
     SHMEM_TEAM_AREA_BCAST_ARRIVE = 0,    /* broadcast epoch the root has entered (on the root) */
@@ -53,7 +54,9 @@ enum shmem_job_team_area_line {
     SHMEM_TEAM_AREA_CENTRAL_COUNT = 2,   /* central barrier (on team PE 0): arrivals, then two
                                             words of the world barrier's call check */
     SHMEM_TEAM_AREA_CENTRAL_RELEASE = 3, /* central barrier: epoch released (on team PE 0) */
-    SHMEM_TEAM_AREA_VALUE = 4,           /* a value a member publishes between two barriers */
+    SHMEM_TEAM_AREA_VALUE = 4,           /* a value a member publishes between two barriers;
+                                            in the world team's area (slot 0) its words 1..3
+                                            are shmemx_team_create's (team.cpp) */
     SHMEM_TEAM_AREA_VALUE2 = 5,
     SHMEM_TEAM_AREA_SYNC_EPOCH = 6, /* team barriers this member has entered (its own word) */
     SHMEM_TEAM_AREA_CALL = 7,       /* the team collective this member last entered (its own

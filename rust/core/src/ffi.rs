@@ -262,6 +262,18 @@ mod bridge {
             batch: bool,
             why: &mut String,
         ) -> i32;
+        /// `smem_bm_copy` of one element: 0, or the code, the reason kept for
+        /// `mf_bm_copy_why` (no string made on success).
+        fn mf_bm_copy_one(
+            handle: usize,
+            src: usize,
+            dest: usize,
+            size: u64,
+            t: u32,
+            flags: u32,
+        ) -> i32;
+        /// The reason of this thread's last failed `mf_bm_copy_one`, taken.
+        fn mf_bm_copy_why(why: &mut String);
         /// `smem_bm_register_user_mem` (`add` true) and `smem_bm_unregister_user_mem`.
         fn mf_bm_user_mem(handle: usize, add: bool, addr: u64, size: u64, why: &mut String) -> i32;
     }
@@ -775,6 +787,25 @@ fn mf_bm_copy(
         crate::memfabric::bm::copy(handle, &elements, t, flags, batch)
     };
     mf_bm_code(r, why).0
+}
+
+thread_local! {
+    /// The reason of this thread's last failed `mf_bm_copy_one`.
+    static MF_BM_COPY_WHY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+fn mf_bm_copy_one(handle: usize, src: usize, dest: usize, size: u64, t: u32, flags: u32) -> i32 {
+    match crate::memfabric::bm::copy(handle, &[(src, dest, size)], t, flags, false) {
+        Ok(()) => 0,
+        Err(e) => {
+            MF_BM_COPY_WHY.with(|w| *w.borrow_mut() = e.message);
+            e.code
+        }
+    }
+}
+
+fn mf_bm_copy_why(why: &mut String) {
+    *why = MF_BM_COPY_WHY.with(|w| std::mem::take(&mut *w.borrow_mut()));
 }
 
 fn mf_bm_user_mem(handle: usize, add: bool, addr: u64, size: u64, why: &mut String) -> i32 {

@@ -22,7 +22,11 @@
 //!   peer's through the group's non-blocking put and get, a peer to another peer through a
 //!   bounce buffer (4 MiB at a time). A copy or a batch flushes each rank it reached through
 //!   the group once before returning; with `ASYNC_COPY_FLAG` the flush is left to
-//!   `smem_bm_wait`. A member gone makes its copies fail naming its rank.
+//!   `smem_bm_wait`. A member gone makes its copies fail naming its rank. A copy that reaches
+//!   no peer through the group (its own segment, local memory, peers mapped here) costs the
+//!   object (each thread keeps a weak reference to its last copy's object, so no lock or table
+//!   look-up), the copy type's resolution (no message made unless it fails), the direct
+//!   table's checks and the memcpy: nothing to flush, no allocation, no string.
 //! - **Device pools** ([`device`]): on the npu device (`SHMEM_DEVICE=npu`, or `auto` where ACL
 //!   loads; init opens NPU `deviceId`, shared with Share Memory) `maxHbmSize` makes a pool in
 //!   the NPU's address space, whose segments members of one node import from each other;
@@ -33,9 +37,11 @@ mod device;
 pub mod direct;
 pub mod va;
 
+use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 use std::time::Duration;
 
 use classify::{Param, Pool, Side};
@@ -183,6 +189,9 @@ struct Object {
     /// The host pool's address range (none without a host pool); its drop unmaps the segment
     /// (and the peers' mapped there).
     reservation: Option<Reservation>,
+    /// Set when `destroy` or `uninit` takes the object out of the table: a copy that reaches
+    /// it through a thread's cached reference ([`object_for_copy`]) looks it up again then.
+    destroyed: AtomicBool,
 }
 
 /// This process's Big Memory, between init and uninit.
@@ -235,13 +244,35 @@ fn no_object(handle: usize) -> BmError {
     ))
 }
 
-/// The object alone, for the copies: looked up under the state's lock, without taking a
-/// reference to the state.
+/// The object alone: looked up under the state's lock, without taking a reference to the
+/// state.
 fn object_only(handle: usize) -> Result<Arc<Object>> {
     let slot = lock(&STATE);
     let s = slot.as_ref().ok_or_else(not_initialized)?;
     let o = lock(&s.objects).get(&handle).cloned();
     o.ok_or_else(|| no_object(handle))
+}
+
+thread_local! {
+    /// The object of this thread's last copy: its handle and a weak reference, which keeps its
+    /// allocation (so no other object gets its address, the handle) but not the object.
+    static LAST_OBJECT: RefCell<Option<(usize, Weak<Object>)>> = const { RefCell::new(None) };
+}
+
+/// The object for a copy: the one this thread's last copy used when `handle` names it, it
+/// lives and it was not destroyed (no lock, no table); otherwise [`object_only`]'s look-up,
+/// remembered for the next copy.
+fn object_for_copy(handle: usize) -> Result<Arc<Object>> {
+    let cached = LAST_OBJECT.with(|c| match &*c.borrow() {
+        Some((h, o)) if *h == handle => o.upgrade(),
+        _ => None,
+    });
+    if let Some(o) = cached.filter(|o| !o.destroyed.load(Ordering::Acquire)) {
+        return Ok(o);
+    }
+    let o = object_only(handle)?;
+    LAST_OBJECT.with(|c| *c.borrow_mut() = Some((handle, Arc::downgrade(&o))));
+    Ok(o)
 }
 
 /// The store's dial for `url` (memfabric's `tcp://<ip>:<port>`), with the user's TLS files
@@ -464,6 +495,9 @@ pub fn uninit() -> bool {
         return false;
     };
     let objects: Vec<Arc<Object>> = lock(&s.objects).drain().map(|(_, o)| o).collect();
+    for o in &objects {
+        o.destroyed.store(true, Ordering::Release);
+    }
     for d in objects.iter().filter_map(|o| o.device.as_ref()) {
         d.stop();
     }
@@ -642,6 +676,7 @@ pub fn create(id: u32, a: &CreateArgs) -> Result<usize> {
         fd,
         direct: Direct::new(s.world),
         reservation,
+        destroyed: AtomicBool::new(false),
     });
     let handle = Arc::as_ptr(&object) as usize;
     lock(&s.objects).insert(handle, object);
@@ -654,6 +689,9 @@ pub fn destroy(handle: usize) -> Result<()> {
     let (s, _) = object(handle)?;
     // Dropped (its group ended, its range unmapped) once no call uses it, outside the lock.
     let removed = lock(&s.objects).remove(&handle);
+    if let Some(o) = &removed {
+        o.destroyed.store(true, Ordering::Release);
+    }
     if let Some(d) = removed.as_ref().and_then(|o| o.device.as_ref()) {
         d.stop();
     }
@@ -1046,7 +1084,7 @@ pub fn copy(
     flags: u32,
     batch: bool,
 ) -> Result<()> {
-    let o = object_only(handle)?;
+    let o = object_for_copy(handle)?;
     if let Some(d) = &o.device {
         return device::copy(&o, d, elements, t, batch);
     }
@@ -1099,6 +1137,11 @@ pub fn copy(
     if c.wrote_direct {
         // As the node transport's flush: the stores are ordered before what follows.
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    }
+    if c.reached.first.is_none() && c.lost.is_none() {
+        // Nothing went through the group (every operation issued is in `reached`): nothing to
+        // flush, no mapping to renew, make or release.
+        return result;
     }
     let touched = std::mem::take(&mut c.touched);
     if !asynchronous {
