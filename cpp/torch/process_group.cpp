@@ -34,6 +34,14 @@
 // tag waits for the recv that wants it), recvs of one sender and tag in the order posted. Both
 // give up with an error after the group's timeout.
 //
+// Timeouts: a collective runs inside the library's calls, which wait for a rank that is only late
+// as long as it takes (they end the job themselves when a rank died, or when the ranks missing
+// have all waited in other library calls for the job's control timeout) and cannot be
+// interrupted. So each group has a watchdog thread (Watchdog) that looks at the collective in
+// progress every 100 ms: one that has waited longer than the group's timeout (torch's
+// `timeout=`) is named on stderr with the timeout, and the job ends with status 1
+// (shmem_global_exit), as NCCL's watchdog ends the process; no rank is left waiting.
+//
 // Groups: the group of all ranks (torch's default group, or new_group of every rank in rank
 // order) runs on SHMEM_TEAM_WORLD with the scratch above. A group of some ranks (new_group,
 // split_group, a DeviceMesh dimension) exists on its members only, as torch creates it: its
@@ -61,11 +69,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -135,6 +145,61 @@ private:
     at::Tensor tensor_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
     std::atomic<int> source_{-1};
+    std::thread thread_;
+};
+
+// Ends the job when a collective of the group outlasts its timeout (see the top). arm() and
+// disarm() bracket each collective, on the calling thread; the thread that watches starts with
+// the first collective and stops with the group.
+class Watchdog {
+public:
+    explicit Watchdog(int rank) : rank_(rank) {}
+    ~Watchdog() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        if (thread_.joinable()) thread_.join();
+    }
+    void arm(const char *call, std::chrono::milliseconds timeout) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        call_ = call;
+        timeout_ = timeout;
+        since_ = std::chrono::steady_clock::now();
+        if (!thread_.joinable()) thread_ = std::thread([this] { watch(); });
+    }
+    void disarm() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        call_ = nullptr;
+    }
+
+private:
+    void watch() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        while (!stop_) {
+            cv_.wait_for(lock, std::chrono::milliseconds(100));
+            if (stop_ || call_ == nullptr) continue;
+            const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::steady_clock::now() - since_);
+            if (waited <= timeout_) continue;
+            std::fprintf(stderr,
+                         "shmem backend: rank %d: %s did not complete within the group's timeout "
+                         "of %lld ms (waited %lld ms): a rank has not entered it; ending the job\n",
+                         rank_, call_, static_cast<long long>(timeout_.count()),
+                         static_cast<long long>(waited.count()));
+            std::fflush(stderr);
+            shmem_global_exit(1);
+        }
+    }
+
+    const int rank_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    const char *call_ = nullptr;
+    std::chrono::milliseconds timeout_{0};
+    std::chrono::steady_clock::time_point since_;
+    bool stop_ = false;
     std::thread thread_;
 };
 
@@ -429,7 +494,9 @@ public:
     // of them) of a world of `world` ranks, on its members only.
     ShmemBackend(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
                  std::chrono::milliseconds timeout, std::vector<int> ranks, int world)
-        : Backend(rank, size), options_(c10::make_intrusive<Backend::Options>(kName, timeout)) {
+        : Backend(rank, size),
+          options_(c10::make_intrusive<Backend::Options>(kName, timeout)),
+          watchdog_(rank) {
         bool all = ranks.empty();
         if (!all && static_cast<int>(ranks.size()) == world) {
             all = true;
@@ -528,7 +595,7 @@ public:
                       const c10d::BroadcastOptions &opts) override {
         const at::Tensor &t = one(tensors, "broadcast");
         check_root("broadcast", opts.rootRank);
-        std::lock_guard<std::mutex> lock(mutex_);
+        const Collective lock(*this, "broadcast");
         const size_t bytes = t.nbytes();
         const bool root = getRank() == opts.rootRank;
         at::Tensor c = bytes > 0 ? t.contiguous() : t;
@@ -554,7 +621,7 @@ public:
                     outputs.size());
         auto &list = outputs[0];
         check_list("allgather", "output_tensor_list", list, in);
-        std::lock_guard<std::mutex> lock(mutex_);
+        const Collective lock(*this, "allgather");
         const size_t bytes = in.nbytes();
         at::Tensor hold;
         char *dst = gather_all("allgather", in, bytes, hold);
@@ -573,7 +640,7 @@ public:
         TORCH_CHECK(output.numel() == input.numel() * getSize(),
                     "shmem backend: ", "all_gather_into_tensor: the output has ", output.numel(),
                     " elements, not the input's ", input.numel(), " times the group's ", getSize());
-        std::lock_guard<std::mutex> lock(mutex_);
+        const Collective lock(*this, "all_gather_into_tensor");
         at::Tensor hold;
         char *dst = gather_all("all_gather_into_tensor", input, input.nbytes(), hold);
         at::Tensor c = output.contiguous();
@@ -773,7 +840,7 @@ public:
 
     WorkPtr barrier(const c10d::BarrierOptions &) override {
         {
-            std::lock_guard<std::mutex> lock(mutex_);
+            const Collective lock(*this, "barrier");
             sync();
         }
         return done(OpType::BARRIER, {});
@@ -824,12 +891,22 @@ public:
         auto work = c10::make_intrusive<ThreadWork>(getRank(), OpType::RECV, t);
         work->start([this, t, src, tag, ticket] {
             std::vector<char> bytes;
-            await("recv from rank " + std::to_string(src), tag, [&] {
-                take_progress(src);
-                if (recv_taken_[{src, tag}] != ticket || !take(src, tag, bytes)) return false;
-                ++recv_taken_[{src, tag}];
-                return true;
-            });
+            try {
+                await("recv from rank " + std::to_string(src), tag, [&] {
+                    take_progress(src);
+                    if (recv_taken_[{src, tag}] != ticket || !take(src, tag, bytes)) return false;
+                    ++recv_taken_[{src, tag}];
+                    pass_abandoned({src, tag});
+                    return true;
+                });
+            } catch (...) {
+                // A recv that timed out gives up its turn: the later recvs of this sender and
+                // tag are not kept waiting for it (its message goes to the next one, as gloo's).
+                std::lock_guard<std::mutex> lock(p2p_mutex_);
+                abandoned_[{src, tag}].insert(ticket);
+                pass_abandoned({src, tag});
+                throw;
+            }
             deliver(t, bytes, src);
             return src;
         });
@@ -1033,13 +1110,13 @@ private:
 
     void locked_exchange(const char *call, const std::vector<Block> &send,
                          const std::vector<Block> &recv) {
-        std::lock_guard<std::mutex> lock(mutex_);
+        const Collective lock(*this, call);
         exchange(call, send, recv);
     }
 
     void locked_transfer(const char *call, const std::vector<int64_t> &sent,
                          const std::vector<Block> &send, const std::vector<Block> &recv) {
-        std::lock_guard<std::mutex> lock(mutex_);
+        const Collective lock(*this, call);
         transfer(call, sent, send, recv);
     }
 
@@ -1219,7 +1296,7 @@ private:
         const bool in_t = work.data_ptr() == t.data_ptr();
         const size_t bytes = work.nbytes();
         if (bytes > 0) {
-            std::lock_guard<std::mutex> lock(mutex_);
+            const Collective lock(*this, call);
             const bool keep = root < 0 || root == getRank();
             const size_t unit = work.element_size();
             const size_t step = step_of(bytes, unit, 1);
@@ -1256,7 +1333,7 @@ private:
         const int64_t count = out.numel() * per;
         const size_t bytes = work.nbytes();
         if (bytes == 0) return;
-        std::lock_guard<std::mutex> lock(mutex_);
+        const Collective lock(*this, call);
         const size_t unit = work.element_size();
         const size_t step = step_of(bytes, unit, 1);
         const size_t first = getRank() * count * unit, last = first + count * unit;
@@ -1454,6 +1531,18 @@ private:
         }
     }
 
+    // Moves the turn of `key`'s recvs (sender, tag) past the recvs that gave up (under
+    // p2p_mutex_).
+    void pass_abandoned(const std::pair<int, int> &key) {
+        auto it = abandoned_.find(key);
+        if (it == abandoned_.end()) return;
+        int64_t &taken = recv_taken_[key];
+        while (!it->second.empty() && *it->second.begin() == taken) {
+            it->second.erase(it->second.begin());
+            ++taken;
+        }
+    }
+
     // The first whole message of `tag` from `src` into `bytes` (under p2p_mutex_).
     bool take(int src, int tag, std::vector<char> &bytes) {
         auto &queue = stash_[src];
@@ -1507,8 +1596,22 @@ private:
         copy_out(t, c, bytes.data());
     }
 
+    // One collective at a time on the scratch, under the watchdog.
+    class Collective {
+    public:
+        Collective(ShmemBackend &b, const char *call) : lock_(b.mutex_), watchdog_(b.watchdog_) {
+            watchdog_.arm(call, b.options_->timeout);
+        }
+        ~Collective() { watchdog_.disarm(); }
+
+    private:
+        std::lock_guard<std::mutex> lock_;
+        Watchdog &watchdog_;
+    };
+
     c10::intrusive_ptr<Options> options_;
-    std::mutex mutex_;                        // one collective at a time on the scratch
+    std::mutex mutex_;  // one collective at a time on the scratch (Collective)
+    Watchdog watchdog_;
     shmem_team_t team_ = SHMEM_TEAM_INVALID;  // the group's team
     std::vector<int> members_;                // world PE of each group rank
     uint64_t made_ = 0;   // groups of these ranks this process made before this one
@@ -1541,6 +1644,7 @@ private:
     std::vector<std::deque<std::pair<int, std::vector<char>>>> stash_;
     std::vector<int64_t> send_posted_, send_served_;
     std::map<std::pair<int, int>, int64_t> recv_posted_, recv_taken_;
+    std::map<std::pair<int, int>, std::set<int64_t>> abandoned_;  // recvs that timed out
 };
 
 c10::intrusive_ptr<c10d::Backend> create(const c10::intrusive_ptr<c10d::Store> &store, int rank,

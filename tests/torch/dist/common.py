@@ -1,6 +1,7 @@
 """Start-up shared by the torch.distributed backend's test programs: the default group is
-"shmem", started from torch's rendezvous (torchrun's env://, or under shmemrun the one line
-docs/pytorch.md gives, with SHMEM_DIST_TEST_PORT naming the port), and a gloo group of the same
+"shmem", started from torch's rendezvous (torchrun's env://; under shmemrun the one line
+docs/pytorch.md gives, with SHMEM_DIST_TEST_PORT naming the port; under Open MPI's mpirun its
+line for mpirun, with MASTER_ADDR and MASTER_PORT passed by run.sh), and a gloo group of the same
 ranks for reference results."""
 
 import os
@@ -21,6 +22,13 @@ def init():
             rank=int(os.environ["SHMEM_RUN_RANK"]),
             world_size=int(os.environ["SHMEM_RUN_SIZE"]),
         )
+    elif "OMPI_COMM_WORLD_RANK" in os.environ and "RANK" not in os.environ:
+        dist.init_process_group(
+            "shmem",
+            init_method=f"tcp://{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}",
+            rank=int(os.environ["OMPI_COMM_WORLD_RANK"]),
+            world_size=int(os.environ["OMPI_COMM_WORLD_SIZE"]),
+        )
     else:
         dist.init_process_group("shmem")
     gloo = dist.new_group(backend="gloo")
@@ -30,6 +38,19 @@ def init():
 def fail(msg):
     print(f"rank {dist.get_rank()}: FAIL: {msg}", file=sys.stderr, flush=True)
     sys.exit(1)
+
+
+def same_weights(name, mine, ref):
+    """Trained parameters `mine` as gloo's `ref`, and alike on every rank (returns them flat)."""
+    for k, (a, b) in enumerate(zip(mine, ref)):
+        if not torch.allclose(a, b, rtol=1e-5, atol=1e-6):
+            fail(f"{name}: parameter {k}: max difference {(a - b).abs().max().item()}")
+    flat = torch.cat([p.flatten() for p in mine])
+    first = flat.clone()
+    dist.broadcast(first, src=0)
+    if not torch.equal(first, flat):
+        fail(f"{name}: ranks disagree on the weights")
+    return flat
 
 
 def same(name, got, want, exact=True):

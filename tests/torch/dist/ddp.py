@@ -3,10 +3,9 @@ same data), with gradient bucketing and the reducer's futures; then exits withou
 destroy_process_group, which must still end every rank with status 0."""
 
 import torch
-import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from common import fail, init
+from common import init, same_weights
 
 rank, world, gloo = init()
 
@@ -29,14 +28,6 @@ def train(group):
 
 mine = train(None)
 ref = train(gloo)
-for k, (a, b) in enumerate(zip(mine, ref)):
-    if not torch.allclose(a, b, rtol=1e-5, atol=1e-6):
-        fail(f"DDP parameter {k}: max difference {(a - b).abs().max().item()}")
-# Every rank ends with the same weights.
-flat = torch.cat([p.flatten() for p in mine])
-first = flat.clone()
-dist.broadcast(first, src=0)
-if not torch.equal(first, flat):
-    fail("DDP: ranks disagree on the weights")
+flat = same_weights("DDP", mine, ref)
 print(f"rank {rank} of {world}: DDP OK ({flat.numel()} parameters)", flush=True)
 # no destroy_process_group: the exit must still be clean on every rank
