@@ -125,6 +125,12 @@ MF_EXPORT int32_t smem_bm_init(const char *storeURL, uint32_t worldSize, uint16_
     if (plain) {
         mf::warn_plain_store(call, storeURL);
     }
+    if (config->hcomTlsConfig.tlsEnable) {
+        mf::log(mf::kWarn,
+                "%s: config->hcomTlsConfig.tlsEnable=true is not applied: copies between nodes "
+                "go over UCX, which its own settings secure or not",
+                call);
+    }
     mf::log(mf::kInfo, "%s: rank %u of %u, store %s", call, shmemi_mf_bm_rank(), worldSize,
             storeURL);
     return mf::kOk;
