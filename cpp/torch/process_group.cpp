@@ -18,7 +18,12 @@
 // and scatter's tensors, each checked against this rank's shapes) skips the size exchange;
 // uneven splits send the sizes round first (one fcollect) and check every pair. They run to
 // completion on the calling thread over the library's team collectives (the group's team) and
-// puts, and return a Work whose future is already complete.
+// puts, and return a Work whose future is already complete. all_reduce and reduce go through the
+// data area in pieces of kReduceChunk bytes where every rank has a CPU of its own: each piece is
+// copied in, reduced in place by the library's team reduction and copied out before the next, so
+// every member's piece stays in the last-level cache (a pass over a whole large tensor per step
+// runs at memory speed instead); where ranks share CPUs, the two barriers per piece would cost
+// more than that saves, and the tensor goes through whole.
 // Reductions run in the tensor's dtype where the library has it (float32/64, int8..64, uint8),
 // bool as uint8 (SUM is OR, PRODUCT AND, as torch's CPU backends), float16/bfloat16 in float32,
 // complex (SUM, AVG) as pairs of reals. PREMUL_SUM multiplies this rank's tensor by the factor
@@ -1286,6 +1291,23 @@ private:
         }
     }
 
+    // Bytes a reduction of `bytes` stages at once: kReduceChunk where every rank of the group can
+    // run on a CPU of its own (the node's CPUs, the fewest any rank sees, are at least the
+    // group's ranks), else all of them, as each piece costs the library's reduction two
+    // barriers, and a barrier waits for a rank to be scheduled where ranks share CPUs. Every
+    // rank learns the answer at its group's first reduction larger than a piece (a MIN over the
+    // group, so all take the same steps).
+    size_t reduce_step(const char *call, size_t bytes) {
+        if (bytes <= kReduceChunk) return bytes;
+        if (reduce_step_ == 0) {
+            auto *fits = reinterpret_cast<int32_t *>(scratch(call, sizeof(int32_t)));
+            *fits = std::thread::hardware_concurrency() >= static_cast<unsigned>(getSize());
+            check_rc(call, reduce_call(team_, at::kInt, ReduceOp::MIN, fits, 1));
+            reduce_step_ = *fits != 0 ? kReduceChunk : SIZE_MAX;
+        }
+        return reduce_step_;
+    }
+
     // Reduces `t` over the group with `op`, into `t` on every rank (root < 0) or on `root`.
     void reduce_all(const char *call, const at::Tensor &t, const ReduceOp &op, int root) {
         const ReducePlan plan = plan_reduce(call, t.scalar_type(), op.op_);
@@ -1299,7 +1321,7 @@ private:
             const Collective lock(*this, call);
             const bool keep = root < 0 || root == getRank();
             const size_t unit = work.element_size();
-            const size_t step = step_of(bytes, unit, 1);
+            const size_t step = std::min(step_of(bytes, unit, 1), reduce_step(call, bytes));
             // The scratch may be reused by the next collective once this returns: copy out.
             at::Tensor result = in_t || !keep ? work : at::empty_like(work);
             char *to = static_cast<char *>(result.data_ptr());
@@ -1623,6 +1645,11 @@ private:
     char *staging_ = nullptr;
     size_t staging_bytes_ = 0;
     int staging_turn_ = 0;
+    // Bytes a reduction stages at once (whole cache lines, so whole elements of every type): a
+    // piece small enough that every member's piece stays in the last-level cache between its
+    // copy in, the library's reduction (which reads every member's piece) and its copy out.
+    static constexpr size_t kReduceChunk = size_t{1} << 20;
+    size_t reduce_step_ = 0;  // reduce_step()'s, once known (0 before)
     // Point to point (see the top).
     static constexpr size_t kMailHeader = 64;
     static constexpr size_t kMailChunk = (size_t{256} << 10) - kMailHeader;

@@ -104,6 +104,15 @@ for n in (0, 1, 1000, 65537):
     check_allreduce(n, torch.float32, "SUM")
 check_allreduce(3 << 20, torch.float32, "SUM")
 check_allreduce(1 << 20, torch.int64, "MAX")
+# large tensors are reduced in pieces: sizes that end part way through one, each element size
+for dtype, opname in ((torch.float32, "SUM"), (torch.float64, "MAX"), (torch.float16, "SUM"),
+                      (torch.bfloat16, "AVG"), (torch.int8, "BXOR"), (torch.int16, "MIN"),
+                      (torch.int64, "PRODUCT"), (torch.uint8, "BOR"), (torch.bool, "SUM")):
+    check_allreduce((5 << 19) // torch.empty(0, dtype=dtype).element_size() + 37, dtype, opname)
+big = data(rank, (5 << 17) + 37, torch.float32)
+dist.reduce(big, dst=world - 1)
+if rank == world - 1:
+    same("reduce of a large tensor", big, reference((5 << 17) + 37, torch.float32, "SUM"))
 
 # errors: AVG on integers, bitwise on floats; never a silent wrong answer.
 for bad, op, what in ((torch.zeros(3, dtype=torch.int32), ReduceOp.AVG, "AVG"),
