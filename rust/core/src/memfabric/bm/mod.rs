@@ -20,7 +20,10 @@
 //!   own segment is copied with memcpy, and so is the segment of a peer of this node once it
 //!   is mapped at its place ([`direct`]: no call of the group, nothing to flush); any other
 //!   peer's through the group's non-blocking put and get, a peer to another peer through a
-//!   bounce buffer (4 MiB at a time). A copy or a batch flushes each rank it reached through
+//!   bounce buffer (4 MiB at a time). A copy to or from a peer is one operation however large:
+//!   UCX fragments it (over TCP a put is one zero-copy send of the caller's memory, whose
+//!   registration costs nothing there, and a get is answered in segments), so pieces issued
+//!   back to back here keep the wire no busier and cost a request each. A copy or a batch flushes each rank it reached through
 //!   the group once before returning; with `ASYNC_COPY_FLAG` the flush is left to
 //!   `smem_bm_wait`. A member gone makes its copies fail naming its rank. A copy that reaches
 //!   no peer through the group (its own segment, local memory, peers mapped here) costs the
