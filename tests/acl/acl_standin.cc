@@ -319,9 +319,9 @@ struct Range {
     char *view = nullptr;
     Phys *phys = nullptr;  // null for an aclrtMalloc block
     int32_t device = 0;
-    int fd = -1;           // an aclrtMalloc block's memfd (kept for aclrtIpcMemGetExportKey)
-    Phys *ipc = nullptr;   // an aclrtMalloc block's IPC export (its own reference to the memfd)
-    std::string ipc_key;   // a block aclrtIpcMemImportByKey mapped: the key it imported
+    int fd = -1;          // an aclrtMalloc block's memfd (kept for aclrtIpcMemGetExportKey)
+    Phys *ipc = nullptr;  // an aclrtMalloc block's IPC export (its own reference to the memfd)
+    std::string ipc_key;  // a block aclrtIpcMemImportByKey mapped: the key it imported
 };
 
 struct Export {
@@ -1528,8 +1528,7 @@ aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t dev
 // An aclrtMalloc block is exported whole under a key "acl-standin-ipc.<pid>.<serial>" (key_handle):
 // the export of a shareable handle under another name, served by the same socket and pid list.
 
-aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key, size_t len,
-                                 uint64_t flags) {
+aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key, size_t len, uint64_t flags) {
     const char *call = "aclrtIpcMemGetExportKey";
     Context *c = nullptr;
     if (aclError rc = enter_ctx(call, &c)) return rc;
@@ -1625,7 +1624,8 @@ aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags) 
     Range rg;
     int err = map_block(r, fd, size, &rg);
     close(fd);
-    if (err) return fail(call, ACL_ERROR_RT_MEMORY_ALLOCATION, "key=\"%s\": %s", key, strerror(err));
+    if (err)
+        return fail(call, ACL_ERROR_RT_MEMORY_ALLOCATION, "key=\"%s\": %s", key, strerror(err));
     rg.size = size;
     rg.device = c->device;
     rg.ipc_key = key;
@@ -1697,8 +1697,8 @@ aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize) {
         }
     }
     // Memory ACL did not allocate: a query's answer, not misuse.
-    return quiet(call, ACL_ERROR_RT_PARAM_INVALID,
-                 "ptr=%p is in no block ACL allocated or mapped", ptr);
+    return quiet(call, ACL_ERROR_RT_PARAM_INVALID, "ptr=%p is in no block ACL allocated or mapped",
+                 ptr);
 }
 
 // ---- plain allocations ----------------------------------------------------------------------

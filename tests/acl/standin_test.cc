@@ -844,8 +844,7 @@ TEST(Ipc, MallocBlockSharedByKey) {
     int32_t none = 0;
     EXPECT_EQ(aclrtIpcMemSetImportPid(key, &none, 1), ACL_ERROR_INVALID_PARAM);
     int32_t me = getpid();
-    EXPECT_EQ(aclrtIpcMemSetImportPid("acl-standin-ipc.1.1", &me, 1),
-              ACL_ERROR_RT_INVALID_HANDLE);
+    EXPECT_EQ(aclrtIpcMemSetImportPid("acl-standin-ipc.1.1", &me, 1), ACL_ERROR_RT_INVALID_HANDLE);
 
     auto run_child = [&key](bool allow, const std::function<int(const char *)> &fn) {
         int go[2];
