@@ -239,7 +239,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The bytes of [`hex`]'s digits; `None` for anything else.
 fn unhex(digits: &str) -> Option<Vec<u8>> {
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return None;
     }
     (0..digits.len())
