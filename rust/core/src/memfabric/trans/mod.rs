@@ -44,6 +44,7 @@ use std::time::{Duration, Instant};
 use shmem_store::addr::StoreAddr;
 use shmem_store::{BootstrapError, TcpDial};
 
+use crate::bootstrap::bits::{hex, unhex};
 use crate::device::npu::Npu;
 use crate::group::{Group, GroupError, GroupOptions};
 use crate::idmap::IdMap;
@@ -230,22 +231,6 @@ fn role_name(role: u32) -> &'static str {
         ROLE_RECEIVER => "receiver",
         _ => "none",
     }
-}
-
-/// `bytes` as lower-case hex digits (an IPC key in a record, whatever its characters).
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The bytes of [`hex`]'s digits; `None` for anything else.
-fn unhex(digits: &str) -> Option<Vec<u8>> {
-    if !digits.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..digits.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(digits.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 /// A registration of an engine, as its record publishes it.
