@@ -215,7 +215,7 @@ impl NpuEngine {
             }
         };
         let offset = addr - base as u64;
-        if len > size as u64 - offset {
+        if len > (size as u64).saturating_sub(offset) {
             return Err(refuse(format!(
                 "it runs past the end of the block [{base:#x}, +{size}) that holds it"
             )));
