@@ -140,6 +140,11 @@ const char *const kCalls[] = {
     "aclrtMemExportToShareableHandle",
     "aclrtMemSetPidToShareableHandle",
     "aclrtMemImportFromShareableHandle",
+    "aclrtIpcMemGetExportKey",
+    "aclrtIpcMemSetImportPid",
+    "aclrtIpcMemImportByKey",
+    "aclrtIpcMemClose",
+    "aclrtMemGetAddressRange",
     "aclrtMalloc",
     "aclrtFree",
     "aclrtMallocHost",
@@ -314,6 +319,9 @@ struct Range {
     char *view = nullptr;
     Phys *phys = nullptr;  // null for an aclrtMalloc block
     int32_t device = 0;
+    int fd = -1;          // an aclrtMalloc block's memfd (kept for aclrtIpcMemGetExportKey)
+    Phys *ipc = nullptr;  // an aclrtMalloc block's IPC export (its own reference to the memfd)
+    std::string ipc_key;  // a block aclrtIpcMemImportByKey mapped: the key it imported
 };
 
 struct Export {
@@ -346,6 +354,7 @@ struct Runtime {
     std::set<Phys *> phys;
     std::map<uint32_t, Export> exports;
     std::map<void *, size_t> host_blocks;
+    std::map<std::string, uintptr_t> ipc_imports;  // key -> the block it is mapped at
     uint64_t used[kMaxDevices] = {};
     uint32_t next_serial = 1;
     int listen_fd = -1;
@@ -420,7 +429,8 @@ aclError enter(const char *call) {
         if (f.call == "aclrtMallocPhysical" || f.call == "aclrtMalloc" ||
             f.call == "aclrtMallocHost")
             code = ACL_ERROR_RT_MEMORY_ALLOCATION;
-        else if (f.call == "aclrtMemImportFromShareableHandle")
+        else if (f.call == "aclrtMemImportFromShareableHandle" ||
+                 f.call == "aclrtIpcMemImportByKey")
             code = ACL_ERROR_RT_INVALID_HANDLE;
         return fail(call, code, "failure injected at call %llu (ACL_STANDIN_FAIL)",
                     static_cast<unsigned long long>(f.nth));
@@ -885,7 +895,7 @@ aclError fetch_fd(const char *call, uint64_t handle, pid_t pid, uint32_t serial,
     if (rep.code == ACL_ERROR_RT_NO_PERMISSION)
         return fail(call, rep.code,
                     "shareableHandle=0x%llx: process %d does not allow pid %d to import it "
-                    "(aclrtMemSetPidToShareableHandle)",
+                    "(aclrtMemSetPidToShareableHandle, aclrtIpcMemSetImportPid)",
                     static_cast<unsigned long long>(handle), static_cast<int>(pid),
                     static_cast<int>(getpid()));
     if (rep.code != ACL_SUCCESS || passed < 0) {
@@ -912,6 +922,83 @@ aclError get_event(const char *call, aclrtEvent event, std::shared_ptr<Event> *o
                     "event=%p is not a live event (destroyed, or never created)", event);
     *out = it->second;
     return ACL_SUCCESS;
+}
+
+// ---- blocks and IPC keys ----------------------------------------------------------------------
+
+// Maps `map_size` bytes of memfd `fd` as a block (aclrtMalloc, aclrtIpcMemImportByKey): its
+// address and view in `rg`; 0, or the errno of the failure (nothing mapped then).
+int map_block(Runtime &r, int fd, size_t map_size, Range *rg) {
+    void *va = MAP_FAILED;
+    void *view = MAP_FAILED;
+    if (r.cfg.strict) {
+        va = mmap(nullptr, map_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        view = mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    } else {
+        va = view = mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    int err = errno;
+    if (va == MAP_FAILED || view == MAP_FAILED) {
+        if (va != MAP_FAILED) munmap(va, map_size);
+        if (view != MAP_FAILED && view != va) munmap(view, map_size);
+        return err ? err : ENOMEM;
+    }
+    rg->va = reinterpret_cast<uintptr_t>(va);
+    rg->map_size = map_size;
+    rg->view = static_cast<char *>(view);
+    return 0;
+}
+
+// Unmaps a block of map_block and drops its IPC export (r.mem held exclusively).
+void unmap_block(Runtime &r, Range &rg) {
+    munmap(reinterpret_cast<void *>(rg.va), rg.map_size);
+    if (r.cfg.strict) munmap(rg.view, rg.map_size);
+    if (rg.fd >= 0) close(rg.fd);
+    if (rg.ipc) {
+        r.exports.erase(static_cast<uint32_t>(rg.ipc->shareable));
+        close(rg.ipc->fd);
+        delete rg.ipc;
+        rg.ipc = nullptr;
+    }
+}
+
+// The memfd and size of export `handle` (the exporting pid in the high half, its serial in the
+// low one): this process's own, or asked of the exporting process.
+aclError fetch_export(const char *call, uint64_t handle, int *fd, size_t *size) {
+    Runtime &r = rt();
+    pid_t owner = static_cast<pid_t>(handle >> 32);
+    uint32_t serial = static_cast<uint32_t>(handle);
+    if (owner == getpid()) {
+        std::shared_lock<std::shared_mutex> lk(r.mem);
+        auto it = r.exports.find(serial);
+        if (it == r.exports.end())
+            return fail(call, ACL_ERROR_RT_INVALID_HANDLE,
+                        "shareableHandle=0x%llx: this process has no such export (never "
+                        "exported, or freed)",
+                        static_cast<unsigned long long>(handle));
+        *fd = fcntl(it->second.phys->fd, F_DUPFD_CLOEXEC, 0);
+        *size = it->second.phys->size;
+        if (*fd < 0) return fail(call, ACL_ERROR_RT_MEMORY_ALLOCATION, "dup: %s", strerror(errno));
+        return ACL_SUCCESS;
+    }
+    if (owner <= 0)
+        return fail(call, ACL_ERROR_RT_INVALID_HANDLE,
+                    "shareableHandle=0x%llx is not a handle the stand-in made",
+                    static_cast<unsigned long long>(handle));
+    return fetch_fd(call, handle, owner, serial, fd, size);
+}
+
+constexpr size_t kIpcKeyLen = 65;  // the key length ACL documents (with its NUL)
+
+// The export a key names, as a shareable handle value; 0 when the key is not one of ours.
+uint64_t key_handle(const char *key) {
+    int pid = 0;
+    unsigned serial = 0;
+    int end = 0;
+    if (!key || sscanf(key, "acl-standin-ipc.%d.%u%n", &pid, &serial, &end) != 2 ||
+        key[end] != '\0' || pid <= 0 || serial == 0)
+        return 0;
+    return (static_cast<uint64_t>(static_cast<uint32_t>(pid)) << 32) | serial;
 }
 
 }  // namespace
@@ -1423,28 +1510,9 @@ aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t dev
     if (!handle) return fail(call, ACL_ERROR_INVALID_PARAM, "handle=NULL");
     if (aclError rc = check_device(call, "deviceId", deviceId)) return rc;
     Runtime &r = rt();
-    pid_t owner = static_cast<pid_t>(shareableHandle >> 32);
-    uint32_t serial = static_cast<uint32_t>(shareableHandle);
     int fd = -1;
     size_t size = 0;
-    if (owner == getpid()) {
-        std::shared_lock<std::shared_mutex> lk(r.mem);
-        auto it = r.exports.find(serial);
-        if (it == r.exports.end())
-            return fail(call, ACL_ERROR_RT_INVALID_HANDLE,
-                        "shareableHandle=0x%llx: this process has no such export (never "
-                        "exported, or freed)",
-                        static_cast<unsigned long long>(shareableHandle));
-        fd = fcntl(it->second.phys->fd, F_DUPFD_CLOEXEC, 0);
-        size = it->second.phys->size;
-        if (fd < 0) return fail(call, ACL_ERROR_RT_MEMORY_ALLOCATION, "dup: %s", strerror(errno));
-    } else {
-        if (owner <= 0)
-            return fail(call, ACL_ERROR_RT_INVALID_HANDLE,
-                        "shareableHandle=0x%llx is not a handle the stand-in made",
-                        static_cast<unsigned long long>(shareableHandle));
-        if (aclError rc = fetch_fd(call, shareableHandle, owner, serial, &fd, &size)) return rc;
-    }
+    if (aclError rc = fetch_export(call, shareableHandle, &fd, &size)) return rc;
     auto *p = new Phys;
     p->fd = fd;
     p->size = size;
@@ -1454,6 +1522,183 @@ aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t dev
     r.phys.insert(p);
     *handle = p;
     return ACL_SUCCESS;
+}
+
+// ---- IPC keys -------------------------------------------------------------------------------
+// An aclrtMalloc block is exported whole under a key "acl-standin-ipc.<pid>.<serial>" (key_handle):
+// the export of a shareable handle under another name, served by the same socket and pid list.
+
+aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key, size_t len, uint64_t flags) {
+    const char *call = "aclrtIpcMemGetExportKey";
+    Context *c = nullptr;
+    if (aclError rc = enter_ctx(call, &c)) return rc;
+    if (!key || len < kIpcKeyLen)
+        return fail(call, ACL_ERROR_INVALID_PARAM, "key=%p len=%zu: needs room for %zu bytes",
+                    static_cast<void *>(key), len, kIpcKeyLen);
+    if (flags & ~ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION)
+        return fail(call, ACL_ERROR_INVALID_PARAM, "flags=0x%llx: unknown flag",
+                    static_cast<unsigned long long>(flags));
+    Runtime &r = rt();
+    std::unique_lock<std::shared_mutex> lk(r.mem);
+    auto it = r.ranges.find(reinterpret_cast<uintptr_t>(devPtr));
+    if (it == r.ranges.end() || it->second.fd < 0) {
+        const Range *rg = range_at(r, reinterpret_cast<uintptr_t>(devPtr));
+        return fail(call, ACL_ERROR_RT_PARAM_INVALID,
+                    "devPtr=%p is not an address aclrtMalloc returned%s", devPtr,
+                    !rg           ? ""
+                    : rg->phys    ? " (aclrtMapMem memory: aclrtMemExportToShareableHandle)"
+                    : rg->fd >= 0 ? " (it lies inside such a block)"
+                                  : " (it was imported)");
+    }
+    Range &rg = it->second;
+    if (size == 0 || size > rg.size)
+        return fail(call, ACL_ERROR_INVALID_PARAM,
+                    "size=%zu: the block at devPtr=%p holds %zu bytes (size > 0)", size, devPtr,
+                    rg.size);
+    if (aclError rc = start_service(r, call)) return rc;
+    if (!rg.ipc) {
+        int fd = fcntl(rg.fd, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0) return fail(call, ACL_ERROR_RT_MEMORY_ALLOCATION, "dup: %s", strerror(errno));
+        uint32_t serial = r.next_serial++;
+        rg.ipc = new Phys;
+        rg.ipc->fd = fd;
+        rg.ipc->size = rg.map_size;
+        rg.ipc->device = rg.device;
+        rg.ipc->shareable = (static_cast<uint64_t>(static_cast<uint32_t>(getpid())) << 32) | serial;
+        r.exports[serial].phys = rg.ipc;
+    }
+    Export &e = r.exports[static_cast<uint32_t>(rg.ipc->shareable)];
+    e.any_pid = e.any_pid || (flags & ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
+    snprintf(key, len, "acl-standin-ipc.%d.%u", static_cast<int>(getpid()),
+             static_cast<uint32_t>(rg.ipc->shareable));
+    return ACL_SUCCESS;
+}
+
+aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num) {
+    const char *call = "aclrtIpcMemSetImportPid";
+    Context *c = nullptr;
+    if (aclError rc = enter_ctx(call, &c)) return rc;
+    if (!pid || num == 0)
+        return fail(call, ACL_ERROR_INVALID_PARAM, "pid=%p num=%zu: no pids given",
+                    static_cast<void *>(pid), num);
+    for (size_t i = 0; i < num; ++i) {
+        if (pid[i] <= 0)
+            return fail(call, ACL_ERROR_INVALID_PARAM, "pid[%zu]=%d is not a process id", i,
+                        pid[i]);
+    }
+    uint64_t h = key_handle(key);
+    Runtime &r = rt();
+    std::unique_lock<std::shared_mutex> lk(r.mem);
+    auto it = r.exports.find(static_cast<uint32_t>(h));
+    if (!h || (h >> 32) != static_cast<uint32_t>(getpid()) || it == r.exports.end())
+        return fail(call, ACL_ERROR_RT_INVALID_HANDLE,
+                    "key=\"%s\" was not exported by this process (pid %d), or was closed",
+                    key ? key : "(null)", static_cast<int>(getpid()));
+    for (size_t i = 0; i < num; ++i) it->second.allowed.insert(pid[i]);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags) {
+    const char *call = "aclrtIpcMemImportByKey";
+    Context *c = nullptr;
+    if (aclError rc = enter_ctx(call, &c)) return rc;
+    if (!devPtr) return fail(call, ACL_ERROR_INVALID_PARAM, "devPtr=NULL");
+    if (flags & ~ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS)
+        return fail(call, ACL_ERROR_INVALID_PARAM, "flags=0x%llx: unknown flag",
+                    static_cast<unsigned long long>(flags));
+    uint64_t h = key_handle(key);
+    if (!h)
+        return fail(call, ACL_ERROR_RT_INVALID_HANDLE, "key=\"%s\" is not a key the stand-in made",
+                    key ? key : "(null)");
+    Runtime &r = rt();
+    {
+        std::shared_lock<std::shared_mutex> lk(r.mem);
+        if (r.ipc_imports.count(key))
+            return fail(call, ACL_ERROR_RT_PARAM_INVALID,
+                        "key=\"%s\" is imported already (aclrtIpcMemClose first)", key);
+    }
+    int fd = -1;
+    size_t size = 0;
+    if (aclError rc = fetch_export(call, h, &fd, &size)) return rc;
+    std::unique_lock<std::shared_mutex> lk(r.mem);
+    Range rg;
+    int err = map_block(r, fd, size, &rg);
+    close(fd);
+    if (err)
+        return fail(call, ACL_ERROR_RT_MEMORY_ALLOCATION, "key=\"%s\": %s", key, strerror(err));
+    rg.size = size;
+    rg.device = c->device;
+    rg.ipc_key = key;
+    r.ranges[rg.va] = rg;
+    r.ipc_imports[key] = rg.va;
+    *devPtr = reinterpret_cast<void *>(rg.va);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtIpcMemClose(const char *key) {
+    const char *call = "aclrtIpcMemClose";
+    Context *c = nullptr;
+    if (aclError rc = enter_ctx(call, &c)) return rc;
+    Runtime &r = rt();
+    std::unique_lock<std::shared_mutex> lk(r.mem);
+    if (key) {
+        auto imp = r.ipc_imports.find(key);
+        if (imp != r.ipc_imports.end()) {  // an importer: unmaps the block
+            auto it = r.ranges.find(imp->second);
+            unmap_block(r, it->second);
+            r.ranges.erase(it);
+            r.ipc_imports.erase(imp);
+            return ACL_SUCCESS;
+        }
+    }
+    uint64_t h = key_handle(key);
+    if (h && (h >> 32) == static_cast<uint32_t>(getpid())) {  // the exporter: ends the export
+        for (auto &kv : r.ranges) {
+            Range &rg = kv.second;
+            if (rg.ipc && rg.ipc->shareable == h) {
+                r.exports.erase(static_cast<uint32_t>(h));
+                close(rg.ipc->fd);
+                delete rg.ipc;
+                rg.ipc = nullptr;
+                return ACL_SUCCESS;
+            }
+        }
+    }
+    return fail(call, ACL_ERROR_RT_PARAM_INVALID,
+                "key=\"%s\" is neither imported nor exported by this process (pid %d)",
+                key ? key : "(null)", static_cast<int>(getpid()));
+}
+
+aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize) {
+    const char *call = "aclrtMemGetAddressRange";
+    Context *c = nullptr;
+    if (aclError rc = enter_ctx(call, &c)) return rc;
+    if (!pbase || !psize)
+        return fail(call, ACL_ERROR_INVALID_PARAM, "pbase=%p psize=%p: both are needed",
+                    static_cast<void *>(pbase), static_cast<void *>(psize));
+    Runtime &r = rt();
+    std::shared_lock<std::shared_mutex> lk(r.mem);
+    uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+    if (const Range *rg = range_at(r, p)) {
+        if (p - rg->va < rg->size) {
+            *pbase = reinterpret_cast<void *>(rg->va);
+            *psize = rg->size;
+            return ACL_SUCCESS;
+        }
+    }
+    auto hb = r.host_blocks.upper_bound(ptr);
+    if (hb != r.host_blocks.begin()) {
+        --hb;
+        uintptr_t b = reinterpret_cast<uintptr_t>(hb->first);
+        if (p - b < hb->second) {
+            *pbase = hb->first;
+            *psize = hb->second;
+            return ACL_SUCCESS;
+        }
+    }
+    // Memory ACL did not allocate: a query's answer, not misuse.
+    return quiet(call, ACL_ERROR_RT_PARAM_INVALID, "ptr=%p is in no block ACL allocated or mapped",
+                 ptr);
 }
 
 // ---- plain allocations ----------------------------------------------------------------------
@@ -1472,33 +1717,18 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
     std::unique_lock<std::shared_mutex> lk(r.mem);
     if (aclError rc = charge(r, call, c->device, map_size)) return rc;
     int fd = make_memfd("acl-standin-malloc", map_size);
-    void *va = MAP_FAILED;
-    void *view = MAP_FAILED;
-    if (fd >= 0) {
-        if (r.cfg.strict) {
-            va = mmap(nullptr, map_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-                      0);
-            view = mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        } else {
-            va = view = mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        }
-    }
-    int err = errno;
-    if (fd >= 0) close(fd);
-    if (va == MAP_FAILED || view == MAP_FAILED) {
-        if (va != MAP_FAILED) munmap(va, map_size);
-        if (view != MAP_FAILED && view != va) munmap(view, map_size);
+    Range rg;
+    int err = fd >= 0 ? map_block(r, fd, map_size, &rg) : errno;
+    if (err) {
+        if (fd >= 0) close(fd);
         r.used[c->device] -= map_size;
         return fail(call, ACL_ERROR_RT_MEMORY_ALLOCATION, "size=%zu: %s", size, strerror(err));
     }
-    Range rg;
-    rg.va = reinterpret_cast<uintptr_t>(va);
     rg.size = size;
-    rg.map_size = map_size;
-    rg.view = static_cast<char *>(view);
     rg.device = c->device;
+    rg.fd = fd;
     r.ranges[rg.va] = rg;
-    *devPtr = va;
+    *devPtr = reinterpret_cast<void *>(rg.va);
     return ACL_SUCCESS;
 }
 
@@ -1509,12 +1739,11 @@ aclError aclrtFree(void *devPtr) {
     Runtime &r = rt();
     std::unique_lock<std::shared_mutex> lk(r.mem);
     auto it = r.ranges.find(reinterpret_cast<uintptr_t>(devPtr));
-    if (!devPtr || it == r.ranges.end() || it->second.phys)
+    if (!devPtr || it == r.ranges.end() || it->second.phys || !it->second.ipc_key.empty())
         return fail(call, ACL_ERROR_INVALID_PARAM,
                     "devPtr=%p is not an address aclrtMalloc returned", devPtr);
     Range &rg = it->second;
-    munmap(reinterpret_cast<void *>(rg.va), rg.map_size);
-    if (r.cfg.strict) munmap(rg.view, rg.map_size);
+    unmap_block(r, rg);
     r.used[rg.device] -= rg.map_size;
     r.ranges.erase(it);
     return ACL_SUCCESS;

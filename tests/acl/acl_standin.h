@@ -44,6 +44,10 @@ typedef void (*aclrtHostFunc)(void *args);
 
 #define ACL_RT_VMM_EXPORT_FLAG_DEFAULT 0x0UL
 #define ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION 0x1UL
+#define ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT 0x0UL
+#define ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION 0x1UL
+#define ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT 0x0UL
+#define ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS 0x1UL
 
 typedef enum aclrtMemcpyKind {
     ACL_MEMCPY_HOST_TO_HOST,
@@ -140,6 +144,17 @@ ACL_STANDIN_API aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandl
 ACL_STANDIN_API aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle,
                                                            int32_t deviceId,
                                                            aclrtDrvMemHandle *handle);
+
+/* IPC sharing of aclrtMalloc memory: a key (65 bytes with its NUL) names a block; the
+ * exporter allows importers' pids unless it exported without pid validation; each side closes
+ * the key. aclrtMemGetAddressRange names the block (aclrtMalloc, aclrtMapMem or
+ * aclrtMallocHost) holding an address. */
+ACL_STANDIN_API aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key, size_t len,
+                                                 uint64_t flags);
+ACL_STANDIN_API aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num);
+ACL_STANDIN_API aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags);
+ACL_STANDIN_API aclError aclrtIpcMemClose(const char *key);
+ACL_STANDIN_API aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize);
 
 /* Plain allocations. */
 ACL_STANDIN_API aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);

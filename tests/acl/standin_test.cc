@@ -801,6 +801,134 @@ TEST(Share, ChildNotAllowedIsRefused) {
     unmap_free(m);
 }
 
+// An aclrtMalloc block shared by IPC key, as torch_npu's caching allocator hands out memory:
+// the block's range is found from an address inside it, a child not allowed is refused, an
+// allowed child imports the key, reads the bytes at an offset and writes back; closed keys are
+// gone on both sides.
+TEST(Ipc, MallocBlockSharedByKey) {
+    ASSERT_NO_FATAL_FAILURE(init_device(0));
+    constexpr size_t kBlock = 3 * 4096 + 100;
+    constexpr size_t kAt = 4096 + 17;  // a tensor inside the block
+    void *block = nullptr;
+    ASSERT_EQ(aclrtMalloc(&block, kBlock, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    char *tensor = static_cast<char *>(block) + kAt;
+    const char text[] = "bytes at an offset";
+    ASSERT_EQ(aclrtMemcpy(tensor, sizeof text, text, sizeof text, ACL_MEMCPY_HOST_TO_DEVICE),
+              ACL_SUCCESS);
+
+    void *base = nullptr;
+    size_t size = 0;
+    ASSERT_EQ(aclrtMemGetAddressRange(tensor, &base, &size), ACL_SUCCESS);
+    EXPECT_EQ(base, block);
+    EXPECT_EQ(size, kBlock);
+    int on_stack = 0;
+    EXPECT_EQ(aclrtMemGetAddressRange(&on_stack, &base, &size), ACL_ERROR_RT_PARAM_INVALID);
+    void *pinned = nullptr;
+    ASSERT_EQ(aclrtMallocHost(&pinned, 8192), ACL_SUCCESS);
+    ASSERT_EQ(aclrtMemGetAddressRange(static_cast<char *>(pinned) + 5000, &base, &size),
+              ACL_SUCCESS);
+    EXPECT_EQ(base, pinned);
+    EXPECT_EQ(size, 8192u);
+    ASSERT_EQ(aclrtFreeHost(pinned), ACL_SUCCESS);
+
+    char key[65] = {};
+    EXPECT_EQ(aclrtIpcMemGetExportKey(tensor, 10, key, sizeof key, 0), ACL_ERROR_RT_PARAM_INVALID);
+    EXPECT_NE(recent().find("inside such a block"), std::string::npos);
+    EXPECT_EQ(aclrtIpcMemGetExportKey(block, kBlock, key, 16, 0), ACL_ERROR_INVALID_PARAM);
+    EXPECT_EQ(aclrtIpcMemGetExportKey(block, kBlock + 1, key, sizeof key, 0),
+              ACL_ERROR_INVALID_PARAM);
+    ASSERT_EQ(aclrtIpcMemGetExportKey(block, kBlock, key, sizeof key, 0), ACL_SUCCESS);
+    char again[65] = {};
+    ASSERT_EQ(aclrtIpcMemGetExportKey(block, kBlock, again, sizeof again, 0), ACL_SUCCESS);
+    EXPECT_STREQ(again, key);
+    int32_t none = 0;
+    EXPECT_EQ(aclrtIpcMemSetImportPid(key, &none, 1), ACL_ERROR_INVALID_PARAM);
+    int32_t me = getpid();
+    EXPECT_EQ(aclrtIpcMemSetImportPid("acl-standin-ipc.1.1", &me, 1), ACL_ERROR_RT_INVALID_HANDLE);
+
+    auto run_child = [&key](bool allow, const std::function<int(const char *)> &fn) {
+        int go[2];
+        if (pipe(go) != 0) return -2;
+        fflush(nullptr);
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(20);
+            close(go[1]);
+            char got[65] = {};
+            if (read(go[0], got, sizeof got) != static_cast<ssize_t>(sizeof got)) _exit(90);
+            int rc = fn(got);
+            fflush(nullptr);
+            _exit(rc);
+        }
+        close(go[0]);
+        int32_t who = pid;
+        aclError rc = allow ? aclrtIpcMemSetImportPid(key, &who, 1) : ACL_SUCCESS;
+        ssize_t wrote = write(go[1], key, sizeof key);
+        close(go[1]);
+        int status = wait_child(pid, 25);
+        return rc == ACL_SUCCESS && wrote == static_cast<ssize_t>(sizeof key) ? status : -3;
+    };
+    int status = run_child(false, [](const char *k) {
+        void *va = nullptr;
+        CHILD_CHECK(aclrtIpcMemImportByKey(&va, k, 0) == ACL_ERROR_RT_NO_PERMISSION);
+        CHILD_CHECK(recent().find("does not allow pid") != std::string::npos);
+        return 0;
+    });
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    status = run_child(true, [&text](const char *k) {
+        void *va = nullptr;
+        CHILD_CHECK(aclrtIpcMemImportByKey(&va, k, ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS) ==
+                    ACL_SUCCESS);
+        void *again_va = nullptr;
+        CHILD_CHECK(aclrtIpcMemImportByKey(&again_va, k, 0) == ACL_ERROR_RT_PARAM_INVALID);
+        void *b = nullptr;
+        size_t n = 0;
+        CHILD_CHECK(aclrtMemGetAddressRange(static_cast<char *>(va) + kAt, &b, &n) == ACL_SUCCESS);
+        CHILD_CHECK(b == va && n >= kBlock);
+        char back[sizeof text] = {};
+        CHILD_CHECK(aclrtMemcpy(back, sizeof back, static_cast<char *>(va) + kAt, sizeof back,
+                                ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS);
+        CHILD_CHECK(memcmp(back, text, sizeof text) == 0);
+        const char reply[] = "child wrote this";
+        CHILD_CHECK(aclrtMemcpy(va, kBlock, reply, sizeof reply, ACL_MEMCPY_HOST_TO_DEVICE) ==
+                    ACL_SUCCESS);
+        CHILD_CHECK(aclrtFree(va) == ACL_ERROR_INVALID_PARAM);  // not this process's block
+        CHILD_CHECK(aclrtIpcMemClose(k) == ACL_SUCCESS);
+        CHILD_CHECK(aclrtMemGetAddressRange(va, &b, &n) == ACL_ERROR_RT_PARAM_INVALID);
+        CHILD_CHECK(aclrtIpcMemClose(k) == ACL_ERROR_RT_PARAM_INVALID);
+        return 0;
+    });
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    char back[32] = {};
+    ASSERT_EQ(aclrtMemcpy(back, sizeof back, block, sizeof back, ACL_MEMCPY_DEVICE_TO_HOST),
+              ACL_SUCCESS);
+    EXPECT_STREQ(back, "child wrote this");  // the same memory
+
+    // Closed by the exporter: the key names nothing any more; a new export makes a new key.
+    ASSERT_EQ(aclrtIpcMemClose(key), ACL_SUCCESS);
+    EXPECT_EQ(aclrtIpcMemSetImportPid(key, &me, 1), ACL_ERROR_RT_INVALID_HANDLE);
+    void *va = nullptr;
+    EXPECT_EQ(aclrtIpcMemImportByKey(&va, key, 0), ACL_ERROR_RT_INVALID_HANDLE);
+    ASSERT_EQ(aclrtIpcMemGetExportKey(block, kBlock, again, sizeof again,
+                                      ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION),
+              ACL_SUCCESS);
+    EXPECT_STRNE(again, key);
+    // In the exporting process itself, then freed with the block.
+    ASSERT_EQ(aclrtIpcMemImportByKey(&va, again, 0), ACL_SUCCESS);
+    EXPECT_NE(va, block);
+    char mine[sizeof text] = {};
+    ASSERT_EQ(aclrtMemcpy(mine, sizeof mine, static_cast<char *>(va) + kAt, sizeof mine,
+                          ACL_MEMCPY_DEVICE_TO_HOST),
+              ACL_SUCCESS);
+    EXPECT_STREQ(mine, text);
+    ASSERT_EQ(aclrtIpcMemClose(again), ACL_SUCCESS);
+    ASSERT_EQ(aclrtFree(block), ACL_SUCCESS);
+    EXPECT_EQ(aclrtIpcMemImportByKey(&va, again, 0), ACL_ERROR_RT_INVALID_HANDLE);
+    EXPECT_EQ(aclrtIpcMemClose("not a key"), ACL_ERROR_RT_PARAM_INVALID);
+}
+
 // Four processes as the library's PEs use the calls: each exports a granule of its own device,
 // allows the others' pids (process 3 instead exports without pid validation), imports and maps
 // every other one and checks its bytes; each stays alive until all have imported.

@@ -6,7 +6,9 @@
  *           torch_npu's expandable segments map it (aclrtMallocPhysical + aclrtMapMem) and
  *           registered: write, read, batch write and batch read, NPU -> NPU, host -> NPU and
  *           NPU -> host (both ways); the *_submit forms on an ACL stream, synchronised; NPU memory
- *           deregistered, then refused; the receiver's engine destroyed, then refused; the
+ *           deregistered, then refused; tensors as torch_npu's caching allocator hands them out
+ *           (two ranges at offsets inside one aclrtMalloc block, shared by IPC key) written and
+ *           read, then deregistered and refused; the receiver's engine destroyed, then refused; the
  *           receiver checks what the sender wrote, the sender what it read; once both ended, all
  *           of the receiver's device memory allocates again
  *   devid   Big Memory initialised with deviceId 0, then the transfer engine with deviceId 1: -1,
@@ -61,6 +63,8 @@ static aclError (*p_unmap)(void *);
 static aclError (*p_create_stream)(aclrtStream *);
 static aclError (*p_sync_stream)(aclrtStream);
 static aclError (*p_destroy_stream)(aclrtStream);
+static aclError (*p_malloc)(void **, size_t, aclrtMemMallocPolicy);
+static aclError (*p_free)(void *);
 
 static void *sym(void *h, const char *name) {
     void *f = dlsym(h, name);
@@ -88,6 +92,8 @@ static void acl_load(void) {
     *(void **)&p_create_stream = sym(h, "aclrtCreateStream");
     *(void **)&p_sync_stream = sym(h, "aclrtSynchronizeStream");
     *(void **)&p_destroy_stream = sym(h, "aclrtDestroyStream");
+    *(void **)&p_malloc = sym(h, "aclrtMalloc");
+    *(void **)&p_free = sym(h, "aclrtFree");
 }
 
 /* NPU memory of `size` bytes on `device`, mapped at the start of a range of its own. */
@@ -202,6 +208,11 @@ static smem_trans_t engine(uint32_t device, uint32_t i, smem_trans_role_t role) 
 /* The receiver's NPU block D (4 MiB, registered whole), by 1 MiB quarter. */
 enum { Q_D2D = 0, Q_H2D = 1, Q_READ = 2, Q_BATCH = 3 };
 #define HALF (MIB / 2)
+/* Tensors in an aclrtMalloc block of the receiver (1 MiB): T1 (HALF) and T2 (4 KiB), at
+ * offsets. */
+#define T_BLOCK MIB
+#define T1_AT (4096 + 64)
+#define T2_AT (HALF + 8192 + 128)
 
 /* The receiver (device 0): NPU blocks D (the sender writes and reads it) and E (for submits, then
  * deregistered), a host buffer H (the sender writes NPU memory into it and reads it back). */
@@ -216,7 +227,15 @@ static int pair_receiver(int to_sender, int from_sender) {
     CHECK(smem_trans_batch_register_mem(t, addrs, caps, 2, 0) == 0);
     CHECK(smem_trans_register_mem(t, e.va, e.size, 0) == 0);
     CHECK(smem_trans_register_mem(t, d.va + MIB, MIB, 0) == 0); /* inside D: nothing new */
-    msg_t out = {{(uint64_t)(uintptr_t)d.va, (uint64_t)(uintptr_t)e.va, (uint64_t)(uintptr_t)h}};
+    uint8_t *tb = NULL;
+    CHECK(p_malloc((void **)&tb, T_BLOCK, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS);
+    npu_fill(tb + T1_AT + HALF / 2, HALF / 2, 5);
+    CHECK(smem_trans_register_mem(t, tb + T1_AT, HALF, 0) == 0);
+    CHECK(smem_trans_register_mem(t, tb + T2_AT, 4096, 0) == 0);
+    /* Past the block's end: refused. */
+    CHECK(smem_trans_register_mem(t, tb + T2_AT, MIB, 0) != 0);
+    msg_t out = {{(uint64_t)(uintptr_t)d.va, (uint64_t)(uintptr_t)e.va, (uint64_t)(uintptr_t)h,
+                  (uint64_t)(uintptr_t)tb}};
     send_msg(to_sender, &out);
     msg_t in;
     CHECK(recv_msg(from_sender, &in)); /* written */
@@ -228,17 +247,24 @@ static int pair_receiver(int to_sender, int from_sender) {
     CHECK(npu_holds(e.va, HALF, 4));
     CHECK(npu_holds(e.va + HALF, HALF / 2, 1));
     CHECK(npu_holds(e.va + HALF + HALF / 2, HALF / 2, 2));
-    /* E withdrawn: the sender's next write to it is refused. */
+    CHECK(npu_holds(tb + T1_AT, HALF / 2, 1));            /* NPU -> tensor */
+    CHECK(npu_holds(tb + T2_AT, 4096, 2));                /* host -> tensor */
+    CHECK(npu_holds(tb + T1_AT + HALF / 2, HALF / 2, 5)); /* untouched, read by the sender */
+    /* E and T1 withdrawn: the sender's next writes to them are refused. */
     CHECK(smem_trans_deregister_mem(t, e.va) == 0);
+    CHECK(smem_trans_deregister_mem(t, tb + T1_AT) == 0);
     send_msg(to_sender, &out);
     CHECK(recv_msg(from_sender, &in)); /* the sender is done */
     CHECK(npu_holds(e.va, HALF, 4));   /* untouched since */
+    CHECK(npu_holds(tb + T1_AT, HALF / 2, 1));
+    CHECK(npu_holds(tb + T2_AT, 16, 6)); /* T2 stayed registered */
     smem_trans_destroy(t, 0);
     send_msg(to_sender, &out); /* destroyed: the sender's next write fails */
     CHECK(recv_msg(from_sender, &in));
     smem_trans_uninit(0);
     npu_free(e);
     npu_free(d);
+    CHECK(p_free(tb) == ACL_SUCCESS);
     /* Nothing of the library's holds device memory now: all of it allocates again. */
     npu_block all = npu_alloc(0, 4 * BLOCK);
     npu_free(all);
@@ -307,6 +333,18 @@ static int pair_sender(int to_receiver, int from_receiver) {
     CHECK(p_sync_stream(st) == ACL_SUCCESS);
     CHECK(npu_holds(s.va + MIB, HALF, 4));
     CHECK(holds(back, HALF / 2, 1));
+    /* Tensors inside the receiver's aclrtMalloc block: written and read at their offsets. */
+    uint8_t *tb = (uint8_t *)(uintptr_t)in.a[3];
+    CHECK(smem_trans_write(t, s.va, peer, tb + T1_AT, HALF / 2, 0) == 0);
+    fill(host, 4096, 2);
+    CHECK(smem_trans_write(t, host, peer, tb + T2_AT, 4096, 0) == 0);
+    memset(back, 0, MIB);
+    CHECK(smem_trans_read(t, back, peer, tb + T1_AT + HALF / 2, HALF / 2, 0) == 0);
+    CHECK(holds(back, HALF / 2, 5));
+    CHECK(smem_trans_read(t, s.va + MIB, peer, tb + T2_AT, 4096, 0) == 0);
+    CHECK(npu_holds(s.va + MIB, 4096, 2));
+    /* Past the tensor's end: refused. */
+    CHECK(smem_trans_write(t, host, peer, tb + T2_AT + 4000, 200, 0) != 0);
     msg_t out = {{1}};
     send_msg(to_receiver, &out);
     /* E deregistered: refused before anything moves. */
@@ -315,6 +353,10 @@ static int pair_sender(int to_receiver, int from_receiver) {
     CHECK(strstr(smem_get_last_err_msg(), "not inside") != NULL);
     printf("pair: a write to deregistered NPU memory: %s\n", smem_get_last_err_msg());
     CHECK(smem_trans_write_submit(t, host, peer, e, HALF, st, 0) == -2000);
+    CHECK(smem_trans_write(t, host, peer, tb + T1_AT, HALF / 2, 0) == -2000);
+    printf("pair: a write to a deregistered tensor: %s\n", smem_get_last_err_msg());
+    fill(host, 16, 6);
+    CHECK(smem_trans_write(t, host, peer, tb + T2_AT, 16, 0) == 0);
     CHECK(p_destroy_stream(st) == ACL_SUCCESS);
     /* D is still there. */
     CHECK(smem_trans_write(t, s.va, peer, d + Q_D2D * MIB, 16, 0) == 0);

@@ -198,6 +198,39 @@ sys_decl::functions! {
         deviceId: i32 => "int32_t",
         handle: *mut aclrtDrvMemHandle => "aclrtDrvMemHandle *",
     ) -> aclError => "aclError";
+    /// Exports the `aclrtMalloc` memory at `devPtr` (`size` bytes) for other processes and
+    /// writes its key (a string; `len` is the room in `key`, 65 bytes). `flags` 0 keeps the
+    /// pid whitelist ([`aclrtIpcMemSetImportPid`](Acl::aclrtIpcMemSetImportPid)).
+    fn aclrtIpcMemGetExportKey(
+        devPtr: *mut c_void => "void *",
+        size: usize => "size_t",
+        key: *mut c_char => "char *",
+        len: usize => "size_t",
+        flags: u64 => "uint64_t",
+    ) -> aclError => "aclError";
+    /// Allows the `num` processes in `pid` (their `aclrtDeviceGetBareTgid` ids) to import the
+    /// memory exported as `key`.
+    fn aclrtIpcMemSetImportPid(
+        key: *const c_char => "const char *",
+        pid: *mut i32 => "int32_t *",
+        num: usize => "size_t",
+    ) -> aclError => "aclError";
+    /// Imports a peer's memory exported as `key` and writes the address it is mapped at here.
+    fn aclrtIpcMemImportByKey(
+        devPtr: *mut *mut c_void => "void **",
+        key: *const c_char => "const char *",
+        flags: u64 => "uint64_t",
+    ) -> aclError => "aclError";
+    /// Closes `key`: an importer unmaps the memory, the exporter ends the export (after every
+    /// importer closed it).
+    fn aclrtIpcMemClose(key: *const c_char => "const char *") -> aclError => "aclError";
+    /// Writes the start and size of the block (`aclrtMalloc`, `aclrtMapMem`, `aclrtMallocHost`)
+    /// that holds `ptr`.
+    fn aclrtMemGetAddressRange(
+        ptr: *mut c_void => "void *",
+        pbase: *mut *mut c_void => "void **",
+        psize: *mut usize => "size_t *",
+    ) -> aclError => "aclError";
 
     /// Allocates `size` bytes of device memory with `policy` and writes the address.
     fn aclrtMalloc(

@@ -386,6 +386,77 @@ impl Npu {
         Ok(handle as usize)
     }
 
+    /// The block ACL allocated or mapped that holds `at` (`aclrtMalloc`, `aclrtMapMem`,
+    /// `aclrtMallocHost`): its start and length.
+    pub fn address_range(&self, at: usize) -> Result<(usize, usize)> {
+        let acl = self.acl()?;
+        let mut base: *mut c_void = std::ptr::null_mut();
+        let mut len = 0usize;
+        // SAFETY: ACL's query with valid out-pointers; it checks the address.
+        check(acl, "aclrtMemGetAddressRange", unsafe {
+            (acl.aclrtMemGetAddressRange)(at as *mut c_void, &mut base, &mut len)
+        })?;
+        Ok((base as usize, len))
+    }
+
+    /// Exports the `aclrtMalloc` block at `base` (`len` bytes) by IPC key, which the processes
+    /// `pids` (bare tgids) may import ([`Npu::ipc_import`]); closed with [`Npu::ipc_close`].
+    pub fn ipc_export(&self, base: usize, len: usize, pids: &[i32]) -> Result<String> {
+        let acl = self.acl()?;
+        let mut key = [0 as std::ffi::c_char; IPC_KEY_LEN];
+        // SAFETY: `key` has room for `IPC_KEY_LEN` bytes; ACL checks the block.
+        check(acl, "aclrtIpcMemGetExportKey", unsafe {
+            (acl.aclrtIpcMemGetExportKey)(base as *mut c_void, len, key.as_mut_ptr(), key.len(), 0)
+        })?;
+        // SAFETY: ACL wrote a NUL-terminated key into the buffer.
+        let key = unsafe { std::ffi::CStr::from_ptr(key.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        if let Err(e) = self.ipc_allow(&key, pids) {
+            let _ = self.ipc_close(&key);
+            return Err(e);
+        }
+        Ok(key)
+    }
+
+    /// Lets the processes `pids` (bare tgids) import `key`, an export of this process
+    /// ([`Npu::ipc_export`]); none: nothing to do.
+    pub fn ipc_allow(&self, key: &str, pids: &[i32]) -> Result<()> {
+        if pids.is_empty() {
+            return Ok(());
+        }
+        let acl = self.acl()?;
+        let key = ipc_key(key)?;
+        let mut pids = pids.to_vec();
+        // SAFETY: `key` is NUL-terminated; `pids` holds `pids.len()` process ids.
+        check(acl, "aclrtIpcMemSetImportPid", unsafe {
+            (acl.aclrtIpcMemSetImportPid)(key.as_ptr(), pids.as_mut_ptr(), pids.len())
+        })
+    }
+
+    /// Imports a peer's block exported as `key`: where it is mapped here, until
+    /// [`Npu::ipc_close`]. Peer access between the devices is enabled with it.
+    pub fn ipc_import(&self, key: &str) -> Result<usize> {
+        let acl = self.acl()?;
+        let key = ipc_key(key)?;
+        let mut at: *mut c_void = std::ptr::null_mut();
+        // SAFETY: valid out-pointer and NUL-terminated key; ACL checks the key.
+        check(acl, "aclrtIpcMemImportByKey", unsafe {
+            (acl.aclrtIpcMemImportByKey)(&mut at, key.as_ptr(), IPC_IMPORT_ENABLE_PEER_ACCESS)
+        })?;
+        Ok(at as usize)
+    }
+
+    /// Closes `key`: an import of it is unmapped here, an export of this process ends.
+    pub fn ipc_close(&self, key: &str) -> Result<()> {
+        let acl = self.acl()?;
+        let key = ipc_key(key)?;
+        // SAFETY: NUL-terminated key; ACL checks it.
+        check(acl, "aclrtIpcMemClose", unsafe {
+            (acl.aclrtIpcMemClose)(key.as_ptr())
+        })
+    }
+
     /// Lets go of a reference of [`Npu::retain`].
     pub fn free_handle(&self, handle: usize) -> Result<()> {
         let acl = self.acl()?;
@@ -679,6 +750,22 @@ fn enable_peer_access(acl: &acl::Acl, device: i32, peer: i32) -> Result<()> {
         tracing::debug!("aclrtDeviceEnablePeerAccess({peer}) answered {rc} (already enabled?)");
     }
     Ok(())
+}
+
+/// The room an IPC key takes, its NUL included (`aclrtIpcMemGetExportKey`'s `len`).
+const IPC_KEY_LEN: usize = 65;
+/// `ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS`: an import enables access between the
+/// devices.
+const IPC_IMPORT_ENABLE_PEER_ACCESS: u64 = 1;
+
+/// `key` as ACL takes it: NUL-terminated.
+fn ipc_key(key: &str) -> Result<std::ffi::CString> {
+    std::ffi::CString::new(key).map_err(|_| Error::Device {
+        device: "npu",
+        call: "aclrtIpcMemImportByKey",
+        code: 0,
+        detail: format!(": key {key:?} holds a NUL byte"),
+    })
 }
 
 /// `rc` as a result: ACL's code, its name and ACL's last message for a failure.

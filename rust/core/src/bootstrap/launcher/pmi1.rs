@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use rustix::io::Errno;
 use rustix::net::SendFlags;
 
-use crate::bootstrap::bits::hex;
+use crate::bootstrap::bits::{hex, unhex};
 use crate::error::{Error, LaunchError, Result};
 
 /// Longest answer line accepted; Hydra's longest is a `get_result` of `vallen_max` (1024).
@@ -384,16 +384,6 @@ impl Pmi1 {
     fn io_error(&self, op: &str, doing: &str, e: io::Error) -> Error {
         Error::os(format!("{}: {op}: {doing} the socket", self.label), e)
     }
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 #[cfg(test)]

@@ -7,16 +7,21 @@
 //!   Memory and Share Memory.
 //! - **Registration.** A range that starts where NPU memory is mapped (`aclrtMapMem`'s
 //!   address: [`Npu::retain`] takes a reference to its physical memory) is exported as a
-//!   shareable handle and published with the NPU device in the engine's record. A range in the
-//!   NPU's address window that does not start there is refused; any other range is host
-//!   memory, registered as on the host device. Deregistration and the engine's end let go of
-//!   the reference.
+//!   shareable handle and published with the NPU device in the engine's record. A range
+//!   elsewhere in a block ACL allocated (`aclrtMalloc`, as torch_npu's caching allocator
+//!   allocates: a tensor at an offset in it; ACL names the block,
+//!   [`Npu::address_range`]) is exported by the block's IPC key ([`Npu::ipc_export`], one
+//!   export per block whatever the registrations in it) and published with its offset in the
+//!   block. A range in the NPU's address window that is neither is refused; any other range is
+//!   host memory, registered as on the host device. Deregistration and the engine's end let
+//!   go of the reference, and of the IPC key with the block's last registration.
 //! - **Admission.** Every engine on the npu device publishes its NPU process id. Its listener
 //!   ([`listen`]) lets each engine of this node import this engine's exports: the engines met
 //!   in the group's announcements of newcomers, and, once a second, any member not met yet
 //!   (one that published its record late, or was there before).
 //! - **Imports** are made at a transfer's first use of a peer's registration, mapped in a
-//!   window of device address space of their own ([`DeviceWindow`]), retried up to the peer
+//!   window of device address space of their own ([`DeviceWindow`]), or, for an IPC key, where
+//!   ACL maps the block (one import per key, shared by the registrations in it), retried up to the peer
 //!   timeout while the peer has not let this process in yet. They are unmapped when the peer
 //!   withdrew the registration (seen by the next transfer to it), when the peer left or died
 //!   (the listener), and when this engine ends. A copy on a stream holds its imports until the
@@ -25,7 +30,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -50,8 +55,23 @@ pub(super) struct NpuEngine {
     exports: Mutex<Exports>,
     /// Peers' registrations mapped here: by the peer's unique id, then the registration's name.
     imports: Mutex<HashMap<String, HashMap<String, Arc<Import>>>>,
+    /// Peers' blocks imported by IPC key, by key (held by the imports in them).
+    ipc_imports: Mutex<HashMap<String, Weak<IpcImport>>>,
     stop: Arc<AtomicBool>,
     listener: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// How a registration of NPU memory is published for the engines of its node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum DeviceMem {
+    /// Physical memory mapped at the registration's start, exported as a shareable handle.
+    Handle { shareable: u64, device: i32 },
+    /// Inside an `aclrtMalloc` block exported by IPC `key`, `offset` bytes into it.
+    Ipc {
+        key: String,
+        offset: u64,
+        device: i32,
+    },
 }
 
 /// This engine's device registrations and the processes let in to them.
@@ -59,6 +79,9 @@ pub(super) struct NpuEngine {
 struct Exports {
     /// By start address.
     regs: BTreeMap<u64, Export>,
+    /// The `aclrtMalloc` blocks exported by IPC key, by start address: the key and how many
+    /// registrations lie in the block.
+    blocks: HashMap<usize, (String, usize)>,
     /// The NPU process ids of the engines of this node met so far, by unique id (0: an engine
     /// that imports nothing from here: another node's, or one on the host device).
     admitted: HashMap<String, i32>,
@@ -67,20 +90,52 @@ struct Exports {
 /// A device registration of this engine: its reference to the memory and the export.
 struct Export {
     len: u64,
-    handle: usize,
-    shareable: u64,
+    kind: ExportKind,
+}
+
+enum ExportKind {
+    /// A reference of [`Npu::retain`] and its shareable handle.
+    Handle { handle: usize, shareable: u64 },
+    /// In the IPC-exported block starting at `block` ([`Exports::blocks`]).
+    Ipc { block: usize },
 }
 
 /// A peer's registration mapped here.
 pub(super) struct Import {
-    window: DeviceWindow,
-    shareable: u64,
+    mem: DeviceMem,
+    mapped: Mapped,
+}
+
+enum Mapped {
+    /// Imported from a shareable handle into a window of its own.
+    Window(DeviceWindow),
+    /// In a peer's block imported by IPC key.
+    Ipc(Arc<IpcImport>),
+}
+
+/// A peer's block imported by IPC key, closed when the last registration using it goes.
+struct IpcImport {
+    npu: Npu,
+    key: String,
+    base: usize,
+}
+
+impl Drop for IpcImport {
+    fn drop(&mut self) {
+        if let Err(e) = self.npu.ipc_close(&self.key) {
+            tracing::warn!("closing the imported NPU block {}: {e}", self.key);
+        }
+    }
 }
 
 impl Import {
     /// Where the registration's first byte is mapped here.
     pub fn base(&self) -> usize {
-        self.window.base
+        match (&self.mapped, &self.mem) {
+            (Mapped::Window(w), _) => w.base,
+            (Mapped::Ipc(i), DeviceMem::Ipc { offset, .. }) => i.base + *offset as usize,
+            (Mapped::Ipc(i), DeviceMem::Handle { .. }) => i.base,
+        }
     }
 }
 
@@ -97,6 +152,7 @@ impl NpuEngine {
             npu,
             exports: Mutex::new(Exports::default()),
             imports: Mutex::new(HashMap::new()),
+            ipc_imports: Mutex::new(HashMap::new()),
             stop: Arc::new(AtomicBool::new(false)),
             listener: Mutex::new(None),
         }
@@ -107,22 +163,12 @@ impl NpuEngine {
         (self.npu.pid(), self.npu.device_id())
     }
 
-    /// Exports `[addr, +len)` when it is NPU memory: its shareable handle and device; `None`
-    /// for host memory.
-    pub fn export(&self, addr: u64, len: u64) -> Result<Option<(u64, i32)>> {
+    /// Exports `[addr, +len)` when it is NPU memory: how it is published; `None` for host
+    /// memory.
+    pub fn export(&self, addr: u64, len: u64) -> Result<Option<DeviceMem>> {
         let handle = match self.npu.retain(addr as usize) {
             Ok(h) => h,
-            Err(e) if DEVICE_VA.contains(&(addr as usize)) => {
-                return Err(TransError::invalid(format!(
-                    "invalid argument address={addr:#x} capacity={len}: NPU memory is \
-                     registered from where it was mapped (aclrtMapMem's address, the start of \
-                     a tensor's block): {e}"
-                )))
-            }
-            Err(e) => {
-                tracing::trace!("{addr:#x} is host memory: {e}");
-                return Ok(None);
-            }
+            Err(e) => return self.export_in_block(addr, len, &e.to_string()),
         };
         let mut ex = lock(&self.exports);
         let pids: Vec<i32> = ex.admitted.values().copied().filter(|&p| p > 0).collect();
@@ -132,11 +178,13 @@ impl NpuEngine {
                     addr,
                     Export {
                         len,
-                        handle,
-                        shareable,
+                        kind: ExportKind::Handle { handle, shareable },
                     },
                 );
-                Ok(Some((shareable, self.npu.device_id())))
+                Ok(Some(DeviceMem::Handle {
+                    shareable,
+                    device: self.npu.device_id(),
+                }))
             }
             Err(e) => {
                 let _ = self.npu.free_handle(handle);
@@ -147,13 +195,93 @@ impl NpuEngine {
         }
     }
 
+    /// Exports `[addr, +len)`, which does not start a mapping (`not_mapped`: why), by the IPC
+    /// key of the `aclrtMalloc` block that holds it; `None` for host memory.
+    fn export_in_block(&self, addr: u64, len: u64, not_mapped: &str) -> Result<Option<DeviceMem>> {
+        let in_window = DEVICE_VA.contains(&(addr as usize));
+        let refuse = |why: String| {
+            TransError::invalid(format!(
+                "invalid argument address={addr:#x} capacity={len}: NPU memory is registered \
+                 from where it was mapped (aclrtMapMem's address) or inside a block aclrtMalloc \
+                 allocated: {why}"
+            ))
+        };
+        let (base, size) = match self.npu.address_range(addr as usize) {
+            Ok(r) => r,
+            Err(e) if in_window => return Err(refuse(format!("{not_mapped}; {e}"))),
+            Err(e) => {
+                tracing::trace!("{addr:#x} is host memory: {e}");
+                return Ok(None);
+            }
+        };
+        let offset = addr - base as u64;
+        if len > (size as u64).saturating_sub(offset) {
+            return Err(refuse(format!(
+                "it runs past the end of the block [{base:#x}, +{size}) that holds it"
+            )));
+        }
+        let mut ex = lock(&self.exports);
+        let key = match ex.blocks.get_mut(&base) {
+            Some((key, n)) => {
+                *n += 1;
+                key.clone()
+            }
+            None => {
+                let pids: Vec<i32> = ex.admitted.values().copied().filter(|&p| p > 0).collect();
+                match self.npu.ipc_export(base, size, &pids) {
+                    Ok(key) => {
+                        ex.blocks.insert(base, (key.clone(), 1));
+                        key
+                    }
+                    Err(e) if in_window => return Err(refuse(format!("{not_mapped}; {e}"))),
+                    Err(e) => {
+                        // A block of host memory (aclrtMallocHost): registered as host memory.
+                        tracing::trace!("{addr:#x} is host memory: {e}");
+                        return Ok(None);
+                    }
+                }
+            }
+        };
+        ex.regs.insert(
+            addr,
+            Export {
+                len,
+                kind: ExportKind::Ipc { block: base },
+            },
+        );
+        Ok(Some(DeviceMem::Ipc {
+            key,
+            offset,
+            device: self.npu.device_id(),
+        }))
+    }
+
     /// Lets go of the export at `addr` (its registration unpublished already).
     pub fn withdraw(&self, addr: u64) {
-        let e = lock(&self.exports).regs.remove(&addr);
-        if let Some(e) = e {
-            if let Err(err) = self.npu.free_handle(e.handle) {
-                tracing::warn!("NPU memory [{addr:#x}, +{}): {err}", e.len);
-            }
+        let mut ex = lock(&self.exports);
+        if let Some(e) = ex.regs.remove(&addr) {
+            self.release(&mut ex, addr, e);
+        }
+    }
+
+    /// Lets go of export `e` at `addr`: its reference, or its share of its block's IPC key.
+    fn release(&self, ex: &mut Exports, addr: u64, e: Export) {
+        let r = match e.kind {
+            ExportKind::Handle { handle, .. } => self.npu.free_handle(handle),
+            ExportKind::Ipc { block } => match ex.blocks.get_mut(&block) {
+                Some((_, n)) if *n > 1 => {
+                    *n -= 1;
+                    Ok(())
+                }
+                Some(_) => {
+                    let (key, _) = ex.blocks.remove(&block).unwrap_or_default();
+                    self.npu.ipc_close(&key)
+                }
+                None => Ok(()),
+            },
+        };
+        if let Err(err) = r {
+            tracing::warn!("NPU memory [{addr:#x}, +{}): {err}", e.len);
         }
     }
 
@@ -179,11 +307,18 @@ impl NpuEngine {
             return;
         }
         for (addr, e) in &ex.regs {
-            if let Err(err) = self.npu.allow(e.shareable, &[pid]) {
-                tracing::warn!(
-                    "letting engine '{id}' import [{addr:#x}, +{}): {err}",
-                    e.len
-                );
+            if let ExportKind::Handle { shareable, .. } = e.kind {
+                if let Err(err) = self.npu.allow(shareable, &[pid]) {
+                    tracing::warn!(
+                        "letting engine '{id}' import [{addr:#x}, +{}): {err}",
+                        e.len
+                    );
+                }
+            }
+        }
+        for (base, (key, _)) in &ex.blocks {
+            if let Err(err) = self.npu.ipc_allow(key, &[pid]) {
+                tracing::warn!("letting engine '{id}' import the NPU block at {base:#x}: {err}");
             }
         }
     }
@@ -199,16 +334,89 @@ impl NpuEngine {
     }
 
     /// Unmaps what is mapped here of peer `id`'s registrations that `keep` no longer holds.
-    pub fn prune(&self, id: &str, keep: impl Fn(&str, u64) -> bool) {
+    pub fn prune(&self, id: &str, keep: impl Fn(&str, &DeviceMem) -> bool) {
         if let Some(m) = lock(&self.imports).get_mut(id) {
-            m.retain(|name, i| keep(name, i.shareable));
+            m.retain(|name, i| keep(name, &i.mem));
         }
     }
 
-    /// Peer `id`'s registration `name` (`len` bytes, exported as `shareable` on `device`),
-    /// mapped here: at once when it is, else imported, retried until `deadline` while the
-    /// peer has not let this process in.
+    /// Peer `id`'s registration `name` (`len` bytes, published as `mem`), mapped here: at once
+    /// when it is, else imported, retried until `deadline` while the peer has not let this
+    /// process in.
     pub fn import(
+        &self,
+        id: &str,
+        name: &str,
+        mem: &DeviceMem,
+        len: u64,
+        deadline: Instant,
+    ) -> Result<Arc<Import>> {
+        if let Some(i) = lock(&self.imports).get(id).and_then(|m| m.get(name)) {
+            if i.mem == *mem {
+                return Ok(Arc::clone(i));
+            }
+        }
+        let mapped = match mem {
+            DeviceMem::Handle { shareable, device } => {
+                Mapped::Window(self.import_window(id, name, *shareable, *device, len, deadline)?)
+            }
+            DeviceMem::Ipc { key, device, .. } => {
+                Mapped::Ipc(self.import_block(id, name, key, *device, deadline)?)
+            }
+        };
+        let i = Arc::new(Import {
+            mem: mem.clone(),
+            mapped,
+        });
+        lock(&self.imports)
+            .entry(id.to_string())
+            .or_default()
+            .insert(name.to_string(), Arc::clone(&i));
+        Ok(i)
+    }
+
+    /// Peer `id`'s block exported as IPC `key` on `device` (holding its registration `name`),
+    /// imported here once whatever the registrations in it.
+    fn import_block(
+        &self,
+        id: &str,
+        name: &str,
+        key: &str,
+        device: i32,
+        deadline: Instant,
+    ) -> Result<Arc<IpcImport>> {
+        let mut blocks = lock(&self.ipc_imports);
+        if let Some(b) = blocks.get(key).and_then(Weak::upgrade) {
+            return Ok(b);
+        }
+        blocks.retain(|_, w| w.strong_count() > 0);
+        loop {
+            match self.npu.ipc_import(key) {
+                Ok(base) => {
+                    let b = Arc::new(IpcImport {
+                        npu: self.npu.clone(),
+                        key: key.to_string(),
+                        base,
+                    });
+                    blocks.insert(key.to_string(), Arc::downgrade(&b));
+                    return Ok(b);
+                }
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                Err(e) => {
+                    return Err(TransError::error(format!(
+                        "engine '{id}': importing the NPU block of its registration {name} \
+                         (IPC key {key} on device {device}): {e}"
+                    )))
+                }
+            }
+        }
+    }
+
+    /// Peer `id`'s registration `name` exported as `shareable` on `device`, imported into a
+    /// window of its own.
+    fn import_window(
         &self,
         id: &str,
         name: &str,
@@ -216,12 +424,7 @@ impl NpuEngine {
         device: i32,
         len: u64,
         deadline: Instant,
-    ) -> Result<Arc<Import>> {
-        if let Some(i) = lock(&self.imports).get(id).and_then(|m| m.get(name)) {
-            if i.shareable == shareable {
-                return Ok(Arc::clone(i));
-            }
-        }
+    ) -> Result<DeviceWindow> {
         let g = self.npu.granularity();
         let span = (len as usize).div_ceil(g) * g;
         let mut window = DeviceWindow::new(&self.npu, span, 0, 0).map_err(|e| {
@@ -244,12 +447,7 @@ impl NpuEngine {
                 }
             }
         }
-        let i = Arc::new(Import { window, shareable });
-        lock(&self.imports)
-            .entry(id.to_string())
-            .or_default()
-            .insert(name.to_string(), Arc::clone(&i));
-        Ok(i)
+        Ok(window)
     }
 
     /// Copies each element by the NPU: complete on return, or, with a `stream`, enqueued on it
@@ -306,11 +504,10 @@ impl NpuEngine {
             }
         }
         lock(&self.imports).clear();
-        let regs = std::mem::take(&mut lock(&self.exports).regs);
+        let mut ex = lock(&self.exports);
+        let regs = std::mem::take(&mut ex.regs);
         for (addr, e) in regs {
-            if let Err(err) = self.npu.free_handle(e.handle) {
-                tracing::warn!("NPU memory [{addr:#x}, +{}): {err}", e.len);
-            }
+            self.release(&mut ex, addr, e);
         }
     }
 }

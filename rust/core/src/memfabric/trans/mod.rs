@@ -44,10 +44,11 @@ use std::time::{Duration, Instant};
 use shmem_store::addr::StoreAddr;
 use shmem_store::{BootstrapError, TcpDial};
 
+use crate::bootstrap::bits::{hex, unhex};
 use crate::device::npu::Npu;
 use crate::group::{Group, GroupError, GroupOptions};
 use crate::idmap::IdMap;
-use device::{DeviceElement, NpuEngine};
+use device::{DeviceElement, DeviceMem, NpuEngine};
 use vm::{Process, VmError};
 
 /// memfabric's codes.
@@ -239,8 +240,8 @@ struct Region {
     name: String,
     /// Shareable memory (`smem_trans_malloc`), mapped by peers of its node.
     shared: bool,
-    /// NPU memory: its shareable handle and device (imported by peers of its node).
-    device: Option<(u64, i32)>,
+    /// NPU memory: how it is exported (imported by peers of its node).
+    device: Option<DeviceMem>,
 }
 
 /// An engine's record: what its peers need to reach it.
@@ -267,8 +268,21 @@ impl Record {
             s.push_str(&format!("npu {pid} {device}\n"));
         }
         for (addr, r) in &self.regions {
-            match r.device {
-                Some((h, d)) => s.push_str(&format!("r {addr} {} {} d {h} {d}\n", r.len, r.name)),
+            match &r.device {
+                Some(DeviceMem::Handle { shareable, device }) => s.push_str(&format!(
+                    "r {addr} {} {} d {shareable} {device}\n",
+                    r.len, r.name
+                )),
+                Some(DeviceMem::Ipc {
+                    key,
+                    offset,
+                    device,
+                }) => s.push_str(&format!(
+                    "r {addr} {} {} i {} {offset} {device}\n",
+                    r.len,
+                    r.name,
+                    hex(key.as_bytes())
+                )),
                 None => s.push_str(&format!(
                     "r {addr} {} {} {}\n",
                     r.len,
@@ -307,10 +321,17 @@ impl Record {
                     let len = w.next()?.parse().ok()?;
                     let name = w.next()?.to_string();
                     let kind = w.next()?;
-                    let device = if kind == "d" {
-                        Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
-                    } else {
-                        None
+                    let device = match kind {
+                        "d" => Some(DeviceMem::Handle {
+                            shareable: w.next()?.parse().ok()?,
+                            device: w.next()?.parse().ok()?,
+                        }),
+                        "i" => Some(DeviceMem::Ipc {
+                            key: String::from_utf8(unhex(w.next()?)?).ok()?,
+                            offset: w.next()?.parse().ok()?,
+                            device: w.next()?.parse().ok()?,
+                        }),
+                        _ => None,
                     };
                     r.regions.insert(
                         addr,
@@ -1022,7 +1043,7 @@ impl Engine {
                 .record
                 .regions
                 .values()
-                .any(|r| r.name == name && r.device.map(|x| x.0) == Some(h))
+                .any(|r| r.name == name && r.device.as_ref() == Some(h))
         });
         for &(_, start, r) in places {
             if fresh.record.regions.get(&start) != Some(r) {
@@ -1047,10 +1068,10 @@ impl Engine {
         let mut held: Vec<Arc<device::Import>> = Vec::new();
         let mut elements = Vec::with_capacity(places.len());
         for &(i, start, r) in places {
-            let Some((shareable, dev)) = r.device else {
+            let Some(mem) = &r.device else {
                 continue;
             };
-            let import = match d.import(t.peer, &r.name, shareable, dev, r.len, deadline) {
+            let import = match d.import(t.peer, &r.name, mem, r.len, deadline) {
                 Ok(x) => x,
                 Err(e) => return Attempt::Done(Err(e)),
             };
@@ -1291,7 +1312,23 @@ mod tests {
                 len: 0x200000,
                 name: "r1-2".into(),
                 shared: false,
-                device: Some((0x1234_0000_0001, 3)),
+                device: Some(DeviceMem::Handle {
+                    shareable: 0x1234_0000_0001,
+                    device: 3,
+                }),
+            },
+        );
+        r.regions.insert(
+            0x900000,
+            Region {
+                len: 0x1000,
+                name: "r1-3".into(),
+                shared: false,
+                device: Some(DeviceMem::Ipc {
+                    key: "a key with spaces".into(),
+                    offset: 0x2011,
+                    device: 1,
+                }),
             },
         );
         assert_eq!(Record::decode(&r.encode()).unwrap(), r);
