@@ -241,7 +241,8 @@ def start(args, role, *extra):
            "--iters", str(args.iters),
            "--blocks", ",".join(map(str, args.blocks)),
            "--counts", ",".join(map(str, args.counts)),
-           "--singles", ",".join(map(str, args.singles)), *extra]
+           "--singles", ",".join(map(str, args.singles)), *(["--pin"] if args.pin else []),
+           *extra]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT if args.verbose else subprocess.DEVNULL,
                             text=True, start_new_session=True)
@@ -347,6 +348,9 @@ def main():
                     help="RECEIVER_IP,SENDER_IP the engines use (default 127.0.0.1 both)")
     ap.add_argument("--netns", type=lambda t: t.split(","),
                     help="RECEIVER_NS,SENDER_NS: start the two sides in these network namespaces")
+    ap.add_argument("--pin", action="store_true",
+                    help="the sender (all its threads) on CPU 0, the receiver on CPU 1, as "
+                         "ucx_perftest's client and server run with -c 0 and -c 1")
     ap.add_argument("--smoke", action="store_true", help="a few cases, one round (ctest)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--table-from", metavar="JSON",
@@ -363,6 +367,9 @@ def main():
     for name in args.engines or []:
         if name not in ("ours", "mooncake"):
             ap.error(f"--engines: {name!r} is not ours or mooncake")
+    if args.pin and args.role:
+        # Before any engine starts a thread: its threads inherit the CPU.
+        os.sched_setaffinity(0, {(1 if args.role == "receiver" else 0) % os.cpu_count()})
     if args.table_from:
         with open(args.table_from) as f:
             saved = json.load(f)

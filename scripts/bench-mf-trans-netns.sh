@@ -8,7 +8,8 @@
 # go to the script (--rounds, --json, --engines, ...). Then, between the same namespaces,
 # ucx_perftest's ucp_put_bw (server on the receiver's side) at 1, 4, 16 and 64 MiB, a line of
 # GB/s each (bench/report_multinode.py reads its output), unless PERFTEST=0 or there is no
-# ucx_perftest. Needs root and iproute2 (status 77 otherwise); the namespaces and their
+# ucx_perftest. Both are pinned alike: the sender (every thread of it) and ucx_perftest's
+# client on CPU 0, the receiver and ucx_perftest's server on CPU 1 (--pin; -c 0 and -c 1). Needs root and iproute2 (status 77 otherwise); the namespaces and their
 # processes are removed on exit, whatever happens.
 set -u
 me=bench-mf-trans-netns.sh
@@ -20,7 +21,7 @@ netns_require_root
 netns_require_ucx
 netns_pair_up mfb shmem0
 export UCX_TLS=${UCX_TLS:-tcp} UCX_NET_DEVICES=${UCX_NET_DEVICES:-shmem0}
-"$python" "$root/bench/mf_trans_vs_mooncake.py" --netns "$b,$a" --hosts "$net.2,$net.1" "$@" || exit
+"$python" "$root/bench/mf_trans_vs_mooncake.py" --netns "$b,$a" --hosts "$net.2,$net.1" --pin "$@" || exit
 perftest=$(command -v ucx_perftest) || exit 0
 [ "${PERFTEST:-1}" = 0 ] && exit 0
 port=$((20000 + $$ % 20000))
@@ -28,13 +29,13 @@ for mib in 1 4 16 64; do
     bytes=$((mib << 20)) port=$((port + 1))
     # Over TCP a put_bw run pays about half a second whatever its count: 512 MiB at least.
     iters=$(((512 << 20) / bytes > 16 ? (512 << 20) / bytes : 16))
-    timeout 120 ip netns exec "$b" "$perftest" -p "$port" >"$tmp/perf-srv" 2>&1 &
+    timeout 120 ip netns exec "$b" "$perftest" -p "$port" -c $((1 % $(nproc))) >"$tmp/perf-srv" 2>&1 &
     srv=$!
     for _ in $(seq 100); do
         ip netns exec "$b" ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
         sleep 0.05
     done
-    timeout 120 ip netns exec "$a" "$perftest" "$net.2" -p "$port" -t ucp_put_bw -s "$bytes" \
+    timeout 120 ip netns exec "$a" "$perftest" "$net.2" -p "$port" -c 0 -t ucp_put_bw -s "$bytes" \
         -n "$iters" -w $((iters / 10 + 1)) -v >"$tmp/perf-cli" 2>&1
     wait "$srv"
     python3 "$root/bench/report_multinode.py" perftest "$tmp/perf-cli" --test ucp_put_bw \

@@ -375,7 +375,7 @@ impl Ucx {
         let api = self.api;
         let state = Arc::clone(&self.state);
         let last = Arc::clone(&self.last_progress);
-        let handle = spawn_progress("shmem-ucx", "the UCX progress thread", None, move |nap| {
+        let handle = spawn_progress("shmem-ucx", "the UCX progress thread", None, move |nap, _| {
             // A PE that waits in the library progresses the worker itself: the thread stays out
             // of its way and steps in when nobody did for a nap.
             let recent = crate::clock::node_clock_ns().saturating_sub(last.load(Ordering::Relaxed))
@@ -425,6 +425,9 @@ impl Ucx {
 const NAP_MIN: Duration = Duration::from_micros(20);
 /// Its longest nap, when idle.
 const NAP_MAX: Duration = Duration::from_millis(1);
+/// How long a progress thread with an event descriptor keeps stepping after its last step that
+/// moved something before it arms the worker and sleeps.
+const SPIN: Duration = Duration::from_micros(200);
 
 /// The pace of a wait's progress steps, shared by the SHMEM job's transport and the dynamic
 /// worker: after a step that moved something the next follows at once; of the steps that moved
@@ -489,12 +492,17 @@ pub(crate) enum Stepped {
     Armed,
     /// Nothing progressed (nothing to do, or another thread is progressing the worker).
     Idle,
+    /// It moved nothing and did not arm the worker (the step was told not to): the thread
+    /// yields and steps again.
+    Quiet,
 }
 
 /// Starts the thread `name` that calls `step` (given its current nap) until stopped. Without an
 /// event descriptor (`efd`), it naps [`NAP_MIN`] after a step that moved something, doubling
 /// up to [`NAP_MAX`] while idle. With one, a step that moved something is followed by the next
-/// at once, and after a step that armed the worker the thread waits on the descriptor (up to
+/// at once; for [`SPIN`] after it, `step` is told not to arm the worker (its second argument is
+/// false) and the thread yields between steps that moved nothing ([`Stepped::Quiet`]); after
+/// a step that armed the worker the thread waits on the descriptor (up to
 /// [`NAP_MAX`]): a peer's put or get wakes it as soon as it arrives, where a nap (at least the
 /// kernel's timer slack, 50 µs, over 20 µs) would add its length to every round trip through
 /// this worker. `what` names the thread in the error of a failed start. The SHMEM job's
@@ -503,7 +511,7 @@ pub(crate) fn spawn_progress(
     name: &str,
     what: &str,
     efd: Option<std::os::fd::RawFd>,
-    mut step: impl FnMut(Duration) -> Stepped + Send + 'static,
+    mut step: impl FnMut(Duration, bool) -> Stepped + Send + 'static,
 ) -> Result<ProgressThread, TransportError> {
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = Arc::clone(&stop);
@@ -511,9 +519,15 @@ pub(crate) fn spawn_progress(
         .name(name.into())
         .spawn(move || {
             let mut nap = NAP_MIN;
+            let mut moved_at: Option<Instant> = None;
             while !stopped.load(Ordering::Acquire) {
-                match (step(nap), efd) {
-                    (Stepped::Moved, Some(_)) => nap = NAP_MIN,
+                let may_arm = moved_at.is_none_or(|t| t.elapsed() >= SPIN);
+                match (step(nap, may_arm), efd) {
+                    (Stepped::Moved, Some(_)) => {
+                        nap = NAP_MIN;
+                        moved_at = Some(Instant::now());
+                    }
+                    (Stepped::Quiet, _) => std::thread::yield_now(),
                     (Stepped::Moved, None) => {
                         nap = NAP_MIN;
                         std::thread::sleep(nap);
@@ -530,6 +544,7 @@ pub(crate) fn spawn_progress(
                         unsafe { libc::poll(&mut p, 1, NAP_MAX.as_millis() as libc::c_int) };
                     }
                     (Stepped::Armed | Stepped::Idle, _) => {
+                        moved_at = None;
                         nap = (nap * 2).min(NAP_MAX);
                         std::thread::sleep(nap);
                     }
