@@ -25,6 +25,9 @@ export UCX_TLS=${UCX_TLS:-tcp} UCX_NET_DEVICES=${UCX_NET_DEVICES:-shmem0}
 perftest=$(command -v ucx_perftest) || exit 0
 [ "${PERFTEST:-1}" = 0 ] && exit 0
 port=$((20000 + $$ % 20000))
+# UCX's TCP segments as our library sets them where the environment does not (UCX_DEFAULTS in
+# rust/core/src/transport/ucx/mod.rs): ucx_perftest's figures are UCX's over the same settings.
+export UCX_TCP_TX_SEG_SIZE=${UCX_TCP_TX_SEG_SIZE:-256k} UCX_TCP_RX_SEG_SIZE=${UCX_TCP_RX_SEG_SIZE:-256k}
 for mib in 1 4 16 64; do
     bytes=$((mib << 20)) port=$((port + 1))
     # Over TCP a put_bw run pays about half a second whatever its count: 512 MiB at least.
