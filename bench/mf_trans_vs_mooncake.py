@@ -254,10 +254,13 @@ def stop(p):
     p.wait()
 
 
-def table(results, engines):
+def table(results, engines, perftest=()):
+    """The Markdown table; with `perftest` (ucx_perftest's put_bw figures of the same run, by
+    size), a column of ours against it on the single writes of those sizes."""
     rows = {}
     for r in results:
         rows.setdefault((r["kind"], r["block"], r["count"]), {})[r["engine"]] = r
+    floor = {f["size"]: f for f in perftest}
     head = "| kind | block | blocks | bytes |"
     sep = "|---|---|---|---|"
     for e in engines:
@@ -267,6 +270,9 @@ def table(results, engines):
     if both:
         head += " ours/mooncake |"
         sep += "---|"
+    if floor and "ours" in engines:
+        head += " ucx_perftest put_bw GB/s | ours/perftest |"
+        sep += "---|---|"
     lines = [head, sep]
     for (kind, bs, n), per in rows.items():
         line = f"| {kind} | {human(bs)} | {n} | {human(bs * n)} |"
@@ -276,8 +282,53 @@ def table(results, engines):
                      f"<sub>{r['gbps_min']:.2f}–{r['gbps_max']:.2f}</sub> |")
         if both:
             line += f" {per['ours']['gbps'] / per['mooncake']['gbps']:.2f}× |"
+        if floor and "ours" in engines:
+            f = floor.get(bs * n) if kind == "single" else None
+            line += (f" {f['gbps']:.2f} <sub>{f['gbps_min']:.2f}–{f['gbps_max']:.2f}</sub> |"
+                     f" {per['ours']['gbps'] / f['gbps']:.2f}× |" if f else " | |")
         lines.append(line)
     return "\n".join(lines)
+
+
+def plot(saved, path):
+    """Two panels: single writes by size (with ucx_perftest's put_bw where the run has it), and
+    batch writes by bytes a batch, one line per engine and block size."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    results, engines = saved["results"], saved["engines"]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    style = {"ours": dict(marker="o"), "mooncake": dict(marker="s", linestyle="--")}
+    for e in engines:
+        pts = sorted((r["bytes"], r) for r in results if r["engine"] == e and r["kind"] == "single")
+        if pts:
+            a1.errorbar([b for b, _ in pts], [r["gbps"] for _, r in pts],
+                        yerr=[[r["gbps"] - r["gbps_min"] for _, r in pts],
+                              [r["gbps_max"] - r["gbps"] for _, r in pts]],
+                        label=e, capsize=2, markersize=4, **style.get(e, {}))
+        # A colour per block size, a line style per engine.
+        for k, bs in enumerate(sorted({r["block"] for r in results if r["kind"] == "batch"})):
+            pts = sorted((r["bytes"], r) for r in results
+                         if r["engine"] == e and r["kind"] == "batch" and r["block"] == bs)
+            if pts:
+                a2.plot([b for b, _ in pts], [r["gbps"] for _, r in pts], color=f"C{k}",
+                        label=f"{e}, {human(bs)} blocks", markersize=4, **style.get(e, {}))
+    if saved.get("perftest"):
+        f = saved["perftest"]
+        a1.plot([x["size"] for x in f], [x["gbps"] for x in f], linestyle=":", marker=".",
+                label="ucx_perftest ucp_put_bw")
+    for ax, title, xlabel in ((a1, "single writes", "bytes a write"),
+                              (a2, "batch writes", "bytes a batch")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("GB/s (median over rounds)")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def driver(args):
@@ -353,6 +404,8 @@ def main():
                          "ucx_perftest's client and server run with -c 0 and -c 1")
     ap.add_argument("--smoke", action="store_true", help="a few cases, one round (ctest)")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--plot", metavar="PNG",
+                    help="with --table-from: draw its figures here (needs matplotlib)")
     ap.add_argument("--table-from", metavar="JSON",
                     help="print the table of a --json file and exit (nothing is run)")
     ap.add_argument("--verbose", action="store_true", help="the engines' own output too")
@@ -373,7 +426,9 @@ def main():
     if args.table_from:
         with open(args.table_from) as f:
             saved = json.load(f)
-        print(table(saved["results"], saved["engines"]))
+        print(table(saved["results"], saved["engines"], saved.get("perftest", ())))
+        if args.plot:
+            plot(saved, args.plot)
     elif args.role == "receiver":
         receiver(args)
     elif args.role == "sender":

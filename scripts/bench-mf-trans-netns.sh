@@ -6,11 +6,13 @@
 # (UCX_TLS=tcp over the veth, named shmem0 in both), Mooncake's over its TCP transport. PYTHON
 # is the interpreter holding both engines (e.g. ~/.cache/shmem/mooncake-venv/bin/python); ARGS
 # go to the script (--rounds, --json, --engines, ...). Then, between the same namespaces,
-# ucx_perftest's ucp_put_bw (server on the receiver's side) at 1, 4, 16 and 64 MiB, a line of
-# GB/s each (bench/report_multinode.py reads its output), unless PERFTEST=0 or there is no
-# ucx_perftest. Both are pinned alike: the sender (every thread of it) and ucx_perftest's
-# client on CPU 0, the receiver and ucx_perftest's server on CPU 1 (--pin; -c 0 and -c 1). Needs root and iproute2 (status 77 otherwise); the namespaces and their
-# processes are removed on exit, whatever happens.
+# ucx_perftest's ucp_put_bw (server on the receiver's side) at 1, 4, 16 and 64 MiB, as many runs
+# a size as --rounds says (5 by default): a line of GB/s each (the median over the runs and
+# their range; bench/report_multinode.py reads its output), added to the --json file as
+# "perftest", unless PERFTEST=0 or there is no ucx_perftest. Both sides are pinned alike: the
+# sender (every thread of it) and ucx_perftest's client on CPU 0, the receiver and
+# ucx_perftest's server on CPU 1 (--pin; -c 0 and -c 1). Needs root and iproute2 (status 77
+# otherwise); the namespaces and their processes are removed on exit, whatever happens.
 set -u
 me=bench-mf-trans-netns.sh
 python=${1:?usage: $me PYTHON [ARGS...]}
@@ -28,21 +30,53 @@ port=$((20000 + $$ % 20000))
 # UCX's TCP segments as our library sets them where the environment does not (UCX_DEFAULTS in
 # rust/core/src/transport/ucx/mod.rs): ucx_perftest's figures are UCX's over the same settings.
 export UCX_TCP_TX_SEG_SIZE=${UCX_TCP_TX_SEG_SIZE:-256k} UCX_TCP_RX_SEG_SIZE=${UCX_TCP_RX_SEG_SIZE:-256k}
+# The rounds and the JSON file the Python side was given, for ucx_perftest's runs and figures.
+rounds=5 json=
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+    case ${args[i]} in
+        --rounds) rounds=${args[i + 1]:-5} ;;
+        --rounds=*) rounds=${args[i]#--rounds=} ;;
+        --json) json=${args[i + 1]:-} ;;
+        --json=*) json=${args[i]#--json=} ;;
+    esac
+done
+: >"$tmp/perftest.jsonl"
 for mib in 1 4 16 64; do
-    bytes=$((mib << 20)) port=$((port + 1))
+    bytes=$((mib << 20))
     # Over TCP a put_bw run pays about half a second whatever its count: 512 MiB at least.
     iters=$(((512 << 20) / bytes > 16 ? (512 << 20) / bytes : 16))
-    timeout 120 ip netns exec "$b" "$perftest" -p "$port" -c $((1 % $(nproc))) >"$tmp/perf-srv" 2>&1 &
-    srv=$!
-    for _ in $(seq 100); do
-        ip netns exec "$b" ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
-        sleep 0.05
+    for ((run = 1; run <= rounds; run++)); do
+        port=$((port + 1))
+        timeout 120 ip netns exec "$b" "$perftest" -p "$port" -c $((1 % $(nproc))) >"$tmp/perf-srv" 2>&1 &
+        srv=$!
+        for _ in $(seq 100); do
+            ip netns exec "$b" ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+            sleep 0.05
+        done
+        timeout 120 ip netns exec "$a" "$perftest" "$net.2" -p "$port" -c 0 -t ucp_put_bw -s "$bytes" \
+            -n "$iters" -w $((iters / 10 + 1)) -v >"$tmp/perf-cli" 2>&1
+        wait "$srv"
+        python3 "$root/bench/report_multinode.py" perftest "$tmp/perf-cli" --test ucp_put_bw \
+            --size "$bytes" --round "$run" --iters "$iters" >>"$tmp/perftest.jsonl"
     done
-    timeout 120 ip netns exec "$a" "$perftest" "$net.2" -p "$port" -c 0 -t ucp_put_bw -s "$bytes" \
-        -n "$iters" -w $((iters / 10 + 1)) -v >"$tmp/perf-cli" 2>&1
-    wait "$srv"
-    python3 "$root/bench/report_multinode.py" perftest "$tmp/perf-cli" --test ucp_put_bw \
-        --size "$bytes" --round 1 --iters "$iters" |
-        python3 -c 'import json, sys; r = json.load(sys.stdin)
-print("ucx_perftest ucp_put_bw %d MiB: %.3f GB/s" % (r["size"] >> 20, r["median"]))'
 done
+# The median over the runs per size (and their range), printed, and added to the JSON file.
+python3 - "$tmp/perftest.jsonl" "$json" <<'PY'
+import json, statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    runs.setdefault(r["size"], []).append(r["median"])
+figs = [{"test": "ucp_put_bw", "size": n, "gbps": statistics.median(g), "gbps_min": min(g),
+         "gbps_max": max(g), "runs": len(g)} for n, g in sorted(runs.items())]
+for f in figs:
+    print("ucx_perftest ucp_put_bw %d MiB: %.3f GB/s (%.3f-%.3f over %d runs)"
+          % (f["size"] >> 20, f["gbps"], f["gbps_min"], f["gbps_max"], f["runs"]))
+if sys.argv[2]:
+    with open(sys.argv[2]) as f:
+        saved = json.load(f)
+    saved["perftest"] = figs
+    with open(sys.argv[2], "w") as f:
+        json.dump(saved, f, indent=1)
+PY
