@@ -13,6 +13,10 @@
  *           of the receiver's device memory allocates again
  *   devid   Big Memory initialised with deviceId 0, then the transfer engine with deviceId 1: -1,
  *           naming both
+ *   kill    a receiver (device 0) with mapped NPU memory and an aclrtMalloc block registered, a
+ *           sender (device 1) that wrote into both (importing them); the receiver killed (-9):
+ *           the sender's engine unmaps both imports (checked in /proc/self/maps), in bounded
+ *           time, and a write to the dead receiver fails
  *
  * ACL's calls are the library's own (SHMEM_ACL_LIBRARY), found with dlsym: the program is never
  * linked to ACL. A watchdog ends a job that hangs. Exit 0 when every check held. */
@@ -27,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "acl_standin.h"
@@ -409,6 +414,123 @@ static int scenario_pair(void) {
     return bad || failures ? 1 : 0;
 }
 
+/* ---- kill ------------------------------------------------------------------------------------ */
+
+/* Distinct ACL stand-in memory objects (memfds) mapped in this process: its own device memory and
+ * what it imported from peers. */
+static int standin_objects(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) {
+        perror("/proc/self/maps");
+        return -1;
+    }
+    unsigned long inodes[64];
+    int n = 0;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (!strstr(line, "memfd:acl-standin-")) continue;
+        unsigned long inode = 0;
+        if (sscanf(line, "%*s %*s %*s %*s %lu", &inode) != 1) continue;
+        int seen = 0;
+        for (int i = 0; i < n; i++) seen |= inodes[i] == inode;
+        if (!seen && n < 64) inodes[n++] = inode;
+    }
+    fclose(f);
+    return n;
+}
+
+/* The receiver (device 0): NPU block D (mapped, shared by handle) and an aclrtMalloc block T
+ * (shared by IPC key), registered; it waits to be killed. */
+static int kill_receiver(int to_sender) {
+    who = "receiver";
+    smem_trans_t t = engine(0, 0, SMEM_TRANS_RECEIVER);
+    npu_block d = npu_alloc(0, BLOCK);
+    uint8_t *tb = NULL;
+    CHECK(p_malloc((void **)&tb, T_BLOCK, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS);
+    CHECK(smem_trans_register_mem(t, d.va, d.size, 0) == 0);
+    CHECK(smem_trans_register_mem(t, tb, T_BLOCK, 0) == 0);
+    msg_t out = {{(uint64_t)(uintptr_t)d.va, (uint64_t)(uintptr_t)tb, (uint64_t)failures}};
+    send_msg(to_sender, &out);
+    for (;;) pause(); /* killed by the parent */
+}
+
+/* The sender (device 1): writes into both of the receiver's blocks (importing them), reports,
+ * and once the receiver was killed, waits until both imports are unmapped (the engine saw the
+ * peer die), then finds a write to it refused. */
+static int kill_sender(int to_parent, int from_parent, int from_receiver) {
+    who = "sender";
+    smem_trans_t t = engine(1, 1, SMEM_TRANS_SENDER);
+    npu_block s = npu_alloc(1, BLOCK);
+    CHECK(smem_trans_register_mem(t, s.va, s.size, 0) == 0);
+    const int own = standin_objects();
+    msg_t in;
+    CHECK(recv_msg(from_receiver, &in));
+    CHECK(in.a[2] == 0); /* the receiver's checks held */
+    uint8_t *d = (uint8_t *)(uintptr_t)in.a[0], *tb = (uint8_t *)(uintptr_t)in.a[1];
+    const char *peer = ids[0];
+    npu_fill(s.va, MIB, 7);
+    CHECK(smem_trans_write(t, s.va, peer, d, MIB, 0) == 0);
+    CHECK(smem_trans_write(t, s.va, peer, tb, HALF, 0) == 0);
+    const int with_imports = standin_objects();
+    CHECK(with_imports == own + 2);
+    msg_t out = {{1}};
+    send_msg(to_parent, &out);
+    CHECK(recv_msg(from_parent, &in)); /* the receiver is dead */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int now = with_imports;
+    for (int i = 0; i < 1200 && (now = standin_objects()) != own; i++) usleep(50 * 1000);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double s_gone = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECK(now == own);
+    printf(
+        "kill: the dead receiver's 2 imports unmapped after %.2f s (objects mapped: %d -> %d, "
+        "own %d)\n",
+        s_gone, with_imports, now, own);
+    CHECK(smem_trans_write(t, s.va, peer, d, 16, 0) != 0);
+    printf("kill: a write to the dead receiver's NPU memory: %s\n", smem_get_last_err_msg());
+    smem_trans_deregister_mem(t, s.va);
+    smem_trans_destroy(t, 0);
+    smem_trans_uninit(0);
+    npu_free(s);
+    return failures ? 1 : 0;
+}
+
+static int scenario_kill(void) {
+    snprintf(url, sizeof url, "tcp://127.0.0.1:%u", free_port());
+    unsigned port = free_port();
+    for (int i = 0; i < 2; i++) {
+        snprintf(ids[i], sizeof ids[i], "127.0.0.1:%u", 20000 + port % 20000 + (unsigned)i);
+    }
+    CHECK(smem_create_config_store(url) == 0);
+    int r2s[2], s2p[2], p2s[2];
+    if (pipe(r2s) != 0 || pipe(s2p) != 0 || pipe(p2s) != 0) {
+        perror("pipe");
+        return 2;
+    }
+    for (int i = 0; i < 2; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            acl_load();
+            _exit(i == 0 ? kill_receiver(r2s[1]) : kill_sender(s2p[1], p2s[0], r2s[0]));
+        }
+        children[n_children++] = pid;
+    }
+    msg_t m;
+    int bad = !recv_msg(s2p[0], &m); /* the sender imported the receiver's memory */
+    kill(children[0], SIGKILL);
+    int st = 0;
+    waitpid(children[0], &st, 0);
+    children[0] = 0;
+    send_msg(p2s[1], &m);
+    if (waitpid(children[1], &st, 0) != children[1] || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "trans_npu: the sender ended with status %#x\n", st);
+        bad = 1;
+    }
+    printf("kill: %s\n", bad || failures ? "FAILED" : "ok");
+    return bad || failures ? 1 : 0;
+}
+
 /* ---- devid ----------------------------------------------------------------------------------- */
 
 static int scenario_devid(void) {
@@ -445,6 +567,9 @@ int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "devid") == 0) {
         return scenario_devid();
     }
-    fprintf(stderr, "usage: trans_npu pair|devid\n");
+    if (argc == 2 && strcmp(argv[1], "kill") == 0) {
+        return scenario_kill();
+    }
+    fprintf(stderr, "usage: trans_npu pair|devid|kill\n");
     return 2;
 }

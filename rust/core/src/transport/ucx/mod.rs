@@ -375,23 +375,29 @@ impl Ucx {
         let api = self.api;
         let state = Arc::clone(&self.state);
         let last = Arc::clone(&self.last_progress);
-        let handle = spawn_progress("shmem-ucx", "the UCX progress thread", None, move |nap, _| {
-            // A PE that waits in the library progresses the worker itself: the thread stays out
-            // of its way and steps in when nobody did for a nap.
-            let recent = crate::clock::node_clock_ns().saturating_sub(last.load(Ordering::Relaxed))
-                < nap.as_nanos() as u64;
-            let moved = match state.try_lock() {
-                // SAFETY: the worker is live while the state is open; the lock is held.
-                Ok(st) if !st.closed && !recent => unsafe { (api.worker_progress)(st.worker) },
-                _ => 0,
-            };
-            if moved > 0 {
-                super::moved();
-                Stepped::Moved
-            } else {
-                Stepped::Idle
-            }
-        })?;
+        let handle = spawn_progress(
+            "shmem-ucx",
+            "the UCX progress thread",
+            None,
+            move |nap, _| {
+                // A PE that waits in the library progresses the worker itself: the thread stays out
+                // of its way and steps in when nobody did for a nap.
+                let recent = crate::clock::node_clock_ns()
+                    .saturating_sub(last.load(Ordering::Relaxed))
+                    < nap.as_nanos() as u64;
+                let moved = match state.try_lock() {
+                    // SAFETY: the worker is live while the state is open; the lock is held.
+                    Ok(st) if !st.closed && !recent => unsafe { (api.worker_progress)(st.worker) },
+                    _ => 0,
+                };
+                if moved > 0 {
+                    super::moved();
+                    Stepped::Moved
+                } else {
+                    Stepped::Idle
+                }
+            },
+        )?;
         *self
             .progress_thread
             .lock()
