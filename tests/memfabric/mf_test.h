@@ -1,5 +1,6 @@
-/* mf_test.h: what the memfabric test programs share: a free port for a config store, and the
- * watchdog of a job of forked ranks (it kills them and ends the job when it hangs). */
+/* mf_test.h: what the memfabric test programs share: a free port for a config store, the
+ * watchdog of a job of forked ranks (it kills them and ends the job when it hangs), and
+ * out-of-band messages between processes (over pipes, or files of a folder both sides see). */
 #ifndef SHMEM_TESTS_MEMFABRIC_MF_TEST_H
 #define SHMEM_TESTS_MEMFABRIC_MF_TEST_H
 
@@ -30,6 +31,63 @@ static unsigned free_port(void) {
     }
     close(fd);
     return ntohs(a.sin_port);
+}
+
+/* Out-of-band messages between processes: fixed-size records (128 bytes). */
+typedef struct {
+    uint64_t a[16];
+} msg_t;
+
+static inline void send_msg(int fd, const msg_t *m) {
+    if (write(fd, m, sizeof *m) != (ssize_t)sizeof *m) {
+        perror("write pipe");
+        _exit(2);
+    }
+}
+
+/* 0 when the writer closed its end first. */
+static inline int recv_msg(int fd, msg_t *m) {
+    size_t got = 0;
+    while (got < sizeof *m) {
+        ssize_t n = read(fd, (char *)m + got, sizeof *m - got);
+        if (n <= 0) {
+            return 0;
+        }
+        got += (size_t)n;
+    }
+    return 1;
+}
+
+/* For sides started apart (two namespaces, as two nodes): `name` in folder `dir`, whole when it
+ * appears (written aside, then renamed). */
+static inline void put_file(const char *dir, const char *name, const msg_t *m) {
+    char tmp[512], path[512];
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(tmp, "wb");
+    if (f == NULL || fwrite(m, sizeof *m, 1, f) != 1 || fclose(f) != 0 || rename(tmp, path) != 0) {
+        perror(path);
+        exit(2);
+    }
+}
+
+/* Waits (up to 60 s) for the other side's file `name`; 0 (said on stderr) when it never came. */
+static inline int get_file(const char *dir, const char *name, msg_t *m) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    for (int i = 0; i < 6000; i++) {
+        FILE *f = fopen(path, "rb");
+        if (f != NULL) {
+            size_t n = fread(m, sizeof *m, 1, f);
+            fclose(f);
+            if (n == 1) {
+                return 1;
+            }
+        }
+        usleep(10000);
+    }
+    fprintf(stderr, "no %s after 60 s\n", path);
+    return 0;
 }
 
 #ifdef MF_TEST_MAX_RANKS

@@ -83,30 +83,6 @@ static int holds(const uint8_t *p, size_t n, uint32_t w) {
     return 1;
 }
 
-/* Out-of-band messages between processes: fixed-size records over pipes. */
-typedef struct {
-    uint64_t a[16];
-} msg_t;
-
-static void send_msg(int fd, const msg_t *m) {
-    if (write(fd, m, sizeof *m) != (ssize_t)sizeof *m) {
-        perror("write pipe");
-        _exit(2);
-    }
-}
-
-static int recv_msg(int fd, msg_t *m) {
-    size_t got = 0;
-    while (got < sizeof *m) {
-        ssize_t n = read(fd, (char *)m + got, sizeof *m - got);
-        if (n <= 0) {
-            return 0;
-        }
-        got += (size_t)n;
-    }
-    return 1;
-}
-
 static char url[64], ids[MAX_PROCS][64];
 
 static void make_ids(int v6, uint32_t n) {
@@ -850,36 +826,6 @@ static int scenario_perf(int denied) {
 
 /* One side of a job whose sides are started apart (two namespaces, as two nodes): files in a
  * folder both see carry the addresses, as SGLang's bootstrap server does. */
-
-static void put_file(const char *dir, const char *name, const msg_t *m) {
-    char tmp[512], path[512];
-    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(tmp, "wb");
-    if (f == NULL || fwrite(m, sizeof *m, 1, f) != 1 || fclose(f) != 0 || rename(tmp, path) != 0) {
-        perror(path);
-        exit(2);
-    }
-}
-
-/* Waits (up to 60 s) for the other side's file. */
-static int get_file(const char *dir, const char *name, msg_t *m) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    for (int i = 0; i < 6000; i++) {
-        FILE *f = fopen(path, "rb");
-        if (f != NULL) {
-            size_t n = fread(m, sizeof *m, 1, f);
-            fclose(f);
-            if (n == 1) {
-                return 1;
-            }
-        }
-        usleep(10000);
-    }
-    fprintf(stderr, "trans_engine: %s: no %s\n", who, path);
-    return 0;
-}
 
 /* node <url> <own id> <peer id> <sender|receiver> <dir> [serve] [kill]: the receiver registers
  * its KV layers in one batch and mallocs a buffer; the sender writes every layer in one batch

@@ -17,6 +17,9 @@
  *           sender (device 1) that wrote into both (importing them); the receiver killed (-9):
  *           the sender's engine unmaps both imports (checked in /proc/self/maps), in bounded
  *           time, and a write to the dead receiver fails
+ *   node    one side of a job on two nodes (tests/multinode/memfabric_trans_npu_netns.sh): host
+ *           memory and the sender's NPU memory written into the receiver's host memory over the
+ *           network; the receiver's NPU memory refused both ways, naming the other node
  *
  * ACL's calls are the library's own (SHMEM_ACL_LIBRARY), found with dlsym: the program is never
  * linked to ACL. A watchdog ends a job that hangs. Exit 0 when every check held. */
@@ -166,31 +169,6 @@ static int npu_holds(const uint8_t *at, size_t n, uint32_t w) {
     int ok = p_memcpy(h, n, at, n, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS && holds(h, n, w);
     free(h);
     return ok;
-}
-
-/* ---- out-of-band messages ------------------------------------------------------------------ */
-
-typedef struct {
-    uint64_t a[8];
-} msg_t;
-
-static void send_msg(int fd, const msg_t *m) {
-    if (write(fd, m, sizeof *m) != (ssize_t)sizeof *m) {
-        perror("write pipe");
-        _exit(2);
-    }
-}
-
-static int recv_msg(int fd, msg_t *m) {
-    size_t got = 0;
-    while (got < sizeof *m) {
-        ssize_t n = read(fd, (char *)m + got, sizeof *m - got);
-        if (n <= 0) {
-            return 0;
-        }
-        got += (size_t)n;
-    }
-    return 1;
 }
 
 static char url[64], ids[2][64];
@@ -531,6 +509,78 @@ static int scenario_kill(void) {
     return bad || failures ? 1 : 0;
 }
 
+/* ---- node ------------------------------------------------------------------------------------ */
+
+/* node <url> <own id> <peer id> <sender|receiver> <dir> [serve]: one side of a job whose sides
+ * run on two nodes (network namespaces), both on the npu device. The receiver registers NPU
+ * block D and host buffer H; the sender writes host memory and its own NPU memory into H (over
+ * the network), and finds D refused both ways, naming the other node; the receiver checks H. */
+static int scenario_node(char **argv, int argc) {
+    const char *peer = argv[4], *dir = argv[6];
+    const int sender = strcmp(argv[5], "sender") == 0;
+    who = sender ? "sender" : "receiver";
+    snprintf(url, sizeof url, "%s", argv[2]);
+    snprintf(ids[sender], sizeof ids[sender], "%s", argv[3]);
+    acl_load();
+    if (argc > 7 && strcmp(argv[7], "serve") == 0) {
+        CHECK(smem_create_config_store(url) == 0);
+    }
+    smem_trans_t t =
+        engine(sender ? 1 : 0, (uint32_t)sender, sender ? SMEM_TRANS_SENDER : SMEM_TRANS_RECEIVER);
+    msg_t in, out;
+    memset(&out, 0, sizeof out);
+    if (!sender) {
+        npu_block d = npu_alloc(0, BLOCK);
+        uint8_t *h = calloc(1, MIB);
+        npu_fill(d.va, HALF, 3);
+        CHECK(smem_trans_register_mem(t, d.va, d.size, 0) == 0);
+        CHECK(smem_trans_register_mem(t, h, MIB, 0) == 0);
+        out.a[0] = (uint64_t)(uintptr_t)d.va;
+        out.a[1] = (uint64_t)(uintptr_t)h;
+        put_file(dir, "receiver", &out);
+        CHECK(get_file(dir, "sent", &in));
+        CHECK(holds(h, HALF, 8));        /* host -> host, over the network */
+        CHECK(holds(h + HALF, HALF, 9)); /* the sender's NPU memory -> host */
+        CHECK(npu_holds(d.va, HALF, 3)); /* refused: untouched */
+        put_file(dir, "checked", &out);
+        CHECK(get_file(dir, "done", &in));
+        smem_trans_deregister_mem(t, h);
+        smem_trans_deregister_mem(t, d.va);
+        smem_trans_destroy(t, 0);
+        smem_trans_uninit(0);
+        npu_free(d);
+        free(h);
+    } else {
+        npu_block s = npu_alloc(1, BLOCK);
+        CHECK(smem_trans_register_mem(t, s.va, s.size, 0) == 0);
+        uint8_t *host = malloc(MIB);
+        CHECK(get_file(dir, "receiver", &in));
+        uint8_t *d = (uint8_t *)(uintptr_t)in.a[0], *h = (uint8_t *)(uintptr_t)in.a[1];
+        fill(host, HALF, 8);
+        CHECK(smem_trans_write(t, host, peer, h, HALF, 0) == 0);
+        npu_fill(s.va, HALF, 9);
+        CHECK(smem_trans_write(t, s.va, peer, h + HALF, HALF, 0) == 0);
+        /* The peer's NPU memory on the other node: refused, naming it, both ways. */
+        CHECK(smem_trans_write(t, host, peer, d, HALF, 0) == -1);
+        CHECK(strstr(smem_get_last_err_msg(), "another node") != NULL);
+        printf("node: a write to NPU memory of another node: %s\n", smem_get_last_err_msg());
+        CHECK(smem_trans_read(t, s.va, peer, d, HALF, 0) == -1);
+        CHECK(strstr(smem_get_last_err_msg(), "another node") != NULL);
+        CHECK(smem_trans_read(t, host, peer, h, HALF, 0) == 0); /* host memory still is */
+        CHECK(holds(host, HALF, 8));
+        put_file(dir, "sent", &out);
+        CHECK(get_file(dir, "checked", &in));
+        put_file(dir, "done", &out);
+        smem_trans_deregister_mem(t, s.va);
+        smem_trans_destroy(t, 0);
+        smem_trans_uninit(0);
+        npu_free(s);
+        free(host);
+    }
+    printf("node %s: %s\n", who, failures ? "FAILED" : "OK");
+    return failures ? 1 : 0;
+}
+
 /* ---- devid ----------------------------------------------------------------------------------- */
 
 static int scenario_devid(void) {
@@ -570,6 +620,11 @@ int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "kill") == 0) {
         return scenario_kill();
     }
-    fprintf(stderr, "usage: trans_npu pair|devid|kill\n");
+    if (argc >= 7 && strcmp(argv[1], "node") == 0) {
+        return scenario_node(argv, argc);
+    }
+    fprintf(stderr,
+            "usage: trans_npu pair|devid|kill|node <url> <id> <peer id> <role> <dir> "
+            "[serve]\n");
     return 2;
 }
