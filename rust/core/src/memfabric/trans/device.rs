@@ -55,8 +55,10 @@ pub(super) struct NpuEngine {
     exports: Mutex<Exports>,
     /// Peers' registrations mapped here: by the peer's unique id, then the registration's name.
     imports: Mutex<HashMap<String, HashMap<String, Arc<Import>>>>,
-    /// Peers' blocks imported by IPC key, by key (held by the imports in them).
-    ipc_imports: Mutex<HashMap<String, Weak<IpcImport>>>,
+    /// Peers' blocks imported by IPC key, by key (held by the imports in them); each key's
+    /// slot has a lock of its own, held while that key is imported (its retries included), so
+    /// an import that waits for its peer holds up no other key's.
+    ipc_imports: Mutex<HashMap<String, Arc<Mutex<Weak<IpcImport>>>>>,
     stop: Arc<AtomicBool>,
     listener: Mutex<Option<JoinHandle<()>>>,
 }
@@ -385,11 +387,19 @@ impl NpuEngine {
         device: i32,
         deadline: Instant,
     ) -> Result<Arc<IpcImport>> {
-        let mut blocks = lock(&self.ipc_imports);
-        if let Some(b) = blocks.get(key).and_then(Weak::upgrade) {
+        let slot = {
+            let mut blocks = lock(&self.ipc_imports);
+            // Slots nobody holds whose import is gone go; a slot being imported stays.
+            blocks.retain(|_, s| {
+                Arc::strong_count(s) > 1 || s.try_lock().map_or(true, |w| w.strong_count() > 0)
+            });
+            Arc::clone(blocks.entry(key.to_string()).or_default())
+        };
+        // One importer of a key at a time (the others want the same import); other keys go on.
+        let mut held = lock(&slot);
+        if let Some(b) = held.upgrade() {
             return Ok(b);
         }
-        blocks.retain(|_, w| w.strong_count() > 0);
         loop {
             match self.npu.ipc_import(key) {
                 Ok(base) => {
@@ -398,7 +408,7 @@ impl NpuEngine {
                         key: key.to_string(),
                         base,
                     });
-                    blocks.insert(key.to_string(), Arc::downgrade(&b));
+                    *held = Arc::downgrade(&b);
                     return Ok(b);
                 }
                 Err(_) if Instant::now() < deadline => {
