@@ -94,14 +94,15 @@ int shmemx_heap_device(int *device_id);
 /*
  * Makes a team of the npes world PEs pes[0], pes[1], ... (team PE i is world PE pes[i]),
  * called by exactly those PEs and by no other: MPI_Comm_create_group's contract, without a
- * parent team. The PEs must form an arithmetic progression in the order listed (pes[i] =
- * pes[0] + i * stride, stride of either sign; any single PE), as every team of this library
- * is one; other lists are refused. Every member passes the same list, and members that
- * create several teams create those they share in the same order (as with any collective).
- * config and config_mask as for shmem_team_split_strided. Blocks until every member has
- * called it. Returns 0 with *new_team the team, or -1 with *new_team SHMEM_TEAM_INVALID and a
- * logged error: a bad list (npes < 1, a PE outside [0, shmem_n_pes()), a PE twice, not a
- * progression, the caller not in it), a bad config, or no team slot free on every member.
+ * parent team. Any distinct PEs in any order: the order is kept, not sorted. Every team
+ * routine, collective and context works on the team, and its splits take its PEs in its
+ * order; kernel-side team calls (<shmem/device.h>) know only teams whose PEs are an
+ * arithmetic progression. Every member passes the same list, and members that create several
+ * teams create those they share in the same order (as with any collective). config and
+ * config_mask as for shmem_team_split_strided. Blocks until every member has called it.
+ * Returns 0 with *new_team the team, or -1 with *new_team SHMEM_TEAM_INVALID and a logged
+ * error: a bad list (npes < 1, a PE outside [0, shmem_n_pes()), a PE twice, the caller not in
+ * it), a bad config, or no team slot free on every member.
  * List errors other than the caller's absence are found alike on every member; a member whose
  * config is bad makes the call fail on every member. shmem_team_destroy ends the team
  * (collective over its members, as for a split's team).

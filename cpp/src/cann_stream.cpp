@@ -29,6 +29,7 @@
 #include "internal.h"
 #include "rust/cxx.h"
 #include "shmem-core/src/ffi.rs.h"
+#include "team.h"
 
 using namespace shmem::detail;
 namespace core = shmem::core;
@@ -204,7 +205,8 @@ SHMEM_EXPORT void aclshmemx_signal_wait_until_on_stream(int32_t *sig_addr, int c
 SHMEM_EXPORT void aclshmemx_barrier_on_stream(aclshmem_team_t team, aclrtStream stream) {
     const char *call = "aclshmemx_barrier_on_stream";
     if (!on_device(call, stream)) return;
-    if (team < 0 || team >= g.team_slots || g.teams[team].size == 0) {
+    // The live set, not the job state's table, which leaves list teams out (team.cpp).
+    if (team_at_slot(team) == nullptr) {
         log_call_error(call,
                        "invalid argument team=%d: not a team of this PE (code %d, "
                        "ACLSHMEM_INVALID_PARAM)",

@@ -39,19 +39,22 @@ inline Sym sym_of(uint64_t w) {
     return {(w & 1) ? SHMEM_TRANSPORT_SEGMENT_DATA : SHMEM_TRANSPORT_SEGMENT_HEAP, w >> 1};
 }
 
-// The PEs a collective runs over: member i is world PE start + i * stride; this PE is `me`.
-// `call` names the collective in messages of the transport path.
+// The PEs a collective runs over: member i is world PE start + i * stride, or pes[i] for a list
+// team's (team.h); this PE is `me`. `call` names the collective in messages of the transport
+// path.
 struct Members {
     int start = 0;
     int stride = 1;
     int size = 1;
     int me = 0;
     const char *call = "";
-    int world(int i) const { return start + i * stride; }
+    const int *pes = nullptr;
+    int world(int i) const { return SHMEM_UNLIKELY(pes != nullptr) ? pes[i] : start + i * stride; }
 };
 
 inline Members members_of(const char *call, const shmem_team_s *t) {
-    return {t->start, t->stride, t->size, t->my_pe, call};
+    return {t->start, t->stride, t->size,
+            t->my_pe, call,      t->listed ? team_lists[t->slot] : nullptr};
 }
 
 // Two words a member publishes before a barrier and its peers read after it (until the next

@@ -16,9 +16,10 @@
 // 32 bytes and as aligned: a slot of the context arena (below) is found by a shift. Every member
 // starts at zero, so the arena is .bss (no bytes in the file, no page until used).
 struct alignas(32) shmem_ctx_s {
-    // The team's PEs as world PEs: team PE i is world PE start + i * stride, for i < size. size
-    // is 0 while the context cannot be used (destroyed; the default context outside
-    // init..finalize), so the data path checks one value; the reason is in `state`.
+    // The team's PEs as world PEs: team PE i is world PE start + i * stride, for i < size;
+    // stride 0 (size > 1): a list team's, whose members `team` holds (team.h). size is 0 while
+    // the context cannot be used (destroyed; the default context outside init..finalize), so
+    // the data path checks one value; the reason is in `state`.
     std::atomic<int> size{0};
     int start = 0;
     int stride = 0;
@@ -72,7 +73,9 @@ inline int ctx_world_pe(const char *call, shmem_ctx_t ctx, int pe) {
     if (SHMEM_UNLIKELY(!ctx_is_ours(ctx))) fail_ctx(call, ctx, pe);
     unsigned size = static_cast<unsigned>(ctx->size.load(std::memory_order_relaxed));
     if (SHMEM_UNLIKELY(static_cast<unsigned>(pe) >= size)) fail_ctx(call, ctx, pe);
-    return ctx->start + pe * ctx->stride;
+    int stride = ctx->stride;
+    if (SHMEM_UNLIKELY(stride == 0)) return team_world_pe(ctx->team, pe);
+    return ctx->start + pe * stride;
 }
 
 // Whether `ctx` is a live context.

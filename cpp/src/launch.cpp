@@ -218,7 +218,8 @@ SHMEM_EXPORT int shmemx_cpu_launch(shmemx_cpu_kernel_t kernel, void *args, int b
 
 SHMEM_EXPORT int shmemx_team_kernel_id(const void *team) {
     const shmem_team_s *t = team_find(static_cast<shmem_team_t>(const_cast<void *>(team)));
-    return t == nullptr ? -1 : t->slot;
+    // The team table kernels read holds progressions only (team.cpp's publish_team).
+    return t == nullptr || t->listed ? -1 : t->slot;
 }
 
 SHMEM_EXPORT void shmemx_cpu_kernel_snooze(shmem_arch_wait *wait) {

@@ -66,11 +66,20 @@ void zero_own_area(int slot) {
 }
 
 // Writes `t`'s entry of the job state's team table (cleared when `t` ends), for code that
-// finds teams by slot rather than by handle.
+// finds teams by slot rather than by handle. The table's entries are progressions (its layout
+// is kernels' ABI): a list team's stays cleared, so kernel-side calls refuse it as not a team
+// of this PE instead of numbering its PEs wrongly.
 void publish_team(const shmem_team_s *t, bool live) {
     if (t->slot < 0 || t->slot >= g.team_slots || g.teams == nullptr) return;
-    g.teams[t->slot] = live ? shmem_job_team{t->start, t->stride, t->size, t->slot}
-                            : shmem_job_team{0, 0, 0, t->slot};
+    g.teams[t->slot] = live && !t->listed ? shmem_job_team{t->start, t->stride, t->size, t->slot}
+                                          : shmem_job_team{0, 0, 0, t->slot};
+}
+
+// Frees the member list of the list team at `slot`, if any.
+void drop_list(int slot) {
+    if (slot < 0 || slot >= kMaxTeamSlots) return;
+    delete[] team_lists[slot];
+    team_lists[slot] = nullptr;
 }
 
 // Sets up a predefined team of world PEs start, start + stride, ... (size of them, this PE
@@ -79,6 +88,7 @@ void start_predefined(shmem_team_s &t, int slot, int start, int stride, int size
     t.start = start;
     t.stride = stride;
     t.size = size;
+    t.listed = 0;
     t.my_pe = (g.my_pe - start) / stride;
     t.config = shmem_team_config_t{};
     t.config_mask = 0;
@@ -99,6 +109,8 @@ const char *team_name(const shmem_team_s *t) {
 }  // namespace
 
 namespace shmem::detail {
+
+int *team_lists[kMaxTeamSlots] = {};
 
 uint64_t team_enter(shmem_team_s *t, const char *call, unsigned checks, uint64_t count,
                     uint64_t extra) {
@@ -148,7 +160,7 @@ uint64_t team_enter(shmem_team_s *t, const char *call, unsigned checks, uint64_t
 void team_barrier(const shmem_team_s *t, uint64_t tag) {
     // A team of one PE has nothing to wait for (the barrier says the same): no bridge call.
     if (t->size <= 1) return;
-    core::team_sync(t->start, t->stride, t->size, t->my_pe, t->slot, tag);
+    core::team_sync(t->start, t->stride, t->size, t->my_pe, t->slot, team_list_arg(t), tag);
 }
 
 void teams_start() {
@@ -173,7 +185,10 @@ void teams_start() {
 
 void teams_stop() {
     std::lock_guard<std::mutex> lock(live_mutex);
-    for (shmem_team_s *t : live) delete t;
+    for (shmem_team_s *t : live) {
+        if (t->listed) drop_list(t->slot);
+        delete t;
+    }
     live.clear();
     for (shmem_team_s *t : {&shmem_internal_team_world, &shmem_internal_team_shared}) {
         t->size = 0;
@@ -310,18 +325,30 @@ bool config_ok(const char *call, const NewTeam &d) {
     return true;
 }
 
-// The team object of world PEs start, start + stride, ... (d.size of them, this PE among them)
-// at `slot`, whose area every member has zeroed: registered, its slot marked used.
-shmem_team_s *make_team(int start, int stride, const NewTeam &d, int slot) {
+// The team object of world PEs `pes` (team PE i is pes[i], this PE among them; d.size of them)
+// at `slot`, whose area every member has zeroed: registered, its slot marked used. A list whose
+// steps are all equal is a progression (start, stride); any other keeps its members in
+// team_lists[slot].
+shmem_team_s *make_team(const std::vector<int> &pes, const NewTeam &d, int slot) {
+    const int size = static_cast<int>(pes.size());
+    const int stride = size > 1 ? pes[1] - pes[0] : 1;
+    bool progression = true;
+    for (int i = 2; i < size && progression; i++) progression = pes[i] - pes[i - 1] == stride;
     auto *t = new shmem_team_s;
-    t->start = start;
-    t->stride = d.size == 1 ? 1 : stride;
-    t->size = d.size;
+    t->start = pes[0];
+    t->stride = progression ? stride : 0;
+    t->size = size;
+    t->listed = progression ? 0 : 1;
+    t->slot = slot;
+    if (!progression) {
+        drop_list(slot);
+        team_lists[slot] = new int[pes.size()];
+        std::copy(pes.begin(), pes.end(), team_lists[slot]);
+    }
     t->my_pe = team_pe_of(t, g.my_pe);
     t->config = shmem_team_config_t{};
     if (d.mask & SHMEM_TEAM_NUM_CONTEXTS) t->config.num_contexts = d.config->num_contexts;
     t->config_mask = d.mask;
-    t->slot = slot;
     count_transport_members(t);
     {
         std::lock_guard<std::mutex> lock(live_mutex);
@@ -393,7 +420,11 @@ int split(const char *call, shmem_team_s *parent, const NewTeam *defs, int count
     for (int i = 0; i < count; i++) {
         const NewTeam &d = defs[i];
         if (d.size <= 0) continue;
-        out[i] = make_team(team_world_pe(parent, d.start), parent->stride * d.stride, d, slots[i]);
+        // The parent's PEs d.start, d.start + d.stride, ... as world PEs: a progression of a
+        // progression is one, a progression of a list team's PEs may be any list.
+        std::vector<int> pes(static_cast<size_t>(d.size));
+        for (int j = 0; j < d.size; j++) pes[j] = team_world_pe(parent, d.start + j * d.stride);
+        out[i] = make_team(pes, d, slots[i]);
     }
     return 0;
 }
@@ -594,16 +625,6 @@ SHMEM_EXPORT int shmemx_team_create(const int *pes, int npes, const shmem_team_c
         }
         if (list[i] == g.my_pe) me = i;
     }
-    const int stride = npes > 1 ? list[1] - list[0] : 1;
-    for (int i = 2; i < npes; i++) {
-        if (list[i] - list[i - 1] != stride) {
-            log_call_error(call,
-                           "invalid argument pes: pes[%d]=%d does not follow the progression "
-                           "pes[0]=%d, stride %d (a team's PEs are an arithmetic progression)",
-                           i, list[i], list[0], stride);
-            return -1;
-        }
-    }
     if (me < 0) {
         log_call_error(call,
                        "invalid argument pes: the calling PE %d is not in the list (only the "
@@ -647,7 +668,7 @@ SHMEM_EXPORT int shmemx_team_create(const int *pes, int npes, const shmem_team_c
     wait_keys(call, list, key, true);
     if (!made) return -1;
     // Every member's area of the slot is zeroed: the team is ready for its first barrier.
-    *new_team = make_team(list[0], stride, def, slot);
+    *new_team = make_team(list, def, slot);
     return 0;
 }
 
@@ -668,6 +689,7 @@ SHMEM_EXPORT void pshmem_team_destroy(shmem_team_t team) {
         std::lock_guard<std::mutex> lock(live_mutex);
         used_slots &= ~(uint64_t{1} << t->slot);
     }
+    if (t->listed) drop_list(t->slot);
     delete t;
 }
 

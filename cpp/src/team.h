@@ -1,6 +1,10 @@
 // team.h: what the facade's files know of a team. Teams are made and ended in team.cpp.
 //
-// A team is an arithmetic progression of world PEs: team PE i is world PE start + i * stride.
+// A team's members are an arithmetic progression of world PEs (team PE i is world PE
+// start + i * stride), or any list of distinct world PEs (team PE i is world PE pes[i], in the
+// order shmemx_team_create or a split of a list team gave them): a list team keeps its members
+// in the table of its slot (team_list), outside the object, whose size is part of the ABI. The
+// progression needs no table: team_world_pe is one multiply unless `listed`.
 // A handle exists only on the team's members (others get SHMEM_TEAM_INVALID from a split), so
 // my_pe is always a valid team PE number.
 //
@@ -22,11 +26,14 @@
 struct shmem_team_s {
     int start = 0;  // world PE of team PE 0
     // World PEs between consecutive team PEs: negative when a split listed the parent's PEs
-    // downwards, 0 only for a team of one PE.
+    // downwards, 0 only for a list team (`listed`).
     int stride = 1;
     int size = 0;    // PEs in the team
     int my_pe = -1;  // this PE's number in the team
     shmem_team_config_t config{};
+    // Nonzero: the members are the list team_list(slot) holds (start is its first, stride 0);
+    // in what was padding, so the size is unchanged.
+    int listed = 0;
     long config_mask = 0;
     // Index of the team's synchronisation area in every member's control segment; the same on
     // every member. The predefined teams use 0 (world) and 1 (shared).
@@ -73,11 +80,37 @@ shmem_team_s *team_at_slot(int slot);
 void team_register(shmem_team_s *team);
 void team_unregister(shmem_team_s *team);
 
+// Team slots a PE can use at once (the slot masks are 64 bits).
+constexpr int kMaxTeamSlots = 64;
+
+// The members of the list team at each slot of this PE (nullptr where the slot holds none or a
+// progression): world PEs in team PE order, `size` of them, allocated by the call that makes the
+// team before its handle exists and freed when it ends (team.cpp). Indexed by slot, which is
+// unique among this PE's live teams; plain pointers, so nothing runs at the library's unload.
+extern int *team_lists[kMaxTeamSlots] __attribute__((visibility("hidden")));
+
+// The members of `t` as the runtime's team calls take them: the list of a list team, empty for
+// a progression (start, stride, size say them).
+inline rust::Slice<const int32_t> team_list_arg(const shmem_team_s *t) {
+    if (!t->listed) return {};
+    return {team_lists[t->slot], static_cast<size_t>(t->size)};
+}
+
 // World PE number of team PE `pe` (no checks).
-inline int team_world_pe(const shmem_team_s *t, int pe) { return t->start + pe * t->stride; }
+inline int team_world_pe(const shmem_team_s *t, int pe) {
+    if (SHMEM_UNLIKELY(t->listed)) return team_lists[t->slot][pe];
+    return t->start + pe * t->stride;
+}
 
 // Team PE number of world PE `world_pe`, or -1 when it is not a member.
 inline int team_pe_of(const shmem_team_s *t, int world_pe) {
+    if (t->listed) {
+        const int *l = team_lists[t->slot];
+        for (int i = 0; i < t->size; i++) {
+            if (l[i] == world_pe) return i;
+        }
+        return -1;
+    }
     int d = world_pe - t->start;
     if (t->stride == 0) return d == 0 && t->size > 0 ? 0 : -1;
     if (d % t->stride != 0) return -1;
@@ -113,12 +146,12 @@ void team_barrier(const shmem_team_s *t, uint64_t tag);
 // Once a wait on `t` naps: ends the job when a member is at this PE's team collective number
 // in another call (the runtime looks at most every 50 ms).
 inline void team_watch(const shmem_team_s *t) {
-    core::team_watch(t->start, t->stride, t->size, t->my_pe, t->slot);
+    core::team_watch(t->start, t->stride, t->size, t->my_pe, t->slot, team_list_arg(t));
 }
 
 // Ends the job: a flag of `t` carries a tag other than this PE's call's.
 [[noreturn]] inline void team_out_of_step(const shmem_team_s *t) {
-    core::team_out_of_step(t->start, t->stride, t->size, t->my_pe, t->slot);
+    core::team_out_of_step(t->start, t->stride, t->size, t->my_pe, t->slot, team_list_arg(t));
     __builtin_unreachable();
 }
 

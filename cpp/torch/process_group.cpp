@@ -50,9 +50,9 @@
 // Groups: the group of all ranks (torch's default group, or new_group of every rank in rank
 // order) runs on SHMEM_TEAM_WORLD with the scratch above. A group of some ranks (new_group,
 // split_group, a DeviceMesh dimension) exists on its members only, as torch creates it: its
-// team is made by its members alone (shmemx_team_create), so its global ranks, in group-rank
-// order, must be an arithmetic progression (any stride, either sign); other lists are refused
-// naming them. Its symmetric scratch cannot grow (shmem_malloc is collective over every PE):
+// team is made by its members alone (shmemx_team_create) from its global ranks in group-rank
+// order, any set in any order (team PE i is global rank ranks[i], the group's rank i). Its
+// symmetric scratch cannot grow (shmem_malloc is collective over every PE):
 // it is a fixed region of an arena the first group of all ranks allocates, the region of the
 // group's team slot (GroupArena), so two live groups that share a rank never share a region;
 // collectives larger than the region go through it in chunks. Every rank of a group is a PE:
@@ -986,14 +986,6 @@ private:
                     "shmem backend: the group of ranks ", text, " (this rank ", ranks[getRank()],
                     ") needs torch's global ranks to be the job's PEs, but the job has ",
                     shmem_n_pes(), " PEs (this one ", shmem_my_pe(), ") for ", world, " ranks");
-        const int stride = ranks.size() > 1 ? ranks[1] - ranks[0] : 1;
-        for (size_t i = 2; i < ranks.size(); ++i) {
-            TORCH_CHECK(ranks[i] - ranks[i - 1] == stride, "shmem backend: the group of ranks ",
-                        text, " is not an arithmetic progression (rank ", ranks[i], " after ",
-                        ranks[i - 1], "; a group's ranks become a team of the ",
-                        "library, whose PEs are start, start + stride, ...): make it with ",
-                        "backend=\"gloo\", or order or choose its ranks as one");
-        }
         shmem_team_t team = SHMEM_TEAM_INVALID;
         TORCH_CHECK(shmemx_team_create(ranks.data(), static_cast<int>(ranks.size()), nullptr, 0,
                                        &team) == 0,

@@ -8,6 +8,7 @@
 #include <shmem.h>
 #include <shmem/device.h>
 #include <shmem/launch.h>
+#include <shmemx.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -507,6 +508,17 @@ static void run_team(args *a, int start, int blocks) {
     } else if (shmemx_team_kernel_id(team) != -1) {
         fprintf(stderr, "PE %d: shmemx_team_kernel_id of no team is not -1\n", me);
         shmem_global_exit(1);
+    }
+    /* A team of a list that is no progression is not in the table kernels read: no number. */
+    static const int list[3] = {0, 1, 3};
+    if (start == 0 && n >= 4 && me != 2) {
+        shmem_team_t l = SHMEM_TEAM_INVALID;
+        if (shmemx_team_create(list, 3, NULL, 0, &l) != 0 || shmemx_team_kernel_id(l) != -1) {
+            fprintf(stderr, "PE %d: a list team has kernel id %d, want -1\n", me,
+                    shmemx_team_kernel_id(l));
+            shmem_global_exit(1);
+        }
+        shmem_team_destroy(l);
     }
     shmem_barrier_all();
 }

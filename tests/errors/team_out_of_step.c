@@ -3,14 +3,17 @@
  * routine, another count or root). The job must end with status 1 and one line naming both
  * PEs and both calls; no PE may return from the call where the members went out of step (one
  * that does exits 2, which fails the test). TEAM is "world" (SHMEM_TEAM_WORLD), "shared"
- * (SHMEM_TEAM_SHARED) or "split" (every PE, listed downwards: team PE i is world PE
- * npes - 1 - i). tests/errors/CMakeLists.txt holds the message each case must produce.
+ * (SHMEM_TEAM_SHARED), "split" (every PE, listed downwards: team PE i is world PE
+ * npes - 1 - i) or "list" (every PE, shmemx_team_create's list 1, 2, ..., npes - 1, 0: team PE
+ * i is world PE (i + 1) % npes, a progression only at 2 PEs). tests/errors/CMakeLists.txt
+ * holds the message each case must produce.
  *
  * "in_step" is the control: every team collective, with collects whose counts differ between
  * members (which the specification allows); it must end with status 0 after every PE has
  * checked the data its peers contributed.
  */
 #include <shmem.h>
+#include <shmemx.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +103,14 @@ int main(int argc, char **argv) {
         shmem_team_split_strided(SHMEM_TEAM_WORLD, npes - 1, -1, npes, NULL, 0, &team) != 0) {
         fprintf(stderr, "team_out_of_step: the split failed\n");
         return 3;
+    }
+    if (is(which, "list")) {
+        int pes[64];
+        for (int i = 0; i < npes && i < 64; i++) pes[i] = (i + 1) % npes;
+        if (npes > 64 || shmemx_team_create(pes, npes, NULL, 0, &team) != 0) {
+            fprintf(stderr, "team_out_of_step: shmemx_team_create failed\n");
+            return 3;
+        }
     }
     int t = shmem_team_my_pe(team), n = shmem_team_n_pes(team);
     long *src = shmem_calloc(64, sizeof(long));

@@ -69,7 +69,8 @@ enum shmem_job_team_area_line {
 
 /* One entry of the team table, indexed by synchronisation slot. Team PE i is world PE
  * start + i * stride; the team's synchronisation area is `slot` on every member. size 0: the
- * slot holds no team on this PE. */
+ * slot holds no team on this PE, or a team whose PEs are a list rather than a progression
+ * (shmemx_team_create), which the host API alone serves. */
 typedef struct shmem_job_team {
     int32_t start;
     int32_t stride; /* negative for a team listed downwards, 0 only for a team of one PE */

@@ -30,8 +30,9 @@ typedef void (*shmemx_cpu_kernel_t)(void *args);
 int shmemx_cpu_launch(shmemx_cpu_kernel_t kernel, void *args, int blocks);
 
 /* The number a kernel names `team` by (aclshmem_team_t of shmem/device.h: its slot in the job's
- * team table; 0 for the world), or -1 when `team` is not a live team of this PE. Declared here
- * with a void pointer so this header needs no host header: pass a shmem_team_t. */
+ * team table; 0 for the world), or -1 when `team` is not a live team of this PE or its PEs are
+ * no arithmetic progression (a list shmemx_team_create made, which the table does not hold).
+ * Declared here with a void pointer so this header needs no host header: pass a shmem_team_t. */
 int shmemx_team_kernel_id(const void *team);
 
 /* The job state a kernel on this PE's NPU or GPU reads (the npu and cuda devices): the device

@@ -81,16 +81,17 @@ mod bridge {
         /// (no completion of puts: the caller fences first if needed).
         fn sync_all(barrier_all: bool) -> Result<()>;
         /// Barrier over the team of world PEs start, start + stride, ... (`size`; this PE is
-        /// team PE `me`) whose area is in `slot`, for the team collective tagged `tag` (the
-        /// facade's team_enter, which recorded the call in this PE's `CALL` line); ends the
-        /// job when the members' calls differ.
-        fn team_sync(start: i32, stride: i32, size: i32, me: i32, slot: i32, tag: u64);
-        /// For the facade's team waits once they nap: ends the job when a member of the team is
-        /// at this PE's team collective number in a different call (a look every 50 ms at
-        /// most; between looks it returns at once).
-        fn team_watch(start: i32, stride: i32, size: i32, me: i32, slot: i32);
+        /// team PE `me`), or `pes` (team PE i is world PE pes[i]) when not empty, whose area is
+        /// in `slot`, for the team collective tagged `tag` (the facade's team_enter, which
+        /// recorded the call in this PE's `CALL` line); ends the job when the members' calls
+        /// differ.
+        fn team_sync(start: i32, stride: i32, size: i32, me: i32, slot: i32, pes: &[i32], tag: u64);
+        /// For the facade's team waits once they nap: ends the job when a member of the team
+        /// (as for `team_sync`) is at this PE's team collective number in a different call (a
+        /// look every 50 ms at most; between looks it returns at once).
+        fn team_watch(start: i32, stride: i32, size: i32, me: i32, slot: i32, pes: &[i32]);
         /// Ends the job: the facade found a team flag whose tag differs from its own call's.
-        fn team_out_of_step(start: i32, stride: i32, size: i32, me: i32, slot: i32);
+        fn team_out_of_step(start: i32, stride: i32, size: i32, me: i32, slot: i32, pes: &[i32]);
         /// Collective symmetric allocation; returns the local address.
         fn heap_alloc(call: &str, len: usize, align: usize, zero: bool) -> Result<usize>;
         /// Collective free of a block from `heap_alloc`.
@@ -408,21 +409,33 @@ fn sync_all(barrier_all: bool) -> Result<(), Error> {
     logged(call, runtime::get(call).map(|rt| rt.sync_all(barrier_all)))
 }
 
-fn team_of(start: i32, stride: i32, size: i32, me: i32, slot: i32) -> crate::sync::barrier::Team {
-    crate::sync::barrier::Team::in_slot(
+fn team_of(
+    start: i32,
+    stride: i32,
+    size: i32,
+    me: i32,
+    slot: i32,
+    pes: &[i32],
+) -> crate::sync::barrier::Team<'_> {
+    let team = crate::sync::barrier::Team::in_slot(
         start as usize,
         stride as isize,
         size as usize,
         me as usize,
         slot as usize,
-    )
+    );
+    if pes.is_empty() {
+        team
+    } else {
+        team.listed(pes)
+    }
 }
 
 // The team functions read the barriers' view of the job (`sync::view`), not the runtime, so
 // they take no lock; the facade passes only live teams of a running job.
 
-fn team_sync(start: i32, stride: i32, size: i32, me: i32, slot: i32, tag: u64) {
-    let team = team_of(start, stride, size, me, slot);
+fn team_sync(start: i32, stride: i32, size: i32, me: i32, slot: i32, pes: &[i32], tag: u64) {
+    let team = team_of(start, stride, size, me, slot, pes);
     use crate::sync::barrier::{team_sync_published, Stop};
     match team_sync_published(team, tag) {
         Ok(()) => {}
@@ -431,7 +444,7 @@ fn team_sync(start: i32, stride: i32, size: i32, me: i32, slot: i32, tag: u64) {
     }
 }
 
-fn team_watch(start: i32, stride: i32, size: i32, me: i32, slot: i32) {
+fn team_watch(start: i32, stride: i32, size: i32, me: i32, slot: i32, pes: &[i32]) {
     use crate::sync::barrier::{self, Hopeless, PublishedAreas};
     use std::cell::Cell;
     use std::time::Instant;
@@ -443,7 +456,7 @@ fn team_watch(start: i32, stride: i32, size: i32, me: i32, slot: i32) {
         return;
     }
     LOOKED.set(Some(now));
-    let team = team_of(start, stride, size, me, slot);
+    let team = team_of(start, stride, size, me, slot, pes);
     match barrier::team_differs(&PublishedAreas(team)) {
         Ok(None) => {}
         Ok(Some(_)) => runtime::team_out_of_step(team),
@@ -451,8 +464,8 @@ fn team_watch(start: i32, stride: i32, size: i32, me: i32, slot: i32) {
     }
 }
 
-fn team_out_of_step(start: i32, stride: i32, size: i32, me: i32, slot: i32) {
-    runtime::team_out_of_step(team_of(start, stride, size, me, slot))
+fn team_out_of_step(start: i32, stride: i32, size: i32, me: i32, slot: i32, pes: &[i32]) {
+    runtime::team_out_of_step(team_of(start, stride, size, me, slot, pes))
 }
 
 // Calls whose PEs are out of step never return from these: the runtime ends the job.

@@ -576,7 +576,7 @@ fn end_job(status: i32, after_error: bool) -> ! {
 /// tag differs): names the first member at this member's team collective number whose call
 /// differs from the lowest such member's, both calls, and the team. That member says it at once;
 /// the others wait the control timeout for it first, as in [`Runtime::out_of_step`].
-pub fn team_out_of_step(team: barrier::Team) -> ! {
+pub fn team_out_of_step(team: barrier::Team<'_>) -> ! {
     let areas = barrier::PublishedAreas(team);
     let entered =
         |m: usize| barrier::team_entered(&areas, m).unwrap_or_else(|_| stop_after_error(1));

@@ -1,7 +1,8 @@
 """Groups of some ranks with the "shmem" backend, each against a gloo group of the same ranks on
 the same data: new_group of disjoint, overlapping and strided sets (used in turn from one
-thread, gloo's groups between them), a set that is no arithmetic progression (refused, naming
-it), split_group (ranks in any order), a DeviceMesh 2 x 2 (at 4 ranks), PREMUL_SUM with a number
+thread, gloo's groups between them), sets that are no arithmetic progression ([0, 1, 3], and
+split_group's [3, 0, 2] in that order, at 4 ranks), split_group (ranks in any order), a
+DeviceMesh 2 x 2 (at 4 ranks), PREMUL_SUM with a number
 and a tensor factor against gloo's SUM scaled, and collectives larger than a group's scratch
 (SHMEM_TORCH_GROUP_SCRATCH is small here, so they go in pieces). A rank outside a group gets
 torch's non-member and never calls anything on it."""
@@ -193,19 +194,25 @@ if world >= 2:
                 exercise(f"pair {p} again", p, g, t, 5)
         if in_a:
             exercise(f"overlapping {a_ranks} again", a_ranks, ga, ta, 6)
-    # a set that is no arithmetic progression: refused on its members, naming it; the others
-    # get torch's non-member (local synchronisation: they do not wait for the members)
+    # a set that is no arithmetic progression: every collective against gloo (the broadcast
+    # from global rank 3, group rank 2), used in turn with the pairs; rank 2 is not a member,
+    # gets torch's non-member and never calls anything on it
     if world >= 4:
         odd_set = [0, 1, 3]
-        try:
-            g = dist.new_group(odd_set, backend="shmem", use_local_synchronization=True)
-        except RuntimeError as exc:
-            if rank not in odd_set or "[0, 1, 3]" not in str(exc) \
-                    or "arithmetic progression" not in str(exc):
-                fail(f"new_group({odd_set}): unclear error {exc}")
-        else:
-            if rank in odd_set or g != dist.GroupMember.NON_GROUP_MEMBER:
-                fail(f"new_group({odd_set}) did not raise on a member")
+        go, to = pair(odd_set)
+        if member_of(odd_set, go):
+            exercise(f"list {odd_set}", odd_set, go, to, 8)
+        for p, (g, t) in zip(pairs, made):
+            if rank in p:
+                exercise(f"pair {p} after {odd_set}", p, g, t, 9)
+        if rank in odd_set:
+            exercise(f"list {odd_set} again", odd_set, go, to, 10)
+        # made by its members only (local synchronisation): the others do not wait for them
+        gl = dist.new_group(odd_set, backend="shmem", use_local_synchronization=True)
+        if member_of(odd_set, gl):
+            x = data(rank, 29)
+            dist.all_reduce(x, group=gl)
+            same(f"list {odd_set} (local): all_reduce", x, sum(data(r, 29) for r in odd_set))
     # split_group: the even and odd ranks, and every rank from the last down (stride -1)
     sp = dist.split_group(split_ranks=strided)
     mine = strided[rank % 2]
@@ -222,6 +229,23 @@ if world >= 2:
     x = torch.full((3,), float(rank))
     dist.broadcast(x, src=world - 1, group=sd)  # group rank 0
     same(f"split {down}: broadcast from its rank 0", x, torch.full((3,), float(world - 1)))
+    # split_group of a list in no order and no progression: group rank i is global rank
+    # listed[i]; rank 1 alone in the other
+    if world == 4:
+        listed = [3, 0, 2]
+        sl = dist.split_group(split_ranks=[listed, [1]])
+        if rank in listed:
+            if dist.get_rank(sl) != listed.index(rank):
+                fail(f"split {listed}: group rank {dist.get_rank(sl)}, want {listed.index(rank)}")
+            x = data(rank, 1001)
+            dist.all_reduce(x, group=sl)
+            same(f"split {listed}: all_reduce", x, sum(data(r, 1001) for r in listed))
+            x = data(rank, 7)
+            dist.broadcast(x, src=2, group=sl)  # group rank 2
+            same(f"split {listed}: broadcast", x, data(2, 7))
+            out = torch.empty(3 * 4)
+            dist.all_gather_into_tensor(out, data(rank, 4), group=sl)
+            same(f"split {listed}: all_gather", out, torch.cat([data(r, 4) for r in listed]))
 
 if world == 4:
     from torch.distributed.device_mesh import init_device_mesh

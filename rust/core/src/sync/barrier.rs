@@ -199,13 +199,16 @@ pub trait Areas {
     fn node(&self, member: usize) -> u32;
 }
 
-/// A team's members (team PE i is world PE `start + i * stride`) and the offset of their areas
-/// in the control segments.
+/// A team's members and the offset of their areas in the control segments. Team PE i is world
+/// PE `start + i * stride` (a progression: nothing to allocate or look up), or `pes[i]` when
+/// `pes` is not empty (a list team: any distinct world PEs, in the order its maker gave them;
+/// the list is the facade's, borrowed for the call).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Team {
+pub struct Team<'p> {
     /// World PE of team PE 0.
     pub start: usize,
-    /// World PEs between consecutive team PEs (negative for a team listed downwards).
+    /// World PEs between consecutive team PEs (negative for a team listed downwards); unused
+    /// for a list team.
     pub stride: isize,
     /// Members.
     pub size: usize,
@@ -213,39 +216,64 @@ pub struct Team {
     pub me: usize,
     /// Offset of the team's area in every member's control segment.
     pub area: usize,
+    /// A list team's members as world PEs (`size` of them); empty for a progression.
+    pub pes: &'p [i32],
 }
 
-impl Team {
+impl<'p> Team<'p> {
     /// The team holding synchronisation slot `slot`.
-    pub fn in_slot(start: usize, stride: isize, size: usize, me: usize, slot: usize) -> Team {
+    pub fn in_slot(start: usize, stride: isize, size: usize, me: usize, slot: usize) -> Team<'p> {
         Team {
             start,
             stride,
             size,
             me,
             area: control::TEAM_AREAS + slot * control::TEAM_AREA_SIZE,
+            pes: &[],
+        }
+    }
+
+    /// The same team's slot and member number with the members `pes` (team PE i is world PE
+    /// `pes[i]`): start becomes `pes[0]`, size `pes.len()`.
+    pub fn listed<'q>(self, pes: &'q [i32]) -> Team<'q> {
+        Team {
+            start: pes.first().map_or(self.start, |&p| p as usize),
+            stride: 0,
+            size: pes.len(),
+            me: self.me,
+            area: self.area,
+            pes,
         }
     }
 
     /// All `n_pes` PEs on the world barrier's area.
-    pub fn world(my_pe: usize, n_pes: usize) -> Team {
+    pub fn world(my_pe: usize, n_pes: usize) -> Team<'static> {
         Team {
             start: 0,
             stride: 1,
             size: n_pes,
             me: my_pe,
             area: control::BARRIER,
+            pes: &[],
         }
     }
 
     /// World PE of member `member`.
     pub fn world_pe(&self, member: usize) -> usize {
-        (self.start as isize + member as isize * self.stride) as usize
+        if self.pes.is_empty() {
+            (self.start as isize + member as isize * self.stride) as usize
+        } else {
+            self.pes[member] as usize
+        }
     }
 
     /// True when team PE numbers are world PE numbers (team PE i is world PE i).
     pub fn is_world(&self) -> bool {
-        self.start == 0 && (self.stride == 1 || self.size == 1)
+        if self.pes.is_empty() {
+            self.start == 0 && (self.stride == 1 || self.size == 1)
+        } else {
+            self.pes.iter().enumerate().all(|(i, &p)| p as usize == i)
+        }
     }
 
     /// The team in messages: a predefined team by its name, another by its members.
@@ -258,6 +286,11 @@ impl Team {
             _ if self.area == control::BARRIER => "all PEs".to_string(),
             Some(0) => "SHMEM_TEAM_WORLD".to_string(),
             Some(1) => "SHMEM_TEAM_SHARED".to_string(),
+            _ if !self.pes.is_empty() => format!(
+                "a team of {} PEs (world PEs {})",
+                self.size,
+                describe_list(self.pes)
+            ),
             _ => format!(
                 "a team of {} PEs (world PE {} first, stride {})",
                 self.size, self.start, self.stride
@@ -270,13 +303,24 @@ impl Team {
     }
 }
 
+/// A list team's members for messages: all of them up to 16, else the first 16 and a count.
+fn describe_list(pes: &[i32]) -> String {
+    const SHOWN: usize = 16;
+    let shown: Vec<String> = pes.iter().take(SHOWN).map(i32::to_string).collect();
+    if pes.len() > SHOWN {
+        format!("{}, ... ({} more)", shown.join(", "), pes.len() - SHOWN)
+    } else {
+        shown.join(", ")
+    }
+}
+
 /// A team's areas through this process's mappings of the control segments.
 #[derive(Debug)]
 pub struct MappedAreas<'c> {
     /// The control segments.
     pub control: &'c Control,
     /// The members.
-    pub team: Team,
+    pub team: Team<'c>,
     /// Every world PE's node (empty: one node).
     pub nodes: &'c [u32],
 }
@@ -303,9 +347,9 @@ impl Areas for MappedAreas<'_> {
 /// A team's areas through the control bases of the job's [`view`]: what the facade's team
 /// barriers use, without the runtime's lock.
 #[derive(Debug)]
-pub struct PublishedAreas(pub Team);
+pub struct PublishedAreas<'p>(pub Team<'p>);
 
-impl Areas for PublishedAreas {
+impl Areas for PublishedAreas<'_> {
     fn size(&self) -> usize {
         self.0.size
     }
@@ -742,7 +786,7 @@ pub fn team_differs(areas: &impl Areas) -> Result<Option<usize>, TransportError>
 
 /// The facade's team barrier: the team's members and slot as the facade holds them, its words
 /// through the job's [`view`].
-pub fn team_sync_published(team: Team, tag: u64) -> Result<(), Stop> {
+pub fn team_sync_published(team: Team<'_>, tag: u64) -> Result<(), Stop> {
     let central = view::get().is_some_and(|v| v.central);
     team_sync(&PublishedAreas(team), central, tag)
 }
@@ -1081,18 +1125,58 @@ mod tests {
     /// member's store made before each barrier, and the epochs count in the members' own words.
     #[test]
     fn team_barriers_over_strided_teams_order_stores() {
+        // Team A: PEs 6, 4, 2, 0 (listed downwards) on slot 2; team B: PEs 1, 3, 5 on slot 3.
+        team_barriers_order_stores(7, |pe| {
+            if pe.is_multiple_of(2) {
+                Team::in_slot(6, -2, 4, (6 - pe) / 2, 2)
+            } else {
+                Team::in_slot(1, 2, 3, pe / 2, 3)
+            }
+        });
+    }
+
+    /// The same with teams whose members are lists: PEs 5, 0, 3, 6 on slot 2, PEs 1, 4, 2 on
+    /// slot 3 (neither a progression nor sorted).
+    #[test]
+    fn team_barriers_over_list_teams_order_stores() {
+        const A: [i32; 4] = [5, 0, 3, 6];
+        const B: [i32; 3] = [1, 4, 2];
+        team_barriers_order_stores(7, |pe| {
+            let (list, slot): (&'static [i32], usize) = if A.contains(&(pe as i32)) {
+                (&A, 2)
+            } else {
+                (&B, 3)
+            };
+            let me = list.iter().position(|&p| p as usize == pe).unwrap();
+            Team::in_slot(0, 1, list.len(), me, slot).listed(list)
+        });
+    }
+
+    #[test]
+    fn a_list_team_numbers_its_members_as_listed() {
+        let team = Team::in_slot(0, 1, 3, 1, 4).listed(&[3, 0, 2]);
+        assert_eq!((team.start, team.size, team.me), (3, 3, 1));
+        let world: Vec<usize> = (0..3).map(|m| team.world_pe(m)).collect();
+        assert_eq!(world, [3, 0, 2]);
+        assert!(!team.is_world());
+        assert!(Team::in_slot(0, 1, 3, 0, 4).listed(&[0, 1, 2]).is_world());
+        assert_eq!(team.describe(), "a team of 3 PEs (world PEs 3, 0, 2)");
+        let long: Vec<i32> = (0..20).rev().collect();
+        let team = Team::in_slot(0, 1, 20, 0, 4).listed(&long);
+        assert_eq!(
+            team.describe(),
+            "a team of 20 PEs (world PEs 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, \
+             5, 4, ... (4 more))"
+        );
+    }
+
+    /// Every PE of an in-process job of `n` PEs in its team (`team_of(pe)`; teams on distinct
+    /// slots) publishes a value per round; after each team barrier it reads every member's.
+    fn team_barriers_order_stores(n: usize, team_of: impl Fn(usize) -> Team<'static> + Sync) {
         const ROUNDS: u64 = 200;
         for central in [false, true] {
-            let n = 7;
             let controls = Control::in_process(n);
-            // Team A: PEs 6, 4, 2, 0 (listed downwards) on slot 2; team B: PEs 1, 3, 5 on slot 3.
-            let team_of = |pe: usize| -> Team {
-                if pe.is_multiple_of(2) {
-                    Team::in_slot(6, -2, 4, (6 - pe) / 2, 2)
-                } else {
-                    Team::in_slot(1, 2, 3, pe / 2, 3)
-                }
-            };
+            let team_of = &team_of;
             std::thread::scope(|scope| {
                 for (pe, control) in controls.iter().enumerate() {
                     scope.spawn(move || {
