@@ -459,6 +459,32 @@ fn signal(c: &Child, sig: i32) {
     // SAFETY: kill(2) of our own child's pid.
     let r = unsafe { libc::kill(c.proc.id() as libc::pid_t, sig) };
     assert_eq!(r, 0, "kill({}, {sig})", c.proc.id());
+    if sig == libc::SIGSTOP {
+        // kill(2) only sends it: wait until every thread of the child is stopped, so that no
+        // operation issued after this is served by a thread still on its way to the stop.
+        let pid = c.proc.id();
+        let stopped = || {
+            std::fs::read_dir(format!("/proc/{pid}/task"))
+                .map(|tasks| {
+                    tasks.flatten().all(|t| {
+                        std::fs::read_to_string(t.path().join("stat")).is_ok_and(|st| {
+                            // The state follows the command's closing parenthesis.
+                            st.rsplit_once(')')
+                                .is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+                        })
+                    })
+                })
+                .unwrap_or(false)
+        };
+        let t = std::time::Instant::now();
+        while !stopped() {
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(10),
+                "child {pid} did not stop within 10 s of SIGSTOP"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
 }
 
 /// A put, a flush and a get to the live member `c` on `ep`, with how long they took.
@@ -517,10 +543,10 @@ fn a_wait_for_a_stopped_member_holds_up_no_other_operation() {
             (r, t.elapsed())
         });
         std::thread::sleep(Duration::from_millis(300));
-        assert!(
-            waiting.load(Ordering::SeqCst),
-            "the flush to a stopped member completed"
-        );
+        if !waiting.load(Ordering::SeqCst) {
+            let (r, took) = flusher.join().unwrap();
+            panic!("the put and flush to a stopped member ended after {took:?}: {r:?}");
+        }
         let took = round_trip(&a, ep_live, &live, 2);
         assert!(
             waiting.load(Ordering::SeqCst),
