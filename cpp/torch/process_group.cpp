@@ -565,12 +565,17 @@ bool log_info() {
 // (an fcollect over the group, the one an exchange makes for its sizes anyway), each rank
 // reads, and one barrier keeps every tensor alive until the last reader is done.
 //
-// It is on for a group when every member runs on this node (SHMEM_TEAM_SHARED holds it), the
-// kernel lets every member read every other's memory (Yama's ptrace_scope, a container's
-// seccomp or capabilities may refuse), and no member set SHMEM_TORCH_DIRECT=0: the members
-// agree at the group's creation, so all take the same path. Calls move at least
-// SHMEM_TORCH_DIRECT_MIN bytes per block through it (default 256 KiB; smaller ones cost less
-// staged, as the system calls and the address exchange outweigh the second copy).
+// The kernel pins every page of the peer's range it copies: over 4 KiB pages that costs more
+// than the copy (a read runs at about half of memcpy's speed), over huge pages next to nothing.
+// So by default (SHMEM_TORCH_DIRECT unset or "auto") the path is on where torch allocates large
+// tensors in transparent huge pages: the kernel's THP mode is "always", or "madvise" and torch's
+// THP_MEM_ALLOC_ENABLE=1 (tensors of 2 MiB and more then get huge pages); SHMEM_TORCH_DIRECT=1
+// turns it on regardless, 0 off. It is on for a group when every member wants it, runs on this
+// node (SHMEM_TEAM_SHARED holds it), and the kernel lets every member read every other's memory
+// (Yama's ptrace_scope, a container's seccomp or capabilities may refuse): the members agree at
+// the group's creation, so all take the same path. Calls whose blocks are at least
+// SHMEM_TORCH_DIRECT_MIN bytes take it (default 2 MiB, the most any member asks; below that
+// the system calls, the address exchange and the barriers outweigh the second copy).
 class DirectPath {
 public:
     // A piece of a read: `bytes` from the peer's address `remote` into `local`.
@@ -590,8 +595,11 @@ public:
         pids_.assign(size, 0);
         if (size < 2 || words < kSetupWords) return;
         const char *env = std::getenv("SHMEM_TORCH_DIRECT");
-        const bool wanted = env == nullptr || *env == '\0' || std::string(env) != "0";
-        min_bytes_ = bytes_from_env("SHMEM_TORCH_DIRECT_MIN", size_t{256} << 10);
+        const std::string mode = env == nullptr || *env == '\0' ? "auto" : env;
+        TORCH_CHECK(mode == "auto" || mode == "0" || mode == "1", "shmem backend: ",
+                    "SHMEM_TORCH_DIRECT='", mode, "' is not auto, 0 or 1");
+        const bool wanted = mode == "1" || (mode == "auto" && huge_pages());
+        min_bytes_ = bytes_from_env("SHMEM_TORCH_DIRECT_MIN", size_t{2} << 20);
         std::random_device random;
         cookie_ = (static_cast<uint64_t>(random()) << 32) ^ random() ^ static_cast<uint64_t>(getpid());
         int64_t *mine = meta;
@@ -611,7 +619,9 @@ public:
             ok = ok && r[3] != 0;
             min_bytes_ = std::max(min_bytes_, static_cast<size_t>(r[4]));
         }
-        if (!ok) why = "SHMEM_TORCH_DIRECT=0";
+        if (!ok)
+            why = "SHMEM_TORCH_DIRECT=0, or tensors in 4 KiB pages (see docs/pytorch.md: "
+                  "THP_MEM_ALLOC_ENABLE=1, or SHMEM_TORCH_DIRECT=1) on some rank";
         for (size_t p = 0; ok && p < size; ++p) {
             if (static_cast<int>(p) == rank) continue;
             if (shmem_team_translate_pe(team, static_cast<int>(p), SHMEM_TEAM_SHARED) < 0) {
@@ -697,6 +707,20 @@ public:
     static constexpr size_t kPiece = size_t{128} << 10;
 
 private:
+    // Whether torch puts large tensors in transparent huge pages (see the top).
+    static bool huge_pages() {
+        char mode[128] = {0};
+        if (FILE *f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r")) {
+            const size_t got = std::fread(mode, 1, sizeof mode - 1, f);
+            mode[got] = '\0';
+            std::fclose(f);
+        }
+        if (std::strstr(mode, "[always]") != nullptr) return true;
+        const char *torch = std::getenv("THP_MEM_ALLOC_ENABLE");
+        return std::strstr(mode, "[madvise]") != nullptr && torch != nullptr &&
+               std::string(torch) == "1";
+    }
+
     bool on_ = false;
     size_t min_bytes_ = 0;
     std::vector<pid_t> pids_;  // of each group rank
