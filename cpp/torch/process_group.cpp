@@ -79,8 +79,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -596,12 +596,13 @@ public:
         if (size < 2 || words < kSetupWords) return;
         const char *env = std::getenv("SHMEM_TORCH_DIRECT");
         const std::string mode = env == nullptr || *env == '\0' ? "auto" : env;
-        TORCH_CHECK(mode == "auto" || mode == "0" || mode == "1", "shmem backend: ",
-                    "SHMEM_TORCH_DIRECT='", mode, "' is not auto, 0 or 1");
+        TORCH_CHECK(mode == "auto" || mode == "0" || mode == "1",
+                    "shmem backend: ", "SHMEM_TORCH_DIRECT='", mode, "' is not auto, 0 or 1");
         const bool wanted = mode == "1" || (mode == "auto" && huge_pages());
         min_bytes_ = bytes_from_env("SHMEM_TORCH_DIRECT_MIN", size_t{2} << 20);
         std::random_device random;
-        cookie_ = (static_cast<uint64_t>(random()) << 32) ^ random() ^ static_cast<uint64_t>(getpid());
+        cookie_ =
+            (static_cast<uint64_t>(random()) << 32) ^ random() ^ static_cast<uint64_t>(getpid());
         int64_t *mine = meta;
         int64_t *all = meta + words;
         mine[0] = getpid();
@@ -620,8 +621,9 @@ public:
             min_bytes_ = std::max(min_bytes_, static_cast<size_t>(r[4]));
         }
         if (!ok)
-            why = "SHMEM_TORCH_DIRECT=0, or tensors in 4 KiB pages (see docs/pytorch.md: "
-                  "THP_MEM_ALLOC_ENABLE=1, or SHMEM_TORCH_DIRECT=1) on some rank";
+            why =
+                "SHMEM_TORCH_DIRECT=0, or tensors in 4 KiB pages (see docs/pytorch.md: "
+                "THP_MEM_ALLOC_ENABLE=1, or SHMEM_TORCH_DIRECT=1) on some rank";
         for (size_t p = 0; ok && p < size; ++p) {
             if (static_cast<int>(p) == rank) continue;
             if (shmem_team_translate_pe(team, static_cast<int>(p), SHMEM_TEAM_SHARED) < 0) {
@@ -636,10 +638,11 @@ public:
             const ssize_t got = process_vm_readv(pids_[p], &local, 1, &remote, 1, 0);
             if (got != static_cast<ssize_t>(sizeof seen) || seen != static_cast<uint64_t>(r[2])) {
                 ok = false;
-                why = "the kernel refuses reading rank " + std::to_string(p) + "'s memory (pid " +
-                      std::to_string(pids_[p]) + ": " +
-                      (got < 0 ? std::string(std::strerror(errno)) : std::string("another process")) +
-                      ")";
+                why =
+                    "the kernel refuses reading rank " + std::to_string(p) + "'s memory (pid " +
+                    std::to_string(pids_[p]) + ": " +
+                    (got < 0 ? std::string(std::strerror(errno)) : std::string("another process")) +
+                    ")";
                 break;
             }
         }
@@ -673,17 +676,18 @@ public:
             for (size_t j = i; j < spans.size() && k < kIov; ++j, ++k) {
                 const size_t skip = j == i ? done : 0;
                 local[k] = {spans[j].local + skip, spans[j].bytes - skip};
-                remote[k] = {reinterpret_cast<void *>(static_cast<uintptr_t>(spans[j].remote + skip)),
-                             spans[j].bytes - skip};
+                remote[k] = {
+                    reinterpret_cast<void *>(static_cast<uintptr_t>(spans[j].remote + skip)),
+                    spans[j].bytes - skip};
             }
             const ssize_t got = process_vm_readv(pids_[peer], local, k, remote, k, 0);
             if (got < 0 && errno == EINTR) continue;
             const int e = errno;
-            TORCH_CHECK(got > 0, "shmem backend: ", call, ": reading ", spans[i].bytes - done,
-                        " bytes from rank ", peer, " (pid ", pids_[peer],
-                        ") by process_vm_readv failed: ",
-                        got < 0 ? std::strerror(e) : "nothing read", " (errno ", got < 0 ? e : 0,
-                        e == ESRCH ? "; the rank's process has ended)" : ")");
+            TORCH_CHECK(
+                got > 0, "shmem backend: ", call, ": reading ", spans[i].bytes - done,
+                " bytes from rank ", peer, " (pid ", pids_[peer],
+                ") by process_vm_readv failed: ", got < 0 ? std::strerror(e) : "nothing read",
+                " (errno ", got < 0 ? e : 0, e == ESRCH ? "; the rank's process has ended)" : ")");
             for (size_t left = static_cast<size_t>(got); left > 0;) {
                 const size_t rest = spans[i].bytes - done;
                 if (left < rest) {
@@ -1688,7 +1692,8 @@ private:
         if (apart && direct_.use(static_cast<size_t>(most))) {
             // Rank i's block for this rank is at its published address for it.
             std::vector<uint64_t> from(n);
-            for (int i = 0; i < n; ++i) from[i] = static_cast<uint64_t>(all[i * w + 2 * n + getRank()]);
+            for (int i = 0; i < n; ++i)
+                from[i] = static_cast<uint64_t>(all[i * w + 2 * n + getRank()]);
             direct_transfer(call, from, send, recv);
             return;
         }
@@ -1726,7 +1731,8 @@ private:
         for (int k = 1; k < n; ++k) {
             const int i = (me + k) % n;
             if (recv[i].bytes > 0)
-                direct_.read(call, i, {{recv[i].data, from[i], static_cast<size_t>(recv[i].bytes)}});
+                direct_.read(call, i,
+                             {{recv[i].data, from[i], static_cast<size_t>(recv[i].bytes)}});
         }
         if (send[me].bytes > 0 && send[me].data != recv[me].data)
             std::memmove(recv[me].data, send[me].data, send[me].bytes);
@@ -1793,7 +1799,8 @@ private:
         for (int k = 1; k < n; ++k) {
             const int i = (me + k) % n;
             if (len(i) > 0)
-                direct_.read(call, i, {{base + lo(i), static_cast<uint64_t>(addrs[i]) + lo(i), len(i)}});
+                direct_.read(call, i,
+                             {{base + lo(i), static_cast<uint64_t>(addrs[i]) + lo(i), len(i)}});
         }
         sync();
     }
