@@ -663,6 +663,9 @@ public:
 
     // Whether a call whose largest block is `bytes` (the same on every rank) goes direct.
     bool use(size_t bytes) const { return on_ && bytes >= min_bytes_; }
+    // The same for an all_reduce of slices of `bytes`: at least 4 blocks' worth, as it reads
+    // twice and waits at two barriers, while its staged path already works in cache-sized pieces.
+    bool use_for_all_reduce(size_t bytes) const { return use(bytes / 4); }
 
     // Reads `spans` (none empty) from group rank `peer`, in as few system calls as the kernel's
     // iovec limit allows, a partial read continued where it stopped. An error names the call,
@@ -1578,7 +1581,7 @@ private:
         // result goes straight back into it.
         const bool in_t = work.data_ptr() == t.data_ptr();
         const size_t bytes = work.nbytes();
-        if (bytes > 0 && root < 0 && direct_.use(bytes / getSize())) {
+        if (bytes > 0 && root < 0 && direct_.use_for_all_reduce(bytes / getSize())) {
             // `work` is this rank's own (`t`, or a copy made above): reduced in place.
             const Collective lock(*this, call);
             direct_reduce_all(call, plan, work);
