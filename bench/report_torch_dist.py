@@ -204,6 +204,8 @@ def cmd_render(a):
                 " (+ uncommitted changes)" if env.get("shmem_tree_dirty") else "", d.rounds,
                 env.get("mode", "?"), env.get("date", "?"),
                 ", ".join(map(str, d.ranks)) or "none", env.get("other_backends", "?")))
+    if env.get("data_path"):
+        head += "\nThe backend's data path: %s.\n" % env["data_path"]
     try:
         load, cpus = float(env.get("load", "").split()[0]), int(env.get("cpus_online", 0))
     except (ValueError, IndexError):

@@ -33,7 +33,10 @@
 #   -h, --help        this text
 # RUN_TIMEOUT=S in the environment: seconds one torchrun job may take (default 2400, --quick
 # 900, --smoke 150); a job that fails or times out is recorded in raw/failures.jsonl and its
-# figures are missing from the tables.
+# figures are missing from the tables. THP_MEM_ALLOC_ENABLE=1 (torch's: tensors of 2 MiB and
+# more in huge pages, for both backends) turns on the backend's single-copy path for large
+# collectives where the kernel's THP mode is madvise; SHMEM_TORCH_DIRECT=0/1 forces either path.
+# env.json and the report's header record them.
 # Without a Python that imports torch, exits with 77 (ctest's skip). Other backends: torch from
 # PyPI is built without MPI (torch.distributed.is_mpi_available() is False) and oneCCL's torch
 # binding is not on PyPI; env.json records what this run's torch has.
@@ -175,13 +178,18 @@ except ImportError:
     ccl = ("oneCCL: oneccl_bindings_for_pytorch is not installed (not on PyPI; PyPI has only "
            "Intel's oneccl runtime, without torch's binding)")
 mpi = dist.is_mpi_available()
+thp = sh("cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null") or "unknown"
+data_path = ("transparent huge pages `%s`, THP_MEM_ALLOC_ENABLE=%s, SHMEM_TORCH_DIRECT=%s, "
+             "SHMEM_TORCH_DIRECT_MIN=%s (docs/pytorch.md, \"Single copy on one node\")" % (
+                 thp, *(os.environ.get(v, "unset") for v in (
+                     "THP_MEM_ALLOC_ENABLE", "SHMEM_TORCH_DIRECT", "SHMEM_TORCH_DIRECT_MIN"))))
 json.dump({
     "date": sh("date -u +%FT%TZ"), "host": host, "mode": mode, "rounds": int(rounds),
     "command": command, "cpu": sh("lscpu | sed -n 's/^Model name: *//p'"),
     "cpus_online": os.cpu_count(), "kernel": platform.release(), "load": sh("cat /proc/loadavg"),
     "shmem_commit": commit, "shmem_tree_dirty": dirty == "true", "shmem_torch": where,
     "torch": torch.__version__, "python": platform.python_version(),
-    "ranks": [int(n) for n in ranks.split()], "mpi_available": mpi,
+    "ranks": [int(n) for n in ranks.split()], "mpi_available": mpi, "data_path": data_path,
     "other_backends": "Open MPI's `mpi` backend: torch.distributed.is_mpi_available() is %s in "
                       "torch %s%s; %s." % (mpi, torch.__version__,
                                           "" if mpi else " (built without MPI)", ccl),

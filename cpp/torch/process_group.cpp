@@ -24,6 +24,11 @@
 // every member's piece stays in the last-level cache (a pass over a whole large tensor per step
 // runs at memory speed instead); where ranks share CPUs, the two barriers per piece would cost
 // more than that saves, and the tensor goes through whole.
+// Between ranks of one node, large collectives skip the staging: the direct path (DirectPath)
+// reads the peers' tensors straight into this rank's with cross-memory attach, one copy per
+// byte: all_gather_into_tensor, all_gather, all_to_all_single, all_to_all, and all_reduce and
+// reduce_scatter as a reduce-scatter of slices read piece by piece and combined here, then
+// (all_reduce) each slice read from the rank that reduced it.
 // Reductions run in the tensor's dtype where the library has it (float32/64, int8..64, uint8),
 // bool as uint8 (SUM is OR, PRODUCT AND, as torch's CPU backends), float16/bfloat16 in float32,
 // complex (SUM, AVG) as pairs of reals. PREMUL_SUM multiplies this rank's tensor by the factor
@@ -69,8 +74,12 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -79,7 +88,9 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -493,6 +504,237 @@ ReducePlan plan_reduce(const char *call, at::ScalarType dtype, ReduceOp::RedOpTy
     }
 }
 
+// acc[i] = acc[i] `op` in[i] for `n` elements of `dtype` (a type the library reduces, as
+// plan_reduce gives it): the direct path's reduction of a peer's piece into this rank's.
+void combine(at::ScalarType dtype, ReduceOp::RedOpType op, void *acc, const void *in, size_t n) {
+#define SHMEM_TORCH_LOOP(T, EXPR)                                                                  \
+    {                                                                                              \
+        T *a = static_cast<T *>(acc);                                                              \
+        const T *b = static_cast<const T *>(in);                                                   \
+        for (size_t i = 0; i < n; ++i) a[i] = static_cast<T>(EXPR);                                \
+        return;                                                                                    \
+    }
+#define SHMEM_TORCH_ARITH(T)                                                                       \
+    switch (op) {                                                                                  \
+    case ReduceOp::SUM: SHMEM_TORCH_LOOP(T, a[i] + b[i])                                           \
+    case ReduceOp::PRODUCT: SHMEM_TORCH_LOOP(T, a[i] * b[i])                                       \
+    case ReduceOp::MIN: SHMEM_TORCH_LOOP(T, b[i] < a[i] ? b[i] : a[i])                             \
+    case ReduceOp::MAX: SHMEM_TORCH_LOOP(T, b[i] > a[i] ? b[i] : a[i])                             \
+    default: break;                                                                                \
+    }
+#define SHMEM_TORCH_INTEGER(T)                                                                     \
+    SHMEM_TORCH_ARITH(T)                                                                           \
+    switch (op) {                                                                                  \
+    case ReduceOp::BAND: SHMEM_TORCH_LOOP(T, a[i] & b[i])                                          \
+    case ReduceOp::BOR: SHMEM_TORCH_LOOP(T, a[i] | b[i])                                           \
+    case ReduceOp::BXOR: SHMEM_TORCH_LOOP(T, a[i] ^ b[i])                                          \
+    default: break;                                                                                \
+    }
+    switch (dtype) {
+    case at::kFloat: SHMEM_TORCH_ARITH(float) break;
+    case at::kDouble: SHMEM_TORCH_ARITH(double) break;
+    case at::kChar: SHMEM_TORCH_INTEGER(int8_t) break;
+    case at::kShort: SHMEM_TORCH_INTEGER(int16_t) break;
+    case at::kInt: SHMEM_TORCH_INTEGER(int32_t) break;
+    case at::kLong: SHMEM_TORCH_INTEGER(int64_t) break;
+    case at::kByte: SHMEM_TORCH_INTEGER(uint8_t) break;
+    default: break;
+    }
+#undef SHMEM_TORCH_INTEGER
+#undef SHMEM_TORCH_ARITH
+#undef SHMEM_TORCH_LOOP
+    TORCH_CHECK(false, "shmem backend: no reduction ", static_cast<int>(op), " for ", dtype);
+}
+
+// Whether the backend's messages at level info are wanted (the library's SHMEM_LOG_LEVEL, or
+// SHMEM_DEBUG).
+bool log_info() {
+    const char *level = std::getenv("SHMEM_LOG_LEVEL");
+    if (level != nullptr && *level != '\0') {
+        const std::string l = level;
+        return l == "info" || l == "debug" || l == "trace";
+    }
+    const char *debug = std::getenv("SHMEM_DEBUG");
+    return debug != nullptr && *debug != '\0' && std::string(debug) != "0";
+}
+
+// The direct path: single-copy collectives between the ranks of a group on one node. A rank
+// reads what it needs straight out of its peers' tensors into its own with the kernel's
+// cross-memory attach (process_vm_readv), where the staged path copies every byte twice (into
+// a peer's symmetric staging, then out of it). A call publishes the addresses of its tensors
+// (an fcollect over the group, the one an exchange makes for its sizes anyway), each rank
+// reads, and one barrier keeps every tensor alive until the last reader is done.
+//
+// The kernel pins every page of the peer's range it copies: over 4 KiB pages that costs more
+// than the copy (a read runs at about half of memcpy's speed), over huge pages next to nothing.
+// So by default (SHMEM_TORCH_DIRECT unset or "auto") the path is on where torch allocates large
+// tensors in transparent huge pages: the kernel's THP mode is "always", or "madvise" and torch's
+// THP_MEM_ALLOC_ENABLE=1 (tensors of 2 MiB and more then get huge pages); SHMEM_TORCH_DIRECT=1
+// turns it on regardless, 0 off. It is on for a group when every member wants it, runs on this
+// node (SHMEM_TEAM_SHARED holds it), and the kernel lets every member read every other's memory
+// (Yama's ptrace_scope, a container's seccomp or capabilities may refuse): the members agree at
+// the group's creation, so all take the same path. Calls whose blocks are at least
+// SHMEM_TORCH_DIRECT_MIN bytes take it (default 2 MiB, the most any member asks; below that
+// the system calls, the address exchange and the barriers outweigh the second copy).
+class DirectPath {
+public:
+    // A piece of a read: `bytes` from the peer's address `remote` into `local`.
+    struct Span {
+        char *local;
+        uint64_t remote;
+        size_t bytes;
+    };
+    // Words of the sizes area setup() publishes per rank.
+    static constexpr size_t kSetupWords = 5;
+
+    // Collective over the group (team `team`, group rank `rank` of `members.size()`), with
+    // `meta` a symmetric area of at least `words` (>= kSetupWords) int64 per rank for this
+    // rank's, then `words` per rank for every rank's.
+    void setup(shmem_team_t team, int rank, size_t size, int64_t *meta, size_t words) {
+        on_ = false;
+        pids_.assign(size, 0);
+        if (size < 2 || words < kSetupWords) return;
+        const char *env = std::getenv("SHMEM_TORCH_DIRECT");
+        const std::string mode = env == nullptr || *env == '\0' ? "auto" : env;
+        TORCH_CHECK(mode == "auto" || mode == "0" || mode == "1",
+                    "shmem backend: ", "SHMEM_TORCH_DIRECT='", mode, "' is not auto, 0 or 1");
+        const bool wanted = mode == "1" || (mode == "auto" && huge_pages());
+        min_bytes_ = bytes_from_env("SHMEM_TORCH_DIRECT_MIN", size_t{2} << 20);
+        std::random_device random;
+        cookie_ =
+            (static_cast<uint64_t>(random()) << 32) ^ random() ^ static_cast<uint64_t>(getpid());
+        int64_t *mine = meta;
+        int64_t *all = meta + words;
+        mine[0] = getpid();
+        mine[1] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(&cookie_));
+        mine[2] = static_cast<int64_t>(cookie_);
+        mine[3] = wanted ? 1 : 0;
+        mine[4] = static_cast<int64_t>(min_bytes_);
+        TORCH_CHECK(shmem_fcollectmem(team, all, mine, words * sizeof(int64_t)) == 0,
+                    "shmem backend: exchanging the ranks' process ids failed");
+        std::string why;
+        bool ok = true;
+        for (size_t p = 0; p < size; ++p) {
+            const int64_t *r = all + p * words;
+            pids_[p] = static_cast<pid_t>(r[0]);
+            ok = ok && r[3] != 0;
+            min_bytes_ = std::max(min_bytes_, static_cast<size_t>(r[4]));
+        }
+        if (!ok)
+            why =
+                "SHMEM_TORCH_DIRECT=0, or tensors in 4 KiB pages (see docs/pytorch.md: "
+                "THP_MEM_ALLOC_ENABLE=1, or SHMEM_TORCH_DIRECT=1) on some rank";
+        for (size_t p = 0; ok && p < size; ++p) {
+            if (static_cast<int>(p) == rank) continue;
+            if (shmem_team_translate_pe(team, static_cast<int>(p), SHMEM_TEAM_SHARED) < 0) {
+                ok = false;
+                why = "rank " + std::to_string(p) + " is on another node";
+                break;
+            }
+            const int64_t *r = all + p * words;
+            uint64_t seen = 0;
+            iovec local{&seen, sizeof seen};
+            iovec remote{reinterpret_cast<void *>(static_cast<uintptr_t>(r[1])), sizeof seen};
+            const ssize_t got = process_vm_readv(pids_[p], &local, 1, &remote, 1, 0);
+            if (got != static_cast<ssize_t>(sizeof seen) || seen != static_cast<uint64_t>(r[2])) {
+                ok = false;
+                why =
+                    "the kernel refuses reading rank " + std::to_string(p) + "'s memory (pid " +
+                    std::to_string(pids_[p]) + ": " +
+                    (got < 0 ? std::string(std::strerror(errno)) : std::string("another process")) +
+                    ")";
+                break;
+            }
+        }
+        // Every member reads the table before any reduces into its first word.
+        mine[0] = ok ? 1 : 0;
+        TORCH_CHECK(shmem_int64_min_reduce(team, mine, mine, 1) == 0,
+                    "shmem backend: agreeing on the direct path failed");
+        on_ = mine[0] != 0;
+        static std::atomic<bool> said{false};
+        if (log_info() && (rank == 0 || !why.empty()) && !said.exchange(true)) {
+            std::fprintf(stderr,
+                         "shmem backend: rank %d: the direct path (cross-memory attach) is %s for "
+                         "a group of %zu ranks%s%s\n",
+                         rank, on_ ? "on" : "off: collectives stage through symmetric scratch",
+                         size, why.empty() ? "" : ": ", why.c_str());
+        }
+    }
+
+    // Whether a call whose largest block is `bytes` (the same on every rank) goes direct.
+    bool use(size_t bytes) const { return on_ && bytes >= min_bytes_; }
+    // The same for an all_reduce of slices of `bytes`: at least 4 blocks' worth, as it reads
+    // twice and waits at two barriers, while its staged path already works in cache-sized pieces.
+    bool use_for_all_reduce(size_t bytes) const { return use(bytes / 4); }
+
+    // Reads `spans` (none empty) from group rank `peer`, in as few system calls as the kernel's
+    // iovec limit allows, a partial read continued where it stopped. An error names the call,
+    // the peer and errno.
+    void read(const char *call, int peer, const std::vector<Span> &spans) const {
+        constexpr size_t kIov = 1024;  // IOV_MAX
+        iovec local[kIov], remote[kIov];
+        size_t i = 0, done = 0;  // spans[i] has `done` bytes read
+        while (i < spans.size()) {
+            size_t k = 0;
+            for (size_t j = i; j < spans.size() && k < kIov; ++j, ++k) {
+                const size_t skip = j == i ? done : 0;
+                local[k] = {spans[j].local + skip, spans[j].bytes - skip};
+                remote[k] = {
+                    reinterpret_cast<void *>(static_cast<uintptr_t>(spans[j].remote + skip)),
+                    spans[j].bytes - skip};
+            }
+            const ssize_t got = process_vm_readv(pids_[peer], local, k, remote, k, 0);
+            if (got < 0 && errno == EINTR) continue;
+            const int e = errno;
+            TORCH_CHECK(
+                got > 0, "shmem backend: ", call, ": reading ", spans[i].bytes - done,
+                " bytes from rank ", peer, " (pid ", pids_[peer],
+                ") by process_vm_readv failed: ", got < 0 ? std::strerror(e) : "nothing read",
+                " (errno ", got < 0 ? e : 0, e == ESRCH ? "; the rank's process has ended)" : ")");
+            for (size_t left = static_cast<size_t>(got); left > 0;) {
+                const size_t rest = spans[i].bytes - done;
+                if (left < rest) {
+                    done += left;
+                    break;
+                }
+                left -= rest;
+                ++i;
+                done = 0;
+            }
+        }
+    }
+
+    // A buffer of kPiece bytes for the reductions' pieces (one collective at a time uses it).
+    char *piece() {
+        if (!piece_) piece_.reset(new char[kPiece]);
+        return piece_.get();
+    }
+    // Bytes of a peer's slice a reduction reads at once: with this rank's piece, small enough
+    // to stay in the core's cache while every peer's is added in.
+    static constexpr size_t kPiece = size_t{128} << 10;
+
+private:
+    // Whether torch puts large tensors in transparent huge pages (see the top).
+    static bool huge_pages() {
+        char mode[128] = {0};
+        if (FILE *f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r")) {
+            const size_t got = std::fread(mode, 1, sizeof mode - 1, f);
+            mode[got] = '\0';
+            std::fclose(f);
+        }
+        if (std::strstr(mode, "[always]") != nullptr) return true;
+        const char *torch = std::getenv("THP_MEM_ALLOC_ENABLE");
+        return std::strstr(mode, "[madvise]") != nullptr && torch != nullptr &&
+               std::string(torch) == "1";
+    }
+
+    bool on_ = false;
+    size_t min_bytes_ = 0;
+    std::vector<pid_t> pids_;  // of each group rank
+    uint64_t cookie_ = 0;      // a value the others read here to prove they can
+    std::unique_ptr<char[]> piece_;
+};
+
 class ShmemBackend final : public c10d::Backend {
 public:
     // The group of global ranks `ranks` (in group-rank order; empty: torch's default group, all
@@ -519,6 +761,7 @@ public:
         stash_.resize(n);
         send_posted_.assign(n, 0);
         send_served_.assign(n, 0);
+        direct_.setup(team_, rank, n, meta_, meta_bytes_ / sizeof(int64_t));
     }
 
     // A group of the parent's ranks `ranks` (split_group), on its members; nullptr elsewhere.
@@ -628,6 +871,15 @@ public:
         check_list("allgather", "output_tensor_list", list, in);
         const Collective lock(*this, "allgather");
         const size_t bytes = in.nbytes();
+        if (direct_.use(bytes)) {
+            std::vector<Block> blocks(getSize());
+            const std::vector<at::Tensor> outs = contiguous(list, blocks);
+            const at::Tensor c = in.contiguous();
+            if (direct_gather("allgather", c, blocks)) {
+                copy_back(list, outs);
+                return done(OpType::ALLGATHER, list);
+            }
+        }
         at::Tensor hold;
         char *dst = gather_all("allgather", in, bytes, hold);
         for (int i = 0; i < getSize(); ++i) {
@@ -646,6 +898,18 @@ public:
                     "shmem backend: ", "all_gather_into_tensor: the output has ", output.numel(),
                     " elements, not the input's ", input.numel(), " times the group's ", getSize());
         const Collective lock(*this, "all_gather_into_tensor");
+        const size_t bytes = input.nbytes();
+        if (direct_.use(bytes)) {
+            at::Tensor o = output.contiguous();
+            std::vector<Block> blocks(getSize());
+            for (int i = 0; i < getSize(); ++i)
+                blocks[i] = {static_cast<char *>(o.data_ptr()) + i * bytes,
+                             static_cast<int64_t>(bytes)};
+            if (direct_gather("all_gather_into_tensor", input.contiguous(), blocks)) {
+                if (!o.is_same(output)) output.copy_(o);
+                return done(OpType::_ALLGATHER_BASE, {output});
+            }
+        }
         at::Tensor hold;
         char *dst = gather_all("all_gather_into_tensor", input, input.nbytes(), hold);
         at::Tensor c = output.contiguous();
@@ -774,8 +1038,8 @@ public:
             so += send[j].bytes;
             ro += recv[j].bytes;
         }
-        if (even) {
-            const int64_t b = n == 0 ? 0 : static_cast<int64_t>(input.nbytes()) / n;
+        const int64_t b = n == 0 ? 0 : static_cast<int64_t>(input.nbytes()) / n;
+        if (even && !direct_.use(static_cast<size_t>(b))) {
             locked_transfer(kCall, std::vector<int64_t>(static_cast<size_t>(n) * n, b), send, recv);
         } else {
             locked_exchange(kCall, send, recv);
@@ -956,9 +1220,9 @@ private:
         team_ = SHMEM_TEAM_WORLD;
         members_.resize(size);
         for (int i = 0; i < size; ++i) members_[i] = i;
-        // The sizes area: 2n int64 from every PE gathered into 2n*n.
+        // The sizes area: 3n+1 int64 from every PE gathered into (3n+1)*n (see exchange()).
         const size_t n = static_cast<size_t>(size);
-        meta_bytes_ = 2 * n * sizeof(int64_t);
+        meta_bytes_ = (3 * n + 1) * sizeof(int64_t);
         meta_ = static_cast<int64_t *>(shmem_malloc(meta_bytes_ * (n + 1)));
         TORCH_CHECK(meta_ != nullptr, "shmem backend: the symmetric heap has no room for ",
                     meta_bytes_ * (n + 1), " bytes");
@@ -1007,7 +1271,7 @@ private:
         const size_t bytes = group_arena().region;
         const size_t n = members_.size();
         const auto up = [](size_t b) { return (b + 63) & ~size_t{63}; };
-        meta_bytes_ = 2 * n * sizeof(int64_t);
+        meta_bytes_ = (3 * n + 1) * sizeof(int64_t);
         const size_t meta = up(meta_bytes_ * (n + 1));
         // A mailbox per sender, a quarter of the region for all of them.
         mail_chunk_ = std::min(kMailChunk, (bytes / 4 / n) & ~size_t{63});
@@ -1309,7 +1573,11 @@ private:
         // result goes straight back into it.
         const bool in_t = work.data_ptr() == t.data_ptr();
         const size_t bytes = work.nbytes();
-        if (bytes > 0) {
+        if (bytes > 0 && root < 0 && direct_.use_for_all_reduce(bytes / getSize())) {
+            // `work` is this rank's own (`t`, or a copy made above): reduced in place.
+            const Collective lock(*this, call);
+            direct_reduce_all(call, plan, work);
+        } else if (bytes > 0) {
             const Collective lock(*this, call);
             const bool keep = root < 0 || root == getRank();
             const size_t unit = work.element_size();
@@ -1352,7 +1620,16 @@ private:
         const size_t step = step_of(bytes, unit, 1);
         const size_t first = getRank() * count * unit, last = first + count * unit;
         at::Tensor mine;
-        if (step == bytes) {
+        if (direct_.use(last - first)) {
+            // This rank's slice of its own input, reduced with its peers' slices read direct;
+            // the barrier keeps every input as it is until the last reader is done.
+            const int64_t *addrs = publish(call, {address(work.data_ptr())});
+            mine = at::empty({count}, work.options());
+            char *to = static_cast<char *>(mine.data_ptr());
+            std::memcpy(to, static_cast<const char *>(work.data_ptr()) + first, last - first);
+            reduce_from_peers(call, plan, addrs, first, last - first, to);
+            sync();
+        } else if (step == bytes) {
             char *buf = scratch(call, bytes);
             std::memcpy(buf, work.data_ptr(), bytes);
             check_rc(call, reduce_call(team_, plan.work, plan.op, buf, work.numel()));
@@ -1373,30 +1650,154 @@ private:
     }
 
     // Every rank sends send[j] to rank j, which receives it into its recv[i] (sizes must agree).
-    // The sizes go round first (one fcollect) and are checked on every rank, then transfer().
+    // The sizes go round first (one fcollect) and are checked on every rank, then transfer(),
+    // or direct_transfer() where the largest block goes direct: the same fcollect carries each
+    // rank's blocks' addresses, and whether its send and receive blocks are apart.
     void exchange(const char *call, const std::vector<Block> &send,
                   const std::vector<Block> &recv) {
         const int n = getSize();
+        const size_t w = meta_bytes_ / sizeof(int64_t);  // per rank: 3n + 1
         int64_t *mine = meta_;
-        int64_t *all = meta_ + 2 * n;
+        int64_t *all = meta_ + w;
+        bool apart = true;
         for (int j = 0; j < n; ++j) {
             mine[j] = send[j].bytes;
             mine[n + j] = recv[j].bytes;
+            mine[2 * n + j] = address(send[j].data);
+            for (int k = 0; k < n; ++k) apart = apart && !overlap(send[j], recv[k]);
         }
+        mine[3 * n] = apart ? 1 : 0;
         check_rc(call, shmem_fcollectmem(team_, all, mine, meta_bytes_));
-        const auto expected = [&](int i, int j) { return all[i * 2 * n + n + j]; };
+        const auto expected = [&](int i, int j) { return all[i * w + n + j]; };
         std::vector<int64_t> sent(static_cast<size_t>(n) * n);
-        for (int i = 0; i < n; ++i)
-            for (int j = 0; j < n; ++j) sent[i * n + j] = all[i * 2 * n + j];
+        int64_t most = 0;
+        for (int i = 0; i < n; ++i) {
+            apart = apart && all[i * w + 3 * n] != 0;
+            for (int j = 0; j < n; ++j) {
+                sent[i * n + j] = all[i * w + j];
+                if (i != j) most = std::max(most, sent[i * n + j]);
+            }
+        }
         // Every rank checks every pair, so all raise the same error together.
         for (int i = 0; i < n; ++i)
             for (int j = 0; j < n; ++j)
                 TORCH_CHECK(sent[i * n + j] == expected(j, i), "shmem backend: ", call, ": rank ",
                             i, " sends ", sent[i * n + j], " bytes to rank ", j, ", which expects ",
                             expected(j, i), " from it");
+        if (apart && direct_.use(static_cast<size_t>(most))) {
+            // Rank i's block for this rank is at its published address for it.
+            std::vector<uint64_t> from(n);
+            for (int i = 0; i < n; ++i)
+                from[i] = static_cast<uint64_t>(all[i * w + 2 * n + getRank()]);
+            direct_transfer(call, from, send, recv);
+            return;
+        }
         // The sizes area is read: nobody gathers into it again before every rank is past it
         // (transfer's barrier, or this one where nothing moves between ranks).
         if (!transfer(call, sent, send, recv)) sync();
+    }
+
+    // The direct path's part (see DirectPath) ------------------------------------------------
+
+    static int64_t address(const void *p) {
+        return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
+    }
+
+    static bool overlap(const Block &a, const Block &b) {
+        return a.bytes > 0 && b.bytes > 0 && a.data < b.data + b.bytes && b.data < a.data + a.bytes;
+    }
+
+    // Every rank's `words` words (this rank's `mine`) gathered in rank order through the sizes
+    // area, read before the call's next barrier.
+    const int64_t *publish(const char *call, std::initializer_list<int64_t> mine) {
+        const size_t w = meta_bytes_ / sizeof(int64_t);
+        std::copy(mine.begin(), mine.end(), meta_);
+        check_rc(call, shmem_fcollectmem(team_, meta_ + w, meta_, mine.size() * sizeof(int64_t)));
+        return meta_ + w;
+    }
+
+    // Reads recv[i] (for i other than this rank) from rank i's address from[i], copies this
+    // rank's own block, and waits for every rank to be done reading (so every block stays as it
+    // is until then): an exchange in one copy.
+    void direct_transfer(const char *call, const std::vector<uint64_t> &from,
+                         const std::vector<Block> &send, const std::vector<Block> &recv) {
+        const int n = getSize(), me = getRank();
+        // Each rank starts with the next one, so the ranks read different peers at a time.
+        for (int k = 1; k < n; ++k) {
+            const int i = (me + k) % n;
+            if (recv[i].bytes > 0)
+                direct_.read(call, i,
+                             {{recv[i].data, from[i], static_cast<size_t>(recv[i].bytes)}});
+        }
+        if (send[me].bytes > 0 && send[me].data != recv[me].data)
+            std::memmove(recv[me].data, send[me].data, send[me].bytes);
+        sync();
+    }
+
+    // The direct path's all-gather: every rank's `in` into this rank's dst[i] (as many bytes
+    // each). False, with nothing moved, where a rank's output overlaps its input other than as
+    // its own block (in place, all_gather_into_tensor of a slice of its output): the staged
+    // path's then.
+    bool direct_gather(const char *call, const at::Tensor &in, const std::vector<Block> &dst) {
+        const int n = getSize(), me = getRank();
+        const Block mine = block(in);
+        bool apart = true;
+        for (int i = 0; i < n; ++i)
+            apart = apart && (i == me ? dst[i].data == mine.data || !overlap(dst[i], mine)
+                                      : !overlap(dst[i], mine));
+        const int64_t *all = publish(call, {address(mine.data), apart ? 1 : 0});
+        for (int i = 0; i < n; ++i)
+            if (all[2 * i + 1] == 0) return false;  // the next collective waits for every reader
+        std::vector<uint64_t> from(n);
+        std::vector<Block> send(n);
+        for (int i = 0; i < n; ++i) from[i] = static_cast<uint64_t>(all[2 * i]);
+        send[me] = mine;
+        direct_transfer(call, from, send, dst);
+        return true;
+    }
+
+    // `bytes` at `acc` (this rank's own, in place) reduced with `op` with the same bytes of every
+    // other rank, `offset` bytes from the address it published (addrs[rank]): a peer's piece at
+    // a time read into a cache-sized buffer and combined, every peer's before the next piece.
+    void reduce_from_peers(const char *call, const ReducePlan &plan, const int64_t *addrs,
+                           size_t offset, size_t bytes, char *acc) {
+        const int n = getSize(), me = getRank();
+        const size_t unit = c10::elementSize(plan.work);
+        char *tmp = direct_.piece();
+        for (size_t at = 0; at < bytes; at += DirectPath::kPiece) {
+            const size_t len = std::min(DirectPath::kPiece, bytes - at);
+            for (int k = 1; k < n; ++k) {
+                const int i = (me + k) % n;
+                direct_.read(call, i, {{tmp, static_cast<uint64_t>(addrs[i]) + offset + at, len}});
+                combine(plan.work, plan.op, acc + at, tmp, len / unit);
+            }
+        }
+    }
+
+    // all_reduce in one copy each way: every rank reduces its slice of `work` (its own, in
+    // place) with its peers' (a reduce-scatter), a barrier, then reads every other slice from
+    // the rank that reduced it (an all-gather), and a barrier. Rank r writes only its slice r in
+    // the first phase, which no other rank reads then, and only the other slices in the second,
+    // which no other rank reads from it.
+    void direct_reduce_all(const char *call, const ReducePlan &plan, const at::Tensor &work) {
+        const int n = getSize(), me = getRank();
+        const size_t unit = work.element_size(), count = work.numel();
+        char *base = static_cast<char *>(work.data_ptr());
+        const int64_t *addrs = publish(call, {address(base)});
+        // Slices of whole cache lines (the last one shorter, maybe empty).
+        const size_t line = std::max<size_t>(64 / unit, 1);
+        const size_t per = ((count + n - 1) / n + line - 1) / line * line;
+        const auto lo = [&](int r) { return std::min(count, r * per) * unit; };
+        const auto len = [&](int r) { return std::min(count, (r + 1) * per) * unit - lo(r); };
+        if (len(me) > 0) reduce_from_peers(call, plan, addrs, lo(me), len(me), base + lo(me));
+        sync();
+        for (int k = 1; k < n; ++k) {
+            const int i = (me + k) % n;
+            if (len(i) > 0)
+                direct_.read(call, i,
+                             {{base + lo(i), static_cast<uint64_t>(addrs[i]) + lo(i), len(i)}});
+        }
+        sync();
     }
 
     // The exchange itself, with `sent` (n x n, row i: the bytes rank i sends to each rank) alike
@@ -1637,6 +2038,7 @@ private:
     char *staging_ = nullptr;
     size_t staging_bytes_ = 0;
     int staging_turn_ = 0;
+    DirectPath direct_;  // single-copy collectives between the ranks of this node
     // Bytes a reduction stages at once (whole cache lines, so whole elements of every type): a
     // piece small enough that every member's piece stays in the last-level cache between its
     // copy in, the library's reduction (which reads every member's piece) and its copy out.

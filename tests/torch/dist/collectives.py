@@ -339,6 +339,76 @@ if hasattr(dist, "all_gather_coalesced"):
         return [t for ts in outs for t in ts]
     both("all_gather_coalesced", agc)
 
+# large collectives (blocks of 256 KiB and more: single copy between the ranks of this node,
+# unless SHMEM_TORCH_DIRECT=0), each against what was sent or a reference
+for dtype, opname in ((torch.float32, "SUM"), (torch.float64, "MAX"), (torch.float16, "SUM"),
+                      (torch.bfloat16, "AVG"), (torch.int8, "BXOR"), (torch.int16, "MIN"),
+                      (torch.int32, "BAND"), (torch.int64, "PRODUCT"), (torch.uint8, "BOR"),
+                      (torch.bool, "SUM")):
+    n = (5 << 17) // torch.empty(0, dtype=dtype).element_size() + 37
+    out = torch.empty(n, dtype=dtype)
+    dist.reduce_scatter_tensor(out, data(rank, world * n, dtype, opname), op=OPS[opname])
+    same(f"reduce_scatter_tensor large {opname} {dtype}", out,
+         reference(world * n, dtype, opname)[rank * n:(rank + 1) * n], opname != "AVG")
+n = (1 << 18) + 5
+out = torch.empty(n, dtype=torch.int32)
+dist.reduce_scatter(out, [data(rank * world + j, n, torch.int32) for j in range(world)])
+want = sum(data(i * world + rank, n, torch.int32) for i in range(world))
+same("reduce_scatter large", out, want)
+# all_reduce of a non-contiguous tensor and of a tensor smaller than a slice per rank
+t = data(rank, 1 << 20, torch.float32).view(1024, 1024).t()
+dist.all_reduce(t)
+same("all_reduce large strided", t, reference(1 << 20, torch.float32, "SUM").view(1024, 1024).t())
+# uneven all_to_all_single of large rows (blocks up to 2 MiB, some empty)
+ins = [splits(rank, j) for j in range(world)]
+outs = [splits(i, rank) for i in range(world)]
+width = 1 << 16
+out = torch.empty(sum(outs), width)
+dist.all_to_all_single(out, data(rank, sum(ins) * width, torch.float32).view(-1, width),
+                       output_split_sizes=outs, input_split_sizes=ins)
+at = 0
+for i in range(world):
+    sent = [splits(i, j) for j in range(world)]
+    start = sum(sent[:rank]) * width
+    same(f"all_to_all_single uneven large from {i}", out[at:at + outs[i]].flatten(),
+         data(i, sum(sent) * width, torch.float32)[start:start + outs[i] * width])
+    at += outs[i]
+# all_to_all of large tensors of different sizes, some strided
+n = 1 << 17
+outs = [torch.empty(n + rank, dtype=torch.float64) for _ in range(world)]
+outs[-1] = torch.empty(n + rank, 2, dtype=torch.float64)[:, 1]
+ins = [data(rank * world + j, n + j, torch.float64) for j in range(world)]
+ins[0] = data(rank * world, 2 * (n + 0), torch.float64)[::2]
+dist.all_to_all(outs, ins)
+for i in range(world):
+    want = data(i * world + rank, n + rank, torch.float64) if rank > 0 else \
+        data(i * world, 2 * n, torch.float64)[::2]
+    same(f"all_to_all large from {i}", outs[i], want)
+# all_gather_into_tensor in place (the input a slice of the output, as FSDP gives it), and into
+# a strided output
+n = (1 << 18) + 3
+full = torch.empty(world * n)
+full[rank * n:(rank + 1) * n] = data(rank, n, torch.float32)
+dist.all_gather_into_tensor(full, full[rank * n:(rank + 1) * n])
+for i in range(world):
+    same(f"all_gather_into_tensor in place from {i}", full[i * n:(i + 1) * n],
+         data(i, n, torch.float32))
+wide = torch.empty(world * n, 2)[:, 0]
+dist.all_gather_into_tensor(wide, data(rank, n, torch.float32))
+same("all_gather_into_tensor strided", wide, torch.cat([data(i, n, torch.float32)
+                                                        for i in range(world)]))
+# in place where the input overlaps other ranks' blocks of the output: every rank falls back
+# to the staged path alike
+if world > 1:
+    full = torch.zeros(world * n + 1)
+    src = data(rank, n, torch.float32)
+    inp = full[1:n + 1]
+    inp.copy_(src)
+    dist.all_gather_into_tensor(full[:world * n], inp)
+    for i in range(world):
+        same(f"all_gather_into_tensor overlapping from {i}", full[i * n:(i + 1) * n],
+             data(i, n, torch.float32))
+
 dist.barrier()
 work = dist.barrier(async_op=True)
 work.wait()
