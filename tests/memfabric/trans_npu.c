@@ -360,13 +360,18 @@ static int pair_sender(int to_receiver, int from_receiver) {
     return failures ? 1 : 0;
 }
 
-static int scenario_pair(void) {
+/* A store on 127.0.0.1 served by this process (the job's parent) and the two engines' ids. */
+static void serve_store(void) {
     snprintf(url, sizeof url, "tcp://127.0.0.1:%u", free_port());
     unsigned port = free_port();
     for (int i = 0; i < 2; i++) {
         snprintf(ids[i], sizeof ids[i], "127.0.0.1:%u", 20000 + port % 20000 + (unsigned)i);
     }
     CHECK(smem_create_config_store(url) == 0);
+}
+
+static int scenario_pair(void) {
+    serve_store();
     int r2s[2], s2r[2];
     if (pipe(r2s) != 0 || pipe(s2r) != 0) {
         perror("pipe");
@@ -475,12 +480,7 @@ static int kill_sender(int to_parent, int from_parent, int from_receiver) {
 }
 
 static int scenario_kill(void) {
-    snprintf(url, sizeof url, "tcp://127.0.0.1:%u", free_port());
-    unsigned port = free_port();
-    for (int i = 0; i < 2; i++) {
-        snprintf(ids[i], sizeof ids[i], "127.0.0.1:%u", 20000 + port % 20000 + (unsigned)i);
-    }
-    CHECK(smem_create_config_store(url) == 0);
+    serve_store();
     int r2s[2], s2p[2], p2s[2];
     if (pipe(r2s) != 0 || pipe(s2p) != 0 || pipe(p2s) != 0) {
         perror("pipe");

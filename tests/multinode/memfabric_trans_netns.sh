@@ -23,15 +23,7 @@ netns_require_ucx
 netns_pair_up mft shmem0
 export UCX_TLS=${UCX_TLS:-tcp} UCX_NET_DEVICES=${UCX_NET_DEVICES:-shmem0}
 
-port=$((20000 + $$ % 20000))
-url="tcp://$net.1:$port"
-sender="$net.1:$((port + 1))" receiver="$net.2:$((port + 2))"
-timeout 120 ip netns exec "$a" "$bin" node "$url" "$sender" "$receiver" sender "$tmp" serve kill \
-    >"$tmp/sender.out" 2>&1 &
-sp=$!
-timeout 120 ip netns exec "$b" "$bin" node "$url" "$receiver" "$sender" receiver "$tmp" \
-    >"$tmp/receiver.out" 2>&1 &
-rp=$!
+netns_node_pair "$bin" kill
 failed=0
 # Once the receiver checked everything, it is killed (SIGKILL, in its namespace): the sender's
 # next transfer to it must fail in bounded time.

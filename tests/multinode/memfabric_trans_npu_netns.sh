@@ -21,15 +21,7 @@ netns_require_ucx
 netns_pair_up mfn shmem0
 export UCX_TLS=${UCX_TLS:-tcp} UCX_NET_DEVICES=${UCX_NET_DEVICES:-shmem0}
 
-port=$((20000 + $$ % 20000))
-url="tcp://$net.1:$port"
-sender="$net.1:$((port + 1))" receiver="$net.2:$((port + 2))"
-timeout 120 ip netns exec "$a" "$bin" node "$url" "$sender" "$receiver" sender "$tmp" serve \
-    >"$tmp/sender.out" 2>&1 &
-sp=$!
-timeout 120 ip netns exec "$b" "$bin" node "$url" "$receiver" "$sender" receiver "$tmp" \
-    >"$tmp/receiver.out" 2>&1 &
-rp=$!
+netns_node_pair "$bin"
 failed=0
 wait "$sp" || failed=1
 wait "$rp" || failed=1

@@ -1,6 +1,7 @@
 # netns_pair.sh: sourced by the scripts of tests/multinode that run a store in one network
 # namespace and members in another (store_groups_netns.sh, group_api_netns.sh: a cargo test
-# binary; memfabric_bm_netns.sh: the ranks of a Big Memory program). Defines:
+# binary; memfabric_bm_netns.sh: the ranks of a Big Memory program; memfabric_trans_netns.sh and
+# memfabric_trans_npu_netns.sh: the two sides of a transfer-engine program). Defines:
 #   netns_require_root         exits 77 (ctest's SKIP_RETURN_CODE) without root or `ip`
 #   netns_require_ucx          exits 77 without UCX (libucp.so.0)
 #   test_binary PKG TEST CARGO...
@@ -11,6 +12,11 @@
 #                              a scratch folder $tmp, and an EXIT trap that removes all of it,
 #                              killing every process left in the namespaces and $store_pid
 #   wait_serving FILE PID WHAT waits (30 s) until FILE says "serving"; fails naming WHAT
+#   netns_node_pair BIN [ARG...]
+#                              starts `BIN node <url> <id> <peer id> <role> $tmp` twice, each
+#                              for at most 120 s: a sender in $a serving the store there (ARGs
+#                              after its "serve"), a receiver in $b; pids in $sp and $rp, output
+#                              in $tmp/sender.out and $tmp/receiver.out
 # The caller sets `set -u` and its own name in $me.
 
 netns_require_root() {
@@ -88,4 +94,16 @@ wait_serving() {
     cat "$file"
     echo "$me: FAILED: $what did not start"
     exit 1
+}
+
+netns_node_pair() {
+    local bin=$1 port=$((20000 + $$ % 20000))
+    shift
+    local url="tcp://$net.1:$port" sender="$net.1:$((port + 1))" receiver="$net.2:$((port + 2))"
+    timeout 120 ip netns exec "$a" "$bin" node "$url" "$sender" "$receiver" sender "$tmp" serve \
+        "$@" >"$tmp/sender.out" 2>&1 &
+    sp=$!
+    timeout 120 ip netns exec "$b" "$bin" node "$url" "$receiver" "$sender" receiver "$tmp" \
+        >"$tmp/receiver.out" 2>&1 &
+    rp=$!
 }
