@@ -42,14 +42,7 @@ wait "$sp" || failed=1
 wait "$rp" 2>/dev/null || true
 grep -q "node sender: OK" "$tmp/sender.out" || failed=1
 grep -q "failed after" "$tmp/sender.out" || failed=1
-if [ "$failed" -ne 0 ]; then
-    for side in sender receiver; do
-        echo "--- $side"
-        tail -20 "$tmp/$side.out"
-    done
-    echo "$me: FAILED"
-    exit 1
-fi
+[ "$failed" -eq 0 ] || netns_node_failed
 grep 'node:' "$tmp/sender.out"
 echo "$me: a sender and a receiver in 2 namespaces moved and checked every layer over UCX; the" \
     "receiver killed, the sender's next transfer failed in bounded time"

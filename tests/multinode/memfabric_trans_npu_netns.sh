@@ -27,14 +27,7 @@ wait "$sp" || failed=1
 wait "$rp" || failed=1
 grep -q "node sender: OK" "$tmp/sender.out" || failed=1
 grep -q "node receiver: OK" "$tmp/receiver.out" || failed=1
-if [ "$failed" -ne 0 ]; then
-    for side in sender receiver; do
-        echo "--- $side"
-        tail -20 "$tmp/$side.out"
-    done
-    echo "$me: FAILED"
-    exit 1
-fi
+[ "$failed" -eq 0 ] || netns_node_failed
 grep 'node:' "$tmp/sender.out"
 echo "$me: host and NPU memory of one namespace written into the other's host memory over" \
     "UCX; NPU memory of the other namespace refused, naming it"

@@ -17,6 +17,8 @@
 #                              for at most 120 s: a sender in $a serving the store there (ARGs
 #                              after its "serve"), a receiver in $b; pids in $sp and $rp, output
 #                              in $tmp/sender.out and $tmp/receiver.out
+#   netns_node_failed          after netns_node_pair: prints the last 20 lines of each side's
+#                              output and "$me: FAILED", and exits 1
 # The caller sets `set -u` and its own name in $me.
 
 netns_require_root() {
@@ -106,4 +108,14 @@ netns_node_pair() {
     timeout 120 ip netns exec "$b" "$bin" node "$url" "$receiver" "$sender" receiver "$tmp" \
         >"$tmp/receiver.out" 2>&1 &
     rp=$!
+}
+
+netns_node_failed() {
+    local side
+    for side in sender receiver; do
+        echo "--- $side"
+        tail -20 "$tmp/$side.out"
+    done
+    echo "$me: FAILED"
+    exit 1
 }
