@@ -11,7 +11,11 @@
  *                            H2G  a malloc'd buffer of rank 0 -> rank 1's segment
  *                            G2G  rank 0's own segment -> rank 1's segment
  *                          one record per size for latency (ns per blocking call) and one for
- *                          bandwidth (GB/s). A trial of writes ends with an 8-byte copy with
+ *                          bandwidth (GB/s); --ops G2H_async,H2G_async,G2G_async (not by
+ *                          default) time the same copies streamed (ASYNC_COPY_FLAG, smem_bm_wait
+ *                          after every --window of them, default 64, and at the end), the way
+ *                          ucx_perftest's bandwidth tests keep the wire busy. A trial of writes
+ *                          ends with an 8-byte copy with
  *                          ASYNC_COPY_FLAG and smem_bm_wait, so that it counts until the data is
  *                          at rank 1 on any transport. The memcpy floor is timed in every trial,
  *                          right before the copies, with the same iterations, between memory of
@@ -253,6 +257,16 @@ static int32_t copy(pool_t *p, const void *src, void *dst, size_t n, smem_bm_cop
     return smem_bm_copy(p->h, &c, t, 0);
 }
 
+/* The i-th of a stream of copies: ASYNC_COPY_FLAG, then smem_bm_wait after every `window` of
+ * them; 0 or memfabric's code. */
+static int32_t copy_streamed(pool_t *p, const void *src, void *dst, size_t n, smem_bm_copy_type t,
+                             long i, int window) {
+    smem_copy_params c = {src, dst, n};
+    int32_t rc = smem_bm_copy(p->h, &c, t, ASYNC_COPY_FLAG);
+    if (rc == 0 && (i + 1) % window == 0) rc = smem_bm_wait(p->h);
+    return rc;
+}
+
 /* A copy known to have landed: ASYNC_COPY_FLAG, then smem_bm_wait, which completes every copy
  * this process issued to the ranks involved (the blocking ones before it too, on transports
  * where a blocking copy returns once its source may be reused). */
@@ -304,17 +318,31 @@ static void barrier(pool_t *p, uint64_t epoch) {
 static const struct {
     const char *name;
     smem_bm_copy_type type;
+    int streamed; /* ASYNC_COPY_FLAG, smem_bm_wait every --window copies (no floor timed) */
     const char *form;
     const char *floor_name; /* the memcpy of the same kinds, timed in the same trials */
     const char *floor_form;
 } OPS[] = {
     /* G2H first: it reads the pattern rank 1 wrote before H2G and G2G overwrite it. */
-    {"G2H", SMEMB_COPY_G2H, "smem_bm_copy(SMEMB_COPY_G2H): peer's host segment -> local malloc",
+    {"G2H", SMEMB_COPY_G2H, 0, "smem_bm_copy(SMEMB_COPY_G2H): peer's host segment -> local malloc",
      "memcpy_G2H", "glibc memcpy: memfd mapping -> local malloc, in the same trials as G2H"},
-    {"H2G", SMEMB_COPY_H2G, "smem_bm_copy(SMEMB_COPY_H2G): local malloc -> peer's host segment",
+    {"H2G", SMEMB_COPY_H2G, 0, "smem_bm_copy(SMEMB_COPY_H2G): local malloc -> peer's host segment",
      "memcpy_H2G", "glibc memcpy: local malloc -> memfd mapping, in the same trials as H2G"},
-    {"G2G", SMEMB_COPY_G2G, "smem_bm_copy(SMEMB_COPY_G2G): own host segment -> peer's host segment",
-     "memcpy_G2G", "glibc memcpy: own host segment -> memfd mapping, in the same trials as G2G"},
+    {"G2G", SMEMB_COPY_G2G, 0,
+     "smem_bm_copy(SMEMB_COPY_G2G): own host segment -> peer's host segment", "memcpy_G2G",
+     "glibc memcpy: own host segment -> memfd mapping, in the same trials as G2G"},
+    /* The same copies streamed, as memfabric's users move KV-cache blocks and as ucx_perftest's
+     * bandwidth tests run: each with ASYNC_COPY_FLAG, smem_bm_wait after every --window of them
+     * and at the end (a G2H reads what G2G wrote last). */
+    {"G2H_async", SMEMB_COPY_G2H, 1,
+     "smem_bm_copy(SMEMB_COPY_G2H, ASYNC_COPY_FLAG), smem_bm_wait every --window copies", NULL,
+     NULL},
+    {"H2G_async", SMEMB_COPY_H2G, 1,
+     "smem_bm_copy(SMEMB_COPY_H2G, ASYNC_COPY_FLAG), smem_bm_wait every --window copies", NULL,
+     NULL},
+    {"G2G_async", SMEMB_COPY_G2G, 1,
+     "smem_bm_copy(SMEMB_COPY_G2G, ASYNC_COPY_FLAG), smem_bm_wait every --window copies", NULL,
+     NULL},
 };
 
 static void *page_buffer(size_t n) {
@@ -368,6 +396,7 @@ static void run_copies(pool_t *p, size_t max_n) {
     for (size_t k = 0; k < sizeof OPS / sizeof OPS[0]; k++) {
         if (!bench_has_op(&opt, OPS[k].name)) continue;
         const smem_bm_copy_type t = OPS[k].type;
+        const int streamed = OPS[k].streamed;
         for (int s = 0; s < opt.nsizes; s++) {
             const size_t n = opt.sizes[s];
             const long iters = bench_iters_for(&opt, n);
@@ -385,8 +414,10 @@ static void run_copies(pool_t *p, size_t max_n) {
                 }
                 /* The floor, in this trial, right before the copies (seconds apart on a busy
                  * machine would compare different machines). */
-                double floor_ns = time_memcpy(floor_from, floor_to, n, iters);
-                if (tr >= 0) floor_samples[tr] = floor_ns;
+                if (!streamed) {
+                    double floor_ns = time_memcpy(floor_from, floor_to, n, iters);
+                    if (tr >= 0) floor_samples[tr] = floor_ns;
+                }
                 if (t == SMEMB_COPY_G2H) {
                     if (n > last[1])
                         bench_die("G2H of %zu bytes: only %llu known", n,
@@ -403,11 +434,15 @@ static void run_copies(pool_t *p, size_t max_n) {
                 double t0 = bench_now_ns();
                 if (tr >= 0) BENCH_CG_TOGGLE();
                 for (long i = 0; i < iters; i++) {
-                    int32_t rc = copy(p, from, to, n, t);
+                    int32_t rc = streamed ? copy_streamed(p, from, to, n, t, i, opt.window)
+                                          : copy(p, from, to, n, t);
                     if (rc != 0)
                         bench_die("smem_bm_copy(%s, %zu bytes) returned %d: %s", OPS[k].name, n, rc,
                                   smem_get_last_err_msg());
                 }
+                if (streamed && smem_bm_wait(p->h) != 0)
+                    bench_die("smem_bm_wait after %s (%zu bytes): %s", OPS[k].name, n,
+                              smem_get_last_err_msg());
                 if (tr >= 0) BENCH_CG_TOGGLE();
                 /* Writes: the trial ends when the data is at rank 1, whatever the transport's
                  * rule for a blocking copy's return. */
@@ -446,7 +481,9 @@ static void run_copies(pool_t *p, size_t max_n) {
                              iters,
                              opt.trials};
             bench_cg_dump(&f, iters * opt.trials);
+            if (streamed) f.window = opt.window;
             emit_both(&f, samples);
+            if (streamed) continue;
             f.name = OPS[k].floor_name;
             f.form = OPS[k].floor_form;
             emit_both(&f, floor_samples);

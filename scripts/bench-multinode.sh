@@ -13,8 +13,12 @@
 #             namespace through this script's --pe wrapper
 #   mf        bench/mf_bm_copy.c (memfabric_hybrid's smem_bm_copy over libmf_smem.so): one
 #             process per rank started in its node's namespace (`--rank R --world N`), rank 0
-#             hosting the store at its node's address; ucx_perftest's put_bw (H2G, G2G) and
-#             get bandwidth (G2H, the sweep's test "ucp_get_bw") are its floor
+#             hosting the store at its node's address, rank r pinned to CPU (r mod online
+#             CPUs) as ucx_perftest's sides are; ucx_perftest's put_bw (H2G, G2G) and get
+#             bandwidth (G2H) are its floor, measured size by size right beside it: for each
+#             of the line's --sizes, an mf run at that size and ucx_perftest put_bw and get at
+#             it, back to back (mf first in odd rounds, ucx_perftest first in even ones), so
+#             both see the same state of the machine (records of bench "perftest-mf")
 # then writes bench/results/<date>-<host>-multinode/ (raw JSON lines, table.md) and the
 # "Across nodes (UCX)" section of docs/performance.md (bench/report_multinode.py).
 #
@@ -359,7 +363,7 @@ run_mf() {
     printf '[round %s] mf       %sx%s %s --store %s --world %s --rank R %s\n' "$round" "$nodes" "$ppn" "$MF_BIN" "$url" "$npes" "$*" >>"$LOG"
     for ((r = 0; r < npes; r++)); do
         node=$((r / ppn + 1))
-        timeout -k 5 "$RUN_TIMEOUT" ip netns exec "$NS_PREFIX$node" "$MF_BIN" --store "$url" \
+        timeout -k 5 "$RUN_TIMEOUT" ip netns exec "$NS_PREFIX$node" taskset -c "$(cpu_of "$r")" "$MF_BIN" --store "$url" \
             --world "$npes" --rank "$r" --hcom "tcp://$subnet.$node/24:$((mf_port + 1 + r))" \
             --timeout "$RUN_TIMEOUT" "$@" </dev/null >"$tmp/mf.out.$r" 2>"$tmp/mf.err.$r" &
         pids+=($!)
@@ -387,6 +391,41 @@ run_mf() {
     reap
 }
 
+# An mf sweep line ($1 nodes, $2 ppn, $3 round, args with --sizes LIST), size by size, each
+# size's run beside ucx_perftest's put_bw and get at that size (the order alternating by
+# round); without ucx_perftest, the line as it is.
+run_mf_beside_perftest() {
+    local nodes=$1 ppn=$2 round=$3
+    shift 3
+    if ! want perftest; then
+        run_mf "$nodes" "$ppn" "$round" "$@"
+        return
+    fi
+    local args=() sizes= size
+    while (($#)); do
+        if [[ $1 == --sizes ]]; then
+            sizes=$2
+            shift 2
+        else
+            args+=("$1")
+            shift
+        fi
+    done
+    [[ -n $sizes ]] || die "an mf sweep line needs --sizes"
+    local IFS=,
+    for size in $sizes; do
+        IFS=$' \t\n'
+        if ((round % 2)); then
+            run_mf "$nodes" "$ppn" "$round" --sizes "$size" "${args[@]}"
+        fi
+        run_perftest ucp_put_bw "$size" "$round" perftest-mf
+        run_perftest ucp_get_bw "$size" "$round" perftest-mf
+        if ((round % 2 == 0)); then
+            run_mf "$nodes" "$ppn" "$round" --sizes "$size" "${args[@]}"
+        fi
+    done
+}
+
 # Whatever a run left in the namespaces (an orted after a killed oshrun) goes before the next.
 reap() {
     local i
@@ -395,11 +434,12 @@ reap() {
     done
 }
 
-# ucx_perftest: $1 test, $2 size list, $3 round. One server/client pair per size, each on a
-# fresh port; one record per size from the client's CSV line (-v).
+# ucx_perftest: $1 test, $2 size list, $3 round, $4 the records' bench name (default
+# perftest). One server/client pair per size, each on a fresh port; one record per size from
+# the client's CSV line (-v).
 perftest_port=$((20000 + $$ % 20000))
 run_perftest() {
-    local test=$1 sizes=$2 round=$3 size bytes rc iters
+    local test=$1 sizes=$2 round=$3 bench=${4:-perftest} size bytes rc iters
     local IFS=,
     for size in $sizes; do
         IFS=$' \t\n'
@@ -438,7 +478,7 @@ run_perftest() {
         srv_pid=
         cat "$tmp/stderr" "$tmp/perf-srv" >>"$LOG"
         if ((rc == 0)) && python3 "$BENCH/report_multinode.py" perftest "$tmp/stdout" --test "$test" \
-            --size "$bytes" --round "$round" --iters "$iters" >>"$raw/round$round.jsonl" 2>>"$tmp/stderr"; then
+            --size "$bytes" --round "$round" --iters "$iters" --bench "$bench" >>"$raw/round$round.jsonl" 2>>"$tmp/stderr"; then
             :
         else
             cat "$tmp/stdout" >>"$tmp/stderr"
@@ -503,7 +543,7 @@ for ((round = 1; round <= rounds; round++)); do
             if [[ $v == perftest ]]; then
                 run_perftest "$prog" "$args" "$round"
             elif [[ $v == mf ]]; then
-                run_mf "$nodes" "$ppn" "$round" $args
+                run_mf_beside_perftest "$nodes" "$ppn" "$round" $args
             else
                 run_prog "$v" "$prog" "$nodes" "$ppn" "$round" $args
             fi
