@@ -188,12 +188,18 @@ def sender(args):
                      for e in engines}
             marks = [(0, 0)]
         times = {e.name: [] for e in engines}
+        # ucx_perftest's put_bw at this size, run by the driver right beside each round
+        # (--perftest-beside: before the engines in odd rounds, after them in even ones)
+        beside = args.perftest_beside and kind == "single" and bs >= MIB
+        floor = []
         stamps = {}
         for e in engines:  # one stamp per engine, written before its first call of this case
             stamp += 1
             stamps[e.name] = stamp
         for r in range(args.rounds):
             order = engines if r % 2 == 0 else engines[::-1]
+            if beside and r % 2 == 1:
+                floor.append(perftest_now(total))
             for e in order:
                 for sb, _ in marks:
                     src[sb * bs:sb * bs + 8] = np.frombuffer(
@@ -218,18 +224,73 @@ def sender(args):
                         raise SystemExit(f"{e.name}: {kind} {n} x {bs} B: destination block "
                                          f"{db} holds stamp {got}, expected {stamps[e.name]} "
                                          f"(read rc {rc})")
+            if beside and r % 2 == 0:
+                floor.append(perftest_now(total))
         for e in engines:
             t = times[e.name]
             med = statistics.median(t)
-            print("RESULT", json.dumps({
-                "kind": kind, "block": bs, "count": n, "bytes": total, "engine": e.name,
-                "iters": iters, "rounds": len(t), "us": med * 1e6,
-                "gbps": total / med / 1e9, "gbps_min": total / max(t) / 1e9,
-                "gbps_max": total / min(t) / 1e9}), flush=True)
+            rec = {"kind": kind, "block": bs, "count": n, "bytes": total, "engine": e.name,
+                   "iters": iters, "rounds": len(t), "us": med * 1e6,
+                   "gbps": total / med / 1e9, "gbps_min": total / max(t) / 1e9,
+                   "gbps_max": total / min(t) / 1e9}
+            pairs = [(total / x / 1e9) / f for x, f in zip(t, floor) if f]
+            if pairs:  # the median over rounds of the in-round ratio to ucx_perftest
+                rec["perftest"] = {"gbps": statistics.median([f for f in floor if f]),
+                                   "gbps_min": min(f for f in floor if f),
+                                   "gbps_max": max(f for f in floor if f),
+                                   "ratio": statistics.median(pairs), "runs": len(pairs)}
+            print("RESULT", json.dumps(rec), flush=True)
     for e in engines:
         if e.name == "ours":
             e.close()
     print("SENDER OK", flush=True)
+
+
+def perftest_now(nbytes):
+    """Sender side of --perftest-beside: asks the driver to run ucx_perftest's put_bw at
+    `nbytes` now (this process waits) and returns its GB/s, None where it failed."""
+    print(f"PERFTEST {nbytes}", flush=True)
+    reply = sys.stdin.readline().split()
+    return float(reply[1]) if len(reply) == 2 and reply[1] != "none" else None
+
+
+def run_perftest(args, nbytes):
+    """Driver side of --perftest-beside: ucx_perftest's put_bw at `nbytes` between the two
+    namespaces (server beside the receiver on CPU 1, client beside the sender on CPU 0), at
+    least 512 MiB a run, UCX's settings from the environment; its GB/s, or None."""
+    iters = max(16, (512 * MIB) // nbytes)
+    port = free_port()
+    ns_recv, ns_send = args.netns
+    pt = args.perftest_beside
+    srv = subprocess.Popen(["ip", "netns", "exec", ns_recv, pt, "-p", str(port), "-c",
+                            str(1 % os.cpu_count())], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(100):
+            ss = subprocess.run(["ip", "netns", "exec", ns_recv, "ss", "-Hltn",
+                                 f"sport = :{port}"], capture_output=True, text=True)
+            if ss.stdout.strip():
+                break
+            time.sleep(0.05)
+        cli = subprocess.run(["ip", "netns", "exec", ns_send, pt, args.hosts[0], "-p", str(port),
+                              "-c", "0", "-t", "ucp_put_bw", "-s", str(nbytes), "-n", str(iters),
+                              "-w", str(iters // 10 + 1), "-v"],
+                             capture_output=True, text=True, timeout=120)
+        final = [l.strip() for l in cli.stdout.splitlines()
+                 if l.strip()[:1].isdigit() and l.count(",") >= 7]
+        if not final:
+            print(f"ucx_perftest put_bw of {nbytes} B beside the rounds failed (rc "
+                  f"{cli.returncode}): {(cli.stderr or cli.stdout).strip()[-300:]}",
+                  file=sys.stderr)
+            return None
+        # overall_bw (MB/s of 2^20 bytes) is the sixth field of the CSV line
+        return float(final[-1].split(",")[5]) * MIB / 1e9
+    except subprocess.TimeoutExpired:
+        print(f"ucx_perftest put_bw of {nbytes} B beside the rounds: no result in 120 s",
+              file=sys.stderr)
+        return None
+    finally:
+        stop(srv)
 
 
 def start(args, role, *extra):
@@ -242,6 +303,7 @@ def start(args, role, *extra):
            "--blocks", ",".join(map(str, args.blocks)),
            "--counts", ",".join(map(str, args.counts)),
            "--singles", ",".join(map(str, args.singles)), *(["--pin"] if args.pin else []),
+           *(["--perftest-beside", args.perftest_beside] if args.perftest_beside else []),
            *extra]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT if args.verbose else subprocess.DEVNULL,
@@ -261,6 +323,10 @@ def table(results, engines, perftest=()):
     for r in results:
         rows.setdefault((r["kind"], r["block"], r["count"]), {})[r["engine"]] = r
     floor = {f["size"]: f for f in perftest}
+    # ucx_perftest run beside the rounds of our single writes (--perftest-beside) takes the
+    # place of the runs after the whole comparison
+    floor.update({r["bytes"]: r["perftest"] for r in results
+                  if r["engine"] == "ours" and r["kind"] == "single" and "perftest" in r})
     head = "| kind | block | blocks | bytes |"
     sep = "|---|---|---|---|"
     for e in engines:
@@ -284,8 +350,10 @@ def table(results, engines, perftest=()):
             line += f" {per['ours']['gbps'] / per['mooncake']['gbps']:.2f}× |"
         if floor and "ours" in engines:
             f = floor.get(bs * n) if kind == "single" else None
+            # runs beside each round (--perftest-beside): the median in-round ratio
+            ratio = f and (f["ratio"] if "ratio" in f else per["ours"]["gbps"] / f["gbps"])
             line += (f" {f['gbps']:.2f} <sub>{f['gbps_min']:.2f}–{f['gbps_max']:.2f}</sub> |"
-                     f" {per['ours']['gbps'] / f['gbps']:.2f}× |" if f else " | |")
+                     f" {ratio:.2f}× |" if f else " | |")
         lines.append(line)
     return "\n".join(lines)
 
@@ -313,8 +381,10 @@ def plot(saved, path):
             if pts:
                 a2.plot([b for b, _ in pts], [r["gbps"] for _, r in pts], color=f"C{k}",
                         label=f"{e}, {human(bs)} blocks", markersize=4, **style.get(e, {}))
-    if saved.get("perftest"):
-        f = saved["perftest"]
+    f = [{"size": r["bytes"], "gbps": r["perftest"]["gbps"]} for r in results
+         if r["engine"] == "ours" and r["kind"] == "single" and "perftest" in r]
+    f = sorted(f, key=lambda x: x["size"]) or saved.get("perftest")
+    if f:
         a1.plot([x["size"] for x in f], [x["gbps"] for x in f], linestyle=":", marker=".",
                 label="ucx_perftest ucp_put_bw")
     for ax, title, xlabel in ((a1, "single writes", "bytes a write"),
@@ -357,6 +427,10 @@ def driver(args):
             for line in send.stdout:
                 if line.startswith("RESULT "):
                     results.append(json.loads(line[7:]))
+                elif line.startswith("PERFTEST "):
+                    gbps = run_perftest(args, int(line.split()[1]))
+                    send.stdin.write(f"PERFTEST {'none' if gbps is None else gbps}\n")
+                    send.stdin.flush()
                 elif args.verbose or not line.startswith("SENDER OK"):
                     print(line, end="")
         finally:
@@ -402,6 +476,10 @@ def main():
     ap.add_argument("--pin", action="store_true",
                     help="the sender (all its threads) on CPU 0, the receiver on CPU 1, as "
                          "ucx_perftest's client and server run with -c 0 and -c 1")
+    ap.add_argument("--perftest-beside", metavar="UCX_PERFTEST",
+                    help="with --netns: run this ucx_perftest's put_bw between the namespaces "
+                         "right beside every round of the single writes from 1 MiB, and give "
+                         "each the median in-round ratio of ours to it")
     ap.add_argument("--smoke", action="store_true", help="a few cases, one round (ctest)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--plot", metavar="PNG",

@@ -5,11 +5,14 @@
 # by a veth pair (tests/multinode/netns_pair.sh), as on two nodes: our engine over UCX
 # (UCX_TLS=tcp over the veth, named shmem0 in both), Mooncake's over its TCP transport. PYTHON
 # is the interpreter holding both engines (e.g. ~/.cache/shmem/mooncake-venv/bin/python); ARGS
-# go to the script (--rounds, --json, --engines, ...). Then, between the same namespaces,
-# ucx_perftest's ucp_put_bw (server on the receiver's side) at 1, 4, 16 and 64 MiB, as many runs
-# a size as --rounds says (5 by default): a line of GB/s each (the median over the runs and
-# their range; bench/report_multinode.py reads its output), added to the --json file as
-# "perftest", unless PERFTEST=0 or there is no ucx_perftest. Both sides are pinned alike: the
+# go to the script (--rounds, --json, --engines, ...). Between the same namespaces,
+# ucx_perftest's ucp_put_bw (server on the receiver's side) runs right beside every round of
+# the single writes from 1 MiB (the script's --perftest-beside: before the engines in odd
+# rounds, after them in even ones, so both see the same state of the machine; each such write
+# gets the median in-round ratio of ours to it), unless PERFTEST=0 or there is no ucx_perftest.
+# PERFTEST_BESIDE=0 runs it after the whole comparison instead, at 1, 4, 16 and 64 MiB, as many
+# runs a size as --rounds says (5 by default): a line of GB/s each (the median over the runs
+# and their range), added to the --json file as "perftest". Both sides are pinned alike: the
 # sender (every thread of it) and ucx_perftest's client on CPU 0, the receiver and
 # ucx_perftest's server on CPU 1 (--pin; -c 0 and -c 1). Needs root and iproute2 (status 77
 # otherwise); the namespaces and their processes are removed on exit, whatever happens.
@@ -23,13 +26,18 @@ netns_require_root
 netns_require_ucx
 netns_pair_up mfb shmem0
 export UCX_TLS=${UCX_TLS:-tcp} UCX_NET_DEVICES=${UCX_NET_DEVICES:-shmem0}
-"$python" "$root/bench/mf_trans_vs_mooncake.py" --netns "$b,$a" --hosts "$net.2,$net.1" --pin "$@" || exit
-perftest=$(command -v ucx_perftest) || exit 0
-[ "${PERFTEST:-1}" = 0 ] && exit 0
-port=$((20000 + $$ % 20000))
 # UCX's TCP segments as our library sets them where the environment does not (UCX_DEFAULTS in
 # rust/core/src/transport/ucx/mod.rs): ucx_perftest's figures are UCX's over the same settings.
 export UCX_TCP_TX_SEG_SIZE=${UCX_TCP_TX_SEG_SIZE:-256k} UCX_TCP_RX_SEG_SIZE=${UCX_TCP_RX_SEG_SIZE:-256k}
+perftest=$(command -v ucx_perftest) || perftest=
+[ "${PERFTEST:-1}" = 0 ] && perftest=
+beside=()
+[ -n "$perftest" ] && [ "${PERFTEST_BESIDE:-1}" = 1 ] && beside=(--perftest-beside "$perftest")
+"$python" "$root/bench/mf_trans_vs_mooncake.py" --netns "$b,$a" --hosts "$net.2,$net.1" --pin \
+    "${beside[@]}" "$@" || exit
+# ucx_perftest ran beside each round of the single writes (or is not wanted): done
+if [ -z "$perftest" ] || [ ${#beside[@]} -gt 0 ]; then exit 0; fi
+port=$((20000 + $$ % 20000))
 # The rounds and the JSON file the Python side was given, for ucx_perftest's runs and figures.
 rounds=5 json=
 args=("$@")
