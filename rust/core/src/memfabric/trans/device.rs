@@ -30,7 +30,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -58,7 +58,7 @@ pub(super) struct NpuEngine {
     /// Peers' blocks imported by IPC key, by key (held by the imports in them); each key's
     /// slot has a lock of its own, held while that key is imported (its retries included), so
     /// an import that waits for its peer holds up no other key's.
-    ipc_imports: Mutex<HashMap<String, Arc<Mutex<Weak<IpcImport>>>>>,
+    ipc_imports: Mutex<HashMap<String, Arc<IpcSlot>>>,
     stop: Arc<AtomicBool>,
     listener: Mutex<Option<JoinHandle<()>>>,
 }
@@ -120,13 +120,36 @@ struct IpcImport {
     npu: Npu,
     key: String,
     base: usize,
+    slot: Arc<IpcSlot>,
+}
+
+/// One IPC key's place in [`NpuEngine::ipc_imports`]. ACL closes an import by its key, so a
+/// key is imported again only once the close of its previous import has run: `open` stays
+/// set from the import until that close, and an importer that finds the last import gone but
+/// still open waits on `closed`.
+#[derive(Default)]
+struct IpcSlot {
+    state: Mutex<SlotState>,
+    closed: Condvar,
+}
+
+#[derive(Default)]
+struct SlotState {
+    /// The key's import, while a registration uses it.
+    import: Weak<IpcImport>,
+    /// Imported and not closed yet.
+    open: bool,
 }
 
 impl Drop for IpcImport {
     fn drop(&mut self) {
+        let mut st = lock(&self.slot.state);
         if let Err(e) = self.npu.ipc_close(&self.key) {
             tracing::warn!("closing the imported NPU block {}: {e}", self.key);
         }
+        st.open = false;
+        drop(st);
+        self.slot.closed.notify_all();
     }
 }
 
@@ -389,16 +412,32 @@ impl NpuEngine {
     ) -> Result<Arc<IpcImport>> {
         let slot = {
             let mut blocks = lock(&self.ipc_imports);
-            // Slots nobody holds whose import is gone go; a slot being imported stays.
+            // Slots nobody holds whose import is closed go; a slot in use stays.
             blocks.retain(|_, s| {
-                Arc::strong_count(s) > 1 || s.try_lock().map_or(true, |w| w.strong_count() > 0)
+                Arc::strong_count(s) > 1 || s.state.try_lock().map_or(true, |st| st.open)
             });
             Arc::clone(blocks.entry(key.to_string()).or_default())
         };
         // One importer of a key at a time (the others want the same import); other keys go on.
-        let mut held = lock(&slot);
-        if let Some(b) = held.upgrade() {
+        let mut st = lock(&slot.state);
+        if let Some(b) = st.import.upgrade() {
             return Ok(b);
+        }
+        // The last registration in the block let go of it and its close has not run yet: after
+        // that close (which unmaps by key), not before.
+        while st.open {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(TransError::error(format!(
+                    "engine '{id}': importing the NPU block of its registration {name} (IPC \
+                     key {key} on device {device}): its previous import here is still closing"
+                )));
+            }
+            st = slot
+                .closed
+                .wait_timeout(st, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
         loop {
             match self.npu.ipc_import(key) {
@@ -407,8 +446,10 @@ impl NpuEngine {
                         npu: self.npu.clone(),
                         key: key.to_string(),
                         base,
+                        slot: Arc::clone(&slot),
                     });
-                    *held = Arc::downgrade(&b);
+                    st.import = Arc::downgrade(&b);
+                    st.open = true;
                     return Ok(b);
                 }
                 Err(_) if Instant::now() < deadline => {
