@@ -23,7 +23,10 @@
 // copied in, reduced in place by the library's team reduction and copied out before the next, so
 // every member's piece stays in the last-level cache (a pass over a whole large tensor per step
 // runs at memory speed instead); where ranks share CPUs, the two barriers per piece would cost
-// more than that saves, and the tensor goes through whole.
+// more than that saves, and the tensor goes through whole. An all_reduce of kMappedMin bytes or
+// more, where every rank has a CPU of its own and maps the others' memory (one node), stages
+// less (mapped_reduce_all): each rank copies in only the slices its peers reduce, reduces its
+// own slice from its tensor and their staging read in place, and copies out only their slices.
 // Between ranks of one node, large collectives skip the staging: the direct path (DirectPath)
 // reads the peers' tensors straight into this rank's with cross-memory attach, one copy per
 // byte: all_gather_into_tensor, all_gather, all_to_all_single, all_to_all, and all_reduce and
@@ -1579,6 +1582,13 @@ private:
             // `work` is this rank's own (`t`, or a copy made above): reduced in place.
             const Collective lock(*this, call);
             direct_reduce_all(call, plan, work);
+        } else if (bytes > 0 && root < 0 && [&] {
+                       const Collective lock(*this, call);
+                       return mapped_reduce_fits(call, bytes) &&
+                              mapped_reduce_all(call, plan, work);
+                   }()) {
+            // `work` reduced in place (where some rank maps not every other's memory, nothing
+            // moved and the call goes on below).
         } else if (bytes > 0) {
             const Collective lock(*this, call);
             const bool keep = root < 0 || root == getRank();
@@ -1800,6 +1810,85 @@ private:
                              {{base + lo(i), static_cast<uint64_t>(addrs[i]) + lo(i), len(i)}});
         }
         sync();
+    }
+
+    // Whether an all_reduce of `bytes` takes mapped_reduce_all (the same on every rank): from
+    // kMappedMin (below, the library's reduction of a small array costs no more) where every
+    // rank of the group runs on a CPU of its own (see reduce_step(); where ranks share CPUs its
+    // barriers, each waiting for a rank to be scheduled, cost more than it saves: 1.5-2 x the
+    // library's reduction's time at 3 and 4 ranks on 2 CPUs). Collective the first time.
+    bool mapped_reduce_fits(const char *call, size_t bytes) {
+        if (getSize() < 2 || bytes < kMappedMin || mapped_ == 0) return false;
+        reduce_step(call, SIZE_MAX);
+        return reduce_step_ == kReduceChunk;
+    }
+
+    // all_reduce through a staging half (see staging()) where every rank of the group maps the
+    // others' (one node): each rank copies into its half the slices other ranks reduce (not
+    // its own), a barrier; it reduces its slice, block by block in the cache, from its own
+    // tensor and the other ranks' halves read where they are mapped, in rank order, into its
+    // tensor and its half; a barrier; then it copies every other slice out of the half of the
+    // rank that reduced it. (n-1)/n of the tensor is copied in and out, where the library's
+    // reduction over the scratch copies all of it in and out and writes every slice to every
+    // rank. The next call that stages writes the other half, and the one after waits at that
+    // call's barrier for every reader of this one. False, with nothing moved, where some rank
+    // does not map every other's memory (learnt once, the same on every rank).
+    bool mapped_reduce_all(const char *call, const ReducePlan &plan, const at::Tensor &work) {
+        const int n = getSize(), me = getRank();
+        if (mapped_ < 0) {
+            auto *ok = reinterpret_cast<int32_t *>(scratch(call, sizeof(int32_t)));
+            int32_t mine = 1;
+            for (int j = 0; j < n; ++j)
+                if (j != me && shmem_ptr(ok, pe(j)) == nullptr) mine = 0;
+            *ok = mine;
+            check_rc(call, reduce_call(team_, at::kInt, ReduceOp::MIN, ok, 1));
+            mapped_ = *ok;
+        }
+        if (mapped_ == 0) return false;
+        const size_t bytes = work.nbytes(), unit = work.element_size();
+        size_t step = std::min(bytes, reduce_step(call, bytes));
+        if (fixed_) step = std::min(step, (staging_bytes_ / 2) / unit * unit);
+        char *base = static_cast<char *>(work.data_ptr());
+        for (size_t at = 0; at < bytes; at += step)
+            mapped_reduce_piece(call, plan, base + at, std::min(step, bytes - at) / unit, unit);
+        return true;
+    }
+
+    // One piece of mapped_reduce_all: `count` elements of `unit` bytes at `base`.
+    void mapped_reduce_piece(const char *call, const ReducePlan &plan, char *base, size_t count,
+                             size_t unit) {
+        const int n = getSize(), me = getRank();
+        char *half = staging(call, count * unit);
+        if (peers_of_ != staging_) {  // where each rank's staging is mapped here
+            peers_at_.assign(n, nullptr);
+            for (int j = 0; j < n; ++j)
+                peers_at_[j] = j == me ? staging_ : static_cast<char *>(shmem_ptr(staging_, pe(j)));
+            peers_of_ = staging_;
+        }
+        const size_t shift = static_cast<size_t>(half - staging_);
+        // Slices of whole cache lines (the last one shorter, maybe empty).
+        const size_t line = std::max<size_t>(64 / unit, 1);
+        const size_t per = ((count + n - 1) / n + line - 1) / line * line;
+        const auto lo = [&](int r) { return std::min(count, r * per) * unit; };
+        const auto len = [&](int r) { return std::min(count, (r + 1) * per) * unit - lo(r); };
+        for (int j = 0; j < n; ++j)
+            if (j != me && len(j) > 0) std::memcpy(half + lo(j), base + lo(j), len(j));
+        sync();
+        alignas(64) char acc[kMappedBlock];
+        for (size_t off = lo(me), end = lo(me) + len(me); off < end; off += kMappedBlock) {
+            const size_t b = std::min(kMappedBlock, end - off);
+            std::memcpy(acc, (me == 0 ? base : peers_at_[0] + shift) + off, b);
+            for (int r = 1; r < n; ++r)
+                combine(plan.work, plan.op, acc, (r == me ? base : peers_at_[r] + shift) + off,
+                        b / unit);
+            std::memcpy(base + off, acc, b);
+            std::memcpy(half + off, acc, b);
+        }
+        sync();
+        for (int k = 1; k < n; ++k) {
+            const int j = (me + k) % n;
+            if (len(j) > 0) std::memcpy(base + lo(j), peers_at_[j] + shift + lo(j), len(j));
+        }
     }
 
     // The exchange itself, with `sent` (n x n, row i: the bytes rank i sends to each rank) alike
@@ -2046,6 +2135,13 @@ private:
     // copy in, the library's reduction (which reads every member's piece) and its copy out.
     static constexpr size_t kReduceChunk = size_t{1} << 20;
     size_t reduce_step_ = 0;  // reduce_step()'s, once known (0 before)
+    // mapped_reduce_all's sizes and block, and whether every rank maps every other's memory
+    // (-1 before its first call).
+    static constexpr size_t kMappedMin = size_t{512} << 10;
+    static constexpr size_t kMappedBlock = size_t{16} << 10;
+    int mapped_ = -1;
+    std::vector<char *> peers_at_;  // every rank's staging_ where it is mapped here
+    char *peers_of_ = nullptr;      // the staging_ peers_at_ was made for
     // Point to point (see the top).
     static constexpr size_t kMailHeader = 64;
     static constexpr size_t kMailChunk = (size_t{256} << 10) - kMailHeader;
