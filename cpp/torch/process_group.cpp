@@ -509,12 +509,15 @@ ReducePlan plan_reduce(const char *call, at::ScalarType dtype, ReduceOp::RedOpTy
 
 // acc[i] = acc[i] `op` in[i] for `n` elements of `dtype` (a type the library reduces, as
 // plan_reduce gives it): the direct path's reduction of a peer's piece into this rank's.
-void combine(at::ScalarType dtype, ReduceOp::RedOpType op, void *acc, const void *in, size_t n) {
+// out[i] = first[i] op in[i], i < n (out may be first or in).
+void combine_into(at::ScalarType dtype, ReduceOp::RedOpType op, void *out, const void *first,
+                  const void *in, size_t n) {
 #define SHMEM_TORCH_LOOP(T, EXPR)                                                                  \
     {                                                                                              \
-        T *a = static_cast<T *>(acc);                                                              \
+        T *o = static_cast<T *>(out);                                                              \
+        const T *a = static_cast<const T *>(first);                                                \
         const T *b = static_cast<const T *>(in);                                                   \
-        for (size_t i = 0; i < n; ++i) a[i] = static_cast<T>(EXPR);                                \
+        for (size_t i = 0; i < n; ++i) o[i] = static_cast<T>(EXPR);                                \
         return;                                                                                    \
     }
 #define SHMEM_TORCH_ARITH(T)                                                                       \
@@ -547,6 +550,11 @@ void combine(at::ScalarType dtype, ReduceOp::RedOpType op, void *acc, const void
 #undef SHMEM_TORCH_ARITH
 #undef SHMEM_TORCH_LOOP
     TORCH_CHECK(false, "shmem backend: no reduction ", static_cast<int>(op), " for ", dtype);
+}
+
+// acc[i] = acc[i] op in[i], i < n.
+void combine(at::ScalarType dtype, ReduceOp::RedOpType op, void *acc, const void *in, size_t n) {
+    combine_into(dtype, op, acc, acc, in, n);
 }
 
 // Whether the backend's messages at level info are wanted (the library's SHMEM_LOG_LEVEL, or
@@ -1877,10 +1885,9 @@ private:
         alignas(64) char acc[kMappedBlock];
         for (size_t off = lo(me), end = lo(me) + len(me); off < end; off += kMappedBlock) {
             const size_t b = std::min(kMappedBlock, end - off);
-            std::memcpy(acc, (me == 0 ? base : peers_at_[0] + shift) + off, b);
-            for (int r = 1; r < n; ++r)
-                combine(plan.work, plan.op, acc, (r == me ? base : peers_at_[r] + shift) + off,
-                        b / unit);
+            const auto src = [&](int r) { return (r == me ? base : peers_at_[r] + shift) + off; };
+            combine_into(plan.work, plan.op, acc, src(0), src(1), b / unit);
+            for (int r = 2; r < n; ++r) combine(plan.work, plan.op, acc, src(r), b / unit);
             std::memcpy(base + off, acc, b);
             std::memcpy(half + off, acc, b);
         }
