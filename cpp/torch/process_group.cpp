@@ -507,9 +507,8 @@ ReducePlan plan_reduce(const char *call, at::ScalarType dtype, ReduceOp::RedOpTy
     }
 }
 
-// acc[i] = acc[i] `op` in[i] for `n` elements of `dtype` (a type the library reduces, as
-// plan_reduce gives it): the direct path's reduction of a peer's piece into this rank's.
-// out[i] = first[i] op in[i], i < n (out may be first or in).
+// out[i] = first[i] `op` in[i] for `n` elements of `dtype` (a type the library reduces, as
+// plan_reduce gives it); `out` may be `first` or `in`.
 void combine_into(at::ScalarType dtype, ReduceOp::RedOpType op, void *out, const void *first,
                   const void *in, size_t n) {
 #define SHMEM_TORCH_LOOP(T, EXPR)                                                                  \
@@ -552,7 +551,7 @@ void combine_into(at::ScalarType dtype, ReduceOp::RedOpType op, void *out, const
     TORCH_CHECK(false, "shmem backend: no reduction ", static_cast<int>(op), " for ", dtype);
 }
 
-// acc[i] = acc[i] op in[i], i < n.
+// acc[i] = acc[i] `op` in[i]: the direct path's reduction of a peer's piece into this rank's.
 void combine(at::ScalarType dtype, ReduceOp::RedOpType op, void *acc, const void *in, size_t n) {
     combine_into(dtype, op, acc, acc, in, n);
 }
