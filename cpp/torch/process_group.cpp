@@ -1559,6 +1559,15 @@ private:
         }
     }
 
+    // Whether `mine` holds on every rank of the group (a MIN over it through the scratch).
+    // Collective: every rank asks at the same point.
+    bool every_rank(const char *call, bool mine) {
+        auto *word = reinterpret_cast<int32_t *>(scratch(call, sizeof(int32_t)));
+        *word = mine ? 1 : 0;
+        check_rc(call, reduce_call(team_, at::kInt, ReduceOp::MIN, word, 1));
+        return *word != 0;
+    }
+
     // Bytes a reduction of `bytes` stages at once: kReduceChunk where every rank of the group can
     // run on a CPU of its own (the node's CPUs, the fewest any rank sees, are at least the
     // group's ranks), else all of them, as each piece costs the library's reduction two
@@ -1568,10 +1577,9 @@ private:
     size_t reduce_step(const char *call, size_t bytes) {
         if (bytes <= kReduceChunk) return bytes;
         if (reduce_step_ == 0) {
-            auto *fits = reinterpret_cast<int32_t *>(scratch(call, sizeof(int32_t)));
-            *fits = std::thread::hardware_concurrency() >= static_cast<unsigned>(getSize());
-            check_rc(call, reduce_call(team_, at::kInt, ReduceOp::MIN, fits, 1));
-            reduce_step_ = *fits != 0 ? kReduceChunk : SIZE_MAX;
+            const bool fits =
+                std::thread::hardware_concurrency() >= static_cast<unsigned>(getSize());
+            reduce_step_ = every_rank(call, fits) ? kReduceChunk : SIZE_MAX;
         }
         return reduce_step_;
     }
@@ -1843,13 +1851,11 @@ private:
     bool mapped_reduce_all(const char *call, const ReducePlan &plan, const at::Tensor &work) {
         const int n = getSize(), me = getRank();
         if (mapped_ < 0) {
-            auto *ok = reinterpret_cast<int32_t *>(scratch(call, sizeof(int32_t)));
-            int32_t mine = 1;
+            const char *probe = scratch(call, sizeof(int32_t));  // any symmetric address
+            bool mine = true;
             for (int j = 0; j < n; ++j)
-                if (j != me && shmem_ptr(ok, pe(j)) == nullptr) mine = 0;
-            *ok = mine;
-            check_rc(call, reduce_call(team_, at::kInt, ReduceOp::MIN, ok, 1));
-            mapped_ = *ok;
+                if (j != me && shmem_ptr(probe, pe(j)) == nullptr) mine = false;
+            mapped_ = every_rank(call, mine) ? 1 : 0;
         }
         if (mapped_ == 0) return false;
         const size_t bytes = work.nbytes(), unit = work.element_size();
