@@ -60,9 +60,48 @@ void count_transport_members(shmem_team_s *t) {
     }
 }
 
-// Zeroes this PE's area of `slot`, in its own control segment (always mapped here).
-void zero_own_area(int slot) {
-    std::memset(peer_mapped(team_word(slot, 0), g.my_pe), 0, g.team_area_size);
+// One step of the hash of a team collective's call, a create's list and a team's id, and its
+// end (splitmix64's mixing).
+uint64_t mix_in(uint64_t h, uint64_t x) {
+    h = (h ^ x) * 0xbf58476d1ce4e5b9u;
+    return h ^ h >> 29;
+}
+uint64_t mix_out(uint64_t h) {
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
+    return h ^ h >> 31;
+}
+
+// This PE's word of its area of `slot` holding the team's id (SHMEM_TEAM_AREA_ID_WORD).
+uint64_t *own_id_word(int slot) {
+    return reinterpret_cast<uint64_t *>(peer_mapped(
+        team_word(slot, SHMEM_TEAM_AREA_CENTRAL_RELEASE).plus(8 * SHMEM_TEAM_AREA_ID_WORD),
+        g.my_pe));
+}
+
+// Readies this PE's area of `slot`, in its own control segment (always mapped here), for the
+// team whose id is `id`: the id first, then zeroes everywhere else. A member of the slot's last
+// team may still be reading this PE's words to leave its final barrier (destroy's): seeing the
+// new id, it knows this PE left that barrier, which it did only once it was complete.
+void zero_own_area(int slot, uint64_t id) {
+    uint64_t *id_word = own_id_word(slot);
+    __atomic_store_n(id_word, id, __ATOMIC_RELEASE);
+    auto *area = reinterpret_cast<unsigned char *>(peer_mapped(team_word(slot, 0), g.my_pe));
+    auto *at = reinterpret_cast<unsigned char *>(id_word);
+    std::memset(area, 0, static_cast<size_t>(at - area));
+    std::memset(at + 8, 0, g.team_area_size - static_cast<size_t>(at - area) - 8);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+// The id of a team made by a split of `parent` (as team `index` of the call): the same on every
+// member, and new on each: the parent's id and its collective number, which every parent member
+// has entered alike. (A parent of one PE counts no collectives; its splits make teams of one
+// PE, which never read another member's words.)
+uint64_t split_team_id(const shmem_team_s *parent, int index) {
+    auto *line = reinterpret_cast<const uint64_t *>(
+        peer_mapped(team_word(parent->slot, SHMEM_TEAM_AREA_CALL), g.my_pe));
+    uint64_t number = __atomic_load_n(&line[0], __ATOMIC_RELAXED) & ~kTeamCallBusy;
+    uint64_t h = mix_in(mix_in(0x9e3779b97f4a7c15u, *own_id_word(parent->slot)), number);
+    return mix_out(mix_in(h, static_cast<uint64_t>(index)));
 }
 
 // Writes `t`'s entry of the job state's team table (cleared when `t` ends), for code that
@@ -93,6 +132,8 @@ void start_predefined(shmem_team_s &t, int slot, int start, int stride, int size
     t.config = shmem_team_config_t{};
     t.config_mask = 0;
     t.slot = slot;
+    // The predefined teams' id is 0, a new control segment's: written by no PE, so no member
+    // can find another's not yet written (no other team uses their slots).
     count_transport_members(&t);
     t.bcast_epoch = 0;
     // A new job's control segment holds no call yet.
@@ -144,12 +185,8 @@ uint64_t team_enter(shmem_team_s *t, const char *call, unsigned checks, uint64_t
     // tags, different ones the same with probability 2^-28 (kind 6 in the top bits keeps them
     // apart from the world barrier's call tags).
     uint64_t h = 0x9e3779b97f4a7c15u;
-    for (uint64_t x : w) {
-        h = (h ^ x) * 0xbf58476d1ce4e5b9u;
-        h ^= h >> 29;
-    }
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
-    h ^= h >> 31;
+    for (uint64_t x : w) h = mix_in(h, x);
+    h = mix_out(h);
     uint64_t tag = uint64_t{6} << 28 | (h & ((uint64_t{1} << 28) - 1));
     // Kept only when `extra` fits the cache's 32 bits (a root always does).
     last = {extra <= UINT32_MAX ? call : nullptr, count, static_cast<uint32_t>(extra),
@@ -410,7 +447,7 @@ int split(const char *call, shmem_team_s *parent, const NewTeam *defs, int count
     }
     if (made) {
         for (int i = 0; i < count; i++) {
-            if (defs[i].size > 0) zero_own_area(slots[i]);
+            if (defs[i].size > 0) zero_own_area(slots[i], split_team_id(parent, i));
         }
     }
     // Nobody reads the published words after this, and every member's new area is zeroed.
@@ -568,13 +605,8 @@ constexpr int kCreateError = 3;  // nonzero: the member's config is bad
 
 uint64_t create_key(const std::vector<int> &pes, uint64_t count) {
     uint64_t h = 0x9e3779b97f4a7c15u ^ count;
-    for (int pe : pes) {
-        h = (h ^ static_cast<uint32_t>(pe)) * 0xbf58476d1ce4e5b9u;
-        h ^= h >> 29;
-    }
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
-    h ^= h >> 31;
-    h &= ~uint64_t{1};
+    for (int pe : pes) h = mix_in(h, static_cast<uint32_t>(pe));
+    h = mix_out(h) & ~uint64_t{1};
     return h == 0 ? 2 : h;
 }
 
@@ -663,7 +695,8 @@ SHMEM_EXPORT int shmemx_team_create(const int *pes, int npes, const shmem_team_c
                        std::min(g.team_slots, 64));
     }
     const bool made = all_ok && slot >= 0;
-    if (made) zero_own_area(slot);
+    // The key is new for every team made of this list, and the same on every member.
+    if (made) zero_own_area(slot, mix_out(mix_in(key, 0x637265617465u)));
     peer_store(call, create_word(kCreateKey), g.my_pe, key | 1);
     wait_keys(call, list, key, true);
     if (!made) return -1;
@@ -682,7 +715,9 @@ SHMEM_EXPORT void pshmem_team_destroy(shmem_team_t team) {
     }
     shmem_team_s *t = team_check(call, "team", team);
     ctx_destroy_all_of_team(t);
-    // After this barrier no member touches the team's areas: the slot may be reused.
+    // After this barrier no member writes into the team's areas, and the last ones to read a
+    // member's words there (member 0's release word, in the central shape) see the member's id
+    // change before anything else there if it uses the slot for another team.
     team_barrier(t, team_enter(t, call));
     team_unregister(t);
     {

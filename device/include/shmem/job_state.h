@@ -53,7 +53,8 @@ enum shmem_job_team_area_line {
     SHMEM_TEAM_AREA_BCAST_DONE = 1,      /* broadcast epoch this member has finished reading */
     SHMEM_TEAM_AREA_CENTRAL_COUNT = 2,   /* central barrier (on team PE 0): arrivals, then two
                                             words of the world barrier's call check */
-    SHMEM_TEAM_AREA_CENTRAL_RELEASE = 3, /* central barrier: epoch released (on team PE 0) */
+    SHMEM_TEAM_AREA_CENTRAL_RELEASE = 3, /* central barrier: epoch released (on team PE 0);
+                                            word SHMEM_TEAM_AREA_ID_WORD: the team's id */
     SHMEM_TEAM_AREA_VALUE = 4,           /* a value a member publishes between two barriers;
                                             in the world team's area (slot 0) its words 1..3
                                             are shmemx_team_create's (team.cpp) */
@@ -66,6 +67,11 @@ enum shmem_job_team_area_line {
     SHMEM_TEAM_AREA_ROUNDS = 8,     /* dissemination barrier: one flag per round, 32 rounds */
     SHMEM_TEAM_AREA_LINES = 40      /* lines in use */
 };
+/* Word of the CENTRAL_RELEASE line holding the team's id, in every member's own area: the same
+ * on every member of a team, written when the team is made, and different from the id of any
+ * team that used the slot before on that member. A member whose id differs from one's own has
+ * left the team (destroyed it; it may use the slot for another team already). */
+#define SHMEM_TEAM_AREA_ID_WORD 1
 
 /* One entry of the team table, indexed by synchronisation slot. Team PE i is world PE
  * start + i * stride; the team's synchronisation area is `slot` on every member. size 0: the

@@ -461,6 +461,7 @@ pub fn layout() -> Vec<usize> {
         TEAM_AREA_LINES,
         AREA_CENTRAL_COUNT,
         AREA_CENTRAL_RELEASE,
+        crate::layout::TEAM_ID_WORD,
         AREA_SYNC_EPOCH,
         AREA_CALL,
         crate::layout::TEAM_CALL_WORDS,

@@ -21,8 +21,14 @@ pub const TEAM_AREA_LINE_BYTES: usize = 64;
 pub const TEAM_AREA_LINES: usize = 40;
 /// Line of the central barrier's arrivals and call check (`SHMEM_TEAM_AREA_CENTRAL_COUNT`).
 pub const AREA_CENTRAL_COUNT: usize = 2;
-/// Line of the central barrier's release word (`SHMEM_TEAM_AREA_CENTRAL_RELEASE`).
+/// Line of the central barrier's release word (`SHMEM_TEAM_AREA_CENTRAL_RELEASE`), word 0.
 pub const AREA_CENTRAL_RELEASE: usize = 3;
+/// Word of the [`AREA_CENTRAL_RELEASE`] line holding the team's id (`SHMEM_TEAM_AREA_ID_WORD`):
+/// written by every member into its own area when the team is made, the same on every member
+/// and different from the id of any team that used the slot before on that member. A member
+/// whose id is not this member's has left the team (destroyed it, and may use the slot for
+/// another team): its words no longer speak of this team.
+pub const TEAM_ID_WORD: usize = 1;
 /// Line of the team barriers a member has entered (`SHMEM_TEAM_AREA_SYNC_EPOCH`).
 pub const AREA_SYNC_EPOCH: usize = 6;
 /// Line of the team collective a member last entered: its number on the team and the call

@@ -43,7 +43,7 @@
 
 use crate::layout::{
     AREA_CALL, AREA_CENTRAL_COUNT, AREA_CENTRAL_RELEASE, AREA_MAX_ROUNDS, AREA_ROUNDS,
-    AREA_SYNC_EPOCH, TEAM_AREA_LINE_BYTES,
+    AREA_SYNC_EPOCH, TEAM_AREA_LINE_BYTES, TEAM_ID_WORD,
 };
 use crate::mapping::Mapping;
 use crate::sync::call::{Call, TeamCall, TAG_BITS, TEAM_CALL_WORDS};
@@ -670,7 +670,16 @@ fn run_central(
             Ok(())
         };
     }
-    let reached = || release.load(Ordering::Acquire) & !OUT_OF_STEP >= epoch;
+    // Member 0 leaves once the release is stored, and may then destroy the team and zero its
+    // area for another team in the slot (its id changes first) while a member has still to see
+    // the release: the barrier was complete then.
+    let id = areas
+        .mine(AREA_CENTRAL_RELEASE, TEAM_ID_WORD)
+        .load(Ordering::Relaxed);
+    let id0 = areas.word(0, AREA_CENTRAL_RELEASE, TEAM_ID_WORD).mapped();
+    let reached = || {
+        release.load(Ordering::Acquire) & !OUT_OF_STEP >= epoch || id0.load(Ordering::Acquire) != id
+    };
     if !wait_for(reached, &mut give_up, epoch) {
         return Err(Stop::TimedOut { epoch });
     }
@@ -739,9 +748,10 @@ pub fn team_enter(areas: &impl Areas, call: &TeamCall) -> u64 {
     n
 }
 
-/// Member `member`'s team collective number and call (0 and `None` before its first), as one
-/// consistent snapshot of its line: a read that overlaps the member's rewrite is made again. An
-/// error when the member is reached through the transport and cannot be read.
+/// Member `member`'s team collective number and call (0 and `None` before its first, or once
+/// it has left the team: its id is not this member's), as one consistent snapshot of its line:
+/// a read that overlaps the member's rewrite is made again. An error when the member is reached
+/// through the transport and cannot be read.
 pub fn team_entered(
     areas: &impl Areas,
     member: usize,
@@ -760,9 +770,16 @@ pub fn team_entered(
             *x = word(1 + i).read()?;
         }
         std::sync::atomic::fence(Ordering::Acquire);
-        if word(0).read()? == before {
-            return Ok((before, TeamCall::decode(w)));
+        if word(0).read()? != before {
+            continue;
         }
+        // Read after the line: a member that zeroed its area for another team changed its id
+        // before it wrote anything there.
+        let id = |m: usize| areas.word(m, AREA_CENTRAL_RELEASE, TEAM_ID_WORD).read();
+        if member != areas.me() && id(member)? != id(areas.me())? {
+            return Ok((0, None));
+        }
+        return Ok((before, TeamCall::decode(w)));
     }
     Ok((0, None))
 }
@@ -1329,5 +1346,62 @@ mod tests {
         team_enter(&areas(1), &bcast);
         assert_eq!(team_differs(&areas(0)).unwrap(), None);
         assert_eq!(team_differs(&areas(1)).unwrap(), None);
+    }
+
+    /// Member 0 may destroy a team and use its slot for another team (a new id in its area,
+    /// every other word zeroed) before a member has seen the release of the destroy's central
+    /// barrier: that member leaves the barrier all the same, and no longer takes member 0's
+    /// words for its team's.
+    #[test]
+    fn a_member_leaves_a_team_whose_slot_member_0_reused() {
+        use crate::sync::call::TEAM_COUNT;
+        let controls = Control::in_process(2);
+        let areas = |pe: usize| MappedAreas {
+            control: &controls[pe],
+            team: Team::in_slot(0, 1, 2, pe, 5),
+            nodes: &[],
+        };
+        for pe in 0..2 {
+            let a = areas(pe);
+            a.mine(AREA_CENTRAL_RELEASE, TEAM_ID_WORD)
+                .store(0x5eed, Ordering::Relaxed);
+        }
+        let destroy = TeamCall::new("shmem_team_destroy", 0, 0, 0);
+        let reduce = TeamCall::new("shmem_float_sum_reduce", TEAM_COUNT, 4, 0);
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| {
+                let a = areas(1);
+                team_enter(&a, &destroy);
+                team_sync(&a, true, destroy.tag())
+            });
+            std::thread::sleep(Duration::from_millis(200));
+            assert!(!waiter.is_finished(), "member 1 waits for member 0");
+            // Member 0 arrived and released (unseen), left, and readied its area for another
+            // team, whose first collective is another call at the same number.
+            let zero = areas(0);
+            zero.mine(AREA_CENTRAL_RELEASE, TEAM_ID_WORD)
+                .store(0x0dd, Ordering::Release);
+            for line in 0..crate::layout::TEAM_AREA_LINES {
+                for w in 0..8 {
+                    if (line, w) != (AREA_CENTRAL_RELEASE, TEAM_ID_WORD) {
+                        zero.mine(line, w).store(0, Ordering::Relaxed);
+                    }
+                }
+            }
+            team_enter(&zero, &reduce);
+            let until = Instant::now() + Duration::from_secs(10);
+            while !waiter.is_finished() {
+                if Instant::now() > until {
+                    // Let it go, so that the test fails rather than hangs.
+                    zero.mine(AREA_CENTRAL_RELEASE, 0)
+                        .store(1, Ordering::Release);
+                    panic!("member 1 still waits for a release member 0's reset erased");
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert_eq!(waiter.join().unwrap(), Ok(()));
+            assert_eq!(team_entered(&areas(1), 0).unwrap(), (0, None));
+            assert_eq!(team_differs(&areas(1)).unwrap(), None);
+        });
     }
 }
