@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed import ReduceOp
 
-from common import fail, init, same
+from common import fail, init, release, same
 
 rank, world, gloo = init()
 assert dist.get_backend() == "shmem", dist.get_backend()
@@ -515,3 +515,4 @@ elapsed = time.monotonic() - t0
 dist.destroy_process_group()
 print(f"rank {rank} of {world}: OK ({checked} all_reduce checks, {gloo_checked} against gloo, "
       f"{elapsed:.1f} s)", flush=True)
+release(globals())

@@ -4,6 +4,7 @@ docs/pytorch.md gives, with SHMEM_DIST_TEST_PORT naming the port; under Open MPI
 line for mpirun, with MASTER_ADDR and MASTER_PORT passed by run.sh), and a gloo group of the same
 ranks for reference results."""
 
+import gc
 import os
 import sys
 
@@ -33,6 +34,19 @@ def init():
         dist.init_process_group("shmem")
     gloo = dist.new_group(backend="gloo")
     return dist.get_rank(), dist.get_world_size(), gloo
+
+
+def release(program):
+    """The last line of a program that used gloo groups and destroyed its groups: drops what
+    the program holds (`program`, its globals) and collects, so that the gloo groups end here,
+    each joining its worker threads while the interpreter runs (torch releases the interpreter
+    lock while a group ends). Left to Python's shutdown, a gloo worker that still holds a
+    finished work, whose tensors hold Python objects, needs the interpreter after it stopped
+    serving threads, and the process aborts ("terminate called without an active exception"
+    from ProcessGroupGloo::runLoop): torch's gloo at exit, whatever the default backend
+    (docs/pytorch.md, "Mixing with gloo")."""
+    program.clear()
+    gc.collect()
 
 
 def fail(msg):

@@ -2,7 +2,10 @@
 same data), with gradient bucketing and the reducer's futures; then exits without
 destroy_process_group, which must still end every rank with status 0."""
 
+import gc
+
 import torch
+import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from common import init, same_weights
@@ -26,13 +29,12 @@ def train(group):
     return [p.detach().clone() for p in model.parameters()]
 
 
-# gloo first: its worker thread releases each finished work itself, and DDP's works hold Python
-# state, whose release needs the interpreter; one still pending when the interpreter shuts down
-# aborts the process ("terminate called without an active exception" from
-# ProcessGroupGloo::runLoop: torch's gloo at exit, whatever the default backend). Training over
-# "shmem" afterwards leaves gloo's workers ample time.
+# gloo first, and its group destroyed and dropped before the exit (common.release says why).
 ref = train(gloo)
+dist.destroy_process_group(gloo)
+del gloo
+gc.collect()
 mine = train(None)
 flat = same_weights("DDP", mine, ref)
 print(f"rank {rank} of {world}: DDP OK ({flat.numel()} parameters)", flush=True)
-# no destroy_process_group: the exit must still be clean on every rank
+# no destroy_process_group of the default group: the exit must still be clean on every rank

@@ -11,7 +11,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-from common import fail, init, same_weights
+from common import fail, init, release, same_weights
 
 rank, world, gloo = init()
 
@@ -77,3 +77,4 @@ else:
     fsdp1_said = "OK"
 print(f"rank {rank} of {world}: FSDP2 OK (float32, bf16 params); FSDP1 {fsdp1_said}", flush=True)
 dist.destroy_process_group()
+release(globals())

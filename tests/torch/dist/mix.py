@@ -3,12 +3,13 @@ destroy_process_group in the same processes (the job stays; each group's scratch
   1. default group "shmem", a gloo group of all ranks: the same results;
   2. destroy, then default "cpu:gloo" and new_group(backend="shmem") of all ranks;
   3. destroy, then "cpu:shmem,cuda:gloo" (the CPU tensors' backend is "shmem");
-  4. destroy, then "shmem" again, and the program exits without destroy_process_group: status 0
-     on every rank.
+  4. destroy, then "shmem" again (its gloo twin destroyed), and the program exits without
+     destroy_process_group: status 0 on every rank.
 Each init after the first gets a store of its own (a prefix of torchrun's): torchrun's store
 outlives destroy_process_group, and the groups of a second init are named as the first one's
 were, so a gloo group would find the old group's addresses there (gloo alone does the same)."""
 
+import gc
 import os
 
 import torch
@@ -83,7 +84,12 @@ if pg._get_backend(torch.device("cpu")).name() != "shmem":
 check("cpu:shmem,cuda:gloo against a gloo group", pg, dist.new_group(backend="gloo"))
 dist.destroy_process_group()
 
-# 4. "shmem" once more, then exit without destroy_process_group
+# 4. "shmem" once more, then exit without destroy_process_group (the default group's): the gloo
+# group ends first, as common.release explains
 init("shmem", 4)
-check("shmem started again", dist.group.WORLD, dist.new_group(backend="gloo"))
+gloo = dist.new_group(backend="gloo")
+check("shmem started again", dist.group.WORLD, gloo)
+dist.destroy_process_group(gloo)
+del gloo
+gc.collect()
 print(f"rank {rank} of {world}: gloo mixing and restarts OK", flush=True)

@@ -15,7 +15,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch.distributed import ReduceOp  # noqa: E402
 
-from common import fail, init, same  # noqa: E402
+from common import fail, init, release, same  # noqa: E402
 
 rank, world, gloo_world = init()
 
@@ -271,3 +271,4 @@ dist.barrier()
 dist.destroy_process_group()
 if rank == 0:
     print(f"subgroups: {world} ranks ok", flush=True)
+release(globals())
