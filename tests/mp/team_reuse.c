@@ -51,8 +51,8 @@ int main(void) {
     if (me == 0) CHECK(shmemx_team_create(&me, 1, NULL, 0, &solo) == 0);
     for (int round = 0; round < ROUNDS; round++) {
         shmem_team_t pair = SHMEM_TEAM_INVALID;
-        CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes >= 2 ? 2 : 1, NULL, 0,
-                                       &pair) == 0);
+        CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes >= 2 ? 2 : 1, NULL, 0, &pair) ==
+              0);
         int pair_slot = -1;
         if (me <= 1) {
             CHECK(pair != SHMEM_TEAM_INVALID);
