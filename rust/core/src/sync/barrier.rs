@@ -37,7 +37,11 @@
 //!
 //! Epochs only grow and each word's meaning is "reached epoch e", so nothing is ever reset (but
 //! the central tag word, by the last arrival, for the next epoch) and a member already in the
-//! next barrier is harmless. Release stores (or read-modify-writes) and acquire loads carry
+//! next barrier is harmless. A team's areas are reset only for the next team in the slot, each
+//! member's once it has left the team's last barrier, and the team's id in every member's area
+//! ([`TEAM_ID_WORD`]) changes first: a member still waiting for member 0's release then leaves
+//! (the barrier was over), and [`team_entered`] no longer reads that member's line as this
+//! team's. Release stores (or read-modify-writes) and acquire loads carry
 //! every store made before the barrier to every member after it. This module never ends the
 //! job: it says what it found.
 
