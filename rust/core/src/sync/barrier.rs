@@ -1307,6 +1307,15 @@ mod tests {
         }
     }
 
+    /// PE `pe`'s view of the two-PE team (world PEs 0 and 1) in slot `slot` of `controls`.
+    fn pair_areas(controls: &[Control], pe: usize, slot: usize) -> MappedAreas<'_> {
+        MappedAreas {
+            control: &controls[pe],
+            team: Team::in_slot(0, 1, 2, pe, slot),
+            nodes: &[],
+        }
+    }
+
     /// A member waiting at a team barrier gives up once another member is at the same team
     /// collective number in a call that never reaches the barrier (a broadcast waiting on its
     /// root's flag); a member that is only late, or already in its next call, is waited for.
@@ -1314,11 +1323,7 @@ mod tests {
     fn a_team_barrier_gives_up_on_a_member_in_another_call() {
         use crate::sync::call::{TEAM_COUNT, TEAM_ROOT};
         let controls = Control::in_process(2);
-        let areas = |pe: usize| MappedAreas {
-            control: &controls[pe],
-            team: Team::in_slot(0, 1, 2, pe, 3),
-            nodes: &[],
-        };
+        let areas = |pe: usize| pair_areas(&controls, pe, 3);
         let reduce = TeamCall::new("shmem_float_sum_reduce", TEAM_COUNT, 4, 0);
         let bcast = TeamCall::new("shmem_broadcastmem", TEAM_COUNT | TEAM_ROOT, 16, 0);
         std::thread::scope(|scope| {
@@ -1340,11 +1345,7 @@ mod tests {
         });
         // A member that already entered its next call does not count.
         let controls = Control::in_process(2);
-        let areas = |pe: usize| MappedAreas {
-            control: &controls[pe],
-            team: Team::in_slot(0, 1, 2, pe, 3),
-            nodes: &[],
-        };
+        let areas = |pe: usize| pair_areas(&controls, pe, 3);
         team_enter(&areas(0), &reduce);
         team_enter(&areas(1), &reduce);
         team_enter(&areas(1), &bcast);
@@ -1360,11 +1361,7 @@ mod tests {
     fn a_member_leaves_a_team_whose_slot_member_0_reused() {
         use crate::sync::call::TEAM_COUNT;
         let controls = Control::in_process(2);
-        let areas = |pe: usize| MappedAreas {
-            control: &controls[pe],
-            team: Team::in_slot(0, 1, 2, pe, 5),
-            nodes: &[],
-        };
+        let areas = |pe: usize| pair_areas(&controls, pe, 5);
         for pe in 0..2 {
             let a = areas(pe);
             a.mine(AREA_CENTRAL_RELEASE, TEAM_ID_WORD)
