@@ -81,7 +81,8 @@ uint64_t *own_id_word(int slot) {
 // Readies this PE's area of `slot`, in its own control segment (always mapped here), for the
 // team whose id is `id`: the id first, then zeroes everywhere else. A member of the slot's last
 // team may still be reading this PE's words to leave its final barrier (destroy's): seeing the
-// new id, it knows this PE left that barrier, which it did only once it was complete.
+// new id, it knows this PE left that barrier, which it did only once it was complete. The
+// creation's next step (a parent barrier, or the key stored with release) publishes the zeroes.
 void zero_own_area(int slot, uint64_t id) {
     uint64_t *id_word = own_id_word(slot);
     __atomic_store_n(id_word, id, __ATOMIC_RELEASE);
@@ -89,7 +90,6 @@ void zero_own_area(int slot, uint64_t id) {
     auto *at = reinterpret_cast<unsigned char *>(id_word);
     std::memset(area, 0, static_cast<size_t>(at - area));
     std::memset(at + 8, 0, g.team_area_size - static_cast<size_t>(at - area) - 8);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
 // The id of a team made by a split of `parent` (as team `index` of the call): the same on every
