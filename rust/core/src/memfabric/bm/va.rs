@@ -133,6 +133,7 @@ impl Reservation {
                 std::io::Error::last_os_error()
             )));
         }
+        advise_huge_pages(at, len);
         Ok(())
     }
 
@@ -163,6 +164,28 @@ impl Reservation {
     }
 }
 
+/// Asks for transparent huge pages on a segment's mapping `[at, at+len)`, before anything
+/// touches it: the pages a touch allocates are then 2 MiB where the kernel allows huge pages
+/// in shared memory (`/sys/kernel/mm/transparent_hugepage/shmem_enabled` is `advise`, or
+/// `always`, which needs no advice) and the mapping's place and file offset line up on 2 MiB.
+/// A transfer's receiver writes the segment a TLB entry per 2 MiB then, not per 4 KiB: in a
+/// virtual machine, where a TLB miss walks two page tables, UCX's unpack of a peer's put into
+/// the segment took a third less CPU per byte. Advice only: where the kernel says no (the
+/// setting `never`, Debian's default; no THP in the kernel), the pages stay 4 KiB.
+fn advise_huge_pages(at: usize, len: usize) {
+    if len < VA_ALIGN {
+        return;
+    }
+    // SAFETY: [at, at+len) is a mapping of this reservation, just made; the advice changes how
+    // the kernel backs it, not its contents.
+    if unsafe { libc::madvise(at as *mut libc::c_void, len, libc::MADV_HUGEPAGE) } != 0 {
+        tracing::debug!(
+            "madvise(MADV_HUGEPAGE) on a segment's {len} bytes at {at:#x}: {} (4 KiB pages)",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 impl Drop for Reservation {
     fn drop(&mut self) {
         // SAFETY: the reservation (and what was mapped over it) is this object's; nothing
@@ -187,5 +210,54 @@ mod tests {
         assert_eq!(first_fit(&taken, 3 * g), Some(VA_START + 4 * g));
         assert_eq!(first_fit(&[], VA_END - VA_START), Some(VA_START));
         assert_eq!(first_fit(&[], VA_END - VA_START + VA_ALIGN), None);
+    }
+
+    /// The smaps entry of the mapping that starts at `at`: its lines after the header.
+    fn smaps_of(at: usize) -> Vec<String> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let head = format!("{at:x}-");
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
+        assert!(lines.next().is_some(), "no mapping at {at:#x} in smaps");
+        // A mapping's lines are "Name: value"; the next mapping's header starts "start-end".
+        let header = |l: &str| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|t| t.contains('-') && !t.ends_with(':'))
+        };
+        lines
+            .take_while(|l| !header(l))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn a_mapped_segment_asks_for_huge_pages_and_shares_its_file() {
+        let len = 4 * VA_ALIGN;
+        let r = Reservation::take(2 * len).unwrap();
+        let fd = crate::mapping::memfd("va-test", len).unwrap();
+        use std::os::fd::AsFd;
+        r.map_fd(r.base, len, fd.as_fd()).unwrap();
+        r.map_fd(r.base + len, len, fd.as_fd()).unwrap();
+        let flags = smaps_of(r.base)
+            .into_iter()
+            .find(|l| l.starts_with("VmFlags:"))
+            .expect("a VmFlags line");
+        // "hg": MADV_HUGEPAGE (on any kernel built with THP, whatever shmem_enabled says).
+        assert!(
+            flags.split_whitespace().any(|f| f == "hg"),
+            "segment not advised: {flags}"
+        );
+        // The two places are one file: a write through one reads back through the other.
+        for i in (0..len).step_by(4096) {
+            // SAFETY: both ranges are mapped read-write over the file's `len` bytes.
+            unsafe { *((r.base + i) as *mut u64) = (i as u64) ^ 0x5a5a };
+        }
+        for i in (0..len).step_by(4096) {
+            // SAFETY: as above.
+            let v = unsafe { *((r.base + len + i) as *const u64) };
+            assert_eq!(v, (i as u64) ^ 0x5a5a, "offset {i}");
+        }
+        r.release(r.base, len);
+        r.release(r.base + len, len);
     }
 }
