@@ -380,13 +380,17 @@ def cmd_render(a):
                 ("barrier_all across nodes", rep.barrier()),
                 ("Same-node figures in a job that spans nodes", rep.same_node()),
                 ("memfabric Big Memory copies between two nodes (smem_bm_copy)", rep.memfabric())]
-    head = ("Machine: %s, %s CPUs online, Linux %s (load when it started: %s). Nodes: %s. "
+    thp = ("" if not env.get("thp_shmem") else
+           " Transparent huge pages `%s`, in shared memory `%s` (a memfabric pool's segments "
+           "get them where the second is `advise` or `always`)." % (env.get("thp", "?"),
+                                                                    env["thp_shmem"]))
+    head = ("Machine: %s, %s CPUs online, Linux %s (load when it started: %s).%s Nodes: %s. "
             "UCX %s (Debian), `UCX_TLS=%s` on every side, `UCX_NET_DEVICES=%s`%s. Library commit "
             "`%s`%s; Open MPI %s (Debian), oshrun `--mca spml ucx`. %d round(s), mode `%s`, run "
             "%s. Cells: median of the round medians <sub>range of the round medians</sub>; "
             "ratios: median over rounds of the in-round ratio.\n" % (
                 env.get("cpu", "?"), env.get("cpus_online", "?"), env.get("kernel", "?"),
-                env.get("load", "?"), env.get("nodes", "?"), env.get("ucx_deb_version", "?"),
+                env.get("load", "?"), thp, env.get("nodes", "?"), env.get("ucx_deb_version", "?"),
                 env.get("ucx_tls", "?"), env.get("ucx_net_devices", "?"),
                 ("; ucx_perftest also with `%s`, what our library applies where the environment "
                  "does not set it (oshrun keeps UCX's defaults)" % env["ucx_lib_settings"])
