@@ -215,3 +215,59 @@ fn the_tcp_segments_are_set_only_where_ucx_may_use_tcp() {
     assert!(!tls_has_tcp(Some("sm,self")) && !tls_has_tcp(Some("^tcp,sm")));
     assert!(!tls_has_tcp(Some("tcp_sockcm")));
 }
+
+#[test]
+fn a_progress_thread_stands_by_while_a_call_waits_and_resumes_when_it_leaves() {
+    use std::sync::atomic::AtomicUsize;
+    // A bound far past the test's patience: every return from a stand-by below is a wakeup.
+    let standby = Arc::new(Standby::bounded(Duration::from_secs(600)));
+    let steps = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&steps);
+    let waiting = standby.enter();
+    let thread = spawn_progress(
+        "shmem-test",
+        "a test progress thread",
+        None,
+        Arc::clone(&standby),
+        move |_, _| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Stepped::Idle
+        },
+    )
+    .unwrap();
+    // Stepping with nothing to do, it would step every nap (at most 1 ms): not once here.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        steps.load(Ordering::SeqCst),
+        0,
+        "stepped while a call waited"
+    );
+    // The last waiting call to leave wakes it.
+    drop(waiting);
+    let left = Instant::now();
+    while steps.load(Ordering::SeqCst) == 0 {
+        assert!(
+            left.elapsed() < Duration::from_secs(30),
+            "not woken when the call left"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // A second call: the thread stands by again once its current nap ends.
+    let waiting = standby.enter();
+    std::thread::sleep(Duration::from_millis(50));
+    let settled = steps.load(Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        steps.load(Ordering::SeqCst) <= settled + 1,
+        "stepped {} times while the second call waited",
+        steps.load(Ordering::SeqCst) - settled
+    );
+    // Stopping wakes a thread that stands by.
+    let stopping = Instant::now();
+    thread.stop("test");
+    assert!(
+        stopping.elapsed() < Duration::from_secs(30),
+        "stop waited for the stand-by"
+    );
+    drop(waiting);
+}
