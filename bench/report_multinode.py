@@ -421,7 +421,7 @@ def cmd_render(a):
     made = None
     try:
         made = plot_memfabric(d, a.dir)
-    except ImportError:  # matplotlib: bench-multinode.sh does not install it
+    except ImportError:  # matplotlib: bench-multinode.sh installs it, except under --smoke
         print("report: no matplotlib, no plot", file=sys.stderr)
     print("report: %s/table.md, summary.json%s" % (a.dir, ", " + made if made else ""))
     if a.docs:

@@ -55,7 +55,9 @@
 # Alternation: inside a round every sweep line runs once per variant back to back, ours first in
 # odd rounds and the others first in even ones.
 # Needs root and iproute2 (network namespaces); otherwise exits with 77 (ctest's skip). A
-# variant whose tools are missing (ucx_perftest, oshrun/oshcc) is left out with a note.
+# variant whose tools are missing (ucx_perftest, oshrun/oshcc) is installed first (Debian's
+# ucx-utils, openmpi-bin and libopenmpi-dev; matplotlib from PyPI for the plots), except under
+# --smoke, and otherwise left out with a note.
 # Everything made here (namespaces, bridge, veths, processes in the namespaces, temporary
 # files) is removed on exit, whatever happens. Every run has a time limit.
 set -euo pipefail
@@ -128,7 +130,19 @@ if [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null; then
     echo "SKIP: needs root and iproute2's ip (network namespaces)"
     exit 77
 fi
-# Tools of the other sides: left out (with a note) where they are not installed.
+# Tools of the other sides: installed for a measuring run (Debian packages, as
+# scripts/bench.sh does; matplotlib for the plots); in a --smoke run, or where they cannot be
+# installed, their variant is left out with a note.
+if [[ $mode != smoke ]]; then
+    packages=()
+    want perftest && packages+=(ucx-utils)
+    want oshmem && packages+=(openmpi-bin libopenmpi-dev)
+    if ((${#packages[@]})) && ! (install_packages "${packages[@]}"); then
+        echo "note: could not install ${packages[*]}"
+    fi
+    ensure_matplotlib || echo "note: no matplotlib: the report has no plot"
+    PERFTEST=$(command -v ucx_perftest || true)
+fi
 notes=()
 drop() { # $1 variant, $2 why
     mapfile -t VARIANTS < <(printf '%s\n' "${VARIANTS[@]}" | grep -vx "$1")

@@ -143,30 +143,8 @@ fi
 
 # --- dependencies --------------------------------------------------------------------------------
 
-install_packages() {
-    local missing=() pkg
-    for pkg in "${SYSTEM_PACKAGES[@]}"; do
-        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
-            missing+=("$pkg")
-    done
-    ((${#missing[@]})) || return 0
-    command -v apt-get >/dev/null || die "missing ${missing[*]}; install them (Debian packages)"
-    local sudo=()
-    ((EUID == 0)) || sudo=(sudo)
-    log "installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -q
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q "${missing[@]}"
-}
-
-ensure_matplotlib() {
-    python3 -c 'import matplotlib' 2>/dev/null && return 0
-    log "installing matplotlib (PyPI)"
-    python3 -m pip install --quiet matplotlib ||
-        python3 -m pip install --quiet --break-system-packages matplotlib
-}
-
 if [[ $mode != smoke ]]; then
-    if [[ -z $baseline ]] && ((with_oshmem || with_callgrind)); then install_packages; fi
+    if [[ -z $baseline ]] && ((with_oshmem || with_callgrind)); then install_packages "${SYSTEM_PACKAGES[@]}"; fi
     ensure_matplotlib
 fi
 
