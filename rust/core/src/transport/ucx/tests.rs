@@ -252,7 +252,8 @@ fn a_progress_thread_stands_by_while_a_call_waits_and_resumes_when_it_leaves() {
         );
         std::thread::sleep(Duration::from_millis(1));
     }
-    // A second call: the thread stands by again once its current nap ends.
+    // A second call: the thread stands by again once its current nap ends (its naps are
+    // 1 ms at most).
     let waiting = standby.enter();
     std::thread::sleep(Duration::from_millis(50));
     let settled = steps.load(Ordering::SeqCst);
