@@ -7,8 +7,10 @@
  *                          pool whose segment covers the largest size plus a control area,
  *                          fills its own segment with a pattern and joins; rank 0 then times
  *                          smem_bm_copy to and from rank 1's segment (the pool "G" side):
- *                            G2H  rank 1's segment -> a malloc'd buffer of rank 0
- *                            H2G  a malloc'd buffer of rank 0 -> rank 1's segment
+ *                            G2H  rank 1's segment -> a buffer of rank 0
+ *                            H2G  a buffer of rank 0 -> rank 1's segment
+ *                          (rank 0's buffers registered with smem_bm_register_user_mem, as
+ *                          memfabric's users register the buffers they copy from and into)
  *                            G2G  rank 0's own segment -> rank 1's segment
  *                          one record per size for latency (ns per blocking call) and one for
  *                          bandwidth (GB/s); --ops G2H_async,H2G_async,G2G_async (not by
@@ -390,6 +392,10 @@ static void run_copies(pool_t *p, size_t max_n) {
     const int peer = 1;
     char *src = page_buffer(max_n), *chk = page_buffer(max_n), *twin = segment_like_buffer(max_n);
     char *own = data_of(p, p->rank), *remote = data_of(p, peer);
+    check_rc(smem_bm_register_user_mem(p->h, (uint64_t)(uintptr_t)src, max_n),
+             "smem_bm_register_user_mem");
+    check_rc(smem_bm_register_user_mem(p->h, (uint64_t)(uintptr_t)chk, max_n),
+             "smem_bm_register_user_mem");
     uint64_t last[RESULT_WORDS] = {PEER_SEED_BASE + (unsigned)peer, max_n};
     unsigned serial = 0;
     static double floor_samples[BENCH_MAX_TRIALS];
@@ -493,6 +499,10 @@ static void run_copies(pool_t *p, size_t max_n) {
     int32_t rc = copy_landed(p, last, result_words(p, peer), sizeof last);
     if (rc != 0)
         bench_die("smem_bm_copy of the final seed returned %d: %s", rc, smem_get_last_err_msg());
+    check_rc(smem_bm_unregister_user_mem(p->h, (uint64_t)(uintptr_t)src),
+             "smem_bm_unregister_user_mem");
+    check_rc(smem_bm_unregister_user_mem(p->h, (uint64_t)(uintptr_t)chk),
+             "smem_bm_unregister_user_mem");
     munmap(src, max_n + BENCH_PAGE);
     munmap(chk, max_n + BENCH_PAGE);
     munmap(twin, max_n + BENCH_PAGE);

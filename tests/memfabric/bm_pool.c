@@ -180,6 +180,7 @@ enum {
     AT_ASYNC = 8 * CHUNK,
     AT_G2G = 9 * CHUNK,
     AT_BOUNCE = 10 * CHUNK,
+    AT_REG = 11 * CHUNK, /* 3 chunks, from a registered buffer */
     AT_OWN = 16 * CHUNK, /* written by the owner directly */
     AT_SHM = 20 * CHUNK,
 };
@@ -251,6 +252,18 @@ static void basic(smem_bm_t h, int n) {
     fill(async_buf, CHUNK, me, 6);
     CHECK(copy(h, async_buf, peer + AT_ASYNC, CHUNK, SMEMB_COPY_H2G, ASYNC_COPY_FLAG) == 0);
     CHECK(smem_bm_wait(h) == 0);
+    /* From a registered buffer (smem_bm_register_user_mem), of which the first two of three
+     * chunks are registered: a chunk inside, and two chunks running past the registration. */
+    unsigned char *reg = aligned_alloc(4096, 3 * CHUNK);
+    CHECK(reg != NULL);
+    for (int i = 0; i < 3; i++) {
+        fill(reg + i * CHUNK, CHUNK, me, 11 + (unsigned)i);
+    }
+    CHECK(smem_bm_register_user_mem(h, (uint64_t)(uintptr_t)reg, 2 * CHUNK) == 0);
+    CHECK(copy(h, reg + CHUNK, peer + AT_REG, CHUNK, SMEMB_COPY_H2G, 0) == 0);
+    CHECK(copy(h, reg + CHUNK, peer + AT_REG + CHUNK, 2 * CHUNK, SMEMB_COPY_H2G, ASYNC_COPY_FLAG) ==
+          0);
+    CHECK(smem_bm_wait(h) == 0);
     /* Own segment to the next rank's, and the previous rank's to the next rank's. */
     CHECK(copy(h, own + AT_OWN, peer + AT_G2G, CHUNK, SMEMB_COPY_G2G, 0) == 0);
     CHECK(copy(h, from + AT_OWN, peer + AT_BOUNCE, CHUNK, SMEMB_COPY_G2G, 0) == 0);
@@ -272,6 +285,9 @@ static void basic(smem_bm_t h, int n) {
         }
     }
     CHECK(holds(own + AT_ASYNC, CHUNK, prev, 6));
+    CHECK(holds(own + AT_REG, CHUNK, prev, 12));
+    CHECK(holds(own + AT_REG + CHUNK, CHUNK, prev, 12));
+    CHECK(holds(own + AT_REG + 2 * CHUNK, CHUNK, prev, 13));
     CHECK(holds(own + AT_G2G, CHUNK, prev, 9));
     CHECK(holds(own + AT_BOUNCE, CHUNK, (prev + n - 1) % n, 9));
     CHECK(big == 0 || holds(own + MIB2 + big, big, (prev + n - 1) % n, 50));
@@ -283,6 +299,19 @@ static void basic(smem_bm_t h, int n) {
         CHECK(copy(h, peer + AT_OWN, in, CHUNK, reads[i], 0) == 0);
         CHECK(holds(in, CHUNK, next, 9));
     }
+    /* Into the registered buffer: inside it, past its end (asynchronous, completed by the
+     * unregistration), and after its unregistration. */
+    memset(reg, 0, 3 * CHUNK);
+    CHECK(copy(h, peer + AT_OWN, reg, CHUNK, SMEMB_COPY_G2H, 0) == 0);
+    CHECK(holds(reg, CHUNK, next, 9));
+    CHECK(copy(h, peer + AT_OWN, reg + CHUNK + CHUNK / 2, CHUNK, SMEMB_COPY_G2H, ASYNC_COPY_FLAG) ==
+          0);
+    CHECK(smem_bm_unregister_user_mem(h, (uint64_t)(uintptr_t)reg) == 0);
+    CHECK(holds(reg + CHUNK + CHUNK / 2, CHUNK, next, 9));
+    memset(reg, 0, 3 * CHUNK);
+    CHECK(copy(h, peer + AT_OWN, reg + 2 * CHUNK, CHUNK, SMEMB_COPY_G2H, 0) == 0);
+    CHECK(holds(reg + 2 * CHUNK, CHUNK, next, 9));
+    free(reg);
     /* Pool to pool, both by range: L2GH and GH2L read both sides as G2G does. */
     CHECK(copy(h, peer + AT_OWN, own + AT_SHM, CHUNK, SMEMB_COPY_L2GH, 0) == 0);
     CHECK(holds(own + AT_SHM, CHUNK, next, 9));

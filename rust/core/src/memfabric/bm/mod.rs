@@ -30,6 +30,10 @@
 //!   object (each thread keeps a weak reference to its last copy's object, so no lock or table
 //!   look-up), the copy type's resolution (no message made unless it fails), the direct
 //!   table's checks and the memcpy: nothing to flush, no allocation, no string.
+//! - **User memory.** `register_user_mem` registers the buffer with the worker the objects'
+//!   groups share (made then if no join made it yet), its key kept to this process, so that
+//!   UCX is handed the registration on copies between it and peers of other nodes
+//!   (`crate::dynamic::ucx`); the object withdraws it at unregister, destroy or uninit.
 //! - **Device pools** ([`device`]): on the npu device (`SHMEM_DEVICE=npu`, or `auto` where ACL
 //!   loads; init opens NPU `deviceId`, shared with Share Memory) `maxHbmSize` makes a pool in
 //!   the NPU's address space, whose segments members of one node import from each other;
@@ -54,7 +58,7 @@ use shmem_store::tls::{load_user_identity, TlsInfo};
 use shmem_store::{Client, Member, Store, TcpDial};
 
 use crate::device::npu::Npu;
-use crate::dynamic::DynamicWorker;
+use crate::dynamic::{DynamicWorker, Registration};
 use crate::group::{default_worker, Group, GroupOptions};
 use crate::idmap::IdMap;
 use va::Reservation;
@@ -179,8 +183,8 @@ struct Object {
     device: Option<device::DevicePool>,
     /// Ranks with non-blocking operations to flush at `smem_bm_wait`.
     pending: Mutex<BTreeSet<u32>>,
-    /// Buffers registered by `smem_bm_register_user_mem`: address to size.
-    user_mem: Mutex<HashMap<u64, u64>>,
+    /// Buffers registered by `smem_bm_register_user_mem`, by address.
+    user_mem: Mutex<HashMap<u64, UserMem>>,
     id: u32,
     pool: Pool,
     rank: u32,
@@ -195,6 +199,24 @@ struct Object {
     /// Set when `destroy` or `uninit` takes the object out of the table: a copy that reaches
     /// it through a thread's cached reference ([`object_for_copy`]) looks it up again then.
     destroyed: AtomicBool,
+}
+
+/// A buffer given to `smem_bm_register_user_mem`: registered with the objects' worker, so
+/// that copies between it and peers of other nodes go as from and into registered memory
+/// (its key is not published: no peer reaches it). Dropping it withdraws the registration.
+struct UserMem {
+    size: u64,
+    reg: Option<(Arc<dyn DynamicWorker>, Registration)>,
+}
+
+impl Drop for UserMem {
+    fn drop(&mut self) {
+        if let Some((worker, reg)) = self.reg.take() {
+            if let Err(e) = worker.unregister(reg) {
+                tracing::debug!("smem_bm_unregister_user_mem: {e}");
+            }
+        }
+    }
 }
 
 /// This process's Big Memory, between init and uninit.
@@ -706,6 +728,20 @@ fn group_failed(what: &str, e: impl std::fmt::Display) -> BmError {
     BmError::error(format!("{what}: {e}"))
 }
 
+impl State {
+    /// The worker the objects' groups share, made on first use.
+    fn worker(&self) -> Result<Arc<dyn DynamicWorker>> {
+        let mut w = lock(&self.worker);
+        if let Some(w) = &*w {
+            return Ok(Arc::clone(w));
+        }
+        let made = default_worker(self.control_timeout)
+            .map_err(|e| group_failed("cannot make the host transport's worker", e))?;
+        *w = Some(Arc::clone(&made));
+        Ok(made)
+    }
+}
+
 /// `smem_bm_join`: joins the object's group with this process's rank and publishes its
 /// segment. Already joined: 0.
 pub fn join(handle: usize) -> Result<()> {
@@ -721,18 +757,7 @@ pub fn join(handle: usize) -> Result<()> {
         }
         Membership::NotJoined => {}
     }
-    let worker = {
-        let mut w = lock(&s.worker);
-        match &*w {
-            Some(w) => Arc::clone(w),
-            None => {
-                let made = default_worker(s.control_timeout)
-                    .map_err(|e| group_failed("cannot make the host transport's worker", e))?;
-                *w = Some(Arc::clone(&made));
-                made
-            }
-        }
-    };
+    let worker = s.worker()?;
     let mut options = GroupOptions::new(s.world);
     options.member.rank = Some(s.rank);
     options.member.control_timeout = s.control_timeout;
@@ -740,8 +765,25 @@ pub fn join(handle: usize) -> Result<()> {
     options.timeout = s.control_timeout;
     options.worker = Some(worker);
     let name = format!("smem-bm-{}", o.id);
-    let group = Group::join(&s.dial, &name, &s.id, options)
-        .map_err(|e| group_failed(&format!("rank {} cannot join object {}", s.rank, o.id), e))?;
+    // This process holding the rank already can only be a destroyed object of the same id
+    // (create refuses a live one): its connection to the store is closed, and the store lets
+    // the rank go once it has seen that, which a busy machine may delay past this join.
+    let stale = format!("member id '{}' holds rank", s.id);
+    let deadline = std::time::Instant::now() + s.control_timeout;
+    let group = loop {
+        match Group::join(&s.dial, &name, &s.id, options.clone()) {
+            Ok(g) => break g,
+            Err(e) if e.to_string().contains(&stale) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => {
+                return Err(group_failed(
+                    &format!("rank {} cannot join object {}", s.rank, o.id),
+                    e,
+                ))
+            }
+        }
+    };
     if let Some(fd) = &o.fd {
         let seg = seg_ptr(&o);
         // SAFETY: [seg, seg+local) maps the file from offset 0 shared for as long as the
@@ -1205,31 +1247,61 @@ pub fn wait(handle: usize) -> Result<()> {
     done
 }
 
-/// `smem_bm_register_user_mem`: records the buffer (the host transports need no
-/// registration). The same address and size again: 0; the same address with another size: -1.
+/// `smem_bm_register_user_mem`: registers the buffer with the host transport's worker (copies
+/// between it and peers of other nodes then go as from and into registered memory; copies work
+/// without it). The same address and size again: 0; the same address with another size: -1.
 pub fn register_user_mem(handle: usize, addr: u64, size: u64) -> Result<()> {
-    let (_, o) = object(handle)?;
+    let (s, o) = object(handle)?;
     if size == 0 {
         return Err(BmError::invalid(format!(
             "invalid argument size=0 (addr={addr:#x})"
         )));
     }
+    let len = usize::try_from(size)
+        .ok()
+        .filter(|&l| (addr as usize).checked_add(l).is_some())
+        .ok_or_else(|| {
+            BmError::invalid(format!(
+                "invalid argument size={size}: addr={addr:#x} + size passes the address space's end"
+            ))
+        })?;
     let mut m = lock(&o.user_mem);
-    match m.get(&addr) {
-        Some(&s) if s == size => Ok(()),
-        Some(&s) => Err(BmError::error(format!(
-            "addr={addr:#x} is registered with size {s}, not size={size}"
-        ))),
-        None => {
-            m.insert(addr, size);
-            Ok(())
-        }
+    if let Some(u) = m.get(&addr) {
+        return match u.size {
+            s if s == size => Ok(()),
+            s => Err(BmError::error(format!(
+                "addr={addr:#x} is registered with size {s}, not size={size}"
+            ))),
+        };
     }
+    let worker = s.worker()?;
+    // SAFETY: memfabric's contract: the buffer stays valid until it is unregistered (or the
+    // object destroyed). No peer gets its key, so only this process's copies touch it.
+    let (reg, _key) = unsafe { worker.register(addr as *mut u8, len) }.map_err(|e| {
+        BmError::error(format!(
+            "cannot register addr={addr:#x} size={size} with the host transport: {e}"
+        ))
+    })?;
+    m.insert(
+        addr,
+        UserMem {
+            size,
+            reg: Some((worker, reg)),
+        },
+    );
+    Ok(())
 }
 
-/// `smem_bm_unregister_user_mem`: forgets the buffer; an unknown address: 0.
+/// `smem_bm_unregister_user_mem`: withdraws the buffer's registration, once this object's
+/// asynchronous copies are complete (one may still use it); an unknown address: 0.
 pub fn unregister_user_mem(handle: usize, addr: u64) -> Result<()> {
     let (_, o) = object(handle)?;
+    if !lock(&o.user_mem).contains_key(&addr) {
+        return Ok(());
+    }
+    if !lock(&o.pending).is_empty() {
+        wait(handle)?;
+    }
     lock(&o.user_mem).remove(&addr);
     Ok(())
 }

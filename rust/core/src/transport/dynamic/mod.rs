@@ -75,7 +75,9 @@ pub trait DynamicWorker: Send + Sync {
     /// The peer as `ep`'s errors name it.
     fn peer_name(&self, ep: Endpoint) -> Option<String>;
     /// Registers `len` bytes at `base` for peers' puts and gets; returns the registration and
-    /// its remote key bytes.
+    /// its remote key bytes. This worker's own puts from and gets into a registered range may
+    /// also go faster (UCX takes it as registered memory), so a caller may register a buffer
+    /// it only copies from and into, and keep its key to itself.
     ///
     /// # Safety
     /// The range must be valid for reads and writes, by peers too, until it is unregistered or

@@ -64,6 +64,34 @@ pub(crate) fn three_members(a: &dyn DynamicWorker, b: &dyn DynamicWorker, c: &dy
     assert_eq!(extra, vec![7; 64]);
     b.unregister(reg_x).unwrap();
 
+    // Puts from and gets into memory this worker registered itself, its key kept to itself
+    // (UCX passes the registration's memory handle): a range that ends where the registration
+    // does, and one that runs past its end; then the same memory unregistered.
+    let mut local: Vec<u8> = (0..3 * 4096).map(|i| (i * 7 % 251) as u8).collect();
+    let pattern = local.clone();
+    // SAFETY: `local` outlives its registration (withdrawn below).
+    let (reg_l, _) = unsafe { a.register(local.as_mut_ptr(), 2 * 4096) }.unwrap();
+    for from in [4096, 6144] {
+        a.put(ab, &key_b, 0, &local[from..from + 4096]).unwrap();
+        a.flush(ab).unwrap();
+        assert_eq!(mem_b[..], pattern[from..from + 4096], "put from {from}");
+    }
+    mem_b
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, x)| *x = (i % 13) as u8);
+    for into in [4096, 6144] {
+        local[into..into + 4096].fill(0);
+        // SAFETY: `local` lives and is untouched until the flush.
+        unsafe { a.get_nb(ab, &key_b, 0, local.as_mut_ptr().add(into), 4096) }.unwrap();
+        a.flush(ab).unwrap();
+        assert_eq!(local[into..into + 4096], mem_b[..], "get into {into}");
+    }
+    a.unregister(reg_l).unwrap();
+    local.fill(0);
+    a.get(ab, &key_b, 0, &mut local[..4096]).unwrap();
+    assert_eq!(local[..4096], mem_b[..]);
+
     // Disconnect: later operations on the endpoint fail cleanly; a new endpoint works.
     a.disconnect(ac).unwrap();
     let e = a.put(ac, &key_c, 0, &[1]).unwrap_err();

@@ -15,6 +15,13 @@
 //!   unpacks a key (`ucp_ep_rkey_unpack`) on its first use on an endpoint and keeps it in that
 //!   endpoint's cache until the endpoint ends. A member unpublishes a key, and its peers stop
 //!   using it, before it unregisters: UCP cannot tell a peer that a key went away.
+//! - A put whose source, or a get whose destination, lies in one of this worker's own
+//!   registrations passes UCP that registration's memory handle (`UCP_OP_ATTR_FIELD_MEMH`), so
+//!   a zero-copy (RDMA) lane uses it as it is instead of registering the buffer or looking it
+//!   up in UCP's registration cache. Over TCP, UCX 1.13 runs puts and gets as active messages
+//!   (`rma_am` lanes: the data is copied through its segments either way) and the handle changes
+//!   nothing measured. memfabric's Big Memory registers the buffers given to
+//!   `smem_bm_register_user_mem` this way.
 //! - A blocking put returns when its source may be reused, a get when its data landed; the
 //!   non-blocking forms release their requests at once and complete at the endpoint's flush
 //!   (`ucp_ep_flush_nbx`). Every wait progresses the worker and gives up after the worker's
@@ -79,13 +86,31 @@ struct Ep {
     rkeys: HashMap<u64, Handle>,
 }
 
+/// A registration of this worker: its memory handle and range.
+struct Reg {
+    memh: Handle,
+    base: usize,
+    len: usize,
+}
+
 /// The UCP handles, behind the lock.
 struct State {
     context: Handle,
     worker: Handle,
     eps: HashMap<u64, Ep>,
-    regs: HashMap<u64, Handle>,
+    regs: HashMap<u64, Reg>,
     next: u64,
+}
+
+impl State {
+    /// The memory handle of a registration holding `len` bytes at `local`, if one does.
+    fn local_memh(&self, local: usize, len: usize) -> Option<Handle> {
+        let end = local.checked_add(len)?;
+        self.regs
+            .values()
+            .find(|r| r.base <= local && end <= r.base + r.len)
+            .map(|r| r.memh)
+    }
 }
 
 // SAFETY: the handles are UCP's, used only under the worker's lock (one thread at a time),
@@ -332,6 +357,7 @@ impl UcxWorker {
     ) -> Result<(), TransportError> {
         let mut guard = self.lock();
         let st = &mut *guard;
+        let memh = st.local_memh(local as usize, len);
         let e = self.endpoint(st, op, ep)?;
         let peer = peer_label(e.peer);
         let (h, packed) = KeyHeader::decode(key).map_err(|why| bad_key(op, &peer, key, why))?;
@@ -369,7 +395,11 @@ impl UcxWorker {
                 r
             }
         };
-        let param = RequestParam::zeroed();
+        let mut param = RequestParam::zeroed();
+        if let Some(m) = memh {
+            param.op_attr_mask = ffi::OP_ATTR_FIELD_MEMH;
+            param.memh = m;
+        }
         let (p, call) = if op == "get" {
             // SAFETY: a live endpoint and rkey; `local` is the caller's (see the contract).
             let p = unsafe {
@@ -584,7 +614,14 @@ impl DynamicWorker for UcxWorker {
         };
         let id = st.next;
         st.next += 1;
-        st.regs.insert(id, memh);
+        st.regs.insert(
+            id,
+            Reg {
+                memh,
+                base: base as usize,
+                len,
+            },
+        );
         let key = KeyHeader {
             worker: self.id,
             id,
@@ -604,12 +641,12 @@ impl DynamicWorker for UcxWorker {
 
     fn unregister(&self, reg: Registration) -> Result<(), TransportError> {
         let mut st = self.lock();
-        let memh = st.regs.remove(&reg.id).ok_or(TransportError::BadArgument {
+        let r = st.regs.remove(&reg.id).ok_or(TransportError::BadArgument {
             arg: "registration",
             value: reg.id as i64,
         })?;
         // SAFETY: a registration of this context, unmapped once.
-        let s = unsafe { (self.api.mem_unmap)(st.context, memh) };
+        let s = unsafe { (self.api.mem_unmap)(st.context, r.memh) };
         if s != ffi::UCS_OK {
             return Err(TransportError::Library {
                 call: format!("unregister #{} (ucp_mem_unmap)", reg.id),
@@ -711,7 +748,7 @@ impl Drop for UcxWorker {
         }
         let api = self.api;
         let mut st = self.lock();
-        let regs: Vec<Handle> = st.regs.drain().map(|(_, m)| m).collect();
+        let regs: Vec<Handle> = st.regs.drain().map(|(_, r)| r.memh).collect();
         for memh in regs {
             // SAFETY: a registration of this context, unmapped once.
             unsafe { (api.mem_unmap)(st.context, memh) };

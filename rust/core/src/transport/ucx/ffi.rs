@@ -102,6 +102,8 @@ pub const OP_ATTR_FIELD_DATATYPE: u32 = 1 << 3;
 pub const OP_ATTR_FIELD_FLAGS: u32 = 1 << 4;
 /// `UCP_OP_ATTR_FIELD_REPLY_BUFFER`.
 pub const OP_ATTR_FIELD_REPLY_BUFFER: u32 = 1 << 5;
+/// `UCP_OP_ATTR_FIELD_MEMH`: the local buffer lies in [`RequestParam::memh`]'s registration.
+pub const OP_ATTR_FIELD_MEMH: u32 = 1 << 8;
 
 /// `ucp_atomic_op_t` (AND, OR and XOR, 3 to 5, are not used: see the transport's `amo`).
 pub const ATOMIC_OP_ADD: u32 = 0;
@@ -169,7 +171,8 @@ pub struct MemMapParams {
     _rest: [u8; 16],
 }
 
-/// `ucp_request_param_t` (72 bytes): the mask, the flags, the datatype and the reply buffer.
+/// `ucp_request_param_t` (72 bytes): the mask, the flags, the datatype, the reply buffer and
+/// the local buffer's memory handle.
 #[repr(C)]
 pub struct RequestParam {
     /// `UCP_OP_ATTR_FIELD_*` bits: which fields are valid.
@@ -183,7 +186,10 @@ pub struct RequestParam {
     _user_data: *mut c_void,
     /// An atomic's result (and CSWAP's compare value on input).
     pub reply_buffer: *mut c_void,
-    _rest: [u8; 24],
+    _memory_type: u32,
+    _recv_info: *mut c_void,
+    /// The `ucp_mem_h` of a registration holding the operation's local buffer.
+    pub memh: Handle,
 }
 
 macro_rules! zeroed_params {
@@ -408,6 +414,7 @@ mod tests {
         assert_eq!(offset_of!(RequestParam, flags), 4);
         assert_eq!(offset_of!(RequestParam, datatype), 24);
         assert_eq!(offset_of!(RequestParam, reply_buffer), 40);
+        assert_eq!(offset_of!(RequestParam, memh), 64);
         assert_eq!(dt_contig(8), 64);
     }
 
