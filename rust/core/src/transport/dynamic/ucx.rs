@@ -267,6 +267,16 @@ impl UcxWorker {
             return Err(self.failure(w, ffi::ptr_status(p)));
         }
         let _waiting = self.standby.enter();
+        let done = self.wait_steps(p, w);
+        // The progress thread stood by meanwhile; once the standby ends it steps in only when
+        // nobody progressed the worker for a nap from now.
+        self.last_progress
+            .store(crate::clock::node_clock_ns(), Ordering::Relaxed);
+        done
+    }
+
+    /// [`UcxWorker::wait`]'s loop, for a request in flight.
+    fn wait_steps(&self, p: StatusPtr, w: &Waiting<'_>) -> Result<(), TransportError> {
         let start = Instant::now();
         let mut pace = Pace::default();
         loop {
@@ -289,10 +299,7 @@ impl UcxWorker {
                     };
                 }
                 // SAFETY: the worker is live; the lock is held.
-                let moved = unsafe { (self.api.worker_progress)(st.worker) };
-                self.last_progress
-                    .store(crate::clock::node_clock_ns(), Ordering::Relaxed);
-                moved
+                unsafe { (self.api.worker_progress)(st.worker) }
             };
             if !pace.step(moved) {
                 continue;
