@@ -13,7 +13,10 @@
 //!   so under `ok/<rank>/<peer>`, waits for the other's word, and imports the other's segment
 //!   at its place. The joiner tells every member before it waits for any, and no exchange
 //!   waits for another, so members joining at once never wait for each other in a circle;
-//!   the listener also looks for members it has not reached every second. Members of
+//!   the listener also looks for members it has not reached every second. A copy that
+//!   reaches a member's segment before this rank's side of their exchange is done (a
+//!   member's join returns once it mapped this rank's segment, not once this rank mapped
+//!   its) waits for that exchange, or runs it, within the control timeout. Members of
 //!   other nodes are recorded as such: their device segments are not reachable by this
 //!   library's host transports, and copies to them are refused naming the rank.
 //! - **Leave and death** (the group's events, read by the listener): a member that left or
@@ -53,8 +56,11 @@ pub(super) struct DevicePool {
     shareable: Mutex<u64>,
     npu: Npu,
     peers: RwLock<Peers>,
-    /// Ranks the listener runs an exchange with now, each on a thread of its own.
+    /// Ranks an exchange runs with now (the listener's, each on a thread of its own, or a
+    /// copy's, [`DevicePool::reach`]).
     in_flight: Mutex<HashSet<u32>>,
+    /// The exchanges' bound (Big Memory's control timeout), set at join.
+    timeout: Mutex<Duration>,
     stop: Arc<AtomicBool>,
     listener: Mutex<Option<JoinHandle<()>>>,
 }
@@ -162,6 +168,7 @@ impl DevicePool {
                 gone: HashMap::new(),
             }),
             in_flight: Mutex::new(HashSet::new()),
+            timeout: Mutex::new(Duration::ZERO),
             stop: Arc::new(AtomicBool::new(false)),
             listener: Mutex::new(None),
         })
@@ -177,6 +184,7 @@ impl DevicePool {
     /// The join's part: exports and publishes this rank's segment, then runs the exchange
     /// with every member there.
     pub fn join(&self, group: &Group, timeout: Duration) -> Result<()> {
+        *lock(&self.timeout) = timeout;
         let shareable = if self.local == 0 {
             0
         } else {
@@ -269,6 +277,52 @@ impl DevicePool {
                 Err(GroupError::Store { .. }) => {}
                 Err(e) => return Err(self.failed(key, e)),
             }
+        }
+    }
+
+    /// Whether rank `r` is settled here: its segment mapped, its member known on another node,
+    /// or why it is not reachable recorded.
+    fn settled(&self, r: u32) -> bool {
+        let p = self.peers.read().unwrap_or_else(|e| e.into_inner());
+        p.mapped.contains_key(&r) || p.remote.contains_key(&r) || p.gone.contains_key(&r)
+    }
+
+    /// Settles rank `r` before a copy reaches its segment, where `r` is a member: a member's
+    /// join returns once it mapped this rank's segment, while this rank maps the member's in
+    /// the listener's exchange, which may still run then (a program that copies right after
+    /// every rank's join would otherwise find the segment not reachable). Waits for an
+    /// exchange in flight, or runs it here, within the control timeout; a rank that is no
+    /// member is left to the copy's error.
+    fn reach(&self, group: &Group, r: u32) {
+        let deadline = Instant::now() + *lock(&self.timeout);
+        while !self.settled(r) && !self.stop.load(Ordering::SeqCst) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            if lock(&self.in_flight).contains(&r) {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            let Ok(members) = group.members() else {
+                return;
+            };
+            let Some((_, member)) = members.into_iter().find(|(m, _)| *m == r) else {
+                return;
+            };
+            if !lock(&self.in_flight).insert(r) {
+                continue;
+            }
+            if let Err(e) = self.pair(group, r, &member, left) {
+                tracing::warn!("{}", e.message);
+                let mut p = self.peers.write().unwrap_or_else(|e| e.into_inner());
+                p.gone.insert(
+                    r,
+                    format!("its segment could not be mapped ({})", e.message),
+                );
+            }
+            lock(&self.in_flight).remove(&r);
+            return;
         }
     }
 
@@ -752,6 +806,22 @@ pub(super) fn copy(
         Membership::Joined(g) => Some(g),
         _ => None,
     };
+    if let Some(g) = group {
+        for &(src, dest, _) in &ops {
+            for p in [src, dest] {
+                if let Place::Pool {
+                    kind: Kind::Device,
+                    rank,
+                    ..
+                } = p
+                {
+                    if rank != o.rank && !d.settled(rank) {
+                        d.reach(g, rank);
+                    }
+                }
+            }
+        }
+    }
     let peers = d.peers.read().unwrap_or_else(|e| e.into_inner());
     let c = DeviceCopy {
         o,
