@@ -313,16 +313,21 @@ impl DevicePool {
             if !lock(&self.in_flight).insert(r) {
                 continue;
             }
-            if let Err(e) = self.pair(group, r, &member, left) {
-                tracing::warn!("{}", e.message);
-                let mut p = self.peers.write().unwrap_or_else(|e| e.into_inner());
-                p.gone.insert(
-                    r,
-                    format!("its segment could not be mapped ({})", e.message),
-                );
-            }
+            self.pair_or_record(group, r, &member, left);
             lock(&self.in_flight).remove(&r);
             return;
+        }
+    }
+
+    /// [`DevicePool::pair`], its failure logged and recorded as why rank `r` is not reachable.
+    fn pair_or_record(&self, group: &Group, r: u32, member: &str, timeout: Duration) {
+        if let Err(e) = self.pair(group, r, member, timeout) {
+            tracing::warn!("{}", e.message);
+            let mut p = self.peers.write().unwrap_or_else(|e| e.into_inner());
+            p.gone.insert(
+                r,
+                format!("its segment could not be mapped ({})", e.message),
+            );
         }
     }
 
@@ -506,14 +511,7 @@ fn spawn_pair(weak: &Weak<Object>, d: &DevicePool, r: u32, member: String, timeo
             {
                 let m = o.membership.read().unwrap_or_else(|e| e.into_inner());
                 if let Membership::Joined(g) = &*m {
-                    if let Err(e) = d.pair(g, r, &member, timeout) {
-                        tracing::warn!("{}", e.message);
-                        let mut p = d.peers.write().unwrap_or_else(|e| e.into_inner());
-                        p.gone.insert(
-                            r,
-                            format!("its segment could not be mapped ({})", e.message),
-                        );
-                    }
+                    d.pair_or_record(g, r, &member, timeout);
                 }
             }
             lock(&d.in_flight).remove(&r);
