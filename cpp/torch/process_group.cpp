@@ -30,8 +30,9 @@
 // Between ranks of one node, large collectives skip the staging: the direct path (DirectPath)
 // reads the peers' tensors straight into this rank's with cross-memory attach, one copy per
 // byte: all_gather_into_tensor, all_gather, all_to_all_single, all_to_all, and all_reduce and
-// reduce_scatter as a reduce-scatter of slices read piece by piece and combined here, then
-// (all_reduce) each slice read from the rank that reduced it.
+// reduce_scatter as a reduce-scatter of slices read piece by piece and combined here, and
+// (all_reduce) each combined piece written into every peer's tensor (cross-memory attach's
+// write) while it is still in the caches.
 // Reductions run in the tensor's dtype where the library has it (float32/64, int8..64, uint8),
 // bool as uint8 (SUM is OR, PRODUCT AND, as torch's CPU backends), float16/bfloat16 in float32,
 // complex (SUM, AVG) as pairs of reals. PREMUL_SUM multiplies this rank's tensor by the factor
@@ -592,10 +593,11 @@ bool log_info() {
 
 // The direct path: single-copy collectives between the ranks of a group on one node. A rank
 // reads what it needs straight out of its peers' tensors into its own with the kernel's
-// cross-memory attach (process_vm_readv), where the staged path copies every byte twice (into
-// a peer's symmetric staging, then out of it). A call publishes the addresses of its tensors
-// (an fcollect over the group, the one an exchange makes for its sizes anyway), each rank
-// reads, and one barrier keeps every tensor alive until the last reader is done.
+// cross-memory attach (process_vm_readv; all_reduce also writes its reduced slice into theirs,
+// process_vm_writev), where the staged path copies every byte twice (into a peer's symmetric
+// staging, then out of it). A call publishes the addresses of its tensors (an fcollect over the
+// group, the one an exchange makes for its sizes anyway), each rank reads (and writes), and one
+// barrier keeps every tensor alive until the last reader is done.
 //
 // The kernel pins every page of the peer's range it copies: over 4 KiB pages that costs more
 // than the copy (a read runs at about half of memcpy's speed), over huge pages next to nothing.
@@ -603,9 +605,9 @@ bool log_info() {
 // tensors in transparent huge pages: the kernel's THP mode is "always", or "madvise" and torch's
 // THP_MEM_ALLOC_ENABLE=1 (tensors of 2 MiB and more then get huge pages); SHMEM_TORCH_DIRECT=1
 // turns it on regardless, 0 off. It is on for a group when every member wants it, runs on this
-// node (SHMEM_TEAM_SHARED holds it), and the kernel lets every member read every other's memory
-// (Yama's ptrace_scope, a container's seccomp or capabilities may refuse): the members agree at
-// the group's creation, so all take the same path. Calls whose blocks are at least
+// node (SHMEM_TEAM_SHARED holds it), and the kernel lets every member read and write every
+// other's memory (Yama's ptrace_scope, a container's seccomp or capabilities may refuse): the
+// members agree at the group's creation, so all take the same path. Calls whose blocks are at least
 // SHMEM_TORCH_DIRECT_MIN bytes take it (default 1 MiB, the most any member asks; below that
 // the system calls, the address exchange and the barriers outweigh the second copy; at 1 MiB
 // blocks it was as fast as staging or faster in every A/B run on a quiet 2-CPU VM, e.g.
@@ -669,12 +671,16 @@ public:
             uint64_t seen = 0;
             iovec local{&seen, sizeof seen};
             iovec remote{reinterpret_cast<void *>(static_cast<uintptr_t>(r[1])), sizeof seen};
-            const ssize_t got = process_vm_readv(pids_[p], &local, 1, &remote, 1, 0);
+            ssize_t got = process_vm_readv(pids_[p], &local, 1, &remote, 1, 0);
+            // Written back as read (the peer's value stays as it is): the kernel may allow one
+            // direction only (a seccomp profile).
+            if (got == static_cast<ssize_t>(sizeof seen) && seen == static_cast<uint64_t>(r[2]))
+                got = process_vm_writev(pids_[p], &local, 1, &remote, 1, 0);
             if (got != static_cast<ssize_t>(sizeof seen) || seen != static_cast<uint64_t>(r[2])) {
                 ok = false;
                 why =
-                    "the kernel refuses reading rank " + std::to_string(p) + "'s memory (pid " +
-                    std::to_string(pids_[p]) + ": " +
+                    "the kernel refuses reading or writing rank " + std::to_string(p) +
+                    "'s memory (pid " + std::to_string(pids_[p]) + ": " +
                     (got < 0 ? std::string(std::strerror(errno)) : std::string("another process")) +
                     ")";
                 break;
@@ -697,45 +703,24 @@ public:
 
     // Whether a call whose largest block is `bytes` (the same on every rank) goes direct.
     bool use(size_t bytes) const { return on_ && bytes >= min_bytes_; }
-    // The same for an all_reduce of slices of `bytes`: at least 4 blocks' worth, as it reads
-    // twice and waits at two barriers, while its staged path already works in cache-sized pieces.
-    bool use_for_all_reduce(size_t bytes) const { return use(bytes / 4); }
+    // The same for an all_reduce of slices of `bytes`. Where every rank has a CPU of its own,
+    // the staged path works in cache-sized pieces and keeps up with the direct one up to slices
+    // of 4 blocks (at 2 ranks: 0.26 ms against 0.39-0.42 ms for 4 MiB, 1.7-2.0 ms against
+    // 1.9-3.2 ms for 16 MiB); where ranks share CPUs it stages the whole tensor, and the direct
+    // path wins from a block.
+    bool use_for_all_reduce(size_t bytes, bool shared_cpus) const {
+        return use(shared_cpus ? bytes : bytes / 4);
+    }
 
     // Reads `spans` (none empty) from group rank `peer`, in as few system calls as the kernel's
     // iovec limit allows, a partial read continued where it stopped. An error names the call,
     // the peer and errno.
     void read(const char *call, int peer, const std::vector<Span> &spans) const {
-        constexpr size_t kIov = 1024;  // IOV_MAX
-        iovec local[kIov], remote[kIov];
-        size_t i = 0, done = 0;  // spans[i] has `done` bytes read
-        while (i < spans.size()) {
-            size_t k = 0;
-            for (size_t j = i; j < spans.size() && k < kIov; ++j, ++k) {
-                const size_t skip = j == i ? done : 0;
-                local[k] = {spans[j].local + skip, spans[j].bytes - skip};
-                remote[k] = {
-                    reinterpret_cast<void *>(static_cast<uintptr_t>(spans[j].remote + skip)),
-                    spans[j].bytes - skip};
-            }
-            const ssize_t got = process_vm_readv(pids_[peer], local, k, remote, k, 0);
-            if (got < 0 && errno == EINTR) continue;
-            const int e = errno;
-            TORCH_CHECK(
-                got > 0, "shmem backend: ", call, ": reading ", spans[i].bytes - done,
-                " bytes from rank ", peer, " (pid ", pids_[peer],
-                ") by process_vm_readv failed: ", got < 0 ? std::strerror(e) : "nothing read",
-                " (errno ", got < 0 ? e : 0, e == ESRCH ? "; the rank's process has ended)" : ")");
-            for (size_t left = static_cast<size_t>(got); left > 0;) {
-                const size_t rest = spans[i].bytes - done;
-                if (left < rest) {
-                    done += left;
-                    break;
-                }
-                left -= rest;
-                ++i;
-                done = 0;
-            }
-        }
+        move(call, peer, spans, false);
+    }
+    // The same the other way: `spans` from here into group rank `peer`'s memory.
+    void write(const char *call, int peer, const std::vector<Span> &spans) const {
+        move(call, peer, spans, true);
     }
 
     // Bytes of each peer's slice a reduction reads at once, where it reads `peers` peers: their
@@ -762,6 +747,43 @@ public:
     static constexpr size_t kMinPiece = size_t{64} << 10;
 
 private:
+    // read() (`out` false) or write().
+    void move(const char *call, int peer, const std::vector<Span> &spans, bool out) const {
+        constexpr size_t kIov = 1024;  // IOV_MAX
+        iovec local[kIov], remote[kIov];
+        size_t i = 0, done = 0;  // spans[i] has `done` bytes moved
+        while (i < spans.size()) {
+            size_t k = 0;
+            for (size_t j = i; j < spans.size() && k < kIov; ++j, ++k) {
+                const size_t skip = j == i ? done : 0;
+                local[k] = {spans[j].local + skip, spans[j].bytes - skip};
+                remote[k] = {
+                    reinterpret_cast<void *>(static_cast<uintptr_t>(spans[j].remote + skip)),
+                    spans[j].bytes - skip};
+            }
+            const ssize_t got = out ? process_vm_writev(pids_[peer], local, k, remote, k, 0)
+                                    : process_vm_readv(pids_[peer], local, k, remote, k, 0);
+            if (got < 0 && errno == EINTR) continue;
+            const int e = errno;
+            TORCH_CHECK(got > 0, "shmem backend: ", call, out ? ": writing " : ": reading ",
+                        spans[i].bytes - done, out ? " bytes to rank " : " bytes from rank ", peer,
+                        " (pid ", pids_[peer], ") by ",
+                        out ? "process_vm_writev" : "process_vm_readv",
+                        " failed: ", got < 0 ? std::strerror(e) : "nothing moved", " (errno ",
+                        got < 0 ? e : 0, e == ESRCH ? "; the rank's process has ended)" : ")");
+            for (size_t left = static_cast<size_t>(got); left > 0;) {
+                const size_t rest = spans[i].bytes - done;
+                if (left < rest) {
+                    done += left;
+                    break;
+                }
+                left -= rest;
+                ++i;
+                done = 0;
+            }
+        }
+    }
+
     // Whether torch puts large tensors in transparent huge pages (see the top).
     static bool huge_pages() {
         char mode[128] = {0};
@@ -1624,6 +1646,12 @@ private:
         return reduce_step_;
     }
 
+    // Whether ranks of the group share CPUs (reduce_step()'s answer; collective the first time).
+    bool shares_cpus(const char *call) {
+        reduce_step(call, SIZE_MAX);
+        return reduce_step_ != kReduceChunk;
+    }
+
     // Reduces `t` over the group with `op`, into `t` on every rank (root < 0) or on `root`.
     void reduce_all(const char *call, const at::Tensor &t, const ReduceOp &op, int root) {
         const ReducePlan plan = plan_reduce(call, t.scalar_type(), op.op_);
@@ -1633,7 +1661,11 @@ private:
         // result goes straight back into it.
         const bool in_t = work.data_ptr() == t.data_ptr();
         const size_t bytes = work.nbytes();
-        if (bytes > 0 && root < 0 && direct_.use_for_all_reduce(bytes / getSize())) {
+        const size_t slice = bytes / getSize();
+        if (bytes > 0 && root < 0 && direct_.use(slice) && [&] {
+                const Collective lock(*this, call);
+                return direct_.use_for_all_reduce(slice, shares_cpus(call));
+            }()) {
             // `work` is this rank's own (`t`, or a copy made above): reduced in place.
             const Collective lock(*this, call);
             direct_reduce_all(call, plan, work);
@@ -1827,9 +1859,11 @@ private:
     // other rank, `offset` bytes from the address it published (addrs[rank]): a piece of every
     // peer's read into this rank's buffer, then combined block by block, each block of `acc`
     // taking every peer's in turn (from the next rank on, as before) while it is in the core's
-    // first-level cache, so `acc` is read and written once per piece.
+    // first-level cache, so `acc` is read and written once per piece. With `to_peers`, each
+    // combined piece is then written to every peer at the place it was read from, while it is
+    // still in the caches.
     void reduce_from_peers(const char *call, const ReducePlan &plan, const int64_t *addrs,
-                           size_t offset, size_t bytes, char *acc) {
+                           size_t offset, size_t bytes, char *acc, bool to_peers = false) {
         const int n = getSize(), me = getRank();
         const size_t unit = c10::elementSize(plan.work);
         const size_t piece = DirectPath::piece_bytes(n - 1);
@@ -1848,14 +1882,20 @@ private:
                 for (int k = 1; k < n; ++k)
                     combine(plan.work, plan.op, acc + at + b, tmp + (k - 1) * piece + b, count);
             }
+            if (to_peers)
+                for (int k = 1; k < n; ++k) {
+                    const int i = (me + k) % n;
+                    direct_.write(call, i,
+                                  {{acc + at, static_cast<uint64_t>(addrs[i]) + offset + at, len}});
+                }
         }
     }
 
     // all_reduce in one copy each way: every rank reduces its slice of `work` (its own, in
-    // place) with its peers' (a reduce-scatter), a barrier, then reads every other slice from
-    // the rank that reduced it (an all-gather), and a barrier. Rank r writes only its slice r in
-    // the first phase, which no other rank reads then, and only the other slices in the second,
-    // which no other rank reads from it.
+    // place) with its peers' slices, read from their tensors a piece at a time, and writes each
+    // reduced piece into every peer's tensor at the same place; then one barrier, after which
+    // every tensor holds every slice. Rank r reads and writes only slice r of any tensor, and
+    // writes a peer's slice r only after it has read it, so no rank reads a byte another wrote.
     void direct_reduce_all(const char *call, const ReducePlan &plan, const at::Tensor &work) {
         const int n = getSize(), me = getRank();
         const size_t unit = work.element_size(), count = work.numel();
@@ -1866,14 +1906,8 @@ private:
         const size_t per = ((count + n - 1) / n + line - 1) / line * line;
         const auto lo = [&](int r) { return std::min(count, r * per) * unit; };
         const auto len = [&](int r) { return std::min(count, (r + 1) * per) * unit - lo(r); };
-        if (len(me) > 0) reduce_from_peers(call, plan, addrs, lo(me), len(me), base + lo(me));
-        sync();
-        for (int k = 1; k < n; ++k) {
-            const int i = (me + k) % n;
-            if (len(i) > 0)
-                direct_.read(call, i,
-                             {{base + lo(i), static_cast<uint64_t>(addrs[i]) + lo(i), len(i)}});
-        }
+        if (len(me) > 0)
+            reduce_from_peers(call, plan, addrs, lo(me), len(me), base + lo(me), /*to_peers=*/true);
         sync();
     }
 
@@ -1884,8 +1918,7 @@ private:
     // library's reduction's time at 3 and 4 ranks on 2 CPUs). Collective the first time.
     bool mapped_reduce_fits(const char *call, size_t bytes) {
         if (getSize() < 2 || bytes < kMappedMin || mapped_ == 0) return false;
-        reduce_step(call, SIZE_MAX);
-        return reduce_step_ == kReduceChunk;
+        return !shares_cpus(call);
     }
 
     // all_reduce through a staging half (see staging()) where every rank of the group maps the
