@@ -14,7 +14,7 @@
 # backend against gloo" section of docs/performance.md (bench/report_torch_dist.py).
 #
 # Usage: scripts/bench-torch-dist.sh [options]
-#   (no option)       3 rounds, 4 KiB..64 MiB, 20 DDP steps per backend (~10 min on 2 cores)
+#   (no option)       3 rounds, 4 KiB..64 MiB, 20 DDP steps per backend (~5 min on 2 cores)
 #   --quick           1 round of 4 KiB, 64 KiB, 1 MiB and 16 MiB, 5 DDP steps (~2 min)
 #   --smoke           1 round of 4 KiB, a few calls each, a tiny MLP; renders the table to a
 #                     temporary folder and checks that every row is there (the
