@@ -125,7 +125,54 @@ static int reap(uint32_t n) {
     return bad;
 }
 
+/* Forks process 1 running `child(to_parent, from_parent)`; the parent gets the other ends. */
+static pid_t fork_child(int (*child)(int, int), int *from_child, int *to_child) {
+    int up[2], down[2];
+    if (pipe(up) != 0 || pipe(down) != 0) {
+        perror("pipe");
+        exit(2);
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(up[0]);
+        close(down[1]);
+        signal(SIGALRM, SIG_DFL);
+        _exit(child(up[1], down[0]));
+    }
+    close(up[1]);
+    close(down[0]);
+    *from_child = up[0];
+    *to_child = down[1];
+    return pid;
+}
+
 /* ---- errors -------------------------------------------------------------------------------- */
+
+/* Process 1 of the errors scenario: once the parent's engine of ids[0] exists, an engine of the
+ * same id here is refused by the store (DUPLICATED_OBJECT's message), within the call. */
+static int twin_child(int to_parent, int from_parent) {
+    who = "twin";
+    msg_t in, out = {{0}};
+    recv_msg(from_parent, &in);
+    smem_trans_config_t c;
+    CHECK(smem_trans_config_init(&c) == 0);
+    c.role = SMEM_TRANS_SENDER;
+    c.dataOpType = SMEMB_DATA_OP_SDMA;
+    c.initTimeout = 30;
+    CHECK(smem_trans_init(&c) == 0);
+    double t0 = now_s();
+    smem_trans_t twin = smem_trans_create(url, ids[0], &c);
+    CHECK(twin == NULL);
+    CHECK(now_s() - t0 < 5.0);
+    CHECK(strstr(smem_get_last_err_msg(), "another engine of the store") != NULL);
+    CHECK(strstr(smem_get_last_err_msg(), ids[0]) != NULL);
+    printf("errors: the same id in another process: %s\n", smem_get_last_err_msg());
+    fflush(stdout); /* the child ends with _exit */
+    smem_trans_uninit(0);
+    send_msg(to_parent, &out);
+    return failures ? 1 : 0;
+}
 
 static int scenario_errors(void) {
     who = "errors";
@@ -138,6 +185,9 @@ static int scenario_errors(void) {
     CHECK((uint32_t)c.dataOpType == 0x5a5a5a5au); /* memfabric leaves it */
     c.dataOpType = SMEMB_DATA_OP_SDMA;
     make_ids(0, 4);
+    start_watchdog();
+    int from_twin, to_twin;
+    children[n_children++] = fork_child(twin_child, &from_twin, &to_twin);
     CHECK(smem_create_config_store(url) == 0);
     /* Before init: NULL. */
     CHECK(smem_trans_create(url, ids[0], &c) == NULL);
@@ -169,6 +219,9 @@ static int scenario_errors(void) {
     smem_trans_t s = smem_trans_create(url, ids[0], &c);
     CHECK(s != NULL);
     CHECK(smem_trans_create(url, ids[0], &c) == NULL); /* the same id again */
+    msg_t twin = {{0}};
+    send_msg(to_twin, &twin); /* the same id in another process */
+    recv_msg(from_twin, &twin);
     c.role = SMEM_TRANS_RECEIVER;
     smem_trans_t r = smem_trans_create(url, ids[1], &c);
     CHECK(r != NULL);
@@ -263,8 +316,9 @@ static int scenario_errors(void) {
     smem_trans_destroy(s, 0);
     smem_trans_destroy(NULL, 0);
     smem_trans_uninit(0);
-    printf("errors: %s\n", failures ? "FAILED" : "ok");
-    return failures ? 1 : 0;
+    int rc = reap(1);
+    printf("errors: %s\n", rc || failures ? "FAILED" : "ok");
+    return rc || failures ? 1 : 0;
 }
 
 /* ---- pair ---------------------------------------------------------------------------------- */
@@ -425,28 +479,6 @@ static int pair_sender(int from_receiver, int to_receiver) {
     free(h1);
     free(h2);
     return failures ? 1 : 0;
-}
-
-/* Forks process 1 running `child(to_parent, from_parent)`; the parent gets the other ends. */
-static pid_t fork_child(int (*child)(int, int), int *from_child, int *to_child) {
-    int up[2], down[2];
-    if (pipe(up) != 0 || pipe(down) != 0) {
-        perror("pipe");
-        exit(2);
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(up[0]);
-        close(down[1]);
-        signal(SIGALRM, SIG_DFL);
-        _exit(child(up[1], down[0]));
-    }
-    close(up[1]);
-    close(down[0]);
-    *from_child = up[0];
-    *to_child = down[1];
-    return pid;
 }
 
 static int scenario_pair(int v6) {

@@ -489,10 +489,24 @@ impl Client {
             drop_owned,
         };
         let mut s = self.session();
-        match self
-            .call(&mut s, op, group, &request, None, self.op_timeout)?
-            .0
-        {
+        let reply = self
+            .call(&mut s, op, group, &request, None, self.op_timeout)
+            .map_err(|e| match e {
+                BootstrapError::Refused { ref message, .. } => {
+                    match wire::member_id_held_rank(message, member) {
+                        Some(held) => BootstrapError::MemberIdHeld {
+                            op,
+                            group: group.into(),
+                            member: member.into(),
+                            rank: held,
+                        },
+                        None => e,
+                    }
+                }
+                e => e,
+            })?
+            .0;
+        match reply {
             Reply::Counter(rank) if (0..i64::from(size)).contains(&rank) => Ok(rank as u32),
             other => Err(self.fail(&mut s, self.unexpected(op, &other))),
         }

@@ -107,6 +107,22 @@ pub enum BootstrapError {
         /// This PE's.
         ours: u32,
     },
+    /// The store refused a join of a group because a member with the same id holds a rank of it
+    /// already: a live member, or one whose connection has ended but whose end the store has
+    /// not seen yet. The connection is still usable.
+    #[error(
+        "store refused {op} of group '{group}': member id '{member}' holds rank {rank} already"
+    )]
+    MemberIdHeld {
+        /// Operation refused.
+        op: &'static str,
+        /// The group.
+        group: String,
+        /// The member id asked for.
+        member: String,
+        /// The rank that member holds.
+        rank: u32,
+    },
     /// The store answered the request with an error (for example ADD on a key that holds no
     /// counter, or GET on a key that holds a descriptor); the connection is still usable.
     #[error("store refused {op} on key '{key}': {message}")]

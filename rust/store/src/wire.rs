@@ -53,6 +53,23 @@ pub const FDS_PER_SEND: usize = 64;
 /// client then reads the keys one by one.
 pub const GATHER_TOO_LARGE: &str = "gathered values do not fit one frame";
 
+/// The reason a store gives for refusing a GROUP_JOIN whose member id a member of the group
+/// holds already (rank `rank`); [`member_id_held_rank`] reads it back.
+pub fn member_id_held(member: &str, rank: u32) -> String {
+    format!("member id '{member}' holds rank {rank} already")
+}
+
+/// The rank of a refusal made of [`member_id_held`] for `member` (the end of the store's
+/// message); `None` for any other refusal.
+pub fn member_id_held_rank(message: &str, member: &str) -> Option<u32> {
+    let head = format!("member id '{member}' holds rank ");
+    let at = message.rfind(&head)?;
+    message[at + head.len()..]
+        .strip_suffix(" already")?
+        .parse()
+        .ok()
+}
+
 /// Size of the length prefix.
 const HEADER_LEN: usize = 4;
 
@@ -1469,6 +1486,21 @@ impl<'a> Cursor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_member_id_held_refusal_reads_back() {
+        let why = format!("group join of group 'g': {}", member_id_held("m 'x'", 12));
+        assert_eq!(member_id_held_rank(&why, "m 'x'"), Some(12));
+        assert_eq!(member_id_held_rank(&why, "m"), None, "another member's id");
+        assert_eq!(
+            member_id_held_rank("group join of group 'g': rank 1 is held by member 'm'", "m"),
+            None
+        );
+        assert_eq!(
+            member_id_held_rank("member id 'm' holds rank 3 already, and more", "m"),
+            None
+        );
+    }
 
     fn all_requests() -> Vec<Request> {
         vec![

@@ -591,6 +591,19 @@ fn auto_ranking(s: &Setup) {
             .contains("it has size 4, this member says 5"),
         "{size}"
     );
+    // A member id the group has already: a typed refusal naming the rank it holds.
+    let again = Member::join(&s.dial, g, "c", &options(4, ""), T).unwrap_err();
+    assert!(
+        matches!(&again, BootstrapError::MemberIdHeld { group, member, rank: 3, .. }
+            if group == g && member == "c"),
+        "{again:?}"
+    );
+    assert!(
+        again
+            .to_string()
+            .contains("member id 'c' holds rank 3 already"),
+        "{again}"
+    );
 }
 
 #[test]

@@ -111,3 +111,12 @@ pub enum GroupError {
         down: Vec<u32>,
     },
 }
+
+impl GroupError {
+    /// Whether the store refused a join because a member with the same id holds a rank of the
+    /// group already (a live one, or one whose end the store has not seen yet).
+    pub fn member_id_held(&self) -> bool {
+        matches!(self, GroupError::Store { source, .. }
+            if matches!(**source, BootstrapError::MemberIdHeld { .. }))
+    }
+}

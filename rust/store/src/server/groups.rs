@@ -400,11 +400,7 @@ impl Connection {
             );
         }
         if let Some((&r, _)) = g.members.iter().find(|(_, m)| m.id == member) {
-            return self.group_error(
-                op,
-                &group,
-                format_args!("member id '{member}' holds rank {r} already"),
-            );
+            return self.group_error(op, &group, crate::wire::member_id_held(&member, r));
         }
         let picked = match rank {
             Some(r) if r >= size => {

@@ -765,15 +765,14 @@ pub fn join(handle: usize) -> Result<()> {
     options.timeout = s.control_timeout;
     options.worker = Some(worker);
     let name = format!("smem-bm-{}", o.id);
-    // This process holding the rank already can only be a destroyed object of the same id
-    // (create refuses a live one): its connection to the store is closed, and the store lets
-    // the rank go once it has seen that, which a busy machine may delay past this join.
-    let stale = format!("member id '{}' holds rank", s.id);
+    // This process's member id holding a rank already can only be a destroyed object of the
+    // same id (create refuses a live one): its connection to the store is closed, and the store
+    // lets the rank go once it has seen that, which a busy machine may delay past this join.
     let deadline = std::time::Instant::now() + s.control_timeout;
     let group = loop {
         match Group::join(&s.dial, &name, &s.id, options.clone()) {
             Ok(g) => break g,
-            Err(e) if e.to_string().contains(&stale) && std::time::Instant::now() < deadline => {
+            Err(e) if e.member_id_held() && std::time::Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(5));
             }
             Err(e) => {

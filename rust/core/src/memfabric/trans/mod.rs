@@ -467,8 +467,8 @@ pub fn create(
         )
     };
     let group = Group::join(&dial, GROUP, unique_id, options).map_err(|e| {
-        // The store refuses a member id a live member holds (its reason says so).
-        if e.to_string().contains("holds rank") {
+        // The store refuses a member id a live member holds.
+        if e.member_id_held() {
             return duplicate();
         }
         TransError::error(format!(
