@@ -703,13 +703,15 @@ public:
 
     // Whether a call whose largest block is `bytes` (the same on every rank) goes direct.
     bool use(size_t bytes) const { return on_ && bytes >= min_bytes_; }
-    // The same for an all_reduce of slices of `bytes`. Where every rank has a CPU of its own,
-    // the staged path works in cache-sized pieces and keeps up with the direct one up to slices
-    // of 4 blocks (at 2 ranks: 0.26 ms against 0.39-0.42 ms for 4 MiB, 1.7-2.0 ms against
-    // 1.9-3.2 ms for 16 MiB); where ranks share CPUs it stages the whole tensor, and the direct
-    // path wins from a block.
-    bool use_for_all_reduce(size_t bytes, bool shared_cpus) const {
-        return use(shared_cpus ? bytes : bytes / 4);
+    // The same for an all_reduce of a tensor of `bytes` in slices of `slice`. Where every rank
+    // has a CPU of its own, the staged path works in cache-sized pieces and keeps up with the
+    // direct one up to slices of 4 blocks (at 2 ranks: 0.26 ms against 0.39-0.42 ms for 4 MiB,
+    // 1.7-2.0 ms against 1.9-3.2 ms for 16 MiB). Where ranks share CPUs the staged path takes
+    // the whole tensor at once, and the direct one wins from slices of a block in a tensor of 4
+    // (at 4 ranks on 2 CPUs, 4 MiB: 2.1-2.8 ms against 2.4-3.5 ms; at 3, 3 MiB stays staged:
+    // 0.8-0.9 ms against 1.1-1.6 ms direct, 4 and 6 MiB are even, 12 MiB 4.3 ms against 5.5-6.9).
+    bool use_for_all_reduce(size_t bytes, size_t slice, bool shared_cpus) const {
+        return shared_cpus ? use(slice) && use(bytes / 4) : use(slice / 4);
     }
 
     // Reads `spans` (none empty) from group rank `peer`, in as few system calls as the kernel's
@@ -1664,7 +1666,7 @@ private:
         const size_t slice = bytes / getSize();
         if (bytes > 0 && root < 0 && direct_.use(slice) && [&] {
                 const Collective lock(*this, call);
-                return direct_.use_for_all_reduce(slice, shares_cpus(call));
+                return direct_.use_for_all_reduce(bytes, slice, shares_cpus(call));
             }()) {
             // `work` is this rank's own (`t`, or a copy made above): reduced in place.
             const Collective lock(*this, call);
