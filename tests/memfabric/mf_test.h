@@ -13,24 +13,37 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
-/* A port the system picks on 127.0.0.1, free again on return (another process could take it,
- * rarely). */
+/* A port for a config store on 127.0.0.1, free when probed: a random one below the kernel's
+ * range of ephemeral ports (ip_local_port_range). A port the kernel hands out itself (bind to
+ * port 0) may be given to any process's outgoing connection a moment later, and a store that
+ * cannot bind then finds nothing listening there. */
 static unsigned free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        perror("bind 127.0.0.1:0");
-        exit(2);
+    unsigned lo = 32768, hi = 60999;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%u %u", &lo, &hi) != 2) lo = 32768;
+        fclose(f);
     }
-    close(fd);
-    return ntohs(a.sin_port);
+    unsigned first = 10000, last = lo > first + 1000 ? lo - 1 : 30000;
+    unsigned seed = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
+    for (int tries = 0; tries < 1000; tries++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned port = first + (seed >> 8) % (last - first + 1);
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a;
+        memset(&a, 0, sizeof a);
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons((uint16_t)port);
+        int ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        if (fd >= 0) close(fd);
+        if (ok) return port;
+    }
+    fprintf(stderr, "free_port: no free port on 127.0.0.1 in %u..%u\n", first, last);
+    exit(2);
 }
 
 /* Out-of-band messages between processes: fixed-size records (128 bytes). */
