@@ -38,6 +38,13 @@
 // complex (SUM, AVG) as pairs of reals. PREMUL_SUM multiplies this rank's tensor by the factor
 // torch gives (a number, or a one-element tensor) before a SUM.
 //
+// With the heap in GPU memory (SHMEM_DEVICE=cuda) the backend takes cuda tensors on the heap's
+// GPU as well as CPU tensors, and the CPU never loads or stores the scratch: every byte moves
+// with copy() (after torch's current stream of that GPU, through the library's synchronous
+// driver copies; between two places off the heap through the arena's bounce area), the
+// library's collectives and reductions work on the scratch, and the direct and mapped paths,
+// which load and store with the CPU, are off.
+//
 // Point to point goes through the heap: every rank has a mailbox per sender (a header and up to
 // kMailChunk bytes of a message) and a signal per sender counting the chunks put there; every
 // sender has an acknowledgement per receiver counting the chunks taken out. A chunk is put (with
@@ -70,6 +77,7 @@
 #include <shmem.h>
 #include <shmemx.h>
 
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <pybind11/chrono.h>
 #include <pybind11/stl.h>
 #include <torch/python.h>
@@ -262,18 +270,37 @@ uint64_t heap_bytes() { return bytes_from_env("SHMEM_SYMMETRIC_SIZE", uint64_t{1
 struct GroupArena {
     static constexpr int kFirstSlot = 2;  // slots 0 and 1 are the predefined teams'
     static constexpr int kSlots = 64;
+    static constexpr size_t kBounce = size_t{1} << 20;
     std::mutex mutex;
+    std::mutex bounce_mutex;  // bounce's
+    char *bounce = nullptr;
     char *base = nullptr;
     size_t region = 0;
     int users = 0;
 
-    void acquire() {
+    // `device`: the heap is in GPU memory, and the bounce area comes with the arena.
+    void acquire(bool device) {
         std::lock_guard<std::mutex> lock(mutex);
         if (users++ > 0) return;
         region = (bytes_from_env("SHMEM_TORCH_GROUP_SCRATCH", 512 << 10) + 4095) & ~size_t{4095};
         // A heap without room leaves the group of all ranks working as before: only groups of
         // some ranks are refused then (region_of), naming the sizes.
         base = static_cast<char *>(shmem_malloc(region * (kSlots - kFirstSlot)));
+        if (device) bounce = static_cast<char *>(shmem_malloc(kBounce));
+    }
+    // With the heap in GPU memory: `n` bytes from `src` to `dst`, neither on the heap (a CUDA
+    // tensor's memory or host memory), through this process's bounce area on the heap, since
+    // the library copies only to and from the heap.
+    void bounce_copy(void *dst, const void *src, size_t n) {
+        std::lock_guard<std::mutex> lock(bounce_mutex);
+        TORCH_CHECK(bounce != nullptr, "shmem backend: the symmetric heap had no room for the ",
+                    kBounce, " bytes of the GPU heap's bounce area (raise SHMEM_SYMMETRIC_SIZE)");
+        const int me = shmem_my_pe();
+        for (size_t at = 0; at < n; at += kBounce) {
+            const size_t len = std::min(kBounce, n - at);
+            shmem_putmem(bounce, static_cast<const char *>(src) + at, len, me);
+            shmem_getmem(static_cast<char *>(dst) + at, bounce, len, me);
+        }
     }
     // The last group of all ranks going: the retired groups' teams end (see retire), then the
     // arena goes back to the heap.
@@ -286,6 +313,9 @@ struct GroupArena {
         retired.clear();
         if (base != nullptr) shmem_free(base);
         base = nullptr;
+        std::lock_guard<std::mutex> hold(bounce_mutex);
+        if (bounce != nullptr) shmem_free(bounce);
+        bounce = nullptr;
     }
     // A group of some ranks that torch has shut down: its team ends when the last group of all
     // ranks does, since shmem_team_destroy is collective over the members and torch shuts
@@ -837,7 +867,12 @@ public:
         stash_.resize(n);
         send_posted_.assign(n, 0);
         send_served_.assign(n, 0);
-        direct_.setup(team_, rank, n, meta_, meta_bytes_ / sizeof(int64_t));
+        // The direct and mapped paths read and write memory with the CPU: host memory only.
+        if (heap_ == SHMEMX_HEAP_HOST) {
+            direct_.setup(team_, rank, n, meta_, meta_bytes_ / sizeof(int64_t));
+        } else {
+            mapped_ = 0;
+        }
     }
 
     // A group of the parent's ranks `ranks` (split_group), on its members; nullptr elsewhere.
@@ -902,7 +937,7 @@ public:
     WorkPtr allreduce_coalesced(std::vector<at::Tensor> &tensors,
                                 const c10d::AllreduceCoalescedOptions &opts) override {
         for (auto &t : tensors) {
-            check_cpu("allreduce_coalesced", t);
+            check_tensor("allreduce_coalesced", t);
             reduce_all("allreduce_coalesced", t, opts.reduceOp, -1);
         }
         return done(OpType::ALLREDUCE_COALESCED, tensors);
@@ -929,10 +964,10 @@ public:
             char *src = scratch("broadcast", 2 * step);
             char *dst = src + step;
             char *mine = static_cast<char *>(c.data_ptr()) + at;
-            if (root) std::memcpy(src, mine, len);
+            if (root) copy(src, mine, len);
             check_rc("broadcast",
                      shmem_broadcastmem(team_, dst, src, len, static_cast<int>(opts.rootRank)));
-            if (!root) std::memcpy(mine, dst, len);
+            if (!root) copy(mine, dst, len);
         }
         if (bytes > 0 && !root && !c.is_same(t)) const_cast<at::Tensor &>(t).copy_(c);
         return done(OpType::BROADCAST, tensors);
@@ -967,8 +1002,8 @@ public:
 
     WorkPtr _allgather_base(at::Tensor &output, at::Tensor &input,
                             const c10d::AllgatherOptions &) override {
-        check_cpu("_allgather_base", input);
-        check_cpu("_allgather_base", output);
+        check_tensor("_allgather_base", input);
+        check_tensor("_allgather_base", output);
         check_same_dtype("_allgather_base", output, input);
         TORCH_CHECK(output.numel() == input.numel() * getSize(),
                     "shmem backend: ", "all_gather_into_tensor: the output has ", output.numel(),
@@ -1039,8 +1074,8 @@ public:
 
     WorkPtr _reduce_scatter_base(at::Tensor &output, at::Tensor &input,
                                  const c10d::ReduceScatterOptions &opts) override {
-        check_cpu("_reduce_scatter_base", input);
-        check_cpu("_reduce_scatter_base", output);
+        check_tensor("_reduce_scatter_base", input);
+        check_tensor("_reduce_scatter_base", output);
         check_same_dtype("reduce_scatter_tensor", output, input);
         TORCH_CHECK(input.numel() == output.numel() * getSize(),
                     "shmem backend: ", "reduce_scatter_tensor: the input has ", input.numel(),
@@ -1065,8 +1100,8 @@ public:
                           std::vector<int64_t> &inputSplits,
                           const c10d::AllToAllOptions &) override {
         static constexpr const char *kCall = "all_to_all_single";
-        check_cpu(kCall, input);
-        check_cpu(kCall, output);
+        check_tensor(kCall, input);
+        check_tensor(kCall, output);
         check_same_dtype(kCall, output, input);
         const int n = getSize();
         const auto rows = [&](const at::Tensor &t, std::vector<int64_t> &splits, const char *what) {
@@ -1132,8 +1167,8 @@ public:
                     "shmem backend: ", kCall, ": expected ", n, " outputs and inputs, got ",
                     outputs.size(), " and ", inputs.size());
         for (int j = 0; j < n; ++j) {
-            check_cpu(kCall, inputs[j]);
-            check_cpu(kCall, outputs[j]);
+            check_tensor(kCall, inputs[j]);
+            check_tensor(kCall, outputs[j]);
             check_same_dtype(kCall, outputs[j], inputs[j]);
         }
         std::vector<Block> send(n), recv(n);
@@ -1201,6 +1236,8 @@ public:
             ticket = send_posted_[dst]++;
         }
         at::Tensor c = t.contiguous();
+        // The thread's puts read `c`: what torch queued on this thread's stream is done first.
+        settle();
         auto work = c10::make_intrusive<ThreadWork>(getRank(), OpType::SEND, t);
         work->start([this, c, dst, tag, ticket] {
             const auto deadline = std::chrono::steady_clock::now() + options_->timeout;
@@ -1233,6 +1270,7 @@ public:
             std::lock_guard<std::mutex> lock(p2p_mutex_);
             ticket = recv_posted_[{src, tag}]++;
         }
+        settle();  // what torch queued on `t` before is done when the thread writes it
         auto work = c10::make_intrusive<ThreadWork>(getRank(), OpType::RECV, t);
         work->start([this, t, src, tag, ticket] {
             std::vector<char> bytes;
@@ -1260,6 +1298,7 @@ public:
 
     WorkPtr recvAnysource(std::vector<at::Tensor> &tensors, int tag) override {
         const at::Tensor &t = one(tensors, "recv");
+        settle();  // as in recv
         auto work = c10::make_intrusive<ThreadWork>(getRank(), OpType::RECVANYSOURCE, t);
         work->start([this, t, tag] {
             std::vector<char> bytes;
@@ -1285,10 +1324,10 @@ private:
     // grows, and the groups' arena.
     void join_world(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size) {
         join_job(store, rank, size);
-        int device = -1;
-        TORCH_CHECK(shmemx_heap_device(&device) == SHMEMX_HEAP_HOST,
-                    "shmem backend: the symmetric heap must be in host memory (the backend takes ",
-                    "CPU tensors); unset SHMEM_DEVICE");
+        heap_ = shmemx_heap_device(&heap_index_);
+        TORCH_CHECK(heap_ == SHMEMX_HEAP_HOST || heap_ == SHMEMX_HEAP_CUDA,
+                    "shmem backend: the symmetric heap must be in host memory or an NVIDIA GPU's ",
+                    "(SHMEM_DEVICE=cuda), not on the npu device: unset SHMEM_DEVICE");
         TORCH_CHECK(shmem_n_pes() == size && shmem_my_pe() == rank,
                     "shmem backend: the group of all ", size, " ranks (this one ", rank,
                     ") needs a job of as many PEs numbered as the ranks, but the job has ",
@@ -1310,7 +1349,7 @@ private:
                     mail_bytes, " bytes of mailboxes");
         mail_sig_ = reinterpret_cast<uint64_t *>(mail_ + n * (kMailHeader + mail_chunk_));
         mail_ack_ = mail_sig_ + n;
-        group_arena().acquire();
+        group_arena().acquire(heap_ != SHMEMX_HEAP_HOST);
     }
 
     // A group of some ranks (global ranks `ranks`, in group-rank order, of a world of `world`):
@@ -1326,6 +1365,7 @@ private:
                     "shmem backend: the group of ranks ", text, " (this rank ", ranks[getRank()],
                     ") needs torch's global ranks to be the job's PEs, but the job has ",
                     shmem_n_pes(), " PEs (this one ", shmem_my_pe(), ") for ", world, " ranks");
+        heap_ = shmemx_heap_device(&heap_index_);
         shmem_team_t team = SHMEM_TEAM_INVALID;
         TORCH_CHECK(shmemx_team_create(ranks.data(), static_cast<int>(ranks.size()), nullptr, 0,
                                        &team) == 0,
@@ -1371,7 +1411,13 @@ private:
         fixed_ = true;
         // The region last served another team of this slot: zeroed (the mailboxes' counts)
         // before any member puts into it.
-        std::memset(region, 0, bytes);
+        if (heap_ == SHMEMX_HEAP_HOST) {
+            std::memset(region, 0, bytes);
+        } else {
+            const std::vector<char> zeros(std::min(bytes, size_t{1} << 20), 0);
+            for (size_t at = 0; at < bytes; at += zeros.size())
+                copy(region + at, zeros.data(), std::min(zeros.size(), bytes - at));
+        }
         shmem_team_sync(team_);
     }
 
@@ -1398,6 +1444,42 @@ private:
                     " bytes cannot hold ", parts, " pieces of ", unit,
                     " bytes: raise SHMEM_TORCH_GROUP_SCRATCH");
         return std::min(bytes, fit);
+    }
+
+    // Waits for the work torch queued on its current stream of the heap's GPU (nothing to wait
+    // for where torch has no CUDA or sees no GPU of that index: then it ran no kernel there), so
+    // the tensors hold what the program's kernels wrote before the backend reads them, and
+    // nothing queued before reads them after the backend writes them.
+    void settle() const {
+        if (heap_ != SHMEMX_HEAP_CUDA || !c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA))
+            return;
+        const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
+        if (heap_index_ >= cuda.deviceCount()) return;
+        cuda.getStream(
+                c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(heap_index_)))
+            .synchronize();
+    }
+
+    // `n` bytes from `src` to `dst`, either of them the scratch, a tensor's memory or host
+    // memory: memcpy where the heap is host memory. With the heap in GPU memory, after settle(),
+    // the library's copies to and from this PE's heap (synchronous copies of the driver, which
+    // tells host from GPU memory by the address), and between two places off the heap through
+    // the arena's bounce area.
+    void copy(void *dst, const void *src, size_t n) const {
+        if (n == 0) return;
+        if (heap_ == SHMEMX_HEAP_HOST) {
+            std::memcpy(dst, src, n);
+            return;
+        }
+        settle();
+        const int me = shmem_my_pe();
+        if (shmem_addr_accessible(dst, me)) {
+            shmem_putmem(dst, src, n, me);
+        } else if (shmem_addr_accessible(src, me)) {
+            shmem_getmem(dst, src, n, me);
+        } else {
+            group_arena().bounce_copy(dst, src, n);
+        }
     }
 
     struct Block {
@@ -1460,14 +1542,28 @@ private:
     const at::Tensor &one(std::vector<at::Tensor> &tensors, const char *call) {
         TORCH_CHECK(tensors.size() == 1, "shmem backend: ", call, ": expected one tensor, got ",
                     tensors.size());
-        check_cpu(call, tensors[0]);
+        check_tensor(call, tensors[0]);
         return tensors[0];
     }
 
-    static void check_cpu(const char *call, const at::Tensor &t) {
+    // A tensor the collectives take: a dense CPU tensor, or with the heap in GPU memory a dense
+    // tensor on the heap's GPU.
+    void check_tensor(const char *call, const at::Tensor &t) const {
         TORCH_CHECK(t.defined(), "shmem backend: ", call, ": undefined tensor");
-        TORCH_CHECK(t.device().is_cpu(), "shmem backend: ", call, ": tensors must be on the CPU, ",
-                    "got one on ", t.device());
+        if (t.device().is_cuda()) {
+            TORCH_CHECK(heap_ == SHMEMX_HEAP_CUDA, "shmem backend: ", call, ": a tensor on ",
+                        t.device(), " needs the symmetric heap in GPU memory (SHMEM_DEVICE=cuda); ",
+                        "the heap is in host memory");
+            TORCH_CHECK(t.device().index() == heap_index_, "shmem backend: ", call,
+                        ": a tensor on ", t.device(),
+                        ", but the symmetric heap is on cuda:", heap_index_,
+                        " (tensors must be on the heap's GPU)");
+        } else {
+            TORCH_CHECK(t.device().is_cpu(), "shmem backend: ", call, ": tensors must be on the ",
+                        heap_ == SHMEMX_HEAP_CUDA ? "CPU or on cuda:" + std::to_string(heap_index_)
+                                                  : std::string("CPU"),
+                        ", got one on ", t.device());
+        }
         TORCH_CHECK(t.layout() == at::kStrided, "shmem backend: ", call,
                     ": only dense tensors are supported, got ", t.layout());
     }
@@ -1483,7 +1579,7 @@ private:
         TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "shmem backend: ", call, ": ", name,
                     " has ", list.size(), " tensors, not the group's ", getSize());
         for (const auto &t : list) {
-            check_cpu(call, t);
+            check_tensor(call, t);
             check_same_dtype(call, t, like);
             TORCH_CHECK(t.numel() == like.numel(), "shmem backend: ", call, ": a tensor of ", name,
                         " has ", t.numel(), " elements, not ", like.numel());
@@ -1571,7 +1667,7 @@ private:
             char *dst = src + bytes;
             if (bytes > 0) {
                 at::Tensor c = in.contiguous();
-                std::memcpy(src, c.data_ptr(), bytes);
+                copy(src, c.data_ptr(), bytes);
                 check_rc(call, shmem_fcollectmem(team_, dst, src, bytes));
             }
             return dst;
@@ -1584,16 +1680,16 @@ private:
             const size_t len = std::min(step, bytes - at);
             char *src = scratch(call, step * (n + 1));
             char *dst = src + step;
-            std::memcpy(src, mine + at, len);
+            copy(src, mine + at, len);
             check_rc(call, shmem_fcollectmem(team_, dst, src, len));
-            for (size_t i = 0; i < n; ++i) std::memcpy(all + i * bytes + at, dst + i * len, len);
+            for (size_t i = 0; i < n; ++i) copy(all + i * bytes + at, dst + i * len, len);
         }
         return all;
     }
 
     // `t` (whose contiguous form is `c`) gets the bytes at `from`.
-    static void copy_out(const at::Tensor &t, at::Tensor &c, const char *from) {
-        std::memcpy(c.data_ptr(), from, c.nbytes());
+    void copy_out(const at::Tensor &t, at::Tensor &c, const char *from) const {
+        copy(c.data_ptr(), from, c.nbytes());
         if (!c.is_same(t)) const_cast<at::Tensor &>(t).copy_(c);
     }
 
@@ -1617,7 +1713,7 @@ private:
         for (size_t at = 0; at < bytes; at += step) {
             const size_t len = std::min(step, bytes - at);
             char *buf = scratch(call, step);
-            std::memcpy(buf, from + at, len);
+            copy(buf, from + at, len);
             check_rc(call, reduce_call(team_, plan.work, plan.op, buf, len / unit));
             take(at, buf, len);
         }
@@ -1627,9 +1723,11 @@ private:
     // Collective: every rank asks at the same point.
     bool every_rank(const char *call, bool mine) {
         auto *word = reinterpret_cast<int32_t *>(scratch(call, sizeof(int32_t)));
-        *word = mine ? 1 : 0;
+        int32_t all = mine ? 1 : 0;
+        copy(word, &all, sizeof all);
         check_rc(call, reduce_call(team_, at::kInt, ReduceOp::MIN, word, 1));
-        return *word != 0;
+        copy(&all, word, sizeof all);
+        return all != 0;
     }
 
     // Bytes a reduction of `bytes` stages at once: kReduceChunk where every rank of the group can
@@ -1687,7 +1785,7 @@ private:
             at::Tensor result = in_t || !keep ? work : at::empty_like(work);
             char *to = static_cast<char *>(result.data_ptr());
             reduce_pieces(call, plan, work, step, [&](size_t at, const char *piece, size_t len) {
-                if (keep) std::memcpy(to + at, piece, len);
+                if (keep) copy(to + at, piece, len);
             });
             if (!keep) return;
             work = result;
@@ -1732,16 +1830,26 @@ private:
             sync();
         } else if (step == bytes) {
             char *buf = scratch(call, bytes);
-            std::memcpy(buf, work.data_ptr(), bytes);
+            copy(buf, work.data_ptr(), bytes);
             check_rc(call, reduce_call(team_, plan.work, plan.op, buf, work.numel()));
-            mine = at::from_blob(buf + first, {count}, work.options());
+            if (!plan.divide && !complex && out.is_contiguous() && out.scalar_type() == plan.work) {
+                // This rank's slice is out's bytes as they are: straight into it.
+                copy(out.data_ptr(), buf + first, last - first);
+                return;
+            }
+            if (heap_ == SHMEMX_HEAP_HOST) {
+                mine = at::from_blob(buf + first, {count}, work.options());
+            } else {
+                mine = at::empty({count}, work.options());
+                copy(mine.data_ptr(), buf + first, last - first);
+            }
         } else {
             // In pieces: every piece is reduced, this rank keeps the part in its slice.
             mine = at::empty({count}, work.options());
             char *to = static_cast<char *>(mine.data_ptr());
             reduce_pieces(call, plan, work, step, [&](size_t at, const char *piece, size_t len) {
                 const size_t lo = std::max(at, first), hi = std::min(at + len, last);
-                if (lo < hi) std::memcpy(to + (lo - first), piece + (lo - at), hi - lo);
+                if (lo < hi) copy(to + (lo - first), piece + (lo - at), hi - lo);
             });
         }
         if (plan.divide) mine = mine / getSize();
@@ -1758,8 +1866,7 @@ private:
                   const std::vector<Block> &recv) {
         const int n = getSize();
         const size_t w = meta_bytes_ / sizeof(int64_t);  // per rank: 3n + 1
-        int64_t *mine = meta_;
-        int64_t *all = meta_ + w;
+        std::vector<int64_t> mine(w), all(w * n);
         bool apart = true;
         for (int j = 0; j < n; ++j) {
             mine[j] = send[j].bytes;
@@ -1768,7 +1875,9 @@ private:
             for (int k = 0; k < n; ++k) apart = apart && !overlap(send[j], recv[k]);
         }
         mine[3 * n] = apart ? 1 : 0;
-        check_rc(call, shmem_fcollectmem(team_, all, mine, meta_bytes_));
+        copy(meta_, mine.data(), meta_bytes_);
+        check_rc(call, shmem_fcollectmem(team_, meta_ + w, meta_, meta_bytes_));
+        copy(all.data(), meta_ + w, meta_bytes_ * n);
         const auto expected = [&](int i, int j) { return all[i * w + n + j]; };
         std::vector<int64_t> sent(static_cast<size_t>(n) * n);
         int64_t most = 0;
@@ -2008,7 +2117,8 @@ private:
             }
             area = std::max(area, static_cast<size_t>(total));
         }
-        if (send[me].bytes > 0) std::memcpy(recv[me].data, send[me].data, send[me].bytes);
+        settle();  // the puts below read the tensors
+        if (send[me].bytes > 0) copy(recv[me].data, send[me].data, send[me].bytes);
         if (area == 0) return false;
         if (fixed_ && area > staging_bytes_ / 2) {
             transfer_rounds(call, sent, send, recv);
@@ -2023,7 +2133,7 @@ private:
         int64_t at = 0;
         for (int i = 0; i < n; ++i) {
             if (i == me) continue;
-            if (recv[i].bytes > 0) std::memcpy(recv[i].data, buf + at, recv[i].bytes);
+            if (recv[i].bytes > 0) copy(recv[i].data, buf + at, recv[i].bytes);
             at += sent[i * n + me];
         }
         return true;
@@ -2054,7 +2164,7 @@ private:
             for (int i = 0; i < n; ++i) {
                 const int64_t len = std::min<int64_t>(share, recv[i].bytes - at);
                 if (i == me || len <= 0) continue;
-                std::memcpy(recv[i].data + at, buf + static_cast<size_t>(i) * share, len);
+                copy(recv[i].data + at, buf + static_cast<size_t>(i) * share, len);
             }
         }
     }
@@ -2113,7 +2223,7 @@ private:
         const int me = getRank();
         while (shmem_signal_fetch(&mail_sig_[src]) > chunks_taken_[src]) {
             MailHeader header;
-            std::memcpy(&header, mailbox(src), sizeof header);
+            copy(&header, mailbox(src), sizeof header);
             Partial &p = partial_[src];
             if (!p.open) {
                 p.open = true;
@@ -2122,7 +2232,7 @@ private:
                 p.got = 0;
             }
             const size_t len = std::min(mail_chunk_, p.bytes.size() - p.got);
-            if (len > 0) std::memcpy(p.bytes.data() + p.got, mailbox(src) + kMailHeader, len);
+            if (len > 0) copy(p.bytes.data() + p.got, mailbox(src) + kMailHeader, len);
             p.got += len;
             ++chunks_taken_[src];
             ++taken_total_;
@@ -2216,6 +2326,8 @@ private:
     std::mutex mutex_;  // one collective at a time on the scratch (Collective)
     Watchdog watchdog_;
     shmem_team_t team_ = SHMEM_TEAM_INVALID;  // the group's team
+    int heap_ = SHMEMX_HEAP_HOST;             // where the heap is (shmemx_heap_device)
+    int heap_index_ = -1;                     // the heap's GPU (SHMEMX_HEAP_CUDA)
     std::vector<int> members_;                // world PE of each group rank
     uint64_t made_ = 0;   // groups of these ranks this process made before this one
     bool fixed_ = false;  // the scratch is a region of the groups' arena: it never grows

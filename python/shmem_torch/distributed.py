@@ -60,11 +60,20 @@ def _create(options, backend_options=None):
     )
 
 
+def devices() -> list[str]:
+    """The device types the backend takes tensors of: the CPU, and CUDA where the symmetric
+    heap will be in GPU memory (SHMEM_DEVICE=cuda when shmem_torch is imported)."""
+    if os.environ.get("SHMEM_DEVICE") == "cuda":
+        return ["cpu", "cuda"]
+    return ["cpu"]
+
+
 def register() -> None:
-    """Registers "shmem" with torch.distributed (once; import shmem_torch does it). Nothing
-    happens where torch is built without distributed support."""
+    """Registers "shmem" with torch.distributed (once; import shmem_torch does it), for the
+    devices devices() names. Nothing happens where torch is built without distributed
+    support."""
     if not dist.is_available():
         return
     if BACKEND_NAME in dist.Backend.backend_list:
         return
-    dist.Backend.register_backend(BACKEND_NAME, _create, extended_api=True, devices=["cpu"])
+    dist.Backend.register_backend(BACKEND_NAME, _create, extended_api=True, devices=devices())

@@ -6,12 +6,14 @@ of them checks data another one wrote."""
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import textwrap
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from free_port import free_port  # noqa: E402  (tests/tools)
 
 LAUNCHER_VARS = ("SHMEM_RUN_FD", "SHMEM_RUN_RANK", "SHMEM_RUN_SIZE", "SHMEM_RUN_JOBID",
                  "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMI_FD", "SLURM_PROCID", "RANK",
@@ -43,12 +45,6 @@ def clean_env(**extra):
     env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
     env.update({k: str(v) for k, v in extra.items()})
     return env
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_pes(code, n, env, stdin=None, timeout=TIMEOUT):

@@ -9,7 +9,6 @@ a hung job is killed and fails its test).
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -20,14 +19,11 @@ import memfabric_hybrid as mf
 import mf_adapter
 from memfabric_hybrid import bm, shm
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from free_port import free_port  # noqa: E402  (tests/tools)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TIMEOUT = 150
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(args, timeout=TIMEOUT, **kw):

@@ -21,18 +21,14 @@ import pytest
 import memfabric_hybrid as mf
 from memfabric_hybrid import _lib
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from free_port import free_port  # noqa: E402  (tests/tools)
+
 needs_trans = pytest.mark.skipif(
     bool(_lib.TRANS_MISSING), reason=f"{_lib.library_path()} has no smem_trans_* functions")
 
 TIMEOUT = 120
 SIZE = 64 << 10
-
-
-def free_port(host):
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def ipv6_loopback():

@@ -8,6 +8,7 @@
 # install is not there yet (`cmake --install` not run).
 set -euo pipefail
 python=${1:?}; wheels=${2:?}; work=${3:?}; example=${4:?}
+tools=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 wheel=$(ls "$wheels"/memfabric_hybrid-*.whl 2>/dev/null | head -1)
 [[ -n $wheel ]] || { echo "FAIL: no memfabric_hybrid wheel in $wheels"; exit 1; }
 if "$python" -m zipfile -l "$wheel" | grep -q '\.so'; then
@@ -38,6 +39,6 @@ for h in ("smem.h", "smem_bm.h", "smem_bm_def.h", "smem_shm.h", "smem_shm_def.h"
     assert os.path.isfile(os.path.join(mf.get_include_path(), "smem", "host", h)), h
 print("paths ok:", mf.get_lib_path(), mf.get_include_path())
 '
-port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$("$python" "$tools/free_port.py")
 run timeout -k 5 120 "$work/venv/bin/python" "$example" --world-size 2 --url "tcp://127.0.0.1:$port"
 echo "(python: $base; library: $lib)"

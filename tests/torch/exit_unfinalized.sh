@@ -25,7 +25,7 @@ survivors() {
 failed=0
 for ((run = 1; run <= runs; run++)); do
     if ((run % 2)); then how=exit; else how=end; fi
-    port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    port=$("$py" "$here/../tools/free_port.py")
     out=$tmp/out.$run
     SHMEM_TEST_STORE=tcp://127.0.0.1:$port timeout -k 5 90 "$py" -m torch.distributed.run \
         --standalone --nproc-per-node "$npes" "$here/attr_init_exit.py" "$how" >"$out" 2>&1

@@ -14,7 +14,9 @@
 #                                        PREFIX, e.g. .gpu/pydeps), is used when this Python
 #                                        cannot import pytest. Runs the suites with the heap on
 #                                        the GPU (SHMEM_DEVICE=cuda) under shmemrun at 1, 2 and
-#                                        4 PEs and torchrun at 2, each bounded (RUN_TIMEOUT, 240 s).
+#                                        4 PEs and torchrun at 2, and the torch.distributed
+#                                        backend's dist/gpu.py under torchrun at 2 and 4, each
+#                                        bounded (RUN_TIMEOUT, 240 s).
 # Environment: PYTHON, the Python whose torch is used (default python3); OUT, a folder where
 # each run's log and summary.txt go (under torch-gpu/; default a folder of mktemp).
 #
@@ -53,13 +55,8 @@ pydeps=$(realpath -m -- "${2:-$prefix/../pydeps}")
 [[ -x $prefix/bin/shmemrun && -e $prefix/lib/libshmem.so.0 ]] ||
     die "$prefix is not an installed library (no bin/shmemrun, lib/libshmem.so.0)"
 
-why=$("$py" -c 'import torch
-if not torch.backends.cuda.is_built():
-    print(f"torch {torch.__version__} is built without CUDA")
-elif not torch.cuda.is_available():
-    print("torch.cuda.is_available() is False")' 2>&1) ||
-    why="$py cannot import torch: $(tail -n 1 <<<"$why")"
-if [[ -n $why ]]; then
+. "$here/no_gpu.sh"
+if why=$(no_gpu "$py"); then
     echo "SKIPPED: no GPU ($why)"
     exit 77
 fi
@@ -95,20 +92,37 @@ export RUN_TIMEOUT=${RUN_TIMEOUT:-240}
 unset SHMEM_CUDA_LIBRARY
 failed=0
 : >"$results/summary.txt"
-for run in "shmemrun 1" "shmemrun 2" "shmemrun 4" "torchrun 2"; do
-    read -r launcher npes <<<"$run"
-    name=torch.gpu.$launcher.np$npes
+# run NAME DIR COMMAND...: COMMAND in DIR, its output in NAME.log, a line in summary.txt.
+run() {
+    local name=$1 dir=$2 start status counts
+    shift 2
     start=$(date +%s)
-    if (cd "$here" && ./run.sh "$launcher" "$npes") >"$results/$name.log" 2>&1; then
+    if (cd "$dir" && "$@") >"$results/$name.log" 2>&1; then
         status=passed
     else
         status="FAILED ($?)"
         failed=1
     fi
-    counts=$(grep -aEo '[0-9]+ passed[^=]*' "$results/$name.log" | tail -n 1 || true)
-    line="$name: $status in $(($(date +%s) - start)) s, $counts"
-    echo "$line" | tee -a "$results/summary.txt"
+    counts=$(grep -aEo '[0-9]+ passed[^=]*|OK \([0-9]+ checks' "$results/$name.log" | tail -n 1 || true)
+    echo "$name: $status in $(($(date +%s) - start)) s, $counts" | tee -a "$results/summary.txt"
     [[ $status == passed ]] || tail -n 40 "$results/$name.log" >&2
+}
+for run in "shmemrun 1" "shmemrun 2" "shmemrun 4" "torchrun 2"; do
+    read -r launcher npes <<<"$run"
+    run "torch.gpu.$launcher.np$npes" "$here" ./run.sh "$launcher" "$npes"
 done
+# The torch.distributed backend on CUDA tensors (dist/gpu.py), with the module built above
+# (it needs this Python's Python.h).
+c10d=$(compgen -G "$work/build/python/shmem_torch/_c10d*.so" | head -n 1 || true)
+if [[ -n $c10d ]]; then
+    export SHMEM_TORCH_C10D=$c10d
+    for npes in 2 4; do
+        run "torch.dist.gpu.torchrun.np$npes" "$here/dist" ./run.sh torchrun "$npes" gpu.py
+    done
+else
+    echo "torch.dist.gpu: FAILED: shmem_torch._c10d did not build (no Python.h for $py?; see" \
+        "$results/build.log)" | tee -a "$results/summary.txt"
+    failed=1
+fi
 echo "gpu.sh: logs in $results"
 exit $failed

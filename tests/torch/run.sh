@@ -19,13 +19,8 @@ export SHMEM_TORCH_TEST_WAIT_TIMEOUT=${SHMEM_TORCH_TEST_WAIT_TIMEOUT:-60}
 read -r -a tests <<<"${SHMEM_TORCH_TESTS:-.}"
 pytest=(-m pytest -q -x -p no:cacheprovider "${tests[@]}")
 if [[ ${SHMEM_TORCH_TEST_GPU:-0} == 1 ]]; then
-    why=$("$py" -c 'import torch
-if not torch.backends.cuda.is_built():
-    print(f"torch {torch.__version__} is built without CUDA")
-elif not torch.cuda.is_available():
-    print("torch.cuda.is_available() is False")' 2>&1) ||
-        why="torch does not import: $(tail -n 1 <<<"$why")"
-    if [[ -n $why ]]; then
+    . "$(dirname "${BASH_SOURCE[0]}")/no_gpu.sh"
+    if why=$(no_gpu "$py"); then
         echo "SKIPPED: no GPU ($why)"
         exit 77
     fi
@@ -47,7 +42,7 @@ case $launcher in
             -x PYTHONDONTWRITEBYTECODE -x SHMEM_DEVICE -x SHMEM_TORCH_TEST_GPU "$py" "${pytest[@]}"
         ;;
     attr_init)
-        port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        port=$("$py" "$(dirname "${BASH_SOURCE[0]}")/../tools/free_port.py")
         SYMMETRIC_MEMORY_IP_PORT=tcp://127.0.0.1:$port exec "${torchrun[@]}" "${pytest[@]}"
         ;;
     readme)

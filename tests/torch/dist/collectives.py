@@ -3,7 +3,7 @@ job (and, for reductions, against a reference computed from every rank's data, w
 can make): dtypes, sizes up to a few Mi elements, uneven all-to-all splits, every ReduceOp (AVG
 against SUM scaled), async_op with get_future, point to point, and the errors it raises."""
 
-import functools
+import os
 import time
 from datetime import timedelta
 
@@ -11,10 +11,14 @@ import torch
 import torch.distributed as dist
 from torch.distributed import ReduceOp
 
-from common import fail, init, release, same
+from common import data, fail, init, reference, release, same
 
 rank, world, gloo = init()
 assert dist.get_backend() == "shmem", dist.get_backend()
+# Registered for CPU tensors, and CUDA ones where the heap is on the GPU (SHMEM_DEVICE=cuda).
+devices = ["cpu", "cuda"] if os.environ.get("SHMEM_DEVICE") == "cuda" else ["cpu"]
+if dist.Backend.backend_capability["shmem"] != devices:
+    fail(f"registered for {dist.Backend.backend_capability['shmem']}, not {devices}")
 t0 = time.monotonic()
 
 OPS = {
@@ -23,43 +27,6 @@ OPS = {
 }
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 INTS = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
-
-
-def data(r, n, dtype, op="SUM"):
-    """Rank r's tensor: small integers, exact in every dtype and op (products stay in -1..1)."""
-    i = torch.arange(n, dtype=torch.int64)
-    if dtype == torch.bool:
-        return (i + r) % 3 == 0
-    if op == "PRODUCT":
-        v = (i + r) % 3 - (0 if dtype == torch.uint8 else 1)
-    elif dtype == torch.uint8:
-        v = (i * 7 + r * 3) % 11
-    else:
-        v = (i * 7 + r * 3) % 11 - 5
-    return v.to(dtype)
-
-
-def reference(n, dtype, op):
-    stack = torch.stack([data(r, n, dtype, op).to(torch.int64 if not dtype.is_floating_point
-                                                    else torch.float64) for r in range(world)])
-    if op in ("SUM", "AVG"):
-        out = stack.sum(0)
-        if dtype == torch.bool:
-            out = out != 0
-        if op == "AVG":
-            out = out / world
-    elif op == "PRODUCT":
-        out = stack.prod(0)
-        if dtype == torch.bool:
-            out = out != 0
-    elif op == "MIN":
-        out = stack.amin(0)
-    elif op == "MAX":
-        out = stack.amax(0)
-    else:
-        f = {"BAND": torch.bitwise_and, "BOR": torch.bitwise_or, "BXOR": torch.bitwise_xor}[op]
-        out = functools.reduce(f, list(stack))
-    return out.to(dtype)
 
 
 def gloo_ok(fn):

@@ -4,6 +4,7 @@ docs/pytorch.md gives, with SHMEM_DIST_TEST_PORT naming the port; under Open MPI
 line for mpirun, with MASTER_ADDR and MASTER_PORT passed by run.sh), and a gloo group of the same
 ranks for reference results."""
 
+import functools
 import gc
 import os
 import sys
@@ -78,3 +79,43 @@ def same(name, got, want, exact=True):
         diff = (got != want).nonzero()[:5].flatten().tolist()
         fail(f"{name}: differs (first indices {diff}): got {got.flatten()[:8].tolist()}, "
              f"want {want.flatten()[:8].tolist()}")
+
+
+def data(r, n, dtype, op="SUM"):
+    """Rank r's tensor: small integers, exact in every dtype and op (products stay in -1..1)."""
+    i = torch.arange(n, dtype=torch.int64)
+    if dtype == torch.bool:
+        return (i + r) % 3 == 0
+    if op == "PRODUCT":
+        v = (i + r) % 3 - (0 if dtype == torch.uint8 else 1)
+    elif dtype == torch.uint8:
+        v = (i * 7 + r * 3) % 11
+    else:
+        v = (i * 7 + r * 3) % 11 - 5
+    return v.to(dtype)
+
+
+def reference(n, dtype, op):
+    """`op` (a ReduceOp's name; AVG the mean) over every rank's data(r, n, dtype, op), computed
+    in int64 or float64 and given in `dtype` (bool's SUM is OR, its PRODUCT AND)."""
+    world = dist.get_world_size()
+    stack = torch.stack([data(r, n, dtype, op).to(torch.int64 if not dtype.is_floating_point
+                                                    else torch.float64) for r in range(world)])
+    if op in ("SUM", "AVG"):
+        out = stack.sum(0)
+        if dtype == torch.bool:
+            out = out != 0
+        if op == "AVG":
+            out = out / world
+    elif op == "PRODUCT":
+        out = stack.prod(0)
+        if dtype == torch.bool:
+            out = out != 0
+    elif op == "MIN":
+        out = stack.amin(0)
+    elif op == "MAX":
+        out = stack.amax(0)
+    else:
+        f = {"BAND": torch.bitwise_and, "BOR": torch.bitwise_or, "BXOR": torch.bitwise_xor}[op]
+        out = functools.reduce(f, list(stack))
+    return out.to(dtype)

@@ -13,15 +13,25 @@
 #   timeout   NPES ranks started the same way; SCRIPT (timeout.py) checks recv's timeouts itself,
 #             then the last rank never enters an all_reduce: every rank must exit non-zero soon
 #             after the group's 2 s timeout, one with the backend's message naming the call
-# Environment (set by ctest): SHMEM_TORCH_PYTHON, SHMEM_SHMEMRUN, SHMEM_TORCH_C10D, PYTHONPATH.
+# Environment (set by ctest): SHMEM_TORCH_PYTHON, SHMEM_SHMEMRUN, SHMEM_TORCH_C10D, PYTHONPATH;
+# SHMEM_TORCH_TEST_GPU=1 for a program that needs a GPU: without one torch can use, it prints
+# "SKIPPED: no GPU (...)" and exits 77.
 # Each run is bounded by RUN_TIMEOUT seconds (default 120).
 set -euo pipefail
 mode=${1:?mode}; npes=${2:?npes}; script=${3:?script}
 py=${SHMEM_TORCH_PYTHON:?}
 limit=${RUN_TIMEOUT:-120}
 cd "$(dirname "$0")"
+# SHMEM_TORCH_TEST_GPU=1: a program for a GPU (gpu.py), skipped without one.
+if [[ ${SHMEM_TORCH_TEST_GPU:-0} == 1 ]]; then
+    . ../no_gpu.sh
+    if why=$(no_gpu "$py"); then
+        echo "SKIPPED: no GPU ($why)"
+        exit 77
+    fi
+fi
 free_port() {
-    "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    "$py" ../../tools/free_port.py
 }
 # Waits for rank $1 started by start_ranks: its status in rc, a line saying it and the time.
 wait_rank() {
