@@ -872,6 +872,13 @@ public:
             direct_.setup(team_, rank, n, meta_, meta_bytes_ / sizeof(int64_t));
         } else {
             mapped_ = 0;
+            static std::atomic<bool> said{false};
+            if (log_info() && rank == 0 && !said.exchange(true))
+                std::fprintf(stderr,
+                             "shmem backend: the symmetric heap is on cuda:%d: collectives stage "
+                             "through it with the driver's copies and reduce on the host "
+                             "(correct, not fast: docs/pytorch.md, CUDA tensors)\n",
+                             heap_index_);
         }
     }
 
