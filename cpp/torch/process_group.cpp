@@ -73,11 +73,12 @@
 // group's team slot (GroupArena), so two live groups that share a rank never share a region;
 // collectives larger than the region go through it in chunks. Every rank of a group is a PE:
 // puts, signals and atomics name members_[group rank].
+#include "settle.h"
+
 #include <aclshmem.h>
 #include <shmem.h>
 #include <shmemx.h>
 
-#include <c10/core/impl/VirtualGuardImpl.h>
 #include <pybind11/chrono.h>
 #include <pybind11/stl.h>
 #include <torch/python.h>
@@ -1453,18 +1454,12 @@ private:
         return std::min(bytes, fit);
     }
 
-    // Waits for the work torch queued on its current stream of the heap's GPU (nothing to wait
-    // for where torch has no CUDA or sees no GPU of that index: then it ran no kernel there), so
-    // the tensors hold what the program's kernels wrote before the backend reads them, and
-    // nothing queued before reads them after the backend writes them.
+    // settle() of the heap's GPU (settle.h): the tensors hold what the program's kernels wrote
+    // before the backend reads them, and nothing queued before reads them after it writes them.
     void settle() const {
-        if (heap_ != SHMEMX_HEAP_CUDA || !c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA))
-            return;
-        const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
-        if (heap_index_ >= cuda.deviceCount()) return;
-        cuda.getStream(
-                c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(heap_index_)))
-            .synchronize();
+        if (heap_ == SHMEMX_HEAP_CUDA)
+            shmem_torch::settle(
+                c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(heap_index_)));
     }
 
     // `n` bytes from `src` to `dst`, either of them the scratch, a tensor's memory or host

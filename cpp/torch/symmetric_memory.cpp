@@ -20,9 +20,9 @@
 // there wrote is complete before the host reads it, and what they read before it is
 // overwritten; after the call the data is in place for any stream. Work queued on other
 // streams is the program's to order (as with torch.distributed's collectives).
+#include "settle.h"
+
 #include <aclshmem.h>
-#include <c10/core/Stream.h>
-#include <c10/core/impl/VirtualGuardImpl.h>
 #include <shmem.h>
 #include <shmemx.h>
 #include <torch/custom_class.h>
@@ -70,16 +70,6 @@ c10::Device heap_device(const char *call) {
 // Where the heap's memory is, for error messages.
 const char *heap_place(const c10::Device &dev) {
     return dev.is_cpu() ? "host memory (the host device)" : "GPU memory (SHMEM_DEVICE=cuda)";
-}
-
-// Waits for the work torch queued on its current stream of `dev` when that is a GPU (see the
-// header comment). Nothing to wait for when torch has no CUDA or sees no GPU of that index:
-// then torch ran no kernel there.
-void settle(const c10::Device &dev) {
-    if (!dev.is_cuda() || !c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA)) return;
-    const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
-    if (dev.index() >= cuda.deviceCount()) return;
-    cuda.getStream(dev).synchronize();
 }
 
 // A tensor of `sizes` and `options` over `data` on `dev`, not owning it: the device is named, so

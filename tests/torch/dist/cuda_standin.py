@@ -18,7 +18,6 @@ import ctypes
 import os
 import time
 
-import numpy as np
 import torch
 
 # A CUDA tensor made through DLPack asks torch to start CUDA, which finds no GPU here: the start
@@ -32,7 +31,7 @@ import torch.distributed as dist  # noqa: E402
 from torch.distributed import ReduceOp  # noqa: E402
 
 import shmem._shmem as shmem_c  # noqa: E402  (the shmem wheel's extension: DLPack capsules)
-from common import fail, init, release  # noqa: E402
+from common import data, fail, init, reference, release, same  # noqa: E402
 
 rank, world, _gloo = init()
 assert dist.get_backend() == "shmem", dist.get_backend()
@@ -49,60 +48,31 @@ cuda.cuMemcpy.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_size_t]
 GPU = rank % 2  # the heap's GPU (local rank modulo the stand-in's two devices)
 blocks = []  # every block cuMemAlloc gave, freed at the end
 
-NUMPY = {torch.float32: np.float32, torch.float64: np.float64, torch.int32: np.int32,
-         torch.int64: np.int64}
-
-
 def check(what, code):
     if code != 0:
         fail(f"{what}: the stand-in answered {code}")
 
 
-def on_gpu(values, dtype, gpu=GPU):
-    """A cuda:<gpu> tensor of `values` (a numpy array) in memory of the stand-in's device."""
-    host = np.ascontiguousarray(values, dtype=NUMPY[dtype])
-    nbytes = host.nbytes
+def on_gpu(values, gpu=GPU):
+    """A cuda:<gpu> tensor holding `values` (a CPU tensor) in the stand-in device's memory."""
+    host = values.contiguous()
     at = ctypes.c_uint64()
-    check("cuMemAlloc", cuda.cuMemAlloc_v2(ctypes.byref(at), nbytes))
+    check("cuMemAlloc", cuda.cuMemAlloc_v2(ctypes.byref(at), host.nbytes))
     blocks.append(at.value)
-    if host.nbytes:
-        check("cuMemcpy (to the device)", cuda.cuMemcpy(at.value, host.ctypes.data, host.nbytes))
+    check("cuMemcpy (to the device)", cuda.cuMemcpy(at.value, host.data_ptr(), host.nbytes))
     # Views only: an op that slices or copies would start torch's CUDA.
-    flat = torch.utils.dlpack.from_dlpack(shmem_c.osh_dlpack_capsule(at.value, nbytes, 2, gpu))
-    t = flat.view(dtype)
+    flat = torch.utils.dlpack.from_dlpack(shmem_c.osh_dlpack_capsule(at.value, host.nbytes, 2,
+                                                                     gpu))
+    t = flat.view(host.dtype)
     assert t.device == torch.device("cuda", gpu) and t.data_ptr() == at.value
-    return t if host.ndim == 1 else t.view(host.shape)
+    return t if host.dim() == 1 else t.view(host.shape)
 
 
 def read(t):
-    """A device tensor's elements, copied out by the stand-in."""
-    host = np.empty(tuple(t.shape), dtype=NUMPY[t.dtype])
-    if host.nbytes:
-        check("cuMemcpy (from the device)", cuda.cuMemcpy(host.ctypes.data, t.data_ptr(),
-                                                          host.nbytes))
+    """A device tensor's elements, copied out by the stand-in into a CPU tensor."""
+    host = torch.empty(tuple(t.shape), dtype=t.dtype)
+    check("cuMemcpy (from the device)", cuda.cuMemcpy(host.data_ptr(), t.data_ptr(), host.nbytes))
     return host
-
-
-def same(name, got, want):
-    want = np.asarray(want, dtype=got.dtype)
-    if got.shape != want.shape or not np.array_equal(got, want):
-        bad = np.flatnonzero(got.ravel() != want.ravel())[:5].tolist()
-        fail(f"{name}: differs (first indices {bad}): got {got.ravel()[:8].tolist()}, "
-             f"want {want.ravel()[:8].tolist()}")
-
-
-def data(r, n, op="SUM"):
-    """Rank r's values: small integers, exact in every dtype (products stay in -1..1)."""
-    i = np.arange(n, dtype=np.int64)
-    return (i + r) % 3 - 1 if op == "PRODUCT" else (i * 7 + r * 3) % 11 - 5
-
-
-def reference(n, op):
-    stack = np.stack([data(r, n, op) for r in range(world)])
-    return {"SUM": lambda s: s.sum(0), "PRODUCT": lambda s: s.prod(0),
-            "MIN": lambda s: s.min(0), "MAX": lambda s: s.max(0),
-            "BAND": np.bitwise_and.reduce, "BOR": np.bitwise_or.reduce,
-            "BXOR": np.bitwise_xor.reduce}[op](stack)
 
 
 OPS = {"SUM": ReduceOp.SUM, "PRODUCT": ReduceOp.PRODUCT, "MIN": ReduceOp.MIN,
@@ -110,83 +80,83 @@ OPS = {"SUM": ReduceOp.SUM, "PRODUCT": ReduceOp.PRODUCT, "MIN": ReduceOp.MIN,
 # 300 Ki float32 elements are 1.2 MiB: more than one piece of the backend's reductions.
 SIZES = [1, 1000, 300 << 10]
 checks = 0
+F32, F64, I32, I64 = torch.float32, torch.float64, torch.int32, torch.int64
 
-for dtype in (torch.float32, torch.float64, torch.int32, torch.int64):
+for dtype in (F32, F64, I32, I64):
     for op, rop in OPS.items():
         if op in ("BAND", "BOR", "BXOR") and dtype.is_floating_point:
             continue
         for n in SIZES if op == "SUM" else SIZES[:2]:
-            t = on_gpu(data(rank, n, op), dtype)
+            t = on_gpu(data(rank, n, dtype, op))
             dist.all_reduce(t, op=rop)
-            same(f"all_reduce {op} {dtype} n={n}", read(t), reference(n, op))
+            same(f"all_reduce {op} {dtype} n={n}", read(t), reference(n, dtype, op))
             root = n % world
-            t = on_gpu(data(rank, n, op), dtype)
+            t = on_gpu(data(rank, n, dtype, op))
             dist.reduce(t, dst=root, op=rop)
             # The root gets the reduction; the others keep their tensor as they gave it.
             same(f"reduce {op} {dtype} n={n} root={root}", read(t),
-                 reference(n, op) if rank == root else data(rank, n, op))
+                 reference(n, dtype, op) if rank == root else data(rank, n, dtype, op))
             checks += 2
 
 for n in SIZES:
     # An async_op's Work completes with the call (its future holds the tensor).
-    t = on_gpu(data(rank, n) if rank == world - 1 else np.zeros(n), torch.float32)
+    t = on_gpu(data(rank, n, F32) if rank == world - 1 else torch.zeros(n))
     work = dist.broadcast(t, src=world - 1, async_op=True)
     work.wait()
     if work.get_future().value()[0].data_ptr() != t.data_ptr():
         fail("broadcast: the future does not hold the tensor")
-    same(f"broadcast n={n}", read(t), data(world - 1, n))
+    same(f"broadcast n={n}", read(t), data(world - 1, n, F32))
 
-    mine = on_gpu(data(rank, n), torch.int32)
-    out = on_gpu(np.zeros(n * world), torch.int32)
+    mine = on_gpu(data(rank, n, I32))
+    out = on_gpu(torch.zeros(n * world, dtype=I32))
     dist.all_gather_into_tensor(out, mine)
     same(f"all_gather_into_tensor n={n}", read(out),
-         np.concatenate([data(r, n) for r in range(world)]))
+         torch.cat([data(r, n, I32) for r in range(world)]))
 
-    outs = [on_gpu(np.zeros(n), torch.int64) for _ in range(world)]
-    dist.all_gather(outs, on_gpu(data(rank, n), torch.int64))
+    outs = [on_gpu(torch.zeros(n, dtype=I64)) for _ in range(world)]
+    dist.all_gather(outs, on_gpu(data(rank, n, I64)))
     for r in range(world):
-        same(f"all_gather n={n} from rank {r}", read(outs[r]), data(r, n))
+        same(f"all_gather n={n} from rank {r}", read(outs[r]), data(r, n, I64))
 
-    full = on_gpu(data(rank, n * world), torch.float32)
-    out = on_gpu(np.zeros(n), torch.float32)
+    full = on_gpu(data(rank, n * world, F32))
+    out = on_gpu(torch.zeros(n))
     dist.reduce_scatter_tensor(out, full)
-    same(f"reduce_scatter_tensor n={n}", read(out), reference(n * world, "SUM")[rank * n:
-                                                                                (rank + 1) * n])
+    same(f"reduce_scatter_tensor n={n}", read(out),
+         reference(n * world, F32, "SUM")[rank * n:(rank + 1) * n])
 
     # Rank r's block for rank j: data(100 * r + j, n).
-    send = on_gpu(np.concatenate([data(100 * rank + j, n) for j in range(world)]), torch.float64)
-    recv = on_gpu(np.zeros(n * world), torch.float64)
+    send = on_gpu(torch.cat([data(100 * rank + j, n, F64) for j in range(world)]))
+    recv = on_gpu(torch.zeros(n * world, dtype=F64))
     dist.all_to_all_single(recv, send)
     same(f"all_to_all_single n={n}", read(recv),
-         np.concatenate([data(100 * i + rank, n) for i in range(world)]))
+         torch.cat([data(100 * i + rank, n, F64) for i in range(world)]))
     checks += 5
 
 # Uneven splits: rank r sends r + j + 1 rows of 3 to rank j.
 rows = [rank + j + 1 for j in range(world)]
 got_rows = [i + rank + 1 for i in range(world)]
-send = on_gpu(np.concatenate([data(10 * rank + j, 3 * rows[j]) for j in range(world)])
-              .reshape(-1, 3), torch.int32)
-recv = on_gpu(np.zeros((sum(got_rows), 3)), torch.int32)
+send = on_gpu(torch.cat([data(10 * rank + j, 3 * rows[j], I32) for j in range(world)]).view(-1, 3))
+recv = on_gpu(torch.zeros(sum(got_rows), 3, dtype=I32))
 dist.all_to_all_single(recv, send, output_split_sizes=got_rows, input_split_sizes=rows)
 same("all_to_all_single, uneven splits", read(recv),
-     np.concatenate([data(10 * i + rank, 3 * got_rows[i]) for i in range(world)]).reshape(-1, 3))
+     torch.cat([data(10 * i + rank, 3 * got_rows[i], I32) for i in range(world)]).view(-1, 3))
 
 # Point to point around the ring, a message larger than a mailbox's chunk among them.
 for n in (5, 100 << 10):
     nxt, prv = (rank + 1) % world, (rank - 1) % world
-    out = on_gpu(data(rank, n), torch.float32)
-    into = on_gpu(np.zeros(n), torch.float32)
+    out = on_gpu(data(rank, n, F32))
+    into = on_gpu(torch.zeros(n))
     if world > 1:
         reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, out, nxt),
                                        dist.P2POp(dist.irecv, into, prv)])
         for req in reqs:
             req.wait()
-        same(f"send/recv n={n} from rank {prv}", read(into), data(prv, n))
+        same(f"send/recv n={n} from rank {prv}", read(into), data(prv, n, F32))
 checks += 3
 
 # A tensor on the other stand-in GPU than the heap's is refused before anything moves.
 if world > 1:
-    other = on_gpu(np.zeros(4), torch.float32, gpu=1 - GPU)
+    other = on_gpu(torch.zeros(4), gpu=1 - GPU)
     try:
         dist.all_reduce(other)
         fail("all_reduce of a tensor on another GPU than the heap's did not raise")
@@ -194,9 +164,9 @@ if world > 1:
         if f"the symmetric heap is on cuda:{GPU}" not in str(e):
             fail(f"all_reduce of a tensor on another GPU: unexpected error: {e}")
     # The group goes on after the refusal.
-    t = on_gpu(data(rank, 7), torch.float32)
+    t = on_gpu(data(rank, 7, F32))
     dist.all_reduce(t)
-    same("all_reduce after a refused call", read(t), reference(7, "SUM"))
+    same("all_reduce after a refused call", read(t), reference(7, F32, "SUM"))
     checks += 2
 
 dist.barrier()
