@@ -18,7 +18,10 @@
 #             bandwidth (G2H) are its floor, measured size by size right beside it: for each
 #             of the line's --sizes, an mf run at that size and ucx_perftest put_bw and get at
 #             it, back to back (mf first in odd rounds, ucx_perftest first in even ones), so
-#             both see the same state of the machine (records of bench "perftest-mf")
+#             both see the same state of the machine (records of bench "perftest-mf"); each
+#             twice: as shipped, and with data in its buffers (bench/ucx_fill.c preloaded:
+#             ucx_perftest never writes them, so it sends from the kernel's zero page; bench
+#             "perftest-mf-data"), the floor the target is decided on, which runs next to mf
 # then writes bench/results/<date>-<host>-multinode/ (raw JSON lines, table.md) and the
 # "Across nodes (UCX)" section of docs/performance.md (bench/report_multinode.py).
 #
@@ -250,8 +253,11 @@ if want ours; then
 fi
 want oshmem && build_variant "$OSH_CC" "$OSH_BIN"
 MF_BIN=$tmp/bin-mf/mf_bm_copy
+FILL_LIB=$tmp/bin-mf/libucx_fill.so
 if want mf; then
     mkdir -p "$(dirname "$MF_BIN")"
+    # ucx_perftest with data in its buffers (bench/ucx_fill.c), beside it as shipped.
+    cc -O2 -Wall -Wextra -shared -fPIC -o "$FILL_LIB" "$BENCH/ucx_fill.c" -ldl
     if [[ $mode == smoke ]]; then
         [[ -x $bin_dir/mf_bm_copy ]] || die "--bin-dir $bin_dir has no mf_bm_copy"
         ln -s "$bin_dir/mf_bm_copy" "$MF_BIN"
@@ -429,12 +435,18 @@ run_mf_beside_perftest() {
     local IFS=,
     for size in $sizes; do
         IFS=$' \t\n'
+        # The floor with data, which decides the target, always runs right beside mf.
         if ((round % 2)); then
             run_mf "$nodes" "$ppn" "$round" --sizes "$size" "${args[@]}"
-        fi
-        run_perftest ucp_put_bw "$size" "$round" perftest-mf
-        run_perftest ucp_get_bw "$size" "$round" perftest-mf
-        if ((round % 2 == 0)); then
+            run_perftest ucp_put_bw "$size" "$round" perftest-mf-data "$FILL_LIB"
+            run_perftest ucp_get_bw "$size" "$round" perftest-mf-data "$FILL_LIB"
+            run_perftest ucp_put_bw "$size" "$round" perftest-mf
+            run_perftest ucp_get_bw "$size" "$round" perftest-mf
+        else
+            run_perftest ucp_put_bw "$size" "$round" perftest-mf
+            run_perftest ucp_get_bw "$size" "$round" perftest-mf
+            run_perftest ucp_put_bw "$size" "$round" perftest-mf-data "$FILL_LIB"
+            run_perftest ucp_get_bw "$size" "$round" perftest-mf-data "$FILL_LIB"
             run_mf "$nodes" "$ppn" "$round" --sizes "$size" "${args[@]}"
         fi
     done
@@ -449,11 +461,13 @@ reap() {
 }
 
 # ucx_perftest: $1 test, $2 size list, $3 round, $4 the records' bench name (default
-# perftest). One server/client pair per size, each on a fresh port; one record per size from
-# the client's CSV line (-v).
+# perftest), $5 (optional) a library both sides preload (FILL_LIB: its buffers hold data). One
+# server/client pair per size, each on a fresh port; one record per size from the client's
+# CSV line (-v).
 perftest_port=$((20000 + $$ % 20000))
 run_perftest() {
-    local test=$1 sizes=$2 round=$3 bench=${4:-perftest} size bytes rc iters
+    local test=$1 sizes=$2 round=$3 bench=${4:-perftest} preload=() size bytes rc iters
+    [[ -n ${5:-} ]] && preload=("LD_PRELOAD=$5")
     local IFS=,
     for size in $sizes; do
         IFS=$' \t\n'
@@ -470,7 +484,7 @@ run_perftest() {
             smoke) iters=$((bytes >= 65536 ? 4 : 100)) ;;
         esac
         perftest_port=$((perftest_port + 1))
-        local srv=(timeout -k 5 "$RUN_TIMEOUT" ip netns exec "${NS_PREFIX}2" env "${LIB_UCX[@]}" "$PERFTEST" -p "$perftest_port" -c "$(cpu_of 1)")
+        local srv=(timeout -k 5 "$RUN_TIMEOUT" ip netns exec "${NS_PREFIX}2" env "${LIB_UCX[@]}" "${preload[@]}" "$PERFTEST" -p "$perftest_port" -c "$(cpu_of 1)")
         # "ucp_get_bw": ucp_get's bandwidth figure (the test reports latency and bandwidth).
         local ptest=$test outstanding=()
         [[ $test == ucp_get_bw ]] && ptest=ucp_get
@@ -478,7 +492,7 @@ run_perftest() {
         # at once and, between these namespaces, one run in two or three at 16-64 MiB then
         # stalls for seconds at the end (0.2 GB/s where 3.5-4 go): no floor to compare with.
         [[ $test == ucp_put_bw ]] && outstanding=(-O 1)
-        local cli=(timeout -k 5 "$RUN_TIMEOUT" ip netns exec "${NS_PREFIX}1" env "${LIB_UCX[@]}" "$PERFTEST" "$subnet.2"
+        local cli=(timeout -k 5 "$RUN_TIMEOUT" ip netns exec "${NS_PREFIX}1" env "${LIB_UCX[@]}" "${preload[@]}" "$PERFTEST" "$subnet.2"
             -p "$perftest_port" -c "$(cpu_of 0)" -t "$ptest" -s "$bytes" -n "$iters" -w $((iters / 10 + 1)) "${outstanding[@]}" -v)
         printf '[round %s] perftest 2x1 %s & %s\n' "$round" "${srv[*]}" "${cli[*]}" >>"$LOG"
         "${srv[@]}" >"$tmp/perf-srv" 2>&1 &
