@@ -128,7 +128,6 @@ impl Client {
         n_pes: u32,
         timeout: Duration,
     ) -> Result<Client, BootstrapError> {
-        let op = "connect";
         let deadline = Instant::now() + timeout.min(MAX_WAIT);
         let mut nap = Duration::from_millis(5);
         let ip = dial.addr.dial_ip();
@@ -154,14 +153,11 @@ impl Client {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(BootstrapError::Protocol {
-                    op,
-                    message: format!(
-                        "{} could not reach the store at {} within {} s: {last}",
-                        who(rank),
-                        dial.addr,
-                        timeout.as_secs()
-                    ),
+                return Err(BootstrapError::Unreachable {
+                    who: who(rank),
+                    addr: dial.addr.to_string(),
+                    after: timeout,
+                    last,
                 });
             }
             std::thread::sleep(nap.min(left));

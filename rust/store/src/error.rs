@@ -160,6 +160,23 @@ pub enum BootstrapError {
         /// The system error.
         source: io::Error,
     },
+    /// Nothing answered as this job's store at the address within the timeout: nothing
+    /// listened there, or what did was full, another job's, or closed the connection first.
+    #[error(
+        "store connection failed during connect: {who} could not reach the store at {addr} \
+         within {} s: {last}",
+        after.as_secs()
+    )]
+    Unreachable {
+        /// Who tried: "PE 3", "this client".
+        who: String,
+        /// The store's address as given.
+        addr: String,
+        /// How long it tried.
+        after: Duration,
+        /// Why the last attempt failed.
+        last: String,
+    },
     /// The peer sent a frame that breaks the protocol, or an answer that does not fit the
     /// request.
     #[error("store protocol error during {op}: {message}")]

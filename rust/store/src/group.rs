@@ -759,29 +759,58 @@ impl Store {
     /// at most `max_clients` clients, TLS with `tls`), if this process is the first to; else
     /// (the address is in use, or is not this host's) connects to the store there as a client,
     /// retrying for up to `connect_timeout`. Either way returns a connected client.
+    ///
+    /// Where the port was in use but no store there answers this process (the one that held
+    /// it is ending: a previous job's, or a process that lost interest), the bind is tried
+    /// again every [`REBIND_EVERY`], so the address gets a server as soon as it is free.
     pub fn serve_or_join(
         dial: &TcpDial,
         tls: Option<Arc<rustls::ServerConfig>>,
         max_clients: usize,
         connect_timeout: Duration,
     ) -> Result<Store, BootstrapError> {
-        let server = match dial.addr.bind() {
-            Ok(listener) => {
-                let server = Server::open(&dial.job, max_clients);
-                server
-                    .serve_tcp(listener, tls)
-                    .map_err(|source| BootstrapError::Io {
-                        op: "serve the store",
-                        source,
-                    })?;
-                Some(server)
+        let deadline = Instant::now() + connect_timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let in_use = match dial.addr.bind() {
+                Ok(listener) => {
+                    let server = Server::open(&dial.job, max_clients);
+                    server
+                        .serve_tcp(listener, tls)
+                        .map_err(|source| BootstrapError::Io {
+                            op: "serve the store",
+                            source,
+                        })?;
+                    let client = Client::connect_open(dial, left)?;
+                    return Ok(Store {
+                        server: Some(server),
+                        client,
+                    });
+                }
+                Err(e) => {
+                    tracing::debug!("store at {}: another process serves it ({e})", dial.addr);
+                    matches!(
+                        e,
+                        crate::addr::AddrError::PortInUse { .. }
+                            | crate::addr::AddrError::RangeInUse { .. }
+                    )
+                }
+            };
+            let slice = if in_use { left.min(REBIND_EVERY) } else { left };
+            match Client::connect_open(dial, slice) {
+                Ok(client) => {
+                    return Ok(Store {
+                        server: None,
+                        client,
+                    })
+                }
+                Err(BootstrapError::Unreachable { .. }) if in_use && slice < left => {}
+                Err(e) => return Err(e),
             }
-            Err(e) => {
-                tracing::debug!("store at {}: another process serves it ({e})", dial.addr);
-                None
-            }
-        };
-        let client = Client::connect_open(dial, connect_timeout)?;
-        Ok(Store { server, client })
+        }
     }
 }
+
+/// How long [`Store::serve_or_join`] tries to reach the store that holds its port before it
+/// tries the bind again.
+pub const REBIND_EVERY: Duration = Duration::from_millis(500);

@@ -765,9 +765,40 @@ fn clients_retry_until_the_store_listens() {
     let nowhere = dial_for(&free_addr(), None);
     let err = Client::connect_open(&nowhere, Duration::from_millis(300)).unwrap_err();
     assert!(
-        err.to_string().contains("could not reach the store"),
+        matches!(err, BootstrapError::Unreachable { .. })
+            && err.to_string().contains("could not reach the store")
+            && err.to_string().contains(&nowhere.addr.to_string()),
         "{err}"
     );
+}
+
+/// A process that finds the port held by one that never answers (a store that is ending, or
+/// a process that bound it and lost interest) serves the address itself once it is free,
+/// well before its timeout.
+#[test]
+fn serve_or_join_takes_the_port_once_its_holder_lets_go() {
+    let holder = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port();
+    let addr = StoreAddr::parse(&format!("tcp://127.0.0.1:{port}"), None).unwrap();
+    let dial = dial_for(&addr, None);
+    let started = Instant::now();
+    let release = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(1200));
+        drop(holder);
+    });
+    let store = Store::serve_or_join(&dial, None, 16, Duration::from_secs(30)).unwrap();
+    release.join().unwrap();
+    assert!(
+        store.server.is_some(),
+        "the port was free after 1.2 s: this process should serve it"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    store.client.set("k", b"v").unwrap();
+    assert_eq!(store.client.get("k", T).unwrap(), b"v");
 }
 
 /// A job's store takes no client without a PE's place.
