@@ -7,8 +7,9 @@
  * the side that sends the data (the put's initiator, the get's responder) copies from a page
  * that stays in the CPU's cache, not from 64 MiB of DRAM. Over TCP, where UCX copies every byte
  * through its segments, that copy is cheaper than one of real data (docs/performance.md,
- * "Across nodes: smem_bm_copy against ucx_perftest", has the figures). With this library ucx_perftest moves data, as any program does; nothing else of it changes
- * (same binary, same UCX, same buffers, same timing).
+ * "Across nodes: smem_bm_copy against ucx_perftest", has the figures). With this library
+ * ucx_perftest moves data, as any program does; nothing else of it changes (same binary, same UCX,
+ * same buffers, same timing).
  *
  * Built by scripts/bench-multinode.sh (cc -shared -fPIC ... -ldl); needs no UCX headers: the
  * two structures are declared below with UCX 1.x's layout (their first fields, which UCP's
@@ -51,8 +52,8 @@ ucs_status_t ucp_mem_map(void *context, const struct map_params *params, void **
     }
     if (!real_map) return -1; /* UCS_ERR_NO_MESSAGE: no UCP underneath */
     ucs_status_t s = real_map(context, params, memh);
-    int allocated = params && (params->field_mask & PARAM_FIELD_FLAGS) &&
-                    (params->flags & MEM_MAP_ALLOCATE);
+    int allocated =
+        params && (params->field_mask & PARAM_FIELD_FLAGS) && (params->flags & MEM_MAP_ALLOCATE);
     if (s != 0 || !allocated || !query) return s; /* registered user memory: left as it is */
     struct mem_attr a = {.field_mask = 1 | 2};
     if (query(*memh, &a) == 0 && a.address && a.length) memset(a.address, 0x5a, a.length);
