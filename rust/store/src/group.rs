@@ -762,7 +762,9 @@ impl Store {
     ///
     /// Where the port was in use but no store there answers this process (the one that held
     /// it is ending: a previous job's, or a process that lost interest), the bind is tried
-    /// again every [`REBIND_EVERY`], so the address gets a server as soon as it is free.
+    /// again every [`REBIND_EVERY`], so the address gets a server as soon as it is free. A
+    /// holder that takes the connection but never answers HELLO is a store that hangs: its
+    /// timeout ([`BootstrapError::Timeout`]) is the error, as for any client.
     pub fn serve_or_join(
         dial: &TcpDial,
         tls: Option<Arc<rustls::ServerConfig>>,
@@ -805,6 +807,17 @@ impl Store {
                     })
                 }
                 Err(BootstrapError::Unreachable { .. }) if in_use && slice < left => {}
+                // The error names the whole time this call tried, not its last slice.
+                Err(BootstrapError::Unreachable {
+                    who, addr, last, ..
+                }) => {
+                    return Err(BootstrapError::Unreachable {
+                        who,
+                        addr,
+                        after: connect_timeout,
+                        last,
+                    })
+                }
                 Err(e) => return Err(e),
             }
         }

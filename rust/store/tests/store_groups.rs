@@ -799,6 +799,32 @@ fn serve_or_join_takes_the_port_once_its_holder_lets_go() {
     );
     store.client.set("k", b"v").unwrap();
     assert_eq!(store.client.get("k", T).unwrap(), b"v");
+    // A holder that never lets go (bound, not listening: every connect is refused): the
+    // error names the whole timeout, not the last try's.
+    let holder = rustix::net::socket(
+        rustix::net::AddressFamily::INET,
+        rustix::net::SocketType::STREAM,
+        None,
+    )
+    .unwrap();
+    let any = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    rustix::net::bind(&holder, &any).unwrap();
+    let port = std::net::SocketAddrV4::try_from(rustix::net::getsockname(&holder).unwrap())
+        .unwrap()
+        .port();
+    let addr = StoreAddr::parse(&format!("tcp://127.0.0.1:{port}"), None).unwrap();
+    let err = Store::serve_or_join(
+        &dial_for(&addr, None),
+        None,
+        16,
+        Duration::from_millis(1300),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, BootstrapError::Unreachable { after, .. } if *after == Duration::from_millis(1300)),
+        "{err}"
+    );
+    drop(holder);
 }
 
 /// A job's store takes no client without a PE's place.
