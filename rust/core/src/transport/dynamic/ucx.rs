@@ -555,7 +555,7 @@ impl DynamicWorker for UcxWorker {
         if s != ffi::UCS_OK {
             return Err(TransportError::Library {
                 call: format!("connect to {} (ucp_ep_create)", peer_label(peer_id)),
-                why: self.api.describe(s),
+                why: crate::transport::ucx::ep_create_failure(self.api, s),
             });
         }
         let id = st.next;

@@ -33,6 +33,12 @@ const UCS_ERR_FIRST_LINK_FAILURE: Status = -40;
 /// `UCS_ERR_LAST_ENDPOINT_FAILURE`.
 const UCS_ERR_LAST_ENDPOINT_FAILURE: Status = -89;
 
+/// Whether `status` is `UCS_ERR_UNREACHABLE` (from `ucp_ep_create`: no transport of this
+/// worker reaches the peer's address).
+pub fn is_unreachable(status: Status) -> bool {
+    status == UCS_ERR_UNREACHABLE
+}
+
 /// Whether a request's `status` says the peer is gone: the connection was reset, the peer
 /// became unreachable, or a link or endpoint failed (timed out).
 pub fn is_peer_failure(status: Status) -> bool {

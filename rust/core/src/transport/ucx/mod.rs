@@ -656,6 +656,23 @@ pub(crate) fn spawn_progress(
     Ok(ProgressThread { stop, handle })
 }
 
+/// Why `ucp_ep_create` failed with `status`, for an error message: UCX's words, and for an
+/// unreachable peer what to check (UCX picks its devices once, when the worker is made).
+pub(crate) fn ep_create_failure(api: &Api, status: ffi::Status) -> String {
+    let why = api.describe(status);
+    if ffi::is_unreachable(status) {
+        format!("{why}{EP_UNREACHABLE_HINT}")
+    } else {
+        why
+    }
+}
+
+/// What [`ep_create_failure`] adds for an unreachable peer.
+pub(crate) const EP_UNREACHABLE_HINT: &str = " (no transport of this process reaches that peer: \
+    UCX_TLS and UCX_NET_DEVICES must leave both sides a transport and a network they share, and \
+    UCX lists its devices once, when the process starts its worker: an interface that came up or \
+    got its address later is not used)";
+
 /// UCP's API, loaded once per process, with UCX's log routed through the library's.
 pub(crate) fn load_api() -> Result<&'static Api, TransportError> {
     let api = ffi::api().map_err(|e| TransportError::NotLoaded {
@@ -864,7 +881,7 @@ impl Transport for Ucx {
             if s != ffi::UCS_OK {
                 return Err(TransportError::Library {
                     call: format!("ucp_ep_create to PE {pe}"),
-                    why: api.describe(s),
+                    why: ep_create_failure(api, s),
                 });
             }
             st.eps.push(ep);

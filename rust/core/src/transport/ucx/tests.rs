@@ -272,3 +272,24 @@ fn a_progress_thread_stands_by_while_a_call_waits_and_resumes_when_it_leaves() {
     );
     drop(waiting);
 }
+
+/// An unreachable peer's `ucp_ep_create` error says what to check; any other failure is UCX's
+/// words alone.
+#[test]
+fn an_unreachable_peer_is_explained() {
+    let api = match load_api() {
+        Ok(api) => api,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let unreachable = ep_create_failure(api, -6);
+    assert!(unreachable.starts_with(&api.describe(-6)), "{unreachable}");
+    assert!(
+        unreachable.contains("UCX_NET_DEVICES") && unreachable.contains("when the process starts"),
+        "{unreachable}"
+    );
+    let other = ep_create_failure(api, -3);
+    assert_eq!(other, api.describe(-3));
+}
