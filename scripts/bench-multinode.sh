@@ -438,18 +438,21 @@ run_mf_beside_perftest() {
         # The floor with data, which decides the target, always runs right beside mf.
         if ((round % 2)); then
             run_mf "$nodes" "$ppn" "$round" --sizes "$size" "${args[@]}"
-            run_perftest ucp_put_bw "$size" "$round" perftest-mf-data "$FILL_LIB"
-            run_perftest ucp_get_bw "$size" "$round" perftest-mf-data "$FILL_LIB"
-            run_perftest ucp_put_bw "$size" "$round" perftest-mf
-            run_perftest ucp_get_bw "$size" "$round" perftest-mf
+            perftest_floors "$size" "$round" perftest-mf-data "$FILL_LIB"
+            perftest_floors "$size" "$round" perftest-mf
         else
-            run_perftest ucp_put_bw "$size" "$round" perftest-mf
-            run_perftest ucp_get_bw "$size" "$round" perftest-mf
-            run_perftest ucp_put_bw "$size" "$round" perftest-mf-data "$FILL_LIB"
-            run_perftest ucp_get_bw "$size" "$round" perftest-mf-data "$FILL_LIB"
+            perftest_floors "$size" "$round" perftest-mf
+            perftest_floors "$size" "$round" perftest-mf-data "$FILL_LIB"
             run_mf "$nodes" "$ppn" "$round" --sizes "$size" "${args[@]}"
         fi
     done
+}
+
+# The floors of mf_bm_copy at one size: ucx_perftest put_bw (H2G, G2G) and get (G2H). $1 size,
+# $2 round, $3 the records' bench name, $4 (optional) the library to preload (run_perftest).
+perftest_floors() {
+    run_perftest ucp_put_bw "$@"
+    run_perftest ucp_get_bw "$@"
 }
 
 # Whatever a run left in the namespaces (an orted after a killed oshrun) goes before the next.
